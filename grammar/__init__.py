@@ -1,0 +1,1 @@
+"""The schedc grammar, shipped as package data (`schedc.grammar`)."""

@@ -1,0 +1,56 @@
+"""Dumps of each pipeline stage, for `schedc emit ast|ir|loads|formula` and golden tests."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+from .elaborate import Program
+from .ir import Schedule, linear_expr
+from .lower import lower
+from .pipeline import time_schedule
+from .syntax import Module, dump
+
+STAGES = ("ast", "ir", "loads", "formula")
+
+
+def emit_ast(module: Module) -> str:
+    return dump(module.body) + "\n"
+
+
+def _region(region: tuple[Fraction, Fraction] | None) -> str:
+    return "-" if region is None else f"[{region[0]}, {region[1]})"
+
+
+def emit_ir(program: Program, schedule: Schedule) -> str:
+    names = [d.name for d in program.topology.devices]
+    c = schedule.collective
+    lines = [f"schedule {schedule.name}: {c.kind} over {len(c.ranks)} ranks, "
+             f"{len(schedule.rounds)} rounds, {schedule.transfer_count} transfers"]
+    for index, rnd in enumerate(schedule.rounds, 1):
+        lines.append(f"  round {index}")
+        for t in rnd.transfers():
+            into = f" into {_region(t.into)}" if t.into else ""
+            lines.append(f"    {t.op} {_region(t.region)}{into} {names[t.src]} -> {names[t.dst]}"
+                         f"  {linear_expr(t.bytes)} B  @{t.span.line}:{t.span.col}")
+    return "\n".join(lines) + "\n"
+
+
+def emit_loads(program: Program, schedule: Schedule) -> str:
+    loads = lower(schedule, program.topology)
+    resources = program.topology.resources
+    lines = [f"schedule {schedule.name}: bytes per round per resource"]
+    for index, shape in enumerate(loads.shape_of.tolist()):
+        cross = " (cross-host)" if loads.shape_cross[shape] else ""
+        lines.append(f"  round {index + 1}{cross}")
+        for k in loads.entries(shape):
+            r = resources[int(loads.resource[k])]
+            lines.append(f"    {r.name:<36} {linear_expr(loads.form(loads.amount[k]))} B"
+                         f"  / {r.bandwidth}")
+    return "\n".join(lines) + "\n"
+
+
+def emit_formula(program: Program, schedule: Schedule) -> str:
+    t = time_schedule(program, schedule.name)
+    lines = [f"{schedule.name}:", f"  T = {t.cost.formula}", f"  regime: {t.cost.regime_formula}"]
+    lines += [f"    while {r}" for r in t.cost.conditions]
+    return "\n".join(lines) + "\n"

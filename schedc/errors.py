@@ -1,0 +1,113 @@
+"""Source spans and the error hierarchy: one root, one subclass per pipeline stage.
+
+Every error that bad input can cause is a `SchedcError` carrying the `Span` of the
+construct at fault, so the command line can print ``file:line:col``, the source line and a
+caret instead of a traceback.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True, eq=False)
+class SourceFile:
+    """The text of one input: a `.sched` file, or a command-line argument."""
+
+    path: str
+    text: str
+
+    def line(self, number: int) -> str:
+        lines = self.text.splitlines()
+        return lines[number - 1] if 0 < number <= len(lines) else ""
+
+
+@dataclass(frozen=True)
+class Span:
+    """A region of a source file; lines and columns count from 1, the end is exclusive."""
+
+    source: SourceFile = field(compare=False, repr=False)
+    line: int
+    col: int
+    end_line: int
+    end_col: int
+
+    def __str__(self) -> str:
+        return f"{self.source.path}:{self.line}:{self.col}"
+
+    def excerpt(self) -> str:
+        """The source line and a caret line underlining the span."""
+        text = self.source.line(self.line).replace("\t", " ")
+        stop = self.end_col if self.end_line == self.line else len(text) + 1
+        width = max(1, min(stop, len(text) + 1) - self.col)
+        return f"  {text}\n  {' ' * (self.col - 1)}^{'~' * (width - 1)}"
+
+
+class SchedcError(Exception):
+    """Root of every error schedc reports to a user (exit code 2)."""
+
+    stage = "error"
+
+    def __init__(self, message: str, span: Span | None = None, notes: tuple[str, ...] = ()):
+        super().__init__(message)
+        self.message = message
+        self.span = span
+        self.notes = tuple(notes)
+
+    def render(self) -> str:
+        where = f"{self.span}: " if self.span else ""
+        lines = [f"{where}error: {self.message}"]
+        if self.span:
+            lines.append(self.span.excerpt())
+        lines.extend(f"  note: {note}" for note in self.notes)
+        return "\n".join(lines)
+
+
+class ParseError(SchedcError):
+    """The text is not in the language (lexing and parsing)."""
+
+    stage = "parse"
+
+
+class LoadError(SchedcError):
+    """An import is missing, unreadable or cyclic."""
+
+    stage = "load"
+
+
+class ElaborationError(SchedcError):
+    """Names, types, units, indices and calls while elaborating to IR."""
+
+    stage = "elaborate"
+
+
+class UnitError(ElaborationError):
+    """Quantities of different dimensions were combined, or a unit is unknown."""
+
+
+class LimitError(ElaborationError):
+    """The input asks for more work than the configured limit; refused, not attempted."""
+
+
+class TopologyError(SchedcError):
+    """A topology is malformed, or a transfer has no route (lowering)."""
+
+    stage = "lower"
+
+
+class CostError(SchedcError):
+    """A cost cannot be formed (e.g. a bandwidth that is not positive)."""
+
+    stage = "cost"
+
+
+class SolveError(SchedcError):
+    """An equation cannot be solved as asked."""
+
+    stage = "solve"
+
+
+class UsageError(SchedcError):
+    """A command-line argument is wrong."""
+
+    stage = "usage"

@@ -1,0 +1,103 @@
+"""The IR: a `Schedule` is a tuple of `Round`s; a round holds `Batch`es of transfers.
+
+A batch is what one transfer statement produced in one round, stored as arrays (one entry
+per transfer) so that a million transfers cost a few arrays, not a million objects. Every
+batch keeps the span of its statement; `Round.transfers()` materialises `Transfer`s for
+printing and counterexamples.
+
+Bytes are exact: a transfer moves `length/den` of `size`, where `size` is a linear form in
+the size params (`{V: 1}` for the collective's buffer V).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from fractions import Fraction
+
+import numpy as np
+import sympy
+
+from .errors import Span
+
+# A linear form over size symbols: ((symbol or 1, coefficient), ...), sorted by symbol name.
+LinearBytes = tuple[tuple[sympy.Expr, Fraction], ...]
+
+
+def linear_expr(form: LinearBytes) -> sympy.Expr:
+    return sympy.Add(*[sympy.Rational(c.numerator, c.denominator) * s for s, c in form])
+
+
+def linear_scale(form: LinearBytes, factor: Fraction) -> LinearBytes:
+    return tuple((s, c * factor) for s, c in form if c * factor)
+
+
+@dataclass(frozen=True)
+class Collective:
+    """What a schedule must compute: `allreduce V over ranks`, and so on."""
+
+    kind: str
+    size: LinearBytes
+    ranks: tuple[int, ...]  # device ids, in rank order
+    root: int | None
+    span: Span = field(compare=False, repr=False)
+
+
+@dataclass(frozen=True)
+class Transfer:
+    op: str  # reduce | copy | send
+    src: int
+    dst: int
+    region: tuple[Fraction, Fraction] | None  # [start, end) of the buffer, None for `send`
+    into: tuple[Fraction, Fraction] | None  # where it lands at dst, when not the same place
+    bytes: LinearBytes
+    span: Span = field(compare=False, repr=False)
+
+
+@dataclass(frozen=True, eq=False)
+class Batch:
+    op: str
+    src: np.ndarray  # device ids, int64
+    dst: np.ndarray
+    off: np.ndarray  # region start, in units of 1/den of the buffer
+    length: np.ndarray  # region length, same units
+    den: int
+    into_off: np.ndarray | None  # destination region start (same length), if `into` was given
+    size: LinearBytes  # bytes of a whole buffer (regions) or of the message (`send`)
+    span: Span = field(compare=False, repr=False)
+
+    def __len__(self) -> int:
+        return len(self.src)
+
+
+@dataclass(frozen=True, eq=False)
+class Round:
+    batches: tuple[Batch, ...]
+
+    def __len__(self) -> int:
+        return sum(len(b) for b in self.batches)
+
+    def transfers(self) -> Iterator[Transfer]:
+        for b in self.batches:
+            for k in range(len(b)):
+                share = Fraction(int(b.length[k]), b.den)
+                start = Fraction(int(b.off[k]), b.den)
+                region = None if b.op == "send" else (start, start + share)
+                into = None
+                if b.into_off is not None:
+                    landing = Fraction(int(b.into_off[k]), b.den)
+                    into = (landing, landing + share)
+                yield Transfer(b.op, int(b.src[k]), int(b.dst[k]), region, into,
+                               tuple((s, c * share) for s, c in b.size), b.span)
+
+
+@dataclass(frozen=True, eq=False)
+class Schedule:
+    name: str
+    collective: Collective
+    rounds: tuple[Round, ...]
+    span: Span = field(compare=False, repr=False)
+
+    @property
+    def transfer_count(self) -> int:
+        return sum(len(r) for r in self.rounds)

@@ -1,0 +1,186 @@
+"""Results → text and JSON.
+
+The JSON schema (`schedc.time/1`) is shared by `schedc time` and `schedc compare`; see the
+README. Formulas are SymPy strings in base units (bytes, seconds, bytes/s) that
+`sympy.sympify` parses back, with params as symbols.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from fractions import Fraction
+
+import sympy
+
+from .cost import Cost, RoundClass, nominal_value
+from .elaborate import Program
+from .ir import LinearBytes, Schedule, linear_expr
+from .topology import Topology
+from .units import base_unit, format_bytes, format_quantity, format_seconds
+
+SCHEMA = "schedc.time/1"
+
+
+@dataclass(frozen=True)
+class Timing:
+    """Everything `time` and `compare` report about one schedule."""
+
+    schedule: Schedule
+    cost: Cost
+    time: Fraction  # seconds at the nominal point
+    nominal: dict
+
+    @property
+    def name(self) -> str:
+        return self.schedule.name
+
+    def bytes_value(self, form: LinearBytes) -> Fraction:
+        return nominal_value(linear_expr(form), self.nominal) if form else Fraction(0)
+
+
+def _number(value: Fraction) -> int | float:
+    return int(value) if value.denominator == 1 else float(value)
+
+
+def _class_json(c: RoundClass, topology: Topology, nominal: dict) -> dict:
+    carriers = c.terms[c.dominant].resources if c.dominant is not None else ()
+    return {
+        "count": c.count,
+        "time_s": float(nominal_value(c.time, nominal)),
+        "formula": str(c.time),
+        "regime_formula": str(c.regime_time),
+        "bottleneck": _bottleneck_class(c, topology),
+        "bottleneck_resources": [topology.resources[r].name for r in carriers],
+    }
+
+
+def _bottleneck_class(c: RoundClass, topology: Topology) -> str | None:
+    if c.dominant is None:
+        return None
+    classes = sorted({topology.resources[r].cls for r in c.terms[c.dominant].resources})
+    return "+".join(classes)
+
+
+def params_json(program: Program) -> dict:
+    return {
+        p.name: {"value": _number(p.nominal), "unit": base_unit(p.dim),
+                 "text": format_quantity(p.nominal, p.dim)}
+        for p in program.params.values()
+    }
+
+
+def timing_json(t: Timing, topology: Topology) -> dict:
+    c = t.cost
+    collective = t.schedule.collective
+    return {
+        "name": t.name,
+        "collective": collective.kind,
+        "ranks": len(collective.ranks),
+        "rounds": c.rounds,
+        "rounds_cross_host": c.cross_rounds,
+        "transfers": t.schedule.transfer_count,
+        "time_s": float(t.time),
+        "formula": str(c.formula),
+        "regime_formula": str(c.regime_formula),
+        "regime_conditions": [str(r) for r in c.conditions],
+        "bytes_cross_host": _number(t.bytes_value(c.bytes_cross)),
+        "bytes_logical": _number(t.bytes_value(c.bytes_logical)),
+        "bytes_cross_host_formula": str(linear_expr(c.bytes_cross)),
+        "bytes_logical_formula": str(linear_expr(c.bytes_logical)),
+        "round_classes": [_class_json(k, topology, t.nominal) for k in c.classes],
+    }
+
+
+def to_json(program: Program, timings: list[Timing]) -> str:
+    document = {
+        "schema": SCHEMA,
+        "file": program.path,
+        "alpha": str(program.alpha),
+        "params": params_json(program),
+        "schedules": [timing_json(t, program.topology) for t in timings],
+    }
+    return json.dumps(document, indent=2) + "\n"
+
+
+# ---- text ---------------------------------------------------------------------------------------
+
+
+def _formula(expr: sympy.Expr) -> str:
+    return str(expr)
+
+
+def _bytes_text(t: Timing, form: LinearBytes) -> str:
+    value = format_bytes(t.bytes_value(form))
+    symbolic = str(linear_expr(form)) if form else "0"
+    return value if symbolic == str(_number(t.bytes_value(form))) else f"{value}  ({symbolic})"
+
+
+def time_text(program: Program, timings: list[Timing]) -> str:
+    out = []
+    for t in timings:
+        c = t.cost
+        coll = t.schedule.collective
+        size = format_bytes(t.bytes_value(coll.size))
+        out.append(f"{t.name}: {coll.kind} of {size} over {len(coll.ranks)} ranks")
+        rows = [
+            ("time", format_seconds(t.time)),
+            ("formula", _formula(c.formula)),
+            ("regime", _formula(c.regime_formula)),
+        ]
+        if c.conditions:
+            rows.append(("  valid while", ", ".join(str(r) for r in c.conditions)))
+        rows += [
+            ("rounds", f"{c.rounds} ({c.cross_rounds} cross-host)"),
+            ("transfers", f"{t.schedule.transfer_count:,}"),
+            ("bytes cross-host", _bytes_text(t, c.bytes_cross)),
+            ("bytes logical", _bytes_text(t, c.bytes_logical)),
+        ]
+        out.extend(f"  {label:<18}{value}" for label, value in rows)
+        out.append("  round classes")
+        for k in c.classes:
+            out.append(_class_line(k, program.topology, t.nominal))
+        out.append("")
+    return "\n".join(out)
+
+
+def _class_line(c: RoundClass, topology: Topology, nominal: dict) -> str:
+    each = format_seconds(nominal_value(c.time, nominal))
+    line = f"    {c.count:>5} × {each:<12} {_formula(c.time)}"
+    if c.dominant is not None:
+        carriers = [topology.resources[r].name for r in c.terms[c.dominant].resources]
+        shown = ", ".join(carriers[:2]) + (f", … {len(carriers) - 2} more" if len(carriers) > 2 else "")
+        line += f"\n{'':>25}bottleneck: {_bottleneck_class(c, topology)} ({shown})"
+    return line
+
+
+def compare_text(program: Program, timings: list[Timing]) -> str:
+    header = ("schedule", "rounds", "cross-host rounds", "cross-host bytes", "logical bytes", "time",
+              "bottleneck")
+    rows = [header]
+    for t in timings:
+        c = t.cost
+        bottlenecks = []
+        for k in c.classes:
+            name = _bottleneck_class(k, program.topology)
+            if name and name not in bottlenecks:
+                bottlenecks.append(name)
+        rows.append((t.name, str(c.rounds), str(c.cross_rounds), format_bytes(t.bytes_value(c.bytes_cross)),
+                     format_bytes(t.bytes_value(c.bytes_logical)), format_seconds(t.time),
+                     ", ".join(bottlenecks) or "-"))
+    widths = [max(len(r[k]) for r in rows) for k in range(len(header))]
+    lines = []
+    for i, row in enumerate(rows):
+        cells = [row[0].ljust(widths[0])] + [cell.rjust(w) for cell, w in zip(row[1:-1], widths[1:-1])]
+        cells.append(row[-1].ljust(widths[-1]))
+        lines.append("  ".join(cells).rstrip())
+        if i == 0:
+            lines.append("  ".join("-" * w for w in widths))
+    lines.append("")
+    for t in timings:
+        lines.append(f"{t.name}:")
+        lines.append(f"  T = {_formula(t.cost.formula)}")
+        if t.cost.regime_formula != t.cost.formula:
+            cond = ", ".join(str(r) for r in t.cost.conditions)
+            lines.append(f"    = {_formula(t.cost.regime_formula)}" + (f"   while {cond}" if cond else ""))
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,132 @@
+"""Units and dimensions. Every quantity is kept in base units: bytes, seconds, bytes/second.
+
+Prefixes are exact: KB/MB/GB/TB/PB step by 10^3, KiB/MiB/GiB/TiB/PiB by 2^10; a bit is 1/8
+byte, so 1 Gbit/s is 1.25·10^8 bytes/s. A dimension is the pair (bytes exponent, seconds
+exponent): a size is (1, 0), a duration (0, 1), a bandwidth (1, -1).
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+Dim = tuple[int, int]
+
+DIMENSIONLESS: Dim = (0, 0)
+BYTES: Dim = (1, 0)
+SECONDS: Dim = (0, 1)
+RATE: Dim = (1, -1)
+
+_DECIMAL = {"": 1, "K": 10**3, "k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12, "P": 10**15}
+_BINARY = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50}
+
+
+def _unit_table() -> dict[str, tuple[Fraction, Dim]]:
+    table: dict[str, tuple[Fraction, Dim]] = {}
+    sizes = {f"{p}B": Fraction(f) for p, f in {**_DECIMAL, **_BINARY}.items()}
+    sizes.update({f"{p}bit": Fraction(f, 8) for p, f in _DECIMAL.items()})
+    for name, factor in sizes.items():
+        table[name] = (factor, BYTES)
+        table[f"{name}/s"] = (factor, RATE)
+    for name in [n for n in sizes if n.endswith("B")]:
+        table[f"{name}ps"] = (sizes[name], RATE)
+    for prefix, factor in _DECIMAL.items():
+        if prefix:
+            table[f"{prefix}bps"] = (Fraction(factor, 8), RATE)
+    table.update({
+        "s": (Fraction(1), SECONDS),
+        "ms": (Fraction(1, 10**3), SECONDS),
+        "us": (Fraction(1, 10**6), SECONDS),
+        "\u00b5s": (Fraction(1, 10**6), SECONDS),  # micro sign
+        "\u03bcs": (Fraction(1, 10**6), SECONDS),  # Greek mu
+        "ns": (Fraction(1, 10**9), SECONDS),
+        "%": (Fraction(1, 100), DIMENSIONLESS),
+    })
+    return table
+
+
+UNITS: dict[str, tuple[Fraction, Dim]] = _unit_table()
+
+
+def unit(name: str) -> tuple[Fraction, Dim]:
+    """The exact factor to base units and the dimension of a unit name."""
+    return UNITS[name]
+
+
+def dim_name(dim: Dim) -> str:
+    """What a dimension is called in messages: 'a size (bytes)', 'a bandwidth (bytes/s)' …"""
+    names = {
+        DIMENSIONLESS: "a number",
+        BYTES: "a size (bytes)",
+        SECONDS: "a duration (seconds)",
+        RATE: "a bandwidth (bytes/s)",
+        (0, -1): "a rate (1/s)",
+        (-1, 1): "an inverse bandwidth (s/byte)",
+    }
+    if dim in names:
+        return names[dim]
+    b, s = dim
+    parts = [f"bytes^{b}" if b not in (0, 1) else "bytes" if b else "", f"s^{s}" if s else ""]
+    return "a quantity in " + "·".join(p for p in parts if p)
+
+
+def base_unit(dim: Dim) -> str:
+    """The base unit of a dimension, as printed after a value ('B', 's', 'B/s', '')."""
+    return {DIMENSIONLESS: "", BYTES: "B", SECONDS: "s", RATE: "B/s"}.get(dim, f"B^{dim[0]}·s^{dim[1]}")
+
+
+def _significant(value: float, digits: int = 5) -> str:
+    text = f"{value:.{digits}g}"
+    if "e" in text:
+        return text
+    whole, _, frac = text.partition(".")
+    grouped = f"{int(whole):,}" if whole.lstrip("-").isdigit() else whole
+    return grouped + ("." + frac if frac else "")
+
+
+def format_bytes(value: Fraction | float) -> str:
+    """Bytes in the largest binary unit that keeps them exact, else in SI units.
+
+    >>> format_bytes(720 * 2**20)
+    '720 MiB'
+    >>> format_bytes(128 * 10**9)
+    '128 GB'
+    """
+    exact = Fraction(value)
+    if exact.denominator == 1 and exact >= 2**10:
+        for prefix, factor in sorted(_BINARY.items(), key=lambda kv: -kv[1]):
+            if exact >= factor and exact % factor == 0:
+                return f"{int(exact // factor):,} {prefix}B"
+    return _scaled(float(value), "B", [("P", 1e15), ("T", 1e12), ("G", 1e9), ("M", 1e6), ("K", 1e3)])
+
+
+def format_rate(value: Fraction | float) -> str:
+    """Bytes per second in SI units: '450 GB/s'."""
+    return _scaled(float(value), "B/s", [("T", 1e12), ("G", 1e9), ("M", 1e6), ("K", 1e3)])
+
+
+def format_seconds(value: Fraction | float) -> str:
+    """A duration in s, ms, µs or ns, five significant digits: '7.5746 ms'."""
+    v = float(value)
+    for name, factor in (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6), ("ns", 1e-9)):
+        if abs(v) >= factor:
+            return f"{_significant(v / factor)} {name}"
+    return f"{_significant(v / 1e-9)} ns" if v else "0 s"
+
+
+def format_quantity(value: Fraction | float, dim: Dim) -> str:
+    """A value in base units, printed in a readable unit for its dimension."""
+    if dim == BYTES:
+        return format_bytes(value)
+    if dim == RATE:
+        return format_rate(value)
+    if dim == SECONDS:
+        return format_seconds(value)
+    unit_name = base_unit(dim)
+    return _significant(float(value)) + (f" {unit_name}" if unit_name else "")
+
+
+def _scaled(value: float, unit_name: str, prefixes: list[tuple[str, float]]) -> str:
+    for prefix, factor in prefixes:
+        if abs(value) >= factor:
+            return f"{_significant(value / factor)} {prefix}{unit_name}"
+    return f"{_significant(value)} {unit_name}"

@@ -1,0 +1,48 @@
+"""Shared fixtures: run the command line in-process, and compile schedules."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import sympy
+
+from schedc.cli import main
+from schedc.elaborate import load_program, parse_override
+from schedc.pipeline import time_schedule
+
+ROOT = Path(__file__).resolve().parent.parent
+SCHEDULES = ROOT / "schedules"
+SHARED_DATA = ROOT.parent / "shared" / "data"
+MiB = 2**20
+
+
+@pytest.fixture
+def run(capsys):
+    """run(*args) -> (exit code, stdout, stderr) of `schedc args...`."""
+
+    def _run(*args):
+        with pytest.raises(SystemExit) as exc:
+            main([str(a) for a in args])
+        captured = capsys.readouterr()
+        return exc.value.code, captured.out, captured.err
+
+    return _run
+
+
+def timings(path, *sets: str, names=None):
+    """{schedule name: Timing} for a file, with `--set` style overrides."""
+    program = load_program(path, tuple(parse_override(s) for s in sets))
+    chosen = names or [r.name for r in program.results]
+    return program, {n: time_schedule(program, n) for n in chosen}
+
+
+def expr(program, text: str) -> sympy.Expr:
+    """Parse a formula with the program's param symbols (which carry assumptions)."""
+    return sympy.sympify(text, locals={p.name: p.symbol for p in program.params.values()})
+
+
+def write(directory: Path, name: str, text: str) -> Path:
+    path = directory / name
+    path.write_text(text)
+    return path
