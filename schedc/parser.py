@@ -58,11 +58,11 @@ class _BracketNewlines:
 
 
 def _grammar_text() -> str:
-    """The grammar: package data when installed, `grammar/` beside the package in a checkout."""
-    try:
-        return files("schedc.grammar").joinpath("schedc.lark").read_text(encoding="utf-8")
-    except ModuleNotFoundError:
-        return (Path(__file__).parent.parent / "grammar" / "schedc.lark").read_text(encoding="utf-8")
+    """The grammar: `grammar/` beside the package in a source checkout, else package data."""
+    checkout = Path(__file__).resolve().parent.parent / "grammar" / "schedc.lark"
+    if checkout.is_file():
+        return checkout.read_text(encoding="utf-8")
+    return files("schedc.grammar").joinpath("schedc.lark").read_text(encoding="utf-8")
 
 
 @cache
