@@ -31,7 +31,7 @@ def emit_ir(program: Program, schedule: Schedule) -> str:
         for t in rnd.transfers():
             into = f" into {_region(t.into)}" if t.into else ""
             lines.append(f"    {t.op} {_region(t.region)}{into} {names[t.src]} -> {names[t.dst]}"
-                         f"  {linear_expr(t.bytes)} B  @{t.span.line}:{t.span.col}")
+                         f"  {linear_expr(t.bytes)} B  @ {t.span}")
     return "\n".join(lines) + "\n"
 
 

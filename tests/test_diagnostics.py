@@ -1,0 +1,144 @@
+"""Every error a user can cause: exact message, exact line:col, exit code 2, no traceback."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from conftest import write
+
+ERRORS = Path(__file__).parent / "errors"
+HEAD = 'import "machine.sched"\nallreduce V over ranks\n'
+
+# (name, file text, expected first line of the diagnostic after "case.sched:")
+CASES = [
+    ("unexpected token", HEAD + "schedule x { copy all from g[0] to }\n",
+     "3:36: error: unexpected '}'; expected an expression"),
+    ("unexpected character", HEAD + "schedule x { copy all from g[0] to g[1] $ }\n",
+     "3:41: error: unexpected character '$'; expected an expression, '&', ')', '*', '/', "
+     "'//' or '%', '**', ',', '.', ':' or ..."),
+    ("unknown name", HEAD + "schedule x { copy all from gg[0] to g[1] }\n",
+     "3:28: error: unknown name 'gg'; did you mean 'g'?"),
+    ("unknown schedule", HEAD + "schedule x { ring_allreduce(ranks) }\n",
+     "3:14: error: unknown schedule 'ring_allreduce'"),
+    ("adding bytes to seconds", HEAD + "let z = V + 3 us\n",
+     "3:9: error: cannot add a size (bytes) and a duration (seconds)"),
+    ("a size where a bandwidth belongs", HEAD + "topology { gpu h; link h <-> sw bw 64 MiB }\n",
+     "3:36: error: 'bw' must be a bandwidth (bytes/s), not a size (bytes)"),
+    ("a bandwidth where a size belongs", HEAD + "schedule x { send B from g[0] to g[1] }\n",
+     "3:19: error: a message size must be a size (bytes), not a bandwidth (bytes/s)"),
+    ("unknown unit", "param V = 64 kiB\n",
+     "1:11: error: unknown unit 'kiB'"),
+    ("rank index out of range", HEAD + "schedule x { copy all from g[0] to ranks[4] }\n",
+     "3:42: error: index 4 out of range for a group of 4 (valid: 0..3)"),
+    ("family index out of range", HEAD + "schedule x { copy all from g[4] to g[0] }\n",
+     "3:30: error: index 4 out of range for a group of 4 (valid: 0..3)"),
+    ("vector index out of range", HEAD + "schedule x { round { for j in 0..3: copy all from g[j] to g[j + 1] } }\n",
+     "3:61: error: index 4 out of range for a group of 4 (valid: 0..3)"),
+    ("host family index out of range", 'import "machine.sched"\ntopology { host n[2] { gpu d } }\n'
+     "allreduce V over [n[0].d, n[2].d]\n",
+     "3:29: error: index 2 out of range for a family 'n' of 2 (valid: 0..1)"),
+    ("no route", 'import "machine.sched"\ntopology { gpu lonely }\nallreduce V over [g[0], lonely]\n'
+     "schedule x { copy all from g[0] to lonely }\n",
+     "4:14: error: no route from g[0] to lonely"),
+    ("zero bandwidth", "param B = 0 GB/s\ntopology { switch s; gpu g; link g <-> s bw B }\n",
+     "2:45: error: 'bw' must be positive; this one is 0 B/s"),
+    ("negative bandwidth", "topology { switch s; gpu g; link g <-> s bw -5 GB/s }\n",
+     "1:45: error: 'bw' must be positive; this one is -5 GB/s"),
+    ("schedule calling itself", HEAD + "schedule a(g) { b(g) }\nschedule b(g) { a(g) }\n"
+     "schedule x = a(ranks)\n",
+     "4:17: error: schedule 'a' calls itself (a -> b -> a)"),
+    ("import cycle", 'import "cycle_a.sched"\n',
+     None),  # reported in the imported file: checked below
+    ("missing import", 'import "nowhere.sched"\n',
+     "1:1: error: no such file: {dir}/nowhere.sched"),
+    ("loop of 10^12 rounds", HEAD + "schedule x { for s in 0..1000000000000 round { copy all from g[0] to g[1] } }\n",
+     "3:23: error: this makes 1,000,000,000,001 rounds and loop iterations; the limit is 200,000 "
+     "(raise it with --max-rounds)"),
+    ("nested loops too large", HEAD + "schedule x { for s in 0..9999 { for t in 0..99 { copy all from g[0] to g[1] } } }\n",
+     "3:14: error: this loop of 10,000 iterations would make about 2,010,000 rounds and loop "
+     "iterations; the limit is 200,000 (raise it with --max-rounds)"),
+    ("too many transfers in a round", HEAD + "schedule x { round { for j in 0..100000000: copy all from g[0] to g[1] } }\n",
+     "3:31: error: this loop makes 100,000,001 iterations in one go; the limit is 20,000,000 "
+     "(raise it with --max-transfers)"),
+    ("not a rank", HEAD + "topology { gpu extra; link extra <-> sw bw B }\n"
+     "schedule x { copy all from extra to g[1] }\n",
+     "4:28: error: extra is not a rank of the collective (allreduce over 4 ranks)"),
+    ("transfer to itself", HEAD + "schedule x { copy all from g[1] to g[1] }\n",
+     "3:14: error: a transfer from g[1] to itself"),
+    ("symbolic loop bound", HEAD + "schedule x { for s in 0..V round { copy all from g[0] to g[1] } }\n",
+     "3:26: error: a range bound must be a concrete integer, but this depends on params (V)"),
+    ("part index out of range", HEAD + "schedule x { copy part(3 of 3) from g[0] to g[1] }\n",
+     "3:24: error: index 3 out of range for a part index of 3 parts (valid: 0..2)"),
+    ("calls inside a round", HEAD + "schedule y(g) { copy all from g[0] to g[1] }\n"
+     "schedule x { round { y(ranks) } }\n",
+     "4:22: error: a call cannot appear inside a round; a round holds transfers, loops, conditions and lets"),
+    ("missing argument", HEAD + "schedule y(g, h) { copy all from g[0] to h[1] }\nschedule x = y(ranks)\n",
+     "4:14: error: 'y' needs argument 'h'"),
+    ("redefinition", HEAD + "let V = 3\n",
+     "3:1: error: 'V' is already defined at {dir}/machine.sched:2:1"),
+    ("param from params", "param A = 1 GB/s\nparam C = 2 * A\n",
+     "2:11: error: a param's value must be a number with a unit, not an expression of params; "
+     "use 'let' for derived values"),
+    ("no collective yet", "schedule x { }\n",
+     "1:1: error: schedule 'x' comes before any collective in this file; declare one first, "
+     "e.g. 'allreduce V over ranks'"),
+    ("region expected", HEAD + "schedule x { copy 3 from g[0] to g[1] }\n",
+     "3:19: error: expected a region of the buffer (all, part(i of k), ...), not a number"),
+]
+
+
+@pytest.mark.parametrize("name, text, expected", [c for c in CASES if c[2]], ids=[c[0] for c in CASES if c[2]])
+def test_diagnostic(run, tmp_path, name, text, expected):
+    for helper in ERRORS.glob("*.sched"):
+        write(tmp_path, helper.name, helper.read_text())
+    case = write(tmp_path, "case.sched", text)
+    code, out, err = run("time", case)
+    assert code == 2
+    assert out == ""
+    first = err.splitlines()[0]
+    assert first == f"{case}:" + expected.replace("{dir}", str(tmp_path)), err
+    # The source line and a caret under the reported column follow.
+    line, col = (int(x) for x in expected.split(":")[:2])
+    source_line = (case.parent / first.split(":")[0].rsplit("/", 1)[-1]).read_text().splitlines()[line - 1]
+    assert err.splitlines()[1] == "  " + source_line
+    assert err.splitlines()[2].index("^") == col + 1
+    assert "Traceback" not in err
+
+
+def test_import_cycle_names_the_chain(run):
+    code, out, err = run("time", ERRORS / "cycle_a.sched")
+    assert code == 2 and out == ""
+    assert err.splitlines()[0] == (f"{ERRORS / 'cycle_b.sched'}:2:1: error: import cycle: "
+                                   "cycle_a.sched -> cycle_b.sched -> cycle_a.sched")
+
+
+def test_missing_file(run, tmp_path):
+    code, _, err = run("time", tmp_path / "absent.sched")
+    assert code == 2
+    assert err.strip() == f"error: no such file: {tmp_path / 'absent.sched'}"
+
+
+@pytest.mark.parametrize("setting, expected", [
+    ("B=3us", "--set B:1:1: error: B is a bandwidth (bytes/s); the value given is a duration (seconds)"),
+    ("B=0GB/s", "machine.sched:8:23: error: 'bw' must be positive; this one is 0 B/s"),
+    ("Q=3", "error: --set Q: no param named 'Q' (params: V, alpha, B)"),
+    ("B=3 GB/s +", "--set B:1:9: error: unexpected end of input; expected an expression"),
+    ("B", "error: --set expects NAME=VALUE (e.g. --set B_L=300GB/s), got 'B'"),
+])
+def test_bad_set(run, tmp_path, setting, expected):
+    write(tmp_path, "machine.sched", (ERRORS / "machine.sched").read_text())
+    case = write(tmp_path, "case.sched", HEAD + "schedule x { copy all from g[0] to g[1] }\n")
+    code, out, err = run("time", case, "--set", setting)
+    assert code == 2 and out == ""
+    first = err.splitlines()[0]
+    assert first.endswith(expected) and (first == expected or first.startswith(str(tmp_path)))
+
+
+def test_unknown_schedule_option(run, tmp_path):
+    write(tmp_path, "machine.sched", (ERRORS / "machine.sched").read_text())
+    case = write(tmp_path, "case.sched", HEAD + "schedule ring { copy all from g[0] to g[1] }\n")
+    code, _, err = run("time", case, "-s", "rign")
+    assert code == 2
+    assert err.strip() == "error: no schedule named 'rign'; did you mean 'ring'?"
