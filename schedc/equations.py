@@ -91,7 +91,8 @@ class Equations:
         if found is None:
             known = list(self.program.params)
             close = difflib.get_close_matches(name, known, n=1)
-            hint = f"; did you mean '{close[0]}'?" if close else f" (params: {', '.join(known)})"
+            hint = f"; did you mean '{close[0]}'?" if close else \
+                f" (params: {', '.join(known)})" if known else " (this file declares none)"
             raise SolveError(f"no param named '{name}'{hint}", span)
         return found
 

@@ -16,6 +16,7 @@ The algebra is exact (SymPy); algebraic numbers are ordered by 50-digit approxim
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from dataclasses import dataclass
 from functools import lru_cache
 from itertools import combinations, pairwise
@@ -58,17 +59,26 @@ def _cut(exprs: sympy.Tuple, x, values, lo, hi, choices) -> list[Piece]:
     nodes = _innermost(exprs)
     if not nodes:
         return [Piece(lo, hi, tuple(exprs), choices)]
-    cuts = []
+    # Each node's own breakpoints and its winner between them; the pieces are cut where any
+    # node switches, and a node's winner on a piece is looked up, not recomputed.
+    switches, cuts = [], []
     for node in nodes:
         args = [a.xreplace(values) for a in node.args]
-        for a in args:
-            cuts += poles(a, x)
-        for a, b in combinations(args, 2):
-            cuts += zeros(a - b, x) or []
+        own = [p for a in args for p in poles(a, x)]
+        own += [p for a, b in combinations(args, 2) for p in zeros(a - b, x) or []]
+        own = inside(own, lo, hi)
+        winners = [winner(node, args, x, sample(a, b)) for a, b in pairwise([lo, *own, hi])]
+        switches.append((node, own, winners))
+        cuts += own
+    points = inside(cuts, lo, hi)
+    # Look-ups compare floats, unless two cut points are too close for floats to order.
+    floats = [float(key(p)) for p in points]
+    order = float if all(a < b for a, b in pairwise(floats)) else key
+    switches = [(node, [order(key(p)) for p in own], winners) for node, own, winners in switches]
     out: list[Piece] = []
-    for a, b in pairwise([lo, *inside(cuts, lo, hi), hi]):
-        t = sample(a, b)
-        pick = {node: winner(node, x, values, t) for node in nodes}
+    for a, b in pairwise([lo, *points, hi]):
+        t = order(key(sample(a, b)))
+        pick = {node: winners[bisect_left(edges, t)] for node, edges, winners in switches}
         out += _cut(_substitute(exprs, pick), x, values, a, b, choices + tuple(pick.items()))
     return out
 
@@ -95,20 +105,18 @@ def _innermost(expr: sympy.Basic) -> list[sympy.Expr]:
     return list(found)
 
 
-def winner(node: sympy.Expr, x, values: dict, t: sympy.Rational) -> sympy.Expr:
-    """The argument of a Max (Min) that is largest (smallest) at x = t. On a tie the argument
-    that keeps the most params symbolic wins, so regime forms stay general."""
+def winner(node: sympy.Expr, args: list[sympy.Expr], x, t: sympy.Rational) -> sympy.Expr:
+    """The argument of a Max (Min) that is largest (smallest) at x = t, given its arguments
+    with the other params substituted. On a tie the argument that keeps the most params
+    symbolic wins, so regime forms stay general."""
     sign = 1 if isinstance(node, sympy.Max) else -1
-
-    def rank(arg):
-        value = arg.xreplace(values).xreplace({x: t})
-        return (sign * value, len(arg.free_symbols))
-
-    best = node.args[0]
-    for arg in node.args[1:]:
-        if rank(arg) > rank(best):
-            best = arg
-    return best
+    ranks = [(sign * a.xreplace({x: t}), len(original.free_symbols))
+             for a, original in zip(args, node.args)]
+    best = 0
+    for k in range(1, len(ranks)):
+        if ranks[k] > ranks[best]:
+            best = k
+    return node.args[best]
 
 
 def _merge(out: list[Piece]) -> list[Piece]:

@@ -79,9 +79,10 @@ def _interval_line(solution: Solution, interval: Interval, dim: Dim) -> str:
 
 def _sides(solution: Solution, left: sympy.Expr, right: sympy.Expr, indent: str) -> list[str]:
     """`name = formula` for each side that depends on params (a constant names itself)."""
-    width = max(len(solution.left.name), len(solution.right.name))
-    return [f"{indent}{side.name:<{width}} = {expr}"
-            for side, expr in ((solution.left, left), (solution.right, right)) if expr.free_symbols]
+    shown = [(side, expr) for side, expr in ((solution.left, left), (solution.right, right))
+             if expr.free_symbols]
+    width = max((len(side.name) for side, _ in shown), default=0)
+    return [f"{indent}{side.name:<{width}} = {expr}" for side, expr in shown]
 
 
 def _regime_lines(solution: Solution, regime: Regime, dim: Dim) -> list[str]:

@@ -21,7 +21,7 @@ import sympy
 from .deadline import OutOfTime, TimeLimit
 from .errors import SolveError, Span
 from .regimes import NotRational, Piece, inside, key, pieces, poles, same, sample, zeros
-from .units import Dim
+from .units import Dim, dim_name
 
 RELATIONS = ("=", "<=", "<", ">=", ">")
 
@@ -75,7 +75,6 @@ class Closest:
 @dataclass(frozen=True)
 class Solution:
     param: str
-    symbol: sympy.Symbol
     relation: str
     left: Side
     right: Side
@@ -100,8 +99,6 @@ def solve(left: Side, right: Side, relation: str, symbol: sympy.Symbol, nominal:
           limit: TimeLimit, span: Span, param_span: Span) -> Solution:
     """Every solution of `left = right` for `symbol` on the positive axis; see the module doc."""
     if left.dim != right.dim:
-        from .units import dim_name
-
         raise SolveError(f"the two sides have different units: {dim_name(left.dim)} on the "
                          f"left, {dim_name(right.dim)} on the right", span)
     if not (left.expr.has(symbol) or right.expr.has(symbol)):
@@ -109,7 +106,8 @@ def solve(left: Side, right: Side, relation: str, symbol: sympy.Symbol, nominal:
     values = {s: v for s, v in nominal.items() if s != symbol}
     try:
         with limit.running():
-            found = _numeric(left, right, symbol, values)
+            regimes = pieces([left.expr, right.expr], symbol, values)
+            found = _numeric(regimes, symbol, values)
     except OutOfTime:
         raise SolveError(f"could not finish within {limit}", span,
                          ("raise the limit with --timeout",)) from None
@@ -127,27 +125,30 @@ def solve(left: Side, right: Side, relation: str, symbol: sympy.Symbol, nominal:
         symbolic.append(Root(value, expr, _regime(piece)))
     closest = None
     if not roots and not any(s.smaller == "equal" for s in segments):
-        with limit.running():
-            closest = _closest(left, right, symbol, values)
-    return Solution(str(symbol), symbol, relation, left, right, tuple(symbolic),
+        try:
+            with limit.running():
+                closest = _closest(regimes, symbol, values)
+        except OutOfTime:
+            notes.append(f"closest approach: not found within {limit}")
+    return Solution(str(symbol), relation, left, right, tuple(symbolic),
                     tuple(segments), closest, tuple(dict.fromkeys(notes)))
 
 
 # ---- the numeric pass --------------------------------------------------------------------------
 
 
-def _numeric(left: Side, right: Side, x, values) -> tuple[list[Interval], list[tuple]]:
+def _numeric(regimes: list[Piece], x, values) -> tuple[list[Interval], list[tuple]]:
     """(intervals with the smaller side, [(root, its piece)]) along the positive axis."""
     roots: list[tuple[sympy.Expr, Piece]] = []
     segments: list[tuple[sympy.Expr, sympy.Expr, str]] = []
-    for piece in pieces([left.expr, right.expr], x, values):
+    for piece in regimes:
         difference = (piece.plain[0] - piece.plain[1]).xreplace(values)
         found = zeros(difference, x)
         if found is None:  # the sides are the same function here
             segments.append((piece.lo, piece.hi, "equal"))
             continue
         for r in inside(found, piece.lo, piece.hi, closed=True):
-            if r.is_positive and not any(same(r, known) for known, _ in roots):
+            if key(r) > 0 and not any(same(r, known) for known, _ in roots):
                 roots.append((r, piece))
         cuts = inside(found + poles(difference, x), piece.lo, piece.hi)
         for a, b in pairwise([piece.lo, *cuts, piece.hi]):
@@ -169,10 +170,10 @@ def _join(segments, roots) -> list[Interval]:
     return out
 
 
-def _closest(left: Side, right: Side, x, values) -> Closest | None:
+def _closest(regimes: list[Piece], x, values) -> Closest | None:
     """Where |left - right| is least: at a stationary point, a regime edge, or a limit."""
     candidates: list[Closest] = []
-    for piece in pieces([left.expr, right.expr], x, values):
+    for piece in regimes:
         difference = (piece.plain[0] - piece.plain[1]).xreplace(values)
         if not difference.has(x):  # constant: as close everywhere on the piece
             candidates.append(Closest(piece.lo, piece.hi, abs(difference)))
