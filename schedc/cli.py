@@ -13,13 +13,31 @@ from pathlib import Path
 import click
 
 from . import __version__
+
+# issue 3
+from .check import check_file, sched_files
+from .deadline import TimeLimit
 from .elaborate import Program, load_program, parse_override
 from .elaborate_schedule import Limits
 from .emit import STAGES, emit_ast, emit_formula, emit_ir, emit_loads
-from .errors import ParseError, SchedcError, SourceFile
-from .parser import parse_module
+from .equations import DEFAULT_TIMEOUT, Equations
+from .errors import ParseError, SchedcError, SourceFile, Span
+from .parser import parse_equation, parse_module
 from .pipeline import selected, time_schedule
 from .report import compare_text, time_text, to_json
+from .report_analysis import (
+    check_json,
+    check_line,
+    check_summary,
+    sensitivity_json,
+    sensitivity_text,
+    solve_json,
+    solve_text,
+    sweep_json,
+    sweep_text,
+)
+from .sensitivity import sensitivities
+from .sweep import DEFAULT_POINTS, parse_vary, sweep, write_csv
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
 
@@ -143,3 +161,109 @@ def main(argv: list[str] | None = None) -> None:
 
 if __name__ == "__main__":  # pragma: no cover
     main()
+
+
+# ---- issue 3: equations over schedules — solve, check, sensitivity, sweep ----------------------
+
+
+def _timeout_option(func):
+    return click.option("--timeout", type=click.FloatRange(min=0, min_open=True),
+                        default=DEFAULT_TIMEOUT, show_default=True, metavar="SECONDS",
+                        help="Give up on SymPy work after this many seconds per equation.")(func)
+
+
+def _json_schema_option(schema: str):
+    """`--json`, naming the schema this command prints."""
+    return click.option("--json", "as_json", is_flag=True, help=f"Print JSON (schema {schema}).")
+
+
+@cli.command("solve")
+@_file_argument
+@click.argument("equation")
+@click.option("--for", "param", required=True, metavar="PARAM", help="The param to solve for.")
+@_set_option
+@_json_schema_option("schedc.solve/1")
+@_timeout_option
+@_limit_option
+def solve_command(file: Path, equation: str, param: str, sets, as_json: bool, timeout: float,
+                  max_transfers: int, max_rounds: int) -> int:
+    """Solve EQUATION for one param, regime by regime: every solution, and which side is
+    smaller in between (e.g. 'time(hierarchical) = time(ring, B_L = 32 GB/s)' --for B_L)."""
+    program = _load(file, sets, max_transfers, max_rounds)
+    relation = parse_equation(SourceFile("equation", equation))
+    param_span = Span(SourceFile("--for", param), 1, 1, 1, len(param) + 1)
+    solution = Equations(program, timeout).solve(relation, param.strip(), param_span)
+    show = solve_json if as_json else solve_text
+    click.echo(show(program, equation, solution), nl=False)
+    return EXIT_OK
+
+
+@cli.command("check")
+@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
+@_json_schema_option("schedc.check/1")
+@_timeout_option
+@_limit_option
+def check_command(paths: tuple[Path, ...], as_json: bool, timeout: float, max_transfers: int,
+                  max_rounds: int) -> int:
+    """Compile every .sched file in PATHS (files or directories) and evaluate its expects.
+
+    Exit 0 when all hold, 1 when one fails, 2 when a file has bad input."""
+    limits = Limits(max_transfers, max_rounds)
+    files = [check_file(path, timeout, limits) for path in sched_files(list(paths))]
+    if as_json:
+        click.echo(check_json(files), nl=False)
+    else:
+        for checked in files:
+            for outcome in checked.outcomes:
+                click.echo(check_line(checked.path, outcome))
+            if checked.error is not None:
+                click.echo(checked.error.render(), err=True)
+        click.echo(check_summary(files))
+    if any(f.error is not None for f in files):
+        return EXIT_BAD_INPUT
+    return EXIT_FAILED if any(not o.passed for f in files for o in f.outcomes) else EXIT_OK
+
+
+@cli.command("sensitivity")
+@_file_argument
+@_schedule_option
+@_set_option
+@_json_schema_option("schedc.sensitivity/1")
+@_timeout_option
+@_limit_option
+def sensitivity_command(file: Path, schedules, sets, as_json: bool, timeout: float,
+                        max_transfers: int, max_rounds: int) -> int:
+    """dT/dp and the elasticity (p/T)·dT/dp of each schedule's time, for every param."""
+    program = _load(file, sets, max_transfers, max_rounds)
+    rows = []
+    for name in selected(program, schedules):
+        timing = time_schedule(program, name)
+        rows.append((name, timing.cost.formula.xreplace(program.nominal),
+                     sensitivities(program, timing, TimeLimit(timeout))))
+    show = sensitivity_json if as_json else sensitivity_text
+    click.echo(show(program, rows), nl=False)
+    return EXIT_OK
+
+
+@cli.command("sweep")
+@_file_argument
+@click.option("--vary", required=True, metavar="NAME=LO:HI[:N]",
+              help=f"The param and its range, with units; N points (default {DEFAULT_POINTS}).")
+@click.option("--linear", is_flag=True, help="Space the points linearly (default: logarithmically).")
+@click.option("--csv", "csv_path", type=click.Path(dir_okay=False, path_type=Path),
+              help="Also write the sweep to this CSV file (base units).")
+@_schedule_option
+@_set_option
+@_json_schema_option("schedc.sweep/1")
+@_limit_option
+def sweep_command(file: Path, vary: str, linear: bool, csv_path: Path | None, schedules, sets,
+                  as_json: bool, max_transfers: int, max_rounds: int) -> int:
+    """Each schedule's time over a range of one param, from its compiled formula."""
+    program = _load(file, sets, max_transfers, max_rounds)
+    plan = parse_vary(vary, program)
+    timings = [time_schedule(program, n) for n in selected(program, schedules)]
+    result = sweep(program, timings, plan, "linear" if linear else "log")
+    if csv_path is not None:
+        write_csv(result, csv_path)
+    click.echo(sweep_json(program, result) if as_json else sweep_text(result), nl=False)
+    return EXIT_OK

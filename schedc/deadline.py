@@ -1,0 +1,62 @@
+"""A wall-clock bound on symbolic work, so a hard equation is reported, not left to hang.
+
+SymPy's algebra is pure Python, so a SIGALRM handler that raises interrupts it between two
+bytecodes. The bound is one budget of seconds shared by everything run under it:
+
+    limit = TimeLimit(10)
+    with limit.running():
+        ...  # raises OutOfTime once the 10 s are spent
+
+Signals only reach the main thread; elsewhere (a library caller's worker thread) the work
+runs unbounded rather than failing.
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+
+class OutOfTime(Exception):
+    """Internal: the time limit ran out; callers turn it into a message with a span."""
+
+
+class TimeLimit:
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self._end: float | None = None  # set when the clock first starts
+
+    def remaining(self) -> float:
+        if self._end is None:
+            return self.seconds
+        return self._end - time.monotonic()
+
+    @contextmanager
+    def running(self) -> Iterator[None]:
+        """Run the body against the budget; nested uses share the outer alarm."""
+        if self._end is None:
+            self._end = time.monotonic() + self.seconds
+        left = self.remaining()
+        if left <= 0:
+            raise OutOfTime
+        if threading.current_thread() is not threading.main_thread() or \
+                signal.getitimer(signal.ITIMER_REAL)[0] > 0:
+            yield  # not our thread to signal, or an outer alarm is already armed
+            return
+
+        def _expire(signum, frame):
+            raise OutOfTime
+
+        previous = signal.signal(signal.SIGALRM, _expire)
+        signal.setitimer(signal.ITIMER_REAL, left)
+        try:
+            yield
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, previous)
+
+    def __str__(self) -> str:
+        return f"{self.seconds:g} s"

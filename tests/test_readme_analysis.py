@@ -1,0 +1,42 @@
+"""The README's section on equations shows real output: every `$ schedc ...` example is run
+and its lines (except `...`) must appear in that order; its `expect` block must hold."""
+
+from __future__ import annotations
+
+import re
+import shlex
+
+import pytest
+from conftest import ROOT, SCHEDULES, write
+
+from schedc.check import check_program
+from schedc.elaborate import load_program
+
+SECTION = (ROOT / "README.md").read_text().split("## Equations, thresholds and self-checking files")[1]
+EXAMPLES = [block for block in re.findall(r"```\n(.*?)```", SECTION, re.S)
+            if block.startswith("$ schedc ")]
+
+
+def test_the_section_has_examples():
+    assert len(EXAMPLES) >= 6
+
+
+@pytest.mark.parametrize("block", EXAMPLES, ids=[b.splitlines()[0][9:60] for b in EXAMPLES])
+def test_example_output_is_real(run, monkeypatch, block):
+    monkeypatch.chdir(ROOT)
+    command, *shown = block.rstrip("\n").splitlines()
+    code, out, err = run(*shlex.split(command)[2:])  # drop "$ schedc"
+    assert code == 0, err
+    lines = iter(out.splitlines())
+    for expected in shown:
+        if expected == "...":
+            continue
+        assert any(line == expected for line in lines), f"not in the output (in order): {expected!r}"
+
+
+def test_the_expect_block_holds(tmp_path):
+    block = SECTION.split("In a file:\n\n```\n")[1].split("```")[0]
+    head = (SCHEDULES / "seed" / "nvlink_2x8.sched").read_text().split("# The seed's figures")[0]
+    head = head.replace('"../', f'"{SCHEDULES}/')
+    outcomes = check_program(load_program(write(tmp_path, "readme.sched", head + block)))
+    assert len(outcomes) == 6 and all(o.passed for o in outcomes)
