@@ -28,6 +28,7 @@ from .units import BYTES, DIMENSIONLESS, SECONDS, Dim, dim_name
 from .values import Devices, Quantity, TopoRef, as_number, kind_of
 
 COLLECTIVES_WITH_ROOT = ("broadcast", "reduce")
+DEFAULT_LIMITS = Limits()
 
 
 @dataclass(frozen=True)
@@ -68,7 +69,7 @@ class Program:
     functions: dict[str, ast.ScheduleDef]
     names: ProgramNames
     checks: list[ast.Node]  # budget, expect and report statements of the main file, in order
-    limits: Limits = Limits()
+    limits: Limits = DEFAULT_LIMITS
     _schedules: dict[str, Schedule] = field(default_factory=dict, repr=False)
 
     @property
@@ -150,7 +151,7 @@ def parse_override(text: str) -> Override:
 
 
 def load_program(path: str | Path, overrides: tuple[Override, ...] = (),
-                 limits: Limits = Limits()) -> Program:
+                 limits: Limits = DEFAULT_LIMITS) -> Program:
     """Read, parse and elaborate a `.sched` file and everything it imports."""
     loader = _Loader({o.name: o for o in overrides})
     module = loader.run(Path(path))
@@ -304,11 +305,21 @@ class _Loader:
         return Collective(stmt.kind, linear_bytes(size, stmt.size.span), ranks, root, stmt.span)
 
     def _schedule(self, stmt: ast.ScheduleDef, collective: Collective | None, is_main: bool) -> None:
-        if stmt.name in self.names.schedules:
-            raise ElaborationError(f"schedule '{stmt.name}' is already defined at "
-                                   f"{self.names.schedules[stmt.name].span}", stmt.span)
-        self.names.schedules[stmt.name] = stmt
-        if is_main and stmt.formals is None:
+        # Results and functions live side by side: `schedule ring_allreduce =
+        # ring_allreduce(ranks)` names a result after the library function it calls. A call
+        # always means the function; a result is callable only under a name no function has.
+        result = is_main and stmt.formals is None
+        function = self.names.schedules.get(stmt.name)
+        if any(r.definition is function for r in self.results):
+            function = None  # the entry is a result, not a function
+        clash = next((r.definition for r in self.results if r.name == stmt.name), None) \
+            if result else function
+        if clash is not None:
+            raise ElaborationError(f"schedule '{stmt.name}' is already defined at {clash.span}",
+                                   stmt.span)
+        if not result or stmt.name not in self.names.schedules:
+            self.names.schedules[stmt.name] = stmt
+        if result:
             if collective is None:
                 raise ElaborationError(f"schedule '{stmt.name}' comes before any collective in "
                                        "this file; declare one first, e.g. 'allreduce V over ranks'",
