@@ -6,6 +6,7 @@ print `file:line:col: error: ...`, the source line and a caret — never a trace
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from pathlib import Path
@@ -16,7 +17,7 @@ from . import __version__
 from .elaborate import Program, load_program, parse_override
 from .elaborate_schedule import Limits
 from .emit import STAGES, emit_ast, emit_formula, emit_ir, emit_loads
-from .errors import ParseError, SchedcError, SourceFile
+from .errors import ParseError, SchedcError, SourceFile, UsageError
 from .parser import parse_module
 from .pipeline import selected, time_schedule
 from .report import compare_text, time_text, to_json
@@ -71,10 +72,15 @@ def cli() -> None:
 @_set_option
 @_json_option
 @_limit_option
-def time(file: Path, schedules, sets, as_json: bool, max_transfers: int, max_rounds: int) -> int:
+@click.option("--no-verify", is_flag=True, help="Time schedules even if they fail verification.")
+def time(file: Path, schedules, sets, as_json: bool, max_transfers: int, max_rounds: int,
+         no_verify: bool) -> int:
     """Formula, regime, value and traffic of each schedule in FILE."""
     program = _load(file, sets, max_transfers, max_rounds)
-    timings = [time_schedule(program, n) for n in selected(program, schedules)]
+    names = selected(program, schedules)
+    if not no_verify and _refuse_unverified(program, names):
+        return EXIT_FAILED
+    timings = [time_schedule(program, n) for n in names]
     click.echo(to_json(program, timings) if as_json else time_text(program, timings), nl=False)
     return EXIT_OK
 
@@ -84,10 +90,15 @@ def time(file: Path, schedules, sets, as_json: bool, max_transfers: int, max_rou
 @_set_option
 @_json_option
 @_limit_option
-def compare(file: Path, sets, as_json: bool, max_transfers: int, max_rounds: int) -> int:
+@click.option("--no-verify", is_flag=True, help="Compare schedules even if they fail verification.")
+def compare(file: Path, sets, as_json: bool, max_transfers: int, max_rounds: int,
+            no_verify: bool) -> int:
     """All schedules of FILE side by side (the seed's §3 table)."""
     program = _load(file, sets, max_transfers, max_rounds)
-    timings = [time_schedule(program, n) for n in selected(program)]
+    names = selected(program)
+    if not no_verify and _refuse_unverified(program, names):
+        return EXIT_FAILED
+    timings = [time_schedule(program, n) for n in names]
     click.echo(to_json(program, timings) if as_json else compare_text(program, timings), nl=False)
     return EXIT_OK
 
@@ -143,3 +154,62 @@ def main(argv: list[str] | None = None) -> None:
 
 if __name__ == "__main__":  # pragma: no cover
     main()
+
+
+# ---- issue 4: verification --------------------------------------------------------------------
+
+
+@cli.command()
+@_file_argument
+@_schedule_option
+@_set_option
+@click.option("--json", "as_json", is_flag=True, help="Print JSON (schema schedc.verify/1).")
+@_limit_option
+def verify(file: Path, schedules, sets, as_json: bool, max_transfers: int, max_rounds: int) -> int:
+    """Check that each schedule computes its collective.
+
+    FILE may be a directory: every .sched file under it is verified (files without result
+    schedules, such as machines and libraries, are skipped). Exit 1 if one fails.
+    """
+    from .verify import SCHEMA, verdict_json, verdict_text, verify_program
+
+    if file.is_dir():
+        if schedules or sets:
+            raise UsageError("--schedule and --set need one FILE, not a directory")
+        paths = sorted(file.rglob("*.sched"))
+    else:
+        paths = [file]
+    documents, texts, failed, bad_input = [], [], 0, False
+    for path in paths:
+        try:
+            program = _load(path, sets, max_transfers, max_rounds)
+            verdicts = verify_program(program, schedules)
+        except SchedcError as exc:
+            if not file.is_dir():
+                raise
+            click.echo(exc.render(), err=True)
+            bad_input = True
+            continue
+        if not verdicts and file.is_dir():
+            continue
+        failed += sum(not v.ok for v in verdicts)
+        documents.append({"file": str(path), "schedules": [verdict_json(v) for v in verdicts]})
+        lines = [verdict_text(v) for v in verdicts]
+        texts.append("\n".join([f"{path}:", *("  " + t.replace("\n", "\n  ") for t in lines)])
+                     if file.is_dir() else "\n".join(lines))
+    if as_json:
+        click.echo(json.dumps({"schema": SCHEMA, "files": documents}, indent=2))
+    else:
+        click.echo("\n".join(texts))
+    return EXIT_BAD_INPUT if bad_input else EXIT_FAILED if failed else EXIT_OK
+
+
+def _refuse_unverified(program: Program, names: list[str]) -> bool:
+    """Verify before timing: print the counterexamples of schedules that fail, and say if any did."""
+    from .verify import verdict_text, verify_program
+
+    failures = [v for v in verify_program(program, tuple(names)) if not v.ok]
+    for v in failures:
+        click.echo(f"schedc: not timing '{v.name}': it does not compute its collective "
+                   "(--no-verify times it anyway)\n" + verdict_text(v), err=True)
+    return bool(failures)
