@@ -20,6 +20,7 @@ from .ir import Round, Schedule
 
 MAX_CELLS = 2**26  # more (rank, segment) cells than this are refused
 MAX_SCALE = 2**62  # the common denominator of all region boundaries
+_SKIP = " (time and compare take --no-verify to skip verification)"
 
 
 @dataclass(frozen=True, eq=False)
@@ -78,7 +79,7 @@ def geometry(schedule: Schedule, devices: int) -> Geometry:
     batches = [b for r in schedule.rounds for b in r.batches if b.op != "send"]
     scale = lcm(p, *{b.den for b in batches})
     if scale > MAX_SCALE:
-        raise LimitError(f"regions are cut too finely to verify (1/{scale} of the buffer)",
+        raise LimitError(f"regions are cut too finely to verify (1/{scale} of the buffer){_SKIP}",
                          schedule.span)
     cuts = [np.array([0, scale], dtype=np.int64), np.arange(p + 1, dtype=np.int64) * (scale // p)]
     moves = []
@@ -94,7 +95,7 @@ def geometry(schedule: Schedule, devices: int) -> Geometry:
     slot[list(coll.ranks)] = np.arange(p)
     if p * (len(bounds) - 1) > MAX_CELLS:
         raise LimitError(f"verifying this needs {p:,} ranks × {len(bounds) - 1:,} pieces of the "
-                         f"buffer; the limit is {MAX_CELLS:,} in all", schedule.span)
+                         f"buffer; the limit is {MAX_CELLS:,} in all{_SKIP}", schedule.span)
     return Geometry(slot, bounds, scale, p)
 
 
@@ -123,8 +124,8 @@ def _close_under_moves(bounds: np.ndarray, moves: np.ndarray, schedule: Schedule
         if len(grown) == len(bounds):
             return bounds
         if len(grown) > MAX_CELLS:
-            raise LimitError("the regions moved by 'into' cut the buffer too finely to verify",
-                             schedule.span)
+            raise LimitError("the regions moved by 'into' cut the buffer too finely to verify"
+                             + _SKIP, schedule.span)
         bounds = grown
 
 

@@ -275,3 +275,25 @@ def test_verification_refuses_unbounded_state(run, monkeypatch):
     assert (code, out) == (2, "")
     assert err.startswith("tests/fixtures/broken/dropped.sched:11:1: error: verifying this needs "
                           "4 ranks × 4 pieces of the buffer; the limit is 8 in all")
+
+
+def test_cuts_follow_data_moved_by_into(tmp_path):
+    # The swap moves [1/2, 1) onto [0, 1/2), where 1/3 is a cut: so 5/6 must be one too.
+    program = load_program(write(tmp_path, "case.sched", FLAT4 + """alltoall V over [g[0], g[1]]
+schedule swap_then_clobber {
+  round {
+    copy part(1 of 2) from g[0] to g[1] into part(0 of 2)
+    copy part(0 of 2) from g[1] to g[0] into part(1 of 2)
+  }
+  copy part(0 of 3) from g[1] to g[0]
+}
+"""))
+    schedule = program.schedule("swap_then_clobber")
+    geo = dataflow.geometry(schedule, len(program.topology.devices))
+    assert [Fraction(int(b), geo.scale) for b in geo.bounds] == [
+        0, Fraction(1, 3), Fraction(1, 2), Fraction(5, 6), 1]
+    failure = verify_schedule(program, "swap_then_clobber").failure
+    assert (failure.rank, failure.region) == ("g[0]", (0, Fraction(1, 3)))
+    # g[1]'s [0, 1/3) holds what the swap brought: g[0]'s [1/2, 5/6).
+    assert failure.holds == (("g[0]'s [1/2, 5/6)", 1),)
+    assert failure.expected == (("g[0]'s [0, 1/3) (part 0 of 3)", 1),)
