@@ -77,10 +77,9 @@ def time(file: Path, schedules, sets, as_json: bool, max_transfers: int, max_rou
          no_verify: bool) -> int:
     """Formula, regime, value and traffic of each schedule in FILE."""
     program = _load(file, sets, max_transfers, max_rounds)
-    names = selected(program, schedules)
-    if not no_verify and _refuse_unverified(program, names):
+    timings = [time_schedule(program, n) for n in selected(program, schedules)]
+    if not no_verify and _refuse_unverified(program, [t.name for t in timings]):
         return EXIT_FAILED
-    timings = [time_schedule(program, n) for n in names]
     click.echo(to_json(program, timings) if as_json else time_text(program, timings), nl=False)
     return EXIT_OK
 
@@ -95,10 +94,9 @@ def compare(file: Path, sets, as_json: bool, max_transfers: int, max_rounds: int
             no_verify: bool) -> int:
     """All schedules of FILE side by side (the seed's §3 table)."""
     program = _load(file, sets, max_transfers, max_rounds)
-    names = selected(program)
-    if not no_verify and _refuse_unverified(program, names):
+    timings = [time_schedule(program, n) for n in selected(program)]
+    if not no_verify and _refuse_unverified(program, [t.name for t in timings]):
         return EXIT_FAILED
-    timings = [time_schedule(program, n) for n in names]
     click.echo(to_json(program, timings) if as_json else compare_text(program, timings), nl=False)
     return EXIT_OK
 
@@ -205,7 +203,8 @@ def verify(file: Path, schedules, sets, as_json: bool, max_transfers: int, max_r
 
 
 def _refuse_unverified(program: Program, names: list[str]) -> bool:
-    """Verify before timing: print the counterexamples of schedules that fail, and say if any did."""
+    """Verify before reporting a time (after bad input, exit 2, has had its say): print the
+    counterexamples of schedules that fail, and say if any did."""
     from .verify import verdict_text, verify_program
 
     failures = [v for v in verify_program(program, tuple(names)) if not v.ok]
