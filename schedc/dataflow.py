@@ -167,16 +167,16 @@ def collective_spec(schedule: Schedule, geo: Geometry) -> Spec:
     coll = schedule.collective
     p, segments = geo.ranks, geo.segments
     slot = np.arange(p)[:, None]
-    part = np.broadcast_to((geo.bounds[:-1] * p) // geo.scale, (p, segments))  # j of p
+    part = np.broadcast_to(geo.bounds[:-1] // (geo.scale // p), (p, segments))  # j of p
     own = np.broadcast_to(slot, (p, segments))
     everywhere = np.ones((p, segments), dtype=bool)
     zero = np.zeros((p, segments), dtype=np.int64)
     root = None if coll.root is None else int(geo.slot[coll.root])
     kind = coll.kind
     if kind in ("allreduce", "reduce_scatter", "reduce"):
-        required = everywhere if kind == "allreduce" else (
-            part == slot if kind == "reduce_scatter" else np.arange(p)[:, None] == root)
-        return Spec(own, np.broadcast_to(required, (p, segments)), True, zero, zero)
+        required = {"allreduce": everywhere, "reduce_scatter": part == slot,
+                    "reduce": np.broadcast_to(slot == root, (p, segments))}[kind]
+        return Spec(own, required, True, zero, zero)
     if kind == "allgather":
         return Spec(np.where(part == slot, own, own + p), everywhere, False, part, zero)
     if kind == "broadcast":

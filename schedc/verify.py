@@ -92,6 +92,8 @@ def verify_schedule(program: Program, name: str, method: str = "auto",
     p, segments = geo.ranks, geo.segments
     if method == "auto":
         method = "exact" if p * segments * (p + 1) <= EXACT_NUMBERS else "fingerprint"
+    if method not in ("exact", "fingerprint"):
+        raise ValueError(f"unknown verification method {method!r}")
     if method == "exact":
         embed = np.eye(p + 1, dtype=np.uint64)
     else:
