@@ -90,15 +90,16 @@ def verify_schedule(program: Program, name: str, method: str = "auto",
     geo = geometry(schedule, len(names))
     spec = collective_spec(schedule, geo)
     p, segments = geo.ranks, geo.segments
+    # One row per contribution: rank q's data (q < p) or rank q - p's uninitialised buffer.
     if method == "auto":
-        method = "exact" if p * segments * (p + 1) <= EXACT_NUMBERS else "fingerprint"
+        method = "exact" if p * segments * 2 * p <= EXACT_NUMBERS else "fingerprint"
     if method not in ("exact", "fingerprint"):
         raise ValueError(f"unknown verification method {method!r}")
     if method == "exact":
-        embed = np.eye(p + 1, dtype=np.uint64)
+        embed = np.eye(2 * p, dtype=np.uint64)
     else:
         rng = np.random.default_rng(seed)
-        embed = rng.integers(0, np.iinfo(np.uint64).max, size=(p + 1, 2), dtype=np.uint64,
+        embed = rng.integers(0, np.iinfo(np.uint64).max, size=(2 * p, 2), dtype=np.uint64,
                              endpoint=True)
     outcome = _run(schedule, geo, spec, embed)
     if isinstance(outcome, tuple):
@@ -122,9 +123,7 @@ class State:
 def _run(schedule: Schedule, geo: Geometry, spec: Spec, embed: np.ndarray):
     """Run every round on the arrays; the final state, or (round, cell, items) of a conflict."""
     cells = geo.ranks * geo.segments
-    # Every rank's uninitialised contents share one row: telling them apart is the replay's job.
-    start = np.minimum(spec.start, geo.ranks).reshape(-1)
-    state = State(embed[start], np.ones(cells, np.int64), np.zeros(cells, np.int64),
+    state = State(embed[spec.start.reshape(-1)], np.ones(cells, np.int64), np.zeros(cells, np.int64),
                   np.zeros(cells, np.int64))
     for index, rnd in enumerate(schedule.rounds):
         items = round_items(rnd, geo)

@@ -89,7 +89,7 @@ def test_region_reduced_twice_is_a_duplicate():
 
 
 def test_the_fingerprint_path_on_a_large_group(tmp_path):
-    n = 256  # 256 ranks x 256 segments x 257 counts would be 16.8 M numbers: fingerprints
+    n = 256  # 256 ranks x 256 segments x 512 counts would be 33.6 M numbers: fingerprints
     text = _flat(n) + """allreduce V over ranks
 schedule ring {
   for s in 0..254 round {
@@ -297,3 +297,17 @@ schedule swap_then_clobber {
     # g[1]'s [0, 1/3) holds what the swap brought: g[0]'s [1/2, 5/6).
     assert failure.holds == (("g[0]'s [1/2, 5/6)", 1),)
     assert failure.expected == (("g[0]'s [0, 1/3) (part 0 of 3)", 1),)
+
+
+@pytest.mark.parametrize("method", ["exact", "fingerprint"])
+def test_uninitialised_data_of_different_ranks_is_told_apart(tmp_path, method):
+    program = load_program(write(tmp_path, "case.sched", FLAT4 + """allgather V over g
+schedule junk { round {
+  copy part(1 of 4) from g[2] to g[0]
+  copy part(2 of 4) from g[3] to g[0]
+} }
+"""))
+    failure = verify_schedule(program, "junk", method=method).failure
+    assert (failure.rank, failure.region) == ("g[0]", (Fraction(1, 4), Fraction(1, 2)))
+    assert failure.holds == (("uninitialised data of g[2]", 1),)
+    assert failure.missing == (("g[1]", 1),)
