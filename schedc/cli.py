@@ -188,7 +188,7 @@ def verify(file: Path, schedules, sets, as_json: bool, max_transfers: int, max_r
             click.echo(exc.render(), err=True)
             bad_input = True
             continue
-        if not verdicts and file.is_dir():
+        if not verdicts:
             continue
         failed += sum(not v.ok for v in verdicts)
         documents.append({"file": str(path), "schedules": [verdict_json(v) for v in verdicts]})
@@ -197,8 +197,10 @@ def verify(file: Path, schedules, sets, as_json: bool, max_transfers: int, max_r
                      if file.is_dir() else "\n".join(lines))
     if as_json:
         click.echo(json.dumps({"schema": SCHEMA, "files": documents}, indent=2))
-    else:
+    elif texts:
         click.echo("\n".join(texts))
+    elif not bad_input:
+        click.echo(f"no result schedules in {file}")
     return EXIT_BAD_INPUT if bad_input else EXIT_FAILED if failed else EXIT_OK
 
 
