@@ -13,8 +13,9 @@ without it the comparison is exact (the arithmetic is exact). A list on the righ
 solve with none. `report` statements are not checks and are skipped here.
 
 `check_program` returns structured outcomes and prints nothing; `check_file` compiles a file
-and every schedule in it first, so a broken schedule fails the check even if no `expect`
-mentions it.
+and every schedule in it and verifies that each computes its collective first, so a broken
+schedule fails the check even if no `expect` mentions it. The expects of a file with a
+schedule that fails verification are not evaluated: they would report its time.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from .pipeline import time_schedule
 from .regimes import key
 from .units import DIMENSIONLESS, dim_name, format_quantity
 from .values import NoneValue, Quantity, kind_of, to_sympy
+from .verify import Verdict, verify_program
 
 
 @dataclass(frozen=True)
@@ -53,7 +55,12 @@ class Outcome:
 class FileCheck:
     path: str
     outcomes: tuple[Outcome, ...] = ()
+    verdicts: tuple[Verdict, ...] = ()  # one per result schedule
     error: SchedcError | None = None  # bad input: the file could not be checked
+
+    @property
+    def failed(self) -> bool:
+        return any(not o.passed for o in self.outcomes) or any(not v.ok for v in self.verdicts)
 
 
 def check_program(program, timeout: float = DEFAULT_TIMEOUT) -> list[Outcome]:
@@ -68,12 +75,15 @@ def check_program(program, timeout: float = DEFAULT_TIMEOUT) -> list[Outcome]:
 
 
 def check_file(path: Path, timeout: float = DEFAULT_TIMEOUT, limits: Limits = DEFAULT_LIMITS) -> FileCheck:
-    """Compile a file and all its schedules, then evaluate its expects."""
+    """Compile a file and all its schedules, verify them, then evaluate its expects."""
     try:
         program = load_program(path, limits=limits)
         for result in program.results:
             time_schedule(program, result.name)
-        return FileCheck(str(path), tuple(check_program(program, timeout)))
+        verdicts = tuple(verify_program(program))
+        if not all(v.ok for v in verdicts):
+            return FileCheck(str(path), (), verdicts)
+        return FileCheck(str(path), tuple(check_program(program, timeout)), verdicts)
     except SchedcError as exc:
         return FileCheck(str(path), error=exc)
 

@@ -6,6 +6,7 @@ print `file:line:col: error: ...`, the source line and a caret — never a trace
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from pathlib import Path
@@ -13,15 +14,13 @@ from pathlib import Path
 import click
 
 from . import __version__
-
-# issue 3
 from .check import check_file, sched_files
 from .deadline import TimeLimit
 from .elaborate import Program, load_program, parse_override
 from .elaborate_schedule import Limits
 from .emit import STAGES, emit_ast, emit_formula, emit_ir, emit_loads
 from .equations import DEFAULT_TIMEOUT, Equations
-from .errors import ParseError, SchedcError, SourceFile, Span
+from .errors import ParseError, SchedcError, SourceFile, Span, UsageError
 from .parser import parse_equation, parse_module
 from .pipeline import selected, time_schedule
 from .report import compare_text, time_text, to_json
@@ -35,6 +34,7 @@ from .report_analysis import (
     solve_text,
     sweep_json,
     sweep_text,
+    verdict_lines,
 )
 from .sensitivity import sensitivities
 from .sweep import DEFAULT_POINTS, parse_vary, sweep, write_csv
@@ -89,10 +89,14 @@ def cli() -> None:
 @_set_option
 @_json_option
 @_limit_option
-def time(file: Path, schedules, sets, as_json: bool, max_transfers: int, max_rounds: int) -> int:
+@click.option("--no-verify", is_flag=True, help="Time schedules even if they fail verification.")
+def time(file: Path, schedules, sets, as_json: bool, max_transfers: int, max_rounds: int,
+         no_verify: bool) -> int:
     """Formula, regime, value and traffic of each schedule in FILE."""
     program = _load(file, sets, max_transfers, max_rounds)
     timings = [time_schedule(program, n) for n in selected(program, schedules)]
+    if not no_verify and _refuse_unverified(program, [t.name for t in timings]):
+        return EXIT_FAILED
     click.echo(to_json(program, timings) if as_json else time_text(program, timings), nl=False)
     return EXIT_OK
 
@@ -102,10 +106,14 @@ def time(file: Path, schedules, sets, as_json: bool, max_transfers: int, max_rou
 @_set_option
 @_json_option
 @_limit_option
-def compare(file: Path, sets, as_json: bool, max_transfers: int, max_rounds: int) -> int:
+@click.option("--no-verify", is_flag=True, help="Compare schedules even if they fail verification.")
+def compare(file: Path, sets, as_json: bool, max_transfers: int, max_rounds: int,
+            no_verify: bool) -> int:
     """All schedules of FILE side by side (the seed's §3 table)."""
     program = _load(file, sets, max_transfers, max_rounds)
     timings = [time_schedule(program, n) for n in selected(program)]
+    if not no_verify and _refuse_unverified(program, [t.name for t in timings]):
+        return EXIT_FAILED
     click.echo(to_json(program, timings) if as_json else compare_text(program, timings), nl=False)
     return EXIT_OK
 
@@ -214,6 +222,9 @@ def check_command(paths: tuple[Path, ...], as_json: bool, timeout: float, max_tr
         click.echo(check_json(files), nl=False)
     else:
         for checked in files:
+            for verdict in checked.verdicts:
+                if not verdict.ok:
+                    click.echo(verdict_lines(checked.path, verdict))
             for outcome in checked.outcomes:
                 click.echo(check_line(checked.path, outcome))
             if checked.error is not None:
@@ -221,7 +232,7 @@ def check_command(paths: tuple[Path, ...], as_json: bool, timeout: float, max_tr
         click.echo(check_summary(files))
     if any(f.error is not None for f in files):
         return EXIT_BAD_INPUT
-    return EXIT_FAILED if any(not o.passed for f in files for o in f.outcomes) else EXIT_OK
+    return EXIT_FAILED if any(f.failed for f in files) else EXIT_OK
 
 
 @cli.command("sensitivity")
@@ -267,3 +278,63 @@ def sweep_command(file: Path, vary: str, linear: bool, csv_path: Path | None, sc
         write_csv(result, csv_path)
     click.echo(sweep_json(program, result) if as_json else sweep_text(result), nl=False)
     return EXIT_OK
+# ---- issue 4: verification --------------------------------------------------------------------
+
+
+@cli.command()
+@_file_argument
+@_schedule_option
+@_set_option
+@click.option("--json", "as_json", is_flag=True, help="Print JSON (schema schedc.verify/1).")
+@_limit_option
+def verify(file: Path, schedules, sets, as_json: bool, max_transfers: int, max_rounds: int) -> int:
+    """Check that each schedule computes its collective.
+
+    FILE may be a directory: every .sched file under it is verified (files without result
+    schedules, such as machines and libraries, are skipped). Exit 1 if one fails.
+    """
+    from .verify import SCHEMA, verdict_json, verdict_text, verify_program
+
+    if file.is_dir():
+        if schedules or sets:
+            raise UsageError("--schedule and --set need one FILE, not a directory")
+        paths = sorted(file.rglob("*.sched"))
+    else:
+        paths = [file]
+    documents, texts, failed, bad_input = [], [], 0, False
+    for path in paths:
+        try:
+            program = _load(path, sets, max_transfers, max_rounds)
+            verdicts = verify_program(program, schedules)
+        except SchedcError as exc:
+            if not file.is_dir():
+                raise
+            click.echo(exc.render(), err=True)
+            bad_input = True
+            continue
+        if not verdicts:
+            continue
+        failed += sum(not v.ok for v in verdicts)
+        documents.append({"file": str(path), "schedules": [verdict_json(v) for v in verdicts]})
+        lines = [verdict_text(v) for v in verdicts]
+        texts.append("\n".join([f"{path}:", *("  " + t.replace("\n", "\n  ") for t in lines)])
+                     if file.is_dir() else "\n".join(lines))
+    if as_json:
+        click.echo(json.dumps({"schema": SCHEMA, "files": documents}, indent=2))
+    elif texts:
+        click.echo("\n".join(texts))
+    elif not bad_input:
+        click.echo(f"no result schedules in {file}")
+    return EXIT_BAD_INPUT if bad_input else EXIT_FAILED if failed else EXIT_OK
+
+
+def _refuse_unverified(program: Program, names: list[str]) -> bool:
+    """Verify before reporting a time (after bad input, exit 2, has had its say): print the
+    counterexamples of schedules that fail, and say if any did."""
+    from .verify import verdict_text, verify_program
+
+    failures = [v for v in verify_program(program, tuple(names)) if not v.ok]
+    for v in failures:
+        click.echo(f"schedc: not timing '{v.name}': it does not compute its collective "
+                   "(--no-verify times it anyway)\n" + verdict_text(v), err=True)
+    return bool(failures)

@@ -305,11 +305,21 @@ class _Loader:
         return Collective(stmt.kind, linear_bytes(size, stmt.size.span), ranks, root, stmt.span)
 
     def _schedule(self, stmt: ast.ScheduleDef, collective: Collective | None, is_main: bool) -> None:
-        if stmt.name in self.names.schedules:
-            raise ElaborationError(f"schedule '{stmt.name}' is already defined at "
-                                   f"{self.names.schedules[stmt.name].span}", stmt.span)
-        self.names.schedules[stmt.name] = stmt
-        if is_main and stmt.formals is None:
+        # Results and functions live side by side: `schedule ring_allreduce =
+        # ring_allreduce(ranks)` names a result after the library function it calls. A call
+        # always means the function; a result is callable only under a name no function has.
+        result = is_main and stmt.formals is None
+        function = self.names.schedules.get(stmt.name)
+        if any(r.definition is function for r in self.results):
+            function = None  # the entry is a result, not a function
+        clash = next((r.definition for r in self.results if r.name == stmt.name), None) \
+            if result else function
+        if clash is not None:
+            raise ElaborationError(f"schedule '{stmt.name}' is already defined at {clash.span}",
+                                   stmt.span)
+        if not result or stmt.name not in self.names.schedules:
+            self.names.schedules[stmt.name] = stmt
+        if result:
             if collective is None:
                 raise ElaborationError(f"schedule '{stmt.name}' comes before any collective in "
                                        "this file; declare one first, e.g. 'allreduce V over ranks'",

@@ -66,7 +66,8 @@ class ScheduleContext:
     limits: Limits
     transfers: int = 0
     steps: int = 0
-    stack: list[str] = field(default_factory=list)
+    stack: list[ast.ScheduleDef] = field(default_factory=list)  # the schedules being elaborated
+    calls: list[ast.Call] = field(default_factory=list)  # the calls that led there
 
     def __post_init__(self) -> None:
         self.is_rank = np.zeros(len(self.device_names), dtype=bool)
@@ -92,7 +93,7 @@ class ScheduleContext:
 
 def elaborate_schedule(name: str, definition: ast.ScheduleDef, env: Env,
                        ctx: ScheduleContext) -> Schedule:
-    ctx.stack.append(definition.name)
+    ctx.stack.append(definition)
     rounds = _sequence(definition.body, env, ctx)
     ctx.stack.pop()
     return Schedule(name, ctx.collective, tuple(Round(tuple(r)) for r in rounds if r), definition.span)
@@ -127,6 +128,8 @@ def _sequence(stmts: tuple[ast.Stmt, ...], env: Env, ctx: ScheduleContext) -> li
             rounds.append(_round((stmt,), env, ctx, stmt.span))
         elif isinstance(stmt, ast.CallStmt):
             rounds.extend(_call(stmt.call, env, ctx))
+        elif isinstance(stmt, ast.Fail):
+            _fail(stmt, env, ctx)
         else:  # pragma: no cover - the parser produces no other statements
             raise ElaborationError(f"unexpected statement {type(stmt).__name__}", stmt.span)
     return rounds
@@ -192,8 +195,9 @@ def _call(call: ast.Call, env: Env, ctx: ScheduleContext) -> list[RoundBuffer]:
         close = difflib.get_close_matches(call.func, list(ctx.functions), n=1)
         hint = f"; did you mean '{close[0]}'?" if close else ""
         raise ElaborationError(f"unknown schedule '{call.func}'{hint}", call.span)
-    if call.func in ctx.stack:
-        chain = " -> ".join([*ctx.stack[ctx.stack.index(call.func):], call.func])
+    if any(d is definition for d in ctx.stack):
+        start = next(k for k, d in enumerate(ctx.stack) if d is definition)
+        chain = " -> ".join([*(d.name for d in ctx.stack[start:]), call.func])
         raise ElaborationError(f"schedule '{call.func}' calls itself ({chain})", call.span)
     formals = definition.formals or ()
     if len(call.args) > len(formals):
@@ -217,11 +221,40 @@ def _call(call: ast.Call, env: Env, ctx: ScheduleContext) -> list[RoundBuffer]:
                 raise ElaborationError(f"'{call.func}' needs argument '{formal.name}'", call.span)
             bound[formal.name] = evaluate(formal.default, replace(callee, local=dict(bound)))
     ctx.spend(1, 0, call.span)
-    ctx.stack.append(call.func)
+    ctx.stack.append(definition)
+    ctx.calls.append(call)
     try:
         return _sequence(definition.body, replace(callee, local=bound), ctx)
     finally:
         ctx.stack.pop()
+        ctx.calls.pop()
+
+
+def _fail(stmt: ast.Fail, env: Env, ctx: ScheduleContext) -> None:
+    """`error "text", values...`: reported at the outermost call, the one the user wrote."""
+    words = [stmt.message] + [v.value if isinstance(v, ast.String) else _shown(evaluate(v, env), ctx)
+                              for v in stmt.values]
+    where = ctx.calls[0].span if ctx.calls else stmt.span
+    notes = [f"raised by the 'error' at {stmt.span} in '{ctx.stack[-1].name}'"] if ctx.calls else []
+    if len(ctx.calls) > 1:
+        notes.append("called as " + " -> ".join(f"{c.func} ({c.span})" for c in ctx.calls))
+    raise ElaborationError(" ".join(w for w in words if w), where, tuple(notes))
+
+
+def _shown(value: object, ctx: ScheduleContext) -> str:
+    """A value in an `error` message: numbers as numbers, devices by name."""
+    if isinstance(value, (np.ndarray, np.integer)) and np.size(value) == 1:
+        value = int(np.ravel(value)[0])
+    if isinstance(value, (bool, np.bool_)):
+        return str(bool(value)).lower()
+    if isinstance(value, (int, Fraction)):
+        return str(value)
+    if isinstance(value, Quantity):
+        return str(value.expr)
+    if isinstance(value, Devices) and not value.lanes:
+        names = [ctx.device_names[int(i)] for i in np.ravel(value.ids)]
+        return names[0] if value.rank == 0 else "[" + ", ".join(names) + "]"
+    return kind_of(value)
 
 
 # ---- one round --------------------------------------------------------------------------------
@@ -300,6 +333,10 @@ def _round_body(stmts, env: Env, ctx: ScheduleContext, out: list) -> None:
                 _round_body(stmt.then if taken else stmt.orelse, env, ctx, out)
         elif isinstance(stmt, (ast.Transfer, ast.Send)):
             out.append((_batch(stmt, env, ctx), env.local.get(_ITERATION)))
+        elif isinstance(stmt, ast.Fail):
+            if env.lanes is not None and env.lanes > 1:
+                raise NeedScalar  # report it for one iteration, with that iteration's values
+            _fail(stmt, env, ctx)
         else:
             what = {ast.CallStmt: "a call", ast.RoundFor: "a round loop", ast.RoundBlock: "a round",
                     ast.ParallelFor: "parallel", ast.ParallelBlock: "parallel"}[type(stmt)]

@@ -167,7 +167,7 @@ def _list(node: ast.ListLit, env: Env) -> object:
 
 def _comprehension(node: ast.ListComp, env: Env) -> object:
     if env.lanes not in (None, 1):
-        raise NeedScalar
+        return _each_lane(node, env)
     inner = replace(env, lanes=1)
     for clause in node.clauses:
         inner = expand_lanes(inner, clause.var, evaluate(clause.iter, inner), clause.iter.span)
@@ -182,6 +182,18 @@ def _comprehension(node: ast.ListComp, env: Env) -> object:
         return Devices(np.zeros(0, dtype=np.int64))
     ids = element.ids if element.lanes else np.broadcast_to(element.ids, (count, *element.ids.shape))
     return Devices(np.ascontiguousarray(ids))
+
+
+def _each_lane(node: ast.ListComp, env: Env) -> Devices:
+    """A comprehension inside lanes (e.g. nested in another one): built lane by lane."""
+    groups = []
+    for lane in range(env.lanes):
+        pick = np.array([lane])
+        local = {name: take_lanes(value, pick) for name, value in env.local.items()}
+        groups.append(_comprehension(node, replace(env, local=local, lanes=1)).ids)
+    if len({g.shape for g in groups}) > 1:
+        raise ElaborationError("the groups of a nested list must all have one length", node.span)
+    return Devices(np.stack(groups) if groups else np.zeros((0, 0), dtype=np.int64), True)
 
 
 # ---- lanes ------------------------------------------------------------------------------------
@@ -565,6 +577,20 @@ def _log2(args, node):
     return int(value).bit_length() - 1
 
 
+def _ceil_log2(args, node):
+    """The smallest e with 2**e >= n: the rounds of a binomial tree over n ranks."""
+    (value,) = args
+    _numeric(value, node.args[0].span)
+    values = np.asarray(value)
+    if isinstance(value, Fraction) or np.any(values < 1):
+        bad = value if not isinstance(value, np.ndarray) else int(values[values < 1][0])
+        raise ElaborationError(f"ceil_log2() needs a positive integer, not {bad}",
+                               node.args[0].span)
+    if isinstance(value, np.ndarray):
+        return np.searchsorted(np.left_shift(1, np.arange(63, dtype=np.int64)), values)
+    return (int(value) - 1).bit_length()
+
+
 def _abs(args, node):
     (value,) = args
     if isinstance(value, Quantity):
@@ -580,6 +606,7 @@ _BUILTINS: dict[str, tuple[int | None, Callable]] = {
     "ceil": (1, _rounding),
     "floor": (1, _rounding),
     "log2": (1, _log2),
+    "ceil_log2": (1, _ceil_log2),
     "abs": (1, _abs),
 }
 

@@ -352,6 +352,10 @@ class _ToAst(Transformer):
         span = self.at(meta)
         return ast.CallStmt(self.call(meta, c), span=span)
 
+    def error_stmt(self, meta, c):
+        span = self.at(meta)
+        return ast.Fail(str(c[0])[1:-1], tuple(c[1:]), span=span)
+
     # ---- expressions
     def range(self, meta, c):
         span = self.at(meta)

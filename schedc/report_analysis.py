@@ -27,6 +27,7 @@ from .units import (
     format_quantity,
     format_seconds,
 )
+from .verify import Verdict, verdict_json, verdict_text
 
 # ---- helpers ----------------------------------------------------------------------------------
 
@@ -274,12 +275,21 @@ def check_line(path: str, outcome: Outcome) -> str:
     return f"{path}:{outcome.span.line}: {verdict}  expect {outcome.text}  ({detail})"
 
 
+def verdict_lines(path: str, verdict: Verdict) -> str:
+    """A schedule that fails verification, with its counterexample."""
+    return f"{path}:{verdict.schedule.span.line}: FAIL  verify {verdict_text(verdict)}"
+
+
 def check_summary(files: list[FileCheck]) -> str:
     outcomes = [o for f in files for o in f.outcomes]
     failed = sum(not o.passed for o in outcomes)
+    verdicts = [v for f in files for v in f.verdicts]
+    wrong = sum(not v.ok for v in verdicts)
     errors = sum(f.error is not None for f in files)
     text = (f"{len(outcomes)} expect{'s' * (len(outcomes) != 1)} in {len(files)} "
-            f"file{'s' * (len(files) != 1)}: {len(outcomes) - failed} passed, {failed} failed")
+            f"file{'s' * (len(files) != 1)}: {len(outcomes) - failed} passed, {failed} failed; "
+            f"{len(verdicts) - wrong} of {len(verdicts)} schedule{'s' * (len(verdicts) != 1)} "
+            "verified")
     return text + (f", {errors} file{'s' * (errors != 1)} with errors" if errors else "")
 
 
@@ -291,9 +301,12 @@ def check_json(files: list[FileCheck]) -> str:
                    "error": None if f.error is None else f.error.render(),
                    "expects": [{"line": o.span.line, "col": o.span.col, "text": o.text,
                                 "passed": o.passed, "found": o.found, "expected": o.expected,
-                                "note": o.note} for o in f.outcomes]}
+                                "note": o.note} for o in f.outcomes],
+                   "schedules": [verdict_json(v) for v in f.verdicts]}
                   for f in files],
         "passed": sum(o.passed for o in outcomes),
         "failed": sum(not o.passed for o in outcomes),
+        "verified": sum(v.ok for f in files for v in f.verdicts),
+        "unverified": sum(not v.ok for f in files for v in f.verdicts),
         "errors": sum(f.error is not None for f in files),
     })

@@ -248,7 +248,18 @@ class CallStmt(Node):
     call: Call
 
 
-Stmt = Let | For | RoundFor | RoundBlock | ParallelFor | ParallelBlock | If | Transfer | Send | CallStmt
+@dataclass(frozen=True)
+class Fail(Node):
+    """`error "text", values...`: elaborating this statement is an error at the call."""
+
+    message: str
+    values: tuple[Expr, ...] = ()
+
+
+Stmt = (
+    Let | For | RoundFor | RoundBlock | ParallelFor | ParallelBlock | If | Transfer | Send | CallStmt
+    | Fail
+)
 
 
 # ---- topology -------------------------------------------------------------------------------

@@ -95,7 +95,7 @@ def test_a_failing_expect_exits_1_and_says_where(run, case):
     assert code == 1 and err == ""
     assert out.splitlines() == [
         "case.sched:6: FAIL  expect time(ring) = 7.6 ms within 1%  (found 11.022 ms, expected 7.6 ms)",
-        "1 expect in 1 file: 0 passed, 1 failed"]
+        "1 expect in 1 file: 0 passed, 1 failed; 1 of 1 schedule verified"]
 
 
 def test_check_json(run, case):
@@ -117,7 +117,7 @@ def test_a_bad_file_does_not_stop_the_others(run, case):
     code, out, err = run("check", ".")
     assert code == 2
     assert out.splitlines() == ["b.sched:6: pass  expect time(ring) > 1 ms  (found 11.022 ms)",
-                                "1 expect in 2 files: 1 passed, 0 failed, 1 file with errors"]
+                                "1 expect in 2 files: 1 passed, 0 failed; 1 of 1 schedule verified, 1 file with errors"]
     assert err.splitlines()[0] == "a.sched:6:13: error: no schedule named 'rign'; did you mean 'ring'?"
 
 
@@ -156,3 +156,16 @@ def test_no_such_path(run, tmp_path):
     code, _, err = run("check", tmp_path / "missing")
     assert code == 2
     assert err.strip() == f"error: no such file or directory: {tmp_path / 'missing'}"
+
+
+def test_check_verifies_first_and_skips_the_expects_of_a_wrong_schedule(run, tmp_path, monkeypatch):
+    monkeypatch.chdir(ROOT)
+    broken = (FIXTURES / "broken" / "dropped.sched").read_text()
+    path = write(tmp_path, "dropped.sched", broken + "expect time(ring) > 0 ms\n")
+    code, out, err = run("check", path)
+    assert code == 1, out + err
+    lines = out.splitlines()
+    assert lines[0] == f"{path}:11: FAIL  verify ring: allreduce over 4 ranks: FAILS"
+    assert "    missing      g[1], g[2]" in lines
+    assert "expect" not in out.replace("expects", "")  # the expect about its time is not evaluated
+    assert lines[-1] == "0 expects in 1 file: 0 passed, 0 failed; 0 of 1 schedule verified"

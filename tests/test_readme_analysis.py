@@ -12,7 +12,8 @@ from conftest import ROOT, SCHEDULES, write
 from schedc.check import check_program
 from schedc.elaborate import load_program
 
-SECTION = (ROOT / "README.md").read_text().split("## Equations, thresholds and self-checking files")[1]
+SECTION = (ROOT / "README.md").read_text().split(
+    "## Equations, thresholds and self-checking files")[1].split("\n## ")[0]
 EXAMPLES = [block for block in re.findall(r"```\n(.*?)```", SECTION, re.S)
             if block.startswith("$ schedc ")]
 
