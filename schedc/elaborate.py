@@ -28,6 +28,7 @@ from .units import BYTES, DIMENSIONLESS, SECONDS, Dim, dim_name
 from .values import Devices, Quantity, TopoRef, as_number, kind_of
 
 COLLECTIVES_WITH_ROOT = ("broadcast", "reduce")
+DEFAULT_LIMITS = Limits()
 
 
 @dataclass(frozen=True)
@@ -68,7 +69,7 @@ class Program:
     functions: dict[str, ast.ScheduleDef]
     names: ProgramNames
     checks: list[ast.Node]  # budget, expect and report statements of the main file, in order
-    limits: Limits = Limits()
+    limits: Limits = DEFAULT_LIMITS
     _schedules: dict[str, Schedule] = field(default_factory=dict, repr=False)
 
     @property
@@ -150,7 +151,7 @@ def parse_override(text: str) -> Override:
 
 
 def load_program(path: str | Path, overrides: tuple[Override, ...] = (),
-                 limits: Limits = Limits()) -> Program:
+                 limits: Limits = DEFAULT_LIMITS) -> Program:
     """Read, parse and elaborate a `.sched` file and everything it imports."""
     loader = _Loader({o.name: o for o in overrides})
     module = loader.run(Path(path))

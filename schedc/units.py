@@ -94,7 +94,9 @@ def format_bytes(value: Fraction | float) -> str:
     exact = Fraction(value)
     if exact.denominator == 1 and exact >= 2**10:
         for prefix, factor in sorted(_BINARY.items(), key=lambda kv: -kv[1]):
-            if exact >= factor and exact % factor == 0:
+            # Binary only for sizes that are binary in nature: a whole number of MiB (or KiB
+            # below a MiB); 128 GB is 125,000,000 KiB, but nobody would call it that.
+            if exact >= factor and exact % factor == 0 and (factor >= 2**20 or exact < 2**20):
                 return f"{int(exact // factor):,} {prefix}B"
     return _scaled(float(value), "B", [("P", 1e15), ("T", 1e12), ("G", 1e9), ("M", 1e6), ("K", 1e3)])
 

@@ -6,7 +6,6 @@ from fractions import Fraction
 
 import pytest
 import sympy
-
 from conftest import SCHEDULES, MiB, expr, timings
 
 SEED = SCHEDULES / "seed" / "nvlink_2x8.sched"
