@@ -151,6 +151,8 @@ def _class_line(c: RoundClass, topology: Topology, nominal: dict) -> str:
         carriers = [topology.resources[r].name for r in c.terms[c.dominant].resources]
         shown = ", ".join(carriers[:2]) + (f", … {len(carriers) - 2} more" if len(carriers) > 2 else "")
         line += f"\n{'':>25}bottleneck: {_bottleneck_class(c, topology)} ({shown})"
+        if c.window_limited:
+            line += ", window-limited: window/latency < bw"
     return line
 
 
