@@ -13,6 +13,8 @@ from pathlib import Path
 import click
 
 from . import __version__
+from .bound import MAX_CUTS
+from .bound import bound as compute_bound
 from .elaborate import Program, load_program, parse_override
 from .elaborate_schedule import Limits
 from .emit import STAGES, emit_ast, emit_formula, emit_ir, emit_loads
@@ -20,6 +22,7 @@ from .errors import ParseError, SchedcError, SourceFile
 from .parser import parse_module
 from .pipeline import selected, time_schedule
 from .report import compare_text, time_text, to_json
+from .report_bound import bound_json, bound_text
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
 
@@ -143,3 +146,24 @@ def main(argv: list[str] | None = None) -> None:
 
 if __name__ == "__main__":  # pragma: no cover
     main()
+
+
+# ---- issue 5: lower bounds (`bound`) and report statements (`eval`) -------------------------
+
+
+@cli.command()
+@_file_argument
+@_schedule_option
+@_set_option
+@click.option("--json", "as_json", is_flag=True, help="Print JSON (schema schedc.bound/1).")
+@_limit_option
+@click.option("--max-cuts", type=click.IntRange(min=1), default=MAX_CUTS, show_default=True,
+              help="Refuse a collective whose bound needs more max-flow problems.")
+def bound(file: Path, schedules, sets, as_json: bool, max_transfers: int, max_rounds: int,
+          max_cuts: int) -> int:
+    """How far each schedule of FILE is from the physical limit: cut-set and end-host lower
+    bounds, the overlapped bound, and what holds each schedule back."""
+    program = _load(file, sets, max_transfers, max_rounds)
+    result = compute_bound(program, selected(program, schedules), max_cuts)
+    click.echo(bound_json(program, result) if as_json else bound_text(program, result), nl=False)
+    return EXIT_OK

@@ -10,7 +10,7 @@ latencies, each shape also records the largest route latency among its transfers
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from fractions import Fraction
 from math import lcm
 
@@ -105,6 +105,23 @@ def lower(schedule: Schedule, topology: Topology) -> Loads:
     return Loads(schedule, basis, denominators, shape_of, shapes, resources, amounts, shape_cross,
                  _total(basis, denominators, weights, repeats * cross),
                  _total(basis, denominators, weights, repeats), latency)
+
+
+def merged(loads: Loads) -> Loads:
+    """All rounds as one round carrying the whole schedule's load on every resource, without
+    latency: its cost is max_e Σ_r V[r,e]/B[e], the time if rounds overlapped perfectly."""
+    counts = np.bincount(loads.shape_of, minlength=len(loads.shape_cross))[loads.shape]
+    amount = loads.amount
+    if amount.dtype != object and (not amount.size or
+                                   int(np.abs(amount).max()) * loads.rounds < _INT64_SAFE):
+        weighted = amount * counts[:, None]
+    else:
+        weighted = amount.astype(object) * counts.astype(object)[:, None]
+    shapes, resources, total = _sum_per_key(np.zeros(len(loads.resource), dtype=np.int64),
+                                            loads.resource, weighted, int(loads.resource.max(initial=0)) + 1)
+    return replace(loads, shape_of=np.zeros(1 if loads.rounds else 0, dtype=np.int64), shape=shapes,
+                   resource=resources, amount=total, shape_cross=np.array([bool(loads.shape_cross.any())]),
+                   shape_latency=(sympy.Integer(0),))
 
 
 def _shapes(schedule: Schedule) -> tuple[np.ndarray, list[int]]:
