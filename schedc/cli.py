@@ -23,6 +23,7 @@ from .parser import parse_module
 from .pipeline import selected, time_schedule
 from .report import compare_text, time_text, to_json
 from .report_bound import bound_json, bound_text
+from .reports import report_values, reports_json, reports_text
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
 
@@ -166,4 +167,17 @@ def bound(file: Path, schedules, sets, as_json: bool, max_transfers: int, max_ro
     program = _load(file, sets, max_transfers, max_rounds)
     result = compute_bound(program, selected(program, schedules), max_cuts)
     click.echo(bound_json(program, result) if as_json else bound_text(program, result), nl=False)
+    return EXIT_OK
+
+
+@cli.command(name="eval")
+@_file_argument
+@_set_option
+@click.option("--json", "as_json", is_flag=True, help="Print JSON (schema schedc.eval/1).")
+@_limit_option
+def eval_command(file: Path, sets, as_json: bool, max_transfers: int, max_rounds: int) -> int:
+    """Evaluate and print every `report NAME = EXPR` of FILE, in readable units."""
+    program = _load(file, sets, max_transfers, max_rounds)
+    values = report_values(program)
+    click.echo(reports_json(program, values) if as_json else reports_text(values), nl=False)
     return EXIT_OK
