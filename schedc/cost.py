@@ -188,8 +188,11 @@ def resolve(expr: sympy.Expr, nominal: dict, conditions: dict[str, sympy.Expr]) 
 
 def _at_least(big: sympy.Expr, small: sympy.Expr, conditions: dict[str, sympy.Expr]) -> None:
     """Note `big >= small` as a simple relation, unless it always holds."""
-    numerator, denominator = sympy.fraction(sympy.cancel(big / small))
-    relation = sympy.Ge(numerator, denominator)
+    if big.is_zero or small.is_zero:  # a latency of 0, say: no ratio to simplify
+        relation = sympy.Ge(big, small)
+    else:
+        numerator, denominator = sympy.fraction(sympy.cancel(big / small))
+        relation = sympy.Ge(numerator, denominator)
     if relation is not sympy.true:
         conditions.setdefault(str(relation), relation)
 

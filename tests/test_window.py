@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from fractions import Fraction
+
 import pytest
 import sympy
 from conftest import SCHEDULES, expr, timings, write
@@ -105,3 +107,27 @@ topology {{
     assert code == 2
     assert out == ""
     assert err.splitlines()[0] == f"{path}:5:{col}: error: {message}"
+
+
+def test_latency_params_at_zero(tmp_path):
+    # Routes g0 <-> g1 take 2·L1, routes to or from g2 take L1 + L2; every round has both.
+    path = write(tmp_path, "zero.sched", f"""import "{RING}"
+param V = 3 MiB
+param B = 10 GB/s
+param L1 = 0 us
+param L2 = 0 us
+topology {{
+  gpu g[3]
+  switch sw
+  link g[i] <-> sw bw B latency L1 for i in 0..1
+  link g[2] <-> sw bw B latency L2
+}}
+allreduce V over g
+schedule ring = ring_allreduce(g)
+""")
+    program, t = timings(path)
+    assert t["ring"].time == Fraction(4 * 2**20, 10**10)  # 4 rounds of V/3 at B, no latency
+    assert sympy.simplify(t["ring"].cost.formula - expr(program, "4*Max(2*L1, L1 + L2) + 4*V/(3*B)")) == 0
+    program, t = timings(path, "L2=1us")
+    assert t["ring"].time == Fraction(4 * 2**20, 10**10) + Fraction(4, 10**6)
+    assert sympy.simplify(t["ring"].cost.regime_formula - expr(program, "4*L1 + 4*L2 + 4*V/(3*B)")) == 0
