@@ -28,7 +28,7 @@ import sympy
 from .cost import RoundClass, cost, nominal_value
 from .cuts import Cut, CutCapacity, RankCuts
 from .elaborate import Program, linear_value
-from .errors import LimitError, UsageError
+from .errors import LimitError, TopologyError, UsageError
 from .ir import Collective, LinearBytes, Schedule, linear_expr, linear_scale
 from .lower import merged
 from .pipeline import time_schedule_with_loads
@@ -108,7 +108,10 @@ def bound(program: Program, names: list[str], max_cuts: int = MAX_CUTS) -> Bound
         raise LimitError(f"bounding this collective takes up to {finder.work:,} max-flow problems; "
                          f"the limit is {max_cuts:,} (raise it with --max-cuts)",
                          collective.span if collective else None)
-    cuts = tuple(_cut_bound(c, collective, nominal) for c in finder.cuts())
+    found = finder.cuts()
+    if collective is not None:
+        _check_connected(found, collective, topology)
+    cuts = tuple(_cut_bound(c, collective, nominal) for c in found)
     binding = max(cuts, key=lambda c: c.value, default=None)  # max keeps the first of equals
     if binding is not None and not binding.value:
         binding = None  # nothing must cross a cut of finite bandwidth
@@ -156,6 +159,23 @@ def _collective(program: Program, names: list[str]) -> Collective | None:
     if chosen:
         return chosen.pop()
     return None
+
+
+def _check_connected(cuts: list[Cut], collective: Collective, topology) -> None:
+    """A cut that bytes must cross but no link does: no schedule can compute the collective."""
+    for cut in cuts:
+        forward, backward = must_cross(collective, frozenset(cut.side))
+        for need, capacity, a, b in ((forward, cut.forward, cut.side, cut.rest),
+                                     (backward, cut.backward or cut.forward, cut.rest, cut.side)):
+            if need and capacity.value == 0:
+                raise TopologyError(f"nothing connects {_ranks(topology, a)} to "
+                                    f"{_ranks(topology, b)}, so no schedule can compute this "
+                                    f"{collective.kind}", collective.span)
+
+
+def _ranks(topology, ranks: tuple[int, ...]) -> str:
+    names = [topology.devices[r].name for r in ranks]
+    return names[0] if len(names) == 1 else f"{len(names)} ranks ({names[0]}, …)"
 
 
 def _crossing(size: LinearBytes, capacity: CutCapacity, nominal: dict) -> Crossing:

@@ -108,7 +108,7 @@ class Cut:
     `backward` is None when the network is symmetric: it is then as wide as `forward`, and
     `RankCuts.backward` finds its resources on demand."""
 
-    family: str  # host | halves | min-cut | rank (the order in which they are tried)
+    family: str  # host | halves | rank | min-cut (the order in which they are tried)
     name: str
     side: tuple[int, ...]  # ranks on the first side, in rank order
     ranks: tuple[int, ...] = field(repr=False)  # all ranks
@@ -131,8 +131,7 @@ class RankCuts:
         self.all = frozenset(ranks)
         self._position = {r: k for k, r in enumerate(ranks)}
         self.groups = _host_groups(topology, ranks)
-        hosts = [key for key, _, _ in self.groups]
-        self.shift = host_shift(topology, hosts, ranks) if min(hosts, default=-1) >= 0 else None
+        self.shift = host_shift(topology, [key for key, _, _ in self.groups], ranks)
         self.network = FlowNetwork(topology, nominal, ranks)
         self.solved = 0  # max-flow problems solved so far
         self._outward: dict[frozenset[int], CutCapacity] = {}
@@ -150,26 +149,28 @@ class RankCuts:
         return pairs + splits * (1 if self.network.symmetric else 2)  # each way, unless symmetric
 
     def cuts(self) -> list[Cut]:
-        """Each host against the rest; the first half of the hosts against the second; the
-        narrowest cut networkx finds between consecutive hosts (or between the two halves of
-        the ranks on one host); each single rank against the rest. Splits already seen are
-        skipped, so a split keeps the name of the family that found it first."""
+        """Each host against the rest; the first half of the hosts against the second; each
+        single rank against the rest; the narrowest cut networkx finds between consecutive
+        hosts (or, with fewer than two hosts, between the two halves of the ranks). Splits
+        already seen are skipped, so a split keeps the name of the family that found it
+        first, in this order."""
         if len(self.ranks) < 2:
             return []
         names = [name for _, name, _ in self.groups]
         members = [frozenset(m) for _, _, m in self.groups]
         splits: list[tuple[str, str, frozenset[int]]] = []
         if len(members) >= 2:
+            whole = sum(len(m) for m in members) == len(self.ranks)  # no rank outside the hosts
             for name, group in zip(names, members):
-                rest = "rest" if len(members) > 2 else names[1]
+                rest = names[1] if len(members) == 2 and whole else "rest"
                 splits.append(("host", f"{name} | {rest}", group))
         if len(members) >= 3:
             k = len(members) // 2
             splits.append(("halves", f"{_span(names[:k])} | {_span(names[k:])}",
                            frozenset().union(*members[:k])))
-        splits += self._min_cuts(names, members)
         device = self.topology.devices
         splits += [("rank", f"{device[r].name} | rest", frozenset([r])) for r in self.ranks]
+        splits += self._min_cuts(names, members)
 
         seen: set[frozenset[int]] = set()
         result = []
@@ -196,8 +197,9 @@ class RankCuts:
             pairs = [(names[k], members[k], names[k + 1], members[k + 1]) for k in range(len(members) - 1)]
         else:
             half = len(self.ranks) // 2
-            pairs = [(f"ranks 0..{half - 1}", frozenset(self.ranks[:half]),
-                      f"ranks {half}..{len(self.ranks) - 1}", frozenset(self.ranks[half:]))]
+            device = self.topology.devices
+            a, b = ([device[r].name for r in part] for part in (self.ranks[:half], self.ranks[half:]))
+            pairs = [(_span(a), frozenset(self.ranks[:half]), _span(b), frozenset(self.ranks[half:]))]
         found = []
         first = None
         for k, (a, ga, b, gb) in enumerate(pairs):
@@ -232,13 +234,13 @@ def _renamed(capacity: CutCapacity, shift: HostShift, k: int) -> CutCapacity:
 
 
 def _host_groups(topology: Topology, ranks: tuple[int, ...]) -> list[tuple[int, str, list[int]]]:
-    """(host key, name, ranks) per host, hosts in order of their first rank; a device outside
-    every host is a group of its own (with a negative key)."""
+    """(host index, name, ranks) per host holding ranks, in order of their first rank. Ranks
+    outside every host belong to no group (the single-rank cuts cover them)."""
     groups: dict[int, list[int]] = {}
     for r in ranks:
-        groups.setdefault(int(topology.host_key[r]), []).append(r)
-    return [(key, topology.host_names[key] if key >= 0 else topology.devices[members[0]].name, members)
-            for key, members in groups.items()]
+        if topology.devices[r].host is not None:
+            groups.setdefault(topology.devices[r].host, []).append(r)
+    return [(key, topology.host_names[key], members) for key, members in groups.items()]
 
 
 def _span(names: list[str]) -> str:

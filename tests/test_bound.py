@@ -351,6 +351,21 @@ schedule one {{ copy all from g[0] to g[1] }}
         assert b.best == expr(program, "V/(3*B)")  # end-host: 2·V / (2 × 3·B)
 
 
+def test_ranks_that_nothing_connects(run, tmp_path):
+    path = write(tmp_path, "apart.sched", """param V = 1 MiB
+topology {
+  gpu g[3]
+  link g[0] <-> g[1] bw 1 GB/s
+}
+allreduce V over g
+schedule one { copy all from g[0] to g[1] }
+""")
+    code, out, err = run("bound", path)
+    assert (code, out) == (2, "")
+    assert err.splitlines()[0] == (f"{path}:6:1: error: nothing connects g[2] to 2 ranks (g[0], …), "
+                                   "so no schedule can compute this allreduce")
+
+
 @pytest.mark.parametrize("kind, forward, backward", [
     ("allreduce", 1, 1),
     ("reduce_scatter", Fraction(5, 8), Fraction(3, 8)),  # what the other side ends with
