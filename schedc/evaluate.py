@@ -59,6 +59,9 @@ class Env:
     local: dict[str, object] = field(default_factory=dict)
     lanes: int | None = None  # None: scalar context; else the number of lanes
     max_lanes: int = 20_000_000
+    # Handlers for node kinds that only some contexts allow (time(...) and solve(...) in
+    # equations and checks); they take precedence over the built-in ones.
+    extra: dict[type, Callable[[ast.Node, Env], object]] = field(default_factory=dict)
 
     def bind(self, name: str, value: object) -> Env:
         return replace(self, local={**self.local, name: value})
@@ -79,7 +82,7 @@ class Env:
 
 
 def evaluate(node: ast.Expr, env: Env) -> object:
-    handler = _HANDLERS.get(type(node))
+    handler = env.extra.get(type(node)) or _HANDLERS.get(type(node))
     if handler is None:
         raise ElaborationError(f"{_describe(node)} cannot be used here", node.span)
     return handler(node, env)

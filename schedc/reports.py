@@ -2,7 +2,9 @@
 
 Reports are evaluated in file order at the nominal point (params at their values, after
 `--set`), so `ceil(model / host_memory)` is a whole number of hosts rather than a formula.
-Each report's name is visible to the reports after it, and to `expect`s through `Reports.env`.
+Each report's name is visible to the reports after it; `Reports.bindings` lets a checker
+make them visible to `expect`s too. Handlers for `time(...)` and the like come in as
+`Env.extra` handlers, as the equation evaluator defines them.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from .values import Quantity, as_number, kind_of
 
 SCHEMA = "schedc.eval/1"
 
-Evaluator = Callable[[ast.Expr, Env], object]
+Handlers = dict[type, Callable[[ast.Node, Env], object]]
 
 
 @dataclass(frozen=True)
@@ -40,7 +42,7 @@ class ReportValue:
 @dataclass(frozen=True)
 class Reports:
     values: tuple[ReportValue, ...]
-    env: Env  # global names at the nominal point, with every report bound by its name
+    bindings: dict[str, object]  # name → value at the nominal point, to bind for `expect`s
 
 
 class NominalNames(Names):
@@ -67,11 +69,11 @@ class NominalNames(Names):
         return getattr(self.program.names, attribute)
 
 
-def evaluate_reports(program: Program, evaluator: Evaluator = evaluate) -> Reports:
-    """Every `report` of the main file, in order; `evaluator` evaluates one expression (the
-    default knows no `time(...)`; `schedc check` may pass one that does)."""
+def evaluate_reports(program: Program, extra: Handlers | None = None) -> Reports:
+    """Every `report` of the main file, in order. `extra` adds handlers to the evaluator (the
+    equation evaluator's `time(...)`, say); without them `time(...)` is an error here."""
     names = NominalNames(program)
-    env = Env(names)
+    env = Env(names, extra=dict(extra or {}))
     values = []
     for stmt in program.checks:
         if not isinstance(stmt, ast.Report):
@@ -80,15 +82,22 @@ def evaluate_reports(program: Program, evaluator: Evaluator = evaluate) -> Repor
             where = names.where.get(stmt.name) or program.names.where.get(stmt.name)
             previous = f" at {where}" if where else ""
             raise ElaborationError(f"'{stmt.name}' is already defined{previous}", stmt.span)
-        value = evaluator(stmt.value, env)
+        value = _at_nominal(evaluate(stmt.value, env), program.nominal)
         values.append(_report_value(stmt, value))
         names.reports[stmt.name] = value
         names.where[stmt.name] = stmt.span
-    return Reports(tuple(values), env)
+    return Reports(tuple(values), dict(names.reports))
 
 
-def report_values(program: Program, evaluator: Evaluator = evaluate) -> tuple[ReportValue, ...]:
-    return evaluate_reports(program, evaluator).values
+def report_values(program: Program, extra: Handlers | None = None) -> tuple[ReportValue, ...]:
+    return evaluate_reports(program, extra).values
+
+
+def _at_nominal(value: object, nominal: dict) -> object:
+    """A value that is still a formula (`time(ring)` is one) at the nominal point."""
+    if isinstance(value, Quantity) and value.is_symbolic:
+        return _settle(Quantity(value.expr.xreplace(nominal), value.dim))
+    return value
 
 
 def _report_value(stmt: ast.Report, value: object) -> ReportValue:

@@ -10,7 +10,7 @@ from conftest import ROOT, SCHEDULES, write
 
 from schedc import syntax as ast
 from schedc.elaborate import load_program, parse_override
-from schedc.evaluate import evaluate
+from schedc.evaluate import Env, evaluate
 from schedc.reports import evaluate_reports, report_values
 from schedc.units import BYTES, DIMENSIONLESS, SECONDS
 
@@ -38,16 +38,16 @@ def test_the_seeds_capacity_table():
 
 def test_the_expects_of_the_capacity_file_hold():
     # `schedc check` evaluates them once merged; until then, by hand: every `expect` of the
-    # file names a report and holds within its tolerance.
+    # file names a report and holds within its tolerance, with the reports bound by name.
     program = load_program(CAPACITY)
-    reports = evaluate_reports(program)
+    env = Env(program.names, local=evaluate_reports(program).bindings)
     expects = [s for s in program.checks if isinstance(s, ast.Expect)]
     assert len(expects) == 9
     for stmt in expects:
         assert stmt.relation.op == "="
-        left = evaluate(stmt.relation.left, reports.env)
-        right = evaluate(stmt.relation.right, reports.env)
-        tolerance = Fraction(0) if stmt.within is None else Fraction(evaluate(stmt.within, reports.env))
+        left = evaluate(stmt.relation.left, env)
+        right = evaluate(stmt.relation.right, env)
+        tolerance = Fraction(0) if stmt.within is None else Fraction(evaluate(stmt.within, env))
         a, b = (_base(x) for x in (left, right))
         assert abs(a - b) <= tolerance * abs(b), stmt.span
 
@@ -91,6 +91,18 @@ def test_eval_json(run):
     assert first == {"name": "train_8B", "value": 128 * GB, "unit": "B", "text": "128 GB"}
     assert last == {"name": "alpha", "value": pytest.approx(25e-6 / 30), "unit": "s",
                     "text": "833.33 ns"}
+
+
+def test_extra_handlers_reach_the_reports(tmp_path):
+    # How `schedc check` passes its time(...) handler: here one that answers 2 ms for any
+    # schedule, as a formula in a param, to show that formulas are settled at the nominal point.
+    from schedc.values import Quantity
+
+    path = write(tmp_path, "t.sched", "param a = 1 ms\nreport t = 3 * time(ring)\nreport u = t + a\n")
+    program = load_program(path)
+    a = program.params["a"].symbol
+    reports = evaluate_reports(program, {ast.TimeOf: lambda node, env: Quantity(2 * a, SECONDS)})
+    assert [(v.name, v.value) for v in reports.values] == [("t", Fraction(6, 1000)), ("u", Fraction(7, 1000))]
 
 
 def test_a_file_without_reports(run):
