@@ -10,7 +10,8 @@ Both sides are evaluated at the nominal point (after `--set`). `within` gives a 
 a plain number (`1%`) is relative to the right side, a quantity (`0.1 ms`) is absolute;
 without it the comparison is exact (the arithmetic is exact). A list on the right
 (`[8 GB/s, 64 GB/s]`) matches a solve with that many solutions, one by one; `none` matches a
-solve with none. `report` statements are not checks and are skipped here.
+solve with none. `report` statements are evaluated first, in order; their names are visible
+to the expects (`expect hosts_needed = 3`).
 
 `check_program` returns structured outcomes and prints nothing; `check_file` compiles a file
 and every schedule in it and verifies that each computes its collective first, so a broken
@@ -33,6 +34,7 @@ from .equations import DEFAULT_TIMEOUT, Equations, Values, source_text
 from .errors import ElaborationError, SchedcError, Span, UnitError, UsageError
 from .pipeline import time_schedule
 from .regimes import key
+from .reports import ReportValue, evaluate_reports
 from .units import DIMENSIONLESS, dim_name, format_quantity
 from .values import NoneValue, Quantity, kind_of, to_sympy
 from .verify import Verdict, verify_program
@@ -52,9 +54,16 @@ class Outcome:
 
 
 @dataclass(frozen=True)
+class ProgramCheck:
+    reports: tuple[ReportValue, ...]
+    outcomes: tuple[Outcome, ...]
+
+
+@dataclass(frozen=True)
 class FileCheck:
     path: str
     outcomes: tuple[Outcome, ...] = ()
+    reports: tuple[ReportValue, ...] = ()
     verdicts: tuple[Verdict, ...] = ()  # one per result schedule
     error: SchedcError | None = None  # bad input: the file could not be checked
 
@@ -63,15 +72,16 @@ class FileCheck:
         return any(not o.passed for o in self.outcomes) or any(not v.ok for v in self.verdicts)
 
 
-def check_program(program, timeout: float = DEFAULT_TIMEOUT) -> list[Outcome]:
-    """Evaluate every `expect` of the program's main file, in order."""
+def check_program(program, timeout: float = DEFAULT_TIMEOUT) -> ProgramCheck:
+    """Evaluate the `report`s, then every `expect` of the program's main file, in order."""
     equations = Equations(program, timeout)
-    outcomes = []
-    for stmt in program.checks:
-        if isinstance(stmt, ast.Expect):
-            outcomes.append(_expect(stmt, equations))
-        # `budget` was read by Equations; `report` statements are not checks.
-    return outcomes
+    reports = evaluate_reports(program, equations.env.extra)
+    for name, value in reports.bindings.items():
+        equations.env = equations.env.bind(name, value)
+    # `budget` was read by Equations.
+    outcomes = tuple(_expect(stmt, equations) for stmt in program.checks
+                     if isinstance(stmt, ast.Expect))
+    return ProgramCheck(reports.values, outcomes)
 
 
 def check_file(path: Path, timeout: float = DEFAULT_TIMEOUT, limits: Limits = DEFAULT_LIMITS) -> FileCheck:
@@ -82,8 +92,9 @@ def check_file(path: Path, timeout: float = DEFAULT_TIMEOUT, limits: Limits = DE
             time_schedule(program, result.name)
         verdicts = tuple(verify_program(program))
         if not all(v.ok for v in verdicts):
-            return FileCheck(str(path), (), verdicts)
-        return FileCheck(str(path), tuple(check_program(program, timeout)), verdicts)
+            return FileCheck(str(path), verdicts=verdicts)
+        checked = check_program(program, timeout)
+        return FileCheck(str(path), checked.outcomes, checked.reports, verdicts)
     except SchedcError as exc:
         return FileCheck(str(path), error=exc)
 

@@ -1,5 +1,9 @@
 """The `schedc` command line: a thin layer over the pipeline.
 
+Commands follow the pipeline: `emit` dumps a stage; `time` and `compare` report formulas;
+`verify` checks data flow; `solve`, `sensitivity` and `sweep` analyse times; `bound` compares
+them with the physical limit; `eval` prints `report`s; `check` runs a file's expects.
+
 Exit codes: 0 ok; 1 a check or verification failed; 2 bad input or usage. Errors in input
 print `file:line:col: error: ...`, the source line and a caret — never a traceback.
 """
@@ -14,6 +18,7 @@ from pathlib import Path
 import click
 
 from . import __version__
+from .bound import MAX_CUTS, bound_all
 from .check import check_file, sched_files
 from .deadline import TimeLimit
 from .elaborate import Program, load_program, parse_override
@@ -28,6 +33,7 @@ from .report_analysis import (
     check_json,
     check_line,
     check_summary,
+    report_line,
     sensitivity_json,
     sensitivity_text,
     solve_json,
@@ -36,10 +42,17 @@ from .report_analysis import (
     sweep_text,
     verdict_lines,
 )
+from .report_bound import bound_json, bound_text
+from .reports import report_values, reports_json, reports_text
 from .sensitivity import sensitivities
 from .sweep import DEFAULT_POINTS, parse_vary, sweep, write_csv
+from .verify import SCHEMA as VERIFY_SCHEMA
+from .verify import verdict_json, verdict_text, verify_program
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
+
+
+# ---- shared arguments and options ---------------------------------------------------------------
 
 
 def _file_argument(func):
@@ -51,6 +64,16 @@ def _set_option(func):
                         help="Override a param's nominal value, with its unit (--set B_L=300GB/s).")(func)
 
 
+def _schedule_option(func):
+    return click.option("--schedule", "-s", "schedules", multiple=True, metavar="NAME",
+                        help="Only this schedule (repeatable); default: all of the file.")(func)
+
+
+def _json_option(schema: str):
+    """`--json`, naming the schema the command prints."""
+    return click.option("--json", "as_json", is_flag=True, help=f"Print JSON (schema {schema}).")
+
+
 def _limit_option(func):
     func = click.option("--max-rounds", type=click.IntRange(min=1), default=Limits.steps,
                         show_default=True,
@@ -59,18 +82,30 @@ def _limit_option(func):
                         show_default=True, help="Refuse a schedule making more transfers.")(func)
 
 
-def _schedule_option(func):
-    return click.option("--schedule", "-s", "schedules", multiple=True, metavar="NAME",
-                        help="Only this schedule (repeatable); default: all of the file.")(func)
+def _timeout_option(func):
+    return click.option("--timeout", type=click.FloatRange(min=0, min_open=True),
+                        default=DEFAULT_TIMEOUT, show_default=True, metavar="SECONDS",
+                        help="Give up on SymPy work after this many seconds per equation.")(func)
 
 
-def _json_option(func):
-    return click.option("--json", "as_json", is_flag=True, help="Print JSON (schema schedc.time/1).")(func)
+def _no_verify_option(func):
+    return click.option("--no-verify", is_flag=True,
+                        help="Report schedules even if they do not compute their collective.")(func)
 
 
 def _load(file: Path, sets: tuple[str, ...], max_transfers: int, max_rounds: int) -> Program:
     overrides = tuple(parse_override(s) for s in sets)
     return load_program(file, overrides, Limits(max_transfers, max_rounds))
+
+
+def _refuse_unverified(program: Program, names: list[str]) -> bool:
+    """Verify before reporting a time (bad input, exit 2, has had its say by then): print the
+    counterexample of each schedule that fails, and say whether any did."""
+    failures = [v for v in verify_program(program, tuple(names)) if not v.ok]
+    for v in failures:
+        click.echo(f"schedc: not timing '{v.name}': it does not compute its collective "
+                   "(--no-verify times it anyway)\n" + verdict_text(v), err=True)
+    return bool(failures)
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -83,39 +118,7 @@ def cli() -> None:
     """
 
 
-@cli.command()
-@_file_argument
-@_schedule_option
-@_set_option
-@_json_option
-@_limit_option
-@click.option("--no-verify", is_flag=True, help="Time schedules even if they fail verification.")
-def time(file: Path, schedules, sets, as_json: bool, max_transfers: int, max_rounds: int,
-         no_verify: bool) -> int:
-    """Formula, regime, value and traffic of each schedule in FILE."""
-    program = _load(file, sets, max_transfers, max_rounds)
-    timings = [time_schedule(program, n) for n in selected(program, schedules)]
-    if not no_verify and _refuse_unverified(program, [t.name for t in timings]):
-        return EXIT_FAILED
-    click.echo(to_json(program, timings) if as_json else time_text(program, timings), nl=False)
-    return EXIT_OK
-
-
-@cli.command()
-@_file_argument
-@_set_option
-@_json_option
-@_limit_option
-@click.option("--no-verify", is_flag=True, help="Compare schedules even if they fail verification.")
-def compare(file: Path, sets, as_json: bool, max_transfers: int, max_rounds: int,
-            no_verify: bool) -> int:
-    """All schedules of FILE side by side (the seed's §3 table)."""
-    program = _load(file, sets, max_transfers, max_rounds)
-    timings = [time_schedule(program, n) for n in selected(program)]
-    if not no_verify and _refuse_unverified(program, [t.name for t in timings]):
-        return EXIT_FAILED
-    click.echo(to_json(program, timings) if as_json else compare_text(program, timings), nl=False)
-    return EXIT_OK
+# ---- stages and times ---------------------------------------------------------------------------
 
 
 @cli.command()
@@ -140,8 +143,228 @@ def emit(stage: str, file: Path, schedules, sets, max_transfers: int, max_rounds
     return EXIT_OK
 
 
+@cli.command()
+@_file_argument
+@_schedule_option
+@_set_option
+@_json_option("schedc.time/1")
+@_limit_option
+@_no_verify_option
+def time(file: Path, schedules, sets, as_json: bool, max_transfers: int, max_rounds: int,
+         no_verify: bool) -> int:
+    """Formula, regime, value and traffic of each schedule in FILE."""
+    program = _load(file, sets, max_transfers, max_rounds)
+    timings = [time_schedule(program, n) for n in selected(program, schedules)]
+    if not no_verify and _refuse_unverified(program, [t.name for t in timings]):
+        return EXIT_FAILED
+    click.echo(to_json(program, timings) if as_json else time_text(program, timings), nl=False)
+    return EXIT_OK
+
+
+@cli.command()
+@_file_argument
+@_set_option
+@_json_option("schedc.time/1")
+@_limit_option
+@_no_verify_option
+def compare(file: Path, sets, as_json: bool, max_transfers: int, max_rounds: int,
+            no_verify: bool) -> int:
+    """All schedules of FILE side by side (the seed's §3 table)."""
+    program = _load(file, sets, max_transfers, max_rounds)
+    timings = [time_schedule(program, n) for n in selected(program)]
+    if not no_verify and _refuse_unverified(program, [t.name for t in timings]):
+        return EXIT_FAILED
+    click.echo(to_json(program, timings) if as_json else compare_text(program, timings), nl=False)
+    return EXIT_OK
+
+
+@cli.command()
+@_file_argument
+@_schedule_option
+@_set_option
+@_json_option(VERIFY_SCHEMA)
+@_limit_option
+def verify(file: Path, schedules, sets, as_json: bool, max_transfers: int, max_rounds: int) -> int:
+    """Check that each schedule computes its collective.
+
+    FILE may be a directory: every .sched file under it is verified (files without result
+    schedules, such as machines and libraries, are skipped). Exit 1 if one fails.
+    """
+    if file.is_dir():
+        if schedules or sets:
+            raise UsageError("--schedule and --set need one FILE, not a directory")
+        paths = sorted(file.rglob("*.sched"))
+    else:
+        paths = [file]
+    documents, texts, failed, bad_input = [], [], 0, False
+    for path in paths:
+        try:
+            program = _load(path, sets, max_transfers, max_rounds)
+            verdicts = verify_program(program, schedules)
+        except SchedcError as exc:
+            if not file.is_dir():
+                raise
+            click.echo(exc.render(), err=True)
+            bad_input = True
+            continue
+        if not verdicts:
+            continue
+        failed += sum(not v.ok for v in verdicts)
+        documents.append({"file": str(path), "schedules": [verdict_json(v) for v in verdicts]})
+        lines = [verdict_text(v) for v in verdicts]
+        texts.append("\n".join([f"{path}:", *("  " + t.replace("\n", "\n  ") for t in lines)])
+                     if file.is_dir() else "\n".join(lines))
+    if as_json:
+        click.echo(json.dumps({"schema": VERIFY_SCHEMA, "files": documents}, indent=2))
+    elif texts:
+        click.echo("\n".join(texts))
+    elif not bad_input:
+        click.echo(f"no result schedules in {file}")
+    return EXIT_BAD_INPUT if bad_input else EXIT_FAILED if failed else EXIT_OK
+
+
+# ---- analysis of times --------------------------------------------------------------------------
+
+
+@cli.command("solve")
+@_file_argument
+@click.argument("equation")
+@click.option("--for", "param", required=True, metavar="PARAM", help="The param to solve for.")
+@_set_option
+@_json_option("schedc.solve/1")
+@_timeout_option
+@_limit_option
+def solve_command(file: Path, equation: str, param: str, sets, as_json: bool, timeout: float,
+                  max_transfers: int, max_rounds: int) -> int:
+    """Solve EQUATION for one param, regime by regime: every solution, and which side is
+    smaller in between (e.g. 'time(hierarchical) = time(ring, B_L = 32 GB/s)' --for B_L)."""
+    program = _load(file, sets, max_transfers, max_rounds)
+    relation = parse_equation(SourceFile("equation", equation))
+    param_span = Span(SourceFile("--for", param), 1, 1, 1, len(param) + 1)
+    solution = Equations(program, timeout).solve(relation, param.strip(), param_span)
+    show = solve_json if as_json else solve_text
+    click.echo(show(program, equation, solution), nl=False)
+    return EXIT_OK
+
+
+@cli.command("sensitivity")
+@_file_argument
+@_schedule_option
+@_set_option
+@_json_option("schedc.sensitivity/1")
+@_timeout_option
+@_limit_option
+def sensitivity_command(file: Path, schedules, sets, as_json: bool, timeout: float,
+                        max_transfers: int, max_rounds: int) -> int:
+    """dT/dp and the elasticity (p/T)·dT/dp of each schedule's time, for every param."""
+    program = _load(file, sets, max_transfers, max_rounds)
+    rows = []
+    for name in selected(program, schedules):
+        timing = time_schedule(program, name)
+        rows.append((name, timing.cost.formula.xreplace(program.nominal),
+                     sensitivities(program, timing, TimeLimit(timeout))))
+    show = sensitivity_json if as_json else sensitivity_text
+    click.echo(show(program, rows), nl=False)
+    return EXIT_OK
+
+
+@cli.command("sweep")
+@_file_argument
+@click.option("--vary", required=True, metavar="NAME=LO:HI[:N]",
+              help=f"The param and its range, with units; N points (default {DEFAULT_POINTS}).")
+@click.option("--linear", is_flag=True, help="Space the points linearly (default: logarithmically).")
+@click.option("--csv", "csv_path", type=click.Path(dir_okay=False, path_type=Path),
+              help="Also write the sweep to this CSV file (base units).")
+@_schedule_option
+@_set_option
+@_json_option("schedc.sweep/1")
+@_limit_option
+def sweep_command(file: Path, vary: str, linear: bool, csv_path: Path | None, schedules, sets,
+                  as_json: bool, max_transfers: int, max_rounds: int) -> int:
+    """Each schedule's time over a range of one param, from its compiled formula."""
+    program = _load(file, sets, max_transfers, max_rounds)
+    plan = parse_vary(vary, program)
+    timings = [time_schedule(program, n) for n in selected(program, schedules)]
+    result = sweep(program, timings, plan, "linear" if linear else "log")
+    if csv_path is not None:
+        write_csv(result, csv_path)
+    click.echo(sweep_json(program, result) if as_json else sweep_text(result), nl=False)
+    return EXIT_OK
+
+
+@cli.command("bound")
+@_file_argument
+@_schedule_option
+@_set_option
+@_json_option("schedc.bound/1")
+@_limit_option
+@click.option("--max-cuts", type=click.IntRange(min=1), default=MAX_CUTS, show_default=True,
+              help="Refuse a collective whose bound needs more max-flow problems.")
+def bound_command(file: Path, schedules, sets, as_json: bool, max_transfers: int,
+                  max_rounds: int, max_cuts: int) -> int:
+    """How far each schedule of FILE is from the physical limit: cut-set and end-host lower
+    bounds, the overlapped bound, and what holds each schedule back."""
+    program = _load(file, sets, max_transfers, max_rounds)
+    groups = bound_all(program, selected(program, schedules), max_cuts)
+    click.echo(bound_json(program, groups) if as_json else bound_text(program, groups), nl=False)
+    return EXIT_OK
+
+
+# ---- self-checking files ------------------------------------------------------------------------
+
+
+@cli.command("eval")
+@_file_argument
+@_set_option
+@_json_option("schedc.eval/1")
+@_timeout_option
+@_limit_option
+def eval_command(file: Path, sets, as_json: bool, timeout: float, max_transfers: int,
+                 max_rounds: int) -> int:
+    """Evaluate and print every `report NAME = EXPR` of FILE, in readable units."""
+    program = _load(file, sets, max_transfers, max_rounds)
+    values = report_values(program, Equations(program, timeout).env.extra)
+    click.echo(reports_json(program, values) if as_json else reports_text(values), nl=False)
+    return EXIT_OK
+
+
+@cli.command("check")
+@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
+@_json_option("schedc.check/1")
+@_timeout_option
+@_limit_option
+def check_command(paths: tuple[Path, ...], as_json: bool, timeout: float, max_transfers: int,
+                  max_rounds: int) -> int:
+    """Compile and verify every .sched file in PATHS (files or directories), print its
+    reports and evaluate its expects.
+
+    Exit 0 when all hold, 1 when one fails, 2 when a file has bad input."""
+    limits = Limits(max_transfers, max_rounds)
+    files = [check_file(path, timeout, limits) for path in sched_files(list(paths))]
+    if as_json:
+        click.echo(check_json(files), nl=False)
+    else:
+        for checked in files:
+            for verdict in checked.verdicts:
+                if not verdict.ok:
+                    click.echo(verdict_lines(checked.path, verdict))
+            for report in checked.reports:
+                click.echo(report_line(checked.path, report))
+            for outcome in checked.outcomes:
+                click.echo(check_line(checked.path, outcome))
+            if checked.error is not None:
+                click.echo(checked.error.render(), err=True)
+        click.echo(check_summary(files))
+    if any(f.error is not None for f in files):
+        return EXIT_BAD_INPUT
+    return EXIT_FAILED if any(f.failed for f in files) else EXIT_OK
+
+
+# ---- entry point --------------------------------------------------------------------------------
+
+
 def main(argv: list[str] | None = None) -> None:
-    """Entry point: run a command, turning every schedc error into a message and exit code 2."""
+    """Run a command, turning every schedc error into a message and exit code 2."""
     try:
         code = cli.main(args=argv, prog_name="schedc", standalone_mode=False)
     except click.exceptions.Exit as exc:
@@ -169,172 +392,3 @@ def main(argv: list[str] | None = None) -> None:
 
 if __name__ == "__main__":  # pragma: no cover
     main()
-
-
-# ---- issue 3: equations over schedules — solve, check, sensitivity, sweep ----------------------
-
-
-def _timeout_option(func):
-    return click.option("--timeout", type=click.FloatRange(min=0, min_open=True),
-                        default=DEFAULT_TIMEOUT, show_default=True, metavar="SECONDS",
-                        help="Give up on SymPy work after this many seconds per equation.")(func)
-
-
-def _json_schema_option(schema: str):
-    """`--json`, naming the schema this command prints."""
-    return click.option("--json", "as_json", is_flag=True, help=f"Print JSON (schema {schema}).")
-
-
-@cli.command("solve")
-@_file_argument
-@click.argument("equation")
-@click.option("--for", "param", required=True, metavar="PARAM", help="The param to solve for.")
-@_set_option
-@_json_schema_option("schedc.solve/1")
-@_timeout_option
-@_limit_option
-def solve_command(file: Path, equation: str, param: str, sets, as_json: bool, timeout: float,
-                  max_transfers: int, max_rounds: int) -> int:
-    """Solve EQUATION for one param, regime by regime: every solution, and which side is
-    smaller in between (e.g. 'time(hierarchical) = time(ring, B_L = 32 GB/s)' --for B_L)."""
-    program = _load(file, sets, max_transfers, max_rounds)
-    relation = parse_equation(SourceFile("equation", equation))
-    param_span = Span(SourceFile("--for", param), 1, 1, 1, len(param) + 1)
-    solution = Equations(program, timeout).solve(relation, param.strip(), param_span)
-    show = solve_json if as_json else solve_text
-    click.echo(show(program, equation, solution), nl=False)
-    return EXIT_OK
-
-
-@cli.command("check")
-@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
-@_json_schema_option("schedc.check/1")
-@_timeout_option
-@_limit_option
-def check_command(paths: tuple[Path, ...], as_json: bool, timeout: float, max_transfers: int,
-                  max_rounds: int) -> int:
-    """Compile every .sched file in PATHS (files or directories) and evaluate its expects.
-
-    Exit 0 when all hold, 1 when one fails, 2 when a file has bad input."""
-    limits = Limits(max_transfers, max_rounds)
-    files = [check_file(path, timeout, limits) for path in sched_files(list(paths))]
-    if as_json:
-        click.echo(check_json(files), nl=False)
-    else:
-        for checked in files:
-            for verdict in checked.verdicts:
-                if not verdict.ok:
-                    click.echo(verdict_lines(checked.path, verdict))
-            for outcome in checked.outcomes:
-                click.echo(check_line(checked.path, outcome))
-            if checked.error is not None:
-                click.echo(checked.error.render(), err=True)
-        click.echo(check_summary(files))
-    if any(f.error is not None for f in files):
-        return EXIT_BAD_INPUT
-    return EXIT_FAILED if any(f.failed for f in files) else EXIT_OK
-
-
-@cli.command("sensitivity")
-@_file_argument
-@_schedule_option
-@_set_option
-@_json_schema_option("schedc.sensitivity/1")
-@_timeout_option
-@_limit_option
-def sensitivity_command(file: Path, schedules, sets, as_json: bool, timeout: float,
-                        max_transfers: int, max_rounds: int) -> int:
-    """dT/dp and the elasticity (p/T)·dT/dp of each schedule's time, for every param."""
-    program = _load(file, sets, max_transfers, max_rounds)
-    rows = []
-    for name in selected(program, schedules):
-        timing = time_schedule(program, name)
-        rows.append((name, timing.cost.formula.xreplace(program.nominal),
-                     sensitivities(program, timing, TimeLimit(timeout))))
-    show = sensitivity_json if as_json else sensitivity_text
-    click.echo(show(program, rows), nl=False)
-    return EXIT_OK
-
-
-@cli.command("sweep")
-@_file_argument
-@click.option("--vary", required=True, metavar="NAME=LO:HI[:N]",
-              help=f"The param and its range, with units; N points (default {DEFAULT_POINTS}).")
-@click.option("--linear", is_flag=True, help="Space the points linearly (default: logarithmically).")
-@click.option("--csv", "csv_path", type=click.Path(dir_okay=False, path_type=Path),
-              help="Also write the sweep to this CSV file (base units).")
-@_schedule_option
-@_set_option
-@_json_schema_option("schedc.sweep/1")
-@_limit_option
-def sweep_command(file: Path, vary: str, linear: bool, csv_path: Path | None, schedules, sets,
-                  as_json: bool, max_transfers: int, max_rounds: int) -> int:
-    """Each schedule's time over a range of one param, from its compiled formula."""
-    program = _load(file, sets, max_transfers, max_rounds)
-    plan = parse_vary(vary, program)
-    timings = [time_schedule(program, n) for n in selected(program, schedules)]
-    result = sweep(program, timings, plan, "linear" if linear else "log")
-    if csv_path is not None:
-        write_csv(result, csv_path)
-    click.echo(sweep_json(program, result) if as_json else sweep_text(result), nl=False)
-    return EXIT_OK
-# ---- issue 4: verification --------------------------------------------------------------------
-
-
-@cli.command()
-@_file_argument
-@_schedule_option
-@_set_option
-@click.option("--json", "as_json", is_flag=True, help="Print JSON (schema schedc.verify/1).")
-@_limit_option
-def verify(file: Path, schedules, sets, as_json: bool, max_transfers: int, max_rounds: int) -> int:
-    """Check that each schedule computes its collective.
-
-    FILE may be a directory: every .sched file under it is verified (files without result
-    schedules, such as machines and libraries, are skipped). Exit 1 if one fails.
-    """
-    from .verify import SCHEMA, verdict_json, verdict_text, verify_program
-
-    if file.is_dir():
-        if schedules or sets:
-            raise UsageError("--schedule and --set need one FILE, not a directory")
-        paths = sorted(file.rglob("*.sched"))
-    else:
-        paths = [file]
-    documents, texts, failed, bad_input = [], [], 0, False
-    for path in paths:
-        try:
-            program = _load(path, sets, max_transfers, max_rounds)
-            verdicts = verify_program(program, schedules)
-        except SchedcError as exc:
-            if not file.is_dir():
-                raise
-            click.echo(exc.render(), err=True)
-            bad_input = True
-            continue
-        if not verdicts:
-            continue
-        failed += sum(not v.ok for v in verdicts)
-        documents.append({"file": str(path), "schedules": [verdict_json(v) for v in verdicts]})
-        lines = [verdict_text(v) for v in verdicts]
-        texts.append("\n".join([f"{path}:", *("  " + t.replace("\n", "\n  ") for t in lines)])
-                     if file.is_dir() else "\n".join(lines))
-    if as_json:
-        click.echo(json.dumps({"schema": SCHEMA, "files": documents}, indent=2))
-    elif texts:
-        click.echo("\n".join(texts))
-    elif not bad_input:
-        click.echo(f"no result schedules in {file}")
-    return EXIT_BAD_INPUT if bad_input else EXIT_FAILED if failed else EXIT_OK
-
-
-def _refuse_unverified(program: Program, names: list[str]) -> bool:
-    """Verify before reporting a time (after bad input, exit 2, has had its say): print the
-    counterexamples of schedules that fail, and say if any did."""
-    from .verify import verdict_text, verify_program
-
-    failures = [v for v in verify_program(program, tuple(names)) if not v.ok]
-    for v in failures:
-        click.echo(f"schedc: not timing '{v.name}': it does not compute its collective "
-                   "(--no-verify times it anyway)\n" + verdict_text(v), err=True)
-    return bool(failures)

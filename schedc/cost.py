@@ -6,6 +6,12 @@ same terms form a *class*; SymPy objects are built per class, never per round or
 
 The regime form picks, at the nominal point, the dominating term of every class, and states
 the conditions under which that choice holds (e.g. B_L >= B_N).
+
+Latency and windows. A round's start-up is α plus the largest route latency of its transfers
+(a Max when routes differ); a resource with an in-flight window has the effective bandwidth
+Min(B, window/latency). Both stay plain SymPy; the regime form resolves each Min and Max to
+its branch at the nominal point and adds the conditions for that choice. A class whose
+dominating resource is held to window/latency is *window-limited*.
 """
 
 from __future__ import annotations
@@ -38,9 +44,11 @@ class Term:
 class RoundClass:
     count: int
     first: int  # index of its first round
-    startup: sympy.Expr
+    startup: sympy.Expr  # α plus the largest route latency
     terms: tuple[Term, ...]  # no term is a constant multiple of another
     dominant: int | None  # index of the term that dominates at the nominal point
+    regime_time: sympy.Expr  # start-up + dominant term, every Min/Max resolved at the nominal point
+    window_limited: bool = False  # the dominant term's bandwidth is window/latency
 
     @property
     def time(self) -> sympy.Expr:
@@ -51,12 +59,6 @@ class RoundClass:
         # Unevaluated: the terms are already irredundant, and SymPy's own pairwise
         # comparisons would only cost time.
         return self.startup + sympy.Max(*[t.expr for t in self.terms], evaluate=False)
-
-    @property
-    def regime_time(self) -> sympy.Expr:
-        if self.dominant is None:
-            return self.startup
-        return self.startup + self.terms[self.dominant].expr
 
 
 @dataclass(frozen=True)
@@ -80,9 +82,10 @@ def cost(loads: Loads, topology: Topology, alpha: sympy.Expr,
     _, shape_first = np.unique(loads.shape_of, return_index=True)
     by_signature: dict[tuple, list[int]] = {}
     for shape, signature in enumerate(signatures):
-        by_signature.setdefault(signature, []).append(shape)
+        by_signature.setdefault((loads.shape_latency[shape], signature), []).append(shape)
     classes = []
-    for signature, shapes in by_signature.items():
+    conditions: dict[str, sympy.Expr] = {}
+    for (latency, signature), shapes in by_signature.items():
         first_shape = shapes[0]
         terms = _irredundant([Term(loads.form(vector), groups[g],
                                    _carriers(loads, entry_group, first_shape, g, vector))
@@ -90,11 +93,17 @@ def cost(loads: Loads, topology: Topology, alpha: sympy.Expr,
         values = [t.expr.xreplace(nominal) for t in terms]
         dominant = max(range(len(terms)), key=lambda k: (values[k], -k)) if terms else None
         count = int(sum(shape_count[s] for s in shapes))
-        classes.append(RoundClass(count, int(shape_first[first_shape]), alpha, terms, dominant))
+        startup = alpha + latency
+        regime = startup if dominant is None else startup + terms[dominant].expr
+        limited = dominant is not None and any(
+            topology.resources[r].window_limited(nominal) for r in terms[dominant].resources)
+        classes.append(RoundClass(count, int(shape_first[first_shape]), startup, terms, dominant,
+                                  resolve(regime, nominal, conditions), limited))
+        _dominance(terms, dominant, nominal, conditions)
     classes.sort(key=lambda c: c.first)
     formula = sympy.Add(*[c.count * c.time for c in classes])
     regime = sympy.Add(*[c.count * c.regime_time for c in classes])
-    return Cost(formula, regime, _conditions(classes), tuple(classes), loads.rounds,
+    return Cost(formula, regime, tuple(conditions.values()), tuple(classes), loads.rounds,
                 int(loads.cross_rounds.sum()), loads.bytes_cross, loads.bytes_logical)
 
 
@@ -104,10 +113,11 @@ def _bandwidth_groups(topology: Topology) -> tuple[list[sympy.Expr], np.ndarray]
     index: dict[sympy.Expr, int] = {}
     group_of = np.full(len(topology.resources), -1, dtype=np.int64)
     for r in topology.resources:
-        if r.bandwidth is not None:
-            group_of[r.id] = index.setdefault(r.bandwidth, len(groups))
+        bandwidth = r.effective_bandwidth
+        if bandwidth is not None:
+            group_of[r.id] = index.setdefault(bandwidth, len(groups))
             if group_of[r.id] == len(groups):
-                groups.append(r.bandwidth)
+                groups.append(bandwidth)
     return groups, group_of
 
 
@@ -148,22 +158,43 @@ def _carriers(loads: Loads, entry_group: np.ndarray, shape: int, group: int, vec
                  if entry_group[k] == group and tuple(int(x) for x in loads.amount[k]) == tuple(vector))
 
 
-def _conditions(classes) -> tuple[sympy.Expr, ...]:
-    """For each class, dominant term >= every other term, as simple relations, deduplicated."""
-    seen: dict[str, sympy.Expr] = {}
-    for c in classes:
-        if c.dominant is None:
-            continue
-        winner = c.terms[c.dominant].expr
-        for k, term in enumerate(c.terms):
-            if k == c.dominant:
-                continue
-            numerator, denominator = sympy.fraction(sympy.cancel(winner / term.expr))
-            relation = sympy.Ge(numerator, denominator)
-            if relation is sympy.true:
-                continue
-            seen.setdefault(str(relation), relation)
-    return tuple(seen.values())
+def _dominance(terms: tuple[Term, ...], dominant: int | None, nominal: dict,
+               conditions: dict[str, sympy.Expr]) -> None:
+    """Add the relations under which the dominant term is >= every other term."""
+    if dominant is None:
+        return
+    resolved = [resolve(t.expr, nominal, conditions) for t in terms]
+    for k, term in enumerate(resolved):
+        if k != dominant:
+            _at_least(resolved[dominant], term, conditions)
+
+
+def resolve(expr: sympy.Expr, nominal: dict, conditions: dict[str, sympy.Expr]) -> sympy.Expr:
+    """`expr` with every Min and Max replaced by its argument that wins at the nominal point
+    (the first on a tie); the relations under which each choice holds go into `conditions`."""
+
+    def pick(node: sympy.Expr) -> sympy.Expr:
+        values = [a.xreplace(nominal) for a in node.args]
+        smallest = isinstance(node, sympy.Min)
+        best = (min if smallest else max)(range(len(values)), key=lambda k: values[k])
+        for k, other in enumerate(node.args):
+            if k != best:
+                _at_least(other if smallest else node.args[best],
+                          node.args[best] if smallest else other, conditions)
+        return node.args[best]
+
+    return expr.replace(lambda e: isinstance(e, (sympy.Min, sympy.Max)), pick)
+
+
+def _at_least(big: sympy.Expr, small: sympy.Expr, conditions: dict[str, sympy.Expr]) -> None:
+    """Note `big >= small` as a simple relation, unless it always holds."""
+    if big.is_zero or small.is_zero:  # a latency of 0, say: no ratio to simplify
+        relation = sympy.Ge(big, small)
+    else:
+        numerator, denominator = sympy.fraction(sympy.cancel(big / small))
+        relation = sympy.Ge(numerator, denominator)
+    if relation is not sympy.true:
+        conditions.setdefault(str(relation), relation)
 
 
 def nominal_value(expr: sympy.Expr, nominal: dict) -> Fraction:

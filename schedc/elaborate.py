@@ -83,7 +83,8 @@ class Program:
                 return r
         known = [r.name for r in self.results]
         close = difflib.get_close_matches(name, known, n=1)
-        hint = f"; did you mean '{close[0]}'?" if close else f" (schedules: {', '.join(known)})"
+        hint = (f"; did you mean '{close[0]}'?" if close else
+                f" (schedules: {', '.join(known)})" if known else "; the file has no result schedules")
         raise (ElaborationError if span else UsageError)(f"no schedule named '{name}'{hint}", span)
 
     def schedule(self, name: str, span: Span | None = None) -> Schedule:

@@ -133,7 +133,7 @@ class TopologyBuilder:
         self.host_names: list[str] = []
         self.shared: list[tuple[int, int]] = []  # (forward, reverse) resource ids
         self.links = 0
-        self.positive: set[sympy.Expr] = set()  # expressions already checked to be > 0
+        self.positive: set[tuple[sympy.Expr, bool]] = set()  # (expr, zero_ok) already checked
 
     # ---- declarations
 
@@ -221,16 +221,18 @@ class TopologyBuilder:
 
     # ---- resources
 
-    def _quantity(self, expr: ast.Expr | None, env: Env, dim, what: str, positive: bool):
+    def _quantity(self, expr: ast.Expr | None, env: Env, dim, what: str, positive: bool,
+                  zero_ok: bool = False):
         if expr is None:
             return None
         q = expect_quantity(evaluate(expr, env), dim, expr.span, what)
-        if positive and q.expr not in self.positive:
+        if positive and (q.expr, zero_ok) not in self.positive:
             value = q.expr.xreplace(self.nominal)
-            if not value.is_number or not value > 0:
+            if not value.is_number or not (value >= 0 if zero_ok else value > 0):
                 shown = format_quantity(float(value), q.dim) if value.is_number else str(value)
-                raise ElaborationError(f"{what} must be positive; this one is {shown}", expr.span)
-            self.positive.add(q.expr)
+                wanted = "zero or more" if zero_ok else "positive"
+                raise ElaborationError(f"{what} must be {wanted}; this one is {shown}", expr.span)
+            self.positive.add((q.expr, zero_ok))
         return q.expr
 
     def _resource(self, name: str, attrs: _LinkAttributes, span: Span) -> int:
@@ -287,11 +289,17 @@ class TopologyBuilder:
             if not isinstance(value, SharedRef):
                 raise ElaborationError(f"'via' names a shared resource, not {kind_of(value)}", expr.span)
             via.append(self.shared[value.resource])
+        bandwidth = self._quantity(attrs.bw, env, RATE, "'bw'", positive=True)
+        window = self._quantity(attrs.window, env, BYTES, "'window'", positive=True)
+        if window is not None and attrs.latency is None:
+            raise ElaborationError("a window needs a latency: a window of bytes in flight, each "
+                                   "for the latency, allows window/latency", attrs.window.span)
+        # Little's law divides by the latency, so with a window it must be positive.
+        latency = self._quantity(attrs.latency, env, SECONDS, "'latency'", positive=True,
+                                 zero_ok=window is None)
         return _LinkAttributes(
-            bandwidth=self._quantity(attrs.bw, env, RATE, "'bw'", positive=True),
-            latency=self._quantity(attrs.latency, env, SECONDS, "'latency'", positive=False),
-            window=self._quantity(attrs.window, env, BYTES, "'window'", positive=True),
-            cls=attrs.cls or "link", half=attrs.half, via=tuple(via))
+            bandwidth=bandwidth, latency=latency, window=window, cls=attrs.cls or "link", half=attrs.half,
+            via=tuple(via))
 
     def _add_link(self, stmt: ast.LinkDecl, a: int, b: int, attrs: _LinkAttributes) -> None:
         if a == b:

@@ -45,7 +45,7 @@ def emit_loads(program: Program, schedule: Schedule) -> str:
         for k in loads.entries(shape):
             r = resources[int(loads.resource[k])]
             lines.append(f"    {r.name:<36} {linear_expr(loads.form(loads.amount[k]))} B"
-                         f"  / {r.bandwidth}")
+                         f"  / {r.effective_bandwidth}")
     return "\n".join(lines) + "\n"
 
 

@@ -4,12 +4,13 @@ Rounds that move the same bytes between the same pairs (a ring's 2(k-1) rounds d
 in *which* part moves) have the same loads, so each distinct round *shape* is lowered once.
 Every distinct (source, destination) pair is routed once; transfers are expanded along their
 routes and summed per (shape, resource) with NumPy. Bytes are integer numerators over one
-denominator per size symbol, so 1/16 of V stays exactly 1/16 of V.
+denominator per size symbol, so 1/16 of V stays exactly 1/16 of V. When the machine declares
+latencies, each shape also records the largest route latency among its transfers.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from fractions import Fraction
 from math import lcm
 
@@ -38,6 +39,7 @@ class Loads:
     shape_cross: np.ndarray  # bool per shape: some transfer crosses between hosts
     bytes_cross: LinearBytes
     bytes_logical: LinearBytes
+    shape_latency: tuple[sympy.Expr, ...]  # per shape: its largest route latency (0 if none)
 
     @property
     def rounds(self) -> int:
@@ -98,9 +100,28 @@ def lower(schedule: Schedule, topology: Topology) -> Loads:
     shape_cross = np.zeros(len(representatives), dtype=bool)
     shape_cross[shape_of_transfer[cross]] = True
     repeats = np.bincount(shape_of, minlength=len(representatives))[shape_of_transfer]
+    latency = _shape_latency(topology, pairs, [batches[batch_of[f]][1].span for f in first],
+                             inverse.reshape(-1), shape_of_transfer, len(representatives))
     return Loads(schedule, basis, denominators, shape_of, shapes, resources, amounts, shape_cross,
                  _total(basis, denominators, weights, repeats * cross),
-                 _total(basis, denominators, weights, repeats))
+                 _total(basis, denominators, weights, repeats), latency)
+
+
+def merged(loads: Loads) -> Loads:
+    """All rounds as one round carrying the whole schedule's load on every resource, without
+    latency: its cost is max_e Σ_r V[r,e]/B[e], the time if rounds overlapped perfectly."""
+    counts = np.bincount(loads.shape_of, minlength=len(loads.shape_cross))[loads.shape]
+    amount = loads.amount
+    if amount.dtype != object and (not amount.size or
+                                   int(np.abs(amount).max()) * loads.rounds < _INT64_SAFE):
+        weighted = amount * counts[:, None]
+    else:
+        weighted = amount.astype(object) * counts.astype(object)[:, None]
+    shapes, resources, total = _sum_per_key(np.zeros(len(loads.resource), dtype=np.int64),
+                                            loads.resource, weighted, int(loads.resource.max(initial=0)) + 1)
+    return replace(loads, shape_of=np.zeros(1 if loads.rounds else 0, dtype=np.int64), shape=shapes,
+                   resource=resources, amount=total, shape_cross=np.array([bool(loads.shape_cross.any())]),
+                   shape_latency=(sympy.Integer(0),))
 
 
 def _shapes(schedule: Schedule) -> tuple[np.ndarray, list[int]]:
@@ -116,6 +137,23 @@ def _shapes(schedule: Schedule) -> tuple[np.ndarray, list[int]]:
             representatives.append(r)
         shape_of[r] = shape
     return shape_of, representatives
+
+
+def _shape_latency(topology: Topology, pairs: np.ndarray, spans: list, pair_of_transfer: np.ndarray,
+                   shape_of_transfer: np.ndarray, n_shapes: int) -> tuple[sympy.Expr, ...]:
+    """Per shape, the largest route latency of its transfers: a round waits for its slowest
+    first byte. Distinct latency expressions are numbered so that NumPy can pair them with shapes."""
+    if not topology.has_latency:
+        return (sympy.Integer(0),) * n_shapes
+    n = len(topology.devices)
+    index: dict[sympy.Expr, int] = {}
+    of_pair = np.array([index.setdefault(topology.route_latency(int(p // n), int(p % n), span), len(index))
+                        for p, span in zip(pairs, spans)], dtype=np.int64)
+    exprs = list(index)
+    found: list[list[sympy.Expr]] = [[] for _ in range(n_shapes)]
+    for key in np.unique(shape_of_transfer * len(exprs) + of_pair[pair_of_transfer]).tolist():
+        found[key // len(exprs)].append(exprs[key % len(exprs)])
+    return tuple(sympy.Max(*f) if f else sympy.Integer(0) for f in found)
 
 
 def _multiplier(batch, symbol, denominator: int) -> int:

@@ -4,15 +4,20 @@ from __future__ import annotations
 
 from .cost import cost, nominal_value
 from .elaborate import Program
-from .lower import lower
+from .lower import Loads, lower
 from .report import Timing
 
 
 def time_schedule(program: Program, name: str) -> Timing:
+    return time_schedule_with_loads(program, name)[1]
+
+
+def time_schedule_with_loads(program: Program, name: str) -> tuple[Loads, Timing]:
     schedule = program.schedule(name)
     loads = lower(schedule, program.topology)
     result = cost(loads, program.topology, program.alpha, program.nominal)
-    return Timing(schedule, result, nominal_value(result.formula, program.nominal), program.nominal)
+    timing = Timing(schedule, result, nominal_value(result.formula, program.nominal), program.nominal)
+    return loads, timing
 
 
 def selected(program: Program, names: tuple[str, ...] = ()) -> list[str]:

@@ -39,7 +39,8 @@ class Timing:
         return nominal_value(linear_expr(form), self.nominal) if form else Fraction(0)
 
 
-def _number(value: Fraction) -> int | float:
+def json_number(value: Fraction) -> int | float:
+    """An exact value for JSON: an integer when it is one."""
     return int(value) if value.denominator == 1 else float(value)
 
 
@@ -64,7 +65,7 @@ def _bottleneck_class(c: RoundClass, topology: Topology) -> str | None:
 
 def params_json(program: Program) -> dict:
     return {
-        p.name: {"value": _number(p.nominal), "unit": base_unit(p.dim),
+        p.name: {"value": json_number(p.nominal), "unit": base_unit(p.dim),
                  "text": format_quantity(p.nominal, p.dim)}
         for p in program.params.values()
     }
@@ -84,8 +85,8 @@ def timing_json(t: Timing, topology: Topology) -> dict:
         "formula": str(c.formula),
         "regime_formula": str(c.regime_formula),
         "regime_conditions": [str(r) for r in c.conditions],
-        "bytes_cross_host": _number(t.bytes_value(c.bytes_cross)),
-        "bytes_logical": _number(t.bytes_value(c.bytes_logical)),
+        "bytes_cross_host": json_number(t.bytes_value(c.bytes_cross)),
+        "bytes_logical": json_number(t.bytes_value(c.bytes_logical)),
         "bytes_cross_host_formula": str(linear_expr(c.bytes_cross)),
         "bytes_logical_formula": str(linear_expr(c.bytes_logical)),
         "round_classes": [_class_json(k, topology, t.nominal) for k in c.classes],
@@ -113,7 +114,7 @@ def _formula(expr: sympy.Expr) -> str:
 def _bytes_text(t: Timing, form: LinearBytes) -> str:
     value = format_bytes(t.bytes_value(form))
     symbolic = str(linear_expr(form)) if form else "0"
-    return value if symbolic == str(_number(t.bytes_value(form))) else f"{value}  ({symbolic})"
+    return value if symbolic == str(json_number(t.bytes_value(form))) else f"{value}  ({symbolic})"
 
 
 def time_text(program: Program, timings: list[Timing]) -> str:
@@ -151,6 +152,8 @@ def _class_line(c: RoundClass, topology: Topology, nominal: dict) -> str:
         carriers = [topology.resources[r].name for r in c.terms[c.dominant].resources]
         shown = ", ".join(carriers[:2]) + (f", … {len(carriers) - 2} more" if len(carriers) > 2 else "")
         line += f"\n{'':>25}bottleneck: {_bottleneck_class(c, topology)} ({shown})"
+        if c.window_limited:
+            line += ", window-limited: window/latency < bw"
     return line
 
 

@@ -13,7 +13,8 @@ import sympy
 from .check import FileCheck, Outcome
 from .elaborate import Param, Program
 from .regimes import key
-from .report import params_json
+from .report import json_number, params_json
+from .reports import ReportValue
 from .sensitivity import Sensitivity
 from .solve import Interval, Regime, Solution
 from .sweep import Sweep
@@ -212,7 +213,7 @@ def sensitivity_json(program: Program, rows) -> str:
             return None if v is sympy.nan else _float(v)
         nominal = s.param.nominal
         return {"param": s.param.name,
-                "value": int(nominal) if nominal.denominator == 1 else float(nominal),
+                "value": json_number(nominal),
                 "unit": base_unit(s.param.dim), "kink": s.kink,
                 "derivative_up": _float(s.up), "derivative_down": _float(s.down),
                 "elasticity_up": number(s.elasticity_up),
@@ -275,6 +276,10 @@ def check_line(path: str, outcome: Outcome) -> str:
     return f"{path}:{outcome.span.line}: {verdict}  expect {outcome.text}  ({detail})"
 
 
+def report_line(path: str, report: ReportValue) -> str:
+    return f"{path}:{report.span.line}: report {report.name} = {report.text}"
+
+
 def verdict_lines(path: str, verdict: Verdict) -> str:
     """A schedule that fails verification, with its counterexample."""
     return f"{path}:{verdict.schedule.span.line}: FAIL  verify {verdict_text(verdict)}"
@@ -302,6 +307,8 @@ def check_json(files: list[FileCheck]) -> str:
                    "expects": [{"line": o.span.line, "col": o.span.col, "text": o.text,
                                 "passed": o.passed, "found": o.found, "expected": o.expected,
                                 "note": o.note} for o in f.outcomes],
+                   "reports": [{"name": r.name, "value": json_number(r.value), "unit": base_unit(r.dim),
+                                "text": r.text} for r in f.reports],
                    "schedules": [verdict_json(v) for v in f.verdicts]}
                   for f in files],
         "passed": sum(o.passed for o in outcomes),

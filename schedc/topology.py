@@ -5,6 +5,11 @@ resource for both directions; a shared resource (a PCIe slot, a bus) is one more
 per direction unless half-duplex, loaded by every link declared `via` it. A link without a
 bandwidth is never a bottleneck, so its resource carries no load.
 
+Latency and windows (seed §5). A resource may have a `latency` (seconds) and a `window`
+(bytes in flight). A route's latency is the sum over its hops of the latencies of the
+resources each hop crosses. A window caps the rate by Little's law: at most `window` bytes
+are in flight, each for `latency`, so the effective bandwidth is min(B, window/latency).
+
 Routing. A transfer takes a route with the fewest links. GPUs are endpoints: a route never
 passes through one unless it is declared `forwards`; switches and NICs forward. When several
 routes are equally short, the route is built from the source onward, each step taking the
@@ -47,6 +52,22 @@ class Resource:
     window: sympy.Expr | None = None  # bytes in flight
     span: Span | None = field(default=None, compare=False, repr=False)
 
+    @property
+    def effective_bandwidth(self) -> sympy.Expr | None:
+        """min(B, window/latency) (Little's law); None: never a bottleneck."""
+        if self.window is None:
+            return self.bandwidth
+        limit = self.window / self.latency
+        return limit if self.bandwidth is None else sympy.Min(self.bandwidth, limit)
+
+    def window_limited(self, nominal: dict) -> bool:
+        """Whether window/latency, not the bandwidth, sets the rate at the nominal point."""
+        if self.window is None:
+            return False
+        if self.bandwidth is None:
+            return True
+        return bool((self.window / self.latency).xreplace(nominal) < self.bandwidth.xreplace(nominal))
+
 
 @dataclass(frozen=True)
 class Hop:
@@ -69,6 +90,7 @@ class Topology:
     _routes: dict[tuple[int, int], tuple[int, ...]] = field(default_factory=dict, repr=False)
     _distances: dict[int, dict[int, int]] = field(default_factory=dict, repr=False)
     _entries: dict[int, list[dict[int, int]]] = field(default_factory=dict, repr=False)
+    _latencies: dict[tuple[int, int], sympy.Expr] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
         self.graph = nx.MultiDiGraph()
@@ -80,6 +102,7 @@ class Topology:
         # A device outside every host counts as a host of its own for "cross-host".
         self.host_key = np.array([d.host if d.host is not None else -1 - d.id for d in self.devices],
                                  dtype=np.int64)
+        self.has_latency = any(r.latency is not None for r in self.resources)
 
     # ---- routing
 
@@ -143,7 +166,18 @@ class Topology:
     def route_resources(self, src: int, dst: int, span: Span) -> tuple[int, ...]:
         """The resources with a bandwidth that a transfer from src to dst loads, in route order."""
         return tuple(r for hop in self.route(src, dst, span) for r in self.hops[hop].resources
-                     if self.resources[r].bandwidth is not None)
+                     if self.resources[r].effective_bandwidth is not None)
+
+    def route_latency(self, src: int, dst: int, span: Span) -> sympy.Expr:
+        """The latency of the route from src to dst: Σ over its hops of their resources'
+        latencies (0 where none is declared)."""
+        key = (src, dst)
+        found = self._latencies.get(key)
+        if found is None:
+            found = self._latencies[key] = sympy.Add(*[
+                self.resources[r].latency for hop in self.route(src, dst, span)
+                for r in self.hops[hop].resources if self.resources[r].latency is not None])
+        return found
 
     def describe_route(self, src: int, dst: int, span: Span) -> str:
         names = [self.devices[src].name] + [self.devices[self.hops[h].dst].name

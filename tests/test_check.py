@@ -39,7 +39,7 @@ def case(tmp_path, monkeypatch):
 
 
 def outcomes(path: Path):
-    return [(o.passed, o.found) for o in check_program(load_program(path))]
+    return [(o.passed, o.found) for o in check_program(load_program(path)).outcomes]
 
 
 def test_the_whole_schedules_directory_checks(run, monkeypatch):

@@ -39,5 +39,5 @@ def test_the_expect_block_holds(tmp_path):
     block = SECTION.split("In a file:\n\n```\n")[1].split("```")[0]
     head = (SCHEDULES / "seed" / "nvlink_2x8.sched").read_text().split("# The seed's figures")[0]
     head = head.replace('"../', f'"{SCHEDULES}/')
-    outcomes = check_program(load_program(write(tmp_path, "readme.sched", head + block)))
+    outcomes = check_program(load_program(write(tmp_path, "readme.sched", head + block))).outcomes
     assert len(outcomes) == 6 and all(o.passed for o in outcomes)
