@@ -20,8 +20,9 @@ from . import syntax as ast
 from .elaborate_schedule import Limits, ScheduleContext, elaborate_schedule, linear_bytes
 from .elaborate_topology import Namespace, TopologyBuilder
 from .errors import ElaborationError, LoadError, SchedcError, SourceFile, Span, UsageError
-from .evaluate import Env, Names, evaluate, expect_device, expect_quantity
+from .evaluate import evaluate, expect_device, expect_quantity
 from .ir import Collective, LinearBytes, Schedule
+from .lanes import Env, Names
 from .parser import parse_expression, parse_module
 from .topology import Topology
 from .units import BYTES, DIMENSIONLESS, SECONDS, Dim, dim_name

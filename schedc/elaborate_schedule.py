@@ -24,16 +24,9 @@ import sympy
 
 from . import syntax as ast
 from .errors import ElaborationError, LimitError, Span
-from .evaluate import (
-    Env,
-    evaluate,
-    expand_lanes,
-    expect_device,
-    expect_quantity,
-    filter_lanes,
-    lane_array,
-)
+from .evaluate import evaluate, expect_device, expect_quantity
 from .ir import Batch, Collective, LinearBytes, Round, Schedule
+from .lanes import Env, expand_lanes, filter_lanes, lane_array
 from .units import BYTES
 from .values import Devices, IntRange, NeedScalar, Quantity, Region, kind_of
 

@@ -15,15 +15,8 @@ import sympy
 
 from . import syntax as ast
 from .errors import ElaborationError, LimitError, Span
-from .evaluate import (
-    Env,
-    evaluate,
-    expand_lanes,
-    expect_device,
-    expect_quantity,
-    filter_lanes,
-    lane_array,
-)
+from .evaluate import check_index, evaluate, expect_device, expect_quantity
+from .lanes import Env, expand_lanes, filter_lanes, lane_array
 from .topology import FORWARDING_KINDS, Device, Hop, Resource, Topology
 from .units import BYTES, RATE, SECONDS, format_quantity
 from .values import Devices, NeedScalar, SharedRef, TopoRef, as_number, kind_of, take_lanes
@@ -101,9 +94,7 @@ class Namespace:
                                    node.span)
         if len(ref.indices) == len(self._sized(ref.path)):
             raise ElaborationError(f"'{name}' is indexed twice", node.span)
-        from .evaluate import _check_bounds
-
-        _check_bounds(index, fam.size, node.index.span, f"family '{name}' of {fam.size}")
+        check_index(index, fam.size, node.index.span, f"family '{name}' of {fam.size}")
         return self.settle(TopoRef(ref.path, (*ref.indices, index)))
 
     def member(self, ref: TopoRef, name: str, node: ast.Attr) -> object:

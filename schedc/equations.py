@@ -25,7 +25,8 @@ from . import syntax as ast
 from .deadline import TimeLimit
 from .elaborate import Param, Program
 from .errors import ElaborationError, SolveError, Span, UnitError
-from .evaluate import Env, evaluate
+from .evaluate import evaluate
+from .lanes import Env
 from .pipeline import time_schedule
 from .report import Timing
 from .solve import Side, Solution, solve

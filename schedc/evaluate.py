@@ -1,24 +1,24 @@
-"""Expression evaluation: exact numbers, quantities with units, devices, regions — and lanes.
+"""Expression evaluation: exact numbers, quantities with units, devices, regions.
 
 `evaluate(expr, env)` is one function over the AST. In a lane context (`env.lanes` is a
-count) loop variables are NumPy arrays with one entry per lane and every operation is
-applied to all lanes at once; an operation with no lane-wise form raises `NeedScalar` and
-the caller reruns its round one lane at a time.
+count, see `lanes`) loop variables are NumPy arrays with one entry per lane and every
+operation is applied to all lanes at once; an operation with no lane-wise form raises
+`NeedScalar` and the caller reruns its round one lane at a time.
 """
 
 from __future__ import annotations
 
 import difflib
-import math
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from fractions import Fraction
 
 import numpy as np
-import sympy
 
 from . import syntax as ast
+from .builtins import BUILTINS
 from .errors import ElaborationError, LimitError, Span, UnitError
+from .lanes import Env, expand_lanes, filter_lanes
 from .units import DIMENSIONLESS, Dim, dim_name, unit
 from .values import (
     WHOLE,
@@ -30,52 +30,19 @@ from .values import (
     Region,
     SharedRef,
     TopoRef,
+    as_condition,
     as_number,
+    as_quantity,
+    check_numeric,
     kind_of,
     normalize,
+    settle,
     take_lanes,
     to_sympy,
 )
 
 MAX_REGION_DENOMINATOR = 2**40  # finer splits than 1/2^40 of a buffer are refused
 _MAX_EXPONENT = 4096  # 2 ** 10**12 would never finish; refuse instead
-
-
-class Names:
-    """The global names an expression can see: params, lets, topology, and more."""
-
-    def lookup(self, name: str) -> object | None:
-        raise NotImplementedError
-
-    def known(self) -> list[str]:
-        return []
-
-
-@dataclass
-class Env:
-    """Where an expression is evaluated: local bindings over global names, maybe in lanes."""
-
-    names: Names
-    local: dict[str, object] = field(default_factory=dict)
-    lanes: int | None = None  # None: scalar context; else the number of lanes
-    max_lanes: int = 20_000_000
-    # Handlers for node kinds that only some contexts allow (time(...) and solve(...) in
-    # equations and checks); they take precedence over the built-in ones.
-    extra: dict[type, Callable[[ast.Node, Env], object]] = field(default_factory=dict)
-
-    def bind(self, name: str, value: object) -> Env:
-        return replace(self, local={**self.local, name: value})
-
-    def lookup(self, name: str, span: Span) -> object:
-        if name in self.local:
-            return self.local[name]
-        found = self.names.lookup(name)
-        if found is None:
-            candidates = list(self.local) + self.names.known()
-            close = difflib.get_close_matches(name, candidates, n=1)
-            hint = f"; did you mean '{close[0]}'?" if close else ""
-            raise ElaborationError(f"unknown name '{name}'{hint}", span)
-        return found
 
 
 # ---- entry point ------------------------------------------------------------------------------
@@ -131,7 +98,7 @@ def _part(node: ast.Part, env: Env) -> object:
         raise NeedScalar
     if count < 1:
         raise ElaborationError(f"a region splits into at least 1 part, not {count}", node.count.span)
-    _check_bounds(index, count, node.index.span, f"part index of {count} parts")
+    check_index(index, count, node.index.span, f"part index of {count} parts")
     whole = WHOLE if node.whole is None else evaluate(node.whole, env)
     if not isinstance(whole, Region):
         raise ElaborationError(f"'of' needs a region of the buffer, not {kind_of(whole)}",
@@ -196,72 +163,17 @@ def _each_lane(node: ast.ListComp, env: Env) -> Devices:
     return Devices(np.stack(groups) if groups else np.zeros((0, 0), dtype=np.int64), True)
 
 
-# ---- lanes ------------------------------------------------------------------------------------
-
-
-def expand_lanes(env: Env, var: str, iterable: object, span: Span) -> Env:
-    """Every lane becomes one lane per element of `iterable` (a range or a group)."""
-    lanes = env.lanes or 1
-    if isinstance(iterable, IntRange):
-        lo = np.broadcast_to(np.asarray(iterable.lo, dtype=np.int64), (lanes,))
-        hi = np.broadcast_to(np.asarray(iterable.hi, dtype=np.int64), (lanes,))
-        counts = np.maximum(hi - lo + 1, 0)
-        total = int(counts.sum())
-        _check_lanes(total, env, span)
-        origin = np.repeat(np.arange(lanes), counts)
-        starts = np.cumsum(counts) - counts
-        values = lo[origin] + (np.arange(total) - starts[origin])
-    elif isinstance(iterable, Devices) and iterable.rank >= 1:
-        n = len(iterable)
-        total = lanes * n
-        _check_lanes(total, env, span)
-        origin = np.repeat(np.arange(lanes), n)
-        if iterable.lanes:
-            ids = iterable.ids.reshape(total, *iterable.ids.shape[2:])
-        else:
-            ids = iterable.ids[np.tile(np.arange(n), lanes)]
-        values = Devices(ids, True)
-    else:
-        raise ElaborationError(f"cannot loop over {kind_of(iterable)}; "
-                               "expected a range (lo..hi) or a group", span)
-    local = {name: take_lanes(value, origin) for name, value in env.local.items()}
-    local[var] = values
-    return replace(env, local=local, lanes=total)
-
-
-def filter_lanes(env: Env, condition: object, span: Span) -> Env:
-    """Keep the lanes where `condition` holds."""
-    keep = _condition(condition, span)
-    if not isinstance(keep, np.ndarray):
-        return env if keep else replace(env, local={}, lanes=0)
-    index = np.flatnonzero(np.broadcast_to(keep, (env.lanes or 1,)))
-    local = {name: take_lanes(value, index) for name, value in env.local.items()}
-    return replace(env, local=local, lanes=len(index))
-
-
-def _check_lanes(total: int, env: Env, span: Span) -> None:
-    if total > env.max_lanes:
-        raise LimitError(f"this loop makes {total:,} iterations in one go; the limit is "
-                         f"{env.max_lanes:,} (raise it with --max-transfers)", span)
-
-
-def lane_array(value: object, lanes: int) -> np.ndarray:
-    if isinstance(value, np.ndarray) and value.shape == (lanes,):
-        return value
-    return np.broadcast_to(np.asarray(value, dtype=np.int64), (lanes,))
-
-
 # ---- operators --------------------------------------------------------------------------------
 
 
 def _unary(node: ast.UnaryOp, env: Env) -> object:
     value = evaluate(node.operand, env)
     if node.op == "+":
-        _numeric(value, node.operand.span)
+        check_numeric(value, node.operand.span)
         return value
     if isinstance(value, Quantity):
         return Quantity(-value.expr, value.dim)
-    _numeric(value, node.operand.span)
+    check_numeric(value, node.operand.span)
     return -value
 
 
@@ -274,8 +186,8 @@ def _binop(node: ast.BinOp, env: Env) -> object:
 def apply_binop(op: str, left: object, right: object, node: ast.BinOp) -> object:
     if isinstance(left, Quantity) or isinstance(right, Quantity):
         return _quantity_op(op, left, right, node)
-    _numeric(left, node.left.span)
-    _numeric(right, node.right.span)
+    check_numeric(left, node.left.span)
+    check_numeric(right, node.right.span)
     lanes = isinstance(left, np.ndarray) or isinstance(right, np.ndarray)
     if lanes and (isinstance(left, Fraction) or isinstance(right, Fraction)):
         raise NeedScalar
@@ -324,52 +236,31 @@ def _power(base, exponent, node: ast.BinOp):
 def _quantity_op(op: str, left: object, right: object, node: ast.BinOp) -> Quantity | int | Fraction:
     if isinstance(left, np.ndarray) or isinstance(right, np.ndarray):
         raise NeedScalar
-    a = _as_quantity(left, node.left.span)
-    b = _as_quantity(right, node.right.span)
+    a = as_quantity(left, node.left.span)
+    b = as_quantity(right, node.right.span)
     if op in ("+", "-"):
         if a.dim != b.dim:
             verb = "add" if op == "+" else "subtract"
             raise UnitError(f"cannot {verb} {dim_name(a.dim)} and {dim_name(b.dim)}", node.span)
-        return _settle(Quantity(a.expr + b.expr if op == "+" else a.expr - b.expr, a.dim))
+        return settle(Quantity(a.expr + b.expr if op == "+" else a.expr - b.expr, a.dim))
     if op == "*":
-        return _settle(Quantity(a.expr * b.expr, _dim_add(a.dim, b.dim, 1)))
+        return settle(Quantity(a.expr * b.expr, _dim_add(a.dim, b.dim, 1)))
     if op == "/":
         if b.expr == 0:
             raise ElaborationError("division by zero", node.right.span)
-        return _settle(Quantity(a.expr / b.expr, _dim_add(a.dim, b.dim, -1)))
+        return settle(Quantity(a.expr / b.expr, _dim_add(a.dim, b.dim, -1)))
     if op == "**":
         n = as_number(right) if not isinstance(right, Quantity) or right.dim == DIMENSIONLESS else None
         if not isinstance(n, int) or abs(n) > 64:
             raise ElaborationError("a quantity can only be raised to an integer power up to 64",
                                    node.right.span)
-        return _settle(Quantity(a.expr**n, (a.dim[0] * n, a.dim[1] * n)))
+        return settle(Quantity(a.expr**n, (a.dim[0] * n, a.dim[1] * n)))
     raise UnitError(f"'{op}' needs plain numbers, not {dim_name(a.dim)} and {dim_name(b.dim)}",
                     node.span)
 
 
 def _dim_add(a: Dim, b: Dim, sign: int) -> Dim:
     return (a[0] + sign * b[0], a[1] + sign * b[1])
-
-
-def _as_quantity(value: object, span: Span) -> Quantity:
-    if isinstance(value, Quantity):
-        return value
-    if isinstance(value, (int, Fraction)) and not isinstance(value, bool):
-        return Quantity(to_sympy(value), DIMENSIONLESS)
-    raise ElaborationError(f"expected a number or a quantity, not {kind_of(value)}", span)
-
-
-def _settle(q: Quantity) -> Quantity | int | Fraction:
-    """A dimensionless constant quantity is just a number."""
-    number = as_number(q)
-    return q if number is None else number
-
-
-def _numeric(value: object, span: Span) -> None:
-    ok = (isinstance(value, (int, Fraction)) and not isinstance(value, bool)) or (
-        isinstance(value, np.ndarray) and value.dtype != bool)
-    if not ok:
-        raise ElaborationError(f"expected a number, not {kind_of(value)}", span)
 
 
 # ---- comparisons and logic --------------------------------------------------------------------
@@ -395,7 +286,7 @@ def compare_values(op: str, left: object, right: object, span: Span) -> object:
     if isinstance(left, Quantity) or isinstance(right, Quantity):
         if isinstance(left, np.ndarray) or isinstance(right, np.ndarray):
             raise NeedScalar
-        a, b = _as_quantity(left, span), _as_quantity(right, span)
+        a, b = as_quantity(left, span), as_quantity(right, span)
         if a.dim != b.dim:
             raise UnitError(f"cannot compare {dim_name(a.dim)} with {dim_name(b.dim)}", span)
         if a.is_symbolic or b.is_symbolic:
@@ -403,8 +294,8 @@ def compare_values(op: str, left: object, right: object, span: Span) -> object:
             raise ElaborationError(f"this comparison depends on params ({names}), so it has no "
                                    "single answer", span)
         return bool(_COMPARE[op](a.expr, b.expr))
-    _numeric(left, span)
-    _numeric(right, span)
+    check_numeric(left, span)
+    check_numeric(right, span)
     if (isinstance(left, np.ndarray) or isinstance(right, np.ndarray)) and (
             isinstance(left, Fraction) or isinstance(right, Fraction)):
         raise NeedScalar
@@ -412,26 +303,18 @@ def compare_values(op: str, left: object, right: object, span: Span) -> object:
     return result if isinstance(result, np.ndarray) else bool(result)
 
 
-def _condition(value: object, span: Span) -> bool | np.ndarray:
-    if isinstance(value, (bool, np.bool_)):
-        return bool(value)
-    if isinstance(value, np.ndarray) and value.dtype == bool:
-        return value
-    raise ElaborationError(f"expected a condition, not {kind_of(value)}", span)
-
-
 def _boolop(node: ast.BoolOp, env: Env) -> object:
-    left = _condition(evaluate(node.left, env), node.left.span)
+    left = as_condition(evaluate(node.left, env), node.left.span)
     if not isinstance(left, np.ndarray):
         if (node.op == "and" and not left) or (node.op == "or" and left):
             return left
-        return _condition(evaluate(node.right, env), node.right.span)
-    right = _condition(evaluate(node.right, env), node.right.span)
+        return as_condition(evaluate(node.right, env), node.right.span)
+    right = as_condition(evaluate(node.right, env), node.right.span)
     return np.logical_and(left, right) if node.op == "and" else np.logical_or(left, right)
 
 
 def _not(node: ast.Not, env: Env) -> object:
-    value = _condition(evaluate(node.operand, env), node.operand.span)
+    value = as_condition(evaluate(node.operand, env), node.operand.span)
     return np.logical_not(value) if isinstance(value, np.ndarray) else not value
 
 
@@ -450,7 +333,7 @@ def _index(node: ast.Index, env: Env) -> object:
 
 def index_devices(devices: Devices, index, span: Span) -> Devices:
     n = len(devices)
-    _check_bounds(index, n, span, f"group of {n}")
+    check_index(index, n, span, f"group of {n}")
     if isinstance(index, np.ndarray):
         if devices.lanes:
             return Devices(devices.ids[np.arange(len(index)), index], True)
@@ -458,7 +341,7 @@ def index_devices(devices: Devices, index, span: Span) -> Devices:
     return Devices(devices.ids[:, index] if devices.lanes else devices.ids[index], devices.lanes)
 
 
-def _check_bounds(index, n: int, span: Span, what: str) -> None:
+def check_index(index, n: int, span: Span, what: str) -> None:
     if isinstance(index, np.ndarray):
         if not index.size or (index.min() >= 0 and index.max() < n):
             return
@@ -496,12 +379,12 @@ def _integer(value: object, span: Span, what: str):
 
 
 def _call(node: ast.Call, env: Env) -> object:
-    builtin = _BUILTINS.get(node.func)
+    builtin = BUILTINS.get(node.func)
     if builtin is None:
         if env.names.is_schedule(node.func):
             raise ElaborationError(f"'{node.func}' is a schedule: call it as a statement, "
                                    "not inside an expression", node.span)
-        known = list(_BUILTINS)
+        known = list(BUILTINS)
         close = difflib.get_close_matches(node.func, known, n=1)
         hint = f"; did you mean '{close[0]}'?" if close else f" (functions: {', '.join(known)})"
         raise ElaborationError(f"unknown function '{node.func}'{hint}", node.span)
@@ -515,100 +398,6 @@ def _call(node: ast.Call, env: Env) -> object:
         raise ElaborationError(f"{node.func}() needs at least one argument", node.span)
     args = [evaluate(arg, env) for arg in node.args]
     return function(args, node)
-
-
-def _len(args, node):
-    (value,) = args
-    if isinstance(value, Devices) and value.rank >= 1:
-        return len(value)
-    if isinstance(value, IntRange):
-        count = np.maximum(np.asarray(value.hi) - np.asarray(value.lo) + 1, 0)
-        return int(count) if count.ndim == 0 else count
-    raise ElaborationError(f"len() needs a group or a range, not {kind_of(value)}", node.args[0].span)
-
-
-def _extremum(args, node):
-    pick_max = node.func == "max"
-    if any(isinstance(a, Quantity) for a in args):
-        if any(isinstance(a, np.ndarray) for a in args):
-            raise NeedScalar
-        qs = [_as_quantity(a, arg.span) for a, arg in zip(args, node.args)]
-        if len({q.dim for q in qs}) > 1:
-            raise UnitError(f"{node.func}() of {dim_name(qs[0].dim)} and "
-                            f"{dim_name(next(q.dim for q in qs if q.dim != qs[0].dim))}", node.span)
-        expr = (sympy.Max if pick_max else sympy.Min)(*[q.expr for q in qs])
-        return _settle(Quantity(expr, qs[0].dim))
-    for a, arg in zip(args, node.args):
-        _numeric(a, arg.span)
-    if any(isinstance(a, np.ndarray) for a in args):
-        if any(isinstance(a, Fraction) for a in args):
-            raise NeedScalar
-        result = args[0]
-        for a in args[1:]:
-            result = np.maximum(result, a) if pick_max else np.minimum(result, a)
-        return result
-    return max(args) if pick_max else min(args)
-
-
-def _rounding(args, node):
-    (value,) = args
-    if isinstance(value, Quantity):
-        number = as_number(value)
-        if number is None:
-            raise ElaborationError(f"{node.func}() needs a plain number, not {kind_of(value)}",
-                                   node.args[0].span)
-        value = number
-    _numeric(value, node.args[0].span)
-    if isinstance(value, np.ndarray):
-        return value
-    return math.ceil(value) if node.func == "ceil" else math.floor(value)
-
-
-def _log2(args, node):
-    (value,) = args
-    _numeric(value, node.args[0].span)
-    values = np.asarray(value)
-    if isinstance(value, Fraction) or np.any(values <= 0) or np.any(values & (values - 1)):
-        bad = value if not isinstance(value, np.ndarray) else int(values[(values <= 0) | (values & (values - 1) != 0)][0])
-        raise ElaborationError(f"log2({bad}) is not an integer; this needs a power of two",
-                               node.args[0].span)
-    if isinstance(value, np.ndarray):
-        return np.log2(values).astype(np.int64)
-    return int(value).bit_length() - 1
-
-
-def _ceil_log2(args, node):
-    """The smallest e with 2**e >= n: the rounds of a binomial tree over n ranks."""
-    (value,) = args
-    _numeric(value, node.args[0].span)
-    values = np.asarray(value)
-    if isinstance(value, Fraction) or np.any(values < 1):
-        bad = value if not isinstance(value, np.ndarray) else int(values[values < 1][0])
-        raise ElaborationError(f"ceil_log2() needs a positive integer, not {bad}",
-                               node.args[0].span)
-    if isinstance(value, np.ndarray):
-        return np.searchsorted(np.left_shift(1, np.arange(63, dtype=np.int64)), values)
-    return (int(value) - 1).bit_length()
-
-
-def _abs(args, node):
-    (value,) = args
-    if isinstance(value, Quantity):
-        return _settle(Quantity(sympy.Abs(value.expr), value.dim))
-    _numeric(value, node.args[0].span)
-    return abs(value)
-
-
-_BUILTINS: dict[str, tuple[int | None, Callable]] = {
-    "len": (1, _len),
-    "min": (None, _extremum),
-    "max": (None, _extremum),
-    "ceil": (1, _rounding),
-    "floor": (1, _rounding),
-    "log2": (1, _log2),
-    "ceil_log2": (1, _ceil_log2),
-    "abs": (1, _abs),
-}
 
 
 _HANDLERS: dict[type, Callable[[ast.Node, Env], object]] = {

@@ -17,10 +17,11 @@ from fractions import Fraction
 from . import syntax as ast
 from .elaborate import Program
 from .errors import ElaborationError, Span
-from .evaluate import Env, Names, evaluate
+from .evaluate import evaluate
+from .lanes import Env, Names
 from .report import json_number, params_json
 from .units import DIMENSIONLESS, Dim, base_unit, format_quantity
-from .values import Quantity, as_number, kind_of
+from .values import Quantity, as_number, kind_of, settle
 
 SCHEMA = "schedc.eval/1"
 
@@ -59,7 +60,7 @@ class NominalNames(Names):
             return self.reports[name]
         value = self.program.names.lookup(name)
         if isinstance(value, Quantity) and value.is_symbolic:
-            value = _settle(Quantity(value.expr.xreplace(self.nominal), value.dim))
+            value = settle(Quantity(value.expr.xreplace(self.nominal), value.dim))
         return value
 
     def known(self) -> list[str]:
@@ -96,7 +97,7 @@ def report_values(program: Program, extra: Handlers | None = None) -> tuple[Repo
 def _at_nominal(value: object, nominal: dict) -> object:
     """A value that is still a formula (`time(ring)` is one) at the nominal point."""
     if isinstance(value, Quantity) and value.is_symbolic:
-        return _settle(Quantity(value.expr.xreplace(nominal), value.dim))
+        return settle(Quantity(value.expr.xreplace(nominal), value.dim))
     return value
 
 
@@ -107,11 +108,6 @@ def _report_value(stmt: ast.Report, value: object) -> ReportValue:
     if isinstance(value, Quantity) and value.expr.is_Rational:
         return ReportValue(stmt.name, Fraction(int(value.expr.p), int(value.expr.q)), value.dim, stmt.span)
     raise ElaborationError(f"a report is a number or a quantity, not {kind_of(value)}", stmt.value.span)
-
-
-def _settle(q: Quantity) -> object:
-    number = as_number(q)
-    return q if number is None else number
 
 
 def reports_text(values: tuple[ReportValue, ...]) -> str:

@@ -21,7 +21,8 @@ import sympy
 
 from .elaborate import Param, Program
 from .errors import SchedcError, SourceFile, Span, UsageError
-from .evaluate import Env, evaluate
+from .evaluate import evaluate
+from .lanes import Env
 from .parser import parse_expression
 from .report import Timing
 from .units import DIMENSIONLESS, base_unit, dim_name

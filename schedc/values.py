@@ -14,6 +14,7 @@ from fractions import Fraction
 import numpy as np
 import sympy
 
+from .errors import ElaborationError, Span
 from .units import DIMENSIONLESS, Dim
 
 Number = int | Fraction
@@ -164,3 +165,35 @@ def take_lanes(value: object, index: np.ndarray) -> object:
         return TopoRef(value.path, tuple(i[index] if isinstance(i, np.ndarray) else i
                                          for i in value.indices))
     return value
+
+
+# ---- checks shared by expression evaluation and the built-in functions ------------------
+
+
+def as_quantity(value: object, span: Span) -> Quantity:
+    if isinstance(value, Quantity):
+        return value
+    if isinstance(value, (int, Fraction)) and not isinstance(value, bool):
+        return Quantity(to_sympy(value), DIMENSIONLESS)
+    raise ElaborationError(f"expected a number or a quantity, not {kind_of(value)}", span)
+
+
+def settle(q: Quantity) -> Quantity | int | Fraction:
+    """A dimensionless constant quantity is just a number."""
+    number = as_number(q)
+    return q if number is None else number
+
+
+def check_numeric(value: object, span: Span) -> None:
+    ok = (isinstance(value, (int, Fraction)) and not isinstance(value, bool)) or (
+        isinstance(value, np.ndarray) and value.dtype != bool)
+    if not ok:
+        raise ElaborationError(f"expected a number, not {kind_of(value)}", span)
+
+
+def as_condition(value: object, span: Span) -> bool | np.ndarray:
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    if isinstance(value, np.ndarray) and value.dtype == bool:
+        return value
+    raise ElaborationError(f"expected a condition, not {kind_of(value)}", span)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -40,6 +41,14 @@ def timings(path, *sets: str, names=None):
 def expr(program, text: str) -> sympy.Expr:
     """Parse a formula with the program's param symbols (which carry assumptions)."""
     return sympy.sympify(text, locals={p.name: p.symbol for p in program.params.values()})
+
+
+def golden(path: Path, actual: str) -> None:
+    """Compare output with a stored golden file; SCHEDC_UPDATE_GOLDEN=1 rewrites it instead."""
+    if os.environ.get("SCHEDC_UPDATE_GOLDEN"):
+        path.write_text(actual)
+    assert path.exists(), f"missing golden file {path}; run with SCHEDC_UPDATE_GOLDEN=1"
+    assert actual == path.read_text()
 
 
 def write(directory: Path, name: str, text: str) -> Path:

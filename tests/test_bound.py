@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import json
-import os
 from fractions import Fraction
 from pathlib import Path
 
 import pytest
 import sympy
-from conftest import ROOT, SCHEDULES, MiB, expr, write
+from conftest import ROOT, SCHEDULES, MiB, expr, golden, write
 from test_window import TWO_GPUS
 
 from schedc import cuts as cuts_module
@@ -26,13 +25,6 @@ GB = 10**9
 def compute(path, *sets, names=None):
     program = load_program(path, tuple(parse_override(s) for s in sets))
     return program, bound(program, names or [r.name for r in program.results])
-
-
-def golden(path: Path, actual: str) -> None:
-    if os.environ.get("SCHEDC_UPDATE_GOLDEN"):
-        path.write_text(actual)
-    assert path.exists(), f"missing golden file {path}; run with SCHEDC_UPDATE_GOLDEN=1"
-    assert actual == path.read_text()
 
 
 @pytest.fixture(scope="module")

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, SCHEDULES, write
+from conftest import ROOT, SCHEDULES, golden, write
 
 from schedc.check import check_program
 from schedc.elaborate import load_program
@@ -17,13 +16,6 @@ FIXTURES = Path(__file__).parent / "fixtures"
 HEAD = (f'import "{SCHEDULES / "machines" / "pcie_2x4.sched"}"\n'
         f'import "{SCHEDULES / "lib" / "ring.sched"}"\n'
         "param V = 192 MiB\nallreduce V over ranks\nschedule ring = ring_allreduce(ranks)\n")
-
-
-def golden(path: Path, actual: str) -> None:
-    if os.environ.get("SCHEDC_UPDATE_GOLDEN"):
-        path.write_text(actual)
-    assert path.exists(), f"missing golden file {path}; run with SCHEDC_UPDATE_GOLDEN=1"
-    assert actual == path.read_text()
 
 
 @pytest.fixture

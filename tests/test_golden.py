@@ -5,20 +5,13 @@ Regenerate after an intended change with SCHEDC_UPDATE_GOLDEN=1 and review the d
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
+from conftest import golden
 
 FIXTURES = Path(__file__).parent / "fixtures"
 STAGES = ("ast", "ir", "loads", "formula")
-
-
-def golden(path: Path, actual: str) -> None:
-    if os.environ.get("SCHEDC_UPDATE_GOLDEN"):
-        path.write_text(actual)
-    assert path.exists(), f"missing golden file {path}; run with SCHEDC_UPDATE_GOLDEN=1"
-    assert actual == path.read_text()
 
 
 @pytest.mark.parametrize("stage", STAGES)

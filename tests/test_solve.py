@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 import sympy
-from conftest import ROOT, SCHEDULES
+from conftest import ROOT, SCHEDULES, golden
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
@@ -24,13 +24,6 @@ NVLINK = SCHEDULES / "seed" / "nvlink_2x8.sched"
 FIXTURES = Path(__file__).parent / "fixtures"
 x = sympy.Symbol("x", positive=True)
 SPAN = Span(SourceFile("test", "x"), 1, 1, 1, 2)
-
-
-def golden(path: Path, actual: str) -> None:
-    if os.environ.get("SCHEDC_UPDATE_GOLDEN"):
-        path.write_text(actual)
-    assert path.exists(), f"missing golden file {path}; run with SCHEDC_UPDATE_GOLDEN=1"
-    assert actual == path.read_text()
 
 
 def side(e) -> Side:
