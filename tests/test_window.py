@@ -12,25 +12,12 @@ RING = (SCHEDULES / "lib" / "ring.sched").as_posix()
 
 # Two GPUs on one switch. Each link: 50 GB/s, 10 µs, a 256 KiB window. The ring all-reduce
 # of V = 64 MiB over 2 ranks is 2 rounds; in each, every rank sends V/2 across 2 links.
-TWO_GPUS = f"""import "{RING}"
-param V = 64 MiB
-param alpha = 1 us
-param B = 50 GB/s
-param L = 10 us
-param W = 256 KiB
-topology {{
-  gpu g[2]
-  switch sw
-  link g[i] <-> sw bw B latency L window W for i in 0..1
-}}
-allreduce V over g
-schedule ring = ring_allreduce(g)
-"""
+TWO_GPUS = SCHEDULES / "examples" / "window_2gpu.sched"
 
 
 @pytest.fixture
-def two_gpus(tmp_path):
-    return write(tmp_path, "two.sched", TWO_GPUS)
+def two_gpus():
+    return TWO_GPUS
 
 
 def test_window_limits_the_rate_by_littles_law(two_gpus):
