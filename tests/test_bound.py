@@ -309,9 +309,8 @@ schedule s { copy all from g[0] to g[2] }
     assert b.binding.crossing.capacity.value == 1 * GB
 
 
-def test_a_window_narrows_the_cut(run, tmp_path):
-    path = write(tmp_path, "two.sched", TWO_GPUS)
-    code, out, err = run("bound", path, "--json")
+def test_a_window_narrows_the_cut(run):
+    code, out, err = run("bound", TWO_GPUS, "--json")
     assert code == 0, err
     document = json.loads(out)
     # The cut around g[0] is its link, window-limited to W/L = 256 KiB / 10 µs = 26.2144 GB/s.
