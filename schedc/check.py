@@ -74,11 +74,8 @@ class FileCheck:
 
 def check_program(program, timeout: float = DEFAULT_TIMEOUT) -> ProgramCheck:
     """Evaluate the `report`s, then every `expect` of the program's main file, in order."""
-    equations = Equations(program, timeout)
-    reports = evaluate_reports(program, equations.env.extra)
-    for name, value in reports.bindings.items():
-        equations.env = equations.env.bind(name, value)
-    # `budget` was read by Equations.
+    reports = evaluate_reports(program, Equations(program, timeout).env.extra)
+    equations = Equations(program, timeout, reports.bindings)  # reads `budget` too
     outcomes = tuple(_expect(stmt, equations) for stmt in program.checks
                      if isinstance(stmt, ast.Expect))
     return ProgramCheck(reports.values, outcomes)

@@ -4,8 +4,9 @@ Commands follow the pipeline: `emit` dumps a stage; `time` and `compare` report 
 `verify` checks data flow; `solve`, `sensitivity` and `sweep` analyse times; `bound` compares
 them with the physical limit; `eval` prints `report`s; `check` runs a file's expects.
 
-Exit codes: 0 ok; 1 a check or verification failed; 2 bad input or usage. Errors in input
-print `file:line:col: error: ...`, the source line and a caret — never a traceback.
+Exit codes: 0 ok; 1 a check or verification failed; 2 bad input or usage; 70 a bug in
+schedc. Errors in input print `file:line:col: error: ...`, the source line and a caret —
+never a traceback.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from .deadline import TimeLimit
 from .elaborate import Program, load_program, parse_override
 from .elaborate_schedule import Limits
 from .emit import STAGES, emit_ast, emit_formula, emit_ir, emit_loads
-from .equations import DEFAULT_TIMEOUT, Equations
+from .equations import DEFAULT_TIMEOUT, Equations, name_span
 from .errors import ParseError, SchedcError, SourceFile, Span, UsageError
 from .parser import parse_equation, parse_module
 from .pipeline import selected, time_schedule
@@ -46,10 +47,11 @@ from .report_bound import bound_json, bound_text
 from .reports import report_values, reports_json, reports_text
 from .sensitivity import sensitivities
 from .sweep import DEFAULT_POINTS, parse_vary, sweep, write_csv
+from .syntax import TimeOf, walk
 from .verify import SCHEMA as VERIFY_SCHEMA
-from .verify import verdict_json, verdict_text, verify_program
+from .verify import require_verified, verdict_json, verdict_text, verify_program
 
-EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
+EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_INTERNAL = 0, 1, 2, 70
 
 
 # ---- shared arguments and options ---------------------------------------------------------------
@@ -90,7 +92,7 @@ def _timeout_option(func):
 
 def _no_verify_option(func):
     return click.option("--no-verify", is_flag=True,
-                        help="Report schedules even if they do not compute their collective.")(func)
+                        help="Report on schedules even if they do not compute their collective.")(func)
 
 
 def _load(file: Path, sets: tuple[str, ...], max_transfers: int, max_rounds: int) -> Program:
@@ -98,14 +100,13 @@ def _load(file: Path, sets: tuple[str, ...], max_transfers: int, max_rounds: int
     return load_program(file, overrides, Limits(max_transfers, max_rounds))
 
 
-def _refuse_unverified(program: Program, names: list[str]) -> bool:
-    """Verify before reporting a time (bad input, exit 2, has had its say by then): print the
-    counterexample of each schedule that fails, and say whether any did."""
-    failures = [v for v in verify_program(program, tuple(names)) if not v.ok]
-    for v in failures:
-        click.echo(f"schedc: not timing '{v.name}': it does not compute its collective "
-                   "(--no-verify times it anyway)\n" + verdict_text(v), err=True)
-    return bool(failures)
+def _timings(program: Program, names: list[str], no_verify: bool) -> list:
+    """The schedules' timings, verified first unless --no-verify (bad input, exit 2, has had
+    its say by then, since timing compiles everything)."""
+    timings = [time_schedule(program, n) for n in names]
+    if not no_verify:
+        require_verified(program, names)
+    return timings
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -154,9 +155,7 @@ def time(file: Path, schedules, sets, as_json: bool, max_transfers: int, max_rou
          no_verify: bool) -> int:
     """Formula, regime, value and traffic of each schedule in FILE."""
     program = _load(file, sets, max_transfers, max_rounds)
-    timings = [time_schedule(program, n) for n in selected(program, schedules)]
-    if not no_verify and _refuse_unverified(program, [t.name for t in timings]):
-        return EXIT_FAILED
+    timings = _timings(program, selected(program, schedules), no_verify)
     click.echo(to_json(program, timings) if as_json else time_text(program, timings), nl=False)
     return EXIT_OK
 
@@ -171,9 +170,7 @@ def compare(file: Path, sets, as_json: bool, max_transfers: int, max_rounds: int
             no_verify: bool) -> int:
     """All schedules of FILE side by side (the seed's §3 table)."""
     program = _load(file, sets, max_transfers, max_rounds)
-    timings = [time_schedule(program, n) for n in selected(program)]
-    if not no_verify and _refuse_unverified(program, [t.name for t in timings]):
-        return EXIT_FAILED
+    timings = _timings(program, selected(program), no_verify)
     click.echo(to_json(program, timings) if as_json else compare_text(program, timings), nl=False)
     return EXIT_OK
 
@@ -234,12 +231,20 @@ def verify(file: Path, schedules, sets, as_json: bool, max_transfers: int, max_r
 @_json_option("schedc.solve/1")
 @_timeout_option
 @_limit_option
+@_no_verify_option
 def solve_command(file: Path, equation: str, param: str, sets, as_json: bool, timeout: float,
-                  max_transfers: int, max_rounds: int) -> int:
+                  max_transfers: int, max_rounds: int, no_verify: bool) -> int:
     """Solve EQUATION for one param, regime by regime: every solution, and which side is
     smaller in between (e.g. 'time(hierarchical) = time(ring, B_L = 32 GB/s)' --for B_L)."""
     program = _load(file, sets, max_transfers, max_rounds)
     relation = parse_equation(SourceFile("equation", equation))
+    timed: dict[str, TimeOf] = {}
+    for node in walk(relation):
+        if isinstance(node, TimeOf):
+            timed.setdefault(node.schedule, node)
+    for name, node in timed.items():
+        program.result(name, name_span(node.span, name))  # an unknown name points into EQUATION
+    _timings(program, list(timed), no_verify)
     param_span = Span(SourceFile("--for", param), 1, 1, 1, len(param) + 1)
     solution = Equations(program, timeout).solve(relation, param.strip(), param_span)
     show = solve_json if as_json else solve_text
@@ -254,15 +259,14 @@ def solve_command(file: Path, equation: str, param: str, sets, as_json: bool, ti
 @_json_option("schedc.sensitivity/1")
 @_timeout_option
 @_limit_option
+@_no_verify_option
 def sensitivity_command(file: Path, schedules, sets, as_json: bool, timeout: float,
-                        max_transfers: int, max_rounds: int) -> int:
+                        max_transfers: int, max_rounds: int, no_verify: bool) -> int:
     """dT/dp and the elasticity (p/T)·dT/dp of each schedule's time, for every param."""
     program = _load(file, sets, max_transfers, max_rounds)
-    rows = []
-    for name in selected(program, schedules):
-        timing = time_schedule(program, name)
-        rows.append((name, timing.cost.formula.xreplace(program.nominal),
-                     sensitivities(program, timing, TimeLimit(timeout))))
+    rows = [(t.name, t.cost.formula.xreplace(program.nominal),
+             sensitivities(program, t, TimeLimit(timeout)))
+            for t in _timings(program, selected(program, schedules), no_verify)]
     show = sensitivity_json if as_json else sensitivity_text
     click.echo(show(program, rows), nl=False)
     return EXIT_OK
@@ -279,12 +283,13 @@ def sensitivity_command(file: Path, schedules, sets, as_json: bool, timeout: flo
 @_set_option
 @_json_option("schedc.sweep/1")
 @_limit_option
+@_no_verify_option
 def sweep_command(file: Path, vary: str, linear: bool, csv_path: Path | None, schedules, sets,
-                  as_json: bool, max_transfers: int, max_rounds: int) -> int:
+                  as_json: bool, max_transfers: int, max_rounds: int, no_verify: bool) -> int:
     """Each schedule's time over a range of one param, from its compiled formula."""
     program = _load(file, sets, max_transfers, max_rounds)
     plan = parse_vary(vary, program)
-    timings = [time_schedule(program, n) for n in selected(program, schedules)]
+    timings = _timings(program, selected(program, schedules), no_verify)
     result = sweep(program, timings, plan, "linear" if linear else "log")
     if csv_path is not None:
         write_csv(result, csv_path)
@@ -300,12 +305,16 @@ def sweep_command(file: Path, vary: str, linear: bool, csv_path: Path | None, sc
 @_limit_option
 @click.option("--max-cuts", type=click.IntRange(min=1), default=MAX_CUTS, show_default=True,
               help="Refuse a collective whose bound needs more max-flow problems.")
+@_no_verify_option
 def bound_command(file: Path, schedules, sets, as_json: bool, max_transfers: int,
-                  max_rounds: int, max_cuts: int) -> int:
+                  max_rounds: int, max_cuts: int, no_verify: bool) -> int:
     """How far each schedule of FILE is from the physical limit: cut-set and end-host lower
-    bounds, the overlapped bound, and what holds each schedule back."""
+    bounds, the overlapped bound, and what holds each schedule back. A machine file without
+    schedules shows its cuts."""
     program = _load(file, sets, max_transfers, max_rounds)
-    groups = bound_all(program, selected(program, schedules), max_cuts)
+    names = selected(program, schedules, required=False)
+    groups = bound_all(program, names, max_cuts)  # bad input (exit 2) before verification
+    _timings(program, names, no_verify)
     click.echo(bound_json(program, groups) if as_json else bound_text(program, groups), nl=False)
     return EXIT_OK
 
@@ -377,7 +386,7 @@ def main(argv: list[str] | None = None) -> None:
         code = EXIT_BAD_INPUT
     except SchedcError as exc:
         click.echo(exc.render(), err=True)
-        code = EXIT_BAD_INPUT
+        code = exc.exit_code
     except RecursionError:
         click.echo("error: the input is nested too deeply to process", err=True)
         code = EXIT_BAD_INPUT
@@ -387,6 +396,13 @@ def main(argv: list[str] | None = None) -> None:
     except BrokenPipeError:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         code = EXIT_OK
+    except Exception as exc:  # a bug, not bad input: say so instead of a traceback
+        if os.environ.get("SCHEDC_DEBUG"):
+            raise
+        click.echo(f"schedc: internal error: {type(exc).__name__}: {exc}\n"
+                   "  this is a bug in schedc; please report it with the input "
+                   "(SCHEDC_DEBUG=1 shows the traceback)", err=True)
+        code = EXIT_INTERNAL
     sys.exit(code if isinstance(code, int) else EXIT_OK)
 
 

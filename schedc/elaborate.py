@@ -72,6 +72,7 @@ class Program:
     checks: list[ast.Node]  # budget, expect and report statements of the main file, in order
     limits: Limits = DEFAULT_LIMITS
     _schedules: dict[str, Schedule] = field(default_factory=dict, repr=False)
+    timings: dict[str, tuple] = field(default_factory=dict, repr=False)  # see pipeline
 
     @property
     def nominal(self) -> dict[sympy.Symbol, sympy.Expr]:

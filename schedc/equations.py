@@ -30,7 +30,7 @@ from .lanes import Env
 from .pipeline import time_schedule
 from .report import Timing
 from .solve import Side, Solution, solve
-from .units import DIMENSIONLESS, SECONDS, dim_name
+from .units import DIMENSIONLESS, SECONDS, dim_name, format_quantity
 from .values import NoneValue, Quantity, kind_of, to_sympy
 
 DEFAULT_TIMEOUT = 10.0  # seconds of symbolic work per equation
@@ -47,15 +47,15 @@ class Values:
 class Equations:
     """Evaluates equations and check expressions over one program."""
 
-    def __init__(self, program: Program, timeout: float = DEFAULT_TIMEOUT) -> None:
+    def __init__(self, program: Program, timeout: float = DEFAULT_TIMEOUT,
+                 bindings: dict[str, object] | None = None) -> None:
+        """`bindings`: more names for expressions (the values of `report` statements)."""
         self.program = program
         self.timeout = timeout
-        self._timings: dict[str, Timing] = {}
         self.budget: Quantity | None = None
-        self._budget_span: Span | None = None
-        env = Env(program.names, extra={ast.TimeOf: self._time, ast.SolveOf: self._solve,
-                                        ast.ListLit: self._list, ast.Name: self._name})
-        self.env = env
+        self.env = Env(program.names, local=dict(bindings or {}),
+                       extra={ast.TimeOf: self._time, ast.SolveOf: self._solve,
+                              ast.ListLit: self._list})
         for stmt in program.checks:
             if isinstance(stmt, ast.Budget):
                 self._set_budget(stmt)
@@ -63,10 +63,8 @@ class Equations:
     # ---- public
 
     def timing(self, name: str, span: Span | None = None) -> Timing:
-        if name not in self._timings:
-            self.program.result(name, span)  # a clear error for an unknown name
-            self._timings[name] = time_schedule(self.program, name)
-        return self._timings[name]
+        self.program.result(name, span)  # a clear error for an unknown name
+        return time_schedule(self.program, name)
 
     def value(self, expr: ast.Expr) -> object:
         return evaluate(expr, self.env)
@@ -117,8 +115,18 @@ class Equations:
             if dim != param.dim:
                 raise UnitError(f"{pin.name} is {dim_name(param.dim)}; the value given is "
                                 f"{dim_name(dim)}", pin.value.span)
+            _check_sign(param, expr.xreplace(self.program.nominal), pin.value.span)
             pins[param.symbol] = expr
-        return Quantity(formula.xreplace(pins), SECONDS)
+        try:  # a pinned bandwidth of 0 makes a Max of zoo, which SymPy refuses to build
+            pinned = formula.xreplace(pins)
+            finite = not node.pins or pinned.xreplace(self.program.nominal).is_finite
+        except (ValueError, TypeError, ZeroDivisionError):
+            finite = False
+        if not finite:
+            pinned_text = ", ".join(source_text(pin.span) for pin in node.pins)
+            raise SolveError(f"with {pinned_text} the time is infinite (a bandwidth of 0?)",
+                             node.span)
+        return Quantity(pinned, SECONDS)
 
     def _solve(self, node: ast.SolveOf, env: Env) -> object:
         if node.relation.op != "=":
@@ -149,22 +157,27 @@ class Equations:
             items.append(value)
         return Values(tuple(items), items[0].dim if items else DIMENSIONLESS)
 
-    def _name(self, node: ast.Name, env: Env) -> object:
-        if node.id == "budget" and node.id not in env.local and env.names.lookup("budget") is None:
-            if self.budget is None:
-                raise ElaborationError("no budget is declared; add one, e.g. 'budget 3 ms'",
-                                       node.span)
-            return self.budget
-        return env.lookup(node.id, node.span)
-
     def _set_budget(self, stmt: ast.Budget) -> None:
-        if self._budget_span is not None:
-            raise ElaborationError(f"the budget is already given at {self._budget_span}", stmt.span)
+        """`budget 3 ms` makes the name `budget` mean 3 ms in expressions."""
+        previous = self.program.names.where.get("budget") or self.env.local.get(_BUDGET_AT)
+        if previous is not None:
+            raise ElaborationError(f"the budget is already given at {previous}", stmt.span)
         value = self.value(stmt.value)
         if not isinstance(value, Quantity) or value.dim != SECONDS:
             found = dim_name(value.dim) if isinstance(value, Quantity) else kind_of(value)
             raise UnitError(f"a budget is a duration, not {found}", stmt.value.span)
-        self.budget, self._budget_span = value, stmt.span
+        self.budget = value
+        self.env = self.env.bind("budget", value).bind(_BUDGET_AT, stmt.span)
+
+
+_BUDGET_AT = "<budget at>"  # where the budget statement is, for a second one's message
+
+
+def _check_sign(param: Param, value: sympy.Expr, span: Span) -> None:
+    """A pinned value keeps the sign of a param that has one (sizes, times, bandwidths)."""
+    if value.is_number and param.symbol.is_nonnegative and value < 0:
+        shown = format_quantity(float(value), param.dim) if value.is_finite else str(value)
+        raise SolveError(f"{param.name} cannot be negative; the value given is {shown}", span)
 
 
 def _is_number(value: object) -> bool:

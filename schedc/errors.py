@@ -7,6 +7,7 @@ caret instead of a traceback.
 
 from __future__ import annotations
 
+import difflib
 from dataclasses import dataclass, field
 
 
@@ -44,9 +45,10 @@ class Span:
 
 
 class SchedcError(Exception):
-    """Root of every error schedc reports to a user (exit code 2)."""
+    """Root of every error schedc reports to a user: bad input, exit code 2."""
 
-    stage = "error"
+    exit_code = 2
+
 
     def __init__(self, message: str, span: Span | None = None, notes: tuple[str, ...] = ()):
         super().__init__(message)
@@ -66,19 +68,16 @@ class SchedcError(Exception):
 class ParseError(SchedcError):
     """The text is not in the language (lexing and parsing)."""
 
-    stage = "parse"
 
 
 class LoadError(SchedcError):
     """An import is missing, unreadable or cyclic."""
 
-    stage = "load"
 
 
 class ElaborationError(SchedcError):
     """Names, types, units, indices and calls while elaborating to IR."""
 
-    stage = "elaborate"
 
 
 class UnitError(ElaborationError):
@@ -92,22 +91,37 @@ class LimitError(ElaborationError):
 class TopologyError(SchedcError):
     """A topology is malformed, or a transfer has no route (lowering)."""
 
-    stage = "lower"
 
 
 class CostError(SchedcError):
     """A cost cannot be formed (e.g. a bandwidth that is not positive)."""
 
-    stage = "cost"
 
 
 class SolveError(SchedcError):
     """An equation cannot be solved as asked."""
 
-    stage = "solve"
 
 
 class UsageError(SchedcError):
     """A command-line argument is wrong."""
 
-    stage = "usage"
+
+class VerificationFailed(SchedcError):
+    """A schedule whose time was asked for does not compute its collective (exit code 1).
+
+    `message` holds the counterexamples, one block per schedule."""
+
+    exit_code = 1
+
+    def render(self) -> str:
+        return self.message
+
+
+def did_you_mean(name: str, known: list[str], what: str) -> str:
+    """', did you mean ...?' or the list of what exists, to end an unknown-name message."""
+    close = difflib.get_close_matches(name, known, n=1)
+    if close:
+        return f"; did you mean '{close[0]}'?"
+    return f" ({what}: {', '.join(known)})" if known else f"; there are no {what}"
+

@@ -19,7 +19,12 @@ from .values import Devices, IntRange, as_condition, kind_of, take_lanes
 
 
 class Names:
-    """The global names an expression can see: params, lets, topology, schedules."""
+    """The global names an expression can see: params, lets, topology, schedules.
+
+    Besides `lookup` and `known`, the evaluator calls `index_topology(ref, index, node)` and
+    `member(ref, name, node)` when a host family is indexed or a host's member is named, and
+    `is_schedule(name)` for a better message; `elaborate.ProgramNames` implements them all.
+    """
 
     def lookup(self, name: str) -> object | None:
         """The value of a global name, or None."""
@@ -28,17 +33,6 @@ class Names:
     def known(self) -> list[str]:
         """Every global name, for 'did you mean' hints."""
         return []
-
-    def index_topology(self, ref, index, node: ast.Index) -> object:
-        """`ref[index]` for a host family being indexed."""
-        raise NotImplementedError
-
-    def member(self, ref, name: str, node: ast.Attr) -> object:
-        """`ref.name` for a host."""
-        raise NotImplementedError
-
-    def is_schedule(self, name: str) -> bool:
-        return False
 
 
 @dataclass

@@ -1,9 +1,14 @@
-"""The pipeline in one place: file → program → IR → loads → cost, per result schedule."""
+"""The pipeline in one place: file → program → IR → loads → cost, per result schedule.
+
+Timings are cached on the program, so every command and check that asks for a schedule's
+time compiles it once.
+"""
 
 from __future__ import annotations
 
 from .cost import cost, nominal_value
 from .elaborate import Program
+from .errors import UsageError
 from .lower import Loads, lower
 from .report import Timing
 
@@ -13,15 +18,23 @@ def time_schedule(program: Program, name: str) -> Timing:
 
 
 def time_schedule_with_loads(program: Program, name: str) -> tuple[Loads, Timing]:
-    schedule = program.schedule(name)
-    loads = lower(schedule, program.topology)
-    result = cost(loads, program.topology, program.alpha, program.nominal)
-    timing = Timing(schedule, result, nominal_value(result.formula, program.nominal), program.nominal)
-    return loads, timing
+    found = program.timings.get(name)
+    if found is None:
+        schedule = program.schedule(name)
+        loads = lower(schedule, program.topology)
+        result = cost(loads, program.topology, program.alpha, program.nominal)
+        timing = Timing(schedule, result, nominal_value(result.formula, program.nominal),
+                        program.nominal)
+        found = program.timings[name] = (loads, timing)
+    return found
 
 
-def selected(program: Program, names: tuple[str, ...] = ()) -> list[str]:
-    """The schedules a command works on: those named, else every result schedule of the file."""
-    if not names:
-        return [r.name for r in program.results]
-    return [program.result(n).name for n in names]
+def selected(program: Program, names: tuple[str, ...] = (), required: bool = True) -> list[str]:
+    """The schedules a command works on: those named, else every result schedule of the file
+    (which must have one, unless `required` is false)."""
+    if names:
+        return [program.result(n).name for n in names]
+    if required and not program.results:
+        raise UsageError(f"{program.path} has no result schedules (a machine or a library file?); "
+                         "give a file that declares a collective and schedules")
+    return [r.name for r in program.results]

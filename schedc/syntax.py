@@ -392,6 +392,18 @@ class Module(Node):
     body: tuple[TopStmt, ...]
 
 
+def walk(node: object):
+    """The node and every node inside it, depth first."""
+    if isinstance(node, tuple):
+        for item in node:
+            yield from walk(item)
+    elif isinstance(node, (Node, LinkAttrs)):
+        yield node
+        for f in fields(node):
+            if f.name != "span":
+                yield from walk(getattr(node, f.name))
+
+
 def dump(node: object, indent: int = 0) -> str:
     """An indented, span-free rendering of an AST, for `schedc emit ast` and golden tests."""
     pad = "  " * indent

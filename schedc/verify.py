@@ -45,6 +45,7 @@ import numpy as np
 from .counterexample import Conflict, WrongResult, conflict_at, explain
 from .dataflow import Geometry, Items, Spec, collective_spec, geometry, round_items
 from .elaborate import Program
+from .errors import VerificationFailed
 from .ir import Schedule
 from .pipeline import selected
 
@@ -78,7 +79,17 @@ class Verdict:
 
 def verify_program(program: Program, names: tuple[str, ...] = ()) -> list[Verdict]:
     """Verify the named result schedules of a program (all of them by default), in order."""
-    return [verify_schedule(program, name) for name in selected(program, names)]
+    return [verify_schedule(program, name) for name in selected(program, names, required=False)]
+
+
+def require_verified(program: Program, names: list[str]) -> None:
+    """Refuse to report on schedules that do not compute their collective: raise with the
+    counterexample of each (a time formula is worthless for a wrong schedule)."""
+    failures = [v for v in verify_program(program, tuple(names)) if not v.ok]
+    if failures:
+        raise VerificationFailed("\n".join(
+            f"schedc: not reporting on '{v.name}': it does not compute its collective "
+            f"(--no-verify reports on it anyway)\n{verdict_text(v)}" for v in failures))
 
 
 def verify_schedule(program: Program, name: str, method: str = "auto",

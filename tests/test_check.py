@@ -118,8 +118,7 @@ ERRORS = [
      "bandwidth (bytes/s)"),
     ("expect time(ring) = 11 ms within 1 GB/s\n", "6:34: error: the tolerance is a bandwidth "
      "(bytes/s); the sides are a duration (seconds)"),
-    ("expect time(ring) <= budget\n", "6:22: error: no budget is declared; add one, e.g. "
-     "'budget 3 ms'"),
+    ("expect time(ring) <= budget\n", "6:22: error: unknown name 'budget'"),
     ("budget 3 ms\nbudget 4 ms\n", "7:1: error: the budget is already given at case.sched:6:1"),
     ("budget 3 GB\n", "6:8: error: a budget is a duration, not a size (bytes)"),
     ("expect solve(time(ring, B_port = 25 GB/s) = 1 s, B_port) = none\n",

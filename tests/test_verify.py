@@ -246,8 +246,8 @@ def test_time_and_compare_refuse_a_failing_schedule(run, monkeypatch):
     for command in (["time", path], ["compare", path]):
         code, out, err = run(*command)
         assert (code, out) == (1, "")
-        assert err.startswith("schedc: not timing 'ring': it does not compute its collective "
-                              "(--no-verify times it anyway)\nring: allreduce over 4 ranks: FAILS\n")
+        assert err.startswith("schedc: not reporting on 'ring': it does not compute its collective "
+                              "(--no-verify reports on it anyway)\nring: allreduce over 4 ranks: FAILS\n")
         assert "missing      g[1], g[2]" in err
         code, out, err = run(*command, "--no-verify")
         assert code == 0 and "ring" in out
