@@ -24,6 +24,7 @@ import sympy
 
 from .ir import LinearBytes, linear_expr
 from .lower import Loads
+from .regimes import at_least
 from .topology import Topology
 
 
@@ -90,8 +91,7 @@ def cost(loads: Loads, topology: Topology, alpha: sympy.Expr,
         terms = _irredundant([Term(loads.form(vector), groups[g],
                                    _carriers(loads, entry_group, first_shape, g, vector))
                               for g, vector in signature])
-        values = [t.expr.xreplace(nominal) for t in terms]
-        dominant = max(range(len(terms)), key=lambda k: (values[k], -k)) if terms else None
+        dominant = winner([t.expr for t in terms], nominal) if terms else None
         count = int(sum(shape_count[s] for s in shapes))
         startup = alpha + latency
         regime = startup if dominant is None else startup + terms[dominant].expr
@@ -166,33 +166,41 @@ def _dominance(terms: tuple[Term, ...], dominant: int | None, nominal: dict,
     resolved = [resolve(t.expr, nominal, conditions) for t in terms]
     for k, term in enumerate(resolved):
         if k != dominant:
-            _at_least(resolved[dominant], term, conditions)
+            _note(at_least(resolved[dominant], term), conditions)
+
+
+def winner(candidates: list[sympy.Expr], nominal: dict, largest: bool = True) -> int:
+    """The candidate that wins (is largest, or smallest) at the nominal point. On a tie, the
+    first whose win the relations also state at the nominal point: with V = 0 every term
+    V/B is 0, and only one of B_L >= B_N and B_N >= B_L is true."""
+    values = [c.xreplace(nominal) for c in candidates]
+    best = (max if largest else min)(values)
+    tied = [k for k, v in enumerate(values) if v == best]
+    for k in tied:
+        relations = [at_least(candidates[k], c) if largest else at_least(c, candidates[k])
+                     for j, c in enumerate(candidates) if j != k]
+        if all(bool(r.xreplace(nominal)) for r in relations):
+            return k
+    return tied[0]
 
 
 def resolve(expr: sympy.Expr, nominal: dict, conditions: dict[str, sympy.Expr]) -> sympy.Expr:
-    """`expr` with every Min and Max replaced by its argument that wins at the nominal point
-    (the first on a tie); the relations under which each choice holds go into `conditions`."""
+    """`expr` with every Min and Max replaced by its argument that wins at the nominal point;
+    the relations under which each choice holds go into `conditions`."""
 
     def pick(node: sympy.Expr) -> sympy.Expr:
-        values = [a.xreplace(nominal) for a in node.args]
-        smallest = isinstance(node, sympy.Min)
-        best = (min if smallest else max)(range(len(values)), key=lambda k: values[k])
+        largest = isinstance(node, sympy.Max)
+        best = winner(list(node.args), nominal, largest)
         for k, other in enumerate(node.args):
             if k != best:
-                _at_least(other if smallest else node.args[best],
-                          node.args[best] if smallest else other, conditions)
+                _note(at_least(node.args[best], other) if largest else at_least(other, node.args[best]),
+                      conditions)
         return node.args[best]
 
     return expr.replace(lambda e: isinstance(e, (sympy.Min, sympy.Max)), pick)
 
 
-def _at_least(big: sympy.Expr, small: sympy.Expr, conditions: dict[str, sympy.Expr]) -> None:
-    """Note `big >= small` as a simple relation, unless it always holds."""
-    if big.is_zero or small.is_zero:  # a latency of 0, say: no ratio to simplify
-        relation = sympy.Ge(big, small)
-    else:
-        numerator, denominator = sympy.fraction(sympy.cancel(big / small))
-        relation = sympy.Ge(numerator, denominator)
+def _note(relation: sympy.Expr, conditions: dict[str, sympy.Expr]) -> None:
     if relation is not sympy.true:
         conditions.setdefault(str(relation), relation)
 

@@ -9,7 +9,6 @@ schedules are elaborated to IR on demand (`Program.schedule`).
 
 from __future__ import annotations
 
-import difflib
 from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
@@ -19,8 +18,16 @@ import sympy
 from . import syntax as ast
 from .elaborate_schedule import Limits, ScheduleContext, elaborate_schedule, linear_bytes
 from .elaborate_topology import Namespace, TopologyBuilder
-from .errors import ElaborationError, LoadError, SchedcError, SourceFile, Span, UsageError
-from .evaluate import evaluate, expect_device, expect_quantity
+from .errors import (
+    ElaborationError,
+    LoadError,
+    SchedcError,
+    SourceFile,
+    Span,
+    UsageError,
+    did_you_mean,
+)
+from .evaluate import check_positive, evaluate, expect_device, expect_quantity
 from .ir import Collective, LinearBytes, Schedule
 from .lanes import Env, Names
 from .parser import parse_expression, parse_module
@@ -83,10 +90,8 @@ class Program:
         for r in self.results:
             if r.name == name:
                 return r
-        known = [r.name for r in self.results]
-        close = difflib.get_close_matches(name, known, n=1)
-        hint = (f"; did you mean '{close[0]}'?" if close else
-                f" (schedules: {', '.join(known)})" if known else "; the file has no result schedules")
+        hint = (did_you_mean(name, [r.name for r in self.results], "schedules")
+                or "; the file has no result schedules")
         raise (ElaborationError if span else UsageError)(f"no schedule named '{name}'{hint}", span)
 
     def schedule(self, name: str, span: Span | None = None) -> Schedule:
@@ -94,7 +99,8 @@ class Program:
         if name not in self._schedules:
             result = self.result(name, span)
             ctx = ScheduleContext(self.functions, result.collective,
-                                  [d.name for d in self.topology.devices], self.limits)
+                                  [d.name for d in self.topology.devices], self.limits,
+                                  self.nominal)
             env = Env(self.names, max_lanes=self.limits.transfers)
             self._schedules[name] = elaborate_schedule(name, result.definition, env, ctx)
         return self._schedules[name]
@@ -156,13 +162,18 @@ def parse_override(text: str) -> Override:
 def load_program(path: str | Path, overrides: tuple[Override, ...] = (),
                  limits: Limits = DEFAULT_LIMITS) -> Program:
     """Read, parse and elaborate a `.sched` file and everything it imports."""
-    loader = _Loader({o.name: o for o in overrides})
+    by_name: dict[str, Override] = {}
+    for override in overrides:
+        if override.name in by_name:
+            raise UsageError(f"--set {override.name} is given twice")
+        by_name[override.name] = override
+    loader = _Loader(by_name)
     module = loader.run(Path(path))
     unused = [o for o in overrides if o.name not in loader.params]
     if unused:
-        known = ", ".join(loader.params) or "none"
-        raise UsageError(f"--set {unused[0].name}: no param named '{unused[0].name}' "
-                         f"(params: {known})")
+        name = unused[0].name
+        raise UsageError(f"--set {name}: no param named '{name}'"
+                         + (did_you_mean(name, list(loader.params), "params") or "; there are none"))
     return Program(
         path=str(path),
         module=module,
@@ -284,6 +295,7 @@ class _Loader:
     def _collective(self, stmt: ast.CollectiveDecl, env: Env) -> Collective:
         size = expect_quantity(evaluate(stmt.size, env), BYTES, stmt.size.span,
                                "the size of a collective")
+        check_positive(size, self.nominal, stmt.size.span, "the size of a collective")
         group = evaluate(stmt.group, env)
         if not isinstance(group, Devices) or group.rank != 1:
             raise ElaborationError(f"a collective is over a group of devices, not {kind_of(group)}",
@@ -308,26 +320,31 @@ class _Loader:
         return Collective(stmt.kind, linear_bytes(size, stmt.size.span), ranks, root, stmt.span)
 
     def _schedule(self, stmt: ast.ScheduleDef, collective: Collective | None, is_main: bool) -> None:
-        # Results and functions live side by side: `schedule ring_allreduce =
-        # ring_allreduce(ranks)` names a result after the library function it calls. A call
-        # always means the function; a result is callable only under a name no function has.
-        result = is_main and stmt.formals is None
-        function = self.names.schedules.get(stmt.name)
-        if any(r.definition is function for r in self.results):
-            function = None  # the entry is a result, not a function
-        clash = next((r.definition for r in self.results if r.name == stmt.name), None) \
-            if result else function
-        if clash is not None:
-            raise ElaborationError(f"schedule '{stmt.name}' is already defined at {clash.span}",
-                                   stmt.span)
-        if not result or stmt.name not in self.names.schedules:
-            self.names.schedules[stmt.name] = stmt
-        if result:
+        # Results and functions may share a name (`schedule ring_allreduce =
+        # ring_allreduce(ranks)`): a call always means the function, and a result is callable
+        # under its name only while no function has it.
+        seen: set[str] = set()
+        for formal in stmt.formals or ():
+            if formal.name in seen:
+                raise ElaborationError(f"parameter '{formal.name}' is given twice", formal.span)
+            seen.add(formal.name)
+        if is_main and stmt.formals is None:
+            earlier = next((r for r in self.results if r.name == stmt.name), None)
+            if earlier is not None:
+                raise ElaborationError(f"schedule '{stmt.name}' is already defined at "
+                                       f"{earlier.definition.span}", stmt.span)
             if collective is None:
                 raise ElaborationError(f"schedule '{stmt.name}' comes before any collective in "
                                        "this file; declare one first, e.g. 'allreduce V over ranks'",
                                        stmt.span)
             self.results.append(Result(stmt.name, stmt, collective))
+            self.names.schedules.setdefault(stmt.name, stmt)
+            return
+        existing = self.names.schedules.get(stmt.name)
+        if existing is not None and not any(r.definition is existing for r in self.results):
+            raise ElaborationError(f"schedule '{stmt.name}' is already defined at {existing.span}",
+                                   stmt.span)
+        self.names.schedules[stmt.name] = stmt
 
     def alpha(self) -> sympy.Expr:
         """The per-round start-up α: `startup EXPR`, else the param `alpha`, else 0."""

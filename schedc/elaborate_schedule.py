@@ -14,7 +14,6 @@ that all of it would exceed a budget is refused before it runs on.
 
 from __future__ import annotations
 
-import difflib
 from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from math import lcm
@@ -23,8 +22,8 @@ import numpy as np
 import sympy
 
 from . import syntax as ast
-from .errors import ElaborationError, LimitError, Span
-from .evaluate import evaluate, expect_device, expect_quantity
+from .errors import ElaborationError, LimitError, Span, did_you_mean
+from .evaluate import check_positive, evaluate, expect_device, expect_quantity
 from .ir import Batch, Collective, LinearBytes, Round, Schedule
 from .lanes import Env, expand_lanes, filter_lanes, lane_array
 from .units import BYTES
@@ -57,6 +56,7 @@ class ScheduleContext:
     collective: Collective
     device_names: list[str]
     limits: Limits
+    nominal: dict  # param symbol → nominal value, to check message sizes
     transfers: int = 0
     steps: int = 0
     stack: list[ast.ScheduleDef] = field(default_factory=list)  # the schedules being elaborated
@@ -185,9 +185,8 @@ def _scalar_condition(value: object, span: Span) -> bool:
 def _call(call: ast.Call, env: Env, ctx: ScheduleContext) -> list[RoundBuffer]:
     definition = ctx.functions.get(call.func)
     if definition is None:
-        close = difflib.get_close_matches(call.func, list(ctx.functions), n=1)
-        hint = f"; did you mean '{close[0]}'?" if close else ""
-        raise ElaborationError(f"unknown schedule '{call.func}'{hint}", call.span)
+        raise ElaborationError(f"unknown schedule '{call.func}'"
+                               + did_you_mean(call.func, list(ctx.functions)), call.span)
     if any(d is definition for d in ctx.stack):
         start = next(k for k, d in enumerate(ctx.stack) if d is definition)
         chain = " -> ".join([*(d.name for d in ctx.stack[start:]), call.func])
@@ -350,8 +349,9 @@ def _batch(stmt: ast.Transfer | ast.Send, env: Env, ctx: ScheduleContext) -> Bat
         value = evaluate(stmt.size, env)
         if isinstance(value, np.ndarray):
             raise NeedScalar
-        size = linear_bytes(expect_quantity(value, BYTES, stmt.size.span, "a message size"),
-                            stmt.size.span)
+        message = expect_quantity(value, BYTES, stmt.size.span, "a message size")
+        check_positive(message, ctx.nominal, stmt.size.span, "a message size")
+        size = linear_bytes(message, stmt.size.span)
         off, length, den = np.zeros(lanes, np.int64), np.ones(lanes, np.int64), 1
     else:
         region = _region(stmt.region, env)

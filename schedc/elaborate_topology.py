@@ -15,10 +15,10 @@ import sympy
 
 from . import syntax as ast
 from .errors import ElaborationError, LimitError, Span
-from .evaluate import check_index, evaluate, expect_device, expect_quantity
+from .evaluate import check_index, check_positive, evaluate, expect_device, expect_quantity
 from .lanes import Env, expand_lanes, filter_lanes, lane_array
 from .topology import FORWARDING_KINDS, Device, Hop, Resource, Topology
-from .units import BYTES, RATE, SECONDS, format_quantity
+from .units import BYTES, RATE, SECONDS
 from .values import Devices, NeedScalar, SharedRef, TopoRef, as_number, kind_of, take_lanes
 
 MAX_TOPOLOGY_ITEMS = 10_000_000
@@ -218,11 +218,7 @@ class TopologyBuilder:
             return None
         q = expect_quantity(evaluate(expr, env), dim, expr.span, what)
         if positive and (q.expr, zero_ok) not in self.positive:
-            value = q.expr.xreplace(self.nominal)
-            if not value.is_number or not (value >= 0 if zero_ok else value > 0):
-                shown = format_quantity(float(value), q.dim) if value.is_number else str(value)
-                wanted = "zero or more" if zero_ok else "positive"
-                raise ElaborationError(f"{what} must be {wanted}; this one is {shown}", expr.span)
+            check_positive(q, self.nominal, expr.span, what, zero_ok)
             self.positive.add((q.expr, zero_ok))
         return q.expr
 
@@ -255,6 +251,9 @@ class TopologyBuilder:
             lanes = expand_lanes(lanes, clause.var, evaluate(clause.iter, lanes), clause.iter.span)
             if clause.cond is not None:
                 lanes = filter_lanes(lanes, evaluate(clause.cond, lanes), clause.cond.span)
+        if stmt.attrs.half and not stmt.both_ways:
+            raise ElaborationError("'half' makes both directions of a link share one resource; a "
+                                   "one-way link (->) has one direction", stmt.span)
         if self.links + lanes.lanes > MAX_TOPOLOGY_ITEMS:
             raise LimitError(f"the topology would have more than {MAX_TOPOLOGY_ITEMS:,} links",
                              stmt.span)

@@ -15,7 +15,6 @@ checked for units like any other expression. Values stay symbolic in the params:
 
 from __future__ import annotations
 
-import difflib
 from dataclasses import dataclass
 from fractions import Fraction
 
@@ -24,7 +23,7 @@ import sympy
 from . import syntax as ast
 from .deadline import TimeLimit
 from .elaborate import Param, Program
-from .errors import ElaborationError, SolveError, Span, UnitError
+from .errors import ElaborationError, SolveError, Span, UnitError, did_you_mean
 from .evaluate import evaluate
 from .lanes import Env
 from .pipeline import time_schedule
@@ -88,10 +87,8 @@ class Equations:
     def param(self, name: str, span: Span) -> Param:
         found = self.program.params.get(name)
         if found is None:
-            known = list(self.program.params)
-            close = difflib.get_close_matches(name, known, n=1)
-            hint = f"; did you mean '{close[0]}'?" if close else \
-                f" (params: {', '.join(known)})" if known else " (this file declares none)"
+            hint = did_you_mean(name, list(self.program.params), "params") or \
+                " (this file declares none)"
             raise SolveError(f"no param named '{name}'{hint}", span)
         return found
 

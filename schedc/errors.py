@@ -118,10 +118,11 @@ class VerificationFailed(SchedcError):
         return self.message
 
 
-def did_you_mean(name: str, known: list[str], what: str) -> str:
-    """', did you mean ...?' or the list of what exists, to end an unknown-name message."""
+def did_you_mean(name: str, known: list[str], listing: str | None = None) -> str:
+    """The end of an unknown-name message: "; did you mean 'x'?" when a known name is close,
+    else " (LISTING: a, b)" when a listing is wanted and there is something to list, else ""."""
     close = difflib.get_close_matches(name, known, n=1)
     if close:
         return f"; did you mean '{close[0]}'?"
-    return f" ({what}: {', '.join(known)})" if known else f"; there are no {what}"
+    return f" ({listing}: {', '.join(known)})" if listing and known else ""
 

@@ -8,7 +8,6 @@ operation is applied to all lanes at once; an operation with no lane-wise form r
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Callable
 from dataclasses import replace
 from fractions import Fraction
@@ -17,9 +16,9 @@ import numpy as np
 
 from . import syntax as ast
 from .builtins import BUILTINS
-from .errors import ElaborationError, LimitError, Span, UnitError
+from .errors import ElaborationError, LimitError, Span, UnitError, did_you_mean
 from .lanes import Env, expand_lanes, filter_lanes
-from .units import DIMENSIONLESS, Dim, dim_name, unit
+from .units import DIMENSIONLESS, Dim, dim_name, format_quantity, unit
 from .values import (
     WHOLE,
     Devices,
@@ -43,6 +42,7 @@ from .values import (
 
 MAX_REGION_DENOMINATOR = 2**40  # finer splits than 1/2^40 of a buffer are refused
 _MAX_EXPONENT = 4096  # 2 ** 10**12 would never finish; refuse instead
+_INT64_SAFE = 2**62  # lane values stay below this, or the round runs on exact Python ints
 
 
 # ---- entry point ------------------------------------------------------------------------------
@@ -191,6 +191,8 @@ def apply_binop(op: str, left: object, right: object, node: ast.BinOp) -> object
     lanes = isinstance(left, np.ndarray) or isinstance(right, np.ndarray)
     if lanes and (isinstance(left, Fraction) or isinstance(right, Fraction)):
         raise NeedScalar
+    if lanes and _may_overflow(op, left, right):
+        raise NeedScalar  # int64 would wrap around silently; Python ints are exact
     if op in ("+", "-", "*"):
         return {"+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b}[op](left, right)
     if op in ("/", "//", "%"):
@@ -217,6 +219,18 @@ def apply_binop(op: str, left: object, right: object, node: ast.BinOp) -> object
             raise NeedScalar
         return left << right if op == "<<" else left >> right
     return {"&": lambda a, b: a & b, "|": lambda a, b: a | b, "^": lambda a, b: a ^ b}[op](left, right)
+
+
+def _magnitude(value) -> int:
+    if isinstance(value, np.ndarray):
+        return int(np.abs(value).max()) if value.size else 0
+    return abs(int(value))
+
+
+def _may_overflow(op: str, left, right) -> bool:
+    """Whether lane arithmetic could leave int64, judged from the largest magnitudes."""
+    a, b = _magnitude(left), _magnitude(right)
+    return max(a, b) >= _INT64_SAFE or (a * b if op == "*" else a + b) >= _INT64_SAFE
 
 
 def _power(base, exponent, node: ast.BinOp):
@@ -384,10 +398,8 @@ def _call(node: ast.Call, env: Env) -> object:
         if env.names.is_schedule(node.func):
             raise ElaborationError(f"'{node.func}' is a schedule: call it as a statement, "
                                    "not inside an expression", node.span)
-        known = list(BUILTINS)
-        close = difflib.get_close_matches(node.func, known, n=1)
-        hint = f"; did you mean '{close[0]}'?" if close else f" (functions: {', '.join(known)})"
-        raise ElaborationError(f"unknown function '{node.func}'{hint}", node.span)
+        raise ElaborationError(f"unknown function '{node.func}'"
+                               + did_you_mean(node.func, list(BUILTINS), "functions"), node.span)
     if node.kwargs:
         raise ElaborationError(f"{node.func}() takes no keyword arguments", node.kwargs[0].span)
     arity, function = builtin
@@ -433,6 +445,16 @@ def expect_quantity(value: object, dim: Dim, span: Span, what: str) -> Quantity:
     if isinstance(value, (int, Fraction)) and not isinstance(value, bool):
         found = f"a plain number ({value}); give it a unit"
     raise UnitError(f"{what} must be {dim_name(dim)}, not {found}", span)
+
+
+def check_positive(q: Quantity, nominal: dict, span: Span, what: str, zero_ok: bool = False) -> None:
+    """`q` must be positive (or zero, with `zero_ok`) at the nominal point: a bandwidth, a
+    message size, a buffer."""
+    value = q.expr.xreplace(nominal)
+    if not value.is_number or not (value >= 0 if zero_ok else value > 0):
+        shown = format_quantity(float(value), q.dim) if value.is_number else str(value)
+        wanted = "zero or more" if zero_ok else "positive"
+        raise ElaborationError(f"{what} must be {wanted}; this one is {shown}", span)
 
 
 def expect_device(value: object, span: Span, what: str) -> Devices:

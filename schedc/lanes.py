@@ -7,14 +7,13 @@ turn a loop or a condition into a new set of lanes, carrying every lane-varying 
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 import numpy as np
 
 from . import syntax as ast
-from .errors import ElaborationError, LimitError, Span
+from .errors import ElaborationError, LimitError, Span, did_you_mean
 from .values import Devices, IntRange, as_condition, kind_of, take_lanes
 
 
@@ -55,10 +54,8 @@ class Env:
             return self.local[name]
         found = self.names.lookup(name)
         if found is None:
-            candidates = list(self.local) + self.names.known()
-            close = difflib.get_close_matches(name, candidates, n=1)
-            hint = f"; did you mean '{close[0]}'?" if close else ""
-            raise ElaborationError(f"unknown name '{name}'{hint}", span)
+            known = [n for n in self.local if not n.startswith("<")] + self.names.known()
+            raise ElaborationError(f"unknown name '{name}'" + did_you_mean(name, known), span)
         return found
 
 

@@ -110,6 +110,8 @@ def lower(schedule: Schedule, topology: Topology) -> Loads:
 def merged(loads: Loads) -> Loads:
     """All rounds as one round carrying the whole schedule's load on every resource, without
     latency: its cost is max_e Σ_r V[r,e]/B[e], the time if rounds overlapped perfectly."""
+    if not loads.rounds:
+        return loads
     counts = np.bincount(loads.shape_of, minlength=len(loads.shape_cross))[loads.shape]
     amount = loads.amount
     if amount.dtype != object and (not amount.size or
@@ -176,7 +178,7 @@ def _sum_per_key(shapes, resources, weights, n_resources: int):
 
 def _total(basis, denominators, weights: np.ndarray, repeats: np.ndarray) -> LinearBytes:
     """Σ over transfers of weight × repeats, per size symbol, exactly."""
-    if not len(weights):
+    if not weights.size:
         return ()
     if weights.dtype != object and int(np.abs(weights).max()) * int(repeats.sum()) < _INT64_SAFE:
         sums = (weights * repeats[:, None]).sum(axis=0)

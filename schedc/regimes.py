@@ -222,3 +222,14 @@ def sample(lo: sympy.Expr, hi: sympy.Expr) -> sympy.Rational:
     if lo.is_Rational and hi.is_Rational:
         return (lo + hi) / 2
     return sympy.Rational((key(lo) + key(hi)) / 2)
+
+
+def at_least(big: sympy.Expr, small: sympy.Expr) -> sympy.Expr:
+    """`big >= small` in a readable form: num >= den of their ratio when both are positive."""
+    if big.is_positive and small.is_positive:
+        numerator, denominator = sympy.fraction(sympy.cancel(big / small))
+    else:
+        numerator, denominator = sympy.cancel(big - small), sympy.S.Zero
+    if (numerator - denominator).is_number:
+        return sympy.true if numerator >= denominator else sympy.false
+    return sympy.Ge(numerator, denominator, evaluate=False)  # deciding it would cost time

@@ -45,7 +45,8 @@ def sensitivities(program: Program, timing: Timing, limit: TimeLimit) -> list[Se
             out.append(Sensitivity(param, *(sympy.S.Zero,) * 4))
             continue
         values = {s: v for s, v in nominal.items() if s != x}
-        lo, hi = (p0 / 2, 2 * p0) if p0 > 0 else (p0 - 1, p0 + 1)
+        at_edge = p0 == 0 and x.is_nonnegative  # alpha = 0, say: it cannot fall below
+        lo, hi = (p0 / 2, 2 * p0) if p0 > 0 else (p0 if at_edge else p0 - 1, p0 + 1)
         try:
             with limit.running():
                 around = pieces([formula], x, values, lo, hi)
@@ -57,7 +58,8 @@ def sensitivities(program: Program, timing: Timing, limit: TimeLimit) -> list[Se
                             timing.schedule.span) from None
         # The regimes just above and just below p0 (the same one unless p0 is a kink).
         above = next(p for p in around if key(p0) < key(p.hi) and not same(p0, p.hi))
-        below = next(p for p in reversed(around) if key(p.lo) < key(p0) and not same(p.lo, p0))
+        below = above if at_edge else next(
+            p for p in reversed(around) if key(p.lo) < key(p0) and not same(p.lo, p0))
         up, down = (sympy.diff(p.plain[0], x).xreplace(values).xreplace({x: p0})
                     for p in (above, below))
         scale = p0 / total if total else sympy.nan  # a schedule without rounds takes no time

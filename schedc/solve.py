@@ -20,7 +20,7 @@ import sympy
 
 from .deadline import OutOfTime, TimeLimit
 from .errors import SolveError, Span
-from .regimes import NotRational, Piece, inside, key, pieces, poles, same, sample, zeros
+from .regimes import NotRational, Piece, at_least, inside, key, pieces, poles, same, sample, zeros
 from .units import Dim, dim_name
 
 RELATIONS = ("=", "<=", "<", ">=", ">")
@@ -233,18 +233,7 @@ def _regime(piece: Piece) -> Regime:
             if other == won:
                 continue
             big, small = (won, other) if isinstance(node, sympy.Max) else (other, won)
-            relation = _at_least(big, small)
+            relation = at_least(big, small)
             if relation is not sympy.true:
                 conditions.setdefault(str(relation), relation)
     return Regime(piece.lo, piece.hi, piece.plain[0], piece.plain[1], tuple(conditions.values()))
-
-
-def _at_least(big: sympy.Expr, small: sympy.Expr) -> sympy.Expr:
-    """`big >= small` in a readable form: num >= den of their ratio when both are positive."""
-    if big.is_positive and small.is_positive:
-        numerator, denominator = sympy.fraction(sympy.cancel(big / small))
-    else:
-        numerator, denominator = sympy.cancel(big - small), sympy.S.Zero
-    if (numerator - denominator).is_number:
-        return sympy.true if numerator >= denominator else sympy.false
-    return sympy.Ge(numerator, denominator, evaluate=False)  # deciding it would cost time

@@ -20,12 +20,12 @@ import numpy as np
 import sympy
 
 from .elaborate import Param, Program
-from .errors import SchedcError, SourceFile, Span, UsageError
+from .errors import SchedcError, SourceFile, Span, UsageError, did_you_mean
 from .evaluate import evaluate
 from .lanes import Env
 from .parser import parse_expression
 from .report import Timing
-from .units import DIMENSIONLESS, base_unit, dim_name
+from .units import DIMENSIONLESS, base_unit, dim_name, format_quantity
 from .values import Quantity, as_number
 
 DEFAULT_POINTS = 20
@@ -59,7 +59,8 @@ def parse_vary(text: str, program: Program) -> Vary:
         raise UsageError(f"--vary expects NAME=LO:HI[:N] (e.g. --vary B_L=10GB/s:500GB/s), got {text!r}")
     param = program.params.get(name)
     if param is None:
-        raise UsageError(f"--vary {name}: no param named '{name}' (params: {', '.join(program.params)})")
+        raise UsageError(f"--vary {name}: no param named '{name}'"
+                         + did_you_mean(name, list(program.params), "params"))
     parts = rest.split(":")
     if len(parts) not in (2, 3):
         raise UsageError("--vary expects NAME=LO:HI or NAME=LO:HI:N", _whole(source))
@@ -104,6 +105,9 @@ def _end(text: str, span: Span, param: Param, program: Program) -> Fraction:
         raise UsageError("an end of the range must be a constant", span)
     if dim != param.dim:
         raise UsageError(f"{param.name} is {dim_name(param.dim)}; this is {dim_name(dim)}", span)
+    if param.symbol.is_nonnegative and number < 0:
+        raise UsageError(f"{param.name} cannot be negative (its nominal value is "
+                         f"{format_quantity(param.nominal, param.dim)})", span)
     return Fraction(number)
 
 
@@ -124,7 +128,13 @@ def sweep(program: Program, timings: list[Timing], vary: Vary, spacing: str = "l
     for t in timings:
         formula = t.cost.formula.xreplace(others)
         function = sympy.lambdify(x, formula, modules="numpy")
-        times[t.name] = np.broadcast_to(np.asarray(function(grid), dtype=float), grid.shape)
+        with np.errstate(divide="ignore", invalid="ignore"):  # 1/0 is checked just below
+            times[t.name] = np.broadcast_to(np.asarray(function(grid), dtype=float), grid.shape)
+        infinite = np.flatnonzero(~np.isfinite(times[t.name]))
+        if len(infinite):
+            at = format_quantity(grid[infinite[0]], vary.param.dim)
+            raise UsageError(f"with {vary.param.name} = {at} the time of '{t.name}' is infinite "
+                             "(a bandwidth of 0?); start the range above it")
     return Sweep(vary.param, spacing, grid, times)
 
 

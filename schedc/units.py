@@ -92,6 +92,8 @@ def format_bytes(value: Fraction | float) -> str:
     '128 GB'
     """
     exact = Fraction(value)
+    if exact < 0:
+        return "-" + format_bytes(-exact)
     if exact.denominator == 1 and exact >= 2**10:
         for prefix, factor in sorted(_BINARY.items(), key=lambda kv: -kv[1]):
             # Binary only for sizes that are binary in nature: a whole number of MiB (or KiB

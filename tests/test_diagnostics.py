@@ -85,6 +85,17 @@ CASES = [
      "e.g. 'allreduce V over ranks'"),
     ("region expected", HEAD + "schedule x { copy 3 from g[0] to g[1] }\n",
      "3:19: error: expected a region of the buffer (all, part(i of k), ...), not a number"),
+    ("empty message", HEAD + "schedule x { send 0 B from g[0] to g[1] }\n",
+     "3:19: error: a message size must be positive; this one is 0 B"),
+    ("negative message", HEAD + "schedule x { send -1 MiB from g[0] to g[1] }\n",
+     "3:19: error: a message size must be positive; this one is -1 MiB"),
+    ("negative buffer", 'import "machine.sched"\nallreduce -V over ranks\n',
+     "2:11: error: the size of a collective must be positive; this one is -64 MiB"),
+    ("parameter given twice", HEAD + "schedule y(g, g) { copy all from g[0] to g[1] }\n",
+     "3:15: error: parameter 'g' is given twice"),
+    ("half one-way link", HEAD + "topology { gpu h; link h -> sw bw B half }\n",
+     "3:19: error: 'half' makes both directions of a link share one resource; a one-way link "
+     "(->) has one direction"),
 ]
 
 
@@ -123,13 +134,16 @@ def test_missing_file(run, tmp_path):
     ("B=3us", "--set B:1:1: error: B is a bandwidth (bytes/s); the value given is a duration (seconds)"),
     ("B=0GB/s", "machine.sched:8:23: error: 'bw' must be positive; this one is 0 B/s"),
     ("Q=3", "error: --set Q: no param named 'Q' (params: V, alpha, B)"),
+    ("alpha=1us --set alpha=2us", "error: --set alpha is given twice"),
     ("B=3 GB/s +", "--set B:1:9: error: unexpected end of input; expected an expression"),
     ("B", "error: --set expects NAME=VALUE (e.g. --set B_L=300GB/s), got 'B'"),
+    ("BB=1GB/s", "error: --set BB: no param named 'BB'; did you mean 'B'?"),
 ])
 def test_bad_set(run, tmp_path, setting, expected):
     write(tmp_path, "machine.sched", (ERRORS / "machine.sched").read_text())
     case = write(tmp_path, "case.sched", HEAD + "schedule x { copy all from g[0] to g[1] }\n")
-    code, out, err = run("time", case, "--set", setting)
+    code, out, err = run("time", case, *[a for part in setting.split(" --set ")
+                                         for a in ("--set", part)])
     assert code == 2 and out == ""
     first = err.splitlines()[0]
     assert first.endswith(expected) and (first == expected or first.startswith(str(tmp_path)))
@@ -141,3 +155,38 @@ def test_unknown_schedule_option(run, tmp_path):
     code, _, err = run("time", case, "-s", "rign")
     assert code == 2
     assert err.strip() == "error: no schedule named 'rign'; did you mean 'ring'?"
+
+
+def test_a_file_without_result_schedules(run):
+    code, out, err = run("time", ERRORS / "machine.sched")
+    assert (code, out) == (2, "")
+    assert err.strip() == (f"error: {ERRORS / 'machine.sched'} has no result schedules (a machine "
+                           "or a library file?); give a file that declares a collective and schedules")
+
+
+def test_a_report_can_index_the_topology(run, tmp_path):
+    case = write(tmp_path, "case.sched", "topology { host node[2] { gpu g[8] } }\n"
+                                         "report n = len(node[0].g)\n")
+    assert run("eval", case) == (0, "n  8\n", "")
+
+
+@pytest.mark.parametrize("equation, message", [
+    ("time(x, B = 0 GB/s) = 1 ms", "equation:1:1: error: with B = 0 GB/s the time is infinite "
+                                  "(a bandwidth of 0?)"),
+    ("time(x, B = -1 GB/s) = 1 ms", "equation:1:13: error: B cannot be negative; the value given "
+                                   "is -1 GB/s"),
+])
+def test_bad_pins(run, tmp_path, equation, message):
+    write(tmp_path, "machine.sched", (ERRORS / "machine.sched").read_text())
+    case = write(tmp_path, "case.sched", HEAD + "schedule x { copy all from g[0] to g[1] }\n")
+    code, out, err = run("solve", case, equation, "--for", "V", "--no-verify")
+    assert (code, out) == (2, "")
+    assert err.splitlines()[0] == message
+
+
+def test_time_with_a_pinned_zero_start_up_is_fine(run, tmp_path):
+    write(tmp_path, "machine.sched", (ERRORS / "machine.sched").read_text())
+    case = write(tmp_path, "case.sched", HEAD + "schedule x { copy all from g[0] to g[1] }\n")
+    code, out, err = run("solve", case, "time(x, alpha = 0 s) = 1 ms", "--for", "V", "--no-verify")
+    assert code == 0, err
+    assert "V = 100 MB" in out

@@ -238,3 +238,10 @@ def test_lanes_agree_with_scalar_elaboration(tmp_path_factory, hosts, gpus, rng)
         slow = load_program(path)
         for name, rounds in expected.items():
             assert rounds_of(slow, slow.schedule(name)) == rounds
+
+
+def test_lane_arithmetic_does_not_wrap_around(tmp_path):
+    # (j * 2**62) % 3 + 1 is 2, then 3: int64 lanes would wrap; the round falls back to exact ints.
+    program, s = compile_text(tmp_path, "schedule x { round { for j in 1..2: "
+                                        "copy all from g[(j * 2**62) % 3 + 1] to g[0] } }\n")
+    assert [src for _, src, _, _ in rounds_of(program, s)[0]] == ["g[2]", "g[3]"]

@@ -117,8 +117,11 @@ def test_sweep_csv_failure_leaves_no_file(run, tmp_path):
 
 
 VARY_ERRORS = [
-    ("B_Q=1GB/s:2GB/s", "error: --vary B_Q: no param named 'B_Q' (params: alpha, B_L, B_port, "
+    ("B_Q=1GB/s:2GB/s", "error: --vary B_Q: no param named 'B_Q'; did you mean 'B_L'?"),
+    ("zzz=1GB/s:2GB/s", "error: --vary zzz: no param named 'zzz' (params: alpha, B_L, B_port, "
      "B_slot, V)"),
+    ("B_L=-1GB/s:2GB/s", "--vary B_L:1:1: error: B_L cannot be negative (its nominal value is "
+     "32 GB/s)"),
     ("B_L=1GB:2GB/s", "--vary B_L:1:1: error: B_L is a bandwidth (bytes/s); this is a size (bytes)"),
     ("B_L=1GB/s:2GB/s:1", "--vary B_L:1:13: error: the number of points must be an integer in "
      "2..1,000,000"),
@@ -134,6 +137,13 @@ def test_vary_errors(run, vary, message):
     code, out, err = run("sweep", PCIE, "--vary", vary)
     assert code == 2 and out == ""
     assert err.splitlines()[0] == message
+
+
+def test_a_range_that_makes_a_time_infinite(run):
+    code, out, err = run("sweep", PCIE, "--vary", "B_L=0GB/s:2GB/s:3", "--linear")
+    assert (code, out) == (2, "")
+    assert err.strip() == ("error: with B_L = 0 B/s the time of 'ring' is infinite (a bandwidth "
+                           "of 0?); start the range above it")
 
 
 def test_log_sweep_needs_a_positive_range(run):
