@@ -20,7 +20,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 
-class OutOfTime(Exception):
+class OutOfTime(BaseException):  # no library's `except Exception` may swallow it
     """Internal: the time limit ran out; callers turn it into a message with a span."""
 
 

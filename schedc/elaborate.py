@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from fractions import Fraction
+from functools import cached_property
 from pathlib import Path
 
 import sympy
@@ -69,7 +70,6 @@ class Result:
 @dataclass(eq=False)
 class Program:
     path: str
-    module: ast.Module
     params: dict[str, Param]
     topology: Topology
     alpha: sympy.Expr
@@ -81,8 +81,9 @@ class Program:
     _schedules: dict[str, Schedule] = field(default_factory=dict, repr=False)
     timings: dict[str, tuple] = field(default_factory=dict, repr=False)  # see pipeline
 
-    @property
+    @cached_property
     def nominal(self) -> dict[sympy.Symbol, sympy.Expr]:
+        """Each param's symbol → its nominal value (after --set), exactly."""
         return {p.symbol: sympy.Rational(p.nominal.numerator, p.nominal.denominator)
                 for p in self.params.values()}
 
@@ -168,7 +169,7 @@ def load_program(path: str | Path, overrides: tuple[Override, ...] = (),
             raise UsageError(f"--set {override.name} is given twice")
         by_name[override.name] = override
     loader = _Loader(by_name)
-    module = loader.run(Path(path))
+    loader.run(Path(path))
     unused = [o for o in overrides if o.name not in loader.params]
     if unused:
         name = unused[0].name
@@ -176,7 +177,6 @@ def load_program(path: str | Path, overrides: tuple[Override, ...] = (),
                          + (did_you_mean(name, list(loader.params), "params") or "; there are none"))
     return Program(
         path=str(path),
-        module=module,
         params=loader.params,
         topology=loader.topology.build(),
         alpha=loader.alpha(),
@@ -201,10 +201,8 @@ class _Loader:
         self.done: set[Path] = set()
         self.active: list[Path] = []
 
-    def run(self, path: Path) -> ast.Module:
-        main = self._read(path.resolve(), str(path), None)
-        self._module(main, path.resolve(), is_main=True)
-        return main
+    def run(self, path: Path) -> None:
+        self._module(self._read(path.resolve(), str(path), None), path.resolve(), is_main=True)
 
     # ---- files
 

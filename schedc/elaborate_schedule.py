@@ -25,7 +25,7 @@ from . import syntax as ast
 from .errors import ElaborationError, LimitError, Span, did_you_mean
 from .evaluate import check_positive, evaluate, expect_device, expect_quantity
 from .ir import Batch, Collective, LinearBytes, Round, Schedule
-from .lanes import Env, expand_lanes, filter_lanes, lane_array
+from .lanes import MAX_LANES, Env, expand_lanes, filter_lanes, lane_array
 from .units import BYTES
 from .values import Devices, IntRange, NeedScalar, Quantity, Region, kind_of
 
@@ -36,7 +36,7 @@ RoundBuffer = list[Batch]
 class Limits:
     """How much work one schedule may take before schedc refuses it."""
 
-    transfers: int = 20_000_000
+    transfers: int = MAX_LANES
     steps: int = 200_000  # rounds, loop iterations and calls
 
     def transfers_message(self, count: int) -> str:

@@ -300,9 +300,9 @@ class TopologyBuilder:
         else:
             forward = self._resource(f"{an}->{bn}", attrs, stmt.span)
             backward = self._resource(f"{bn}->{an}", attrs, stmt.span) if stmt.both_ways else None
-        self.hops.append(Hop(self.links, a, b, (forward, *(f for f, _ in attrs.via)), stmt.span))
+        self.hops.append(Hop(a, b, (forward, *(f for f, _ in attrs.via)), stmt.span))
         if stmt.both_ways:
-            self.hops.append(Hop(self.links, b, a, (backward, *(r for _, r in attrs.via)), stmt.span))
+            self.hops.append(Hop(b, a, (backward, *(r for _, r in attrs.via)), stmt.span))
         self.links += 1
 
     def build(self) -> Topology:

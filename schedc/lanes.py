@@ -16,6 +16,8 @@ from . import syntax as ast
 from .errors import ElaborationError, LimitError, Span, did_you_mean
 from .values import Devices, IntRange, as_condition, kind_of, take_lanes
 
+MAX_LANES = 20_000_000  # the default limit on transfers (and lanes) of one schedule
+
 
 class Names:
     """The global names an expression can see: params, lets, topology, schedules.
@@ -41,7 +43,7 @@ class Env:
     names: Names
     local: dict[str, object] = field(default_factory=dict)
     lanes: int | None = None  # None: scalar context; else the number of lanes
-    max_lanes: int = 20_000_000
+    max_lanes: int = MAX_LANES
     # Handlers for node kinds that only some contexts allow (time(...) and solve(...) in
     # equations and checks); they take precedence over the built-in ones.
     extra: dict[type, Callable[[ast.Node, Env], object]] = field(default_factory=dict)

@@ -29,7 +29,6 @@ class Loads:
     every round of shape `shape[k]`; `shape_of[r]` is the shape of round r. Entries are sorted
     by shape."""
 
-    schedule: Schedule
     basis: tuple[sympy.Expr, ...]
     denominators: tuple[int, ...]
     shape_of: np.ndarray
@@ -102,7 +101,7 @@ def lower(schedule: Schedule, topology: Topology) -> Loads:
     repeats = np.bincount(shape_of, minlength=len(representatives))[shape_of_transfer]
     latency = _shape_latency(topology, pairs, [batches[batch_of[f]][1].span for f in first],
                              inverse.reshape(-1), shape_of_transfer, len(representatives))
-    return Loads(schedule, basis, denominators, shape_of, shapes, resources, amounts, shape_cross,
+    return Loads(basis, denominators, shape_of, shapes, resources, amounts, shape_cross,
                  _total(basis, denominators, weights, repeats * cross),
                  _total(basis, denominators, weights, repeats), latency)
 

@@ -5,6 +5,7 @@ No semantics here: names are not resolved and units are not checked.
 
 from __future__ import annotations
 
+from contextvars import ContextVar
 from fractions import Fraction
 from functools import cache
 from importlib.resources import files
@@ -82,7 +83,7 @@ def _lark() -> Lark:
 def parse_module(source: SourceFile) -> ast.Module:
     """Parse a whole `.sched` file."""
     body = _parse(source, "start")
-    return ast.Module(source.path, tuple(body), span=_span_of(source, 1, 1, 1, 1))
+    return ast.Module(source.path, tuple(body), span=Span(source, 1, 1, 1, 1))
 
 
 def parse_equation(source: SourceFile) -> ast.Relation:
@@ -99,23 +100,27 @@ def _parse(source: SourceFile, start: str):
     text = source.text if source.text.endswith("\n") or start != "start" else source.text + "\n"
     try:
         tree = _lark().parse(text, start=start)
-        return _ToAst(source).transform(tree)
+        token = _SOURCE.set(source)
+        try:
+            return _ToAst().transform(tree)
+        finally:
+            _SOURCE.reset(token)
     except UnexpectedCharacters as exc:
         bad = text[exc.pos_in_stream] if exc.pos_in_stream < len(text) else ""
-        span = _span_of(source, exc.line, exc.column, exc.line, exc.column + 1)
+        span = Span(source, exc.line, exc.column, exc.line, exc.column + 1)
         raise ParseError(f"unexpected character {bad!r}; expected {_expected(exc.allowed)}",
                          span) from None
     except UnexpectedEOF as exc:
         line = max(1, len(source.text.splitlines()))
         col = len(source.line(line)) + 1
         raise ParseError(f"unexpected end of input; expected {_expected(exc.expected)}",
-                         _span_of(source, line, col, line, col + 1)) from None
+                         Span(source, line, col, line, col + 1)) from None
     except UnexpectedToken as exc:
         token = exc.token
         if token.type == "$END":
             line = max(1, len(source.text.splitlines()))
             col = len(source.line(line)) + 1
-            span = _span_of(source, line, col, line, col + 1)
+            span = Span(source, line, col, line, col + 1)
             found = "end of input"
         else:
             span = _token_span(source, token)
@@ -155,9 +160,6 @@ def _terminal_name(terminal: str) -> str:
     return terminal.lower()
 
 
-def _span_of(source: SourceFile, line: int, col: int, end_line: int, end_col: int) -> Span:
-    return Span(source, line, col, end_line, end_col)
-
 
 def _token_span(source: SourceFile, token: Token) -> Span:
     end_line = token.end_line or token.line
@@ -165,242 +167,197 @@ def _token_span(source: SourceFile, token: Token) -> Span:
     return Span(source, token.line, token.column, end_line, end_col)
 
 
-def _decimal(text: str) -> Fraction:
-    """A decimal literal, exactly: ``0.83`` is 83/100, ``1e9`` is 10**9."""
-    return Fraction(text)
+
+# The source being transformed, so that spans can be made without threading it through Lark.
+_SOURCE: ContextVar[SourceFile] = ContextVar("schedc_source")
 
 
-@v_args(meta=True)
+def _with_span(method, data, children, meta):
+    """Call each transformer method as method(children, span)."""
+    source = _SOURCE.get()
+    if meta.empty:
+        return method(children, Span(source, 1, 1, 1, 1))
+    return method(children, Span(source, meta.line, meta.column, meta.end_line, meta.end_column))
+
+
+@v_args(wrapper=_with_span)
 class _ToAst(Transformer):
     """Lark tree → `syntax` nodes. Methods are named after grammar rules and aliases."""
-
-    def __init__(self, source: SourceFile):
-        super().__init__()
-        self.source = source
-
-    def at(self, meta) -> Span:
-        if meta.empty:
-            return Span(self.source, 1, 1, 1, 1)
-        return Span(self.source, meta.line, meta.column, meta.end_line, meta.end_column)
 
     def __default__(self, data, children, meta):
         raise NotImplementedError(f"no AST for grammar rule {data!r}")
 
     # ---- top level
-    def start(self, meta, c):
+    def start(self, c, span):
         return _Seq(x for x in c if x is not None)
 
-    def import_stmt(self, meta, c):
-        span = self.at(meta)
+    def import_stmt(self, c, span):
         return ast.Import(str(c[0])[1:-1], span=span)
 
-    def param_stmt(self, meta, c):
-        span = self.at(meta)
+    def param_stmt(self, c, span):
         return ast.ParamDecl(str(c[0]), c[1], span=span)
 
-    def let_stmt(self, meta, c):
-        span = self.at(meta)
+    def let_stmt(self, c, span):
         return ast.Let(str(c[0]), c[1], span=span)
 
-    def startup_stmt(self, meta, c):
-        span = self.at(meta)
+    def startup_stmt(self, c, span):
         return ast.Startup(c[0], span=span)
 
-    def budget_stmt(self, meta, c):
-        span = self.at(meta)
+    def budget_stmt(self, c, span):
         return ast.Budget(c[0], span=span)
 
-    def report_stmt(self, meta, c):
-        span = self.at(meta)
+    def report_stmt(self, c, span):
         return ast.Report(str(c[0]), c[1], span=span)
 
-    def expect_stmt(self, meta, c):
-        span = self.at(meta)
+    def expect_stmt(self, c, span):
         return ast.Expect(c[0], c[1], span=span)
 
-    def relation(self, meta, c):
-        span = self.at(meta)
+    def relation(self, c, span):
         op = str(c[1])
         if op in ("==", "!="):
             raise ParseError(f"'{op}' is not a relation; use '=', '<=', '>=', '<' or '>'",
-                             _token_span(self.source, c[1]))
+                             _token_span(_SOURCE.get(), c[1]))
         return ast.Relation(op, c[0], c[2], span=span)
 
-    def collective(self, meta, c):
-        span = self.at(meta)
+    def collective(self, c, span):
         return ast.CollectiveDecl(c[0], c[1], c[2], c[3], span=span)
 
-    def collective_kind(self, meta, c):
+    def collective_kind(self, c, span):
         return str(c[0])
 
-    def schedule_def(self, meta, c):
-        span = self.at(meta)
+    def schedule_def(self, c, span):
         name, formals, body = str(c[0]), c[1], c[2]
         return ast.ScheduleDef(name, formals, _stmts(body), span=span)
 
-    def formals(self, meta, c):
+    def formals(self, c, span):
         return tuple(x for x in c if x is not None)
 
-    def formal(self, meta, c):
-        span = self.at(meta)
+    def formal(self, c, span):
         return ast.Formal(str(c[0]), c[1], span=span)
 
     # ---- topology
-    def topology(self, meta, c):
-        span = self.at(meta)
+    def topology(self, c, span):
         return ast.Topology(c[0], span=span)
 
-    def topo_block(self, meta, c):
+    def topo_block(self, c, span):
         return tuple(x for x in c if x is not None)
 
-    def device_decl(self, meta, c):
-        span = self.at(meta)
+    def device_decl(self, c, span):
         kind, *names, forwards = c
         return ast.DeviceDecl(kind, tuple(names), forwards is not None, span=span)
 
-    def device_kind(self, meta, c):
+    def device_kind(self, c, span):
         return str(c[0])
 
-    def decl_name(self, meta, c):
-        span = self.at(meta)
+    def decl_name(self, c, span):
         return ast.DeclName(str(c[0]), c[1], span=span)
 
-    def host_decl(self, meta, c):
-        span = self.at(meta)
+    def host_decl(self, c, span):
         return ast.HostDecl(c[0], c[1], span=span)
 
-    def link_decl(self, meta, c):
-        span = self.at(meta)
+    def link_decl(self, c, span):
         a, direction, b, *rest = c
-        attrs = _link_attrs([x for x in rest if isinstance(x, tuple)], span)
+        attrs = _link_attrs([x for x in rest if isinstance(x, tuple)])
         clauses = tuple(x for x in rest if isinstance(x, ast.CompFor))
         return ast.LinkDecl(a, b, str(direction) == "<->", attrs, clauses, span=span)
 
-    def shared_decl(self, meta, c):
-        span = self.at(meta)
-        return ast.SharedDecl(c[0], _link_attrs(c[1:], span), span=span)
+    def shared_decl(self, c, span):
+        return ast.SharedDecl(c[0], _link_attrs(c[1:]), span=span)
 
-    def attr_bw(self, meta, c):
-        span = self.at(meta)
+    def attr_bw(self, c, span):
         return ("bw", c[0], span)
 
-    def attr_class(self, meta, c):
-        span = self.at(meta)
+    def attr_class(self, c, span):
         return ("cls", str(c[0]), span)
 
-    def attr_via(self, meta, c):
-        span = self.at(meta)
+    def attr_via(self, c, span):
         return ("via", tuple(c), span)
 
-    def attr_half(self, meta, c):
-        span = self.at(meta)
+    def attr_half(self, c, span):
         return ("half", True, span)
 
-    def attr_latency(self, meta, c):
-        span = self.at(meta)
+    def attr_latency(self, c, span):
         return ("latency", c[0], span)
 
-    def attr_window(self, meta, c):
-        span = self.at(meta)
+    def attr_window(self, c, span):
         return ("window", c[0], span)
 
     # ---- schedule statements
-    def block(self, meta, c):
+    def block(self, c, span):
         return _Seq(x for x in c if x is not None)
 
-    def for_stmt(self, meta, c):
-        span = self.at(meta)
+    def for_stmt(self, c, span):
         return ast.For(str(c[0]), c[1], _stmts(c[2]), span=span)
 
-    def round_for(self, meta, c):
-        span = self.at(meta)
+    def round_for(self, c, span):
         return ast.RoundFor(str(c[0]), c[1], _stmts(c[2]), span=span)
 
-    def round_stmt(self, meta, c):
-        span = self.at(meta)
+    def round_stmt(self, c, span):
         return ast.RoundBlock(_stmts(c[0]), span=span)
 
-    def parallel_for(self, meta, c):
-        span = self.at(meta)
+    def parallel_for(self, c, span):
         return ast.ParallelFor(str(c[0]), c[1], _stmts(c[2]), span=span)
 
-    def parallel_block(self, meta, c):
-        span = self.at(meta)
+    def parallel_block(self, c, span):
         return ast.ParallelBlock(_stmts(c[0]), span=span)
 
-    def if_stmt(self, meta, c):
-        span = self.at(meta)
+    def if_stmt(self, c, span):
         cond, then, orelse = c
         return ast.If(cond, _stmts(then), _stmts(orelse) if orelse is not None else (), span=span)
 
-    def if_line(self, meta, c):
-        span = self.at(meta)
+    def if_line(self, c, span):
         return ast.If(c[0], _stmts(c[1]), span=span)
 
-    def transfer(self, meta, c):
-        span = self.at(meta)
+    def transfer(self, c, span):
         return ast.Transfer(c[0], c[1], c[2], c[3], c[4], span=span)
 
-    def transfer_op(self, meta, c):
+    def transfer_op(self, c, span):
         return str(c[0])
 
-    def send(self, meta, c):
-        span = self.at(meta)
+    def send(self, c, span):
         return ast.Send(c[0], c[1], c[2], span=span)
 
-    def call_stmt(self, meta, c):
-        span = self.at(meta)
-        return ast.CallStmt(self.call(meta, c), span=span)
+    def call_stmt(self, c, span):
+        return ast.CallStmt(self.call(c, span), span=span)
 
-    def error_stmt(self, meta, c):
-        span = self.at(meta)
+    def error_stmt(self, c, span):
         return ast.Fail(str(c[0])[1:-1], tuple(c[1:]), span=span)
 
     # ---- expressions
-    def range(self, meta, c):
-        span = self.at(meta)
+    def range(self, c, span):
         return ast.Range(c[0], c[1], span=span)
 
-    def or_(self, meta, c):
-        span = self.at(meta)
+    def or_(self, c, span):
         return ast.BoolOp("or", c[0], c[1], span=span)
 
-    def and_(self, meta, c):
-        span = self.at(meta)
+    def and_(self, c, span):
         return ast.BoolOp("and", c[0], c[1], span=span)
 
-    def not_(self, meta, c):
-        span = self.at(meta)
+    def not_(self, c, span):
         return ast.Not(c[0], span=span)
 
-    def compare(self, meta, c):
-        span = self.at(meta)
+    def compare(self, c, span):
         return ast.Compare(str(c[1]), c[0], c[2], span=span)
 
-    def binop(self, meta, c):
-        span = self.at(meta)
+    def binop(self, c, span):
         return ast.BinOp(str(c[1]), c[0], c[2], span=span)
 
-    def unary(self, meta, c):
-        span = self.at(meta)
+    def unary(self, c, span):
         return ast.UnaryOp(str(c[0]), c[1], span=span)
 
-    def index(self, meta, c):
-        span = self.at(meta)
+    def index(self, c, span):
         return ast.Index(c[0], c[1], span=span)
 
-    def attr(self, meta, c):
-        span = self.at(meta)
+    def attr(self, c, span):
         return ast.Attr(c[0], str(c[1]), span=span)
 
-    def call(self, meta, c):
-        span = self.at(meta)
+    def call(self, c, span):
         name, args = str(c[0]), c[1] or ()
         positional = tuple(a for a in args if not isinstance(a, ast.Keyword))
         keywords = tuple(a for a in args if isinstance(a, ast.Keyword))
         return ast.Call(name, positional, keywords, span=span)
 
-    def args(self, meta, c):
+    def args(self, c, span):
         seen_keyword = False
         for arg in c:
             if isinstance(arg, ast.Keyword):
@@ -410,52 +367,40 @@ class _ToAst(Transformer):
                                  arg.span)
         return tuple(c)
 
-    def kwarg(self, meta, c):
-        span = self.at(meta)
+    def kwarg(self, c, span):
         return ast.Keyword(str(c[0]), c[2], span=span)
 
-    def number(self, meta, c):
-        span = self.at(meta)
-        return ast.Number(_decimal(str(c[0])), str(c[1]) if c[1] is not None else None, span=span)
+    def number(self, c, span):
+        return ast.Number(Fraction(str(c[0])), str(c[1]) if c[1] is not None else None, span=span)
 
-    def name(self, meta, c):
-        span = self.at(meta)
+    def name(self, c, span):
         return ast.Name(str(c[0]), span=span)
 
-    def string(self, meta, c):
-        span = self.at(meta)
+    def string(self, c, span):
         return ast.String(str(c[0])[1:-1], span=span)
 
-    def none(self, meta, c):
-        span = self.at(meta)
+    def none(self, c, span):
         return ast.NoneLit(span=span)
 
-    def list(self, meta, c):
-        span = self.at(meta)
+    def list(self, c, span):
         return ast.ListLit(tuple(x for x in c if x is not None), span=span)
 
-    def comprehension(self, meta, c):
-        span = self.at(meta)
+    def comprehension(self, c, span):
         return ast.ListComp(c[0], tuple(c[1:]), span=span)
 
-    def comp_for(self, meta, c):
-        span = self.at(meta)
+    def comp_for(self, c, span):
         return ast.CompFor(str(c[0]), c[1], c[2], span=span)
 
-    def all_region(self, meta, c):
-        span = self.at(meta)
+    def all_region(self, c, span):
         return ast.AllRegion(span=span)
 
-    def part(self, meta, c):
-        span = self.at(meta)
+    def part(self, c, span):
         return ast.Part(c[0], c[1], c[2], span=span)
 
-    def time_of(self, meta, c):
-        span = self.at(meta)
+    def time_of(self, c, span):
         return ast.TimeOf(str(c[0]), tuple(c[1:]), span=span)
 
-    def solve_of(self, meta, c):
-        span = self.at(meta)
+    def solve_of(self, c, span):
         return ast.SolveOf(c[0], str(c[1]), span=span)
 
 
@@ -467,7 +412,7 @@ def _stmts(body) -> tuple:
     return tuple(body) if isinstance(body, _Seq) else (body,)
 
 
-def _link_attrs(attrs, span: Span) -> ast.LinkAttrs:
+def _link_attrs(attrs) -> ast.LinkAttrs:
     values: dict[str, object] = {}
     for key, value, attr_span in attrs:
         if key in values:

@@ -23,8 +23,6 @@ from .errors import SolveError, Span
 from .regimes import NotRational, Piece, at_least, inside, key, pieces, poles, same, sample, zeros
 from .units import Dim, dim_name
 
-RELATIONS = ("=", "<=", "<", ">=", ">")
-
 
 @dataclass(frozen=True)
 class Side:

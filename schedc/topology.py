@@ -73,11 +73,10 @@ class Resource:
 class Hop:
     """One direction of one link: the resources a transfer loads by crossing it."""
 
-    link: int
     src: int
     dst: int
     resources: tuple[int, ...]
-    span: Span = field(compare=False, repr=False)
+    span: Span = field(compare=False, repr=False)  # the link's declaration
 
 
 @dataclass(eq=False)
@@ -183,6 +182,3 @@ class Topology:
         names = [self.devices[src].name] + [self.devices[self.hops[h].dst].name
                                             for h in self.route(src, dst, span)]
         return " -> ".join(names)
-
-    def is_cross_host(self, src: int, dst: int) -> bool:
-        return bool(self.host_key[src] != self.host_key[dst])
