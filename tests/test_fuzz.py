@@ -9,10 +9,16 @@ from conftest import SCHEDULES
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from schedc.bound import bound_all
+from schedc.check import check_program
 from schedc.elaborate import load_program
 from schedc.elaborate_schedule import Limits
-from schedc.errors import SchedcError
+from schedc.equations import Equations
+from schedc.errors import SchedcError, SourceFile
+from schedc.parser import parse_equation
 from schedc.pipeline import time_schedule
+from schedc.sweep import Vary, sweep
+from schedc.verify import verify_program
 
 SMALL = Limits(transfers=20_000, steps=2_000)
 SOURCES = sorted(SCHEDULES.rglob("*.sched"))
@@ -29,10 +35,21 @@ TOKENS = [
 
 
 def _compile(path) -> None:
+    """Everything a user can run on a file: only schedc's own errors may come out."""
     try:
         program = load_program(path, limits=SMALL)
-        for result in program.results:
-            time_schedule(program, result.name)
+        names = [r.name for r in program.results]
+        timings = [time_schedule(program, n) for n in names]
+        verify_program(program)
+        bound_all(program, names, max_cuts=40)
+        check_program(program, timeout=2)
+        if timings and program.params:
+            param = next(iter(program.params.values()))
+            equations = Equations(program, timeout=2)
+            relation = parse_equation(SourceFile("fuzz", f"time({names[0]}) = 2 * time({names[0]})"))
+            equations.solve(relation, param.name, relation.span)
+            low, high = param.nominal / 2, param.nominal * 2 + 1
+            sweep(program, timings, Vary(param, min(low, high), max(low, high), 3), "linear")
     except SchedcError as error:
         assert error.render()  # renders without failing, whatever the span
 
