@@ -22,7 +22,6 @@ schedule that fails verification are not evaluated: they would report its time.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from fractions import Fraction
 from pathlib import Path
 
 import sympy
@@ -36,7 +35,7 @@ from .pipeline import time_schedule
 from .regimes import key
 from .reports import ReportValue, evaluate_reports
 from .units import DIMENSIONLESS, dim_name, format_quantity
-from .values import NoneValue, Quantity, kind_of, to_sympy
+from .values import NoneValue, Quantity, kind_of, quantity_of
 from .verify import Verdict, verify_program
 
 
@@ -141,10 +140,8 @@ def _expect(stmt: ast.Expect, equations: Equations) -> Outcome:
 def _items(value: object, span: Span) -> list[Quantity]:
     if isinstance(value, Values):
         return list(value.items)
-    if isinstance(value, Quantity):
-        return [value]
-    if isinstance(value, (int, Fraction)) and not isinstance(value, bool):
-        return [Quantity(to_sympy(value), DIMENSIONLESS)]
+    if quantity_of(value) is not None:
+        return [quantity_of(value)]
     raise ElaborationError(f"expect compares numbers, quantities or solutions, not {kind_of(value)}",
                            span)
 

@@ -16,7 +16,6 @@ checked for units like any other expression. Values stay symbolic in the params:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from fractions import Fraction
 
 import sympy
 
@@ -30,7 +29,7 @@ from .pipeline import time_schedule
 from .report import Timing
 from .solve import Side, Solution, solve
 from .units import DIMENSIONLESS, SECONDS, dim_name, format_quantity
-from .values import NoneValue, Quantity, kind_of, to_sympy
+from .values import NoneValue, Quantity, kind_of, quantity_of
 
 DEFAULT_TIMEOUT = 10.0  # seconds of symbolic work per equation
 
@@ -70,12 +69,11 @@ class Equations:
 
     def side(self, expr: ast.Expr) -> Side:
         value = self.value(expr)
-        if isinstance(value, Quantity):
-            return Side(_side_name(expr), value.expr, value.dim, expr.span)
-        if _is_number(value):
-            return Side(_side_name(expr), to_sympy(value), DIMENSIONLESS, expr.span)
-        raise ElaborationError(f"a side of an equation must be a number or a quantity, not "
-                               f"{kind_of(value)}", expr.span)
+        q = quantity_of(value)
+        if q is None:
+            raise ElaborationError(f"a side of an equation must be a number or a quantity, not "
+                                   f"{kind_of(value)}", expr.span)
+        return Side(_side_name(expr), q.expr, q.dim, expr.span)
 
     def solve(self, relation: ast.Relation, param: str, param_span: Span) -> Solution:
         """Solve `relation` for `param`, the other params at their nominal values."""
@@ -102,13 +100,11 @@ class Equations:
             if param.symbol in pins:
                 raise ElaborationError(f"{pin.name} is pinned twice", pin.span)
             value = evaluate(pin.value, env)
-            if isinstance(value, Quantity):
-                expr, dim = value.expr, value.dim
-            elif _is_number(value):
-                expr, dim = to_sympy(value), DIMENSIONLESS
-            else:
+            q = quantity_of(value)
+            if q is None:
                 raise ElaborationError(f"{pin.name} must be given a value, not {kind_of(value)}",
                                        pin.value.span)
+            expr, dim = q.expr, q.dim
             if dim != param.dim:
                 raise UnitError(f"{pin.name} is {dim_name(param.dim)}; the value given is "
                                 f"{dim_name(dim)}", pin.value.span)
@@ -142,12 +138,11 @@ class Equations:
     def _list(self, node: ast.ListLit, env: Env) -> Values:
         items = []
         for item in node.items:
-            value = evaluate(item, env)
-            if _is_number(value):
-                value = Quantity(to_sympy(value), DIMENSIONLESS)
-            if not isinstance(value, Quantity):
+            found = evaluate(item, env)
+            value = quantity_of(found)
+            if value is None:
                 raise ElaborationError(f"a list here holds numbers or quantities, not "
-                                       f"{kind_of(value)}", item.span)
+                                       f"{kind_of(found)}", item.span)
             if items and value.dim != items[0].dim:
                 raise UnitError(f"a list mixes {dim_name(items[0].dim)} and {dim_name(value.dim)}",
                                 item.span)
@@ -175,10 +170,6 @@ def _check_sign(param: Param, value: sympy.Expr, span: Span) -> None:
     if value.is_number and param.symbol.is_nonnegative and value < 0:
         shown = format_quantity(float(value), param.dim) if value.is_finite else str(value)
         raise SolveError(f"{param.name} cannot be negative; the value given is {shown}", span)
-
-
-def _is_number(value: object) -> bool:
-    return isinstance(value, (int, Fraction)) and not isinstance(value, bool)
 
 
 def _side_name(expr: ast.Expr) -> str:

@@ -170,12 +170,20 @@ def take_lanes(value: object, index: np.ndarray) -> object:
 # ---- checks shared by expression evaluation and the built-in functions ------------------
 
 
-def as_quantity(value: object, span: Span) -> Quantity:
+def quantity_of(value: object) -> Quantity | None:
+    """A number or a quantity as a quantity (a number is dimensionless), else None."""
     if isinstance(value, Quantity):
         return value
     if isinstance(value, (int, Fraction)) and not isinstance(value, bool):
         return Quantity(to_sympy(value), DIMENSIONLESS)
-    raise ElaborationError(f"expected a number or a quantity, not {kind_of(value)}", span)
+    return None
+
+
+def as_quantity(value: object, span: Span) -> Quantity:
+    found = quantity_of(value)
+    if found is None:
+        raise ElaborationError(f"expected a number or a quantity, not {kind_of(value)}", span)
+    return found
 
 
 def settle(q: Quantity) -> Quantity | int | Fraction:
