@@ -26,6 +26,7 @@ from .ir import LinearBytes, linear_expr
 from .lower import Loads
 from .regimes import at_least
 from .topology import Topology
+from .values import from_rational
 
 
 @dataclass(frozen=True)
@@ -209,5 +210,5 @@ def nominal_value(expr: sympy.Expr, nominal: dict) -> Fraction:
     """The exact value of an expression at the nominal point."""
     value = expr.xreplace(nominal)
     if value.is_Rational:
-        return Fraction(int(value.p), int(value.q))
+        return from_rational(value)
     return Fraction(float(value))

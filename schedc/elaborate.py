@@ -34,7 +34,7 @@ from .lanes import Env, Names
 from .parser import parse_expression, parse_module
 from .topology import Topology
 from .units import BYTES, DIMENSIONLESS, SECONDS, Dim, dim_name
-from .values import Devices, Quantity, TopoRef, as_number, kind_of
+from .values import Devices, Quantity, TopoRef, as_number, from_rational, kind_of
 
 COLLECTIVES_WITH_ROOT = ("broadcast", "reduce")
 DEFAULT_LIMITS = Limits()
@@ -361,8 +361,7 @@ def _exact(value) -> Fraction:
     number = as_number(value)
     if number is not None:
         return Fraction(number)
-    expr = value.expr
-    return Fraction(int(expr.p), int(expr.q))
+    return from_rational(value.expr)
 
 
 def linear_value(form: LinearBytes, nominal: dict) -> Fraction:
@@ -370,6 +369,6 @@ def linear_value(form: LinearBytes, nominal: dict) -> Fraction:
     total = Fraction(0)
     for symbol, coeff in form:
         v = nominal.get(symbol, symbol) if symbol != 1 else sympy.Integer(1)
-        total += coeff * Fraction(int(v.p), int(v.q))
+        total += coeff * from_rational(v)
     return total
 

@@ -27,7 +27,7 @@ from .evaluate import check_positive, evaluate, expect_device, expect_quantity
 from .ir import Batch, Collective, LinearBytes, Round, Schedule
 from .lanes import MAX_LANES, Env, expand_lanes, filter_lanes, lane_array
 from .units import BYTES
-from .values import Devices, IntRange, NeedScalar, Quantity, Region, kind_of
+from .values import Devices, IntRange, NeedScalar, Quantity, Region, from_rational, kind_of
 
 RoundBuffer = list[Batch]
 
@@ -421,5 +421,5 @@ def linear_bytes(q: Quantity, span: Span) -> LinearBytes:
         if not (term == 1 or term.is_Symbol) or not coeff.is_Rational:
             raise ElaborationError(f"a size must be linear in params (like 2*V + 1 MiB), "
                                    f"not {q.expr}", span)
-        terms[term] = terms.get(term, Fraction(0)) + Fraction(int(coeff.p), int(coeff.q))
+        terms[term] = terms.get(term, Fraction(0)) + from_rational(coeff)
     return tuple(sorted(((s, c) for s, c in terms.items() if c), key=lambda sc: str(sc[0])))

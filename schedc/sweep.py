@@ -26,7 +26,7 @@ from .lanes import Env
 from .parser import parse_expression
 from .report import Timing
 from .units import DIMENSIONLESS, base_unit, dim_name, format_quantity
-from .values import Quantity, as_number
+from .values import Quantity, as_number, from_rational
 
 DEFAULT_POINTS = 20
 MAX_POINTS = 1_000_000
@@ -97,7 +97,7 @@ def _end(text: str, span: Span, param: Param, program: Program) -> Fraction:
         raise UsageError(exc.message, shifted) from None
     if isinstance(value, Quantity):
         exact = value.expr.is_Rational and not value.is_symbolic
-        number = Fraction(int(value.expr.p), int(value.expr.q)) if exact else None
+        number = from_rational(value.expr) if exact else None
         dim = value.dim
     else:
         number, dim = as_number(value), DIMENSIONLESS

@@ -134,13 +134,18 @@ def as_number(value: Number | Quantity) -> Number | None:
     if isinstance(value, (int, Fraction)):
         return value
     if isinstance(value, Quantity) and value.dim == DIMENSIONLESS and value.expr.is_Rational:
-        return normalize(Fraction(int(value.expr.p), int(value.expr.q)))
+        return normalize(from_rational(value.expr))
     return None
 
 
 def normalize(value: Fraction) -> Number:
     """Fractions with denominator 1 become ints, so loop bounds and indices stay ints."""
     return int(value) if value.denominator == 1 else value
+
+
+def from_rational(expr: sympy.Expr) -> Fraction:
+    """A SymPy rational as an exact Fraction (the inverse of `to_sympy`)."""
+    return Fraction(int(expr.p), int(expr.q))
 
 
 def to_sympy(value: Number) -> sympy.Expr:
