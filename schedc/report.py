@@ -8,6 +8,7 @@ README. Formulas are SymPy strings in base units (bytes, seconds, bytes/s) that
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass
 from fractions import Fraction
 
@@ -16,6 +17,7 @@ import sympy
 from .cost import Cost, RoundClass, nominal_value
 from .elaborate import Program
 from .ir import LinearBytes, Schedule, linear_expr
+from .regimes import key
 from .topology import Topology
 from .units import base_unit, format_bytes, format_quantity, format_seconds
 
@@ -39,16 +41,34 @@ class Timing:
         return nominal_value(linear_expr(form), self.nominal) if form else Fraction(0)
 
 
-def json_number(value: Fraction) -> int | float:
-    """An exact value for JSON: an integer when it is one."""
-    return int(value) if value.denominator == 1 else float(value)
+def json_number(value: Fraction | sympy.Expr | float | None, integer: bool = True) -> int | float | None:
+    """A number for JSON: an exact integer stays one, unless `integer` is off (a field the schema
+    types as a float, a time say, is one even when whole). JSON has no NaN or Infinity, so
+    they, SymPy's oo and nan, and None are null. A SymPy value is evaluated to 50 digits
+    (`regimes.key`) before rounding, so the float is right to its last digit."""
+    if value is None:
+        return None
+    if isinstance(value, sympy.Basic):
+        if integer and value.is_Integer:
+            return int(value)
+        value = key(value)
+    elif integer and isinstance(value, (int, Fraction)) and value.denominator == 1:
+        return int(value)
+    number = float(value)
+    return number if math.isfinite(number) else None
+
+
+def dump_json(document: dict) -> str:
+    """A document as every command prints it; non-finite floats are refused, not written as
+    the non-JSON NaN or Infinity (`json_number` makes them null)."""
+    return json.dumps(document, indent=2, allow_nan=False) + "\n"
 
 
 def _class_json(c: RoundClass, topology: Topology, nominal: dict) -> dict:
     carriers = c.terms[c.dominant].resources if c.dominant is not None else ()
     return {
         "count": c.count,
-        "time_s": float(nominal_value(c.time, nominal)),
+        "time_s": json_number(nominal_value(c.time, nominal), integer=False),
         "formula": str(c.time),
         "regime_formula": str(c.regime_time),
         "bottleneck": _bottleneck_class(c, topology),
@@ -81,7 +101,7 @@ def timing_json(t: Timing, topology: Topology) -> dict:
         "rounds": c.rounds,
         "rounds_cross_host": c.cross_rounds,
         "transfers": t.schedule.transfer_count,
-        "time_s": float(t.time),
+        "time_s": json_number(t.time, integer=False),
         "formula": str(c.formula),
         "regime_formula": str(c.regime_formula),
         "regime_conditions": [str(r) for r in c.conditions],
@@ -101,7 +121,7 @@ def to_json(program: Program, timings: list[Timing]) -> str:
         "params": params_json(program),
         "schedules": [timing_json(t, program.topology) for t in timings],
     }
-    return json.dumps(document, indent=2) + "\n"
+    return dump_json(document)
 
 
 # ---- text ---------------------------------------------------------------------------------------

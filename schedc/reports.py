@@ -9,7 +9,6 @@ make them visible to `expect`s too. Handlers for `time(...)` and the like come i
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -19,7 +18,7 @@ from .elaborate import Program
 from .errors import ElaborationError, Span
 from .evaluate import evaluate
 from .lanes import Env, Names
-from .report import json_number, params_json
+from .report import dump_json, json_number, params_json
 from .units import DIMENSIONLESS, Dim, base_unit, format_quantity
 from .values import Quantity, as_number, kind_of, settle
 
@@ -125,5 +124,5 @@ def reports_json(program: Program, values: tuple[ReportValue, ...]) -> str:
         "reports": [{"name": v.name, "value": json_number(v.value),
                      "unit": base_unit(v.dim), "text": v.text} for v in values],
     }
-    return json.dumps(document, indent=2) + "\n"
+    return dump_json(document)
 
