@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Collection
 from dataclasses import dataclass
 from fractions import Fraction
 
@@ -127,6 +128,22 @@ def to_json(program: Program, timings: list[Timing]) -> str:
 # ---- text ---------------------------------------------------------------------------------------
 
 
+def table(rows: list[tuple[str, ...]], right: Collection[int] = (), underline: bool = True,
+          indent: str = "") -> list[str]:
+    """Columns as wide as their widest cell, two spaces apart, left-aligned but for the columns
+    in `right`; with `underline`, the first row is a header underlined with dashes. No line
+    ends in blanks, so a short last column leaves no ragged padding."""
+    widths = [max(len(row[k]) for row in rows) for k in range(len(rows[0]))]
+    lines = []
+    for i, row in enumerate(rows):
+        cells = [cell.rjust(w) if k in right else cell.ljust(w)
+                 for k, (cell, w) in enumerate(zip(row, widths))]
+        lines.append(indent + "  ".join(cells).rstrip())
+        if underline and i == 0:
+            lines.append(indent + "  ".join("-" * w for w in widths))
+    return lines
+
+
 def _formula(expr: sympy.Expr) -> str:
     return str(expr)
 
@@ -191,14 +208,7 @@ def compare_text(program: Program, timings: list[Timing]) -> str:
         rows.append((t.name, str(c.rounds), str(c.cross_rounds), format_bytes(t.bytes_value(c.bytes_cross)),
                      format_bytes(t.bytes_value(c.bytes_logical)), format_seconds(t.time),
                      ", ".join(bottlenecks) or "-"))
-    widths = [max(len(r[k]) for r in rows) for k in range(len(header))]
-    lines = []
-    for i, row in enumerate(rows):
-        cells = [row[0].ljust(widths[0])] + [cell.rjust(w) for cell, w in zip(row[1:-1], widths[1:-1])]
-        cells.append(row[-1].ljust(widths[-1]))
-        lines.append("  ".join(cells).rstrip())
-        if i == 0:
-            lines.append("  ".join("-" * w for w in widths))
+    lines = table(rows, right=range(1, len(header) - 1))
     lines.append("")
     for t in timings:
         lines.append(f"{t.name}:")

@@ -10,7 +10,7 @@ import sympy
 
 from .check import FileCheck, Outcome
 from .elaborate import Param, Program
-from .report import dump_json, json_number, params_json
+from .report import dump_json, json_number, params_json, table
 from .reports import ReportValue
 from .sensitivity import Sensitivity
 from .solve import Interval, Regime, Solution
@@ -168,17 +168,16 @@ def sensitivity_text(program: Program, rows: list[tuple[str, sympy.Expr, list[Se
     out = []
     for name, time, entries in rows:
         out.append(f"{name}: T = {format_seconds(float(time))}")
-        table = [("param", "nominal", "dT/dp", "elasticity")]
+        cells = [("param", "nominal", "dT/dp", "elasticity")]
         for s in entries:
             if s.kink:
                 derivative = f"{_derivative(s.up, s.param)} up, {_derivative(s.down, s.param)} down"
                 elasticity = f"{_elasticity(s.elasticity_up)} up, {_elasticity(s.elasticity_down)} down"
             else:
                 derivative, elasticity = _derivative(s.up, s.param), _elasticity(s.elasticity_up)
-            table.append((s.param.name, format_quantity(s.param.nominal, s.param.dim),
+            cells.append((s.param.name, format_quantity(s.param.nominal, s.param.dim),
                           derivative, elasticity))
-        widths = [max(len(r[k]) for r in table) for k in range(4)]
-        out += ["  " + "  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in table]
+        out += table(cells, underline=False, indent="  ")
         if any(s.kink for s in entries):
             out.append("  (up/down: the time has a kink here; raising and lowering the param "
                        "change it at different rates)")
@@ -211,20 +210,13 @@ def sensitivity_json(program: Program, rows) -> str:
 
 def sweep_text(result: Sweep) -> str:
     names = list(result.times)
-    table = [(result.param.name, *names, "fastest")]
+    rows = [(result.param.name, *names, "fastest")]
     for k, value in enumerate(result.values):
         times = [float(result.times[n][k]) for n in names]
         fastest = names[min(range(len(names)), key=lambda j: times[j])] if names else "-"
-        table.append((format_quantity(float(value), result.param.dim),
-                      *[format_seconds(t) for t in times], fastest))
-    widths = [max(len(r[k]) for r in table) for k in range(len(table[0]))]
-    lines = []
-    for i, row in enumerate(table):
-        cells = [row[0].rjust(widths[0])] + [c.rjust(w) for c, w in zip(row[1:-1], widths[1:-1])]
-        lines.append("  ".join([*cells, row[-1]]).rstrip())
-        if i == 0:
-            lines.append("  ".join("-" * w for w in widths))
-    return "\n".join(lines) + "\n"
+        rows.append((format_quantity(float(value), result.param.dim),
+                     *[format_seconds(t) for t in times], fastest))
+    return "\n".join(table(rows, right=range(len(names) + 1))) + "\n"
 
 
 def sweep_json(program: Program, result: Sweep) -> str:

@@ -8,7 +8,7 @@ from functools import lru_cache
 from .bound import Bounds, Crossing, CutBound, Efficiency
 from .elaborate import Program, linear_value
 from .ir import LinearBytes, linear_expr
-from .report import dump_json, json_number, params_json
+from .report import dump_json, json_number, params_json, table
 from .topology import Topology
 from .units import format_bytes, format_rate, format_seconds
 
@@ -189,18 +189,6 @@ def _cut_rows(b: Bounds, nominal: dict) -> list[tuple[str, str, str, str]]:
     return rows
 
 
-def _table(rows: list[tuple[str, ...]], right: tuple[int, ...] = (), header: bool = True) -> list[str]:
-    """Aligned columns; the first row is a header underlined with dashes, if `header`."""
-    widths = [max(len(r[k]) for r in rows) for k in range(len(rows[0]))]
-    lines = []
-    for i, row in enumerate(rows):
-        cells = [cell.rjust(w) if k in right else cell.ljust(w) for k, (cell, w) in enumerate(zip(row, widths))]
-        lines.append("  " + "  ".join(cells).rstrip())
-        if header and i == 0:
-            lines.append("  " + "  ".join("-" * w for w in widths))
-    return lines
-
-
 def _listed(names: list[str], shown: int = 2) -> str:
     more = f", … {len(names) - shown} more" if len(names) > shown else ""
     return ", ".join(names[:shown]) + more
@@ -226,12 +214,12 @@ def _bounds_text(program: Program, b: Bounds) -> str:
         out.append("no cut: fewer than two ranks to split")
         return "\n".join(out) + "\n"
     if c is None:
-        out += _table([("cut", "bandwidth")] + [row[:2] for row in _cut_rows(b, nominal)])
+        out += table([("cut", "bandwidth")] + [row[:2] for row in _cut_rows(b, nominal)], indent="  ")
         narrowest = min(b.cuts, key=lambda k: (k.forward.capacity.value is None, k.forward.capacity.value))
         out.append(f"  narrowest: {narrowest.cut.name}, {_rate(narrowest.forward.capacity)}")
         return "\n".join(out) + "\n"
     out.append("cut-set bounds: the bytes every schedule must move across a cut, over its bandwidth")
-    out += _table([("cut", "bandwidth", "must cross", "bound")] + _cut_rows(b, nominal))
+    out += table([("cut", "bandwidth", "must cross", "bound")] + _cut_rows(b, nominal), indent="  ")
     if b.binding is not None:
         cap = b.binding.crossing.capacity
         classes = sorted({topology.resources[r].cls for r in cap.resources})
@@ -273,7 +261,7 @@ def _schedule_lines(b: Bounds, topology: Topology, nominal: dict) -> list[str]:
         ratio = "-" if e.ratio is None else f"{float(e.ratio):.2f}"
         rows.append((e.timing.name, format_seconds(e.timing.time), format_seconds(e.overlapped_value),
                      ratio, held))
-    lines = _table(rows, right=(1, 2, 3))
+    lines = table(rows, right=(1, 2, 3), indent="  ")
     if b.binding is not None:
         need = b.binding.crossing
         lines += ["", f"across the binding cut {b.binding.cut.name} (at least "
@@ -289,7 +277,7 @@ def _schedule_lines(b: Bounds, topology: Topology, nominal: dict) -> list[str]:
             factor = "" if times is None else f"({float(times):.4g}×)"
             cross_rows.append((e.timing.name, shown, factor,
                                f"over {e.cut_used[0]} of its {e.cut_used[1]} resources"))
-        lines += _table(cross_rows, header=False)
+        lines += table(cross_rows, underline=False, indent="  ")
     lines += ["", "overlapped: max over resources of Σ_rounds bytes/bandwidth, the time if rounds",
               "overlapped perfectly; ratio: time / best bound"]
     return lines

@@ -18,7 +18,7 @@ from .elaborate import Program
 from .errors import ElaborationError, Span
 from .evaluate import evaluate
 from .lanes import Env, Names
-from .report import dump_json, json_number, params_json
+from .report import dump_json, json_number, params_json, table
 from .units import DIMENSIONLESS, Dim, base_unit, format_quantity
 from .values import Quantity, as_number, kind_of, settle
 
@@ -112,8 +112,7 @@ def _report_value(stmt: ast.Report, value: object) -> ReportValue:
 def reports_text(values: tuple[ReportValue, ...]) -> str:
     if not values:
         return "no report statements\n"
-    width = max(len(v.name) for v in values)
-    return "".join(f"{v.name:<{width}}  {v.text}\n" for v in values)
+    return "".join(line + "\n" for line in table([(v.name, v.text) for v in values], underline=False))
 
 
 def reports_json(program: Program, values: tuple[ReportValue, ...]) -> str:
