@@ -18,6 +18,7 @@ import numpy as np
 from .dataflow import Geometry, Items, Spec, round_items
 from .errors import Span
 from .ir import Schedule
+from .report import listing
 
 Interval = tuple[Fraction, Fraction]
 
@@ -225,11 +226,8 @@ def _namer(schedule: Schedule, geo: Geometry, names: list[str], region: Interval
     return show
 
 
-def _listing(entries: tuple[tuple[str, int], ...], limit: int = 8) -> str:
-    shown = [name if n == 1 else f"{name} ×{n}" for name, n in entries[:limit]]
-    if len(entries) > limit:
-        shown.append(f"… {len(entries) - limit} more")
-    return ", ".join(shown) if shown else "nothing"
+def _listing(entries: tuple[tuple[str, int], ...]) -> str:
+    return listing([name if n == 1 else f"{name} ×{n}" for name, n in entries], 8) or "nothing"
 
 
 def _count(n: int) -> str:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 
@@ -148,6 +148,13 @@ def _formula(expr: sympy.Expr) -> str:
     return str(expr)
 
 
+def listing(names: Sequence[str], shown: int = 2) -> str:
+    """The first `shown` names and how many more, so a long list stays one short line:
+    `a, b, … 6 more`."""
+    more = f", … {len(names) - shown} more" if len(names) > shown else ""
+    return ", ".join(names[:shown]) + more
+
+
 def _bytes_text(t: Timing, form: LinearBytes) -> str:
     value = format_bytes(t.bytes_value(form))
     symbolic = str(linear_expr(form)) if form else "0"
@@ -186,9 +193,8 @@ def _class_line(c: RoundClass, topology: Topology, nominal: dict) -> str:
     each = format_seconds(nominal_value(c.time, nominal))
     line = f"    {c.count:>5} × {each:<12} {_formula(c.time)}"
     if c.dominant is not None:
-        carriers = [topology.resources[r].name for r in c.terms[c.dominant].resources]
-        shown = ", ".join(carriers[:2]) + (f", … {len(carriers) - 2} more" if len(carriers) > 2 else "")
-        line += f"\n{'':>25}bottleneck: {_bottleneck_class(c, topology)} ({shown})"
+        carriers = listing([topology.resources[r].name for r in c.terms[c.dominant].resources])
+        line += f"\n{'':>25}bottleneck: {_bottleneck_class(c, topology)} ({carriers})"
         if c.window_limited:
             line += ", window-limited: window/latency < bw"
     return line

@@ -8,7 +8,7 @@ from functools import lru_cache
 from .bound import Bounds, Crossing, CutBound, Efficiency
 from .elaborate import Program, linear_value
 from .ir import LinearBytes, linear_expr
-from .report import dump_json, json_number, params_json, table
+from .report import dump_json, json_number, listing, params_json, table
 from .topology import Topology
 from .units import format_bytes, format_rate, format_seconds
 
@@ -189,11 +189,6 @@ def _cut_rows(b: Bounds, nominal: dict) -> list[tuple[str, str, str, str]]:
     return rows
 
 
-def _listed(names: list[str], shown: int = 2) -> str:
-    more = f", … {len(names) - shown} more" if len(names) > shown else ""
-    return ", ".join(names[:shown]) + more
-
-
 def bound_text(program: Program, groups: list[Bounds]) -> str:
     """One section per collective."""
     return "\n".join(_bounds_text(program, b) for b in groups)
@@ -224,7 +219,7 @@ def _bounds_text(program: Program, b: Bounds) -> str:
         cap = b.binding.crossing.capacity
         classes = sorted({topology.resources[r].cls for r in cap.resources})
         out.append(f"  binding cut: {b.binding.cut.name}, {len(cap.resources)} × {'+'.join(classes)} "
-                   f"({_listed(_names(topology, cap.resources))})")
+                   f"({listing(_names(topology, cap.resources))})")
     if b.end_host is not None:
         h = b.end_host
         p = len(c.ranks)
