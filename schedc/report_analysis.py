@@ -11,7 +11,7 @@ import sympy
 from .check import FileCheck, Outcome
 from .elaborate import Param, Program
 from .report import dump_json, json_number, params_json, table
-from .reports import ReportValue
+from .report_statements import ReportValue
 from .sensitivity import Sensitivity
 from .solve import Interval, Regime, Solution
 from .sweep import Sweep
@@ -278,8 +278,7 @@ def check_json(files: list[FileCheck]) -> str:
                    "expects": [{"line": o.span.line, "col": o.span.col, "text": o.text,
                                 "passed": o.passed, "found": o.found, "expected": o.expected,
                                 "note": o.note} for o in f.outcomes],
-                   "reports": [{"name": r.name, "value": json_number(r.value), "unit": base_unit(r.dim),
-                                "text": r.text} for r in f.reports],
+                   "reports": [r.json() for r in f.reports],
                    "schedules": [verdict_json(v) for v in f.verdicts]}
                   for f in files],
         "passed": sum(o.passed for o in outcomes),
