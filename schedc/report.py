@@ -144,10 +144,6 @@ def table(rows: list[tuple[str, ...]], right: Collection[int] = (), underline: b
     return lines
 
 
-def _formula(expr: sympy.Expr) -> str:
-    return str(expr)
-
-
 def listing(names: Sequence[str], shown: int = 2) -> str:
     """The first `shown` names and how many more, so a long list stays one short line:
     `a, b, … 6 more`."""
@@ -156,9 +152,10 @@ def listing(names: Sequence[str], shown: int = 2) -> str:
 
 
 def _bytes_text(t: Timing, form: LinearBytes) -> str:
+    """The bytes at the nominal point, and their formula when they depend on params."""
     value = format_bytes(t.bytes_value(form))
-    symbolic = str(linear_expr(form)) if form else "0"
-    return value if symbolic == str(json_number(t.bytes_value(form))) else f"{value}  ({symbolic})"
+    symbolic = linear_expr(form)
+    return f"{value}  ({symbolic})" if symbolic.free_symbols else value
 
 
 def time_text(program: Program, timings: list[Timing]) -> str:
@@ -170,8 +167,8 @@ def time_text(program: Program, timings: list[Timing]) -> str:
         out.append(f"{t.name}: {coll.kind} of {size} over {len(coll.ranks)} ranks")
         rows = [
             ("time", format_seconds(t.time)),
-            ("formula", _formula(c.formula)),
-            ("regime", _formula(c.regime_formula)),
+            ("formula", str(c.formula)),
+            ("regime", str(c.regime_formula)),
         ]
         if c.conditions:
             rows.append(("  valid while", ", ".join(str(r) for r in c.conditions)))
@@ -191,7 +188,7 @@ def time_text(program: Program, timings: list[Timing]) -> str:
 
 def _class_line(c: RoundClass, topology: Topology, nominal: dict) -> str:
     each = format_seconds(nominal_value(c.time, nominal))
-    line = f"    {c.count:>5} × {each:<12} {_formula(c.time)}"
+    line = f"    {c.count:>5} × {each:<12} {c.time}"
     if c.dominant is not None:
         carriers = listing([topology.resources[r].name for r in c.terms[c.dominant].resources])
         line += f"\n{'':>25}bottleneck: {_bottleneck_class(c, topology)} ({carriers})"
@@ -218,8 +215,8 @@ def compare_text(program: Program, timings: list[Timing]) -> str:
     lines.append("")
     for t in timings:
         lines.append(f"{t.name}:")
-        lines.append(f"  T = {_formula(t.cost.formula)}")
+        lines.append(f"  T = {t.cost.formula}")
         if t.cost.regime_formula != t.cost.formula:
             cond = ", ".join(str(r) for r in t.cost.conditions)
-            lines.append(f"    = {_formula(t.cost.regime_formula)}" + (f"   while {cond}" if cond else ""))
+            lines.append(f"    = {t.cost.regime_formula}" + (f"   while {cond}" if cond else ""))
     return "\n".join(lines) + "\n"
