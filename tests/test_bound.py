@@ -12,7 +12,7 @@ from conftest import ROOT, SCHEDULES, MiB, expr, golden, write
 from test_window import TWO_GPUS
 
 from schedc import cuts as cuts_module
-from schedc.bound import bound, must_cross
+from schedc.bound import bound_all, must_cross
 from schedc.elaborate import load_program, parse_override
 from schedc.ir import Collective, linear_expr
 
@@ -24,7 +24,8 @@ GB = 10**9
 
 def compute(path, *sets, names=None):
     program = load_program(path, tuple(parse_override(s) for s in sets))
-    return program, bound(program, names or [r.name for r in program.results])
+    (b,) = bound_all(program, names or [r.name for r in program.results])
+    return program, b
 
 
 @pytest.fixture(scope="module")
