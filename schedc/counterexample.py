@@ -192,8 +192,9 @@ def replay(schedule: Schedule, geo: Geometry, spec: Spec, cell: int):
 
 def _write(schedule: Schedule, where: tuple[int, int, int], names: list[str]) -> Write:
     index, k, t = where
-    x = schedule.rounds[index].batches[k].transfer(t)
-    return Write(index + 1, x.op, names[x.src], names[x.dst], x.region, x.into, x.span)
+    transfer = schedule.rounds[index].batches[k].transfer(t)
+    return Write(index + 1, transfer.op, names[transfer.src], names[transfer.dst], transfer.region,
+                 transfer.into, transfer.span)
 
 
 def _namer(schedule: Schedule, geo: Geometry, names: list[str], region: Region,

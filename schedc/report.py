@@ -42,7 +42,8 @@ class Timing:
         return nominal_value(linear_expr(form), self.nominal) if form else Fraction(0)
 
 
-def json_number(value: Fraction | sympy.Expr | float | None, integer: bool = True) -> int | float | None:
+def json_number(value: Fraction | sympy.Expr | float | None,
+                integer: bool = True) -> int | float | None:
     """A number for JSON: an exact integer stays one, unless `integer` is off (a field the schema
     types as a float, a time say, is one even when whole). JSON has no NaN or Infinity, so
     they, SymPy's oo and nan, and None are null. A SymPy value is evaluated to 50 digits

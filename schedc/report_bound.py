@@ -209,7 +209,8 @@ def _bounds_text(program: Program, b: Bounds) -> str:
         out.append("no cut: fewer than two ranks to split")
         return "\n".join(out) + "\n"
     if c is None:
-        out += table([("cut", "bandwidth")] + [row[:2] for row in _cut_rows(b, nominal)], indent="  ")
+        out += table([("cut", "bandwidth")] + [row[:2] for row in _cut_rows(b, nominal)],
+                     indent="  ")
         narrowest = min(b.cuts, key=lambda k: (k.forward.capacity.value is None, k.forward.capacity.value))
         out.append(f"  narrowest: {narrowest.cut.name}, {_rate(narrowest.forward.capacity)}")
         return "\n".join(out) + "\n"

@@ -116,7 +116,8 @@ def _report_value(stmt: ast.Report, value: object) -> ReportValue:
 def reports_text(values: tuple[ReportValue, ...]) -> str:
     if not values:
         return "no report statements\n"
-    return "".join(line + "\n" for line in table([(v.name, v.text) for v in values], underline=False))
+    rows = table([(v.name, v.text) for v in values], underline=False)
+    return "".join(line + "\n" for line in rows)
 
 
 def reports_json(program: Program, values: tuple[ReportValue, ...]) -> str:

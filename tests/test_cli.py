@@ -94,10 +94,10 @@ def test_time_text(run):
 
 def test_json_numbers():
     """Exact integers stay integers; what JSON cannot hold (oo, nan, inf) is null."""
-    assert [json_number(v) for v in (Fraction(3), Fraction(1, 4), sympy.Integer(7), sympy.Rational(1, 8),
-                                      None, sympy.oo, sympy.nan, float("inf"))] == \
-        [3, 0.25, 7, 0.125, None, None, None, None]
-    assert json_number(Fraction(3), integer=False) == 3.0 and isinstance(json_number(3, integer=False), float)
+    values = (Fraction(3), Fraction(1, 4), sympy.Integer(7), sympy.Rational(1, 8), None, sympy.oo,
+              sympy.nan, float("inf"))
+    assert [json_number(v) for v in values] == [3, 0.25, 7, 0.125, None, None, None, None]
+    assert isinstance(json_number(Fraction(3), integer=False), float)
     assert json_number(sympy.sqrt(2)) == 2 ** 0.5
     with pytest.raises(ValueError):
         dump_json({"time_s": float("nan")})
