@@ -28,7 +28,7 @@ import sympy
 from .cost import RoundClass, cost, nominal_value
 from .cuts import Cut, CutCapacity, RankCuts
 from .elaborate import Program, linear_value
-from .errors import LimitError, TopologyError, UsageError
+from .errors import LimitError, TopologyError
 from .ir import Collective, LinearBytes, Schedule, linear_expr, linear_scale
 from .lower import merged
 from .pipeline import time_schedule_with_loads
@@ -98,9 +98,10 @@ class Bounds:
     schedules: tuple[Efficiency, ...]
 
 
-def bound(program: Program, names: list[str], max_cuts: int = MAX_CUTS) -> Bounds:
-    """The bounds for the collective of the schedules `names`, and each schedule against them."""
-    collective = _collective(program, names)
+def bound(program: Program, collective: Collective | None, names: list[str],
+          max_cuts: int = MAX_CUTS) -> Bounds:
+    """The bounds for `collective`, and each of the schedules `names` (which compute it) against
+    them; with no collective, the cuts between all GPUs."""
     topology, nominal = program.topology, program.nominal
     ranks = collective.ranks if collective else tuple(d.id for d in topology.devices if d.kind == "gpu")
     finder = RankCuts(topology, nominal, ranks)
@@ -133,7 +134,8 @@ def bound_all(program: Program, names: list[str], max_cuts: int = MAX_CUTS) -> l
     groups: dict[Collective, list[str]] = {}
     for name in names:
         groups.setdefault(program.result(name).collective, []).append(name)
-    return [bound(program, group, max_cuts) for group in groups.values()] or [bound(program, [], max_cuts)]
+    return [bound(program, collective, group, max_cuts) for collective, group in groups.items()] \
+        or [bound(program, None, [], max_cuts)]
 
 
 def must_cross(collective: Collective, side: frozenset[int]) -> tuple[LinearBytes, LinearBytes]:
@@ -158,14 +160,6 @@ def must_cross(collective: Collective, side: frozenset[int]) -> tuple[LinearByte
     rooted_here = collective.root in side
     data_out = (kind == "broadcast") == rooted_here  # broadcast: from the root's side
     return (size, ()) if data_out else ((), size)
-
-
-def _collective(program: Program, names: list[str]) -> Collective | None:
-    chosen = {program.result(n).collective for n in names}
-    if len(chosen) > 1:
-        raise UsageError("these schedules compute different collectives; bound them one "
-                         "collective at a time (bound_all)")
-    return chosen.pop() if chosen else None
 
 
 def _check_connected(cuts: list[Cut], collective: Collective, topology) -> None:
@@ -196,11 +190,11 @@ def _cut_bound(cut: Cut, collective: Collective | None, nominal: dict) -> CutBou
     forward_bytes, backward_bytes = must_cross(collective, frozenset(cut.side)) if collective \
         else ((), ())
     forward = _crossing(forward_bytes, cut.forward, nominal)
-    backward = _crossing(backward_bytes, cut.backward or _mirror(cut.forward, cut), nominal)
+    backward = _crossing(backward_bytes, cut.backward or _mirror(cut.forward), nominal)
     return CutBound(cut, forward, backward, "backward" if backward.value > forward.value else "forward")
 
 
-def _mirror(capacity: CutCapacity, cut: Cut) -> CutCapacity:
+def _mirror(capacity: CutCapacity) -> CutCapacity:
     """The backward capacity on a symmetric network: as wide; its resources (and sending
     side) are not yet known."""
     return CutCapacity((), capacity.bandwidth, capacity.value, frozenset())

@@ -17,15 +17,15 @@ import numpy as np
 
 from .dataflow import Geometry, Items, Spec, round_items
 from .errors import Span
-from .ir import Schedule
+from .ir import Region, Schedule, region_text
+from .report import listing
 
-Interval = tuple[Fraction, Fraction]
 
-
-def interval_text(region: Interval) -> str:
-    """`[3/16, 1/4) (part 3 of 16)`: the part form when the interval is one."""
+def _part_text(region: Region) -> str:
+    """`[3/16, 1/4) (part 3 of 16)`: the part form too, when the region is one, as a schedule
+    would have written it."""
     start, end = region
-    text = f"[{start}, {end})"
+    text = region_text(region)
     width = end - start
     if width.numerator == 1 and (start / width).denominator == 1:
         return text + (" (all)" if width == 1 else f" (part {start / width} of {width.denominator})")
@@ -40,13 +40,13 @@ class Write:
     op: str
     src: str
     dst: str
-    region: Interval
-    into: Interval | None
+    region: Region
+    into: Region | None
     span: Span
 
     def text(self) -> str:
-        into = f" into {interval_text(self.into)}" if self.into else ""
-        return (f"round {self.round}: {self.op} {interval_text(self.region)} from {self.src} "
+        into = f" into {_part_text(self.into)}" if self.into else ""
+        return (f"round {self.round}: {self.op} {_part_text(self.region)} from {self.src} "
                 f"to {self.dst}{into}   at {self.span}")
 
     def json(self) -> dict:
@@ -60,7 +60,7 @@ class WrongResult:
     """A rank ends holding the wrong contributions on a region."""
 
     rank: str
-    region: Interval
+    region: Region
     holds: tuple[tuple[str, int], ...]  # (contribution, times held), in rank order
     expected: tuple[tuple[str, int], ...]
     everyone: bool  # expected: every rank's data once
@@ -73,7 +73,7 @@ class WrongResult:
         held = sum(n for _, n in self.holds)
         want = sum(n for _, n in self.expected)
         should = "every rank's data once" if self.everyone else _listing(self.expected)
-        lines = [f"{self.rank} ends with the wrong {interval_text(self.region)} of the buffer",
+        lines = [f"{self.rank} ends with the wrong {_part_text(self.region)} of the buffer",
                  f"  holds        {_count(held)}: {_listing(self.holds)}",
                  f"  should hold  {_count(want)}: {should}"]
         for label, entries in (("missing", self.missing), ("duplicated", self.duplicated),
@@ -101,11 +101,11 @@ class Conflict:
 
     round: int
     rank: str
-    region: Interval
+    region: Region
     writes: tuple[Write, ...]
 
     def text(self) -> list[str]:
-        return [f"round {self.round} writes {self.rank}'s {interval_text(self.region)} with "
+        return [f"round {self.round} writes {self.rank}'s {_part_text(self.region)} with "
                 f"{len(self.writes)} transfers, and a copy among them: which value wins is "
                 "undefined",
                 *(f"    {w.text()}" for w in self.writes)]
@@ -192,18 +192,12 @@ def replay(schedule: Schedule, geo: Geometry, spec: Spec, cell: int):
 
 def _write(schedule: Schedule, where: tuple[int, int, int], names: list[str]) -> Write:
     index, k, t = where
-    b = schedule.rounds[index].batches[k]
-    start = Fraction(int(b.off[t]), b.den)
-    width = Fraction(int(b.length[t]), b.den)
-    into = None
-    if b.into_off is not None:
-        landing = Fraction(int(b.into_off[t]), b.den)
-        into = (landing, landing + width)
-    return Write(index + 1, b.op, names[int(b.src[t])], names[int(b.dst[t])],
-                 (start, start + width), into, b.span)
+    transfer = schedule.rounds[index].batches[k].transfer(t)
+    return Write(index + 1, transfer.op, names[transfer.src], names[transfer.dst], transfer.region,
+                 transfer.into, transfer.span)
 
 
-def _namer(schedule: Schedule, geo: Geometry, names: list[str], region: Interval,
+def _namer(schedule: Schedule, geo: Geometry, names: list[str], region: Region,
            positions: bool):
     """Contributions → ((text, count), ...) in rank order, for cells covering `region`; with
     `positions`, each names the region of the buffer its data came from."""
@@ -216,7 +210,7 @@ def _namer(schedule: Schedule, geo: Geometry, names: list[str], region: Interval
         if not positions:
             return base
         moved = Fraction(shift, geo.scale)
-        source = interval_text((region[0] + moved, region[1] + moved))
+        source = _part_text((region[0] + moved, region[1] + moved))
         return f"{name}'s {source}" if whose < p else f"{base} at {source}"
 
     def show(contributions: Counter) -> tuple[tuple[str, int], ...]:
@@ -225,18 +219,15 @@ def _namer(schedule: Schedule, geo: Geometry, names: list[str], region: Interval
     return show
 
 
-def _listing(entries: tuple[tuple[str, int], ...], limit: int = 8) -> str:
-    shown = [name if n == 1 else f"{name} ×{n}" for name, n in entries[:limit]]
-    if len(entries) > limit:
-        shown.append(f"… {len(entries) - limit} more")
-    return ", ".join(shown) if shown else "nothing"
+def _listing(entries: tuple[tuple[str, int], ...]) -> str:
+    return listing([name if n == 1 else f"{name} ×{n}" for name, n in entries], 8) or "nothing"
 
 
 def _count(n: int) -> str:
     return f"{n} contribution{'s' * (n != 1)}"
 
 
-def _fractions(region: Interval) -> list[str]:
+def _fractions(region: Region) -> list[str]:
     return [str(region[0]), str(region[1])]
 
 

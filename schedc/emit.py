@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-from fractions import Fraction
-
 from .elaborate import Program
-from .ir import Schedule, linear_expr
+from .ir import Schedule, linear_expr, region_text
 from .lower import lower
 from .pipeline import time_schedule
 from .syntax import Module, dump
@@ -17,10 +15,6 @@ def emit_ast(module: Module) -> str:
     return dump(module.body) + "\n"
 
 
-def _region(region: tuple[Fraction, Fraction] | None) -> str:
-    return "-" if region is None else f"[{region[0]}, {region[1]})"
-
-
 def emit_ir(program: Program, schedule: Schedule) -> str:
     names = [d.name for d in program.topology.devices]
     c = schedule.collective
@@ -29,8 +23,8 @@ def emit_ir(program: Program, schedule: Schedule) -> str:
     for index, rnd in enumerate(schedule.rounds, 1):
         lines.append(f"  round {index}")
         for t in rnd.transfers():
-            into = f" into {_region(t.into)}" if t.into else ""
-            lines.append(f"    {t.op} {_region(t.region)}{into} {names[t.src]} -> {names[t.dst]}"
+            into = f" into {region_text(t.into)}" if t.into else ""
+            lines.append(f"    {t.op} {region_text(t.region)}{into} {names[t.src]} -> {names[t.dst]}"
                          f"  {linear_expr(t.bytes)} B  @ {t.span}")
     return "\n".join(lines) + "\n"
 

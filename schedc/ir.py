@@ -2,7 +2,7 @@
 
 A batch is what one transfer statement produced in one round, stored as arrays (one entry
 per transfer) so that a million transfers cost a few arrays, not a million objects. Every
-batch keeps the span of its statement; `Round.transfers()` materialises `Transfer`s for
+batch keeps the span of its statement; `Batch.transfer(k)` materialises one `Transfer`, for
 printing and counterexamples.
 
 Bytes are exact: a transfer moves `length/den` of `size`, where `size` is a linear form in
@@ -22,6 +22,7 @@ from .errors import Span
 
 # A linear form over size symbols: ((symbol or 1, coefficient), ...), sorted by symbol name.
 LinearBytes = tuple[tuple[sympy.Expr, Fraction], ...]
+Region = tuple[Fraction, Fraction]  # [start, end) of the buffer, as fractions of it
 
 
 def linear_expr(form: LinearBytes) -> sympy.Expr:
@@ -30,6 +31,11 @@ def linear_expr(form: LinearBytes) -> sympy.Expr:
 
 def linear_scale(form: LinearBytes, factor: Fraction) -> LinearBytes:
     return tuple((s, c * factor) for s, c in form if c * factor)
+
+
+def region_text(region: Region | None) -> str:
+    """`[1/4, 1/2)`; `-` for none, as a `send` moves a message rather than part of the buffer."""
+    return "-" if region is None else f"[{region[0]}, {region[1]})"
 
 
 @dataclass(frozen=True)
@@ -48,8 +54,8 @@ class Transfer:
     op: str  # reduce | copy | send
     src: int
     dst: int
-    region: tuple[Fraction, Fraction] | None  # [start, end) of the buffer, None for `send`
-    into: tuple[Fraction, Fraction] | None  # where it lands at dst, when not the same place
+    region: Region | None  # None for `send`
+    into: Region | None  # where it lands at dst, when not the same place
     bytes: LinearBytes
     span: Span = field(compare=False, repr=False)
 
@@ -69,6 +75,17 @@ class Batch:
     def __len__(self) -> int:
         return len(self.src)
 
+    def transfer(self, k: int) -> Transfer:
+        share = Fraction(int(self.length[k]), self.den)
+        start = Fraction(int(self.off[k]), self.den)
+        region = None if self.op == "send" else (start, start + share)
+        into = None
+        if self.into_off is not None:
+            landing = Fraction(int(self.into_off[k]), self.den)
+            into = (landing, landing + share)
+        return Transfer(self.op, int(self.src[k]), int(self.dst[k]), region, into,
+                        tuple((s, c * share) for s, c in self.size), self.span)
+
 
 @dataclass(frozen=True, eq=False)
 class Round:
@@ -80,15 +97,7 @@ class Round:
     def transfers(self) -> Iterator[Transfer]:
         for b in self.batches:
             for k in range(len(b)):
-                share = Fraction(int(b.length[k]), b.den)
-                start = Fraction(int(b.off[k]), b.den)
-                region = None if b.op == "send" else (start, start + share)
-                into = None
-                if b.into_off is not None:
-                    landing = Fraction(int(b.into_off[k]), b.den)
-                    into = (landing, landing + share)
-                yield Transfer(b.op, int(b.src[k]), int(b.dst[k]), region, into,
-                               tuple((s, c * share) for s, c in b.size), b.span)
+                yield b.transfer(k)
 
 
 @dataclass(frozen=True, eq=False)

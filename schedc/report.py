@@ -8,6 +8,8 @@ README. Formulas are SymPy strings in base units (bytes, seconds, bytes/s) that
 from __future__ import annotations
 
 import json
+import math
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 
@@ -16,6 +18,7 @@ import sympy
 from .cost import Cost, RoundClass, nominal_value
 from .elaborate import Program
 from .ir import LinearBytes, Schedule, linear_expr
+from .regimes import key
 from .topology import Topology
 from .units import base_unit, format_bytes, format_quantity, format_seconds
 
@@ -39,16 +42,35 @@ class Timing:
         return nominal_value(linear_expr(form), self.nominal) if form else Fraction(0)
 
 
-def json_number(value: Fraction) -> int | float:
-    """An exact value for JSON: an integer when it is one."""
-    return int(value) if value.denominator == 1 else float(value)
+def json_number(value: Fraction | sympy.Expr | float | None,
+                integer: bool = True) -> int | float | None:
+    """A number for JSON: an exact integer stays one, unless `integer` is off (a field the schema
+    types as a float, a time say, is one even when whole). JSON has no NaN or Infinity, so
+    they, SymPy's oo and nan, and None are null. A SymPy value is evaluated to 50 digits
+    (`regimes.key`) before rounding, so the float is right to its last digit."""
+    if value is None:
+        return None
+    if isinstance(value, sympy.Basic):
+        if integer and value.is_Integer:
+            return int(value)
+        value = key(value)
+    elif integer and isinstance(value, (int, Fraction)) and value.denominator == 1:
+        return int(value)
+    number = float(value)
+    return number if math.isfinite(number) else None
+
+
+def dump_json(document: dict) -> str:
+    """A document as every command prints it; non-finite floats are refused, not written as
+    the non-JSON NaN or Infinity (`json_number` makes them null)."""
+    return json.dumps(document, indent=2, allow_nan=False) + "\n"
 
 
 def _class_json(c: RoundClass, topology: Topology, nominal: dict) -> dict:
     carriers = c.terms[c.dominant].resources if c.dominant is not None else ()
     return {
         "count": c.count,
-        "time_s": float(nominal_value(c.time, nominal)),
+        "time_s": json_number(nominal_value(c.time, nominal), integer=False),
         "formula": str(c.time),
         "regime_formula": str(c.regime_time),
         "bottleneck": _bottleneck_class(c, topology),
@@ -81,7 +103,7 @@ def timing_json(t: Timing, topology: Topology) -> dict:
         "rounds": c.rounds,
         "rounds_cross_host": c.cross_rounds,
         "transfers": t.schedule.transfer_count,
-        "time_s": float(t.time),
+        "time_s": json_number(t.time, integer=False),
         "formula": str(c.formula),
         "regime_formula": str(c.regime_formula),
         "regime_conditions": [str(r) for r in c.conditions],
@@ -101,20 +123,40 @@ def to_json(program: Program, timings: list[Timing]) -> str:
         "params": params_json(program),
         "schedules": [timing_json(t, program.topology) for t in timings],
     }
-    return json.dumps(document, indent=2) + "\n"
+    return dump_json(document)
 
 
 # ---- text ---------------------------------------------------------------------------------------
 
 
-def _formula(expr: sympy.Expr) -> str:
-    return str(expr)
+def table(rows: list[tuple[str, ...]], right: Collection[int] = (), underline: bool = True,
+          indent: str = "") -> list[str]:
+    """Columns as wide as their widest cell, two spaces apart, left-aligned but for the columns
+    in `right`; with `underline`, the first row is a header underlined with dashes. No line
+    ends in blanks, so a short last column leaves no ragged padding."""
+    widths = [max(len(row[k]) for row in rows) for k in range(len(rows[0]))]
+    lines = []
+    for i, row in enumerate(rows):
+        cells = [cell.rjust(w) if k in right else cell.ljust(w)
+                 for k, (cell, w) in enumerate(zip(row, widths))]
+        lines.append(indent + "  ".join(cells).rstrip())
+        if underline and i == 0:
+            lines.append(indent + "  ".join("-" * w for w in widths))
+    return lines
+
+
+def listing(names: Sequence[str], shown: int = 2) -> str:
+    """The first `shown` names and how many more, so a long list stays one short line:
+    `a, b, … 6 more`."""
+    more = f", … {len(names) - shown} more" if len(names) > shown else ""
+    return ", ".join(names[:shown]) + more
 
 
 def _bytes_text(t: Timing, form: LinearBytes) -> str:
+    """The bytes at the nominal point, and their formula when they depend on params."""
     value = format_bytes(t.bytes_value(form))
-    symbolic = str(linear_expr(form)) if form else "0"
-    return value if symbolic == str(json_number(t.bytes_value(form))) else f"{value}  ({symbolic})"
+    symbolic = linear_expr(form)
+    return f"{value}  ({symbolic})" if symbolic.free_symbols else value
 
 
 def time_text(program: Program, timings: list[Timing]) -> str:
@@ -126,8 +168,8 @@ def time_text(program: Program, timings: list[Timing]) -> str:
         out.append(f"{t.name}: {coll.kind} of {size} over {len(coll.ranks)} ranks")
         rows = [
             ("time", format_seconds(t.time)),
-            ("formula", _formula(c.formula)),
-            ("regime", _formula(c.regime_formula)),
+            ("formula", str(c.formula)),
+            ("regime", str(c.regime_formula)),
         ]
         if c.conditions:
             rows.append(("  valid while", ", ".join(str(r) for r in c.conditions)))
@@ -147,11 +189,10 @@ def time_text(program: Program, timings: list[Timing]) -> str:
 
 def _class_line(c: RoundClass, topology: Topology, nominal: dict) -> str:
     each = format_seconds(nominal_value(c.time, nominal))
-    line = f"    {c.count:>5} × {each:<12} {_formula(c.time)}"
+    line = f"    {c.count:>5} × {each:<12} {c.time}"
     if c.dominant is not None:
-        carriers = [topology.resources[r].name for r in c.terms[c.dominant].resources]
-        shown = ", ".join(carriers[:2]) + (f", … {len(carriers) - 2} more" if len(carriers) > 2 else "")
-        line += f"\n{'':>25}bottleneck: {_bottleneck_class(c, topology)} ({shown})"
+        carriers = listing([topology.resources[r].name for r in c.terms[c.dominant].resources])
+        line += f"\n{'':>25}bottleneck: {_bottleneck_class(c, topology)} ({carriers})"
         if c.window_limited:
             line += ", window-limited: window/latency < bw"
     return line
@@ -171,19 +212,12 @@ def compare_text(program: Program, timings: list[Timing]) -> str:
         rows.append((t.name, str(c.rounds), str(c.cross_rounds), format_bytes(t.bytes_value(c.bytes_cross)),
                      format_bytes(t.bytes_value(c.bytes_logical)), format_seconds(t.time),
                      ", ".join(bottlenecks) or "-"))
-    widths = [max(len(r[k]) for r in rows) for k in range(len(header))]
-    lines = []
-    for i, row in enumerate(rows):
-        cells = [row[0].ljust(widths[0])] + [cell.rjust(w) for cell, w in zip(row[1:-1], widths[1:-1])]
-        cells.append(row[-1].ljust(widths[-1]))
-        lines.append("  ".join(cells).rstrip())
-        if i == 0:
-            lines.append("  ".join("-" * w for w in widths))
+    lines = table(rows, right=range(1, len(header) - 1))
     lines.append("")
     for t in timings:
         lines.append(f"{t.name}:")
-        lines.append(f"  T = {_formula(t.cost.formula)}")
+        lines.append(f"  T = {t.cost.formula}")
         if t.cost.regime_formula != t.cost.formula:
             cond = ", ".join(str(r) for r in t.cost.conditions)
-            lines.append(f"    = {_formula(t.cost.regime_formula)}" + (f"   while {cond}" if cond else ""))
+            lines.append(f"    = {t.cost.regime_formula}" + (f"   while {cond}" if cond else ""))
     return "\n".join(lines) + "\n"

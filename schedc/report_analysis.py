@@ -6,15 +6,12 @@ interval is `null`. Formulas are SymPy strings, as in `schedc.time/1`.
 
 from __future__ import annotations
 
-import json
-
 import sympy
 
 from .check import FileCheck, Outcome
 from .elaborate import Param, Program
-from .regimes import key
-from .report import json_number, params_json
-from .reports import ReportValue
+from .report import dump_json, json_number, params_json, table
+from .report_statements import ReportValue
 from .sensitivity import Sensitivity
 from .solve import Interval, Regime, Solution
 from .sweep import Sweep
@@ -30,28 +27,9 @@ from .units import (
 )
 from .verify import Verdict, verdict_json, verdict_text
 
-# ---- helpers ----------------------------------------------------------------------------------
-
-
-def _float(expr: sympy.Expr) -> float:
-    return float(key(expr))
-
-
-def _number(expr: sympy.Expr) -> int | float | None:
-    """A JSON number: exact integers stay integers; oo is null."""
-    if expr is sympy.oo:
-        return None
-    if expr.is_Integer:
-        return int(expr)
-    return _float(expr)
-
 
 def _show(expr: sympy.Expr, dim: Dim) -> str:
-    return format_quantity(_float(expr), dim)
-
-
-def _dump(document: dict) -> str:
-    return json.dumps(document, indent=2) + "\n"
+    return format_quantity(float(expr), dim)
 
 
 # ---- solve ------------------------------------------------------------------------------------
@@ -118,7 +96,7 @@ def solve_text(program: Program, equation: str, solution: Solution) -> str:
     out += [_interval_line(solution, i, dim) for i in solution.intervals]
     closest = solution.closest
     if closest is not None:
-        gap = format_quantity(_float(closest.gap), solution.left.dim)
+        gap = format_quantity(float(closest.gap), solution.left.dim)
         if closest.limit:
             where = f"as {param.name} -> {'0' if closest.lo == 0 else 'oo'}"
         elif closest.lo == closest.hi:
@@ -131,7 +109,7 @@ def solve_text(program: Program, equation: str, solution: Solution) -> str:
 
 
 def _regime_json(regime: Regime) -> dict:
-    return {"lo": _number(regime.lo), "hi": _number(regime.hi), "left": str(regime.left),
+    return {"lo": json_number(regime.lo), "hi": json_number(regime.hi), "left": str(regime.left),
             "right": str(regime.right), "conditions": [str(c) for c in regime.conditions]}
 
 
@@ -139,15 +117,16 @@ def solve_json(program: Program, equation: str, solution: Solution) -> str:
     param = program.params[solution.param]
     intervals = []
     for i in solution.intervals:
-        entry = {"lo": _number(i.lo), "hi": _number(i.hi), "smaller": solution.name(i.smaller)}
+        entry = {"lo": json_number(i.lo), "hi": json_number(i.hi), "smaller": solution.name(i.smaller)}
         if solution.relation != "=":
             entry["holds"] = solution.holds(i)
         intervals.append(entry)
     closest = None
     if solution.closest is not None:
         c = solution.closest
-        closest = {"lo": _number(c.lo), "hi": _number(c.hi), "gap": _float(c.gap), "limit": c.limit}
-    return _dump({
+        closest = {"lo": json_number(c.lo), "hi": json_number(c.hi),
+                   "gap": json_number(c.gap, integer=False), "limit": c.limit}
+    return dump_json({
         "schema": "schedc.solve/1",
         "file": program.path,
         "equation": equation,
@@ -157,7 +136,7 @@ def solve_json(program: Program, equation: str, solution: Solution) -> str:
         "params": params_json(program),
         "left": {"name": solution.left.name, "formula": str(solution.left.expr)},
         "right": {"name": solution.right.name, "formula": str(solution.right.expr)},
-        "solutions": [{"value": _float(r.value), "text": _show(r.value, param.dim),
+        "solutions": [{"value": json_number(r.value, integer=False), "text": _show(r.value, param.dim),
                        "exact": str(r.value), "expr": None if r.expr is None else str(r.expr),
                        "regime": _regime_json(r.regime)} for r in solution.roots],
         "intervals": intervals,
@@ -176,30 +155,29 @@ def _derivative(value: sympy.Expr, param: Param) -> str:
     if value == 0:
         return "0"
     if param.dim == SECONDS:  # s per s: a plain number (for alpha, the number of rounds)
-        return f"{_float(value):.5g}"
+        return f"{float(value):.5g}"
     step, unit = _STEP.get(param.dim, (1, base_unit(param.dim)))
-    return f"{format_seconds(_float(value) * step)} per {unit}"
+    return f"{format_seconds(float(value) * step)} per {unit}"
 
 
 def _elasticity(value: sympy.Expr) -> str:
-    return "-" if value is sympy.nan else f"{_float(value):.4g}"
+    return "-" if value is sympy.nan else f"{float(value):.4g}"
 
 
 def sensitivity_text(program: Program, rows: list[tuple[str, sympy.Expr, list[Sensitivity]]]) -> str:
     out = []
     for name, time, entries in rows:
-        out.append(f"{name}: T = {format_seconds(_float(time))}")
-        table = [("param", "nominal", "dT/dp", "elasticity")]
+        out.append(f"{name}: T = {format_seconds(float(time))}")
+        cells = [("param", "nominal", "dT/dp", "elasticity")]
         for s in entries:
             if s.kink:
                 derivative = f"{_derivative(s.up, s.param)} up, {_derivative(s.down, s.param)} down"
                 elasticity = f"{_elasticity(s.elasticity_up)} up, {_elasticity(s.elasticity_down)} down"
             else:
                 derivative, elasticity = _derivative(s.up, s.param), _elasticity(s.elasticity_up)
-            table.append((s.param.name, format_quantity(s.param.nominal, s.param.dim),
+            cells.append((s.param.name, format_quantity(s.param.nominal, s.param.dim),
                           derivative, elasticity))
-        widths = [max(len(r[k]) for r in table) for k in range(4)]
-        out += ["  " + "  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in table]
+        out += table(cells, underline=False, indent="  ")
         if any(s.kink for s in entries):
             out.append("  (up/down: the time has a kink here; raising and lowering the param "
                        "change it at different rates)")
@@ -209,21 +187,20 @@ def sensitivity_text(program: Program, rows: list[tuple[str, sympy.Expr, list[Se
 
 def sensitivity_json(program: Program, rows) -> str:
     def entry(s: Sensitivity) -> dict:
-        def number(v):
-            return None if v is sympy.nan else _float(v)
-        nominal = s.param.nominal
         return {"param": s.param.name,
-                "value": json_number(nominal),
+                "value": json_number(s.param.nominal),
                 "unit": base_unit(s.param.dim), "kink": s.kink,
-                "derivative_up": _float(s.up), "derivative_down": _float(s.down),
-                "elasticity_up": number(s.elasticity_up),
-                "elasticity_down": number(s.elasticity_down)}
+                "derivative_up": json_number(s.up, integer=False),
+                "derivative_down": json_number(s.down, integer=False),
+                "elasticity_up": json_number(s.elasticity_up, integer=False),
+                "elasticity_down": json_number(s.elasticity_down, integer=False)}
 
-    return _dump({
+    return dump_json({
         "schema": "schedc.sensitivity/1",
         "file": program.path,
         "params": params_json(program),
-        "schedules": [{"name": name, "time_s": _float(time), "sensitivities": [entry(s) for s in entries]}
+        "schedules": [{"name": name, "time_s": json_number(time, integer=False),
+                       "sensitivities": [entry(s) for s in entries]}
                       for name, time, entries in rows],
     })
 
@@ -233,31 +210,25 @@ def sensitivity_json(program: Program, rows) -> str:
 
 def sweep_text(result: Sweep) -> str:
     names = list(result.times)
-    table = [(result.param.name, *names, "fastest")]
+    rows = [(result.param.name, *names, "fastest")]
     for k, value in enumerate(result.values):
         times = [float(result.times[n][k]) for n in names]
         fastest = names[min(range(len(names)), key=lambda j: times[j])] if names else "-"
-        table.append((format_quantity(float(value), result.param.dim),
-                      *[format_seconds(t) for t in times], fastest))
-    widths = [max(len(r[k]) for r in table) for k in range(len(table[0]))]
-    lines = []
-    for i, row in enumerate(table):
-        cells = [row[0].rjust(widths[0])] + [c.rjust(w) for c, w in zip(row[1:-1], widths[1:-1])]
-        lines.append("  ".join([*cells, row[-1]]).rstrip())
-        if i == 0:
-            lines.append("  ".join("-" * w for w in widths))
-    return "\n".join(lines) + "\n"
+        rows.append((format_quantity(float(value), result.param.dim),
+                     *[format_seconds(t) for t in times], fastest))
+    return "\n".join(table(rows, right=range(len(names) + 1))) + "\n"
 
 
 def sweep_json(program: Program, result: Sweep) -> str:
-    return _dump({
+    return dump_json({
         "schema": "schedc.sweep/1",
         "file": program.path,
         "param": result.param.name,
         "unit": base_unit(result.param.dim),
         "spacing": result.spacing,
-        "values": [float(v) for v in result.values],
-        "schedules": {name: [float(t) for t in times] for name, times in result.times.items()},
+        "values": [json_number(v, integer=False) for v in result.values],
+        "schedules": {name: [json_number(t, integer=False) for t in times]
+                      for name, times in result.times.items()},
     })
 
 
@@ -300,15 +271,14 @@ def check_summary(files: list[FileCheck]) -> str:
 
 def check_json(files: list[FileCheck]) -> str:
     outcomes = [o for f in files for o in f.outcomes]
-    return _dump({
+    return dump_json({
         "schema": "schedc.check/1",
         "files": [{"file": f.path,
                    "error": None if f.error is None else f.error.render(),
                    "expects": [{"line": o.span.line, "col": o.span.col, "text": o.text,
                                 "passed": o.passed, "found": o.found, "expected": o.expected,
                                 "note": o.note} for o in f.outcomes],
-                   "reports": [{"name": r.name, "value": json_number(r.value), "unit": base_unit(r.dim),
-                                "text": r.text} for r in f.reports],
+                   "reports": [r.json() for r in f.reports],
                    "schedules": [verdict_json(v) for v in f.verdicts]}
                   for f in files],
         "passed": sum(o.passed for o in outcomes),

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import json
 from fractions import Fraction
 from functools import lru_cache
 
 from .bound import Bounds, Crossing, CutBound, Efficiency
 from .elaborate import Program, linear_value
 from .ir import LinearBytes, linear_expr
-from .report import json_number, params_json
+from .report import dump_json, json_number, listing, params_json, table
 from .topology import Topology
 from .units import format_bytes, format_rate, format_seconds
 
@@ -20,10 +19,6 @@ SCHEMA = "schedc.bound/1"
 def _str(expr) -> str:
     """A formula as text; cached, since a thousand cuts share a handful of formulas."""
     return str(expr)
-
-
-def _number(value: Fraction | None) -> int | float | None:
-    return None if value is None else json_number(value)
 
 
 def _bytes(form: LinearBytes, nominal: dict) -> Fraction:
@@ -39,11 +34,11 @@ def _names(topology: Topology, resources) -> list[str]:
 
 def _crossing_json(c: Crossing, nominal: dict) -> dict:
     return {
-        "bandwidth": _number(c.capacity.value),
+        "bandwidth": json_number(c.capacity.value),
         "bandwidth_formula": None if c.capacity.bandwidth is None else _str(c.capacity.bandwidth),
-        "bytes": _number(_bytes(c.bytes, nominal)),
+        "bytes": json_number(_bytes(c.bytes, nominal)),
         "bytes_formula": _str(linear_expr(c.bytes)) if c.bytes else "0",
-        "bound_s": float(c.value),
+        "bound_s": json_number(c.value, integer=False),
     }
 
 
@@ -52,7 +47,7 @@ def _cut_json(c: CutBound, nominal: dict) -> dict:
         "name": c.cut.name,
         "family": c.cut.family,
         "ranks": [len(c.cut.side), len(c.cut.ranks) - len(c.cut.side)],
-        "bound_s": float(c.value),
+        "bound_s": json_number(c.value, integer=False),
         "forward": _crossing_json(c.forward, nominal),
         "backward": _crossing_json(c.backward, nominal),
     }
@@ -66,12 +61,12 @@ def _binding_json(c: CutBound, topology: Topology, nominal: dict) -> dict:
         "direction": c.binding,
         "sides": [[topology.devices[r].name for r in c.cut.side],
                   [topology.devices[r].name for r in c.cut.rest]],
-        "bandwidth": _number(crossing.capacity.value),
+        "bandwidth": json_number(crossing.capacity.value),
         "bandwidth_formula": None if crossing.capacity.bandwidth is None else str(crossing.capacity.bandwidth),
         "resources": _names(topology, crossing.capacity.resources),
-        "bytes": _number(_bytes(crossing.bytes, nominal)),
+        "bytes": json_number(_bytes(crossing.bytes, nominal)),
         "bytes_formula": str(linear_expr(crossing.bytes)) if crossing.bytes else "0",
-        "bound_s": float(crossing.value),
+        "bound_s": json_number(crossing.value, integer=False),
         "bound_formula": str(crossing.bound),
     }
 
@@ -81,14 +76,14 @@ def _schedule_json(e: Efficiency, b: Bounds, topology: Topology, nominal: dict) 
     busiest = topology.resources[e.busiest] if e.busiest is not None else None
     entry = {
         "name": t.name,
-        "time_s": float(t.time),
-        "overlapped_s": float(e.overlapped_value),
+        "time_s": json_number(t.time, integer=False),
+        "overlapped_s": json_number(e.overlapped_value, integer=False),
         "overlapped_formula": str(e.overlapped.time) if e.overlapped else "0",
-        "ratio": None if e.ratio is None else float(e.ratio),
+        "ratio": json_number(e.ratio, integer=False),
         "limited_by": None if busiest is None else {
             "resource": busiest.name,
             "class": busiest.cls,
-            "busy_s": float(e.overlapped_value),
+            "busy_s": json_number(e.overlapped_value, integer=False),
             "window_limited": busiest.window_limited(nominal),
         },
         "window_limited_rounds": sum(c.count for c in t.cost.classes if c.window_limited),
@@ -96,8 +91,8 @@ def _schedule_json(e: Efficiency, b: Bounds, topology: Topology, nominal: dict) 
     }
     if b.binding is not None:
         entry["binding_cut"] = {
-            "bytes_forward": _number(_bytes(e.cut_bytes[0], nominal)),
-            "bytes_backward": _number(_bytes(e.cut_bytes[1], nominal)),
+            "bytes_forward": json_number(_bytes(e.cut_bytes[0], nominal)),
+            "bytes_backward": json_number(_bytes(e.cut_bytes[1], nominal)),
             "resources_used": e.cut_used[0],
             "resources": e.cut_used[1],
         }
@@ -110,7 +105,7 @@ def bound_json(program: Program, groups: list[Bounds]) -> str:
     parts = [_bounds_json(program, b) for b in groups]
     document = {"schema": SCHEMA, "file": program.path, "params": params_json(program),
                 **parts[0], "collectives": parts}
-    return json.dumps(document, indent=2) + "\n"
+    return dump_json(document)
 
 
 def _bounds_json(program: Program, b: Bounds) -> dict:
@@ -120,9 +115,9 @@ def _bounds_json(program: Program, b: Bounds) -> dict:
     if b.end_host is not None:
         h = b.end_host
         end_host = {
-            "bound_s": float(h.value),
+            "bound_s": json_number(h.value, integer=False),
             "bound_formula": str(h.bound),
-            "bytes": _number(_bytes(h.total, nominal)),
+            "bytes": json_number(_bytes(h.total, nominal)),
             "bytes_formula": str(linear_expr(h.total)),
             "egress_formula": str(h.egress),
             "ingress_formula": str(h.ingress),
@@ -131,10 +126,10 @@ def _bounds_json(program: Program, b: Bounds) -> dict:
         "collective": None if c is None else {
             "kind": c.kind,
             "ranks": len(c.ranks),
-            "bytes": _number(_bytes(c.size, nominal)),
+            "bytes": json_number(_bytes(c.size, nominal)),
             "bytes_formula": str(linear_expr(c.size)),
         },
-        "bound_s": float(b.best_value),
+        "bound_s": json_number(b.best_value, integer=False),
         "bound_formula": str(b.best),
         "binds": b.binds,
         "binding_cut": None if b.binding is None else _binding_json(b.binding, topology, nominal),
@@ -194,23 +189,6 @@ def _cut_rows(b: Bounds, nominal: dict) -> list[tuple[str, str, str, str]]:
     return rows
 
 
-def _table(rows: list[tuple[str, ...]], right: tuple[int, ...] = (), header: bool = True) -> list[str]:
-    """Aligned columns; the first row is a header underlined with dashes, if `header`."""
-    widths = [max(len(r[k]) for r in rows) for k in range(len(rows[0]))]
-    lines = []
-    for i, row in enumerate(rows):
-        cells = [cell.rjust(w) if k in right else cell.ljust(w) for k, (cell, w) in enumerate(zip(row, widths))]
-        lines.append("  " + "  ".join(cells).rstrip())
-        if header and i == 0:
-            lines.append("  " + "  ".join("-" * w for w in widths))
-    return lines
-
-
-def _listed(names: list[str], shown: int = 2) -> str:
-    more = f", … {len(names) - shown} more" if len(names) > shown else ""
-    return ", ".join(names[:shown]) + more
-
-
 def bound_text(program: Program, groups: list[Bounds]) -> str:
     """One section per collective."""
     return "\n".join(_bounds_text(program, b) for b in groups)
@@ -231,17 +209,18 @@ def _bounds_text(program: Program, b: Bounds) -> str:
         out.append("no cut: fewer than two ranks to split")
         return "\n".join(out) + "\n"
     if c is None:
-        out += _table([("cut", "bandwidth")] + [row[:2] for row in _cut_rows(b, nominal)])
+        out += table([("cut", "bandwidth")] + [row[:2] for row in _cut_rows(b, nominal)],
+                     indent="  ")
         narrowest = min(b.cuts, key=lambda k: (k.forward.capacity.value is None, k.forward.capacity.value))
         out.append(f"  narrowest: {narrowest.cut.name}, {_rate(narrowest.forward.capacity)}")
         return "\n".join(out) + "\n"
     out.append("cut-set bounds: the bytes every schedule must move across a cut, over its bandwidth")
-    out += _table([("cut", "bandwidth", "must cross", "bound")] + _cut_rows(b, nominal))
+    out += table([("cut", "bandwidth", "must cross", "bound")] + _cut_rows(b, nominal), indent="  ")
     if b.binding is not None:
         cap = b.binding.crossing.capacity
         classes = sorted({topology.resources[r].cls for r in cap.resources})
         out.append(f"  binding cut: {b.binding.cut.name}, {len(cap.resources)} × {'+'.join(classes)} "
-                   f"({_listed(_names(topology, cap.resources))})")
+                   f"({listing(_names(topology, cap.resources))})")
     if b.end_host is not None:
         h = b.end_host
         p = len(c.ranks)
@@ -278,7 +257,7 @@ def _schedule_lines(b: Bounds, topology: Topology, nominal: dict) -> list[str]:
         ratio = "-" if e.ratio is None else f"{float(e.ratio):.2f}"
         rows.append((e.timing.name, format_seconds(e.timing.time), format_seconds(e.overlapped_value),
                      ratio, held))
-    lines = _table(rows, right=(1, 2, 3))
+    lines = table(rows, right=(1, 2, 3), indent="  ")
     if b.binding is not None:
         need = b.binding.crossing
         lines += ["", f"across the binding cut {b.binding.cut.name} (at least "
@@ -294,7 +273,7 @@ def _schedule_lines(b: Bounds, topology: Topology, nominal: dict) -> list[str]:
             factor = "" if times is None else f"({float(times):.4g}×)"
             cross_rows.append((e.timing.name, shown, factor,
                                f"over {e.cut_used[0]} of its {e.cut_used[1]} resources"))
-        lines += _table(cross_rows, header=False)
+        lines += table(cross_rows, underline=False, indent="  ")
     lines += ["", "overlapped: max over resources of Σ_rounds bytes/bandwidth, the time if rounds",
               "overlapped perfectly; ratio: time / best bound"]
     return lines

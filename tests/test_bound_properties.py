@@ -9,7 +9,7 @@ from conftest import SCHEDULES
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from schedc.bound import bound
+from schedc.bound import bound_all
 from schedc.cuts import RankCuts
 from schedc.elaborate import load_program
 
@@ -64,7 +64,7 @@ def test_time_overlapped_and_bounds_are_ordered(text):
         path = Path(directory) / "machine.sched"
         path.write_text(text)
         program = load_program(path)
-        b = bound(program, ["ring"])
+        (b,) = bound_all(program, ["ring"])
     (e,) = b.schedules
     assert e.timing.time >= e.overlapped_value >= b.best_value > 0
     for c in b.cuts:  # a cut's bound is at most the best, its bandwidth its formula's value

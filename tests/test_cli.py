@@ -5,12 +5,14 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+from fractions import Fraction
 
 import pytest
 import sympy
 from conftest import SCHEDULES, MiB
 
 from schedc.cli import main
+from schedc.report import dump_json, json_number
 
 SEED = SCHEDULES / "seed" / "nvlink_2x8.sched"
 SCHEDULE_KEYS = {"name", "collective", "ranks", "rounds", "rounds_cross_host", "transfers", "time_s",
@@ -88,6 +90,17 @@ def test_time_text(run):
     assert "  regime            30*alpha + 15*V/(8*B_N)" in out
     assert "    valid while     B_L >= B_N" in out
     assert "  bytes cross-host  720 MiB  (15*V/4)" in out
+
+
+def test_json_numbers():
+    """Exact integers stay integers; what JSON cannot hold (oo, nan, inf) is null."""
+    values = (Fraction(3), Fraction(1, 4), sympy.Integer(7), sympy.Rational(1, 8), None, sympy.oo,
+              sympy.nan, float("inf"))
+    assert [json_number(v) for v in values] == [3, 0.25, 7, 0.125, None, None, None, None]
+    assert isinstance(json_number(Fraction(3), integer=False), float)
+    assert json_number(sympy.sqrt(2)) == 2 ** 0.5
+    with pytest.raises(ValueError):
+        dump_json({"time_s": float("nan")})
 
 
 @pytest.mark.parametrize("args", [("compare", SEED), ("time", SEED, "--json"), ("emit", "ir", SEED)])

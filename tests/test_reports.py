@@ -11,7 +11,7 @@ from conftest import ROOT, SCHEDULES, write
 from schedc import syntax as ast
 from schedc.elaborate import load_program, parse_override
 from schedc.evaluate import Env, evaluate
-from schedc.reports import evaluate_reports, report_values
+from schedc.report_statements import evaluate_reports, report_values
 from schedc.units import BYTES, DIMENSIONLESS, SECONDS
 
 CAPACITY = SCHEDULES / "seed" / "capacity.sched"
