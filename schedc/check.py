@@ -33,7 +33,7 @@ from .equations import DEFAULT_TIMEOUT, Equations, Values, source_text
 from .errors import ElaborationError, SchedcError, Span, UnitError, UsageError
 from .pipeline import time_schedule
 from .regimes import key
-from .reports import ReportValue, evaluate_reports
+from .report_statements import ReportValue, evaluate_reports
 from .units import DIMENSIONLESS, dim_name, format_quantity
 from .values import NoneValue, Quantity, kind_of, quantity_of
 from .verify import Verdict, verify_program

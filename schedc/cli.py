@@ -11,7 +11,6 @@ never a traceback.
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from pathlib import Path
@@ -29,7 +28,7 @@ from .equations import DEFAULT_TIMEOUT, Equations, name_span
 from .errors import ParseError, SchedcError, SourceFile, Span, UsageError
 from .parser import parse_equation, parse_module
 from .pipeline import selected, time_schedule
-from .report import compare_text, time_text, to_json
+from .report import compare_text, dump_json, time_text, to_json
 from .report_analysis import (
     check_json,
     check_line,
@@ -44,7 +43,7 @@ from .report_analysis import (
     verdict_lines,
 )
 from .report_bound import bound_json, bound_text
-from .reports import report_values, reports_json, reports_text
+from .report_statements import report_values, reports_json, reports_text
 from .sensitivity import sensitivities
 from .sweep import DEFAULT_POINTS, parse_vary, sweep, write_csv
 from .syntax import TimeOf, walk
@@ -212,7 +211,7 @@ def verify(file: Path, schedules, sets, as_json: bool, max_transfers: int, max_r
         texts.append("\n".join([f"{path}:", *("  " + t.replace("\n", "\n  ") for t in lines)])
                      if file.is_dir() else "\n".join(lines))
     if as_json:
-        click.echo(json.dumps({"schema": VERIFY_SCHEMA, "files": documents}, indent=2))
+        click.echo(dump_json({"schema": VERIFY_SCHEMA, "files": documents}), nl=False)
     elif texts:
         click.echo("\n".join(texts))
     elif not bad_input:

@@ -20,12 +20,7 @@ MAX_LANES = 20_000_000  # the default limit on transfers (and lanes) of one sche
 
 
 class Names:
-    """The global names an expression can see: params, lets, topology, schedules.
-
-    Besides `lookup` and `known`, the evaluator calls `index_topology(ref, index, node)` and
-    `member(ref, name, node)` when a host family is indexed or a host's member is named, and
-    `is_schedule(name)` for a better message; `elaborate.ProgramNames` implements them all.
-    """
+    """The global names an expression can see: params, lets, topology, schedules."""
 
     def lookup(self, name: str) -> object | None:
         """The value of a global name, or None."""
@@ -34,6 +29,17 @@ class Names:
     def known(self) -> list[str]:
         """Every global name, for 'did you mean' hints."""
         return []
+
+    def index_topology(self, ref, index, node: ast.Index) -> object:
+        """`ref[index]` for a host family being indexed."""
+        raise NotImplementedError
+
+    def member(self, ref, name: str, node: ast.Attr) -> object:
+        """`ref.name` for a host."""
+        raise NotImplementedError
+
+    def is_schedule(self, name: str) -> bool:
+        return False
 
 
 @dataclass

@@ -69,8 +69,14 @@ class NominalNames(Names):
     def known(self) -> list[str]:
         return list(self.reports) + self.program.names.known()
 
-    def __getattr__(self, attribute: str):  # indexing the topology, schedule names: as the program
-        return getattr(self.program.names, attribute)
+    def index_topology(self, ref, index, node):
+        return self.program.names.index_topology(ref, index, node)
+
+    def member(self, ref, name, node):
+        return self.program.names.member(ref, name, node)
+
+    def is_schedule(self, name: str) -> bool:
+        return self.program.names.is_schedule(name)
 
 
 def evaluate_reports(program: Program, extra: Handlers | None = None) -> Reports:
