@@ -116,8 +116,8 @@ def _expect(stmt: ast.Expect, equations: Equations) -> Outcome:
     computed = not isinstance(relation.right, (ast.Number, ast.NoneLit, ast.ListLit))
     text = source_text(relation.span) + (f" within {source_text(stmt.within.span)}"
                                          if stmt.within is not None else "")
-    left = equations.value(relation.left)
-    right = equations.value(relation.right)
+    left = equations.value_at_nominal(relation.left)
+    right = equations.value_at_nominal(relation.right)
     nominal = equations.program.nominal
     if isinstance(left, NoneValue) or isinstance(right, NoneValue):
         if relation.op != "=":
@@ -157,7 +157,7 @@ def _tolerance(within: ast.Expr | None, equations: Equations, dim) -> tuple[str,
     """("relative" | "absolute", amount)."""
     if within is None:
         return ("absolute", sympy.S.Zero)
-    value = equations.value(within)
+    value = equations.value_at_nominal(within)
     if isinstance(value, Quantity) and value.dim != DIMENSIONLESS:
         if value.dim != dim:
             raise UnitError(f"the tolerance is {dim_name(value.dim)}; the sides are {dim_name(dim)}",

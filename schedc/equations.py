@@ -15,7 +15,7 @@ checked for units like any other expression. Values stay symbolic in the params:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import sympy
 
@@ -27,6 +27,7 @@ from .evaluate import evaluate
 from .lanes import Env
 from .pipeline import time_schedule
 from .report import Timing
+from .report_statements import NominalNames
 from .solve import Side, Solution, solve
 from .units import DIMENSIONLESS, SECONDS, dim_name, format_quantity
 from .values import NoneValue, Quantity, kind_of, quantity_of
@@ -66,6 +67,11 @@ class Equations:
 
     def value(self, expr: ast.Expr) -> object:
         return evaluate(expr, self.env)
+
+    def value_at_nominal(self, expr: ast.Expr) -> object:
+        """`expr` with params at their nominal values, as a `report` would see them (so
+        `ceil(V / 1 MiB)` is a number); `time(...)` and `solve(...)` work as in `value`."""
+        return evaluate(expr, replace(self.env, names=NominalNames(self.program)))
 
     def side(self, expr: ast.Expr) -> Side:
         value = self.value(expr)

@@ -160,3 +160,11 @@ def test_check_verifies_first_and_skips_the_expects_of_a_wrong_schedule(run, tmp
     assert "    missing      g[1], g[2]" in lines
     assert "expect" not in out.replace("expects", "")  # the expect about its time is not evaluated
     assert lines[-1] == "0 expects in 1 file: 0 passed, 0 failed; 0 of 1 schedule verified"
+
+
+def test_expects_see_params_at_their_nominal_values_as_reports_do(case):
+    path = case("report chunks = ceil(V / 1 MiB)\n"
+                "expect ceil(V / 1 MiB) = 192\n"
+                "expect chunks = 192\n"
+                "expect time(ring, B_L = 2 * B_slot) = time(ring)\n")
+    assert outcomes(path) == [(True, "192"), (True, "192"), (True, "11.022 ms")]
