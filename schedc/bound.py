@@ -27,12 +27,11 @@ import sympy
 
 from .cost import RoundClass, cost, nominal_value
 from .cuts import Cut, CutCapacity, RankCuts
-from .elaborate import Program, linear_value
+from .elaborate import Program
 from .errors import LimitError, TopologyError
-from .ir import Collective, LinearBytes, Schedule, linear_expr, linear_scale
+from .ir import Collective, LinearBytes, Schedule, linear_expr, linear_scale, linear_value
 from .lower import merged
-from .pipeline import time_schedule_with_loads
-from .report import Timing
+from .pipeline import Timing, time_schedule_with_loads
 
 MAX_CUTS = 2_000
 

@@ -29,7 +29,7 @@ from .errors import (
     did_you_mean,
 )
 from .evaluate import check_positive, evaluate, expect_device, expect_quantity
-from .ir import Collective, LinearBytes, Schedule
+from .ir import Collective, Schedule
 from .lanes import Env, Names
 from .parser import parse_expression, parse_module
 from .topology import Topology
@@ -362,13 +362,3 @@ def _exact(value) -> Fraction:
     if number is not None:
         return Fraction(number)
     return from_rational(value.expr)
-
-
-def linear_value(form: LinearBytes, nominal: dict) -> Fraction:
-    """A linear form's value at the nominal point."""
-    total = Fraction(0)
-    for symbol, coeff in form:
-        v = nominal.get(symbol, symbol) if symbol != 1 else sympy.Integer(1)
-        total += coeff * from_rational(v)
-    return total
-

@@ -25,8 +25,7 @@ from .elaborate import Param, Program
 from .errors import ElaborationError, SolveError, Span, UnitError, did_you_mean
 from .evaluate import evaluate
 from .lanes import Env
-from .pipeline import time_schedule
-from .report import Timing
+from .pipeline import Timing, time_schedule
 from .report_statements import NominalNames
 from .solve import Side, Solution, solve
 from .units import DIMENSIONLESS, SECONDS, dim_name, format_quantity

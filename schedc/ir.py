@@ -29,6 +29,15 @@ def linear_expr(form: LinearBytes) -> sympy.Expr:
     return sympy.Add(*[sympy.Rational(c.numerator, c.denominator) * s for s, c in form])
 
 
+def linear_value(form: LinearBytes, nominal: dict) -> Fraction:
+    """A linear form's exact value at the nominal point (symbol → SymPy rational)."""
+    total = Fraction(0)
+    for symbol, coeff in form:
+        value = sympy.Integer(1) if symbol == 1 else nominal[symbol]
+        total += coeff * Fraction(int(value.p), int(value.q))
+    return total
+
+
 def linear_scale(form: LinearBytes, factor: Fraction) -> LinearBytes:
     return tuple((s, c * factor) for s, c in form if c * factor)
 

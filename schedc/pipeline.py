@@ -6,11 +6,31 @@ time compiles it once.
 
 from __future__ import annotations
 
-from .cost import cost, nominal_value
+from dataclasses import dataclass
+from fractions import Fraction
+
+from .cost import Cost, cost, nominal_value
 from .elaborate import Program
 from .errors import UsageError
+from .ir import LinearBytes, Schedule, linear_value
 from .lower import Loads, lower
-from .report import Timing
+
+
+@dataclass(frozen=True)
+class Timing:
+    """Everything `time` and `compare` report about one schedule."""
+
+    schedule: Schedule
+    cost: Cost
+    time: Fraction  # seconds at the nominal point
+    nominal: dict
+
+    @property
+    def name(self) -> str:
+        return self.schedule.name
+
+    def bytes_value(self, form: LinearBytes) -> Fraction:
+        return linear_value(form, self.nominal)
 
 
 def time_schedule(program: Program, name: str) -> Timing:

@@ -10,36 +10,19 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Collection, Sequence
-from dataclasses import dataclass
 from fractions import Fraction
 
 import sympy
 
-from .cost import Cost, RoundClass, nominal_value
+from .cost import RoundClass, nominal_value
 from .elaborate import Program
-from .ir import LinearBytes, Schedule, linear_expr
+from .ir import LinearBytes, linear_expr
+from .pipeline import Timing
 from .regimes import key
 from .topology import Topology
 from .units import base_unit, format_bytes, format_quantity, format_seconds
 
 SCHEMA = "schedc.time/1"
-
-
-@dataclass(frozen=True)
-class Timing:
-    """Everything `time` and `compare` report about one schedule."""
-
-    schedule: Schedule
-    cost: Cost
-    time: Fraction  # seconds at the nominal point
-    nominal: dict
-
-    @property
-    def name(self) -> str:
-        return self.schedule.name
-
-    def bytes_value(self, form: LinearBytes) -> Fraction:
-        return nominal_value(linear_expr(form), self.nominal) if form else Fraction(0)
 
 
 def json_number(value: Fraction | sympy.Expr | float | None,

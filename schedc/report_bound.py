@@ -6,8 +6,8 @@ from fractions import Fraction
 from functools import lru_cache
 
 from .bound import Bounds, Crossing, CutBound, Efficiency
-from .elaborate import Program, linear_value
-from .ir import LinearBytes, linear_expr
+from .elaborate import Program
+from .ir import LinearBytes, linear_expr, linear_value
 from .report import dump_json, json_number, listing, params_json, table
 from .topology import Topology
 from .units import format_bytes, format_rate, format_seconds

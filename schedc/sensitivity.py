@@ -16,8 +16,8 @@ import sympy
 from .deadline import OutOfTime, TimeLimit
 from .elaborate import Param, Program
 from .errors import CostError
+from .pipeline import Timing
 from .regimes import NotRational, key, pieces, same
-from .report import Timing
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,7 @@ from .errors import SchedcError, SourceFile, Span, UsageError, did_you_mean
 from .evaluate import evaluate
 from .lanes import Env
 from .parser import parse_expression
-from .report import Timing
+from .pipeline import Timing
 from .units import DIMENSIONLESS, base_unit, dim_name, format_quantity
 from .values import Quantity, as_number, from_rational
 
