@@ -20,7 +20,7 @@ from .ir import Round, Schedule
 
 MAX_CELLS = 2**26  # more (rank, segment) cells than this are refused
 MAX_SCALE = 2**62  # the common denominator of all region boundaries
-_SKIP = " (time and compare take --no-verify to skip verification)"
+_SKIP = " (--no-verify reports on the schedule without verifying it)"
 
 
 @dataclass(frozen=True, eq=False)
