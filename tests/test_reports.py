@@ -9,8 +9,8 @@ import pytest
 from conftest import ROOT, SCHEDULES, write
 
 from schedc import syntax as ast
+from schedc.check import check_program
 from schedc.elaborate import load_program, parse_override
-from schedc.evaluate import Env, evaluate
 from schedc.report_statements import evaluate_reports, report_values
 from schedc.units import BYTES, DIMENSIONLESS, SECONDS
 
@@ -37,19 +37,10 @@ def test_the_seeds_capacity_table():
 
 
 def test_the_expects_of_the_capacity_file_hold():
-    # `schedc check` evaluates them once merged; until then, by hand: every `expect` of the
-    # file names a report and holds within its tolerance, with the reports bound by name.
-    program = load_program(CAPACITY)
-    env = Env(program.names, local=evaluate_reports(program).bindings)
-    expects = [s for s in program.checks if isinstance(s, ast.Expect)]
-    assert len(expects) == 9
-    for stmt in expects:
-        assert stmt.relation.op == "="
-        left = evaluate(stmt.relation.left, env)
-        right = evaluate(stmt.relation.right, env)
-        tolerance = Fraction(0) if stmt.within is None else Fraction(evaluate(stmt.within, env))
-        a, b = (_base(x) for x in (left, right))
-        assert abs(a - b) <= tolerance * abs(b), stmt.span
+    checked = check_program(load_program(CAPACITY))
+    assert [r.name for r in checked.reports][:2] == ["train_8B", "left_on_2_gpus"]
+    assert len(checked.outcomes) == 9
+    assert all(o.passed for o in checked.outcomes), [o for o in checked.outcomes if not o.passed]
 
 
 def _base(value) -> Fraction:
