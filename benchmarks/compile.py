@@ -44,9 +44,9 @@ def run_once(args: list[str]) -> tuple[float, int, str]:
 
 def stages(path: str) -> dict[str, float]:
     """Seconds per pipeline stage, in-process (imports excluded)."""
-    from schedc.cost import cost
-    from schedc.elaborate import load_program
-    from schedc.lower import lower
+    from schedc.cost.formula import cost
+    from schedc.cost.lower import lower
+    from schedc.elaborate.program import load_program
 
     marks = {}
     t0 = time.perf_counter()

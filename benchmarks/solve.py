@@ -25,10 +25,10 @@ import sympy
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from schedc.analysis.solve import Side, solve  # noqa: E402
 from schedc.cli import main  # noqa: E402
 from schedc.deadline import TimeLimit  # noqa: E402
 from schedc.errors import SourceFile, Span  # noqa: E402
-from schedc.solve import Side, solve  # noqa: E402
 from schedc.units import SECONDS  # noqa: E402
 
 PCIE = "schedules/seed/pcie_2x4.sched"

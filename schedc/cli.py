@@ -18,18 +18,22 @@ from pathlib import Path
 import click
 
 from . import __version__
-from .bound import MAX_CUTS, bound_all
-from .check import check_file, sched_files
+from .analysis.bound import MAX_CUTS, bound_all
+from .analysis.check import check_file, sched_files
+from .analysis.equations import DEFAULT_TIMEOUT, Equations, name_span
+from .analysis.reports import report_values, reports_json, reports_text
+from .analysis.sensitivity import sensitivities
+from .analysis.sweep import DEFAULT_POINTS, parse_vary, sweep, write_csv
+from .analysis.verify import SCHEMA as VERIFY_SCHEMA
+from .analysis.verify import require_verified, verdict_json, verdict_text, verify_program
+from .cost.timing import selected, time_schedule
 from .deadline import TimeLimit
-from .elaborate import Program, load_program, parse_override
-from .elaborate_schedule import Limits
-from .emit import STAGES, emit_ast, emit_formula, emit_ir, emit_loads
-from .equations import DEFAULT_TIMEOUT, Equations, name_span
+from .elaborate.program import Program, load_program, parse_override
+from .elaborate.schedule import Limits
 from .errors import ParseError, SchedcError, SourceFile, Span, UsageError
-from .parser import parse_equation, parse_module
-from .pipeline import selected, time_schedule
-from .report import compare_text, dump_json, time_text, to_json
-from .report_analysis import (
+from .language.parser import parse_equation, parse_module
+from .language.syntax import TimeOf, walk
+from .render.analysis import (
     check_json,
     check_line,
     check_summary,
@@ -42,13 +46,9 @@ from .report_analysis import (
     sweep_text,
     verdict_lines,
 )
-from .report_bound import bound_json, bound_text
-from .report_statements import report_values, reports_json, reports_text
-from .sensitivity import sensitivities
-from .sweep import DEFAULT_POINTS, parse_vary, sweep, write_csv
-from .syntax import TimeOf, walk
-from .verify import SCHEMA as VERIFY_SCHEMA
-from .verify import require_verified, verdict_json, verdict_text, verify_program
+from .render.bound import bound_json, bound_text
+from .render.emit import STAGES, emit_ast, emit_formula, emit_ir, emit_loads
+from .render.text import compare_text, dump_json, time_text, to_json
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_INTERNAL = 0, 1, 2, 70
 

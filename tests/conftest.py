@@ -9,8 +9,8 @@ import pytest
 import sympy
 
 from schedc.cli import main
-from schedc.elaborate import load_program, parse_override
-from schedc.pipeline import time_schedule
+from schedc.cost.timing import time_schedule
+from schedc.elaborate.program import load_program, parse_override
 
 ROOT = Path(__file__).resolve().parent.parent
 SCHEDULES = ROOT / "schedules"

@@ -11,10 +11,10 @@ import sympy
 from conftest import ROOT, SCHEDULES, MiB, expr, golden, write
 from test_window import TWO_GPUS
 
-from schedc import cuts as cuts_module
-from schedc.bound import bound_all, must_cross
-from schedc.elaborate import load_program, parse_override
-from schedc.ir import Collective, linear_expr
+from schedc.analysis import cuts as cuts_module
+from schedc.analysis.bound import bound_all, must_cross
+from schedc.elaborate.program import load_program, parse_override
+from schedc.model.ir import Collective, linear_expr
 
 SEED = SCHEDULES / "seed" / "nvlink_2x8.sched"
 PCIE = Path(__file__).parent / "fixtures" / "bound" / "pcie_2x4.sched"

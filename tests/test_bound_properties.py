@@ -9,9 +9,9 @@ from conftest import SCHEDULES
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from schedc.bound import bound_all
-from schedc.cuts import RankCuts
-from schedc.elaborate import load_program
+from schedc.analysis.bound import bound_all
+from schedc.analysis.cuts import RankCuts
+from schedc.elaborate.program import load_program
 
 RING = (SCHEDULES / "lib" / "ring.sched").as_posix()
 

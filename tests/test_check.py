@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from conftest import ROOT, SCHEDULES, golden, write
 
-from schedc.check import check_program
-from schedc.elaborate import load_program
+from schedc.analysis.check import check_program
+from schedc.elaborate.program import load_program
 
 FIXTURES = Path(__file__).parent / "fixtures"
 # Five lines: the PCIe machine and its contiguous ring (11.022 ms at the nominal point).

@@ -12,7 +12,7 @@ import sympy
 from conftest import SCHEDULES, MiB
 
 from schedc.cli import main
-from schedc.report import dump_json, json_number
+from schedc.render.text import dump_json, json_number
 
 SEED = SCHEDULES / "seed" / "nvlink_2x8.sched"
 SCHEDULE_KEYS = {"name", "collective", "ranks", "rounds", "rounds_cross_host", "transfers", "time_s",

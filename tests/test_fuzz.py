@@ -9,16 +9,16 @@ from conftest import SCHEDULES
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from schedc.bound import bound_all
-from schedc.check import check_program
-from schedc.elaborate import load_program
-from schedc.elaborate_schedule import Limits
-from schedc.equations import Equations
+from schedc.analysis.bound import bound_all
+from schedc.analysis.check import check_program
+from schedc.analysis.equations import Equations
+from schedc.analysis.sweep import Vary, sweep
+from schedc.analysis.verify import verify_program
+from schedc.cost.timing import time_schedule
+from schedc.elaborate.program import load_program
+from schedc.elaborate.schedule import Limits
 from schedc.errors import SchedcError, SourceFile
-from schedc.parser import parse_equation
-from schedc.pipeline import time_schedule
-from schedc.sweep import Vary, sweep
-from schedc.verify import verify_program
+from schedc.language.parser import parse_equation
 
 SMALL = Limits(transfers=20_000, steps=2_000)
 SOURCES = sorted(SCHEDULES.rglob("*.sched"))

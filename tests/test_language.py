@@ -10,12 +10,12 @@ from conftest import SCHEDULES, write
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import schedc.elaborate_schedule as elaborate_schedule
-from schedc.elaborate import load_program
+import schedc.elaborate.schedule as elaborate_schedule
+from schedc.cost.timing import time_schedule
+from schedc.elaborate.program import load_program
 from schedc.errors import SchedcError
-from schedc.ir import linear_expr
-from schedc.pipeline import time_schedule
-from schedc.values import NeedScalar
+from schedc.model.ir import linear_expr
+from schedc.model.values import NeedScalar
 
 MACHINE = """
 param V = 64 MiB

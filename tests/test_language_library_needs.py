@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from conftest import write
 
-from schedc.elaborate import load_program
+from schedc.elaborate.program import load_program
 from schedc.errors import ElaborationError
 
 MACHINE = """param alpha = 1 us

@@ -12,9 +12,9 @@ from conftest import SCHEDULES, write
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from schedc.elaborate import load_program
+from schedc.analysis.verify import verify_program
+from schedc.elaborate.program import load_program
 from schedc.errors import ElaborationError
-from schedc.verify import verify_program
 
 LIB = SCHEDULES / "lib"
 LIBRARY = ("ring", "recursive", "tree", "alltoall", "hierarchical")

@@ -9,8 +9,8 @@ import shlex
 import pytest
 from conftest import ROOT, SCHEDULES, write
 
-from schedc.check import check_program
-from schedc.elaborate import load_program
+from schedc.analysis.check import check_program
+from schedc.elaborate.program import load_program
 
 README = (ROOT / "README.md").read_text()
 SECTION = README.split("## Equations, thresholds and self-checking files")[1].split("\n## ")[0]

@@ -8,10 +8,10 @@ from fractions import Fraction
 import pytest
 from conftest import ROOT, SCHEDULES, write
 
-from schedc import syntax as ast
-from schedc.check import check_program
-from schedc.elaborate import load_program, parse_override
-from schedc.report_statements import evaluate_reports, report_values
+from schedc.analysis.check import check_program
+from schedc.analysis.reports import evaluate_reports, report_values
+from schedc.elaborate.program import load_program, parse_override
+from schedc.language import syntax as ast
 from schedc.units import BYTES, DIMENSIONLESS, SECONDS
 
 CAPACITY = SCHEDULES / "seed" / "capacity.sched"
@@ -87,7 +87,7 @@ def test_eval_json(run):
 def test_extra_handlers_reach_the_reports(tmp_path):
     # How `schedc check` passes its time(...) handler: here one that answers 2 ms for any
     # schedule, as a formula in a param, to show that formulas are settled at the nominal point.
-    from schedc.values import Quantity
+    from schedc.model.values import Quantity
 
     path = write(tmp_path, "t.sched", "param a = 1 ms\nreport t = 3 * time(ring)\nreport u = t + a\n")
     program = load_program(path)

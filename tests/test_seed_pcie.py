@@ -7,11 +7,11 @@ import pytest
 import sympy
 from conftest import SCHEDULES, MiB, expr, timings
 
-from schedc.elaborate import load_program
-from schedc.equations import Equations
+from schedc.analysis.equations import Equations
+from schedc.cost.regimes import key
+from schedc.elaborate.program import load_program
 from schedc.errors import SourceFile
-from schedc.parser import parse_equation
-from schedc.regimes import key
+from schedc.language.parser import parse_equation
 
 PCIE = SCHEDULES / "seed" / "pcie_2x4.sched"
 NVLINK = SCHEDULES / "seed" / "nvlink_2x8.sched"

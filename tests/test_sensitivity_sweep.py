@@ -9,10 +9,10 @@ import pytest
 import sympy
 from conftest import SCHEDULES, timings
 
+from schedc.analysis.sensitivity import sensitivities
+from schedc.cost.timing import time_schedule
 from schedc.deadline import TimeLimit
-from schedc.elaborate import load_program
-from schedc.pipeline import time_schedule
-from schedc.sensitivity import sensitivities
+from schedc.elaborate.program import load_program
 
 PCIE = SCHEDULES / "seed" / "pcie_2x4.sched"
 NVLINK = SCHEDULES / "seed" / "nvlink_2x8.sched"

@@ -12,11 +12,11 @@ from conftest import ROOT, SCHEDULES, golden
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-import schedc.solve
+import schedc.analysis.solve
+from schedc.analysis.solve import Side, solve
+from schedc.cost.regimes import key, pieces
 from schedc.deadline import TimeLimit
 from schedc.errors import SourceFile, Span
-from schedc.regimes import key, pieces
-from schedc.solve import Side, solve
 from schedc.units import SECONDS
 
 PCIE = SCHEDULES / "seed" / "pcie_2x4.sched"
@@ -150,7 +150,7 @@ def test_a_solve_that_cannot_finish_is_reported(run, monkeypatch):
         while True:
             pass
 
-    monkeypatch.setattr(schedc.solve, "pieces", forever)
+    monkeypatch.setattr(schedc.analysis.solve, "pieces", forever)
     code, out, err = run("solve", PCIE, "time(hierarchical) = time(ring)", "--for", "B_L",
                          "--timeout", "0.2")
     assert code == 2 and out == ""

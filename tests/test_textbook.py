@@ -7,8 +7,8 @@ import pytest
 import sympy
 from conftest import SCHEDULES, timings, write
 
-from schedc.elaborate import load_program
-from schedc.verify import verify_program
+from schedc.analysis.verify import verify_program
+from schedc.elaborate.program import load_program
 
 
 def _textbook(p: int, alpha, V, B) -> dict[str, sympy.Expr]:

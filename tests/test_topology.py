@@ -6,10 +6,10 @@ import pytest
 import sympy
 from conftest import SCHEDULES, write
 
-from schedc.elaborate import load_program
+from schedc.cost.lower import lower
+from schedc.cost.timing import time_schedule
+from schedc.elaborate.program import load_program
 from schedc.errors import SchedcError
-from schedc.lower import lower
-from schedc.pipeline import time_schedule
 
 
 def _device(program, name: str) -> int:

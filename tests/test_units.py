@@ -6,9 +6,9 @@ from fractions import Fraction
 
 import pytest
 
-from schedc import syntax as ast
 from schedc.errors import SourceFile
-from schedc.parser import parse_expression
+from schedc.language import syntax as ast
+from schedc.language.parser import parse_expression
 from schedc.units import BYTES, RATE, SECONDS, UNITS, format_bytes, format_rate, format_seconds
 
 

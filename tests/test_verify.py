@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 from conftest import ROOT, SCHEDULES, write
 
-from schedc import dataflow
-from schedc.counterexample import WrongResult
-from schedc.elaborate import load_program
-from schedc.verify import verify_program, verify_schedule
+from schedc.analysis import dataflow
+from schedc.analysis.counterexample import WrongResult
+from schedc.analysis.verify import verify_program, verify_schedule
+from schedc.elaborate.program import load_program
 
 BROKEN = Path(__file__).parent / "fixtures" / "broken"
 FIXTURES = sorted(p.stem for p in BROKEN.glob("*.sched"))

@@ -1,1 +1,0 @@
-"""The schedc grammar, shipped as package data (`schedc.grammar`)."""

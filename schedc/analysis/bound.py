@@ -1,0 +1,263 @@
+"""Lower bounds on any schedule of a collective, and how far each schedule is from them.
+
+Cut-set bound. Split the ranks into two sides. Whatever the algorithm, some bytes must cross
+from one side to the other (all-reduce: V each way), and they can cross no faster than the
+narrowest cut between the sides allows: time >= bytes / bandwidth. The largest such bound over
+the cuts tried is the *binding cut*.
+
+End-host bound (all-reduce; Patarasuk and Yuan 2009). Reducing at the ranks, the ranks
+together send at least 2(p-1)·V (each element needs 2(p-1) one-way messages among p ranks)
+and receive as much, through their own cuts: time >= 2(p-1)·V / Σ_r egress_r. With equal
+ranks that is the familiar 2(p-1)/p · V per rank.
+
+Why every schedule respects them: each round takes at least max_e V[r,e]/B[e], so the
+synchronous time is at least the overlapped bound max_e Σ_r V[r,e]/B[e] (rounds overlapping
+perfectly); and the bytes crossing a cut load its resources, so the busiest of them carries
+at least its share: bytes / bandwidth. Each direction of a cut is bounded on its own, which
+stays valid where both directions share a resource (a half-duplex link), if not tight.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from fractions import Fraction
+
+import numpy as np
+import sympy
+
+from ..cost.formula import RoundClass, cost, nominal_value
+from ..cost.lower import merged
+from ..cost.timing import Timing, time_schedule_with_loads
+from ..elaborate.program import Program
+from ..errors import LimitError, TopologyError
+from ..model.ir import Collective, LinearBytes, Schedule, linear_expr, linear_scale, linear_value
+from .cuts import Cut, CutCapacity, RankCuts
+
+MAX_CUTS = 2_000
+
+
+@dataclass(frozen=True)
+class Crossing:
+    """One direction of a cut: the bytes that must cross it and the time that takes."""
+
+    bytes: LinearBytes
+    capacity: CutCapacity
+    bound: sympy.Expr  # bytes / bandwidth; 0 when nothing must cross or the cut is unlimited
+    value: Fraction
+
+
+@dataclass(frozen=True)
+class CutBound:
+    cut: Cut
+    forward: Crossing  # side → rest
+    backward: Crossing  # rest → side (its capacity mirrors forward's on a symmetric network)
+    binding: str  # "forward" | "backward": the direction with the larger bound
+
+    @property
+    def crossing(self) -> Crossing:
+        return self.forward if self.binding == "forward" else self.backward
+
+    @property
+    def value(self) -> Fraction:
+        return self.crossing.value
+
+
+@dataclass(frozen=True)
+class EndHost:
+    total: LinearBytes  # 2(p-1)·V: what the ranks send together, and receive together
+    egress: sympy.Expr  # Σ over ranks of their single-rank cut, outwards
+    ingress: sympy.Expr
+    bound: sympy.Expr
+    value: Fraction
+
+
+@dataclass(frozen=True)
+class Efficiency:
+    """One schedule against the bounds."""
+
+    timing: Timing
+    overlapped: RoundClass | None  # one round carrying every round's load; None: no transfers
+    overlapped_value: Fraction
+    ratio: Fraction | None  # time / best bound; None when the bound is 0
+    busiest: int | None  # the resource the overlapped bound waits for
+    cut_bytes: tuple[LinearBytes, LinearBytes]  # moved across the binding cut, each way
+    cut_used: tuple[int, int]  # binding-cut resources (forward) this schedule loads, of how many
+
+
+@dataclass(frozen=True)
+class Bounds:
+    collective: Collective | None  # None: no schedules; the cuts between all GPUs
+    ranks: tuple[int, ...]
+    cuts: tuple[CutBound, ...]
+    binding: CutBound | None  # the cut with the largest bound (the first on a tie); None if 0
+    end_host: EndHost | None
+    best: sympy.Expr  # the larger of the binding cut's and the end-host bound
+    best_value: Fraction
+    binds: str  # "cut" | "end-host" | "none"
+    schedules: tuple[Efficiency, ...]
+
+
+def bound(program: Program, collective: Collective | None, names: list[str],
+          max_cuts: int = MAX_CUTS) -> Bounds:
+    """The bounds for `collective`, and each of the schedules `names` (which compute it) against
+    them; with no collective, the cuts between all GPUs."""
+    topology, nominal = program.topology, program.nominal
+    ranks = collective.ranks if collective else tuple(d.id for d in topology.devices if d.kind == "gpu")
+    finder = RankCuts(topology, nominal, ranks)
+    if finder.work > max_cuts:
+        raise LimitError(f"bounding this collective takes up to {finder.work:,} max-flow problems; "
+                         f"the limit is {max_cuts:,} (raise it with --max-cuts)",
+                         collective.span if collective else None)
+    found = finder.cuts()
+    if collective is not None:
+        _check_connected(found, collective, topology)
+    cuts = tuple(_cut_bound(c, collective, nominal) for c in found)
+    binding = max(cuts, key=lambda c: c.value, default=None)  # max keeps the first of equals
+    if binding is not None and not binding.value:
+        binding = None  # nothing must cross a cut of finite bandwidth
+    if binding is not None and binding.binding == "backward" and binding.cut.backward is None:
+        binding = _cut_bound(_with_backward(binding.cut, finder), collective, nominal)
+    end_host = _end_host(collective, cuts, nominal)
+    best, best_value, binds = sympy.Integer(0), Fraction(0), "none"
+    if binding is not None:
+        best, best_value, binds = binding.crossing.bound, binding.value, "cut"
+    if end_host is not None and end_host.value > best_value:
+        best, best_value, binds = end_host.bound, end_host.value, "end-host"
+    schedules = tuple(_efficiency(program, n, binding, best_value) for n in names)
+    return Bounds(collective, ranks, cuts, binding, end_host, best, best_value, binds, schedules)
+
+
+def bound_all(program: Program, names: list[str], max_cuts: int = MAX_CUTS) -> list[Bounds]:
+    """One `Bounds` per collective the schedules `names` compute, in order of first appearance
+    (a file may declare several collectives, one before each group of schedules)."""
+    groups: dict[Collective, list[str]] = {}
+    for name in names:
+        groups.setdefault(program.result(name).collective, []).append(name)
+    return [bound(program, collective, group, max_cuts) for collective, group in groups.items()] \
+        or [bound(program, None, [], max_cuts)]
+
+
+def must_cross(collective: Collective, side: frozenset[int]) -> tuple[LinearBytes, LinearBytes]:
+    """The bytes any schedule of `collective` moves from `side` (some of its ranks) to the
+    other ranks, and back.
+
+    Sizes follow the collective's buffer V: all-reduce, each rank's V; all-gather and
+    reduce-scatter, the whole buffer, of which each rank holds (or ends with) one p-th;
+    all-to-all, each rank's V, one p-th of it for every rank; broadcast and reduce, V."""
+    size, p = collective.size, len(collective.ranks)
+    a = len(side)
+    b = p - a
+    kind = collective.kind
+    if kind == "allreduce":
+        return size, size
+    if kind == "reduce_scatter":  # the shares the other side ends with need this side's part
+        return linear_scale(size, Fraction(b, p)), linear_scale(size, Fraction(a, p))
+    if kind == "allgather":  # the other side needs this side's shares
+        return linear_scale(size, Fraction(a, p)), linear_scale(size, Fraction(b, p))
+    if kind == "alltoall":
+        return linear_scale(size, Fraction(a * b, p)), linear_scale(size, Fraction(a * b, p))
+    rooted_here = collective.root in side
+    data_out = (kind == "broadcast") == rooted_here  # broadcast: from the root's side
+    return (size, ()) if data_out else ((), size)
+
+
+def _check_connected(cuts: list[Cut], collective: Collective, topology) -> None:
+    """A cut that bytes must cross but no link does: no schedule can compute the collective."""
+    for cut in cuts:
+        forward, backward = must_cross(collective, frozenset(cut.side))
+        for need, capacity, a, b in ((forward, cut.forward, cut.side, cut.rest),
+                                     (backward, cut.backward or cut.forward, cut.rest, cut.side)):
+            if need and capacity.value == 0:
+                raise TopologyError(f"nothing connects {_ranks(topology, a)} to "
+                                    f"{_ranks(topology, b)}, so no schedule can compute this "
+                                    f"{collective.kind}", collective.span)
+
+
+def _ranks(topology, ranks: tuple[int, ...]) -> str:
+    names = [topology.devices[r].name for r in ranks]
+    return names[0] if len(names) == 1 else f"{len(names)} ranks ({names[0]}, …)"
+
+
+def _crossing(size: LinearBytes, capacity: CutCapacity, nominal: dict) -> Crossing:
+    if not size or capacity.bandwidth is None:
+        return Crossing(size, capacity, sympy.Integer(0), Fraction(0))
+    value = linear_value(size, nominal) / capacity.value
+    return Crossing(size, capacity, linear_expr(size) / capacity.bandwidth, value)
+
+
+def _cut_bound(cut: Cut, collective: Collective | None, nominal: dict) -> CutBound:
+    forward_bytes, backward_bytes = must_cross(collective, frozenset(cut.side)) if collective \
+        else ((), ())
+    forward = _crossing(forward_bytes, cut.forward, nominal)
+    backward = _crossing(backward_bytes, cut.backward or _mirror(cut.forward), nominal)
+    return CutBound(cut, forward, backward, "backward" if backward.value > forward.value else "forward")
+
+
+def _mirror(capacity: CutCapacity) -> CutCapacity:
+    """The backward capacity on a symmetric network: as wide; its resources (and sending
+    side) are not yet known."""
+    return CutCapacity((), capacity.bandwidth, capacity.value, frozenset())
+
+
+def _with_backward(cut: Cut, finder: RankCuts) -> Cut:
+    return replace(cut, backward=finder.backward(cut))
+
+
+def _end_host(collective: Collective | None, cuts: tuple[CutBound, ...], nominal: dict) -> EndHost | None:
+    if collective is None or collective.kind != "allreduce" or len(collective.ranks) < 2:
+        return None
+    ways: dict[int, tuple[CutCapacity, CutCapacity]] = {}  # rank: (out of it, into it)
+    for c in cuts:
+        if len(c.cut.side) == 1:
+            ways.setdefault(c.cut.side[0], (c.forward.capacity, c.backward.capacity))
+        if len(c.cut.side) == len(c.cut.ranks) - 1:
+            ways.setdefault(c.cut.rest[0], (c.backward.capacity, c.forward.capacity))
+    capacities = [ways[r] for r in collective.ranks]
+    if any(out.bandwidth is None or back.bandwidth is None for out, back in capacities):
+        return None  # some rank has an unlimited way out or in: no bound from the ends
+    p = len(collective.ranks)
+    total = linear_scale(collective.size, Fraction(2 * (p - 1)))
+    egress = sympy.Add(*[out.bandwidth for out, _ in capacities])
+    ingress = sympy.Add(*[back.bandwidth for _, back in capacities])
+    bytes_value = linear_value(total, nominal)
+    out_value = bytes_value / sum(out.value for out, _ in capacities)
+    in_value = bytes_value / sum(back.value for _, back in capacities)
+    bandwidth = egress if out_value >= in_value else ingress
+    return EndHost(total, egress, ingress, sympy.factor_terms(linear_expr(total) / bandwidth),
+                   max(out_value, in_value))
+
+
+def _efficiency(program: Program, name: str, binding: CutBound | None, best: Fraction) -> Efficiency:
+    loads, timing = time_schedule_with_loads(program, name)
+    whole = merged(loads)
+    overlapped = next(iter(cost(whole, program.topology, sympy.Integer(0), program.nominal).classes), None)
+    value = nominal_value(overlapped.time, program.nominal) if overlapped else Fraction(0)
+    busiest = None
+    if overlapped is not None and overlapped.dominant is not None:
+        busiest = overlapped.terms[overlapped.dominant].resources[0]
+    cut_bytes: tuple[LinearBytes, LinearBytes] = ((), ())
+    used = (0, 0)
+    if binding is not None:
+        cut_bytes = _moved_across(timing.schedule, frozenset(binding.cut.side),
+                                  len(program.topology.devices))
+        loaded = set(whole.resource.tolist())
+        resources = binding.crossing.capacity.resources
+        used = (sum(1 for r in resources if r in loaded), len(resources))
+    ratio = timing.time / best if best > 0 else None
+    return Efficiency(timing, overlapped, value, ratio, busiest, cut_bytes, used)
+
+
+def _moved_across(schedule: Schedule, side: frozenset[int], devices: int) -> tuple[LinearBytes, LinearBytes]:
+    """The bytes a schedule's transfers move from `side` to the other ranks, and back."""
+    inside = np.zeros(devices, dtype=bool)
+    inside[list(side)] = True
+    totals: dict[tuple[int, sympy.Expr], Fraction] = {}
+    for rnd in schedule.rounds:
+        for b in rnd.batches:
+            src, dst = inside[b.src], inside[b.dst]
+            for way, mask in ((0, src & ~dst), (1, ~src & dst)):
+                share = Fraction(int(b.length[mask].sum()), b.den)
+                for symbol, coeff in b.size if share else ():
+                    totals[(way, symbol)] = totals.get((way, symbol), Fraction(0)) + coeff * share
+    return tuple(tuple(sorted(((s, c) for (w, s), c in totals.items() if w == way and c),
+                              key=lambda sc: str(sc[0]))) for way in (0, 1))

@@ -1,0 +1,188 @@
+"""The data-flow model shared by verification and its counterexamples.
+
+The buffer is cut into *segments* at every region boundary a schedule and its collective use,
+so every transfer moves whole segments; ranks are *slots* 0..p-1 in the collective's order;
+a *cell* is one (slot, segment), numbered slot * segments + segment. A round becomes *items*:
+one per (transfer, segment moved), as arrays.
+
+A `Spec` states a collective's start and end states per cell (see `verify` for the table).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from math import lcm
+
+import numpy as np
+
+from ..errors import LimitError
+from ..model.ir import Round, Schedule
+
+MAX_CELLS = 2**26  # more (rank, segment) cells than this are refused
+MAX_SCALE = 2**62  # the common denominator of all region boundaries
+_SKIP = " (--no-verify reports on the schedule without verifying it)"
+
+
+@dataclass(frozen=True, eq=False)
+class Geometry:
+    """Ranks as slots 0..p-1 (collective order); the buffer as segments of [0, scale)."""
+
+    slot: np.ndarray  # device id -> slot, -1 for devices outside the collective
+    bounds: np.ndarray  # segment boundaries, 0 .. scale, in units of 1/scale of the buffer
+    scale: int
+    ranks: int
+
+    @property
+    def segments(self) -> int:
+        return len(self.bounds) - 1
+
+
+@dataclass(frozen=True, eq=False)
+class Items:
+    """One round's transfers cut into segments: one entry per (transfer, segment moved)."""
+
+    src: np.ndarray  # the cell read
+    dst: np.ndarray  # the cell written
+    shift: np.ndarray  # source position - destination position (`into`), 1/scale units
+    copy: np.ndarray  # bool: copy (else reduce)
+    batch: np.ndarray  # which batch of the round, and which transfer of it
+    transfer: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.src)
+
+    @property
+    def moved(self) -> bool:
+        """Some item lands at another position than it left (`into`)."""
+        return bool(self.shift.any())
+
+
+@dataclass(frozen=True, eq=False)
+class Spec:
+    """A collective's start state and postcondition, per (slot, segment)."""
+
+    start: np.ndarray  # whose data a cell holds at the start; slot + p: uninitialised
+    required: np.ndarray  # bool: the cells the postcondition constrains
+    everyone: bool  # the end state: every rank's data once (else `owner`'s data, alone)
+    owner: np.ndarray
+    shift: np.ndarray  # the expected displacement of `owner`'s data
+
+
+# ---- segments ---------------------------------------------------------------------------------
+
+
+def geometry(schedule: Schedule, devices: int) -> Geometry:
+    """Cut the buffer at every boundary in use; cuts are closed under `into` moves, so a
+    moved region lands on whole segments."""
+    coll = schedule.collective
+    p = len(coll.ranks)
+    batches = [b for r in schedule.rounds for b in r.batches if b.op != "send"]
+    scale = lcm(p, *{b.den for b in batches})
+    if scale > MAX_SCALE:
+        raise LimitError(f"regions are cut too finely to verify (1/{scale} of the buffer){_SKIP}",
+                         schedule.span)
+    cuts = [np.array([0, scale], dtype=np.int64), np.arange(p + 1, dtype=np.int64) * (scale // p)]
+    moves = []
+    for b in batches:
+        f = scale // b.den
+        cuts += [b.off * f, (b.off + b.length) * f]
+        if b.into_off is not None:
+            moves.append(np.stack([b.off * f, b.length * f, b.into_off * f], axis=1))
+    bounds = _distinct(np.concatenate(cuts), scale)
+    if moves:
+        bounds = _close_under_moves(bounds, np.unique(np.concatenate(moves), axis=0), schedule)
+    slot = np.full(devices, -1, dtype=np.int64)
+    slot[list(coll.ranks)] = np.arange(p)
+    if p * (len(bounds) - 1) > MAX_CELLS:
+        raise LimitError(f"verifying this needs {p:,} ranks × {len(bounds) - 1:,} pieces of the "
+                         f"buffer; the limit is {MAX_CELLS:,} in all{_SKIP}", schedule.span)
+    return Geometry(slot, bounds, scale, p)
+
+
+def _distinct(points: np.ndarray, scale: int) -> np.ndarray:
+    """The sorted distinct points: by marking when the scale is small (fast), else by sorting."""
+    if scale > 2**24:
+        return np.unique(points)
+    mark = np.zeros(scale + 1, dtype=bool)
+    mark[points] = True
+    return np.flatnonzero(mark)
+
+
+def _close_under_moves(bounds: np.ndarray, moves: np.ndarray, schedule: Schedule) -> np.ndarray:
+    """Add the cuts that `copy r into r'` carries from r to r' and back, until none is new."""
+    moves = moves[moves[:, 0] != moves[:, 2]]
+    start, length, into = moves.T
+    while True:
+        new = [bounds]
+        for lo, shift in ((start, into - start), (into, start - into)):
+            first = np.searchsorted(bounds, lo, side="right")
+            count = np.searchsorted(bounds, lo + length, side="left") - first
+            which = np.repeat(np.arange(len(lo)), count)
+            index = first[which] + np.arange(len(which)) - np.repeat(np.cumsum(count) - count, count)
+            new.append(bounds[index] + shift[which])
+        grown = np.unique(np.concatenate(new))
+        if len(grown) == len(bounds):
+            return bounds
+        if len(grown) > MAX_CELLS:
+            raise LimitError("the regions moved by 'into' cut the buffer too finely to verify"
+                             + _SKIP, schedule.span)
+        bounds = grown
+
+
+def round_items(rnd: Round, geo: Geometry) -> Items:
+    parts = []
+    for k, b in enumerate(rnd.batches):
+        if b.op == "send":
+            continue
+        f = geo.scale // b.den
+        start = b.off * f
+        first = np.searchsorted(geo.bounds, start)
+        count = np.searchsorted(geo.bounds, start + b.length * f) - first
+        if b.into_off is None:
+            landing, shift = first, np.zeros(len(b), np.int64)
+        else:
+            landing = np.searchsorted(geo.bounds, b.into_off * f)
+            shift = start - b.into_off * f
+        src = geo.slot[b.src] * geo.segments + first
+        dst = geo.slot[b.dst] * geo.segments + landing
+        which = np.arange(len(b))
+        if not np.all(count == 1):  # a transfer of several segments: one item per segment
+            which = np.repeat(which, count)
+            step = np.arange(len(which)) - np.repeat(np.cumsum(count) - count, count)
+            src, dst, shift = src[which] + step, dst[which] + step, shift[which]
+        parts.append((src, dst, shift, np.full(len(which), b.op == "copy"),
+                      np.full(len(which), k), which))
+    if len(parts) == 1:
+        return Items(*parts[0])
+    if not parts:
+        empty = np.zeros(0, np.int64)
+        return Items(empty, empty, empty, empty.astype(bool), empty, empty)
+    return Items(*(np.concatenate(column) for column in zip(*parts)))
+
+
+# ---- the collective ---------------------------------------------------------------------------
+
+
+def collective_spec(schedule: Schedule, geo: Geometry) -> Spec:
+    coll = schedule.collective
+    p, segments = geo.ranks, geo.segments
+    slot = np.arange(p)[:, None]
+    part = np.broadcast_to(geo.bounds[:-1] // (geo.scale // p), (p, segments))  # j of p
+    own = np.broadcast_to(slot, (p, segments))
+    everywhere = np.ones((p, segments), dtype=bool)
+    zero = np.zeros((p, segments), dtype=np.int64)
+    root = None if coll.root is None else int(geo.slot[coll.root])
+    kind = coll.kind
+    if kind in ("allreduce", "reduce_scatter", "reduce"):
+        required = {"allreduce": everywhere, "reduce_scatter": part == slot,
+                    "reduce": np.broadcast_to(slot == root, (p, segments))}[kind]
+        return Spec(own, required, True, zero, zero)
+    if kind == "allgather":
+        return Spec(np.where(part == slot, own, own + p), everywhere, False, part, zero)
+    if kind == "broadcast":
+        return Spec(np.where(slot == root, own, own + p), everywhere, False, zero + root, zero)
+    if kind == "alltoall":  # rank j's part i: rank i's part j, from (j - i)/p further on
+        return Spec(own, everywhere, False, part, (slot - part) * (geo.scale // p))
+    raise AssertionError(f"unknown collective {kind}")  # pragma: no cover - grammar has no other
+
+

@@ -1,0 +1,111 @@
+"""Symmetry of a machine: moving every host to the next one, when that changes nothing.
+
+Machines are mostly copies of one host. If renaming host k's devices to host k+1's (the last
+host's to the first's) maps every hop onto a hop with resources of the same bandwidth and
+class, sharing the same way, the renaming is an automorphism of the machine, and a cut found
+around host 0 is, renamed, the cut around any other host. `RankCuts` uses it to solve one
+max-flow per orbit instead of one per host.
+
+The candidate comes from the names (`node[0].g[3]` ↔ `node[1].g[3]`); it is then checked hop
+by hop, so a machine whose hosts differ simply has no symmetry.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..model.topology import Topology
+
+MAX_TABLE = 20_000_000  # entries in the tables of all powers; beyond, no symmetry is used
+
+
+@dataclass(frozen=True, eq=False)
+class HostShift:
+    """Device and resource maps of the shift by k hosts, for k = 0 .. order-1."""
+
+    devices: np.ndarray  # order × devices
+    resources: np.ndarray  # order × resources
+    order: int
+
+    def image(self, k: int, ids: frozenset[int]) -> frozenset[int]:
+        """The devices `ids` shifted by k hosts."""
+        return frozenset(self.devices[k][list(ids)].tolist()) if ids else ids
+
+    def resource_image(self, k: int, ids: tuple[int, ...]) -> tuple[int, ...]:
+        return tuple(sorted(self.resources[k][list(ids)].tolist())) if ids else ids
+
+
+def host_shift(topology: Topology, hosts: list[int], ranks: tuple[int, ...]) -> HostShift | None:
+    """The shift of `hosts` (host indices, in order) by one, verified; None if it is not an
+    automorphism of the machine that keeps the set of ranks."""
+    order = len(hosts)
+    n_dev, n_res = len(topology.devices), len(topology.resources)
+    if order < 2 or order * (n_dev + n_res) > MAX_TABLE:
+        return None
+    device_map = _device_map(topology, hosts)
+    if device_map is None:
+        return None
+    rank_set = set(ranks)
+    if {int(device_map[r]) for r in ranks} != rank_set:
+        return None
+    resource_map = _resource_map(topology, device_map)
+    if resource_map is None:
+        return None
+    devices = np.empty((order, n_dev), dtype=np.int64)
+    resources = np.empty((order, n_res), dtype=np.int64)
+    devices[0], resources[0] = np.arange(n_dev), np.arange(n_res)
+    for k in range(1, order):
+        devices[k] = device_map[devices[k - 1]]
+        resources[k] = resource_map[resources[k - 1]]
+    return HostShift(devices, resources, order)
+
+
+def _device_map(topology: Topology, hosts: list[int]) -> np.ndarray | None:
+    """host k's `name.suffix` → host k+1's; devices outside these hosts stay."""
+    members: list[dict[str, int]] = [{} for _ in hosts]
+    position = {h: k for k, h in enumerate(hosts)}
+    for d in topology.devices:
+        k = position.get(d.host) if d.host is not None else None
+        if k is not None:
+            members[k][d.name[len(topology.host_names[d.host]) + 1:]] = d.id
+    if any(m.keys() != members[0].keys() for m in members):
+        return None
+    mapping = np.arange(len(topology.devices), dtype=np.int64)
+    for k, m in enumerate(members):
+        following = members[(k + 1) % len(hosts)]
+        for suffix, device in m.items():
+            mapping[device] = following[suffix]
+    for d in topology.devices:
+        image = topology.devices[int(mapping[d.id])]
+        if (image.kind, image.forwards) != (d.kind, d.forwards):
+            return None
+    return mapping
+
+
+def _resource_map(topology: Topology, device_map: np.ndarray) -> np.ndarray | None:
+    """The resource map that carries every hop onto the hop between the images of its ends
+    (the j-th of parallel hops onto the j-th), if bandwidths, classes and sharing agree."""
+    by_pair: dict[tuple[int, int], list[int]] = {}
+    for index, hop in enumerate(topology.hops):
+        by_pair.setdefault((hop.src, hop.dst), []).append(index)
+    mapping: dict[int, int] = {}
+    for (src, dst), hops in by_pair.items():
+        images = by_pair.get((int(device_map[src]), int(device_map[dst])), [])
+        if len(images) != len(hops):
+            return None
+        for hop, image in zip(hops, images):
+            ours, theirs = topology.hops[hop].resources, topology.hops[image].resources
+            if len(ours) != len(theirs):
+                return None
+            for r, s in zip(ours, theirs):
+                a, b = topology.resources[r], topology.resources[s]
+                if mapping.setdefault(r, s) != s or (a.effective_bandwidth, a.cls) != (b.effective_bandwidth, b.cls):
+                    return None
+    if len(set(mapping.values())) != len(mapping):
+        return None
+    table = np.arange(len(topology.resources), dtype=np.int64)
+    for r, s in mapping.items():
+        table[r] = s
+    return table

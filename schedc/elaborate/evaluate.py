@@ -1,0 +1,465 @@
+"""Expression evaluation: exact numbers, quantities with units, devices, regions.
+
+`evaluate(expr, env)` is one function over the AST. In a lane context (`env.lanes` is a
+count, see `lanes`) loop variables are NumPy arrays with one entry per lane and every
+operation is applied to all lanes at once; an operation with no lane-wise form raises
+`NeedScalar` and the caller reruns its round one lane at a time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import replace
+from fractions import Fraction
+
+import numpy as np
+
+from ..errors import ElaborationError, LimitError, Span, UnitError, did_you_mean
+from ..language import syntax as ast
+from ..model.values import (
+    WHOLE,
+    Devices,
+    IntRange,
+    NeedScalar,
+    NoneValue,
+    Quantity,
+    Region,
+    SharedRef,
+    TopoRef,
+    as_condition,
+    as_number,
+    as_quantity,
+    check_numeric,
+    kind_of,
+    normalize,
+    settle,
+    take_lanes,
+    to_sympy,
+)
+from ..units import DIMENSIONLESS, Dim, dim_name, format_quantity, unit
+from .builtins import BUILTINS
+from .lanes import Env, expand_lanes, filter_lanes
+
+MAX_REGION_DENOMINATOR = 2**40  # finer splits than 1/2^40 of a buffer are refused
+_MAX_EXPONENT = 4096  # 2 ** 10**12 would never finish; refuse instead
+_INT64_SAFE = 2**62  # lane values stay below this, or the round runs on exact Python ints
+
+
+# ---- entry point ------------------------------------------------------------------------------
+
+
+def evaluate(node: ast.Expr, env: Env) -> object:
+    handler = env.extra.get(type(node)) or _HANDLERS.get(type(node))
+    if handler is None:
+        raise ElaborationError(f"{_describe(node)} cannot be used here", node.span)
+    return handler(node, env)
+
+
+def _describe(node: ast.Node) -> str:
+    return {
+        ast.TimeOf: "time(...)",
+        ast.SolveOf: "solve(...)",
+        ast.String: "a string",
+    }.get(type(node), type(node).__name__)
+
+
+# ---- atoms ------------------------------------------------------------------------------------
+
+
+def _number(node: ast.Number, env: Env) -> object:
+    value = normalize(node.value)
+    if node.unit is None:
+        return value
+    try:
+        factor, dim = unit(node.unit)
+    except KeyError:
+        raise UnitError(f"unknown unit '{node.unit}'", node.span) from None
+    if dim == DIMENSIONLESS:  # a percentage
+        return normalize(node.value * factor)
+    return Quantity(to_sympy(normalize(node.value * factor)), dim)
+
+
+def _name(node: ast.Name, env: Env) -> object:
+    return env.lookup(node.id, node.span)
+
+
+def _none(node: ast.NoneLit, env: Env) -> object:
+    return NoneValue()
+
+
+def _all_region(node: ast.AllRegion, env: Env) -> object:
+    return WHOLE
+
+
+def _part(node: ast.Part, env: Env) -> object:
+    index = _integer(evaluate(node.index, env), node.index.span, "a part index")
+    count = _integer(evaluate(node.count, env), node.count.span, "a part count")
+    if isinstance(count, np.ndarray):
+        raise NeedScalar
+    if count < 1:
+        raise ElaborationError(f"a region splits into at least 1 part, not {count}", node.count.span)
+    check_index(index, count, node.index.span, f"part index of {count} parts")
+    whole = WHOLE if node.whole is None else evaluate(node.whole, env)
+    if not isinstance(whole, Region):
+        raise ElaborationError(f"'of' needs a region of the buffer, not {kind_of(whole)}",
+                               node.whole.span)
+    den = whole.den * count
+    if den > MAX_REGION_DENOMINATOR:
+        raise LimitError(f"region split too finely: 1/{den} of the buffer "
+                         f"(the limit is 1/{MAX_REGION_DENOMINATOR})", node.span)
+    return Region(whole.off * count + index * whole.length, whole.length, den)
+
+
+def _range(node: ast.Range, env: Env) -> object:
+    lo = _integer(evaluate(node.lo, env), node.lo.span, "a range bound")
+    hi = _integer(evaluate(node.hi, env), node.hi.span, "a range bound")
+    return IntRange(lo, hi)
+
+
+def _list(node: ast.ListLit, env: Env) -> object:
+    if env.lanes not in (None, 1):
+        raise NeedScalar
+    items = [evaluate(item, env) for item in node.items]
+    for item, expr in zip(items, node.items):
+        if not isinstance(item, Devices) or item.lanes:
+            raise ElaborationError(f"a list holds devices or groups, not {kind_of(item)}", expr.span)
+    if not items:
+        return Devices(np.zeros(0, dtype=np.int64))
+    shapes = {item.ids.shape for item in items}
+    if len(shapes) > 1:
+        raise ElaborationError("the items of a list must all be devices, or groups of one length",
+                               node.span)
+    return Devices(np.stack([item.ids for item in items]))
+
+
+def _comprehension(node: ast.ListComp, env: Env) -> object:
+    if env.lanes not in (None, 1):
+        return _each_lane(node, env)
+    inner = replace(env, lanes=1)
+    for clause in node.clauses:
+        inner = expand_lanes(inner, clause.var, evaluate(clause.iter, inner), clause.iter.span)
+        if clause.cond is not None:
+            inner = filter_lanes(inner, evaluate(clause.cond, inner), clause.cond.span)
+    count = inner.lanes
+    element = evaluate(node.element, inner) if count else None
+    if count and not isinstance(element, Devices):
+        raise ElaborationError(f"a list holds devices or groups, not {kind_of(element)}",
+                               node.element.span)
+    if not count:
+        return Devices(np.zeros(0, dtype=np.int64))
+    ids = element.ids if element.lanes else np.broadcast_to(element.ids, (count, *element.ids.shape))
+    return Devices(np.ascontiguousarray(ids))
+
+
+def _each_lane(node: ast.ListComp, env: Env) -> Devices:
+    """A comprehension inside lanes (e.g. nested in another one): built lane by lane."""
+    groups = []
+    for lane in range(env.lanes):
+        pick = np.array([lane])
+        local = {name: take_lanes(value, pick) for name, value in env.local.items()}
+        groups.append(_comprehension(node, replace(env, local=local, lanes=1)).ids)
+    if len({g.shape for g in groups}) > 1:
+        raise ElaborationError("the groups of a nested list must all have one length", node.span)
+    return Devices(np.stack(groups) if groups else np.zeros((0, 0), dtype=np.int64), True)
+
+
+# ---- operators --------------------------------------------------------------------------------
+
+
+def _unary(node: ast.UnaryOp, env: Env) -> object:
+    value = evaluate(node.operand, env)
+    if node.op == "+":
+        check_numeric(value, node.operand.span)
+        return value
+    if isinstance(value, Quantity):
+        return Quantity(-value.expr, value.dim)
+    check_numeric(value, node.operand.span)
+    return -value
+
+
+def _binop(node: ast.BinOp, env: Env) -> object:
+    left = evaluate(node.left, env)
+    right = evaluate(node.right, env)
+    return apply_binop(node.op, left, right, node)
+
+
+def apply_binop(op: str, left: object, right: object, node: ast.BinOp) -> object:
+    if isinstance(left, Quantity) or isinstance(right, Quantity):
+        return _quantity_op(op, left, right, node)
+    check_numeric(left, node.left.span)
+    check_numeric(right, node.right.span)
+    lanes = isinstance(left, np.ndarray) or isinstance(right, np.ndarray)
+    if lanes and (isinstance(left, Fraction) or isinstance(right, Fraction)):
+        raise NeedScalar
+    if lanes and _may_overflow(op, left, right):
+        raise NeedScalar  # int64 would wrap around silently; Python ints are exact
+    if op in ("+", "-", "*"):
+        return {"+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b}[op](left, right)
+    if op in ("/", "//", "%"):
+        if np.any(np.asarray(right) == 0):
+            raise ElaborationError("division by zero", node.right.span)
+        if op == "//":
+            return left // right
+        if op == "%":
+            return left % right
+        if lanes:
+            if np.any(np.asarray(left) % np.asarray(right)):
+                raise NeedScalar
+            return left // right
+        return normalize(Fraction(left) / Fraction(right))
+    if op == "**":
+        return _power(left, right, node)
+    for value, span in ((left, node.left.span), (right, node.right.span)):
+        if isinstance(value, Fraction):
+            raise ElaborationError(f"'{op}' needs integers, not {value}", span)
+    if op in ("<<", ">>"):
+        if np.any(np.asarray(right) < 0) or np.any(np.asarray(right) > _MAX_EXPONENT):
+            raise ElaborationError(f"shift count must be in 0..{_MAX_EXPONENT}", node.right.span)
+        if lanes and op == "<<" and np.any(np.asarray(right) > 62):
+            raise NeedScalar
+        return left << right if op == "<<" else left >> right
+    return {"&": lambda a, b: a & b, "|": lambda a, b: a | b, "^": lambda a, b: a ^ b}[op](left, right)
+
+
+def _magnitude(value) -> int:
+    if isinstance(value, np.ndarray):
+        return int(np.abs(value).max()) if value.size else 0
+    return abs(int(value))
+
+
+def _may_overflow(op: str, left, right) -> bool:
+    """Whether lane arithmetic could leave int64, judged from the largest magnitudes."""
+    a, b = _magnitude(left), _magnitude(right)
+    return max(a, b) >= _INT64_SAFE or (a * b if op == "*" else a + b) >= _INT64_SAFE
+
+
+def _power(base, exponent, node: ast.BinOp):
+    if isinstance(exponent, Fraction):
+        raise ElaborationError("an exponent must be an integer", node.right.span)
+    if np.any(np.abs(np.asarray(exponent)) > _MAX_EXPONENT):
+        raise LimitError(f"exponent too large (the limit is {_MAX_EXPONENT})", node.right.span)
+    if isinstance(base, np.ndarray) or isinstance(exponent, np.ndarray):
+        if np.any(np.asarray(exponent) < 0) or np.any(np.abs(np.asarray(base, dtype=float)) ** np.asarray(exponent) > 2.0**62):
+            raise NeedScalar
+        return np.asarray(base) ** np.asarray(exponent)
+    if base == 0 and exponent < 0:
+        raise ElaborationError("division by zero", node.span)
+    return normalize(Fraction(base) ** exponent)
+
+
+def _quantity_op(op: str, left: object, right: object, node: ast.BinOp) -> Quantity | int | Fraction:
+    if isinstance(left, np.ndarray) or isinstance(right, np.ndarray):
+        raise NeedScalar
+    a = as_quantity(left, node.left.span)
+    b = as_quantity(right, node.right.span)
+    if op in ("+", "-"):
+        if a.dim != b.dim:
+            verb = "add" if op == "+" else "subtract"
+            raise UnitError(f"cannot {verb} {dim_name(a.dim)} and {dim_name(b.dim)}", node.span)
+        return settle(Quantity(a.expr + b.expr if op == "+" else a.expr - b.expr, a.dim))
+    if op == "*":
+        return settle(Quantity(a.expr * b.expr, _dim_add(a.dim, b.dim, 1)))
+    if op == "/":
+        if b.expr == 0:
+            raise ElaborationError("division by zero", node.right.span)
+        return settle(Quantity(a.expr / b.expr, _dim_add(a.dim, b.dim, -1)))
+    if op == "**":
+        n = as_number(right) if not isinstance(right, Quantity) or right.dim == DIMENSIONLESS else None
+        if not isinstance(n, int) or abs(n) > 64:
+            raise ElaborationError("a quantity can only be raised to an integer power up to 64",
+                                   node.right.span)
+        return settle(Quantity(a.expr**n, (a.dim[0] * n, a.dim[1] * n)))
+    raise UnitError(f"'{op}' needs plain numbers, not {dim_name(a.dim)} and {dim_name(b.dim)}",
+                    node.span)
+
+
+def _dim_add(a: Dim, b: Dim, sign: int) -> Dim:
+    return (a[0] + sign * b[0], a[1] + sign * b[1])
+
+
+# ---- comparisons and logic --------------------------------------------------------------------
+
+
+def _compare(node: ast.Compare, env: Env) -> object:
+    left = evaluate(node.left, env)
+    right = evaluate(node.right, env)
+    return compare_values(node.op, left, right, node.span)
+
+
+_COMPARE: dict[str, Callable] = {
+    "==": lambda a, b: a == b, "!=": lambda a, b: a != b, "<": lambda a, b: a < b,
+    "<=": lambda a, b: a <= b, ">": lambda a, b: a > b, ">=": lambda a, b: a >= b,
+}
+
+
+def compare_values(op: str, left: object, right: object, span: Span) -> object:
+    if isinstance(left, Devices) and isinstance(right, Devices):
+        if op not in ("==", "!=") or left.rank or right.rank:
+            raise ElaborationError("devices can only be compared with == and !=, one at a time", span)
+        return _COMPARE[op](left.ids, right.ids)
+    if isinstance(left, Quantity) or isinstance(right, Quantity):
+        if isinstance(left, np.ndarray) or isinstance(right, np.ndarray):
+            raise NeedScalar
+        a, b = as_quantity(left, span), as_quantity(right, span)
+        if a.dim != b.dim:
+            raise UnitError(f"cannot compare {dim_name(a.dim)} with {dim_name(b.dim)}", span)
+        if a.is_symbolic or b.is_symbolic:
+            names = ", ".join(sorted(str(s) for s in (a.expr - b.expr).free_symbols))
+            raise ElaborationError(f"this comparison depends on params ({names}), so it has no "
+                                   "single answer", span)
+        return bool(_COMPARE[op](a.expr, b.expr))
+    check_numeric(left, span)
+    check_numeric(right, span)
+    if (isinstance(left, np.ndarray) or isinstance(right, np.ndarray)) and (
+            isinstance(left, Fraction) or isinstance(right, Fraction)):
+        raise NeedScalar
+    result = _COMPARE[op](left, right)
+    return result if isinstance(result, np.ndarray) else bool(result)
+
+
+def _boolop(node: ast.BoolOp, env: Env) -> object:
+    left = as_condition(evaluate(node.left, env), node.left.span)
+    if not isinstance(left, np.ndarray):
+        if (node.op == "and" and not left) or (node.op == "or" and left):
+            return left
+        return as_condition(evaluate(node.right, env), node.right.span)
+    right = as_condition(evaluate(node.right, env), node.right.span)
+    return np.logical_and(left, right) if node.op == "and" else np.logical_or(left, right)
+
+
+def _not(node: ast.Not, env: Env) -> object:
+    value = as_condition(evaluate(node.operand, env), node.operand.span)
+    return np.logical_not(value) if isinstance(value, np.ndarray) else not value
+
+
+# ---- indexing ---------------------------------------------------------------------------------
+
+
+def _index(node: ast.Index, env: Env) -> object:
+    base = evaluate(node.base, env)
+    index = _integer(evaluate(node.index, env), node.index.span, "an index")
+    if isinstance(base, TopoRef):
+        return env.names.index_topology(base, index, node)
+    if isinstance(base, Devices) and base.rank >= 1:
+        return index_devices(base, index, node.index.span)
+    raise ElaborationError(f"cannot index {kind_of(base)}", node.base.span)
+
+
+def index_devices(devices: Devices, index, span: Span) -> Devices:
+    n = len(devices)
+    check_index(index, n, span, f"group of {n}")
+    if isinstance(index, np.ndarray):
+        if devices.lanes:
+            return Devices(devices.ids[np.arange(len(index)), index], True)
+        return Devices(devices.ids[index], True)
+    return Devices(devices.ids[:, index] if devices.lanes else devices.ids[index], devices.lanes)
+
+
+def check_index(index, n: int, span: Span, what: str) -> None:
+    if isinstance(index, np.ndarray):
+        if not index.size or (index.min() >= 0 and index.max() < n):
+            return
+    elif 0 <= index < n:
+        return
+    bad = np.asarray(index)
+    bad = bad[(bad < 0) | (bad >= n)] if bad.ndim else (bad if (bad < 0 or bad >= n) else None)
+    if bad is not None and np.size(bad):
+        first = int(np.ravel(bad)[0])
+        valid = f"0..{n - 1}" if n else "none"
+        raise ElaborationError(f"index {first} out of range for a {what} (valid: {valid})", span)
+
+
+def _attr(node: ast.Attr, env: Env) -> object:
+    base = evaluate(node.base, env)
+    if isinstance(base, TopoRef):
+        return env.names.member(base, node.name, node)
+    raise ElaborationError(f"{kind_of(base)} has no member '{node.name}'", node.span)
+
+
+def _integer(value: object, span: Span, what: str):
+    if isinstance(value, np.ndarray) and value.dtype != bool:
+        return value
+    number = as_number(value) if isinstance(value, (int, Fraction, Quantity)) else None
+    if isinstance(number, int):
+        return number
+    if isinstance(value, Quantity) and value.is_symbolic:
+        raise ElaborationError(f"{what} must be a concrete integer, but this depends on params "
+                               f"({', '.join(sorted(map(str, value.expr.free_symbols)))})", span)
+    raise ElaborationError(f"{what} must be an integer, not {kind_of(value) if number is None else number}",
+                           span)
+
+
+# ---- calls of built-in functions --------------------------------------------------------------
+
+
+def _call(node: ast.Call, env: Env) -> object:
+    builtin = BUILTINS.get(node.func)
+    if builtin is None:
+        if env.names.is_schedule(node.func):
+            raise ElaborationError(f"'{node.func}' is a schedule: call it as a statement, "
+                                   "not inside an expression", node.span)
+        raise ElaborationError(f"unknown function '{node.func}'"
+                               + did_you_mean(node.func, list(BUILTINS), "functions"), node.span)
+    if node.kwargs:
+        raise ElaborationError(f"{node.func}() takes no keyword arguments", node.kwargs[0].span)
+    arity, function = builtin
+    if arity is not None and len(node.args) != arity:
+        raise ElaborationError(f"{node.func}() takes {arity} argument{'s' * (arity != 1)}, "
+                               f"got {len(node.args)}", node.span)
+    if arity is None and not node.args:
+        raise ElaborationError(f"{node.func}() needs at least one argument", node.span)
+    args = [evaluate(arg, env) for arg in node.args]
+    return function(args, node)
+
+
+_HANDLERS: dict[type, Callable[[ast.Node, Env], object]] = {
+    ast.Number: _number,
+    ast.Name: _name,
+    ast.NoneLit: _none,
+    ast.AllRegion: _all_region,
+    ast.Part: _part,
+    ast.Range: _range,
+    ast.ListLit: _list,
+    ast.ListComp: _comprehension,
+    ast.UnaryOp: _unary,
+    ast.BinOp: _binop,
+    ast.Compare: _compare,
+    ast.BoolOp: _boolop,
+    ast.Not: _not,
+    ast.Index: _index,
+    ast.Attr: _attr,
+    ast.Call: _call,
+}
+
+
+# ---- helpers for callers ----------------------------------------------------------------------
+
+
+def expect_quantity(value: object, dim: Dim, span: Span, what: str) -> Quantity:
+    """`value` as a quantity of dimension `dim`, or a unit error naming `what`."""
+    if isinstance(value, (int, Fraction)) and not isinstance(value, bool) and dim == DIMENSIONLESS:
+        return Quantity(to_sympy(value), dim)
+    if isinstance(value, Quantity) and value.dim == dim:
+        return value
+    found = dim_name(value.dim) if isinstance(value, Quantity) else kind_of(value)
+    if isinstance(value, (int, Fraction)) and not isinstance(value, bool):
+        found = f"a plain number ({value}); give it a unit"
+    raise UnitError(f"{what} must be {dim_name(dim)}, not {found}", span)
+
+
+def check_positive(q: Quantity, nominal: dict, span: Span, what: str, zero_ok: bool = False) -> None:
+    """`q` must be positive (or zero, with `zero_ok`) at the nominal point: a bandwidth, a
+    message size, a buffer."""
+    value = q.expr.xreplace(nominal)
+    if not value.is_number or not (value >= 0 if zero_ok else value > 0):
+        shown = format_quantity(float(value), q.dim) if value.is_number else str(value)
+        wanted = "zero or more" if zero_ok else "positive"
+        raise ElaborationError(f"{what} must be {wanted}; this one is {shown}", span)
+
+
+def expect_device(value: object, span: Span, what: str) -> Devices:
+    if isinstance(value, Devices) and value.rank == 0:
+        return value
+    if isinstance(value, SharedRef):
+        raise ElaborationError(f"{what} must be a device, not a shared resource", span)
+    raise ElaborationError(f"{what} must be a device, not {kind_of(value)}", span)

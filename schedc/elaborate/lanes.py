@@ -1,0 +1,119 @@
+"""Where expressions are evaluated: `Env` (local bindings over global `Names`) and lanes.
+
+Inside a `round`, loops are not run one iteration at a time: each iteration is a *lane*, a
+loop variable is a NumPy array with one entry per lane, and `expand_lanes` / `filter_lanes`
+turn a loop or a condition into a new set of lanes, carrying every lane-varying binding along.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+
+from ..errors import ElaborationError, LimitError, Span, did_you_mean
+from ..language import syntax as ast
+from ..model.values import Devices, IntRange, as_condition, kind_of, take_lanes
+
+MAX_LANES = 20_000_000  # the default limit on transfers (and lanes) of one schedule
+
+
+class Names:
+    """The global names an expression can see: params, lets, topology, schedules."""
+
+    def lookup(self, name: str) -> object | None:
+        """The value of a global name, or None."""
+        raise NotImplementedError
+
+    def known(self) -> list[str]:
+        """Every global name, for 'did you mean' hints."""
+        return []
+
+    def index_topology(self, ref, index, node: ast.Index) -> object:
+        """`ref[index]` for a host family being indexed."""
+        raise NotImplementedError
+
+    def member(self, ref, name: str, node: ast.Attr) -> object:
+        """`ref.name` for a host."""
+        raise NotImplementedError
+
+    def is_schedule(self, name: str) -> bool:
+        return False
+
+
+@dataclass
+class Env:
+    """Where an expression is evaluated: local bindings over global names, maybe in lanes."""
+
+    names: Names
+    local: dict[str, object] = field(default_factory=dict)
+    lanes: int | None = None  # None: scalar context; else the number of lanes
+    max_lanes: int = MAX_LANES
+    # Handlers for node kinds that only some contexts allow (time(...) and solve(...) in
+    # equations and checks); they take precedence over the built-in ones.
+    extra: dict[type, Callable[[ast.Node, Env], object]] = field(default_factory=dict)
+
+    def bind(self, name: str, value: object) -> Env:
+        return replace(self, local={**self.local, name: value})
+
+    def lookup(self, name: str, span: Span) -> object:
+        if name in self.local:
+            return self.local[name]
+        found = self.names.lookup(name)
+        if found is None:
+            known = [n for n in self.local if not n.startswith("<")] + self.names.known()
+            raise ElaborationError(f"unknown name '{name}'" + did_you_mean(name, known), span)
+        return found
+
+
+def expand_lanes(env: Env, var: str, iterable: object, span: Span) -> Env:
+    """Every lane becomes one lane per element of `iterable` (a range or a group)."""
+    lanes = env.lanes or 1
+    if isinstance(iterable, IntRange):
+        lo = np.broadcast_to(np.asarray(iterable.lo, dtype=np.int64), (lanes,))
+        hi = np.broadcast_to(np.asarray(iterable.hi, dtype=np.int64), (lanes,))
+        counts = np.maximum(hi - lo + 1, 0)
+        total = int(counts.sum())
+        _check_lanes(total, env, span)
+        origin = np.repeat(np.arange(lanes), counts)
+        starts = np.cumsum(counts) - counts
+        values = lo[origin] + (np.arange(total) - starts[origin])
+    elif isinstance(iterable, Devices) and iterable.rank >= 1:
+        n = len(iterable)
+        total = lanes * n
+        _check_lanes(total, env, span)
+        origin = np.repeat(np.arange(lanes), n)
+        if iterable.lanes:
+            ids = iterable.ids.reshape(total, *iterable.ids.shape[2:])
+        else:
+            ids = iterable.ids[np.tile(np.arange(n), lanes)]
+        values = Devices(ids, True)
+    else:
+        raise ElaborationError(f"cannot loop over {kind_of(iterable)}; "
+                               "expected a range (lo..hi) or a group", span)
+    local = {name: take_lanes(value, origin) for name, value in env.local.items()}
+    local[var] = values
+    return replace(env, local=local, lanes=total)
+
+
+def filter_lanes(env: Env, condition: object, span: Span) -> Env:
+    """Keep the lanes where `condition` holds."""
+    keep = as_condition(condition, span)
+    if not isinstance(keep, np.ndarray):
+        return env if keep else replace(env, local={}, lanes=0)
+    index = np.flatnonzero(np.broadcast_to(keep, (env.lanes or 1,)))
+    local = {name: take_lanes(value, index) for name, value in env.local.items()}
+    return replace(env, local=local, lanes=len(index))
+
+
+def _check_lanes(total: int, env: Env, span: Span) -> None:
+    if total > env.max_lanes:
+        raise LimitError(f"this loop makes {total:,} iterations in one go; the limit is "
+                         f"{env.max_lanes:,} (raise it with --max-transfers)", span)
+
+
+def lane_array(value: object, lanes: int) -> np.ndarray:
+    if isinstance(value, np.ndarray) and value.shape == (lanes,):
+        return value
+    return np.broadcast_to(np.asarray(value, dtype=np.int64), (lanes,))

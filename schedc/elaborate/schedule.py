@@ -1,0 +1,425 @@
+"""Schedule bodies → IR rounds.
+
+Sequential statements concatenate rounds; `round {...}` makes one round of everything inside;
+`parallel` zips branches round by round; calls elaborate the callee with its arguments.
+
+Inside a round, loops run as lanes (see `evaluate`): `for j in 0..k-1: reduce ... g[j] ...`
+is a handful of array operations however large k is. If some operation has no lane-wise
+form, the round is rerun one iteration at a time.
+
+Work is bounded by two budgets: transfers (cheap, made in arrays) and *steps* — rounds, loop
+iterations and calls, each of which costs Python work. A loop whose first iteration shows
+that all of it would exceed a budget is refused before it runs on.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from fractions import Fraction
+from math import lcm
+
+import numpy as np
+import sympy
+
+from ..errors import ElaborationError, LimitError, Span, did_you_mean
+from ..language import syntax as ast
+from ..model.ir import Batch, Collective, LinearBytes, Round, Schedule
+from ..model.values import Devices, IntRange, NeedScalar, Quantity, Region, from_rational, kind_of
+from ..units import BYTES
+from .evaluate import check_positive, evaluate, expect_device, expect_quantity
+from .lanes import MAX_LANES, Env, expand_lanes, filter_lanes, lane_array
+
+RoundBuffer = list[Batch]
+
+
+@dataclass(frozen=True)
+class Limits:
+    """How much work one schedule may take before schedc refuses it."""
+
+    transfers: int = MAX_LANES
+    steps: int = 200_000  # rounds, loop iterations and calls
+
+    def transfers_message(self, count: int) -> str:
+        return (f"{count:,} transfers; the limit is {self.transfers:,} "
+                "(raise it with --max-transfers)")
+
+    def steps_message(self, count: int) -> str:
+        return (f"{count:,} rounds and loop iterations; the limit is {self.steps:,} "
+                "(raise it with --max-rounds)")
+
+
+@dataclass
+class ScheduleContext:
+    """What elaborating one result schedule needs, and the work it has done so far."""
+
+    functions: dict[str, ast.ScheduleDef]
+    collective: Collective
+    device_names: list[str]
+    limits: Limits
+    nominal: dict  # param symbol → nominal value, to check message sizes
+    transfers: int = 0
+    steps: int = 0
+    stack: list[ast.ScheduleDef] = field(default_factory=list)  # the schedules being elaborated
+    calls: list[ast.Call] = field(default_factory=list)  # the calls that led there
+
+    def __post_init__(self) -> None:
+        self.is_rank = np.zeros(len(self.device_names), dtype=bool)
+        self.is_rank[list(self.collective.ranks)] = True
+
+    @property
+    def room(self) -> int:
+        """Transfers still allowed."""
+        return max(self.limits.transfers - self.transfers, 0)
+
+    def check_steps(self, count: int, span: Span) -> None:
+        if self.steps + count > self.limits.steps:
+            raise LimitError(f"this makes {self.limits.steps_message(self.steps + count)}", span)
+
+    def spend(self, steps: int, transfers: int, span: Span) -> None:
+        self.check_steps(steps, span)
+        self.steps += steps
+        self.transfers += transfers
+        if self.transfers > self.limits.transfers:
+            raise LimitError(f"this makes more than {self.limits.transfers_message(self.transfers)}",
+                             span)
+
+
+def elaborate_schedule(name: str, definition: ast.ScheduleDef, env: Env,
+                       ctx: ScheduleContext) -> Schedule:
+    ctx.stack.append(definition)
+    rounds = _sequence(definition.body, env, ctx)
+    ctx.stack.pop()
+    return Schedule(name, ctx.collective, tuple(Round(tuple(r)) for r in rounds if r), definition.span)
+
+
+# ---- sequential composition -------------------------------------------------------------------
+
+
+def _sequence(stmts: tuple[ast.Stmt, ...], env: Env, ctx: ScheduleContext) -> list[RoundBuffer]:
+    rounds: list[RoundBuffer] = []
+    for stmt in stmts:
+        if isinstance(stmt, ast.Let):
+            env = env.bind(stmt.name, evaluate(stmt.value, env))
+        elif isinstance(stmt, ast.For):
+            for iteration in _iterations(stmt, env, ctx):
+                rounds.extend(iteration)
+        elif isinstance(stmt, ast.RoundFor):
+            rounds.extend(_round_loop(stmt, env, ctx))
+        elif isinstance(stmt, ast.RoundBlock):
+            rounds.append(_round(stmt.body, env, ctx, stmt.span))
+        elif isinstance(stmt, ast.ParallelFor):
+            rounds.extend(_zip(_iterations(stmt, env, ctx)))
+        elif isinstance(stmt, ast.ParallelBlock):
+            for branch in stmt.branches:
+                if isinstance(branch, ast.Let):
+                    raise ElaborationError("a 'let' cannot be a branch of 'parallel'", branch.span)
+            rounds.extend(_zip([_sequence((b,), env, ctx) for b in stmt.branches]))
+        elif isinstance(stmt, ast.If):
+            taken = _scalar_condition(evaluate(stmt.cond, env), stmt.cond.span)
+            rounds.extend(_sequence(stmt.then if taken else stmt.orelse, env, ctx))
+        elif isinstance(stmt, (ast.Transfer, ast.Send)):
+            rounds.append(_round((stmt,), env, ctx, stmt.span))
+        elif isinstance(stmt, ast.CallStmt):
+            rounds.extend(_call(stmt.call, env, ctx))
+        elif isinstance(stmt, ast.Fail):
+            _fail(stmt, env, ctx)
+        else:  # pragma: no cover - the parser produces no other statements
+            raise ElaborationError(f"unexpected statement {type(stmt).__name__}", stmt.span)
+    return rounds
+
+
+def _iterations(stmt: ast.For | ast.ParallelFor, env: Env, ctx: ScheduleContext) -> list:
+    """The rounds of each iteration of a sequential or parallel loop."""
+    return _bounded(_values(stmt.iter, env), ctx, stmt.span,
+                    lambda value: _sequence(stmt.body, env.bind(stmt.var, value), ctx))
+
+
+def _values(iter_expr: ast.Expr, env: Env, value: object = None) -> list | range:
+    """What a sequential loop iterates over: a range of ints or the members of a group."""
+    value = evaluate(iter_expr, env) if value is None else value
+    if isinstance(value, IntRange) and not isinstance(value.lo, np.ndarray) \
+            and not isinstance(value.hi, np.ndarray):
+        return range(value.lo, value.hi + 1)
+    if isinstance(value, Devices) and value.rank >= 1 and not value.lanes:
+        return [Devices(value.ids[k]) for k in range(len(value))]
+    raise ElaborationError(f"cannot loop over {kind_of(value)}; expected a range (lo..hi) "
+                           "or a group", iter_expr.span)
+
+
+def _bounded(values, ctx: ScheduleContext, span: Span, run) -> list:
+    """Run `run` on each value; refuse the loop as soon as its first iteration shows it is too big."""
+    ctx.check_steps(len(values), span)
+    results = []
+    steps, transfers = ctx.steps, ctx.transfers
+    for k, value in enumerate(values):
+        ctx.spend(1, 0, span)
+        results.append(run(value))
+        if k == 0 and len(values) > 1:
+            more = len(values) - 1
+            if ctx.steps + (ctx.steps - steps) * more > ctx.limits.steps:
+                raise LimitError(f"this loop of {len(values):,} iterations would make about "
+                                 f"{ctx.limits.steps_message((ctx.steps - steps) * len(values))}",
+                                 span)
+            if ctx.transfers + (ctx.transfers - transfers) * more > ctx.limits.transfers:
+                raise LimitError(f"this loop of {len(values):,} iterations would make about "
+                                 f"{ctx.limits.transfers_message((ctx.transfers - transfers) * len(values))}",
+                                 span)
+    return results
+
+
+def _zip(branches: list[list[RoundBuffer]]) -> list[RoundBuffer]:
+    """Round-wise parallel composition: round j of every branch together make round j."""
+    depth = max((len(b) for b in branches), default=0)
+    return [[batch for b in branches if j < len(b) for batch in b[j]] for j in range(depth)]
+
+
+def _scalar_condition(value: object, span: Span) -> bool:
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    raise ElaborationError(f"expected a condition, not {kind_of(value)}", span)
+
+
+# ---- calls ------------------------------------------------------------------------------------
+
+
+def _call(call: ast.Call, env: Env, ctx: ScheduleContext) -> list[RoundBuffer]:
+    definition = ctx.functions.get(call.func)
+    if definition is None:
+        raise ElaborationError(f"unknown schedule '{call.func}'"
+                               + did_you_mean(call.func, list(ctx.functions)), call.span)
+    if any(d is definition for d in ctx.stack):
+        start = next(k for k, d in enumerate(ctx.stack) if d is definition)
+        chain = " -> ".join([*(d.name for d in ctx.stack[start:]), call.func])
+        raise ElaborationError(f"schedule '{call.func}' calls itself ({chain})", call.span)
+    formals = definition.formals or ()
+    if len(call.args) > len(formals):
+        raise ElaborationError(f"'{call.func}' takes {len(formals)} argument"
+                               f"{'s' * (len(formals) != 1)}, got {len(call.args)}", call.span)
+    bound: dict[str, object] = {}
+    for formal, arg in zip(formals, call.args):
+        bound[formal.name] = evaluate(arg, env)
+    names = [f.name for f in formals]
+    for keyword in call.kwargs:
+        if keyword.name not in names:
+            raise ElaborationError(f"'{call.func}' has no parameter '{keyword.name}' "
+                                   f"(parameters: {', '.join(names) or 'none'})", keyword.span)
+        if keyword.name in bound:
+            raise ElaborationError(f"argument '{keyword.name}' is given twice", keyword.span)
+        bound[keyword.name] = evaluate(keyword.value, env)
+    callee = replace(env, local={})
+    for formal in formals:
+        if formal.name not in bound:
+            if formal.default is None:
+                raise ElaborationError(f"'{call.func}' needs argument '{formal.name}'", call.span)
+            bound[formal.name] = evaluate(formal.default, replace(callee, local=dict(bound)))
+    ctx.spend(1, 0, call.span)
+    ctx.stack.append(definition)
+    ctx.calls.append(call)
+    try:
+        return _sequence(definition.body, replace(callee, local=bound), ctx)
+    finally:
+        ctx.stack.pop()
+        ctx.calls.pop()
+
+
+def _fail(stmt: ast.Fail, env: Env, ctx: ScheduleContext) -> None:
+    """`error "text", values...`: reported at the outermost call, the one the user wrote."""
+    words = [stmt.message] + [v.value if isinstance(v, ast.String) else _shown(evaluate(v, env), ctx)
+                              for v in stmt.values]
+    where = ctx.calls[0].span if ctx.calls else stmt.span
+    notes = [f"raised by the 'error' at {stmt.span} in '{ctx.stack[-1].name}'"] if ctx.calls else []
+    if len(ctx.calls) > 1:
+        notes.append("called as " + " -> ".join(f"{c.func} ({c.span})" for c in ctx.calls))
+    raise ElaborationError(" ".join(w for w in words if w), where, tuple(notes))
+
+
+def _shown(value: object, ctx: ScheduleContext) -> str:
+    """A value in an `error` message: numbers as numbers, devices by name."""
+    if isinstance(value, (np.ndarray, np.integer)) and np.size(value) == 1:
+        value = int(np.ravel(value)[0])
+    if isinstance(value, (bool, np.bool_)):
+        return str(bool(value)).lower()
+    if isinstance(value, (int, Fraction)):
+        return str(value)
+    if isinstance(value, Quantity):
+        return str(value.expr)
+    if isinstance(value, Devices) and not value.lanes:
+        names = [ctx.device_names[int(i)] for i in np.ravel(value.ids)]
+        return names[0] if value.rank == 0 else "[" + ", ".join(names) + "]"
+    return kind_of(value)
+
+
+# ---- one round --------------------------------------------------------------------------------
+
+_ITERATION = "<iteration>"  # a hidden lane variable: which iteration of a round loop a lane is in
+
+
+def _round(stmts: tuple[ast.Stmt, ...], env: Env, ctx: ScheduleContext, span: Span) -> RoundBuffer:
+    out: list = []
+    try:
+        _round_body(stmts, replace(env, lanes=1, max_lanes=ctx.room), ctx, out)
+    except NeedScalar:
+        out = []
+        _round_body(stmts, replace(env, lanes=None, max_lanes=ctx.room), ctx, out)
+    batches = _merge([batch for batch, _ in out])
+    ctx.spend(1, sum(len(b) for b in batches), span)
+    return batches
+
+
+def _round_loop(stmt: ast.RoundFor, env: Env, ctx: ScheduleContext) -> list[RoundBuffer]:
+    """`for v in R round {...}`: all iterations at once, one lane per (iteration, inner index);
+    transfers are then split by iteration. Falls back to one round at a time."""
+    values = evaluate(stmt.iter, env)
+    ctx.check_steps(len(_values(stmt.iter, env, values)), stmt.iter.span)
+    try:
+        lanes = expand_lanes(replace(env, lanes=1, max_lanes=ctx.room), stmt.var, values,
+                             stmt.iter.span)
+        count = lanes.lanes
+        lanes = lanes.bind(_ITERATION, np.arange(count))
+        out: list = []
+        _round_body(stmt.body, lanes, ctx, out)
+    except NeedScalar:
+        return _bounded(_values(stmt.iter, env), ctx, stmt.span,
+                        lambda v: _round(stmt.body, env.bind(stmt.var, v), ctx, stmt.span))
+    rounds: list[RoundBuffer] = [[] for _ in range(count)]
+    for batch, iteration in out:
+        ordered = bool(np.all(iteration[:-1] <= iteration[1:]))
+        order = slice(None) if ordered else np.argsort(iteration, kind="stable")
+        bounds = np.searchsorted(iteration[order], np.arange(count + 1))
+        for k in np.flatnonzero(np.diff(bounds)):
+            lo, hi = bounds[k], bounds[k + 1]
+            rounds[k].append(_select(batch, slice(lo, hi) if ordered else order[lo:hi]))
+    ctx.spend(count, sum(len(b) for b, _ in out), stmt.span)
+    return rounds
+
+
+def _select(batch: Batch, index: np.ndarray | slice) -> Batch:
+    return replace(batch, src=batch.src[index], dst=batch.dst[index], off=batch.off[index],
+                   length=batch.length[index],
+                   into_off=None if batch.into_off is None else batch.into_off[index])
+
+
+def _round_body(stmts, env: Env, ctx: ScheduleContext, out: list) -> None:
+    """Run the statements of a round, appending (batch, iteration of each transfer) to `out`."""
+    for stmt in stmts:
+        if env.lanes == 0:
+            return
+        if isinstance(stmt, ast.Let):
+            env = env.bind(stmt.name, evaluate(stmt.value, env))
+        elif isinstance(stmt, ast.For):
+            iterable = evaluate(stmt.iter, env)
+            if env.lanes is not None:
+                _round_body(stmt.body, expand_lanes(env, stmt.var, iterable, stmt.iter.span), ctx, out)
+            else:
+                values = _values(stmt.iter, env, iterable)
+                ctx.spend(len(values), 0, stmt.iter.span)
+                for value in values:
+                    _round_body(stmt.body, env.bind(stmt.var, value), ctx, out)
+        elif isinstance(stmt, ast.If):
+            cond = evaluate(stmt.cond, env)
+            if isinstance(cond, np.ndarray):
+                _round_body(stmt.then, filter_lanes(env, cond, stmt.cond.span), ctx, out)
+                _round_body(stmt.orelse, filter_lanes(env, ~cond, stmt.cond.span), ctx, out)
+            else:
+                taken = _scalar_condition(cond, stmt.cond.span)
+                _round_body(stmt.then if taken else stmt.orelse, env, ctx, out)
+        elif isinstance(stmt, (ast.Transfer, ast.Send)):
+            out.append((_batch(stmt, env, ctx), env.local.get(_ITERATION)))
+        elif isinstance(stmt, ast.Fail):
+            if env.lanes is not None and env.lanes > 1:
+                raise NeedScalar  # report it for one iteration, with that iteration's values
+            _fail(stmt, env, ctx)
+        else:
+            what = {ast.CallStmt: "a call", ast.RoundFor: "a round loop", ast.RoundBlock: "a round",
+                    ast.ParallelFor: "parallel", ast.ParallelBlock: "parallel"}[type(stmt)]
+            raise ElaborationError(f"{what} cannot appear inside a round; a round holds transfers, "
+                                   "loops, conditions and lets", stmt.span)
+
+
+def _batch(stmt: ast.Transfer | ast.Send, env: Env, ctx: ScheduleContext) -> Batch:
+    lanes = env.lanes or 1
+    src = _endpoint(stmt.src, env, lanes, ctx, "the source")
+    dst = _endpoint(stmt.dst, env, lanes, ctx, "the destination")
+    same = np.flatnonzero(src == dst)
+    if len(same):
+        raise ElaborationError(f"a transfer from {ctx.device_names[src[same[0]]]} to itself",
+                               stmt.span)
+    into_off = None
+    if isinstance(stmt, ast.Send):
+        value = evaluate(stmt.size, env)
+        if isinstance(value, np.ndarray):
+            raise NeedScalar
+        message = expect_quantity(value, BYTES, stmt.size.span, "a message size")
+        check_positive(message, ctx.nominal, stmt.size.span, "a message size")
+        size = linear_bytes(message, stmt.size.span)
+        off, length, den = np.zeros(lanes, np.int64), np.ones(lanes, np.int64), 1
+    else:
+        region = _region(stmt.region, env)
+        off, length, den = lane_array(region.off, lanes), lane_array(region.length, lanes), region.den
+        if stmt.into is not None:
+            into = _region(stmt.into, env)
+            den = lcm(region.den, into.den)
+            a, b = den // region.den, den // into.den
+            off, length = off * a, length * a
+            into_off, into_length = lane_array(into.off, lanes) * b, lane_array(into.length, lanes) * b
+            if np.any(into_length != length):
+                raise ElaborationError("the 'into' region differs in size from the region sent",
+                                       stmt.into.span)
+        size = ctx.collective.size
+    return Batch(stmt.op if isinstance(stmt, ast.Transfer) else "send", src, dst, off, length,
+                 den, into_off, size, stmt.span)
+
+
+def _endpoint(expr: ast.Expr, env: Env, lanes: int, ctx: ScheduleContext, what: str) -> np.ndarray:
+    ids = lane_array(expect_device(evaluate(expr, env), expr.span, what).ids, lanes)
+    outside = np.flatnonzero(~ctx.is_rank[ids])
+    if len(outside):
+        name = ctx.device_names[ids[outside[0]]]
+        raise ElaborationError(f"{name} is not a rank of the collective "
+                               f"({ctx.collective.kind} over {len(ctx.collective.ranks)} ranks)",
+                               expr.span, (f"the collective is declared at {ctx.collective.span}",))
+    return ids
+
+
+def _region(expr: ast.Expr, env: Env) -> Region:
+    value = evaluate(expr, env)
+    if not isinstance(value, Region):
+        raise ElaborationError(f"expected a region of the buffer (all, part(i of k), ...), "
+                               f"not {kind_of(value)}", expr.span)
+    return value
+
+
+def _merge(batches: RoundBuffer) -> RoundBuffer:
+    """Join the batches one statement made in a round (when run lane by lane) into one."""
+    if len(batches) <= 1:
+        return batches
+    groups: dict[tuple, list[Batch]] = {}
+    for b in batches:
+        key = (b.op, b.span, b.den, b.size, b.into_off is None)
+        groups.setdefault(key, []).append(b)
+    merged = []
+    for group in groups.values():
+        first = group[0]
+        if len(group) == 1:
+            merged.append(first)
+            continue
+        merged.append(replace(
+            first,
+            src=np.concatenate([b.src for b in group]),
+            dst=np.concatenate([b.dst for b in group]),
+            off=np.concatenate([b.off for b in group]),
+            length=np.concatenate([b.length for b in group]),
+            into_off=None if first.into_off is None else np.concatenate([b.into_off for b in group]),
+        ))
+    return merged
+
+
+def linear_bytes(q: Quantity, span: Span) -> LinearBytes:
+    """A size as a linear form over size params: 2*V + 1 MiB → ((1, 1048576), (V, 2))."""
+    terms: dict[sympy.Expr, Fraction] = {}
+    for term, coeff in sympy.expand(q.expr).as_coefficients_dict().items():
+        if not (term == 1 or term.is_Symbol) or not coeff.is_Rational:
+            raise ElaborationError(f"a size must be linear in params (like 2*V + 1 MiB), "
+                                   f"not {q.expr}", span)
+        terms[term] = terms.get(term, Fraction(0)) + from_rational(coeff)
+    return tuple(sorted(((s, c) for s, c in terms.items() if c), key=lambda sc: str(sc[0])))

@@ -1,0 +1,325 @@
+"""Topology declarations → `Topology`: device families, host instances, links, shared resources.
+
+Names form a tree: `node[2] { gpu g[8] }` makes the family `node.g`, addressed as
+`node[h].g[i]` and stored as a table of device ids of shape (2, 8). Inside a host body its
+own members are visible by their short names (`g[i]`, `nvswitch`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from functools import partial
+
+import numpy as np
+import sympy
+
+from ..errors import ElaborationError, LimitError, Span
+from ..language import syntax as ast
+from ..model.topology import FORWARDING_KINDS, Device, Hop, Resource, Topology
+from ..model.values import Devices, NeedScalar, SharedRef, TopoRef, as_number, kind_of, take_lanes
+from ..units import BYTES, RATE, SECONDS
+from .evaluate import check_index, check_positive, evaluate, expect_device, expect_quantity
+from .lanes import Env, expand_lanes, filter_lanes, lane_array
+
+MAX_TOPOLOGY_ITEMS = 10_000_000
+
+
+@dataclass(frozen=True)
+class _LinkAttributes:
+    """A link's (or shared resource's) evaluated attributes; expressions in base units."""
+
+    bandwidth: sympy.Expr | None
+    latency: sympy.Expr | None
+    window: sympy.Expr | None
+    cls: str
+    half: bool
+    via: tuple[tuple[int, int], ...]  # (forward, reverse) resources of each shared resource
+
+
+@dataclass
+class Family:
+    """A declared name: a host family, a device family or a shared resource, maybe indexed."""
+
+    kind: str  # host | gpu | nic | switch | shared
+    size: int | None  # None: a single item, not indexed
+    span: Span
+    children: dict[str, Family] = field(default_factory=dict)
+    table: np.ndarray | None = None  # ids, one axis per sized family along the path
+
+
+class Namespace:
+    """The topology's names and how indexing them yields devices."""
+
+    def __init__(self) -> None:
+        self.root: dict[str, Family] = {}
+
+    def family(self, path: tuple[str, ...]) -> Family:
+        families = self.root
+        for name in path[:-1]:
+            families = families[name].children
+        return families[path[-1]]
+
+    def _sized(self, path: tuple[str, ...]) -> list[int]:
+        sizes, families = [], self.root
+        for name in path:
+            fam = families[name]
+            if fam.size is not None:
+                sizes.append(fam.size)
+            families = fam.children
+        return sizes
+
+    def settle(self, ref: TopoRef) -> object:
+        """A reference becomes devices (or a shared resource) once indexed far enough."""
+        fam = self.family(ref.path)
+        sized = self._sized(ref.path)
+        if fam.kind == "host" or fam.table is None:
+            return ref
+        complete = len(ref.indices) == len(sized)
+        group = fam.size is not None and len(ref.indices) == len(sized) - 1
+        if not (complete or group):
+            return ref
+        lanes = any(isinstance(i, np.ndarray) for i in ref.indices)
+        ids = fam.table[tuple(ref.indices)] if ref.indices else fam.table
+        if fam.kind == "shared":
+            if lanes:
+                raise NeedScalar
+            return SharedRef(int(ids)) if complete else ref
+        return Devices(np.asarray(ids, dtype=np.int64), lanes)
+
+    def index(self, ref: TopoRef, index, node: ast.Index) -> object:
+        fam = self.family(ref.path)
+        name = ".".join(ref.path)
+        if fam.size is None:
+            raise ElaborationError(f"'{name}' is a single {fam.kind}, not a family; it has no index",
+                                   node.span)
+        if len(ref.indices) == len(self._sized(ref.path)):
+            raise ElaborationError(f"'{name}' is indexed twice", node.span)
+        check_index(index, fam.size, node.index.span, f"family '{name}' of {fam.size}")
+        return self.settle(TopoRef(ref.path, (*ref.indices, index)))
+
+    def member(self, ref: TopoRef, name: str, node: ast.Attr) -> object:
+        fam = self.family(ref.path)
+        where = ".".join(ref.path)
+        if fam.kind != "host":
+            raise ElaborationError(f"'{where}' has no members", node.span)
+        if len(ref.indices) < len(self._sized(ref.path)):
+            raise ElaborationError(f"'{where}' is a family of {fam.size} hosts; index it first, "
+                                   f"as in {where}[0].{name}", node.span)
+        if name not in fam.children:
+            members = ", ".join(fam.children) or "none"
+            raise ElaborationError(f"host '{where}' has no member '{name}' (members: {members})",
+                                   node.span)
+        return self.settle(TopoRef((*ref.path, name), ref.indices))
+
+
+class TopologyBuilder:
+    """Accumulates `topology` blocks (from several files) and builds the `Topology` at the end."""
+
+    def __init__(self, nominal: dict[sympy.Symbol, sympy.Expr]) -> None:
+        self.namespace = Namespace()
+        self.nominal = nominal
+        self.devices: list[Device] = []
+        self.resources: list[Resource] = []
+        self.hops: list[Hop] = []
+        self.host_names: list[str] = []
+        self.shared: list[tuple[int, int]] = []  # (forward, reverse) resource ids
+        self.links = 0
+        self.positive: set[tuple[sympy.Expr, bool]] = set()  # (expr, zero_ok) already checked
+
+    # ---- declarations
+
+    def add(self, block: ast.Topology, env: Env) -> None:
+        self._block(block.body, env, prefix=(), host=None)
+
+    def _block(self, body, env: Env, prefix: tuple[str, ...], host: tuple[int, int] | None) -> None:
+        for stmt in body:
+            if isinstance(stmt, ast.Let):
+                env = env.bind(stmt.name, evaluate(stmt.value, env))
+            elif isinstance(stmt, ast.DeviceDecl):
+                for decl in stmt.names:
+                    fam = self._declare(decl, stmt.kind, env, prefix, host)
+                    self._fill(fam, decl, prefix, host, partial(self._device, stmt=stmt, host=host))
+                    env = self._local(env, decl.name, prefix, host)
+            elif isinstance(stmt, ast.SharedDecl):
+                fam = self._declare(stmt.name, "shared", env, prefix, host)
+                self._fill(fam, stmt.name, prefix, host, partial(self._shared, stmt=stmt, env=env))
+                env = self._local(env, stmt.name.name, prefix, host)
+            elif isinstance(stmt, ast.HostDecl):
+                if prefix:
+                    raise ElaborationError("hosts cannot be nested", stmt.span)
+                self._host(stmt, env)
+                env = self._local(env, stmt.name.name, prefix, host)
+            elif isinstance(stmt, ast.LinkDecl):
+                self._link(stmt, env)
+
+    def _local(self, env: Env, name: str, prefix: tuple[str, ...], host) -> Env:
+        """Inside a host body, members are visible by their short names."""
+        if not prefix:
+            return env
+        indices = (host[1],) if self.namespace.family(prefix).size is not None else ()
+        return env.bind(name, self.namespace.settle(TopoRef((*prefix, name), indices)))
+
+    def _declare(self, decl: ast.DeclName, kind: str, env: Env, prefix, host) -> Family:
+        families = self.namespace.family(prefix).children if prefix else self.namespace.root
+        existing = families.get(decl.name)
+        if existing is not None and not (prefix and host[1] > 0):
+            raise ElaborationError(f"'{decl.name}' is already declared at {existing.span}", decl.span)
+        size = None
+        if decl.count is not None:
+            size = _count(evaluate(decl.count, env), decl.count.span)
+        if existing is not None:  # a later instance of a host family: same shape
+            if existing.size != size:
+                raise ElaborationError(f"'{decl.name}' has {existing.size} items in the first "
+                                       f"host and {size} here", decl.span)
+            return existing
+        fam = Family(kind, size, decl.span)
+        families[decl.name] = fam
+        outer = self._sized(prefix)
+        fam.table = np.full((*outer, *([size] if size is not None else [])), -1, dtype=np.int64)
+        return fam
+
+    def _sized(self, prefix) -> list[int]:
+        return self.namespace._sized(prefix) if prefix else []
+
+    def _fill(self, fam: Family, decl: ast.DeclName, prefix, host, make) -> None:
+        base = f"{self.host_names[host[0]]}." if prefix else ""
+        outer = (host[1],) if prefix and self.namespace.family(prefix).size is not None else ()
+        if fam.size is None:
+            fam.table[outer] = make(base + decl.name)
+            return
+        if len(self.devices) + fam.size > MAX_TOPOLOGY_ITEMS:
+            raise LimitError(f"the topology would have more than {MAX_TOPOLOGY_ITEMS:,} devices",
+                             decl.span)
+        for i in range(fam.size):
+            fam.table[(*outer, i)] = make(f"{base}{decl.name}[{i}]")
+
+    def _device(self, name: str, stmt: ast.DeviceDecl, host) -> int:
+        device = Device(len(self.devices), name, stmt.kind, host[0] if host else None,
+                        stmt.kind in FORWARDING_KINDS or stmt.forwards, stmt.span)
+        self.devices.append(device)
+        return device.id
+
+    def _host(self, stmt: ast.HostDecl, env: Env) -> None:
+        fam = self._declare(stmt.name, "host", env, (), None)
+        count = fam.size if fam.size is not None else 1
+        if count > MAX_TOPOLOGY_ITEMS:
+            raise LimitError(f"{count:,} hosts is more than the limit of {MAX_TOPOLOGY_ITEMS:,}",
+                             stmt.name.span)
+        for k in range(count):
+            name = stmt.name.name if fam.size is None else f"{stmt.name.name}[{k}]"
+            self.host_names.append(name)
+            self._block(stmt.body, env, (stmt.name.name,), (len(self.host_names) - 1, k))
+
+    # ---- resources
+
+    def _quantity(self, expr: ast.Expr | None, env: Env, dim, what: str, positive: bool,
+                  zero_ok: bool = False):
+        if expr is None:
+            return None
+        q = expect_quantity(evaluate(expr, env), dim, expr.span, what)
+        if positive and (q.expr, zero_ok) not in self.positive:
+            check_positive(q, self.nominal, expr.span, what, zero_ok)
+            self.positive.add((q.expr, zero_ok))
+        return q.expr
+
+    def _resource(self, name: str, attrs: _LinkAttributes, span: Span) -> int:
+        resource = Resource(len(self.resources), name, attrs.cls, attrs.bandwidth, attrs.latency,
+                            attrs.window, span)
+        self.resources.append(resource)
+        return resource.id
+
+    def _shared(self, name: str, stmt: ast.SharedDecl, env: Env) -> int:
+        if stmt.attrs.bw is None:
+            raise ElaborationError("a shared resource needs a bandwidth (bw ...)", stmt.span)
+        if stmt.attrs.via:
+            raise ElaborationError("a shared resource cannot itself be 'via' another", stmt.span)
+        attrs = replace(self._attributes(stmt, env), cls=stmt.attrs.cls or "shared")
+        if attrs.half:
+            one = self._resource(name, attrs, stmt.span)
+            pair = (one, one)
+        else:
+            pair = (self._resource(f"{name} (forward)", attrs, stmt.span),
+                    self._resource(f"{name} (reverse)", attrs, stmt.span))
+        self.shared.append(pair)
+        return len(self.shared) - 1
+
+    # ---- links
+
+    def _link(self, stmt: ast.LinkDecl, env: Env) -> None:
+        lanes = replace(env, lanes=1)
+        for clause in stmt.clauses:
+            lanes = expand_lanes(lanes, clause.var, evaluate(clause.iter, lanes), clause.iter.span)
+            if clause.cond is not None:
+                lanes = filter_lanes(lanes, evaluate(clause.cond, lanes), clause.cond.span)
+        if stmt.attrs.half and not stmt.both_ways:
+            raise ElaborationError("'half' makes both directions of a link share one resource; a "
+                                   "one-way link (->) has one direction", stmt.span)
+        if self.links + lanes.lanes > MAX_TOPOLOGY_ITEMS:
+            raise LimitError(f"the topology would have more than {MAX_TOPOLOGY_ITEMS:,} links",
+                             stmt.span)
+        try:  # the common case: endpoints vary with the loop variables, attributes do not
+            ends = [lane_array(expect_device(evaluate(e, lanes), e.span, "a link end").ids, lanes.lanes)
+                    for e in (stmt.a, stmt.b)]
+            attrs = self._attributes(stmt, lanes)
+            for a, b in zip(*ends):
+                self._add_link(stmt, int(a), int(b), attrs)
+        except NeedScalar:
+            for k in range(lanes.lanes):
+                one = replace(lanes, local={n: _scalar(take_lanes(v, np.array([k])))
+                                            for n, v in lanes.local.items()}, lanes=None)
+                a, b = (int(expect_device(evaluate(e, one), e.span, "a link end").ids)
+                        for e in (stmt.a, stmt.b))
+                self._add_link(stmt, a, b, self._attributes(stmt, one))
+
+    def _attributes(self, stmt: ast.LinkDecl, env: Env) -> _LinkAttributes:
+        attrs = stmt.attrs
+        via = []
+        for expr in attrs.via:
+            value = evaluate(expr, env)
+            if not isinstance(value, SharedRef):
+                raise ElaborationError(f"'via' names a shared resource, not {kind_of(value)}", expr.span)
+            via.append(self.shared[value.resource])
+        bandwidth = self._quantity(attrs.bw, env, RATE, "'bw'", positive=True)
+        window = self._quantity(attrs.window, env, BYTES, "'window'", positive=True)
+        if window is not None and attrs.latency is None:
+            raise ElaborationError("a window needs a latency: a window of bytes in flight, each "
+                                   "for the latency, allows window/latency", attrs.window.span)
+        # Little's law divides by the latency, so with a window it must be positive.
+        latency = self._quantity(attrs.latency, env, SECONDS, "'latency'", positive=True,
+                                 zero_ok=window is None)
+        return _LinkAttributes(
+            bandwidth=bandwidth, latency=latency, window=window, cls=attrs.cls or "link", half=attrs.half,
+            via=tuple(via))
+
+    def _add_link(self, stmt: ast.LinkDecl, a: int, b: int, attrs: _LinkAttributes) -> None:
+        if a == b:
+            raise ElaborationError(f"a link from {self.devices[a].name} to itself", stmt.span)
+        an, bn = self.devices[a].name, self.devices[b].name
+        if stmt.both_ways and attrs.half:
+            forward = backward = self._resource(f"{an}<->{bn}", attrs, stmt.span)
+        else:
+            forward = self._resource(f"{an}->{bn}", attrs, stmt.span)
+            backward = self._resource(f"{bn}->{an}", attrs, stmt.span) if stmt.both_ways else None
+        self.hops.append(Hop(a, b, (forward, *(f for f, _ in attrs.via)), stmt.span))
+        if stmt.both_ways:
+            self.hops.append(Hop(b, a, (backward, *(r for _, r in attrs.via)), stmt.span))
+        self.links += 1
+
+    def build(self) -> Topology:
+        return Topology(self.devices, self.resources, self.hops, self.host_names)
+
+
+def _count(value: object, span: Span) -> int:
+    number = as_number(value) if not isinstance(value, np.ndarray) else None
+    if not isinstance(number, int) or number < 0:
+        raise ElaborationError("a family size must be a non-negative integer", span)
+    return number
+
+
+def _scalar(value: object) -> object:
+    """A one-lane value as a plain scalar value."""
+    if isinstance(value, np.ndarray):
+        return value[0].item() if value.dtype != bool else bool(value[0])
+    if isinstance(value, Devices) and value.lanes:
+        return Devices(value.ids[0], False)
+    return value

@@ -1,0 +1,430 @@
+"""The abstract syntax of `.sched` files: frozen dataclasses, each with its source `Span`.
+
+The parser builds these and nothing else; no name is resolved and no unit is checked here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+from fractions import Fraction
+
+from ..errors import Span
+
+
+@dataclass(frozen=True)
+class Node:
+    span: Span = field(repr=False, compare=False, kw_only=True)
+
+
+# ---- expressions ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Number(Node):
+    value: Fraction
+    unit: str | None = None
+
+
+@dataclass(frozen=True)
+class Name(Node):
+    id: str
+
+
+@dataclass(frozen=True)
+class String(Node):
+    value: str
+
+
+@dataclass(frozen=True)
+class NoneLit(Node):
+    pass
+
+
+@dataclass(frozen=True)
+class BinOp(Node):
+    op: str
+    left: Expr
+    right: Expr
+
+
+@dataclass(frozen=True)
+class UnaryOp(Node):
+    op: str
+    operand: Expr
+
+
+@dataclass(frozen=True)
+class Compare(Node):
+    op: str
+    left: Expr
+    right: Expr
+
+
+@dataclass(frozen=True)
+class BoolOp(Node):
+    op: str  # "and" | "or"
+    left: Expr
+    right: Expr
+
+
+@dataclass(frozen=True)
+class Not(Node):
+    operand: Expr
+
+
+@dataclass(frozen=True)
+class Range(Node):
+    """`lo..hi`, both ends included."""
+
+    lo: Expr
+    hi: Expr
+
+
+@dataclass(frozen=True)
+class Index(Node):
+    base: Expr
+    index: Expr
+
+
+@dataclass(frozen=True)
+class Attr(Node):
+    base: Expr
+    name: str
+
+
+@dataclass(frozen=True)
+class Keyword(Node):
+    name: str
+    value: Expr
+
+
+@dataclass(frozen=True)
+class Call(Node):
+    func: str
+    args: tuple[Expr, ...]
+    kwargs: tuple[Keyword, ...] = ()
+
+
+@dataclass(frozen=True)
+class CompFor(Node):
+    var: str
+    iter: Expr
+    cond: Expr | None = None
+
+
+@dataclass(frozen=True)
+class ListComp(Node):
+    element: Expr
+    clauses: tuple[CompFor, ...]
+
+
+@dataclass(frozen=True)
+class ListLit(Node):
+    items: tuple[Expr, ...]
+
+
+@dataclass(frozen=True)
+class AllRegion(Node):
+    pass
+
+
+@dataclass(frozen=True)
+class Part(Node):
+    """`part(index of count) [of whole]`: the index-th of count equal slices of a region."""
+
+    index: Expr
+    count: Expr
+    whole: Expr | None = None
+
+
+@dataclass(frozen=True)
+class TimeOf(Node):
+    """`time(schedule, P = value, ...)`: a schedule's time, some params pinned."""
+
+    schedule: str
+    pins: tuple[Keyword, ...] = ()
+
+
+@dataclass(frozen=True)
+class Relation(Node):
+    """`left OP right` with OP one of = <= >= < > (equations and expectations)."""
+
+    op: str
+    left: Expr
+    right: Expr
+
+
+@dataclass(frozen=True)
+class SolveOf(Node):
+    relation: Relation
+    param: str
+
+
+Expr = (
+    Number | Name | String | NoneLit | BinOp | UnaryOp | Compare | BoolOp | Not | Range | Index
+    | Attr | Call | ListComp | ListLit | AllRegion | Part | TimeOf | SolveOf
+)
+
+
+# ---- schedule statements --------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Let(Node):
+    name: str
+    value: Expr
+
+
+@dataclass(frozen=True)
+class For(Node):
+    """A sequential loop: the rounds of its iterations follow one another."""
+
+    var: str
+    iter: Expr
+    body: tuple[Stmt, ...]
+
+
+@dataclass(frozen=True)
+class RoundFor(Node):
+    """`for v in R round {...}`: each iteration is exactly one round."""
+
+    var: str
+    iter: Expr
+    body: tuple[Stmt, ...]
+
+
+@dataclass(frozen=True)
+class RoundBlock(Node):
+    """`round {...}`: all transfers inside form one round."""
+
+    body: tuple[Stmt, ...]
+
+
+@dataclass(frozen=True)
+class ParallelFor(Node):
+    """Round-wise parallel composition: round j of every iteration forms round j together."""
+
+    var: str
+    iter: Expr
+    body: tuple[Stmt, ...]
+
+
+@dataclass(frozen=True)
+class ParallelBlock(Node):
+    """Round-wise parallel composition of the statements of a block (one branch each)."""
+
+    branches: tuple[Stmt, ...]
+
+
+@dataclass(frozen=True)
+class If(Node):
+    cond: Expr
+    then: tuple[Stmt, ...]
+    orelse: tuple[Stmt, ...] = ()
+
+
+@dataclass(frozen=True)
+class Transfer(Node):
+    """`reduce|copy REGION from SRC to DST [into REGION]`."""
+
+    op: str
+    region: Expr
+    src: Expr
+    dst: Expr
+    into: Expr | None = None
+
+
+@dataclass(frozen=True)
+class Send(Node):
+    """`send SIZE from SRC to DST`: bytes with no data-flow meaning."""
+
+    size: Expr
+    src: Expr
+    dst: Expr
+
+
+@dataclass(frozen=True)
+class CallStmt(Node):
+    call: Call
+
+
+@dataclass(frozen=True)
+class Fail(Node):
+    """`error "text", values...`: elaborating this statement is an error at the call."""
+
+    message: str
+    values: tuple[Expr, ...] = ()
+
+
+Stmt = (
+    Let | For | RoundFor | RoundBlock | ParallelFor | ParallelBlock | If | Transfer | Send | CallStmt
+    | Fail
+)
+
+
+# ---- topology -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class DeclName(Node):
+    """`name` or `name[count]` (a family name[0] .. name[count-1])."""
+
+    name: str
+    count: Expr | None = None
+
+
+@dataclass(frozen=True)
+class DeviceDecl(Node):
+    kind: str  # gpu | nic | switch
+    names: tuple[DeclName, ...]
+    forwards: bool = False
+
+
+@dataclass(frozen=True)
+class HostDecl(Node):
+    name: DeclName
+    body: tuple[TopoStmt, ...]
+
+
+@dataclass(frozen=True)
+class LinkAttrs:
+    """Attributes shared by links and shared resources; each keeps its own expression span."""
+
+    bw: Expr | None = None
+    cls: str | None = None
+    via: tuple[Expr, ...] = ()
+    half: bool = False
+    latency: Expr | None = None
+    window: Expr | None = None
+
+
+@dataclass(frozen=True)
+class LinkDecl(Node):
+    a: Expr
+    b: Expr
+    both_ways: bool
+    attrs: LinkAttrs
+    clauses: tuple[CompFor, ...] = ()
+
+
+@dataclass(frozen=True)
+class SharedDecl(Node):
+    name: DeclName
+    attrs: LinkAttrs
+
+
+TopoStmt = DeviceDecl | HostDecl | LinkDecl | SharedDecl | Let
+
+
+# ---- top level ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Import(Node):
+    path: str
+
+
+@dataclass(frozen=True)
+class ParamDecl(Node):
+    name: str
+    value: Expr
+
+
+@dataclass(frozen=True)
+class Startup(Node):
+    value: Expr
+
+
+@dataclass(frozen=True)
+class Budget(Node):
+    value: Expr
+
+
+@dataclass(frozen=True)
+class Expect(Node):
+    relation: Relation
+    within: Expr | None = None
+
+
+@dataclass(frozen=True)
+class Report(Node):
+    name: str
+    value: Expr
+
+
+@dataclass(frozen=True)
+class Topology(Node):
+    body: tuple[TopoStmt, ...]
+
+
+@dataclass(frozen=True)
+class CollectiveDecl(Node):
+    kind: str
+    size: Expr
+    group: Expr
+    root: Expr | None = None
+
+
+@dataclass(frozen=True)
+class Formal(Node):
+    name: str
+    default: Expr | None = None
+
+
+@dataclass(frozen=True)
+class ScheduleDef(Node):
+    """A schedule. Without formals it is a result of the file; with formals, a function."""
+
+    name: str
+    formals: tuple[Formal, ...] | None
+    body: tuple[Stmt, ...]
+
+
+TopStmt = (
+    Import | ParamDecl | Let | Startup | Budget | Expect | Report | Topology | CollectiveDecl
+    | ScheduleDef
+)
+
+
+@dataclass(frozen=True)
+class Module(Node):
+    path: str
+    body: tuple[TopStmt, ...]
+
+
+def walk(node: object):
+    """The node and every node inside it, depth first."""
+    if isinstance(node, tuple):
+        for item in node:
+            yield from walk(item)
+    elif isinstance(node, (Node, LinkAttrs)):
+        yield node
+        for f in fields(node):
+            if f.name != "span":
+                yield from walk(getattr(node, f.name))
+
+
+def dump(node: object, indent: int = 0) -> str:
+    """An indented, span-free rendering of an AST, for `schedc emit ast` and golden tests."""
+    pad = "  " * indent
+    if isinstance(node, tuple):
+        if not node:
+            return pad + "()"
+        return "\n".join(dump(item, indent) for item in node)
+    if not isinstance(node, (Node, LinkAttrs)):
+        return pad + repr(node) if not isinstance(node, Fraction) else pad + str(node)
+    simple, nested = [], []
+    for f in fields(node):
+        if f.name == "span":
+            continue
+        value = getattr(node, f.name)
+        if isinstance(value, (Node, LinkAttrs)) or (isinstance(value, tuple) and value):
+            nested.append((f.name, value))
+        elif not (value is None or value is False or value == ()):
+            simple.append(f"{f.name}={value if isinstance(value, Fraction) else repr(value)}")
+    head = pad + type(node).__name__ + ("" if not simple else " " + " ".join(simple))
+    parts = [head]
+    for name, value in nested:
+        parts.append(f"{pad}  {name}:")
+        parts.append(dump(value, indent + 2))
+    return "\n".join(parts)

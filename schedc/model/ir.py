@@ -1,0 +1,121 @@
+"""The IR: a `Schedule` is a tuple of `Round`s; a round holds `Batch`es of transfers.
+
+A batch is what one transfer statement produced in one round, stored as arrays (one entry
+per transfer) so that a million transfers cost a few arrays, not a million objects. Every
+batch keeps the span of its statement; `Batch.transfer(k)` materialises one `Transfer`, for
+printing and counterexamples.
+
+Bytes are exact: a transfer moves `length/den` of `size`, where `size` is a linear form in
+the size params (`{V: 1}` for the collective's buffer V).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from fractions import Fraction
+
+import numpy as np
+import sympy
+
+from ..errors import Span
+
+# A linear form over size symbols: ((symbol or 1, coefficient), ...), sorted by symbol name.
+LinearBytes = tuple[tuple[sympy.Expr, Fraction], ...]
+Region = tuple[Fraction, Fraction]  # [start, end) of the buffer, as fractions of it
+
+
+def linear_expr(form: LinearBytes) -> sympy.Expr:
+    return sympy.Add(*[sympy.Rational(c.numerator, c.denominator) * s for s, c in form])
+
+
+def linear_value(form: LinearBytes, nominal: dict) -> Fraction:
+    """A linear form's exact value at the nominal point (symbol → SymPy rational)."""
+    total = Fraction(0)
+    for symbol, coeff in form:
+        value = sympy.Integer(1) if symbol == 1 else nominal[symbol]
+        total += coeff * Fraction(int(value.p), int(value.q))
+    return total
+
+
+def linear_scale(form: LinearBytes, factor: Fraction) -> LinearBytes:
+    return tuple((s, c * factor) for s, c in form if c * factor)
+
+
+def region_text(region: Region | None) -> str:
+    """`[1/4, 1/2)`; `-` for none, as a `send` moves a message rather than part of the buffer."""
+    return "-" if region is None else f"[{region[0]}, {region[1]})"
+
+
+@dataclass(frozen=True)
+class Collective:
+    """What a schedule must compute: `allreduce V over ranks`, and so on."""
+
+    kind: str
+    size: LinearBytes
+    ranks: tuple[int, ...]  # device ids, in rank order
+    root: int | None
+    span: Span = field(compare=False, repr=False)
+
+
+@dataclass(frozen=True)
+class Transfer:
+    op: str  # reduce | copy | send
+    src: int
+    dst: int
+    region: Region | None  # None for `send`
+    into: Region | None  # where it lands at dst, when not the same place
+    bytes: LinearBytes
+    span: Span = field(compare=False, repr=False)
+
+
+@dataclass(frozen=True, eq=False)
+class Batch:
+    op: str
+    src: np.ndarray  # device ids, int64
+    dst: np.ndarray
+    off: np.ndarray  # region start, in units of 1/den of the buffer
+    length: np.ndarray  # region length, same units
+    den: int
+    into_off: np.ndarray | None  # destination region start (same length), if `into` was given
+    size: LinearBytes  # bytes of a whole buffer (regions) or of the message (`send`)
+    span: Span = field(compare=False, repr=False)
+
+    def __len__(self) -> int:
+        return len(self.src)
+
+    def transfer(self, k: int) -> Transfer:
+        share = Fraction(int(self.length[k]), self.den)
+        start = Fraction(int(self.off[k]), self.den)
+        region = None if self.op == "send" else (start, start + share)
+        into = None
+        if self.into_off is not None:
+            landing = Fraction(int(self.into_off[k]), self.den)
+            into = (landing, landing + share)
+        return Transfer(self.op, int(self.src[k]), int(self.dst[k]), region, into,
+                        tuple((s, c * share) for s, c in self.size), self.span)
+
+
+@dataclass(frozen=True, eq=False)
+class Round:
+    batches: tuple[Batch, ...]
+
+    def __len__(self) -> int:
+        return sum(len(b) for b in self.batches)
+
+    def transfers(self) -> Iterator[Transfer]:
+        for b in self.batches:
+            for k in range(len(b)):
+                yield b.transfer(k)
+
+
+@dataclass(frozen=True, eq=False)
+class Schedule:
+    name: str
+    collective: Collective
+    rounds: tuple[Round, ...]
+    span: Span = field(compare=False, repr=False)
+
+    @property
+    def transfer_count(self) -> int:
+        return sum(len(r) for r in self.rounds)

@@ -1,0 +1,212 @@
+"""Runtime values of the elaborator.
+
+Inside a `round`, loops are not run one iteration at a time: the evaluator works on *lanes*
+(one lane per iteration), so a loop variable is a NumPy array and `g[(j + 1) % k]` is one
+array operation for all j. Values that can vary per lane therefore hold either a scalar or
+an array whose first axis is the lane axis.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fractions import Fraction
+
+import numpy as np
+import sympy
+
+from ..errors import ElaborationError, Span
+from ..units import DIMENSIONLESS, Dim
+
+Number = int | Fraction
+
+
+class NeedScalar(Exception):
+    """Internal: this operation has no lane-wise form; rerun the round one lane at a time."""
+
+
+@dataclass(frozen=True)
+class Quantity:
+    """A value with a dimension, in base units; `expr` may contain param symbols."""
+
+    expr: sympy.Expr
+    dim: Dim
+
+    @property
+    def is_symbolic(self) -> bool:
+        return bool(self.expr.free_symbols)
+
+
+@dataclass(frozen=True, eq=False)
+class Devices:
+    """Device ids: a device (rank 0), a group (rank 1), a list of groups (rank 2) …
+
+    With `lanes`, axis 0 of `ids` is the lane axis and does not count in the rank.
+    """
+
+    ids: np.ndarray
+    lanes: bool = False
+
+    @property
+    def rank(self) -> int:
+        return self.ids.ndim - int(self.lanes)
+
+    def __len__(self) -> int:
+        return self.ids.shape[int(self.lanes)]
+
+
+@dataclass(frozen=True, eq=False)
+class Region:
+    """The slice [off/den, (off+length)/den) of the buffer; off and length may be lane arrays."""
+
+    off: int | np.ndarray
+    length: int | np.ndarray
+    den: int
+
+    @property
+    def lanes(self) -> bool:
+        return isinstance(self.off, np.ndarray) or isinstance(self.length, np.ndarray)
+
+
+WHOLE = Region(0, 1, 1)
+
+
+@dataclass(frozen=True, eq=False)
+class IntRange:
+    """`lo..hi`, both ends included; the ends may be lane arrays."""
+
+    lo: int | np.ndarray
+    hi: int | np.ndarray
+
+
+@dataclass(frozen=True)
+class TopoRef:
+    """A topology name being indexed: `node`, `node[1]`, `node[h].g` before it becomes devices."""
+
+    path: tuple[str, ...]
+    indices: tuple = ()
+
+
+@dataclass(frozen=True)
+class SharedRef:
+    """A shared resource (a slot or bus) named in `via`."""
+
+    resource: int
+
+
+class NoneValue:
+    """The value of `none` (e.g. `expect solve(...) = none`)."""
+
+
+Value = (
+    Number | np.ndarray | bool | Quantity | Devices | Region | IntRange | TopoRef | SharedRef | NoneValue
+)
+
+
+def kind_of(value: object) -> str:
+    """What a value is called in error messages."""
+    if isinstance(value, (bool, np.bool_)) or (isinstance(value, np.ndarray) and value.dtype == bool):
+        return "a condition"
+    if isinstance(value, (int, Fraction, np.ndarray)):
+        return "a number"
+    if isinstance(value, Quantity):
+        from ..units import dim_name
+
+        return dim_name(value.dim)
+    if isinstance(value, Devices):
+        return ["a device", "a group of devices", "a list of groups"][min(value.rank, 2)]
+    if isinstance(value, Region):
+        return "a region of the buffer"
+    if isinstance(value, IntRange):
+        return "a range"
+    if isinstance(value, TopoRef):
+        return f"'{'.'.join(value.path)}' (not fully indexed)"
+    if isinstance(value, SharedRef):
+        return "a shared resource"
+    if isinstance(value, NoneValue):
+        return "none"
+    return type(value).__name__
+
+
+def as_number(value: Number | Quantity) -> Number | None:
+    """The exact number a dimensionless, non-symbolic value stands for, else None."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, (int, Fraction)):
+        return value
+    if isinstance(value, Quantity) and value.dim == DIMENSIONLESS and value.expr.is_Rational:
+        return normalize(from_rational(value.expr))
+    return None
+
+
+def normalize(value: Fraction) -> Number:
+    """Fractions with denominator 1 become ints, so loop bounds and indices stay ints."""
+    return int(value) if value.denominator == 1 else value
+
+
+def from_rational(expr: sympy.Expr) -> Fraction:
+    """A SymPy rational as an exact Fraction (the inverse of `to_sympy`)."""
+    return Fraction(int(expr.p), int(expr.q))
+
+
+def to_sympy(value: Number) -> sympy.Expr:
+    return sympy.Integer(value) if isinstance(value, int) else sympy.Rational(value.numerator, value.denominator)
+
+
+def take_lanes(value: object, index: np.ndarray) -> object:
+    """Select lanes `index` of a lane-varying value (scalars are shared by all lanes)."""
+    if isinstance(value, np.ndarray):
+        return value[index]
+    if isinstance(value, Devices) and value.lanes:
+        return Devices(value.ids[index], True)
+    if isinstance(value, Region) and value.lanes:
+        off = value.off[index] if isinstance(value.off, np.ndarray) else value.off
+        length = value.length[index] if isinstance(value.length, np.ndarray) else value.length
+        return Region(off, length, value.den)
+    if isinstance(value, IntRange):
+        lo = value.lo[index] if isinstance(value.lo, np.ndarray) else value.lo
+        hi = value.hi[index] if isinstance(value.hi, np.ndarray) else value.hi
+        return IntRange(lo, hi)
+    if isinstance(value, TopoRef) and any(isinstance(i, np.ndarray) for i in value.indices):
+        return TopoRef(value.path, tuple(i[index] if isinstance(i, np.ndarray) else i
+                                         for i in value.indices))
+    return value
+
+
+# ---- checks shared by expression evaluation and the built-in functions ------------------
+
+
+def quantity_of(value: object) -> Quantity | None:
+    """A number or a quantity as a quantity (a number is dimensionless), else None."""
+    if isinstance(value, Quantity):
+        return value
+    if isinstance(value, (int, Fraction)) and not isinstance(value, bool):
+        return Quantity(to_sympy(value), DIMENSIONLESS)
+    return None
+
+
+def as_quantity(value: object, span: Span) -> Quantity:
+    found = quantity_of(value)
+    if found is None:
+        raise ElaborationError(f"expected a number or a quantity, not {kind_of(value)}", span)
+    return found
+
+
+def settle(q: Quantity) -> Quantity | int | Fraction:
+    """A dimensionless constant quantity is just a number."""
+    number = as_number(q)
+    return q if number is None else number
+
+
+def check_numeric(value: object, span: Span) -> None:
+    ok = (isinstance(value, (int, Fraction)) and not isinstance(value, bool)) or (
+        isinstance(value, np.ndarray) and value.dtype != bool)
+    if not ok:
+        raise ElaborationError(f"expected a number, not {kind_of(value)}", span)
+
+
+def as_condition(value: object, span: Span) -> bool | np.ndarray:
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    if isinstance(value, np.ndarray) and value.dtype == bool:
+        return value
+    raise ElaborationError(f"expected a condition, not {kind_of(value)}", span)

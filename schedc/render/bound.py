@@ -1,0 +1,279 @@
+"""`schedc bound` results → text and JSON (schema `schedc.bound/1`, see the README)."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+from functools import lru_cache
+
+from ..analysis.bound import Bounds, Crossing, CutBound, Efficiency
+from ..elaborate.program import Program
+from ..model.ir import LinearBytes, linear_expr, linear_value
+from ..model.topology import Topology
+from ..units import format_bytes, format_rate, format_seconds
+from .text import dump_json, json_number, listing, params_json, table
+
+SCHEMA = "schedc.bound/1"
+
+
+@lru_cache(maxsize=4096)
+def _str(expr) -> str:
+    """A formula as text; cached, since a thousand cuts share a handful of formulas."""
+    return str(expr)
+
+
+def _bytes(form: LinearBytes, nominal: dict) -> Fraction:
+    return linear_value(form, nominal) if form else Fraction(0)
+
+
+def _names(topology: Topology, resources) -> list[str]:
+    return [topology.resources[r].name for r in resources]
+
+
+# ---- JSON -----------------------------------------------------------------------------------
+
+
+def _crossing_json(c: Crossing, nominal: dict) -> dict:
+    return {
+        "bandwidth": json_number(c.capacity.value),
+        "bandwidth_formula": None if c.capacity.bandwidth is None else _str(c.capacity.bandwidth),
+        "bytes": json_number(_bytes(c.bytes, nominal)),
+        "bytes_formula": _str(linear_expr(c.bytes)) if c.bytes else "0",
+        "bound_s": json_number(c.value, integer=False),
+    }
+
+
+def _cut_json(c: CutBound, nominal: dict) -> dict:
+    return {
+        "name": c.cut.name,
+        "family": c.cut.family,
+        "ranks": [len(c.cut.side), len(c.cut.ranks) - len(c.cut.side)],
+        "bound_s": json_number(c.value, integer=False),
+        "forward": _crossing_json(c.forward, nominal),
+        "backward": _crossing_json(c.backward, nominal),
+    }
+
+
+def _binding_json(c: CutBound, topology: Topology, nominal: dict) -> dict:
+    crossing = c.crossing
+    return {
+        "name": c.cut.name,
+        "family": c.cut.family,
+        "direction": c.binding,
+        "sides": [[topology.devices[r].name for r in c.cut.side],
+                  [topology.devices[r].name for r in c.cut.rest]],
+        "bandwidth": json_number(crossing.capacity.value),
+        "bandwidth_formula": None if crossing.capacity.bandwidth is None else str(crossing.capacity.bandwidth),
+        "resources": _names(topology, crossing.capacity.resources),
+        "bytes": json_number(_bytes(crossing.bytes, nominal)),
+        "bytes_formula": str(linear_expr(crossing.bytes)) if crossing.bytes else "0",
+        "bound_s": json_number(crossing.value, integer=False),
+        "bound_formula": str(crossing.bound),
+    }
+
+
+def _schedule_json(e: Efficiency, b: Bounds, topology: Topology, nominal: dict) -> dict:
+    t = e.timing
+    busiest = topology.resources[e.busiest] if e.busiest is not None else None
+    entry = {
+        "name": t.name,
+        "time_s": json_number(t.time, integer=False),
+        "overlapped_s": json_number(e.overlapped_value, integer=False),
+        "overlapped_formula": str(e.overlapped.time) if e.overlapped else "0",
+        "ratio": json_number(e.ratio, integer=False),
+        "limited_by": None if busiest is None else {
+            "resource": busiest.name,
+            "class": busiest.cls,
+            "busy_s": json_number(e.overlapped_value, integer=False),
+            "window_limited": busiest.window_limited(nominal),
+        },
+        "window_limited_rounds": sum(c.count for c in t.cost.classes if c.window_limited),
+        "binding_cut": None,
+    }
+    if b.binding is not None:
+        entry["binding_cut"] = {
+            "bytes_forward": json_number(_bytes(e.cut_bytes[0], nominal)),
+            "bytes_backward": json_number(_bytes(e.cut_bytes[1], nominal)),
+            "resources_used": e.cut_used[0],
+            "resources": e.cut_used[1],
+        }
+    return entry
+
+
+def bound_json(program: Program, groups: list[Bounds]) -> str:
+    """The first collective's bounds at the top level (most files declare one), and every
+    collective's, in the same shape, under `collectives`."""
+    parts = [_bounds_json(program, b) for b in groups]
+    document = {"schema": SCHEMA, "file": program.path, "params": params_json(program),
+                **parts[0], "collectives": parts}
+    return dump_json(document)
+
+
+def _bounds_json(program: Program, b: Bounds) -> dict:
+    topology, nominal = program.topology, program.nominal
+    c = b.collective
+    end_host = None
+    if b.end_host is not None:
+        h = b.end_host
+        end_host = {
+            "bound_s": json_number(h.value, integer=False),
+            "bound_formula": str(h.bound),
+            "bytes": json_number(_bytes(h.total, nominal)),
+            "bytes_formula": str(linear_expr(h.total)),
+            "egress_formula": str(h.egress),
+            "ingress_formula": str(h.ingress),
+        }
+    return {
+        "collective": None if c is None else {
+            "kind": c.kind,
+            "ranks": len(c.ranks),
+            "bytes": json_number(_bytes(c.size, nominal)),
+            "bytes_formula": str(linear_expr(c.size)),
+        },
+        "bound_s": json_number(b.best_value, integer=False),
+        "bound_formula": str(b.best),
+        "binds": b.binds,
+        "binding_cut": None if b.binding is None else _binding_json(b.binding, topology, nominal),
+        "end_host": end_host,
+        "cuts": [_cut_json(k, nominal) for k in b.cuts],
+        "schedules": [_schedule_json(e, b, topology, nominal) for e in b.schedules],
+    }
+
+
+# ---- text -----------------------------------------------------------------------------------
+
+
+def _rate(capacity) -> str:
+    if capacity.bandwidth is None:
+        return "unlimited"
+    return f"{format_rate(capacity.value)} = {_str(capacity.bandwidth)}"
+
+
+def _each_way(forward: str, backward: str) -> str:
+    if forward == backward:
+        return forward
+    return f"→ {forward}, ← {backward}"
+
+
+def _must_cross(c: CutBound, nominal: dict) -> str:
+    shown = [format_bytes(_bytes(x.bytes, nominal)) if x.bytes else "0" for x in (c.forward, c.backward)]
+    if shown[0] == shown[1]:
+        return f"{shown[0]} each way"
+    return f"→ {shown[0]}, ← {shown[1]}"
+
+
+def _bound(c: CutBound) -> str:
+    crossing = c.crossing
+    if not crossing.value:
+        return "0"
+    return f"{format_seconds(crossing.value)} = {_str(crossing.bound)}"
+
+
+def _cut_rows(b: Bounds, nominal: dict) -> list[tuple[str, str, str, str]]:
+    """One row per family and result: the 16 single-rank cuts of a uniform machine are one."""
+    groups: dict[tuple, list[CutBound]] = {}
+    for c in b.cuts:  # grouped by value first: printing a formula costs more than comparing it
+        key = (c.cut.family, c.forward.capacity.bandwidth, c.backward.capacity.bandwidth,
+               c.forward.capacity.value, c.backward.capacity.value, c.forward.bytes,
+               c.backward.bytes, c.binding)
+        groups.setdefault(key, []).append(c)
+    rows = []
+    for members in groups.values():
+        c = members[0]
+        if len(members) == 1:
+            name = c.cut.name
+        else:
+            label = {"rank": "single ranks", "host": "hosts", "min-cut": "min cuts"}.get(c.cut.family, "cuts")
+            name = f"{len(members)} {label} ({c.cut.name}, …)"
+        rows.append((name, _each_way(_rate(c.forward.capacity), _rate(c.backward.capacity)),
+                     _must_cross(c, nominal), _bound(c)))
+    return rows
+
+
+def bound_text(program: Program, groups: list[Bounds]) -> str:
+    """One section per collective."""
+    return "\n".join(_bounds_text(program, b) for b in groups)
+
+
+def _bounds_text(program: Program, b: Bounds) -> str:
+    topology, nominal = program.topology, program.nominal
+    c = b.collective
+    out = []
+    if c is None:
+        out.append(f"{program.path}: no schedules, so no collective to bound; the cuts "
+                   f"between its {len(b.ranks)} GPUs")
+    else:
+        out.append(f"{program.path}: {c.kind} of {format_bytes(_bytes(c.size, nominal))} over "
+                   f"{len(c.ranks)} ranks")
+    out.append("")
+    if not b.cuts:
+        out.append("no cut: fewer than two ranks to split")
+        return "\n".join(out) + "\n"
+    if c is None:
+        out += table([("cut", "bandwidth")] + [row[:2] for row in _cut_rows(b, nominal)],
+                     indent="  ")
+        narrowest = min(b.cuts, key=lambda k: (k.forward.capacity.value is None, k.forward.capacity.value))
+        out.append(f"  narrowest: {narrowest.cut.name}, {_rate(narrowest.forward.capacity)}")
+        return "\n".join(out) + "\n"
+    out.append("cut-set bounds: the bytes every schedule must move across a cut, over its bandwidth")
+    out += table([("cut", "bandwidth", "must cross", "bound")] + _cut_rows(b, nominal), indent="  ")
+    if b.binding is not None:
+        cap = b.binding.crossing.capacity
+        classes = sorted({topology.resources[r].cls for r in cap.resources})
+        out.append(f"  binding cut: {b.binding.cut.name}, {len(cap.resources)} × {'+'.join(classes)} "
+                   f"({listing(_names(topology, cap.resources))})")
+    if b.end_host is not None:
+        h = b.end_host
+        p = len(c.ranks)
+        out += ["",
+                f"end-host bound (Patarasuk & Yuan 2009): the {p} ranks send, and receive, "
+                f"2(p-1)·V = {format_bytes(_bytes(h.total, nominal))} in all",
+                f"  through their own links (out: {h.egress}; in: {h.ingress}): "
+                f"{format_seconds(h.value)} = {h.bound}"]
+    if c is not None:
+        out += ["", _best(b)]
+    if b.schedules:
+        out += [""] + _schedule_lines(b, topology, nominal)
+    return "\n".join(out) + "\n"
+
+
+def _best(b: Bounds) -> str:
+    if b.binds == "none":
+        return "best bound: 0 (nothing must cross a cut of finite bandwidth)"
+    which = "the binding cut" if b.binds == "cut" else "the end-host bound"
+    line = f"best bound: {format_seconds(b.best_value)} = {b.best}, from {which}"
+    if b.binds == "end-host" and b.binding is not None:
+        line += f" (the binding cut gives {format_seconds(b.binding.value)})"
+    return line
+
+
+def _schedule_lines(b: Bounds, topology: Topology, nominal: dict) -> list[str]:
+    rows = [("schedule", "time", "overlapped", "ratio", "held back by")]
+    for e in b.schedules:
+        held = "-"
+        if e.busiest is not None:
+            r = topology.resources[e.busiest]
+            window = ", window-limited" if r.window_limited(nominal) else ""
+            held = f"{r.cls} {r.name}: busy {format_seconds(e.overlapped_value)}{window}"
+        ratio = "-" if e.ratio is None else f"{float(e.ratio):.2f}"
+        rows.append((e.timing.name, format_seconds(e.timing.time), format_seconds(e.overlapped_value),
+                     ratio, held))
+    lines = table(rows, right=(1, 2, 3), indent="  ")
+    if b.binding is not None:
+        need = b.binding.crossing
+        lines += ["", f"across the binding cut {b.binding.cut.name} (at least "
+                      f"{_must_cross(b.binding, nominal)}):"]
+        cross_rows = []
+        for e in b.schedules:
+            moved = [_bytes(x, nominal) for x in e.cut_bytes]
+            shown = _each_way(format_bytes(moved[0]), format_bytes(moved[1]))
+            if moved[0] == moved[1]:
+                shown += " each way"
+            minimum = _bytes(need.bytes, nominal)
+            times = moved[0 if b.binding.binding == "forward" else 1] / minimum if minimum else None
+            factor = "" if times is None else f"({float(times):.4g}×)"
+            cross_rows.append((e.timing.name, shown, factor,
+                               f"over {e.cut_used[0]} of its {e.cut_used[1]} resources"))
+        lines += table(cross_rows, underline=False, indent="  ")
+    lines += ["", "overlapped: max over resources of Σ_rounds bytes/bandwidth, the time if rounds",
+              "overlapped perfectly; ratio: time / best bound"]
+    return lines
