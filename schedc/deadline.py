@@ -19,6 +19,8 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+DEFAULT_TIMEOUT = 10.0  # seconds of symbolic work per equation
+
 
 class OutOfTime(BaseException):  # no library's `except Exception` may swallow it
     """Internal: the time limit ran out; callers turn it into a message with a span."""

@@ -8,9 +8,8 @@ from pathlib import Path
 import pytest
 import sympy
 
+import schedc
 from schedc.cli import main
-from schedc.cost.timing import time_schedule
-from schedc.elaborate.program import load_program, parse_override
 
 ROOT = Path(__file__).resolve().parent.parent
 SCHEDULES = ROOT / "schedules"
@@ -33,9 +32,9 @@ def run(capsys):
 
 def timings(path, *sets: str, names=None):
     """{schedule name: Timing} for a file, with `--set` style overrides."""
-    program = load_program(path, tuple(parse_override(s) for s in sets))
-    chosen = names or [r.name for r in program.results]
-    return program, {n: time_schedule(program, n) for n in chosen}
+    session = schedc.load(path, sets)
+    chosen = names or session.selected(required=False)
+    return session.program, {n: schedc.time(session, n) for n in chosen}
 
 
 def expr(program, text: str) -> sympy.Expr:

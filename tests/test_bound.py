@@ -15,6 +15,7 @@ from schedc.analysis import cuts as cuts_module
 from schedc.analysis.bound import bound_all, must_cross
 from schedc.elaborate.program import load_program, parse_override
 from schedc.model.ir import Collective, linear_expr
+from schedc.session import Session
 
 SEED = SCHEDULES / "seed" / "nvlink_2x8.sched"
 PCIE = Path(__file__).parent / "fixtures" / "bound" / "pcie_2x4.sched"
@@ -24,7 +25,7 @@ GB = 10**9
 
 def compute(path, *sets, names=None):
     program = load_program(path, tuple(parse_override(s) for s in sets))
-    (b,) = bound_all(program, names or [r.name for r in program.results])
+    (b,) = bound_all(Session(program), names or [r.name for r in program.results])
     return program, b
 
 

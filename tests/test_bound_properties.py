@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from schedc.analysis.bound import bound_all
 from schedc.analysis.cuts import RankCuts
 from schedc.elaborate.program import load_program
+from schedc.session import Session
 
 RING = (SCHEDULES / "lib" / "ring.sched").as_posix()
 
@@ -64,7 +65,7 @@ def test_time_overlapped_and_bounds_are_ordered(text):
         path = Path(directory) / "machine.sched"
         path.write_text(text)
         program = load_program(path)
-        (b,) = bound_all(program, ["ring"])
+        (b,) = bound_all(Session(program), ["ring"])
     (e,) = b.schedules
     assert e.timing.time >= e.overlapped_value >= b.best_value > 0
     for c in b.cuts:  # a cut's bound is at most the best, its bandwidth its formula's value

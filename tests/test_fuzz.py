@@ -9,16 +9,16 @@ from conftest import SCHEDULES
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import schedc
 from schedc.analysis.bound import bound_all
 from schedc.analysis.check import check_program
 from schedc.analysis.equations import Equations
 from schedc.analysis.sweep import Vary, sweep
-from schedc.analysis.verify import verify_program
-from schedc.cost.timing import time_schedule
 from schedc.elaborate.program import load_program
 from schedc.elaborate.schedule import Limits
 from schedc.errors import SchedcError, SourceFile
 from schedc.language.parser import parse_equation
+from schedc.session import Session
 
 SMALL = Limits(transfers=20_000, steps=2_000)
 SOURCES = sorted(SCHEDULES.rglob("*.sched"))
@@ -37,15 +37,16 @@ TOKENS = [
 def _compile(path) -> None:
     """Everything a user can run on a file: only schedc's own errors may come out."""
     try:
-        program = load_program(path, limits=SMALL)
-        names = [r.name for r in program.results]
-        timings = [time_schedule(program, n) for n in names]
-        verify_program(program)
-        bound_all(program, names, max_cuts=40)
-        check_program(program, timeout=2)
+        session = Session(load_program(path, limits=SMALL))
+        program = session.program
+        names = session.selected(required=False)
+        timings = [session.timing(n) for n in names]
+        schedc.verify(session)
+        bound_all(session, names, max_cuts=40)
+        check_program(session, timeout=2)
         if timings and program.params:
             param = next(iter(program.params.values()))
-            equations = Equations(program, timeout=2)
+            equations = Equations(session, timeout=2)
             relation = parse_equation(SourceFile("fuzz", f"time({names[0]}) = 2 * time({names[0]})"))
             equations.solve(relation, param.name, relation.span)
             low, high = param.nominal / 2, param.nominal * 2 + 1

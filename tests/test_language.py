@@ -11,11 +11,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import schedc.elaborate.schedule as elaborate_schedule
-from schedc.cost.timing import time_schedule
 from schedc.elaborate.program import load_program
 from schedc.errors import SchedcError
 from schedc.model.ir import linear_expr
 from schedc.model.values import NeedScalar
+from schedc.session import Session
 
 MACHINE = """
 param V = 64 MiB
@@ -115,7 +115,7 @@ def test_into_must_match_the_size(tmp_path):
 
 def test_send_moves_explicit_bytes(tmp_path):
     program, s = compile_text(tmp_path, "schedule x { send 2 * V + 1 MiB from g[0] to g[1] }\n")
-    t = time_schedule(program, "x")
+    t = Session(program).timing("x")
     V, B, alpha = (p.symbol for p in (program.params["V"], program.params["B"], program.params["alpha"]))
     assert sympy.simplify(t.cost.formula - (alpha + (2 * V + 2**20) / B)) == 0
 
@@ -180,7 +180,7 @@ schedule x {}
 
 def test_devices_outside_hosts_count_as_hosts_of_their_own(tmp_path):
     program, _ = compile_text(tmp_path, "schedule x { copy all from g[0] to g[1] }\n")
-    t = time_schedule(program, "x")
+    t = Session(program).timing("x")
     assert t.cost.cross_rounds == 1
 
 

@@ -12,9 +12,11 @@ from conftest import SCHEDULES, write
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from schedc.analysis.verify import verify_program
+import schedc
 from schedc.elaborate.program import load_program
 from schedc.errors import ElaborationError
+from schedc.render.verdict import failure_lines
+from schedc.session import Session
 
 LIB = SCHEDULES / "lib"
 LIBRARY = ("ring", "recursive", "tree", "alltoall", "hierarchical")
@@ -62,7 +64,7 @@ def _suite(group: str, grid: str | None, pow2: bool, chunks: int = 3) -> str:
 
 
 def _failures(program) -> list[str]:
-    return [f"{v.name}: " + "\n".join(v.failure.text()) for v in verify_program(program) if not v.ok]
+    return [f"{v.name}: " + "\n".join(failure_lines(v.failure)) for v in schedc.verify(Session(program)) if not v.ok]
 
 
 def test_the_suite_covers_the_whole_library():

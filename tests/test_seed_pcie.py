@@ -12,6 +12,7 @@ from schedc.cost.regimes import key
 from schedc.elaborate.program import load_program
 from schedc.errors import SourceFile
 from schedc.language.parser import parse_equation
+from schedc.session import Session
 
 PCIE = SCHEDULES / "seed" / "pcie_2x4.sched"
 NVLINK = SCHEDULES / "seed" / "nvlink_2x8.sched"
@@ -26,7 +27,7 @@ def seed():
 def solve(path, equation: str, param: str = "B_L"):
     program = load_program(path)
     relation = parse_equation(SourceFile("equation", equation))
-    return program, Equations(program).solve(relation, param, relation.span)
+    return program, Equations(Session(program)).solve(relation, param, relation.span)
 
 
 def values(solution) -> list[float]:

@@ -10,9 +10,9 @@ import sympy
 from conftest import SCHEDULES, timings
 
 from schedc.analysis.sensitivity import sensitivities
-from schedc.cost.timing import time_schedule
 from schedc.deadline import TimeLimit
 from schedc.elaborate.program import load_program
+from schedc.session import Session
 
 PCIE = SCHEDULES / "seed" / "pcie_2x4.sched"
 NVLINK = SCHEDULES / "seed" / "nvlink_2x8.sched"
@@ -20,7 +20,7 @@ NVLINK = SCHEDULES / "seed" / "nvlink_2x8.sched"
 
 def by_param(path, schedule: str) -> dict:
     program = load_program(path)
-    timing = time_schedule(program, schedule)
+    timing = Session(program).timing(schedule)
     return {s.param.name: s for s in sensitivities(program, timing, TimeLimit(10))}, program
 
 

@@ -7,8 +7,9 @@ import pytest
 import sympy
 from conftest import SCHEDULES, timings, write
 
-from schedc.analysis.verify import verify_program
+import schedc
 from schedc.elaborate.program import load_program
+from schedc.session import Session
 
 
 def _textbook(p: int, alpha, V, B) -> dict[str, sympy.Expr]:
@@ -46,7 +47,7 @@ def test_formulas_equal_the_textbook(file, p):
 
 @pytest.mark.parametrize("file", ["flat_16.sched", "flat_8.sched"])
 def test_the_textbook_schedules_verify(file):
-    verdicts = verify_program(load_program(SCHEDULES / "algorithms" / file))
+    verdicts = schedc.verify(Session(load_program(SCHEDULES / "algorithms" / file)))
     assert [v.name for v in verdicts if not v.ok] == []
 
 

@@ -7,9 +7,9 @@ import sympy
 from conftest import SCHEDULES, write
 
 from schedc.cost.lower import lower
-from schedc.cost.timing import time_schedule
 from schedc.elaborate.program import load_program
 from schedc.errors import SchedcError
+from schedc.session import Session
 
 
 def _device(program, name: str) -> int:
@@ -59,7 +59,7 @@ def test_gpus_do_not_forward_unless_declared(tmp_path):
     chain = "gpu a\n gpu b {fw}\n gpu c\n link a <-> b bw B\n link b <-> c bw B"
     program = compile_text(tmp_path, chain.format(fw=""), "a, c", "copy all from a to c")
     with pytest.raises(SchedcError, match="no route from a to c"):
-        time_schedule(program, "x")
+        Session(program).timing("x")
     program = compile_text(tmp_path, chain.format(fw="forwards"), "a, c", "copy all from a to c")
     assert route(program, "a", "c") == "a -> b -> c"
 
@@ -82,7 +82,7 @@ def test_shortest_route_wins_over_declaration_order(tmp_path):
 
 
 def _formula(program):
-    return time_schedule(program, "x").cost.formula
+    return Session(program).timing("x").cost.formula
 
 
 def test_full_duplex_directions_are_separate_resources(tmp_path):
@@ -105,7 +105,7 @@ def test_shared_resource_carries_the_traffic_of_every_link_via_it(tmp_path):
     program = compile_text(tmp_path, body, "a[0], a[1], z",
                            "round { copy all from a[0] to z; copy all from a[1] to z }")
     V, B = program.params["V"].symbol, program.params["B"].symbol
-    t = time_schedule(program, "x")
+    t = Session(program).timing("x")
     assert sympy.simplify(t.cost.formula - 2 * V / B) == 0  # both transfers cross the bus
     (c,) = t.cost.classes
     assert program.topology.resources[c.terms[c.dominant].resources[0]].cls == "bus"
@@ -122,7 +122,7 @@ def test_one_way_links(tmp_path):
     body = "gpu a\n gpu b\n link a -> b bw B"
     program = compile_text(tmp_path, body, "a, b", "copy all from b to a")
     with pytest.raises(SchedcError, match="no route from b to a"):
-        time_schedule(program, "x")
+        Session(program).timing("x")
 
 
 def test_cross_host_rounds_are_the_middle_phase_of_hierarchical(nvlink):

@@ -10,10 +10,12 @@ from pathlib import Path
 import pytest
 from conftest import ROOT, SCHEDULES, write
 
+import schedc
 from schedc.analysis import dataflow
 from schedc.analysis.counterexample import WrongResult
-from schedc.analysis.verify import verify_program, verify_schedule
+from schedc.analysis.verify import verify_schedule as verify_ir
 from schedc.elaborate.program import load_program
+from schedc.session import Session
 
 BROKEN = Path(__file__).parent / "fixtures" / "broken"
 FIXTURES = sorted(p.stem for p in BROKEN.glob("*.sched"))
@@ -40,6 +42,11 @@ topology {{
 }}
 let ranks = [g[i] for i in 0..{n - 1}]
 """
+
+
+def verify_schedule(program, name: str, **options):
+    """Verify one result schedule of a program (the stage itself, not a session)."""
+    return verify_ir(program.schedule(name), [d.name for d in program.topology.devices], **options)
 
 
 def _verdicts(tmp_path, text: str, **options):
@@ -206,10 +213,10 @@ schedule reversed = rs([g[3], g[2], g[1], g[0]])
 
 def test_verify_program_is_the_api_for_check():
     program = load_program(SCHEDULES / "seed" / "nvlink_2x8.sched")
-    verdicts = verify_program(program)
+    verdicts = schedc.verify(Session(program))
     assert [(v.name, v.ok, v.method) for v in verdicts] == [
         ("ring", True, "exact"), ("interleaved", True, "exact"), ("hierarchical", True, "exact")]
-    assert [v.name for v in verify_program(program, ("hierarchical",))] == ["hierarchical"]
+    assert [v.name for v in schedc.verify(Session(program), ("hierarchical",))] == ["hierarchical"]
 
 
 def test_every_shipped_file_verifies(run, monkeypatch):

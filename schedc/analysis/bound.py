@@ -27,10 +27,10 @@ import sympy
 
 from ..cost.formula import RoundClass, cost, nominal_value
 from ..cost.lower import merged
-from ..cost.timing import Timing, time_schedule_with_loads
-from ..elaborate.program import Program
+from ..cost.timing import Timing
 from ..errors import LimitError, TopologyError
 from ..model.ir import Collective, LinearBytes, Schedule, linear_expr, linear_scale, linear_value
+from ..session import Session
 from .cuts import Cut, CutCapacity, RankCuts
 
 MAX_CUTS = 2_000
@@ -97,10 +97,11 @@ class Bounds:
     schedules: tuple[Efficiency, ...]
 
 
-def bound(program: Program, collective: Collective | None, names: list[str],
+def bound(session: Session, collective: Collective | None, names: list[str],
           max_cuts: int = MAX_CUTS) -> Bounds:
     """The bounds for `collective`, and each of the schedules `names` (which compute it) against
     them; with no collective, the cuts between all GPUs."""
+    program = session.program
     topology, nominal = program.topology, program.nominal
     ranks = collective.ranks if collective else tuple(d.id for d in topology.devices if d.kind == "gpu")
     finder = RankCuts(topology, nominal, ranks)
@@ -123,18 +124,18 @@ def bound(program: Program, collective: Collective | None, names: list[str],
         best, best_value, binds = binding.crossing.bound, binding.value, "cut"
     if end_host is not None and end_host.value > best_value:
         best, best_value, binds = end_host.bound, end_host.value, "end-host"
-    schedules = tuple(_efficiency(program, n, binding, best_value) for n in names)
+    schedules = tuple(_efficiency(session, n, binding, best_value) for n in names)
     return Bounds(collective, ranks, cuts, binding, end_host, best, best_value, binds, schedules)
 
 
-def bound_all(program: Program, names: list[str], max_cuts: int = MAX_CUTS) -> list[Bounds]:
+def bound_all(session: Session, names: list[str], max_cuts: int = MAX_CUTS) -> list[Bounds]:
     """One `Bounds` per collective the schedules `names` compute, in order of first appearance
     (a file may declare several collectives, one before each group of schedules)."""
     groups: dict[Collective, list[str]] = {}
     for name in names:
-        groups.setdefault(program.result(name).collective, []).append(name)
-    return [bound(program, collective, group, max_cuts) for collective, group in groups.items()] \
-        or [bound(program, None, [], max_cuts)]
+        groups.setdefault(session.program.result(name).collective, []).append(name)
+    return [bound(session, collective, group, max_cuts) for collective, group in groups.items()] \
+        or [bound(session, None, [], max_cuts)]
 
 
 def must_cross(collective: Collective, side: frozenset[int]) -> tuple[LinearBytes, LinearBytes]:
@@ -227,8 +228,9 @@ def _end_host(collective: Collective | None, cuts: tuple[CutBound, ...], nominal
                    max(out_value, in_value))
 
 
-def _efficiency(program: Program, name: str, binding: CutBound | None, best: Fraction) -> Efficiency:
-    loads, timing = time_schedule_with_loads(program, name)
+def _efficiency(session: Session, name: str, binding: CutBound | None, best: Fraction) -> Efficiency:
+    program = session.program
+    loads, timing = session.loads(name), session.timing(name)
     whole = merged(loads)
     overlapped = next(iter(cost(whole, program.topology, sympy.Integer(0), program.nominal).classes), None)
     value = nominal_value(overlapped.time, program.nominal) if overlapped else Fraction(0)

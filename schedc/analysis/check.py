@@ -27,16 +27,17 @@ from pathlib import Path
 import sympy
 
 from ..cost.regimes import key
-from ..cost.timing import time_schedule
-from ..elaborate.program import DEFAULT_LIMITS, load_program
+from ..deadline import DEFAULT_TIMEOUT
+from ..elaborate.program import DEFAULT_LIMITS
 from ..elaborate.schedule import Limits
 from ..errors import ElaborationError, SchedcError, Span, UnitError, UsageError
 from ..language import syntax as ast
 from ..model.values import NoneValue, Quantity, kind_of, quantity_of
+from ..session import Session
 from ..units import DIMENSIONLESS, dim_name, format_quantity
-from .equations import DEFAULT_TIMEOUT, Equations, Values, source_text
+from .equations import Equations, Values, source_text
 from .reports import ReportValue, evaluate_reports
-from .verify import Verdict, verify_program
+from .verify import Verdict, verdicts
 
 
 @dataclass(frozen=True)
@@ -71,26 +72,29 @@ class FileCheck:
         return any(not o.passed for o in self.outcomes) or any(not v.ok for v in self.verdicts)
 
 
-def check_program(program, timeout: float = DEFAULT_TIMEOUT) -> ProgramCheck:
+def check_program(session: Session, timeout: float = DEFAULT_TIMEOUT) -> ProgramCheck:
     """Evaluate the `report`s, then every `expect` of the program's main file, in order."""
-    reports = evaluate_reports(program, Equations(program, timeout).env.extra)
-    equations = Equations(program, timeout, reports.bindings)  # reads `budget` too
+    program = session.program
+    reports = evaluate_reports(program, Equations(session, timeout).env.extra)
+    equations = Equations(session, timeout, reports.bindings)  # reads `budget` too
     outcomes = tuple(_expect(stmt, equations) for stmt in program.checks
                      if isinstance(stmt, ast.Expect))
     return ProgramCheck(reports.values, outcomes)
 
 
-def check_file(path: Path, timeout: float = DEFAULT_TIMEOUT, limits: Limits = DEFAULT_LIMITS) -> FileCheck:
-    """Compile a file and all its schedules, verify them, then evaluate its expects."""
+def check_file(path: Path, timeout: float = DEFAULT_TIMEOUT, limits: Limits = DEFAULT_LIMITS,
+               sets: tuple[str, ...] = ()) -> FileCheck:
+    """Compile a file (with `--set` overrides) and all its schedules, verify them, then
+    evaluate its expects."""
     try:
-        program = load_program(path, limits=limits)
-        for result in program.results:
-            time_schedule(program, result.name)
-        verdicts = tuple(verify_program(program))
-        if not all(v.ok for v in verdicts):
-            return FileCheck(str(path), verdicts=verdicts)
-        checked = check_program(program, timeout)
-        return FileCheck(str(path), checked.outcomes, checked.reports, verdicts)
+        session = Session.open(path, sets, limits)
+        for name in session.selected(required=False):
+            session.timing(name)  # bad input in any schedule is an error before verification
+        verdicted = tuple(verdicts(session))
+        if not all(v.ok for v in verdicted):
+            return FileCheck(str(path), verdicts=verdicted)
+        checked = check_program(session, timeout)
+        return FileCheck(str(path), checked.outcomes, checked.reports, verdicted)
     except SchedcError as exc:
         return FileCheck(str(path), error=exc)
 

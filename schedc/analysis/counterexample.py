@@ -16,20 +16,8 @@ from fractions import Fraction
 import numpy as np
 
 from ..errors import Span
-from ..model.ir import Region, Schedule, region_text
-from ..render.text import listing
+from ..model.ir import Region, Schedule, part_text
 from .dataflow import Geometry, Items, Spec, round_items
-
-
-def _part_text(region: Region) -> str:
-    """`[3/16, 1/4) (part 3 of 16)`: the part form too, when the region is one, as a schedule
-    would have written it."""
-    start, end = region
-    text = region_text(region)
-    width = end - start
-    if width.numerator == 1 and (start / width).denominator == 1:
-        return text + (" (all)" if width == 1 else f" (part {start / width} of {width.denominator})")
-    return text
 
 
 @dataclass(frozen=True)
@@ -44,15 +32,6 @@ class Write:
     into: Region | None
     span: Span
 
-    def text(self) -> str:
-        into = f" into {_part_text(self.into)}" if self.into else ""
-        return (f"round {self.round}: {self.op} {_part_text(self.region)} from {self.src} "
-                f"to {self.dst}{into}   at {self.span}")
-
-    def json(self) -> dict:
-        return {"round": self.round, "op": self.op, "src": self.src, "dst": self.dst,
-                "region": _fractions(self.region),
-                "into": _fractions(self.into) if self.into else None, "at": str(self.span)}
 
 
 @dataclass(frozen=True)
@@ -69,30 +48,6 @@ class WrongResult:
     unexpected: tuple[tuple[str, int], ...]  # not expected at all
     writes: tuple[Write, ...]  # the last writes, latest first
 
-    def text(self) -> list[str]:
-        held = sum(n for _, n in self.holds)
-        want = sum(n for _, n in self.expected)
-        should = "every rank's data once" if self.everyone else _listing(self.expected)
-        lines = [f"{self.rank} ends with the wrong {_part_text(self.region)} of the buffer",
-                 f"  holds        {_count(held)}: {_listing(self.holds)}",
-                 f"  should hold  {_count(want)}: {should}"]
-        for label, entries in (("missing", self.missing), ("duplicated", self.duplicated),
-                               ("unexpected", self.unexpected)):
-            if entries:
-                lines.append(f"  {label:<12} {_listing(entries)}")
-        if self.writes:
-            lines.append("  last written by")
-            lines += [f"    {w.text()}" for w in self.writes]
-        else:
-            lines.append("  never written: it still holds what it held at the start")
-        return lines
-
-    def json(self) -> dict:
-        return {"kind": "wrong_result", "rank": self.rank, "region": _fractions(self.region),
-                "holds": _entries(self.holds), "expected": _entries(self.expected),
-                "missing": _entries(self.missing), "duplicated": _entries(self.duplicated),
-                "unexpected": _entries(self.unexpected),
-                "last_writes": [w.json() for w in self.writes]}
 
 
 @dataclass(frozen=True)
@@ -104,15 +59,6 @@ class Conflict:
     region: Region
     writes: tuple[Write, ...]
 
-    def text(self) -> list[str]:
-        return [f"round {self.round} writes {self.rank}'s {_part_text(self.region)} with "
-                f"{len(self.writes)} transfers, and a copy among them: which value wins is "
-                "undefined",
-                *(f"    {w.text()}" for w in self.writes)]
-
-    def json(self) -> dict:
-        return {"kind": "conflict", "round": self.round, "rank": self.rank,
-                "region": _fractions(self.region), "writes": [w.json() for w in self.writes]}
 
 
 # ---- building them ----------------------------------------------------------------------------
@@ -210,26 +156,10 @@ def _namer(schedule: Schedule, geo: Geometry, names: list[str], region: Region,
         if not positions:
             return base
         moved = Fraction(shift, geo.scale)
-        source = _part_text((region[0] + moved, region[1] + moved))
+        source = part_text((region[0] + moved, region[1] + moved))
         return f"{name}'s {source}" if whose < p else f"{base} at {source}"
 
     def show(contributions: Counter) -> tuple[tuple[str, int], ...]:
         return tuple((text(c, d), n) for (c, d), n in sorted(contributions.items()) if n > 0)
 
     return show
-
-
-def _listing(entries: tuple[tuple[str, int], ...]) -> str:
-    return listing([name if n == 1 else f"{name} ×{n}" for name, n in entries], 8) or "nothing"
-
-
-def _count(n: int) -> str:
-    return f"{n} contribution{'s' * (n != 1)}"
-
-
-def _fractions(region: Region) -> list[str]:
-    return [str(region[0]), str(region[1])]
-
-
-def _entries(entries: tuple[tuple[str, int], ...]) -> list[dict]:
-    return [{"contribution": name, "count": n} for name, n in entries]

@@ -19,19 +19,18 @@ from dataclasses import dataclass, replace
 
 import sympy
 
-from ..cost.timing import Timing, time_schedule
-from ..deadline import TimeLimit
+from ..cost.timing import Timing
+from ..deadline import DEFAULT_TIMEOUT, TimeLimit
 from ..elaborate.evaluate import evaluate
 from ..elaborate.lanes import Env
-from ..elaborate.program import Param, Program
+from ..elaborate.program import Param
 from ..errors import ElaborationError, SolveError, Span, UnitError, did_you_mean
 from ..language import syntax as ast
 from ..model.values import NoneValue, Quantity, kind_of, quantity_of
+from ..session import Session
 from ..units import DIMENSIONLESS, SECONDS, dim_name, format_quantity
 from .reports import NominalNames
 from .solve import Side, Solution, solve
-
-DEFAULT_TIMEOUT = 10.0  # seconds of symbolic work per equation
 
 
 @dataclass(frozen=True)
@@ -45,10 +44,11 @@ class Values:
 class Equations:
     """Evaluates equations and check expressions over one program."""
 
-    def __init__(self, program: Program, timeout: float = DEFAULT_TIMEOUT,
+    def __init__(self, session: Session, timeout: float = DEFAULT_TIMEOUT,
                  bindings: dict[str, object] | None = None) -> None:
         """`bindings`: more names for expressions (the values of `report` statements)."""
-        self.program = program
+        self.session = session
+        self.program = program = session.program
         self.timeout = timeout
         self.budget: Quantity | None = None
         self.env = Env(program.names, local=dict(bindings or {}),
@@ -61,8 +61,7 @@ class Equations:
     # ---- public
 
     def timing(self, name: str, span: Span | None = None) -> Timing:
-        self.program.result(name, span)  # a clear error for an unknown name
-        return time_schedule(self.program, name)
+        return self.session.timing(name, span)
 
     def value(self, expr: ast.Expr) -> object:
         return evaluate(expr, self.env)

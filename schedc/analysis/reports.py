@@ -19,10 +19,7 @@ from ..elaborate.program import Program
 from ..errors import ElaborationError, Span
 from ..language import syntax as ast
 from ..model.values import Quantity, as_number, kind_of, settle
-from ..render.text import dump_json, json_number, params_json, table
-from ..units import DIMENSIONLESS, Dim, base_unit, format_quantity
-
-SCHEMA = "schedc.eval/1"
+from ..units import DIMENSIONLESS, Dim
 
 Handlers = dict[type, Callable[[ast.Node, Env], object]]
 
@@ -33,14 +30,6 @@ class ReportValue:
     value: Fraction  # in base units
     dim: Dim
     span: Span = field(compare=False, repr=False)
-
-    @property
-    def text(self) -> str:
-        return format_quantity(self.value, self.dim)
-
-    def json(self) -> dict:
-        return {"name": self.name, "value": json_number(self.value), "unit": base_unit(self.dim),
-                "text": self.text}
 
 
 @dataclass(frozen=True)
@@ -117,21 +106,3 @@ def _report_value(stmt: ast.Report, value: object) -> ReportValue:
     if isinstance(value, Quantity) and value.expr.is_Rational:
         return ReportValue(stmt.name, Fraction(int(value.expr.p), int(value.expr.q)), value.dim, stmt.span)
     raise ElaborationError(f"a report is a number or a quantity, not {kind_of(value)}", stmt.value.span)
-
-
-def reports_text(values: tuple[ReportValue, ...]) -> str:
-    if not values:
-        return "no report statements\n"
-    rows = table([(v.name, v.text) for v in values], underline=False)
-    return "".join(line + "\n" for line in rows)
-
-
-def reports_json(program: Program, values: tuple[ReportValue, ...]) -> str:
-    document = {
-        "schema": SCHEMA,
-        "file": program.path,
-        "params": params_json(program),
-        "reports": [v.json() for v in values],
-    }
-    return dump_json(document)
-

@@ -42,10 +42,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..cost.timing import selected
-from ..elaborate.program import Program
-from ..errors import VerificationFailed
 from ..model.ir import Schedule
+from ..session import Session
 from .counterexample import Conflict, WrongResult, conflict_at, explain
 from .dataflow import Geometry, Items, Spec, collective_spec, geometry, round_items
 
@@ -77,27 +75,23 @@ class Verdict:
         return 2 * (64 - (len(self.schedule.collective.ranks).bit_length() - 1))
 
 
-def verify_program(program: Program, names: tuple[str, ...] = ()) -> list[Verdict]:
-    """Verify the named result schedules of a program (all of them by default), in order."""
-    return [verify_schedule(program, name) for name in selected(program, names, required=False)]
+def verdict(session: Session, name: str) -> Verdict:
+    """The verdict on one result schedule, computed once per session."""
+    devices = [d.name for d in session.program.topology.devices]
+    return session.memo("verdict", name,
+                        lambda: verify_schedule(session.schedule(name), devices))
 
 
-def require_verified(program: Program, names: list[str]) -> None:
-    """Refuse to report on schedules that do not compute their collective: raise with the
-    counterexample of each (a time formula is worthless for a wrong schedule)."""
-    failures = [v for v in verify_program(program, tuple(names)) if not v.ok]
-    if failures:
-        raise VerificationFailed("\n".join(
-            f"schedc: not reporting on '{v.name}': it does not compute its collective "
-            f"(--no-verify reports on it anyway)\n{verdict_text(v)}" for v in failures))
+def verdicts(session: Session, names: tuple[str, ...] = ()) -> list[Verdict]:
+    """The verdicts on the named result schedules (all of them by default), in order."""
+    return [verdict(session, name) for name in session.selected(names, required=False)]
 
 
-def verify_schedule(program: Program, name: str, method: str = "auto",
+def verify_schedule(schedule: Schedule, names: list[str], method: str = "auto",
                     seed: int | None = None) -> Verdict:
-    """Verify one result schedule. `method`: "auto", "exact" or "fingerprint"; `seed` fixes the
-    fingerprints' random numbers (by default they are fresh for every run)."""
-    schedule = program.schedule(name)
-    names = [d.name for d in program.topology.devices]
+    """Verify one schedule's IR; `names` are the machine's devices, for counterexamples.
+    `method`: "auto", "exact" or "fingerprint"; `seed` fixes the fingerprints' random numbers
+    (by default they are fresh for every run)."""
     geo = geometry(schedule, len(names))
     spec = collective_spec(schedule, geo)
     p, segments = geo.ranks, geo.segments
@@ -214,36 +208,3 @@ def _first_wrong(state: State, spec: Spec, embed: np.ndarray, geo: Geometry):
            and spec.owner[q, end] == spec.owner[q, first] and spec.shift[q, end] == spec.shift[q, first]):
         end += 1
     return q, first, end
-
-
-# ---- reporting --------------------------------------------------------------------------------
-
-SCHEMA = "schedc.verify/1"
-
-
-def verdict_text(v: Verdict) -> str:
-    coll = v.schedule.collective
-    head = f"{v.name}: {coll.kind} over {len(coll.ranks)} ranks: "
-    if v.failure is not None:
-        return "\n".join([head + "FAILS", *(f"  {line}" for line in v.failure.text())])
-    how = "exact multisets" if v.method == "exact" else (
-        f"fingerprints; a wrong result passes with probability < 2^-{v.false_pass_bits}")
-    return head + (f"verified ({len(v.schedule.rounds):,} rounds, "
-                   f"{v.schedule.transfer_count:,} transfers; {how})")
-
-
-def verdict_json(v: Verdict) -> dict:
-    coll = v.schedule.collective
-    bits = v.false_pass_bits
-    return {
-        "name": v.name,
-        "collective": coll.kind,
-        "ranks": len(coll.ranks),
-        "ok": v.ok,
-        "method": v.method,
-        "false_pass_log2": None if bits is None else -bits,
-        "rounds": len(v.schedule.rounds),
-        "transfers": v.schedule.transfer_count,
-        "segments": v.segments,
-        "counterexample": None if v.failure is None else v.failure.json(),
-    }

@@ -78,8 +78,6 @@ class Program:
     names: ProgramNames
     checks: list[ast.Node]  # budget, expect and report statements of the main file, in order
     limits: Limits = DEFAULT_LIMITS
-    _schedules: dict[str, Schedule] = field(default_factory=dict, repr=False)
-    timings: dict[str, tuple] = field(default_factory=dict, repr=False)  # see pipeline
 
     @cached_property
     def nominal(self) -> dict[sympy.Symbol, sympy.Expr]:
@@ -96,15 +94,12 @@ class Program:
         raise (ElaborationError if span else UsageError)(f"no schedule named '{name}'{hint}", span)
 
     def schedule(self, name: str, span: Span | None = None) -> Schedule:
-        """The IR of a result schedule (elaborated once, then cached)."""
-        if name not in self._schedules:
-            result = self.result(name, span)
-            ctx = ScheduleContext(self.functions, result.collective,
-                                  [d.name for d in self.topology.devices], self.limits,
-                                  self.nominal)
-            env = Env(self.names, max_lanes=self.limits.transfers)
-            self._schedules[name] = elaborate_schedule(name, result.definition, env, ctx)
-        return self._schedules[name]
+        """Elaborate a result schedule to IR (`Session.schedule` does it once per run)."""
+        result = self.result(name, span)
+        ctx = ScheduleContext(self.functions, result.collective,
+                              [d.name for d in self.topology.devices], self.limits, self.nominal)
+        env = Env(self.names, max_lanes=self.limits.transfers)
+        return elaborate_schedule(name, result.definition, env, ctx)
 
 
 class ProgramNames(Names):

@@ -119,3 +119,14 @@ class Schedule:
     @property
     def transfer_count(self) -> int:
         return sum(len(r) for r in self.rounds)
+
+
+def part_text(region: Region) -> str:
+    """`[3/16, 1/4) (part 3 of 16)`: the part form too, when the region is one, as a schedule
+    would have written it."""
+    start, end = region
+    text = region_text(region)
+    width = end - start
+    if width.numerator == 1 and (start / width).denominator == 1:
+        return text + (" (all)" if width == 1 else f" (part {start / width} of {width.denominator})")
+    return text

@@ -13,7 +13,7 @@ from ..analysis.reports import ReportValue
 from ..analysis.sensitivity import Sensitivity
 from ..analysis.solve import Interval, Regime, Solution
 from ..analysis.sweep import Sweep
-from ..analysis.verify import Verdict, verdict_json, verdict_text
+from ..analysis.verify import Verdict
 from ..elaborate.program import Param, Program
 from ..units import (
     BYTES,
@@ -25,7 +25,9 @@ from ..units import (
     format_quantity,
     format_seconds,
 )
+from . import schema
 from .text import dump_json, json_number, params_json, table
+from .verdict import verdict_json, verdict_text
 
 
 def _show(expr: sympy.Expr, dim: Dim) -> str:
@@ -127,7 +129,7 @@ def solve_json(program: Program, equation: str, solution: Solution) -> str:
         closest = {"lo": json_number(c.lo), "hi": json_number(c.hi),
                    "gap": json_number(c.gap, integer=False), "limit": c.limit}
     return dump_json({
-        "schema": "schedc.solve/1",
+        "schema": schema.SOLVE,
         "file": program.path,
         "equation": equation,
         "relation": solution.relation,
@@ -196,7 +198,7 @@ def sensitivity_json(program: Program, rows) -> str:
                 "elasticity_down": json_number(s.elasticity_down, integer=False)}
 
     return dump_json({
-        "schema": "schedc.sensitivity/1",
+        "schema": schema.SENSITIVITY,
         "file": program.path,
         "params": params_json(program),
         "schedules": [{"name": name, "time_s": json_number(time, integer=False),
@@ -221,7 +223,7 @@ def sweep_text(result: Sweep) -> str:
 
 def sweep_json(program: Program, result: Sweep) -> str:
     return dump_json({
-        "schema": "schedc.sweep/1",
+        "schema": schema.SWEEP,
         "file": program.path,
         "param": result.param.name,
         "unit": base_unit(result.param.dim),
@@ -248,7 +250,7 @@ def check_line(path: str, outcome: Outcome) -> str:
 
 
 def report_line(path: str, report: ReportValue) -> str:
-    return f"{path}:{report.span.line}: report {report.name} = {report.text}"
+    return f"{path}:{report.span.line}: report {report.name} = {report_text(report)}"
 
 
 def verdict_lines(path: str, verdict: Verdict) -> str:
@@ -272,13 +274,13 @@ def check_summary(files: list[FileCheck]) -> str:
 def check_json(files: list[FileCheck]) -> str:
     outcomes = [o for f in files for o in f.outcomes]
     return dump_json({
-        "schema": "schedc.check/1",
+        "schema": schema.CHECK,
         "files": [{"file": f.path,
                    "error": None if f.error is None else f.error.render(),
                    "expects": [{"line": o.span.line, "col": o.span.col, "text": o.text,
                                 "passed": o.passed, "found": o.found, "expected": o.expected,
                                 "note": o.note} for o in f.outcomes],
-                   "reports": [r.json() for r in f.reports],
+                   "reports": [_report_json(r) for r in f.reports],
                    "schedules": [verdict_json(v) for v in f.verdicts]}
                   for f in files],
         "passed": sum(o.passed for o in outcomes),
@@ -287,3 +289,27 @@ def check_json(files: list[FileCheck]) -> str:
         "unverified": sum(not v.ok for f in files for v in f.verdicts),
         "errors": sum(f.error is not None for f in files),
     })
+
+
+# ---- report statements (`schedc eval`) ----------------------------------------------------
+
+
+def report_text(v: ReportValue) -> str:
+    return format_quantity(v.value, v.dim)
+
+
+def reports_text(values: tuple[ReportValue, ...]) -> str:
+    if not values:
+        return "no report statements\n"
+    rows = table([(v.name, report_text(v)) for v in values], underline=False)
+    return "".join(line + "\n" for line in rows)
+
+
+def reports_json(program: Program, values: tuple[ReportValue, ...]) -> str:
+    return dump_json({"schema": schema.EVAL, "file": program.path, "params": params_json(program),
+                      "reports": [_report_json(v) for v in values]})
+
+
+def _report_json(v: ReportValue) -> dict:
+    return {"name": v.name, "value": json_number(v.value), "unit": base_unit(v.dim),
+            "text": report_text(v)}

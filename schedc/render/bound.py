@@ -10,9 +10,8 @@ from ..elaborate.program import Program
 from ..model.ir import LinearBytes, linear_expr, linear_value
 from ..model.topology import Topology
 from ..units import format_bytes, format_rate, format_seconds
+from . import schema
 from .text import dump_json, json_number, listing, params_json, table
-
-SCHEMA = "schedc.bound/1"
 
 
 @lru_cache(maxsize=4096)
@@ -103,7 +102,7 @@ def bound_json(program: Program, groups: list[Bounds]) -> str:
     """The first collective's bounds at the top level (most files declare one), and every
     collective's, in the same shape, under `collectives`."""
     parts = [_bounds_json(program, b) for b in groups]
-    document = {"schema": SCHEMA, "file": program.path, "params": params_json(program),
+    document = {"schema": schema.BOUND, "file": program.path, "params": params_json(program),
                 **parts[0], "collectives": parts}
     return dump_json(document)
 

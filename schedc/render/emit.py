@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from ..cost.lower import lower
-from ..cost.timing import time_schedule
+from ..cost.lower import Loads
+from ..cost.timing import Timing
 from ..elaborate.program import Program
 from ..language.syntax import Module, dump
 from ..model.ir import Schedule, linear_expr, region_text
@@ -29,8 +29,7 @@ def emit_ir(program: Program, schedule: Schedule) -> str:
     return "\n".join(lines) + "\n"
 
 
-def emit_loads(program: Program, schedule: Schedule) -> str:
-    loads = lower(schedule, program.topology)
+def emit_loads(program: Program, schedule: Schedule, loads: Loads) -> str:
     resources = program.topology.resources
     lines = [f"schedule {schedule.name}: bytes per round per resource"]
     for index, shape in enumerate(loads.shape_of.tolist()):
@@ -43,8 +42,8 @@ def emit_loads(program: Program, schedule: Schedule) -> str:
     return "\n".join(lines) + "\n"
 
 
-def emit_formula(program: Program, schedule: Schedule) -> str:
-    t = time_schedule(program, schedule.name)
+def emit_formula(t: Timing) -> str:
+    schedule = t.schedule
     lines = [f"{schedule.name}:", f"  T = {t.cost.formula}", f"  regime: {t.cost.regime_formula}"]
     lines += [f"    while {r}" for r in t.cost.conditions]
     return "\n".join(lines) + "\n"

@@ -21,8 +21,7 @@ from ..elaborate.program import Program
 from ..model.ir import LinearBytes, linear_expr
 from ..model.topology import Topology
 from ..units import base_unit, format_bytes, format_quantity, format_seconds
-
-SCHEMA = "schedc.time/1"
+from . import schema
 
 
 def json_number(value: Fraction | sympy.Expr | float | None,
@@ -100,7 +99,7 @@ def timing_json(t: Timing, topology: Topology) -> dict:
 
 def to_json(program: Program, timings: list[Timing]) -> str:
     document = {
-        "schema": SCHEMA,
+        "schema": schema.TIME,
         "file": program.path,
         "alpha": str(program.alpha),
         "params": params_json(program),

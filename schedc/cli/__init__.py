@@ -1,0 +1,76 @@
+"""The `schedc` command line: a thin layer over the pipeline.
+
+Commands follow the pipeline: `emit` dumps a stage; `time` and `compare` report formulas;
+`verify` checks data flow; `solve`, `sensitivity` and `sweep` analyse times; `bound` compares
+them with the physical limit; `eval` prints `report`s; `check` runs a file's expects. Each
+command lives in a module of this package by what it does, and gets its `Session` from
+`options.compiling`.
+
+Exit codes: 0 ok; 1 a check or verification failed; 2 bad input or usage; 70 a bug in
+schedc. Errors in input print `file:line:col: error: ...`, the source line and a caret —
+never a traceback.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import click
+
+from .. import __version__
+from ..errors import SchedcError
+from . import analysing, compiling
+from .options import EXIT_BAD_INPUT, EXIT_INTERNAL, EXIT_OK
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="schedc")
+def cli() -> None:
+    """schedc: compile collective-communication schedules to closed-form times.
+
+    Write a topology and schedules in a .sched file; schedc derives each schedule's time
+    T = Σ_rounds (α + max_resources bytes/bandwidth) as a formula in your params.
+    """
+
+
+for command in (*compiling.COMMANDS, *analysing.COMMANDS):
+    cli.add_command(command)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Run a command, turning every schedc error into a message and exit code 2."""
+    try:
+        code = cli.main(args=argv, prog_name="schedc", standalone_mode=False)
+    except click.exceptions.Exit as exc:
+        code = exc.exit_code
+    except click.ClickException as exc:
+        exc.show()
+        code = exc.exit_code
+    except click.exceptions.Abort:
+        click.echo("schedc: aborted", err=True)
+        code = EXIT_BAD_INPUT
+    except SchedcError as exc:
+        click.echo(exc.render(), err=True)
+        code = exc.exit_code
+    except RecursionError:
+        click.echo("error: the input is nested too deeply to process", err=True)
+        code = EXIT_BAD_INPUT
+    except MemoryError:
+        click.echo("error: out of memory; lower --max-transfers or simplify the input", err=True)
+        code = EXIT_BAD_INPUT
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        code = EXIT_OK
+    except Exception as exc:  # a bug, not bad input: say so instead of a traceback
+        if os.environ.get("SCHEDC_DEBUG"):
+            raise
+        click.echo(f"schedc: internal error: {type(exc).__name__}: {exc}\n"
+                   "  this is a bug in schedc; please report it with the input "
+                   "(SCHEDC_DEBUG=1 shows the traceback)", err=True)
+        code = EXIT_INTERNAL
+    sys.exit(code if isinstance(code, int) else EXIT_OK)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

@@ -1,0 +1,175 @@
+"""Commands that analyse times: `solve`, `sensitivity`, `sweep`, `bound`; and the
+self-checking ones, `eval` (a file's reports) and `check` (its expects)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from ..analysis.bound import MAX_CUTS
+from ..analysis.sweep import DEFAULT_POINTS
+from ..render import schema
+from .compiling import verified_timings
+from .options import (
+    EXIT_BAD_INPUT,
+    EXIT_FAILED,
+    EXIT_OK,
+    compiling,
+    json_option,
+    limit_options,
+    no_verify_option,
+    schedule_option,
+    set_option,
+    timeout_option,
+)
+
+
+@click.command("solve")
+@compiling
+@click.argument("equation")
+@click.option("--for", "param", required=True, metavar="PARAM", help="The param to solve for.")
+@json_option(schema.SOLVE)
+@timeout_option
+@no_verify_option
+def solve_command(session, equation: str, param: str, as_json: bool, timeout: float,
+                  no_verify: bool) -> int:
+    """Solve EQUATION for one param, regime by regime: every solution, and which side is
+    smaller in between (e.g. 'time(hierarchical) = time(ring, B_L = 32 GB/s)' --for B_L)."""
+    from ..analysis.equations import Equations, name_span
+    from ..errors import SourceFile, Span
+    from ..language.parser import parse_equation
+    from ..language.syntax import TimeOf, walk
+    from ..render.analysis import solve_json, solve_text
+    relation = parse_equation(SourceFile("equation", equation))
+    timed: dict[str, TimeOf] = {}
+    for node in walk(relation):
+        if isinstance(node, TimeOf):
+            timed.setdefault(node.schedule, node)
+    for name, node in timed.items():  # an unknown name points into EQUATION
+        session.program.result(name, name_span(node.span, name))
+    verified_timings(session, list(timed), no_verify)
+    param_span = Span(SourceFile("--for", param), 1, 1, 1, len(param) + 1)
+    solution = Equations(session, timeout).solve(relation, param.strip(), param_span)
+    show = solve_json if as_json else solve_text
+    click.echo(show(session.program, equation, solution), nl=False)
+    return EXIT_OK
+
+
+@click.command("sensitivity")
+@compiling
+@schedule_option
+@json_option(schema.SENSITIVITY)
+@timeout_option
+@no_verify_option
+def sensitivity_command(session, schedules, as_json: bool, timeout: float, no_verify: bool) -> int:
+    """dT/dp and the elasticity (p/T)·dT/dp of each schedule's time, for every param."""
+    from ..analysis.sensitivity import sensitivities
+    from ..deadline import TimeLimit
+    from ..render.analysis import sensitivity_json, sensitivity_text
+    program = session.program
+    rows = [(t.name, t.cost.formula.xreplace(program.nominal),
+             sensitivities(program, t, TimeLimit(timeout)))
+            for t in verified_timings(session, session.selected(schedules), no_verify)]
+    show = sensitivity_json if as_json else sensitivity_text
+    click.echo(show(program, rows), nl=False)
+    return EXIT_OK
+
+
+@click.command("sweep")
+@compiling
+@click.option("--vary", required=True, metavar="NAME=LO:HI[:N]",
+              help=f"The param and its range, with units; N points (default {DEFAULT_POINTS}).")
+@click.option("--linear", is_flag=True, help="Space the points linearly (default: logarithmically).")
+@click.option("--csv", "csv_path", type=click.Path(dir_okay=False, path_type=Path),
+              help="Also write the sweep to this CSV file (base units).")
+@schedule_option
+@json_option(schema.SWEEP)
+@no_verify_option
+def sweep_command(session, vary: str, linear: bool, csv_path: Path | None, schedules,
+                  as_json: bool, no_verify: bool) -> int:
+    """Each schedule's time over a range of one param, from its compiled formula."""
+    from ..analysis.sweep import parse_vary, sweep, write_csv
+    from ..render.analysis import sweep_json, sweep_text
+    program = session.program
+    plan = parse_vary(vary, program)
+    timings = verified_timings(session, session.selected(schedules), no_verify)
+    result = sweep(program, timings, plan, "linear" if linear else "log")
+    if csv_path is not None:
+        write_csv(result, csv_path)
+    click.echo(sweep_json(program, result) if as_json else sweep_text(result), nl=False)
+    return EXIT_OK
+
+
+@click.command("bound")
+@compiling
+@schedule_option
+@json_option(schema.BOUND)
+@click.option("--max-cuts", type=click.IntRange(min=1), default=MAX_CUTS, show_default=True,
+              help="Refuse a collective whose bound needs more max-flow problems.")
+@no_verify_option
+def bound_command(session, schedules, as_json: bool, max_cuts: int, no_verify: bool) -> int:
+    """How far each schedule of FILE is from the physical limit: cut-set and end-host lower
+    bounds, the overlapped bound, and what holds each schedule back. A machine file without
+    schedules shows its cuts."""
+    from ..analysis.bound import bound_all
+    from ..render.bound import bound_json, bound_text
+    names = session.selected(schedules, required=False)
+    groups = bound_all(session, names, max_cuts)  # bad input (exit 2) before verification
+    verified_timings(session, names, no_verify)
+    program = session.program
+    click.echo(bound_json(program, groups) if as_json else bound_text(program, groups), nl=False)
+    return EXIT_OK
+
+
+@click.command("eval")
+@compiling
+@json_option(schema.EVAL)
+@timeout_option
+def eval_command(session, as_json: bool, timeout: float) -> int:
+    """Evaluate and print every `report NAME = EXPR` of FILE, in readable units."""
+    from ..analysis.equations import Equations
+    from ..analysis.reports import report_values
+    from ..render.analysis import reports_json, reports_text
+    program = session.program
+    values = report_values(program, Equations(session, timeout).env.extra)
+    click.echo(reports_json(program, values) if as_json else reports_text(values), nl=False)
+    return EXIT_OK
+
+
+@click.command("check")
+@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
+@set_option
+@json_option(schema.CHECK)
+@timeout_option
+@limit_options
+def check_command(paths: tuple[Path, ...], sets, as_json: bool, timeout: float, limits) -> int:
+    """Compile and verify every .sched file in PATHS (files or directories), print its
+    reports and evaluate its expects. `--set` applies to every file, each of which must
+    declare the param.
+
+    Exit 0 when all hold, 1 when one fails, 2 when a file has bad input."""
+    from ..analysis.check import check_file, sched_files
+    from ..render.analysis import check_json, check_line, check_summary, report_line, verdict_lines
+    files = [check_file(path, timeout, limits, sets) for path in sched_files(list(paths))]
+    if as_json:
+        click.echo(check_json(files), nl=False)
+    else:
+        for checked in files:
+            for verdict in checked.verdicts:
+                if not verdict.ok:
+                    click.echo(verdict_lines(checked.path, verdict))
+            for report in checked.reports:
+                click.echo(report_line(checked.path, report))
+            for outcome in checked.outcomes:
+                click.echo(check_line(checked.path, outcome))
+            if checked.error is not None:
+                click.echo(checked.error.render(), err=True)
+        click.echo(check_summary(files))
+    if any(f.error is not None for f in files):
+        return EXIT_BAD_INPUT
+    return EXIT_FAILED if any(f.failed for f in files) else EXIT_OK
+
+
+COMMANDS = (solve_command, sensitivity_command, sweep_command, bound_command, eval_command,
+            check_command)

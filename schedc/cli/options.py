@@ -1,0 +1,69 @@
+"""Options shared by the commands, and `compiling`: the decorator that gives a command its
+`Session` (FILE, `--set`, and the work limits, opened in one place)."""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+
+import click
+
+from ..deadline import DEFAULT_TIMEOUT
+from ..elaborate.schedule import Limits
+
+EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_INTERNAL = 0, 1, 2, 70
+
+
+def file_argument(func):
+    return click.argument("file", type=click.Path(dir_okay=True, path_type=Path))(func)
+
+
+def set_option(func):
+    return click.option("--set", "sets", multiple=True, metavar="NAME=VALUE",
+                        help="Override a param's nominal value, with its unit (--set B_L=300GB/s).")(func)
+
+
+def schedule_option(func):
+    return click.option("--schedule", "-s", "schedules", multiple=True, metavar="NAME",
+                        help="Only this schedule (repeatable); default: all of the file.")(func)
+
+
+def json_option(schema: str):
+    """`--json`, naming the schema the command prints."""
+    return click.option("--json", "as_json", is_flag=True, help=f"Print JSON (schema {schema}).")
+
+
+def limit_options(func):
+    """`--max-transfers` and `--max-rounds`, passed on as one `limits` argument."""
+    @click.option("--max-transfers", type=click.IntRange(min=1), default=Limits.transfers,
+                  show_default=True, help="Refuse a schedule making more transfers.")
+    @click.option("--max-rounds", type=click.IntRange(min=1), default=Limits.steps,
+                  show_default=True,
+                  help="Refuse a schedule making more rounds and loop iterations.")
+    @functools.wraps(func)
+    def wrapper(*args, max_transfers: int, max_rounds: int, **kwargs):
+        return func(*args, limits=Limits(max_transfers, max_rounds), **kwargs)
+    return wrapper
+
+
+def timeout_option(func):
+    return click.option("--timeout", type=click.FloatRange(min=0, min_open=True),
+                        default=DEFAULT_TIMEOUT, show_default=True, metavar="SECONDS",
+                        help="Give up on SymPy work after this many seconds per equation.")(func)
+
+
+def no_verify_option(func):
+    return click.option("--no-verify", is_flag=True,
+                        help="Report on schedules even if they do not compute their collective.")(func)
+
+
+def compiling(func):
+    """FILE, `--set` and the limits, turned into the command's `session` argument."""
+    @file_argument
+    @set_option
+    @limit_options
+    @functools.wraps(func)
+    def wrapper(*args, file: Path, sets: tuple[str, ...], limits: Limits, **kwargs):
+        from ..session import Session
+        return func(*args, session=Session.open(file, sets, limits), **kwargs)
+    return wrapper

@@ -1,0 +1,11 @@
+"""The id of every JSON document schedc prints, defined once (documented in the README)."""
+
+TIME = "schedc.time/1"  # time and compare
+VERIFY = "schedc.verify/1"
+SOLVE = "schedc.solve/1"
+SENSITIVITY = "schedc.sensitivity/1"
+SWEEP = "schedc.sweep/1"
+BOUND = "schedc.bound/1"
+EVAL = "schedc.eval/1"
+CHECK = "schedc.check/1"
+ERROR = "schedc.error/1"

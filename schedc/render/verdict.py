@@ -1,0 +1,109 @@
+"""Verdicts and their counterexamples, as text and as JSON (schema `schedc.verify/1`)."""
+
+from __future__ import annotations
+
+from ..analysis.counterexample import Conflict, Write, WrongResult
+from ..analysis.verify import Verdict
+from ..model.ir import Region, part_text
+from .text import listing
+
+
+def verdict_text(v: Verdict) -> str:
+    coll = v.schedule.collective
+    head = f"{v.name}: {coll.kind} over {len(coll.ranks)} ranks: "
+    if v.failure is not None:
+        return "\n".join([head + "FAILS", *(f"  {line}" for line in failure_lines(v.failure))])
+    how = "exact multisets" if v.method == "exact" else (
+        f"fingerprints; a wrong result passes with probability < 2^-{v.false_pass_bits}")
+    return head + (f"verified ({len(v.schedule.rounds):,} rounds, "
+                   f"{v.schedule.transfer_count:,} transfers; {how})")
+
+
+def verdict_json(v: Verdict) -> dict:
+    coll = v.schedule.collective
+    bits = v.false_pass_bits
+    return {
+        "name": v.name,
+        "collective": coll.kind,
+        "ranks": len(coll.ranks),
+        "ok": v.ok,
+        "method": v.method,
+        "false_pass_log2": None if bits is None else -bits,
+        "rounds": len(v.schedule.rounds),
+        "transfers": v.schedule.transfer_count,
+        "segments": v.segments,
+        "counterexample": None if v.failure is None else failure_json(v.failure),
+    }
+
+
+def not_reporting(failures: list[Verdict]) -> str:
+    """Why a command refuses to report on schedules that do not compute their collective."""
+    return "\n".join(f"schedc: not reporting on '{v.name}': it does not compute its collective "
+                     f"(--no-verify reports on it anyway)\n{verdict_text(v)}" for v in failures)
+
+
+# ---- counterexamples --------------------------------------------------------------------------
+
+
+def failure_lines(failure: WrongResult | Conflict) -> list[str]:
+    if isinstance(failure, Conflict):
+        return [f"round {failure.round} writes {failure.rank}'s {part_text(failure.region)} "
+                f"with {len(failure.writes)} transfers, and a copy among them: which value "
+                "wins is undefined",
+                *(f"    {_write_text(w)}" for w in failure.writes)]
+    held = sum(n for _, n in failure.holds)
+    want = sum(n for _, n in failure.expected)
+    should = "every rank's data once" if failure.everyone else _listing(failure.expected)
+    lines = [f"{failure.rank} ends with the wrong {part_text(failure.region)} of the buffer",
+             f"  holds        {_count(held)}: {_listing(failure.holds)}",
+             f"  should hold  {_count(want)}: {should}"]
+    for label, entries in (("missing", failure.missing), ("duplicated", failure.duplicated),
+                           ("unexpected", failure.unexpected)):
+        if entries:
+            lines.append(f"  {label:<12} {_listing(entries)}")
+    if failure.writes:
+        lines.append("  last written by")
+        lines += [f"    {_write_text(w)}" for w in failure.writes]
+    else:
+        lines.append("  never written: it still holds what it held at the start")
+    return lines
+
+
+def failure_json(failure: WrongResult | Conflict) -> dict:
+    if isinstance(failure, Conflict):
+        return {"kind": "conflict", "round": failure.round, "rank": failure.rank,
+                "region": _fractions(failure.region),
+                "writes": [_write_json(w) for w in failure.writes]}
+    return {"kind": "wrong_result", "rank": failure.rank, "region": _fractions(failure.region),
+            "holds": _entries(failure.holds), "expected": _entries(failure.expected),
+            "missing": _entries(failure.missing), "duplicated": _entries(failure.duplicated),
+            "unexpected": _entries(failure.unexpected),
+            "last_writes": [_write_json(w) for w in failure.writes]}
+
+
+def _write_text(w: Write) -> str:
+    into = f" into {part_text(w.into)}" if w.into else ""
+    return (f"round {w.round}: {w.op} {part_text(w.region)} from {w.src} "
+            f"to {w.dst}{into}   at {w.span}")
+
+
+def _write_json(w: Write) -> dict:
+    return {"round": w.round, "op": w.op, "src": w.src, "dst": w.dst,
+            "region": _fractions(w.region),
+            "into": _fractions(w.into) if w.into else None, "at": str(w.span)}
+
+
+def _listing(entries: tuple[tuple[str, int], ...]) -> str:
+    return listing([name if n == 1 else f"{name} ×{n}" for name, n in entries], 8) or "nothing"
+
+
+def _count(n: int) -> str:
+    return f"{n} contribution{'s' * (n != 1)}"
+
+
+def _fractions(region: Region) -> list[str]:
+    return [str(region[0]), str(region[1])]
+
+
+def _entries(entries: tuple[tuple[str, int], ...]) -> list[dict]:
+    return [{"contribution": name, "count": n} for name, n in entries]
