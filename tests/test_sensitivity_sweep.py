@@ -153,3 +153,23 @@ def test_log_sweep_needs_a_positive_range(run):
                            "(use --linear)")
     code, out, _ = run("sweep", PCIE, "--vary", "alpha=0s:1us:2", "--linear", "-s", "ring")
     assert code == 0 and out.splitlines()[2] == "  0 s   11.01 ms  ring"
+
+
+def test_sweep_csv_prints_a_summary_of_where_the_fastest_changes(run, tmp_path):
+    # PCIe seed: hierarchical below 8.0063 GB/s, the ring up to 63.933 GB/s, hierarchical
+    # above (README's full crossover); 4, 8, 16, 32, 64, 128 GB/s straddle both solutions.
+    out_csv = tmp_path / "sweep.csv"
+    code, out, err = run("sweep", PCIE, "--vary", "B_L=4GB/s:128GB/s:6", "--csv", out_csv)
+    assert code == 0, err
+    assert out.splitlines() == [
+        f"wrote 6 points of B_L (4 GB/s to 128 GB/s, log) for 2 schedules to {out_csv}",
+        "fastest: hierarchical from 4 GB/s, ring from 16 GB/s, hierarchical from 64 GB/s"]
+
+
+def test_long_json_arrays_are_one_line_and_exact(run):
+    code, out, _ = run("sweep", NVLINK, "--vary", "V=1MiB:512MiB:40", "-s", "ring", "--json")
+    assert code == 0
+    document = json.loads(out)
+    line = next(x for x in out.splitlines() if x.lstrip().startswith('"values"'))
+    assert line.split("[")[1].split("]")[0].count(",") == 39  # all 40 values on one line
+    assert document["values"][0] == 2**20 and document["values"][-1] == 2**29

@@ -29,11 +29,10 @@ from ..cost.formula import RoundClass, cost, nominal_value
 from ..cost.lower import merged
 from ..cost.timing import Timing
 from ..errors import LimitError, TopologyError
+from ..limits import MAX_CUTS
 from ..model.ir import Collective, LinearBytes, Schedule, linear_expr, linear_scale, linear_value
 from ..session import Session
 from .cuts import Cut, CutCapacity, RankCuts
-
-MAX_CUTS = 2_000
 
 
 @dataclass(frozen=True)

@@ -8,13 +8,8 @@ expression with units, parsed from its own text so errors point inside it.
 
 from __future__ import annotations
 
-import csv
-import io
-import os
-import tempfile
 from dataclasses import dataclass
 from fractions import Fraction
-from pathlib import Path
 
 import numpy as np
 import sympy
@@ -25,10 +20,10 @@ from ..elaborate.lanes import Env
 from ..elaborate.program import Param, Program
 from ..errors import SchedcError, SourceFile, Span, UsageError, did_you_mean
 from ..language.parser import parse_expression
+from ..limits import DEFAULT_POINTS
 from ..model.values import Quantity, as_number, from_rational
 from ..units import DIMENSIONLESS, base_unit, dim_name, format_quantity
 
-DEFAULT_POINTS = 20
 MAX_POINTS = 1_000_000
 
 
@@ -120,8 +115,7 @@ def sweep(program: Program, timings: list[Timing], vary: Vary, spacing: str = "l
         grid = np.geomspace(float(vary.lo), float(vary.hi), vary.points)
     else:
         grid = np.linspace(float(vary.lo), float(vary.hi), vary.points)
-    # 12 significant digits: 8e9, not geomspace's 8000000000.000003.
-    grid = np.array([float(f"{v:.12g}") for v in grid])
+    grid = _significant(grid, 12)
     x = vary.param.symbol
     others = {s: v for s, v in program.nominal.items() if s != x}
     times = {}
@@ -138,31 +132,14 @@ def sweep(program: Program, timings: list[Timing], vary: Vary, spacing: str = "l
     return Sweep(vary.param, spacing, grid, times)
 
 
-def write_csv(result: Sweep, path: Path) -> None:
-    """The sweep as CSV in base units, written atomically (a temporary file, then rename)."""
-    buffer = io.StringIO()
-    writer = csv.writer(buffer, lineterminator="\n")
-    unit = base_unit(result.param.dim)
-    writer.writerow([f"{result.param.name} ({unit})" if unit else result.param.name,
-                     *[f"{name} (s)" for name in result.times]])
-    for k, value in enumerate(result.values):
-        writer.writerow([repr(float(value)), *[repr(float(t[k])) for t in result.times.values()]])
-    directory = path.parent if str(path.parent) else Path(".")
-    try:
-        fd, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=directory)
-    except OSError as exc:
-        raise UsageError(f"cannot write {path}: {exc.strerror or exc}") from None
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(buffer.getvalue())
-        os.chmod(temporary, 0o666 & ~_umask())
-        os.replace(temporary, path)
-    except OSError as exc:
-        Path(temporary).unlink(missing_ok=True)
-        raise UsageError(f"cannot write {path}: {exc.strerror or exc}") from None
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
+def _significant(grid: np.ndarray, digits: int) -> np.ndarray:
+    """Each value rounded to `digits` significant decimal digits, as arrays (8e9, not
+    geomspace's 8000000000.000003): the digits as an exact integer, then one correctly
+    rounded scaling by an exact power of ten, so a value is the float nearest its decimal."""
+    with np.errstate(divide="ignore"):
+        exponent = np.floor(np.log10(np.abs(grid)))
+    shift = np.where(np.isfinite(exponent), digits - 1 - exponent, 0).astype(np.int64)
+    up = shift >= 0  # 10**shift and 10**-shift are exact floats up to 10**22
+    scale = 10.0 ** np.abs(shift)
+    rounded = np.where(up, np.round(grid * scale) / scale, np.round(grid / scale) * scale)
+    return np.where(np.abs(shift) <= 22, rounded, grid)

@@ -7,8 +7,7 @@ from pathlib import Path
 
 import click
 
-from ..analysis.bound import MAX_CUTS
-from ..analysis.sweep import DEFAULT_POINTS
+from ..limits import DEFAULT_POINTS, MAX_CUTS
 from ..render import schema
 from .compiling import verified_timings
 from .options import (
@@ -82,22 +81,27 @@ def sensitivity_command(session, schedules, as_json: bool, timeout: float, no_ve
               help=f"The param and its range, with units; N points (default {DEFAULT_POINTS}).")
 @click.option("--linear", is_flag=True, help="Space the points linearly (default: logarithmically).")
 @click.option("--csv", "csv_path", type=click.Path(dir_okay=False, path_type=Path),
-              help="Also write the sweep to this CSV file (base units).")
+              help="Write the sweep to this CSV file (base units); print a summary, not the table.")
 @schedule_option
 @json_option(schema.SWEEP)
 @no_verify_option
 def sweep_command(session, vary: str, linear: bool, csv_path: Path | None, schedules,
                   as_json: bool, no_verify: bool) -> int:
     """Each schedule's time over a range of one param, from its compiled formula."""
-    from ..analysis.sweep import parse_vary, sweep, write_csv
-    from ..render.analysis import sweep_json, sweep_text
+    from ..analysis.sweep import parse_vary, sweep
+    from ..render.analysis import sweep_csv, sweep_json, sweep_summary, sweep_text
+    from ..render.files import write_atomically
     program = session.program
     plan = parse_vary(vary, program)
     timings = verified_timings(session, session.selected(schedules), no_verify)
     result = sweep(program, timings, plan, "linear" if linear else "log")
     if csv_path is not None:
-        write_csv(result, csv_path)
-    click.echo(sweep_json(program, result) if as_json else sweep_text(result), nl=False)
+        write_atomically(csv_path, sweep_csv(result))
+    if as_json:
+        click.echo(sweep_json(program, result), nl=False)
+    else:
+        text = sweep_text(result) if csv_path is None else sweep_summary(result, csv_path)
+        click.echo(text, nl=False)
     return EXIT_OK
 
 

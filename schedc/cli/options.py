@@ -9,7 +9,7 @@ from pathlib import Path
 import click
 
 from ..deadline import DEFAULT_TIMEOUT
-from ..elaborate.schedule import Limits
+from ..limits import Limits
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_INTERNAL = 0, 1, 2, 70
 

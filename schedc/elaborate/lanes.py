@@ -14,9 +14,8 @@ import numpy as np
 
 from ..errors import ElaborationError, LimitError, Span, did_you_mean
 from ..language import syntax as ast
+from ..limits import MAX_LANES
 from ..model.values import Devices, IntRange, as_condition, kind_of, take_lanes
-
-MAX_LANES = 20_000_000  # the default limit on transfers (and lanes) of one schedule
 
 
 class Names:

@@ -23,29 +23,14 @@ import sympy
 
 from ..errors import ElaborationError, LimitError, Span, did_you_mean
 from ..language import syntax as ast
+from ..limits import Limits
 from ..model.ir import Batch, Collective, LinearBytes, Round, Schedule
 from ..model.values import Devices, IntRange, NeedScalar, Quantity, Region, from_rational, kind_of
 from ..units import BYTES
 from .evaluate import check_positive, evaluate, expect_device, expect_quantity
-from .lanes import MAX_LANES, Env, expand_lanes, filter_lanes, lane_array
+from .lanes import Env, expand_lanes, filter_lanes, lane_array
 
 RoundBuffer = list[Batch]
-
-
-@dataclass(frozen=True)
-class Limits:
-    """How much work one schedule may take before schedc refuses it."""
-
-    transfers: int = MAX_LANES
-    steps: int = 200_000  # rounds, loop iterations and calls
-
-    def transfers_message(self, count: int) -> str:
-        return (f"{count:,} transfers; the limit is {self.transfers:,} "
-                "(raise it with --max-transfers)")
-
-    def steps_message(self, count: int) -> str:
-        return (f"{count:,} rounds and loop iterations; the limit is {self.steps:,} "
-                "(raise it with --max-rounds)")
 
 
 @dataclass

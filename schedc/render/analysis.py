@@ -6,6 +6,11 @@ interval is `null`. Formulas are SymPy strings, as in `schedc.time/1`.
 
 from __future__ import annotations
 
+import csv
+import io
+from pathlib import Path
+
+import numpy as np
 import sympy
 
 from ..analysis.check import FileCheck, Outcome
@@ -228,10 +233,41 @@ def sweep_json(program: Program, result: Sweep) -> str:
         "param": result.param.name,
         "unit": base_unit(result.param.dim),
         "spacing": result.spacing,
-        "values": [json_number(v, integer=False) for v in result.values],
-        "schedules": {name: [json_number(t, integer=False) for t in times]
+        "values": np.asarray(result.values, dtype=float).tolist(),  # finite: sweep checks
+        "schedules": {name: np.asarray(times, dtype=float).tolist()
                       for name, times in result.times.items()},
     })
+
+
+def sweep_csv(result: Sweep) -> str:
+    """The sweep as CSV in base units, a column per schedule; floats as Python's shortest
+    repr, so a value reads back exactly. Whole columns at a time: 10^6 rows take a second."""
+    unit = base_unit(result.param.dim)
+    header = io.StringIO()
+    csv.writer(header, lineterminator="\n").writerow(
+        [f"{result.param.name} ({unit})" if unit else result.param.name,
+         *[f"{name} (s)" for name in result.times]])
+    columns = [map(repr, np.asarray(c, dtype=float).tolist())
+               for c in (result.values, *result.times.values())]
+    rows = "\n".join(map(",".join, zip(*columns)))
+    return header.getvalue() + rows + ("\n" if rows else "")
+
+
+def sweep_summary(result: Sweep, path: Path) -> str:
+    """What `sweep --csv` prints instead of the table: what it wrote, and where the fastest
+    schedule changes over the range."""
+    values, names = result.values, list(result.times)
+    dim = result.param.dim
+    lines = [f"wrote {len(values):,} points of {result.param.name} "
+             f"({format_quantity(float(values[0]), dim)} to "
+             f"{format_quantity(float(values[-1]), dim)}, {result.spacing}) for "
+             f"{len(names)} schedule{'s' * (len(names) != 1)} to {path}"]
+    if names:
+        best = np.argmin(np.vstack([result.times[n] for n in names]), axis=0)
+        starts = [0, *(np.flatnonzero(np.diff(best)) + 1).tolist()]
+        lines.append("fastest: " + ", ".join(
+            f"{names[best[k]]} from {format_quantity(float(values[k]), dim)}" for k in starts))
+    return "\n".join(lines) + "\n"
 
 
 # ---- check ------------------------------------------------------------------------------------

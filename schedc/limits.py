@@ -1,0 +1,29 @@
+"""Work limits and defaults that the command line shows before any stage runs.
+
+They live apart from the stages that enforce them so that `schedc --help` and option parsing
+import nothing heavy (no NumPy, SymPy, networkx or Lark).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+MAX_LANES = 20_000_000  # the default limit on transfers (and lanes) of one schedule
+MAX_CUTS = 2_000  # max-flow problems one bound may take
+DEFAULT_POINTS = 20  # sweep points when --vary gives no count
+
+
+@dataclass(frozen=True)
+class Limits:
+    """How much work one schedule may take before schedc refuses it."""
+
+    transfers: int = MAX_LANES
+    steps: int = 200_000  # rounds, loop iterations and calls
+
+    def transfers_message(self, count: int) -> str:
+        return (f"{count:,} transfers; the limit is {self.transfers:,} "
+                "(raise it with --max-transfers)")
+
+    def steps_message(self, count: int) -> str:
+        return (f"{count:,} rounds and loop iterations; the limit is {self.steps:,} "
+                "(raise it with --max-rounds)")
