@@ -165,12 +165,15 @@ def _check_connected(cuts: list[Cut], collective: Collective, topology) -> None:
     """A cut that bytes must cross but no link does: no schedule can compute the collective."""
     for cut in cuts:
         forward, backward = must_cross(collective, frozenset(cut.side))
-        for need, capacity, a, b in ((forward, cut.forward, cut.side, cut.rest),
-                                     (backward, cut.backward or cut.forward, cut.rest, cut.side)):
-            if need and capacity.value == 0:
-                raise TopologyError(f"nothing connects {_ranks(topology, a)} to "
-                                    f"{_ranks(topology, b)}, so no schedule can compute this "
-                                    f"{collective.kind}", collective.span)
+        if forward and cut.forward.value == 0:
+            ends = cut.side, cut.rest
+        elif backward and (cut.backward or cut.forward).value == 0:
+            ends = cut.rest, cut.side
+        else:
+            continue  # (`rest` is p-sized: only built for the message)
+        raise TopologyError(f"nothing connects {_ranks(topology, ends[0])} to "
+                            f"{_ranks(topology, ends[1])}, so no schedule can compute this "
+                            f"{collective.kind}", collective.span)
 
 
 def _ranks(topology, ranks: tuple[int, ...]) -> str:

@@ -26,7 +26,7 @@ from math import lcm
 
 import networkx as nx
 import sympy
-from networkx.algorithms.flow import boykov_kolmogorov, build_residual_network
+from networkx.algorithms.flow import build_residual_network, shortest_augmenting_path
 
 from ..model.topology import Topology
 from .symmetry import HostShift, host_shift
@@ -67,7 +67,8 @@ class FlowNetwork:
         """The narrowest cut that separates `sources` from `sinks` (flow from the former)."""
         self._attach(set(sources), set(sinks))
         try:
-            boykov_kolmogorov(self.graph, _SOURCE, _SINK, residual=self.residual, value_only=True)
+            shortest_augmenting_path(self.graph, _SOURCE, _SINK, residual=self.residual,
+                                     value_only=True)
         except nx.NetworkXUnbounded:  # a path without any bandwidth limit
             return CutCapacity((), None, None, frozenset())
         flow = self.residual.graph["flow_value"]
@@ -174,8 +175,12 @@ class RankCuts:
 
         seen: set[frozenset[int]] = set()
         result = []
+        p = len(self.ranks)
         for family, name, side in splits:
-            key = side if self.ranks[0] in side else self.all - side
+            # A split is seen again as either side: key it by its smaller side (the one with
+            # the first rank when equal), so a single rank's split costs no p-sized set.
+            small = 2 * len(side) < p or (2 * len(side) == p and self.ranks[0] in side)
+            key = side if small else self.all - side
             if key in seen:
                 continue
             seen.add(key)
@@ -218,7 +223,7 @@ class RankCuts:
         cache = self._outward if outward else self._inward
         found = cache.get(side)
         if found is None:
-            rest = self.all - side
+            rest = self.all - side  # only on a miss: p-sized
             self.solved += 1
             found = self.network.min_cut(side, rest) if outward else self.network.min_cut(rest, side)
             cache[side] = found
@@ -296,7 +301,7 @@ def _symmetric(graph: nx.DiGraph) -> bool:
     """Whether every edge has a reverse edge of the same bandwidth: then the narrowest cut
     from A to B is exactly as wide as the narrowest from B to A."""
     def key(data: dict) -> tuple:
-        return data.get("capacity"), str(data["bandwidth"])
+        return data.get("capacity"), data["bandwidth"]  # SymPy's == is structural
 
     return all(graph.has_edge(v, u) and key(graph[v][u]) == key(data)
                for u, v, data in graph.edges(data=True))

@@ -8,6 +8,10 @@ max-flow per orbit instead of one per host.
 
 The candidate comes from the names (`node[0].g[3]` ↔ `node[1].g[3]`); it is then checked hop
 by hop, so a machine whose hosts differ simply has no symmetry.
+
+The shift by k hosts is the k-th power of that permutation, computed on demand from its
+cycles (an element's image is k places further round its cycle): memory stays linear in the
+machine however many hosts it has, where a table of every power would be quadratic.
 """
 
 from __future__ import annotations
@@ -18,31 +22,66 @@ import numpy as np
 
 from ..model.topology import Topology
 
-MAX_TABLE = 20_000_000  # entries in the tables of all powers; beyond, no symmetry is used
+
+@dataclass(frozen=True, eq=False)
+class Cycles:
+    """A permutation as its cycles, so that any power of it is one array lookup."""
+
+    members: np.ndarray  # the elements, cycle after cycle, each in the permutation's order
+    start: np.ndarray  # element -> where its cycle starts in `members`
+    length: np.ndarray  # element -> its cycle's length
+    position: np.ndarray  # element -> its place in its cycle
+
+    @classmethod
+    def of(cls, permutation: np.ndarray) -> Cycles:
+        n = len(permutation)
+        members = np.empty(n, dtype=np.int64)
+        start, length, position = (np.zeros(n, dtype=np.int64) for _ in range(3))
+        seen = np.zeros(n, dtype=bool)
+        filled = 0
+        for first in range(n):
+            if seen[first]:
+                continue
+            begin, element = filled, first
+            while not seen[element]:
+                seen[element] = True
+                members[filled], position[element] = element, filled - begin
+                filled += 1
+                element = int(permutation[element])
+            cycle = members[begin:filled]
+            start[cycle], length[cycle] = begin, filled - begin
+        return cls(members, start, length, position)
+
+    def power(self, k: int, ids: np.ndarray) -> np.ndarray:
+        """The images of `ids` under the permutation applied k times."""
+        return self.members[self.start[ids] + (self.position[ids] + k) % self.length[ids]]
 
 
 @dataclass(frozen=True, eq=False)
 class HostShift:
-    """Device and resource maps of the shift by k hosts, for k = 0 .. order-1."""
+    """The shift by one host, on devices and on resources; `order` = the number of hosts."""
 
-    devices: np.ndarray  # order × devices
-    resources: np.ndarray  # order × resources
+    devices: Cycles
+    resources: Cycles
     order: int
 
     def image(self, k: int, ids: frozenset[int]) -> frozenset[int]:
         """The devices `ids` shifted by k hosts."""
-        return frozenset(self.devices[k][list(ids)].tolist()) if ids else ids
+        if not ids:
+            return ids
+        return frozenset(self.devices.power(k, np.fromiter(ids, np.int64, len(ids))).tolist())
 
     def resource_image(self, k: int, ids: tuple[int, ...]) -> tuple[int, ...]:
-        return tuple(sorted(self.resources[k][list(ids)].tolist())) if ids else ids
+        if not ids:
+            return ids
+        return tuple(sorted(self.resources.power(k, np.asarray(ids, np.int64)).tolist()))
 
 
 def host_shift(topology: Topology, hosts: list[int], ranks: tuple[int, ...]) -> HostShift | None:
     """The shift of `hosts` (host indices, in order) by one, verified; None if it is not an
     automorphism of the machine that keeps the set of ranks."""
     order = len(hosts)
-    n_dev, n_res = len(topology.devices), len(topology.resources)
-    if order < 2 or order * (n_dev + n_res) > MAX_TABLE:
+    if order < 2:
         return None
     device_map = _device_map(topology, hosts)
     if device_map is None:
@@ -53,13 +92,7 @@ def host_shift(topology: Topology, hosts: list[int], ranks: tuple[int, ...]) -> 
     resource_map = _resource_map(topology, device_map)
     if resource_map is None:
         return None
-    devices = np.empty((order, n_dev), dtype=np.int64)
-    resources = np.empty((order, n_res), dtype=np.int64)
-    devices[0], resources[0] = np.arange(n_dev), np.arange(n_res)
-    for k in range(1, order):
-        devices[k] = device_map[devices[k - 1]]
-        resources[k] = resource_map[resources[k - 1]]
-    return HostShift(devices, resources, order)
+    return HostShift(Cycles.of(device_map), Cycles.of(resource_map), order)
 
 
 def _device_map(topology: Topology, hosts: list[int]) -> np.ndarray | None:
