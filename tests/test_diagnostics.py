@@ -28,7 +28,17 @@ CASES = [
     ("a bandwidth where a size belongs", HEAD + "schedule x { send B from g[0] to g[1] }\n",
      "3:19: error: a message size must be a size (bytes), not a bandwidth (bytes/s)"),
     ("unknown unit", "param V = 64 kiB\n",
-     "1:11: error: unknown unit 'kiB'"),
+     "1:14: error: unknown unit 'kiB'; did you mean KiB?"),
+    # Near misses of units: the caret on the unit, and what was probably meant.
+    ("bits or bytes", "param V = 50 Gb/s\n",
+     "1:14: error: unknown unit 'Gb/s'; did you mean Gbit/s or GB/s?"),
+    ("mebibits", "param V = 64 Mib\n", "1:14: error: unknown unit 'Mib'; did you mean MiB?"),
+    ("usec", "param V = 0.83 usec\n", "1:16: error: unknown unit 'usec'; did you mean us?"),
+    ("per sec", "param V = 50 GB/sec\n", "1:14: error: unknown unit 'GB/sec'; did you mean GB/s?"),
+    ("a unit with spaces", "param V = 50 GB / s\n",
+     "1:14: error: unknown unit 'GB / s'; did you mean GB/s?"),
+    ("glued percent", "let k = 7%3\n", "1:11: error: unexpected '3'; expected an expression, '&', "
+     "'*', '/', '//' or '%', '**', '.', ';', '^', 'and' or ..."),
     ("rank index out of range", HEAD + "schedule x { copy all from g[0] to ranks[4] }\n",
      "3:42: error: index 4 out of range for a group of 4 (valid: 0..3)"),
     ("family index out of range", HEAD + "schedule x { copy all from g[4] to g[0] }\n",
@@ -138,6 +148,8 @@ def test_missing_file(run, tmp_path):
     ("B=3 GB/s +", "--set B:1:9: error: unexpected end of input; expected an expression"),
     ("B", "error: --set expects NAME=VALUE (e.g. --set B_L=300GB/s), got 'B'"),
     ("BB=1GB/s", "error: --set BB: no param named 'BB'; did you mean 'B'?"),
+    ("B=50Gb/s", "--set B:1:3: error: unknown unit 'Gb/s'; did you mean Gbit/s or GB/s?"),
+    ("B=50 GB / s", "--set B:1:4: error: unknown unit 'GB / s'; did you mean GB/s?"),
 ])
 def test_bad_set(run, tmp_path, setting, expected):
     write(tmp_path, "machine.sched", (ERRORS / "machine.sched").read_text())

@@ -24,7 +24,16 @@ import sympy
 from ..errors import ElaborationError, LimitError, Span, did_you_mean
 from ..language import syntax as ast
 from ..model.ir import Batch, Collective, LinearBytes, Round, Schedule
-from ..model.values import Devices, IntRange, NeedScalar, Quantity, Region, from_rational, kind_of
+from ..model.values import (
+    Devices,
+    Integers,
+    IntRange,
+    NeedScalar,
+    Quantity,
+    Region,
+    from_rational,
+    kind_of,
+)
 from ..units import BYTES
 from .evaluate import check_positive, evaluate, expect_device, expect_quantity
 from .lanes import MAX_LANES, Env, expand_lanes, filter_lanes, lane_array
@@ -135,15 +144,18 @@ def _iterations(stmt: ast.For | ast.ParallelFor, env: Env, ctx: ScheduleContext)
 
 
 def _values(iter_expr: ast.Expr, env: Env, value: object = None) -> list | range:
-    """What a sequential loop iterates over: a range of ints or the members of a group."""
+    """What a sequential loop iterates over: a range of ints, the members of a group, or the
+    numbers of a list."""
     value = evaluate(iter_expr, env) if value is None else value
     if isinstance(value, IntRange) and not isinstance(value.lo, np.ndarray) \
             and not isinstance(value.hi, np.ndarray):
         return range(value.lo, value.hi + 1)
     if isinstance(value, Devices) and value.rank >= 1 and not value.lanes:
         return [Devices(value.ids[k]) for k in range(len(value))]
-    raise ElaborationError(f"cannot loop over {kind_of(value)}; expected a range (lo..hi) "
-                           "or a group", iter_expr.span)
+    if isinstance(value, Integers):
+        return value.values.tolist()
+    raise ElaborationError(f"cannot loop over {kind_of(value)}; expected a range (lo..hi), "
+                           "a group or a list", iter_expr.span)
 
 
 def _bounded(values, ctx: ScheduleContext, span: Span, run) -> list:
