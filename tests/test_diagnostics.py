@@ -103,6 +103,13 @@ CASES = [
      "2:11: error: the size of a collective must be positive; this one is -64 MiB"),
     ("parameter given twice", HEAD + "schedule y(g, g) { copy all from g[0] to g[1] }\n",
      "3:15: error: parameter 'g' is given twice"),
+    ("index out of range in a library schedule",
+     'import "machine.sched"\nimport "library.sched"\nallreduce V over ranks\nschedule x = twice(ranks)\n',
+     "4:14: error: index 4 out of range for a group of 4 (valid: 0..3)"),
+    ("not a rank, in a library schedule",
+     'import "machine.sched"\nimport "library.sched"\nallreduce V over ranks\n'
+     "schedule x = gather_at(ranks, sw)\n",
+     "4:14: error: sw is not a rank of the collective (allreduce over 4 ranks)"),
     ("half one-way link", HEAD + "topology { gpu h; link h -> sw bw B half }\n",
      "3:19: error: 'half' makes both directions of a link share one resource; a one-way link "
      "(->) has one direction"),
@@ -125,6 +132,27 @@ def test_diagnostic(run, tmp_path, name, text, expected):
     assert err.splitlines()[1] == "  " + source_line
     assert err.splitlines()[2].index("^") == col + 1
     assert "Traceback" not in err
+
+
+@pytest.mark.parametrize("call, notes", [
+    ("twice(ranks)", ["raised at library.sched:3:49 in 'shift'",
+                      "called as twice (case.sched:4:14) -> shift (library.sched:6:3)"]),
+    ("gather_at(ranks, sw)", ["raised at library.sched:9:47 in 'gather_at'",
+                              "called as gather_at (case.sched:4:14)",
+                              "the collective is declared at case.sched:3:1"]),
+])
+def test_an_error_inside_a_library_schedule_names_the_call_chain(run, tmp_path, monkeypatch, call,
+                                                                  notes):
+    # The user's own line first (the outermost call), then where it was raised, and how.
+    monkeypatch.chdir(tmp_path)
+    for helper in ("machine.sched", "library.sched"):
+        write(tmp_path, helper, (ERRORS / helper).read_text())
+    write(tmp_path, "case.sched", 'import "machine.sched"\nimport "library.sched"\n'
+                                  f"allreduce V over ranks\nschedule x = {call}\n")
+    code, out, err = run("time", "case.sched")
+    assert (code, out) == (2, "")
+    assert err.splitlines()[1] == f"  schedule x = {call}"
+    assert err.splitlines()[3:] == [f"  note: {n}" for n in notes]
 
 
 def test_import_cycle_names_the_chain(run):

@@ -229,9 +229,26 @@ def _call(call: ast.Call, env: Env, ctx: ScheduleContext) -> list[RoundBuffer]:
     ctx.calls.append(call)
     try:
         return _sequence(definition.body, replace(callee, local=bound), ctx)
+    except ElaborationError as exc:
+        raise _at_the_call(exc, ctx) from None
     finally:
         ctx.stack.pop()
         ctx.calls.pop()
+
+
+def _at_the_call(exc: ElaborationError, ctx: ScheduleContext) -> ElaborationError:
+    """An error inside a schedule of another file (a library's index out of range, a rank not
+    in the collective), moved to the outermost call, the line the user wrote, with notes naming
+    where it was raised and the call chain, as `error` statements are reported. Done once, by
+    the innermost call; an error in the user's own file stays where it is."""
+    user = ctx.calls[0].span
+    if getattr(exc, "at_call", False) or exc.span is None or exc.span.source is user.source:
+        return exc
+    notes = (f"raised at {exc.span} in '{ctx.stack[-1].name}'",
+             "called as " + " -> ".join(f"{c.func} ({c.span})" for c in ctx.calls), *exc.notes)
+    moved = type(exc)(exc.message, user, notes)
+    moved.at_call = True
+    return moved
 
 
 def _fail(stmt: ast.Fail, env: Env, ctx: ScheduleContext) -> None:
@@ -242,7 +259,9 @@ def _fail(stmt: ast.Fail, env: Env, ctx: ScheduleContext) -> None:
     notes = [f"raised by the 'error' at {stmt.span} in '{ctx.stack[-1].name}'"] if ctx.calls else []
     if len(ctx.calls) > 1:
         notes.append("called as " + " -> ".join(f"{c.func} ({c.span})" for c in ctx.calls))
-    raise ElaborationError(" ".join(w for w in words if w), where, tuple(notes))
+    error = ElaborationError(" ".join(w for w in words if w), where, tuple(notes))
+    error.at_call = True  # already at the user's call
+    raise error
 
 
 def _shown(value: object, ctx: ScheduleContext) -> str:
