@@ -3,6 +3,7 @@ exact expects, machines without hosts, JSON errors, `check --set`, errors in lib
 
 from __future__ import annotations
 
+from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
@@ -99,3 +100,68 @@ def test_the_library_still_compiles_with_modulo_and_percent(run):
     # ring.sched uses `(j - s - 1) % k`, the seed files `within 1%`: both keep their meaning.
     code, out, err = run("check", SCHEDULES / "seed" / "nvlink_2x8.sched")
     assert code == 0, out + err
+
+
+# ---- a study file re-values a machine's param -----------------------------------------------
+
+STUDY = (f'import "{SCHEDULES / "machines" / "nvlink_2x8.sched"}"\n'
+         f'import "{SCHEDULES / "lib" / "ring.sched"}"\n'
+         "set B_N = 200 Gbit/s    # half the seed's NICs\n"
+         "param V = 192 MiB\nallreduce V over ranks\nschedule ring = ring_allreduce(ranks)\n")
+
+
+def test_a_study_file_reuses_a_machine_with_a_new_value(tmp_path):
+    session = schedc.load(write(tmp_path, "study.sched", STUDY))
+    assert session.program.params["B_N"].nominal == 25 * 10**9  # 200 Gbit/s = 25 GB/s
+    # NIC-bound ring (B_L = 450 GB/s > B_N): 30 α + 15 V / (8 B_N), by hand.
+    alpha, V, B_N = Fraction(83, 10**8), 192 * 2**20, 25 * 10**9
+    assert schedc.time(session, "ring").time == 30 * alpha + Fraction(15 * V, 8 * B_N)
+
+
+def test_set_on_the_command_line_still_wins(run, tmp_path):
+    path = write(tmp_path, "study.sched", STUDY)
+    assert schedc.load(path, ["B_N=50GB/s"]).program.params["B_N"].nominal == 50 * 10**9
+    code, out, err = run("time", path, "--set", "B_N=400Gbit/s")
+    assert code == 0, err
+    assert out.splitlines()[1] == "  time              7.5746 ms"  # the seed's figure again
+
+
+def test_the_outermost_files_set_wins(tmp_path):
+    write(tmp_path, "study.sched", STUDY)
+    outer = write(tmp_path, "outer.sched", 'import "study.sched"\nset B_N = 100 Gbit/s\n'
+                                           "allreduce V over ranks\nschedule r = ring_allreduce(ranks)\n")
+    assert schedc.load(outer).program.params["B_N"].nominal == Fraction(100 * 10**9, 8)
+
+
+@pytest.mark.parametrize("text, expected", [
+    ('import "machine.sched"\nset Q = 1 GB/s\n',
+     "2:1: error: set Q: no param named 'Q' is declared by the files imported before this line "
+     "(params: V, alpha, B)"),
+    ('set B = 1 GB/s\nimport "machine.sched"\n',
+     "1:1: error: set B: no param named 'B' is declared by the files imported before this line"),
+    ('import "machine.sched"\nset B = 3 us\n',
+     "2:9: error: B is a bandwidth (bytes/s) (declared at {dir}/machine.sched:4:1); the value set "
+     "is a duration (seconds)"),
+    ('import "machine.sched"\nset B = 1 GB/s\nset B = 2 GB/s\n',
+     "3:1: error: 'B' is set twice (first at {case}:2:1)"),
+    ('param A = 1 GB/s\nset A = 2 GB/s\n',
+     "2:1: error: 'A' is declared in this file, at {case}:1:1; give it its value there (set "
+     "re-values an imported param)"),
+    ('import "machine.sched"\nparam B = 3 GB/s\n',
+     "2:1: error: 'B' is already defined at {dir}/machine.sched:4:1"),
+    ('import "machine.sched"\nset B = 2 * V / 1 s\n',
+     "2:9: error: set B must be a number with a unit, not an expression of params; use 'let' for "
+     "derived values"),
+])
+def test_set_errors(run, tmp_path, text, expected):
+    write(tmp_path, "machine.sched", MACHINE)
+    path = write(tmp_path, "case.sched", text)
+    code, out, err = run("eval", path)
+    assert (code, out) == (2, "")
+    assert err.splitlines()[0] == f"{path}:" + expected.format(dir=tmp_path, case=path)
+
+
+def test_redefining_an_imported_param_says_how_to_re_value_it(run, case):
+    code, _, err = run("eval", case("param B = 3 GB/s\n"))
+    assert code == 2
+    assert err.splitlines()[-1] == "  note: to give an imported param a new value, write 'set B = 3 GB/s'"
