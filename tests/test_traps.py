@@ -3,6 +3,7 @@ exact expects, machines without hosts, JSON errors, `check --set`, errors in lib
 
 from __future__ import annotations
 
+import json
 from fractions import Fraction
 from pathlib import Path
 
@@ -165,3 +166,64 @@ def test_redefining_an_imported_param_says_how_to_re_value_it(run, case):
     code, _, err = run("eval", case("param B = 3 GB/s\n"))
     assert code == 2
     assert err.splitlines()[-1] == "  note: to give an imported param a new value, write 'set B = 3 GB/s'"
+
+
+# ---- --json with bad input: a schedc.error/1 object on stdout, the diagnostic on stderr -------
+
+BAD = "param V = 64 Mib\n"  # 1:14 unknown unit
+EXTRA = {"solve": ["time(x) = 1 ms", "--for", "V"], "sweep": ["--vary", "V=1MiB:2MiB:2"]}
+
+
+def _json_commands():
+    from schedc.cli import cli
+    return sorted(name for name, command in cli.commands.items()
+                  if any(p.name == "as_json" for p in command.params))
+
+
+def test_every_command_with_json_is_covered():
+    assert set(_json_commands()) >= {"time", "compare", "verify", "solve", "sensitivity", "sweep",
+                                     "bound", "eval", "check"}
+
+
+@pytest.mark.parametrize("command", ["time", "compare", "verify", "solve", "sensitivity", "sweep",
+                                     "bound", "eval"])
+def test_json_with_bad_input_prints_an_error_object(run, tmp_path, command):
+    path = write(tmp_path, "bad.sched", BAD)
+    code, out, err = run(command, path, *EXTRA.get(command, []), "--json")
+    assert code == 2
+    assert json.loads(out) == {"schema": "schedc.error/1", "errors": [
+        {"file": str(path), "line": 1, "col": 14, "message": "unknown unit 'Mib'; did you mean MiB?",
+         "notes": []}]}
+    assert err.splitlines() == [f"{path}:1:14: error: unknown unit 'Mib'; did you mean MiB?",
+                                "  param V = 64 Mib", "               ^~~"]
+
+
+@pytest.mark.parametrize("command", _json_commands())
+def test_json_errors_for_every_command_that_has_json(run, tmp_path, command):
+    # Whatever the command needs besides FILE, bad input or bad usage gives the error object.
+    code, out, err = run(command, write(tmp_path, "bad.sched", BAD), "--json")
+    assert code == 2 and err
+    document = json.loads(out)
+    assert document["schema"] == "schedc.error/1" or command == "check"
+    if command == "check":  # check reports each file's error in its own document
+        assert document["schema"] == "schedc.check/1" and document["errors"] == 1
+
+
+def test_json_error_keeps_notes_and_a_position_free_error(run, tmp_path, case):
+    path = case("schedule x { for j in 1..3: reduce all from g[j] to g[0]\n"
+                "  for j in 1..3: copy all from g[0] to g[j] }\n")
+    write(tmp_path, "bad.sched", BAD)
+    code, out, _ = run("time", path, "--set", "Q=3", "--json")
+    assert (code, json.loads(out)["errors"]) == (2, [
+        {"file": None, "line": None, "col": None, "notes": [],
+         "message": "--set Q: no param named 'Q' (params: V, alpha, B)"}])
+    code, out, _ = run("verify", tmp_path, "--json")  # a directory: good files and bad ones
+    document = json.loads(out)
+    assert code == 2 and document["schema"] == "schedc.verify/1"
+    assert [f["file"] for f in document["files"]] == [str(path)]
+    assert [e["file"] for e in document["errors"]] == [str(tmp_path / "bad.sched")]
+
+
+def test_without_json_stdout_stays_empty_on_bad_input(run, tmp_path):
+    code, out, err = run("time", write(tmp_path, "bad.sched", BAD))
+    assert (code, out) == (2, "") and "unknown unit" in err
