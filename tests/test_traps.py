@@ -227,3 +227,49 @@ def test_json_error_keeps_notes_and_a_position_free_error(run, tmp_path, case):
 def test_without_json_stdout_stays_empty_on_bad_input(run, tmp_path):
     code, out, err = run("time", write(tmp_path, "bad.sched", BAD))
     assert (code, out) == (2, "") and "unknown unit" in err
+
+
+# ---- check --set, and --set on every compiling command --------------------------------------
+
+RING4 = ("schedule x { for j in 1..3: reduce all from g[j] to g[0]\n"
+         "  for j in 1..3: copy all from g[0] to g[j] }\n")
+
+
+def test_check_set_applies_to_every_file(run, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    write(tmp_path, "machine.sched", MACHINE)
+    for name in ("a.sched", "b.sched"):
+        write(tmp_path, name, HEAD + RING4 + "report bw = B\nexpect B = 200 GB/s\n")
+    code, out, err = run("check", ".", "--set", "B=200GB/s")
+    assert (code, err) == (0, ""), out
+    assert out.splitlines() == [
+        "a.sched:5: report bw = 200 GB/s", "a.sched:6: pass  expect B = 200 GB/s  (found 200 GB/s)",
+        "b.sched:5: report bw = 200 GB/s", "b.sched:6: pass  expect B = 200 GB/s  (found 200 GB/s)",
+        "2 expects in 3 files: 2 passed, 0 failed; 2 of 2 schedules verified"]
+    code, out, _ = run("check", ".")  # the machine's own 100 GB/s: both expects fail
+    assert code == 1 and out.splitlines()[-1].startswith("2 expects in 3 files: 0 passed, 2 failed")
+
+
+def test_check_set_on_a_file_without_the_param_is_an_error(run, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    write(tmp_path, "machine.sched", MACHINE)
+    write(tmp_path, "a.sched", HEAD + RING4 + "expect B = 200 GB/s\n")
+    write(tmp_path, "other.sched", "param W = 1 GB\nreport w = W\n")
+    code, out, err = run("check", ".", "--set", "B=200GB/s")
+    assert code == 2
+    assert err.splitlines() == ["error: --set B: no param named 'B' (params: W)"]
+    assert out.splitlines()[-1] == ("1 expect in 3 files: 1 passed, 0 failed; 1 of 1 schedule "
+                                    "verified, 1 file with errors")
+    code, out, _ = run("check", ".", "--set", "B=200GB/s", "--json")
+    files = {f["file"]: f["error"] for f in json.loads(out)["files"]}
+    assert files["other.sched"] == "error: --set B: no param named 'B' (params: W)"
+    assert files["a.sched"] is None
+
+
+def test_every_compiling_command_takes_set_and_the_limits():
+    # The README: "Every command that compiles a file takes --set NAME=VALUE ... and
+    # --max-transfers / --max-rounds". Every schedc command compiles files.
+    from schedc.cli import cli
+    for name, command in cli.commands.items():
+        params = {p.name for p in command.params}
+        assert {"sets", "max_transfers", "max_rounds"} <= params, name
