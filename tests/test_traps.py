@@ -273,3 +273,30 @@ def test_every_compiling_command_takes_set_and_the_limits():
     for name, command in cli.commands.items():
         params = {p.name for p in command.params}
         assert {"sets", "max_transfers", "max_rounds"} <= params, name
+
+
+# ---- a machine without hosts ------------------------------------------------------------------
+
+def test_a_flat_machine_reports_no_cross_host_figures(run, case):
+    # Without `host` blocks every device would count as its own host, and every round of a
+    # switch-only machine as cross-host; the output says there are no hosts instead.
+    path = case(RING4)
+    code, out, _ = run("compare", path)
+    assert code == 0
+    lines = out.splitlines()
+    # 6 rounds of one 64 MiB transfer (logical bytes 6 × 64 MiB), each 1 µs + 64 MiB / 100 GB/s
+    # = 672.09 µs: 4.0325 ms.
+    assert lines[2].split() == ["x", "6", "-", "-", "384", "MiB", "4.0325", "ms", "nic"]
+    assert lines[3] == "hosts: none declared, so no cross-host figures (declare 'host' blocks)"
+    code, out, _ = run("time", path)
+    assert "  rounds            6\n" in out
+    assert "  hosts             none declared, so nothing is counted as crossing hosts\n" in out
+    assert "cross-host" not in out
+    document = json.loads(run("time", path, "--json")[1])
+    assert document["hosts"] == [] and document["schedules"][0]["rounds_cross_host"] == 6
+
+
+def test_a_machine_with_hosts_keeps_its_cross_host_columns(run):
+    code, out, _ = run("compare", SCHEDULES / "seed" / "nvlink_2x8.sched")
+    assert code == 0 and "hosts: none declared" not in out
+    assert out.splitlines()[2].split()[:4] == ["ring", "30", "30", "720"]
