@@ -300,3 +300,50 @@ def test_a_machine_with_hosts_keeps_its_cross_host_columns(run):
     code, out, _ = run("compare", SCHEDULES / "seed" / "nvlink_2x8.sched")
     assert code == 0 and "hosts: none declared" not in out
     assert out.splitlines()[2].split()[:4] == ["ring", "30", "30", "720"]
+
+
+# ---- expect A = B without `within`: the same function of the params, not one value ----------
+
+PCIE = (f'import "{SCHEDULES / "machines" / "pcie_2x4.sched"}"\n'
+        f'import "{SCHEDULES / "lib" / "ring.sched"}"\n'
+        "param V = 192 MiB\nallreduce V over ranks\nschedule ring = ring_allreduce(ranks)\n")
+# On the PCIe machine the ring is 14*alpha + 14*Max(V/(8*B_L), V/(16*B_port), V/(8*B_slot)),
+# with B_L = B_slot = 32 GB/s at the nominal point: a kink, where two regimes meet.
+
+
+@pytest.mark.parametrize("formula, holds", [
+    ("14 * alpha + 7 * V / (4 * B_slot)", True),      # the regime B_L >= B_slot
+    ("14 * alpha + 7 * V / (4 * B_L)", True),         # the regime B_L <= B_slot, also at the kink
+    ("14 * alpha + 14 * max(V / (8 * B_slot), V / (8 * B_L))", True),
+    # Equal at the nominal point only: each wrong as a function of the params.
+    ("14 * alpha + 7 * V / (2 * (B_L + B_slot))", False),        # the mean of the two links
+    ("28 * alpha * V / (384 MiB) + 7 * V / (4 * B_slot)", False),  # 14 α only at V = 192 MiB
+    # Min picks B_slot's term where Max picks B_L's and back: they agree on no open region.
+    ("14 * alpha + 14 * min(V / (8 * B_slot), V / (8 * B_L))", False),
+    ("11.021668 ms", True),   # a number: a value at the nominal point, exactly
+    ("14 * 830 ns + 7 * V / (4 * 32 GB/s)", True),  # a function of V, the other params fixed
+])
+def test_an_exact_expect_compares_functions(tmp_path, formula, holds):
+    from schedc.analysis.check import check_program
+    path = write(tmp_path, "case.sched", PCIE + f"expect time(ring) = {formula}\n")
+    (outcome,) = check_program(schedc.load(path)).outcomes
+    assert outcome.found == "11.022 ms"  # every formula here agrees at the nominal point
+    assert outcome.passed is holds, outcome.note
+    assert outcome.note.startswith("equal at the nominal point, but not the same function") \
+        is not holds
+
+
+def test_a_wrong_formula_that_agrees_at_the_nominal_point_fails_the_check(run, tmp_path):
+    # The seed's ring, NIC-bound: 30 α + 15 V/(8 B_N). Scaling by B_L/450 GB/s changes nothing at
+    # the nominal point (B_L = 450 GB/s) and everything elsewhere.
+    seed = (SCHEDULES / "seed" / "nvlink_2x8.sched").read_text().replace(
+        '"../', f'"{SCHEDULES}/')
+    path = write(tmp_path, "seed.sched", seed + "expect time(ring) = 30 * alpha + 15 * V / (8 * B_N)"
+                 " * (B_L / (450 GB/s))\nexpect time(ring) = 30 * alpha + 15 * V / (8 * B_N)\n")
+    code, out, _ = run("check", path)
+    assert code == 1
+    lines = out.splitlines()
+    assert lines[-3].startswith(f"{path}:41: FAIL  expect time(ring) = 30 * alpha + 15 * V / "
+                                "(8 * B_N) * (B_L / (450 GB/s))  (found 7.5746 ms vs 7.5746 ms; "
+                                "equal at the nominal point, but not the same function")
+    assert lines[-2].startswith(f"{path}:42: pass  expect time(ring) = 30 * alpha + 15 * V / (8 * B_N)")
