@@ -347,3 +347,19 @@ def test_a_wrong_formula_that_agrees_at_the_nominal_point_fails_the_check(run, t
                                 "(8 * B_N) * (B_L / (450 GB/s))  (found 7.5746 ms vs 7.5746 ms; "
                                 "equal at the nominal point, but not the same function")
     assert lines[-2].startswith(f"{path}:42: pass  expect time(ring) = 30 * alpha + 15 * V / (8 * B_N)")
+
+
+def test_difference_near_decides_ties_by_a_point_inside_a_regime():
+    import sympy
+
+    from schedc.analysis.identity import difference_near
+    x, y, z = sympy.symbols("x y z", positive=True)
+    at = {x: 1, y: 1, z: 1}  # every Max below ties here
+    assert difference_near(sympy.Max(x, y), x, at) is None          # on the regime x >= y
+    assert difference_near(sympy.Max(x, y, z), y, at) is None       # y >= x and y >= z: open
+    assert difference_near(sympy.Max(x, y) + sympy.Min(x, y), x + y, at) is None
+    # Max picking x needs x >= y, Min picking x needs x <= y: no open region, so no agreement.
+    assert difference_near(sympy.Max(x, y), sympy.Min(x, y), at) != 0
+    assert difference_near(sympy.Max(x, 2 * y), x, {x: 3, y: 1}) is None   # no tie: x wins
+    assert difference_near(sympy.Max(x, 2 * y), 2 * y, {x: 3, y: 1}) == x - 2 * y
+    assert difference_near(abs(x - y), x - y, {x: 2, y: 1}) is None

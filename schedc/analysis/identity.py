@@ -21,7 +21,7 @@ from collections.abc import Iterator
 from itertools import product
 
 import sympy
-from sympy.solvers.simplex import lpmax
+from sympy.solvers.simplex import linprog
 
 from ..cost.regimes import same
 
@@ -37,6 +37,7 @@ def difference_near(left: sympy.Expr, right: sympy.Expr, nominal: dict) -> sympy
     """None when `left` and `right` are the same function of the params on a regime at the
     nominal point; else their (nonzero) difference in the first such regime."""
     first = None
+    nominal = {symbol: sympy.sympify(value) for symbol, value in nominal.items()}
     sides = sympy.Tuple(_abs_as_max(sympy.sympify(left)), _abs_as_max(sympy.sympify(right)))
     for count, (plain, ties) in enumerate(_regimes(sides, nominal, ())):
         if count >= MAX_REGIMES:
@@ -98,16 +99,19 @@ def _has_interior(ties: tuple, nominal: dict) -> bool:
         return True
     symbols = sorted(set().union(*(g.free_symbols for g in margins)), key=str)
     scale = {s: abs(nominal.get(s, 1)) or 1 for s in symbols}  # steps relative to the values
-    steps = sympy.symbols(f"d0:{len(symbols)}", real=True)
-    t = sympy.Symbol("t", real=True)
-    constraints = [t <= 1] + [c for d in steps for c in (d <= 1, d >= -1)]
-    for g in margins:
-        gradient = [sympy.diff(g, s).xreplace(nominal) * scale[s] for s in symbols]
-        constraints.append(sum(c * d for c, d in zip(gradient, steps)) >= t)
-    best, solution = lpmax(t, constraints)
-    if not best > 0:
+    # Maximise t over (u_1 .. u_n, t) >= 0, with d = u - 1: t - ∇g·u <= -∇g·1 for each margin,
+    # u_i <= 2 (so |d_i| <= 1), t <= 1. (linprog's default bounds, variables >= 0, are kept:
+    # its `bounds` argument gave wrong optima in SymPy 1.14.)
+    n = len(symbols)
+    gradients = [[sympy.diff(g, s).xreplace(nominal) * scale[s] for s in symbols] for g in margins]
+    rows = [[-c for c in gradient] + [1] for gradient in gradients]
+    rows += [[int(i == k) for i in range(n + 1)] for k in range(n + 1)]
+    limits = [-sum(gradient) for gradient in gradients] + [2] * n + [1]
+    lowest, solution = linprog(sympy.Matrix([0] * n + [-1]).T, sympy.Matrix(rows),
+                               sympy.Matrix(limits))
+    if not -lowest > 0:
         return False
-    direction = {s: solution.get(d, 0) * scale[s] for s, d in zip(symbols, steps)}
+    direction = {s: (solution[i] - 1) * scale[s] for i, s in enumerate(symbols)}
     for k in range(1, 60):  # shrink the step until the first-order picture is exact
         point = {**nominal, **{s: nominal.get(s, 0) + direction[s] / 2**k for s in symbols}}
         if all(g.xreplace(point) > 0 for g in margins):

@@ -138,7 +138,7 @@ def kind_of(value: object) -> str:
         return "a shared resource"
     if isinstance(value, NoneValue):
         return "none"
-    return type(value).__name__
+    return getattr(value, "kind", type(value).__name__)  # values of later stages name themselves
 
 
 def as_number(value: Number | Quantity) -> Number | None:
