@@ -23,7 +23,7 @@ from itertools import product
 import sympy
 from sympy.solvers.simplex import linprog
 
-from ..cost.regimes import same
+from ..cost.regimes import abs_as_max, same
 
 _EXTREMA = (sympy.Max, sympy.Min)
 MAX_REGIMES = 256  # regimes meeting at the nominal point that are tried, at most
@@ -35,10 +35,10 @@ class Undecided(Exception):
 
 def difference_near(left: sympy.Expr, right: sympy.Expr, nominal: dict) -> sympy.Expr | None:
     """None when `left` and `right` are the same function of the params on a regime at the
-    nominal point; else their (nonzero) difference in the first such regime."""
+    nominal point; else their (nonzero) difference in the first regime tried."""
     first = None
     nominal = {symbol: sympy.sympify(value) for symbol, value in nominal.items()}
-    sides = sympy.Tuple(_abs_as_max(sympy.sympify(left)), _abs_as_max(sympy.sympify(right)))
+    sides = sympy.Tuple(abs_as_max(sympy.sympify(left)), abs_as_max(sympy.sympify(right)))
     for count, (plain, ties) in enumerate(_regimes(sides, nominal, ())):
         if count >= MAX_REGIMES:
             raise Undecided(f"more than {MAX_REGIMES} regimes meet at the nominal point")
@@ -47,12 +47,7 @@ def difference_near(left: sympy.Expr, right: sympy.Expr, nominal: dict) -> sympy
             return None
         if first is None and difference != 0:
             first = difference
-    return first if first is not None else sympy.S.Zero
-
-
-def _abs_as_max(expr: sympy.Expr) -> sympy.Expr:
-    return expr.replace(lambda e: isinstance(e, sympy.Abs),
-                        lambda e: sympy.Max(e.args[0], -e.args[0], evaluate=False))
+    return first  # None: 0 in every combination of tied choices, so in every regime there
 
 
 def _cancel(expr: sympy.Expr) -> sympy.Expr:
