@@ -64,8 +64,8 @@ _SIZE = re.compile(r"([kKmMgGtTpP]?)(i?)(b|bits?|B|[bB]ytes?)")
 def near_units(name: str) -> list[str]:
     """The units a misspelt unit may have meant, best first: 'Gb/s' → Gbit/s, GB/s."""
     compact = name.replace(" ", "")
-    if compact in UNITS:  # `50 GB / s`: the unit split by spaces
-        return [compact]
+    if compact in UNITS:  # `50 GB / s`: the unit split by spaces (or a known unit: nothing)
+        return [compact] if compact != name else []
     per = _PER_SECOND.fullmatch(compact)
     stem, suffix = (per.group(1), "/s") if per else (compact, "")
     found = [_TIME_ALIASES[stem]] if stem in _TIME_ALIASES and not suffix else []

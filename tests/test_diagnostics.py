@@ -37,6 +37,9 @@ CASES = [
     ("per sec", "param V = 50 GB/sec\n", "1:14: error: unknown unit 'GB/sec'; did you mean GB/s?"),
     ("a unit with spaces", "param V = 50 GB / s\n",
      "1:14: error: unknown unit 'GB / s'; did you mean GB/s?"),
+    ("a unit with a space", "param V = 50 GB/ sec\n",
+     "1:14: error: unknown unit 'GB/ sec'; did you mean GB/s?"),
+    ("a quantity over an unknown name", "param V = (50 GB) / s\n", "1:21: error: unknown name 's'"),
     ("glued percent", "let k = 7%3\n", "1:11: error: unexpected '3'; expected an expression, '&', "
      "'*', '/', '//' or '%', '**', '.', ';', '^', 'and' or ..."),
     ("rank index out of range", HEAD + "schedule x { copy all from g[0] to ranks[4] }\n",

@@ -87,6 +87,15 @@ def unit_span(node: ast.Number, upto: ast.Node | None = None) -> Span:
     return Span(span.source, span.end_line, col, end.end_line, end.end_col)
 
 
+def _spaced_unit(node: ast.BinOp) -> str | None:
+    """`GB / s` when a unit, spaces, '/', spaces and a name follow each other on one line."""
+    left, right = node.left.span, node.right.span
+    if left.end_line != right.line:
+        return None
+    between = left.source.line(right.line)[left.end_col - 1:right.col - 1]
+    return f"{node.left.unit} / {node.right.id}" if between.strip() == "/" else None
+
+
 def _name(node: ast.Name, env: Env) -> object:
     return env.lookup(node.id, node.span)
 
@@ -212,8 +221,8 @@ def _binop(node: ast.BinOp, env: Env) -> object:
     if (node.op == "/" and isinstance(node.left, ast.Number) and node.left.unit
             and isinstance(node.right, ast.Name) and node.right.id not in env.local
             and env.names.lookup(node.right.id) is None):  # `50 GB / s`: a unit with spaces
-        spaced = f"{node.left.unit} / {node.right.id}"
-        if near_units(spaced):
+        spaced = _spaced_unit(node)
+        if spaced and near_units(spaced):
             raise UnitError(unknown_unit(spaced), unit_span(node.left, node.right))
     left = evaluate(node.left, env)
     right = evaluate(node.right, env)

@@ -136,7 +136,7 @@ def _parse(source: SourceFile, start: str):
 
 # A number literal, then the word where parsing failed: a unit schedc does not know.
 _NUMBER_BEFORE = re.compile(r"(?:^|[^\w.])\d+(?:\.\d+)?(?:[eE][+-]?\d+)?[ \t]*$")
-_UNIT_WORD = re.compile(r"[A-Za-z\u00b5\u03bc][A-Za-z0-9\u00b5\u03bc]*(?:/[A-Za-z]+)?")
+_UNIT_WORD = re.compile(r"[A-Za-z\u00b5\u03bc][A-Za-z0-9\u00b5\u03bc]*(?:[ \t]*/[ \t]*[A-Za-z]+)?")
 
 
 def _check_unit(source: SourceFile, line: int, col: int) -> None:
