@@ -363,3 +363,12 @@ def test_difference_near_decides_ties_by_a_point_inside_a_regime():
     assert difference_near(sympy.Max(x, 2 * y), x, {x: 3, y: 1}) is None   # no tie: x wins
     assert difference_near(sympy.Max(x, 2 * y), 2 * y, {x: 3, y: 1}) == x - 2 * y
     assert difference_near(abs(x - y), x - y, {x: 2, y: 1}) is None
+
+
+def test_json_when_a_schedule_fails_verification(run):
+    # Not bad input but a refusal (exit 1): stdout still holds one JSON object, the error.
+    path = Path(__file__).parent / "fixtures" / "broken" / "dropped.sched"
+    code, out, err = run("time", path, "--json")
+    (error,) = json.loads(out)["errors"]
+    assert code == 1 and error["file"] is None and error["message"] == err.rstrip("\n")
+    assert error["message"].startswith("schedc: not reporting on 'ring': it does not compute")

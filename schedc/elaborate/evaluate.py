@@ -379,7 +379,8 @@ def _conditional(node: ast.Conditional, env: Env) -> object:
     if not isinstance(cond, np.ndarray):
         return evaluate(node.then if cond else node.orelse, env)
     then, orelse = evaluate(node.then, env), evaluate(node.orelse, env)
-    if all(_is_int(v) or isinstance(v, np.ndarray) and v.dtype != bool for v in (then, orelse)):
+    if all(_is_int(v) or isinstance(v, np.ndarray) and v.dtype != bool for v in (then, orelse)) \
+            and max(_magnitude(then), _magnitude(orelse)) < _INT64_SAFE:
         return np.where(cond, then, orelse)
     if isinstance(then, Devices) and isinstance(orelse, Devices) and then.rank == orelse.rank == 0:
         return Devices(np.where(cond, then.ids, orelse.ids), True)

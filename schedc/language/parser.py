@@ -157,8 +157,8 @@ def _percent_note(source: SourceFile, span: Span) -> tuple[str, ...]:
 
 
 # Terminals that can start an expression; an error lists them as one item.
-_EXPRESSION_START = {"NAME", "NUMBER", "PERCENT", "STRING", "LPAR", "LSQB", "ADD_OP", "ALL", "NONE", "NOT",
-                     "PART", "SOLVE", "TIME"}
+_EXPRESSION_START = {"NAME", "NUMBER", "PERCENT", "STRING", "LPAR", "LSQB", "ADD_OP", "ALL", "NONE",
+                     "NOT", "PART", "SOLVE", "TIME"}
 
 
 def _expected(terminals) -> str:
