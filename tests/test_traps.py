@@ -97,12 +97,6 @@ def test_integers_stay_int64_in_lanes(case):
     assert batch.dst.dtype == np.int64 and list(batch.dst) == [2, 3, 4]
 
 
-def test_the_library_still_compiles_with_modulo_and_percent(run):
-    # ring.sched uses `(j - s - 1) % k`, the seed files `within 1%`: both keep their meaning.
-    code, out, err = run("check", SCHEDULES / "seed" / "nvlink_2x8.sched")
-    assert code == 0, out + err
-
-
 # ---- a study file re-values a machine's param -----------------------------------------------
 
 STUDY = (f'import "{SCHEDULES / "machines" / "nvlink_2x8.sched"}"\n'
