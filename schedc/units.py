@@ -7,6 +7,8 @@ exponent): a size is (1, 0), a duration (0, 1), a bandwidth (1, -1).
 
 from __future__ import annotations
 
+import difflib
+import re
 from fractions import Fraction
 
 Dim = tuple[int, int]
@@ -50,6 +52,40 @@ UNITS: dict[str, tuple[Fraction, Dim]] = _unit_table()
 def unit(name: str) -> tuple[Fraction, Dim]:
     """The exact factor to base units and the dimension of a unit name."""
     return UNITS[name]
+
+
+# Near misses of the unit names: spelt-out seconds, and sizes whose `b` may mean bits or bytes.
+_TIME_ALIASES = {"sec": "s", "secs": "s", "msec": "ms", "usec": "us", "\u00b5sec": "\u00b5s",
+                 "nsec": "ns"}
+_PER_SECOND = re.compile(r"(.+?)(?:/s|/sec|/secs|ps)$")
+_SIZE = re.compile(r"([kKmMgGtTpP]?)(i?)(b|bits?|B|[bB]ytes?)")
+
+
+def near_units(name: str) -> list[str]:
+    """The units a misspelt unit may have meant, best first: 'Gb/s' → Gbit/s, GB/s."""
+    compact = name.replace(" ", "")
+    if compact in UNITS:  # `50 GB / s`: the unit split by spaces (or a known unit: nothing)
+        return [compact] if compact != name else []
+    per = _PER_SECOND.fullmatch(compact)
+    stem, suffix = (per.group(1), "/s") if per else (compact, "")
+    found = [_TIME_ALIASES[stem]] if stem in _TIME_ALIASES and not suffix else []
+    size = _SIZE.fullmatch(stem)
+    if size:
+        prefix, binary, kind = size.groups()
+        prefix = prefix.upper() if binary or prefix != "k" else prefix  # kB, but KiB
+        if kind in ("b", "bit", "bits") and not binary:
+            found.append(f"{prefix}bit{suffix}")
+        if kind not in ("bit", "bits"):
+            found.append(f"{prefix}{binary}B{suffix}")
+    found = [u for u in dict.fromkeys(found) if u in UNITS and u != name]
+    return found or difflib.get_close_matches(compact, list(UNITS), n=2, cutoff=0.7)
+
+
+def unknown_unit(name: str) -> str:
+    """The message for a unit schedc does not know, with the near misses it may have meant."""
+    near = near_units(name)
+    hint = f"; did you mean {' or '.join(near)}?" if near else ""
+    return f"unknown unit '{name}'{hint}"
 
 
 def dim_name(dim: Dim) -> str:

@@ -32,7 +32,8 @@ def document():
 
 def test_json_schema(document):
     assert document["schema"] == "schedc.time/1"
-    assert set(document) == {"schema", "file", "alpha", "params", "schedules"}
+    assert set(document) == {"schema", "file", "alpha", "params", "hosts", "schedules"}
+    assert document["hosts"] == ["node[0]", "node[1]"]
     assert [s["name"] for s in document["schedules"]] == ["ring", "interleaved", "hierarchical"]
     for s in document["schedules"]:
         assert set(s) == SCHEDULE_KEYS

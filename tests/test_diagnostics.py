@@ -28,7 +28,20 @@ CASES = [
     ("a bandwidth where a size belongs", HEAD + "schedule x { send B from g[0] to g[1] }\n",
      "3:19: error: a message size must be a size (bytes), not a bandwidth (bytes/s)"),
     ("unknown unit", "param V = 64 kiB\n",
-     "1:11: error: unknown unit 'kiB'"),
+     "1:14: error: unknown unit 'kiB'; did you mean KiB?"),
+    # Near misses of units: the caret on the unit, and what was probably meant.
+    ("bits or bytes", "param V = 50 Gb/s\n",
+     "1:14: error: unknown unit 'Gb/s'; did you mean Gbit/s or GB/s?"),
+    ("mebibits", "param V = 64 Mib\n", "1:14: error: unknown unit 'Mib'; did you mean MiB?"),
+    ("usec", "param V = 0.83 usec\n", "1:16: error: unknown unit 'usec'; did you mean us?"),
+    ("per sec", "param V = 50 GB/sec\n", "1:14: error: unknown unit 'GB/sec'; did you mean GB/s?"),
+    ("a unit with spaces", "param V = 50 GB / s\n",
+     "1:14: error: unknown unit 'GB / s'; did you mean GB/s?"),
+    ("a unit with a space", "param V = 50 GB/ sec\n",
+     "1:14: error: unknown unit 'GB/ sec'; did you mean GB/s?"),
+    ("a quantity over an unknown name", "param V = (50 GB) / s\n", "1:21: error: unknown name 's'"),
+    ("glued percent", "let k = 7%3\n", "1:11: error: unexpected '3'; expected an expression, '&', "
+     "'*', '/', '//' or '%', '**', '.', ';', '^', 'and' or ..."),
     ("rank index out of range", HEAD + "schedule x { copy all from g[0] to ranks[4] }\n",
      "3:42: error: index 4 out of range for a group of 4 (valid: 0..3)"),
     ("family index out of range", HEAD + "schedule x { copy all from g[4] to g[0] }\n",
@@ -93,6 +106,13 @@ CASES = [
      "2:11: error: the size of a collective must be positive; this one is -64 MiB"),
     ("parameter given twice", HEAD + "schedule y(g, g) { copy all from g[0] to g[1] }\n",
      "3:15: error: parameter 'g' is given twice"),
+    ("index out of range in a library schedule",
+     'import "machine.sched"\nimport "library.sched"\nallreduce V over ranks\nschedule x = twice(ranks)\n',
+     "4:14: error: index 4 out of range for a group of 4 (valid: 0..3)"),
+    ("not a rank, in a library schedule",
+     'import "machine.sched"\nimport "library.sched"\nallreduce V over ranks\n'
+     "schedule x = gather_at(ranks, sw)\n",
+     "4:14: error: sw is not a rank of the collective (allreduce over 4 ranks)"),
     ("half one-way link", HEAD + "topology { gpu h; link h -> sw bw B half }\n",
      "3:19: error: 'half' makes both directions of a link share one resource; a one-way link "
      "(->) has one direction"),
@@ -117,6 +137,27 @@ def test_diagnostic(run, tmp_path, name, text, expected):
     assert "Traceback" not in err
 
 
+@pytest.mark.parametrize("call, notes", [
+    ("twice(ranks)", ["raised at library.sched:3:49 in 'shift'",
+                      "called as twice (case.sched:4:14) -> shift (library.sched:6:3)"]),
+    ("gather_at(ranks, sw)", ["raised at library.sched:9:47 in 'gather_at'",
+                              "called as gather_at (case.sched:4:14)",
+                              "the collective is declared at case.sched:3:1"]),
+])
+def test_an_error_inside_a_library_schedule_names_the_call_chain(run, tmp_path, monkeypatch, call,
+                                                                  notes):
+    # The user's own line first (the outermost call), then where it was raised, and how.
+    monkeypatch.chdir(tmp_path)
+    for helper in ("machine.sched", "library.sched"):
+        write(tmp_path, helper, (ERRORS / helper).read_text())
+    write(tmp_path, "case.sched", 'import "machine.sched"\nimport "library.sched"\n'
+                                  f"allreduce V over ranks\nschedule x = {call}\n")
+    code, out, err = run("time", "case.sched")
+    assert (code, out) == (2, "")
+    assert err.splitlines()[1] == f"  schedule x = {call}"
+    assert err.splitlines()[3:] == [f"  note: {n}" for n in notes]
+
+
 def test_import_cycle_names_the_chain(run):
     code, out, err = run("time", ERRORS / "cycle_a.sched")
     assert code == 2 and out == ""
@@ -138,6 +179,8 @@ def test_missing_file(run, tmp_path):
     ("B=3 GB/s +", "--set B:1:9: error: unexpected end of input; expected an expression"),
     ("B", "error: --set expects NAME=VALUE (e.g. --set B_L=300GB/s), got 'B'"),
     ("BB=1GB/s", "error: --set BB: no param named 'BB'; did you mean 'B'?"),
+    ("B=50Gb/s", "--set B:1:3: error: unknown unit 'Gb/s'; did you mean Gbit/s or GB/s?"),
+    ("B=50 GB / s", "--set B:1:4: error: unknown unit 'GB / s'; did you mean GB/s?"),
 ])
 def test_bad_set(run, tmp_path, setting, expected):
     write(tmp_path, "machine.sched", (ERRORS / "machine.sched").read_text())

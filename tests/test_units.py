@@ -6,7 +6,7 @@ from fractions import Fraction
 
 import pytest
 
-from schedc.errors import SourceFile
+from schedc.errors import ParseError, SourceFile
 from schedc.language import syntax as ast
 from schedc.language.parser import parse_expression
 from schedc.units import BYTES, RATE, SECONDS, UNITS, format_bytes, format_rate, format_seconds
@@ -14,10 +14,12 @@ from schedc.units import BYTES, RATE, SECONDS, UNITS, format_bytes, format_rate,
 
 @pytest.mark.parametrize("name", sorted(UNITS))
 def test_every_unit_lexes_after_a_number(name):
-    node = parse_expression(SourceFile("<test>", f"3 {name}"))
-    assert isinstance(node, ast.Number) and node.unit == name
     glued = parse_expression(SourceFile("<test>", f"3{name}"))
     assert isinstance(glued, ast.Number) and glued.unit == name
+    if name == "%":  # percent only glued to its number: `3 %` is a modulo missing its operand
+        return
+    node = parse_expression(SourceFile("<test>", f"3 {name}"))
+    assert isinstance(node, ast.Number) and node.unit == name
 
 
 @pytest.mark.parametrize("name, factor, dim", [
@@ -42,6 +44,28 @@ def test_percent_is_a_hundredth_only_after_a_number():
     assert parse_expression(SourceFile("<t>", "1%")).unit == "%"
     modulo = parse_expression(SourceFile("<t>", "7 % 3"))
     assert isinstance(modulo, ast.BinOp) and modulo.op == "%"
+
+
+@pytest.mark.parametrize("text", ["7 % -3", "7 %-3", "7 % 3", "7 %3", "(7) % 3", "x % (3)"])
+def test_a_percent_sign_not_glued_to_a_number_is_modulo(text):
+    node = parse_expression(SourceFile("<t>", text))
+    assert isinstance(node, ast.BinOp) and node.op == "%"
+
+
+def test_seven_modulo_minus_three_is_minus_two(run, tmp_path):
+    # Python's floor modulo: 7 = (-3)·(-3) + (-2). Before the rule, `7 % -3` was 7 − 3·1% = -2.93.
+    path = tmp_path / "m.sched"
+    path.write_text("report a = 7 % -3\nreport b = 7 - 3%\nreport c = 50% * 7\n")
+    assert run("eval", path) == (0, "a  -2\nb  6.97\nc  3.5\n", "")
+
+
+@pytest.mark.parametrize("text", ["3 %", "7%3"])
+def test_percent_must_be_glued_and_end_its_literal(text):
+    with pytest.raises(ParseError) as error:
+        parse_expression(SourceFile("<t>", text))
+    if text == "7%3":
+        assert error.value.notes == ("'%' directly after a number is percent (50%); for modulo put "
+                                     "a space before it (7 % 3)",)
 
 
 @pytest.mark.parametrize("value, text", [

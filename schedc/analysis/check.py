@@ -8,10 +8,11 @@
 
 Both sides are evaluated at the nominal point (after `--set`). `within` gives a tolerance:
 a plain number (`1%`) is relative to the right side, a quantity (`0.1 ms`) is absolute;
-without it the comparison is exact (the arithmetic is exact). A list on the right
-(`[8 GB/s, 64 GB/s]`) matches a solve with that many solutions, one by one; `none` matches a
-solve with none. `report` statements are evaluated first, in order; their names are visible
-to the expects (`expect hosts_needed = 3`).
+without it the comparison is exact (the arithmetic is exact), and two formulas must moreover
+be the same function of the params they share near the nominal point (`identity`). A list
+on the right (`[8 GB/s, 64 GB/s]`) matches a solve with that many solutions, one by one;
+`none` matches a solve with none. `report` statements are evaluated first, in order; their
+names are visible to the expects (`expect hosts_needed = 3`).
 
 `check_program` returns structured outcomes and prints nothing; `check_file` compiles a file
 and every schedule in it and verifies that each computes its collective first, so a broken
@@ -36,6 +37,7 @@ from ..model.values import NoneValue, Quantity, kind_of, quantity_of
 from ..session import Session
 from ..units import DIMENSIONLESS, dim_name, format_quantity
 from .equations import Equations, Values, source_text
+from .identity import Undecided, difference_near
 from .reports import ReportValue, evaluate_reports
 from .verify import Verdict, verdicts
 
@@ -138,7 +140,43 @@ def _expect(stmt: ast.Expect, equations: Equations) -> Outcome:
     passed = all(_holds(relation.op, _at(a, nominal, relation.left.span),
                         _at(b, nominal, relation.right.span), tolerance)
                  for a, b in zip(lefts, rights))
-    return Outcome(stmt.span, text, passed, found, expected, computed_right=computed)
+    note = _not_the_same_function(stmt, equations) if passed else ""
+    return Outcome(stmt.span, text, passed and not note, found, expected, note, computed)
+
+
+def _not_the_same_function(stmt: ast.Expect, equations: Equations) -> str:
+    """`A = B` without `within` claims exactness: two formulas must be the same function of
+    the params they both depend on (any other param at its nominal value), on the regime at
+    the nominal point, not only equal there (`identity`). Returns why they are not, or "".
+    A side with no param in common with the other (a number, a report, `ceil` of a param, a
+    `solve(...)`) is compared by value at the nominal point, as done already."""
+    relation = stmt.relation
+    if relation.op != "=" or stmt.within is not None:
+        return ""
+    if any(isinstance(node, ast.SolveOf) for node in ast.walk((relation.left, relation.right))):
+        return ""  # a solution is a value at the nominal point (and solving again costs)
+    try:
+        left, right = equations.value(relation.left), equations.value(relation.right)
+    except SchedcError:
+        return ""
+    try:
+        lefts, rights = _items(left, relation.left.span), _items(right, relation.right.span)
+    except SchedcError:
+        return ""
+    nominal = equations.program.nominal
+    for a, b in zip(lefts, rights):
+        shared = a.expr.free_symbols & b.expr.free_symbols
+        if not shared:
+            continue
+        fixed = {s: nominal[s] for s in (a.expr.free_symbols | b.expr.free_symbols) - shared}
+        try:
+            difference = difference_near(a.expr.xreplace(fixed), b.expr.xreplace(fixed), nominal)
+        except Undecided as exc:
+            return f"equal at the nominal point; as functions of the params undecided ({exc})"
+        if difference is not None:
+            return ("equal at the nominal point, but not the same function of the params: in "
+                    f"the regime there they differ by {difference}")
+    return ""
 
 
 def _items(value: object, span: Span) -> list[Quantity]:

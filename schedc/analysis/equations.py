@@ -39,6 +39,7 @@ class Values:
 
     items: tuple[Quantity, ...]
     dim: tuple[int, int]
+    kind = "a list of quantities"  # what error messages call it
 
 
 class Equations:

@@ -21,7 +21,7 @@ import click
 from .. import __version__
 from ..errors import SchedcError
 from . import analysing, compiling
-from .options import EXIT_BAD_INPUT, EXIT_INTERNAL, EXIT_OK
+from .options import EXIT_BAD_INPUT, EXIT_INTERNAL, EXIT_OK, JSON_REQUESTED
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -39,7 +39,9 @@ for command in (*compiling.COMMANDS, *analysing.COMMANDS):
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Run a command, turning every schedc error into a message and exit code 2."""
+    """Run a command, turning every schedc error into a message and exit code 2 (and, when the
+    command was given --json, a `schedc.error/1` object on stdout as well)."""
+    requested = JSON_REQUESTED.set(False)
     try:
         code = cli.main(args=argv, prog_name="schedc", standalone_mode=False)
     except click.exceptions.Exit as exc:
@@ -47,18 +49,16 @@ def main(argv: list[str] | None = None) -> None:
     except click.ClickException as exc:
         exc.show()
         code = exc.exit_code
+        _json_error(SchedcError(exc.format_message()))
     except click.exceptions.Abort:
         click.echo("schedc: aborted", err=True)
         code = EXIT_BAD_INPUT
     except SchedcError as exc:
-        click.echo(exc.render(), err=True)
-        code = exc.exit_code
+        code = _report(exc)
     except RecursionError:
-        click.echo("error: the input is nested too deeply to process", err=True)
-        code = EXIT_BAD_INPUT
+        code = _report(SchedcError("the input is nested too deeply to process"))
     except MemoryError:
-        click.echo("error: out of memory; lower --max-transfers or simplify the input", err=True)
-        code = EXIT_BAD_INPUT
+        code = _report(SchedcError("out of memory; lower --max-transfers or simplify the input"))
     except BrokenPipeError:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         code = EXIT_OK
@@ -69,7 +69,22 @@ def main(argv: list[str] | None = None) -> None:
                    "  this is a bug in schedc; please report it with the input "
                    "(SCHEDC_DEBUG=1 shows the traceback)", err=True)
         code = EXIT_INTERNAL
+    finally:
+        JSON_REQUESTED.reset(requested)
     sys.exit(code if isinstance(code, int) else EXIT_OK)
+
+
+def _report(error: SchedcError) -> int:
+    """The diagnostic on stderr; with --json, the error object on stdout too."""
+    click.echo(error.render(), err=True)
+    _json_error(error)
+    return error.exit_code
+
+
+def _json_error(error: SchedcError) -> None:
+    if JSON_REQUESTED.get():
+        from ..render.errors import error_json
+        click.echo(error_json([error]), nl=False)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -158,6 +158,9 @@ def check_command(paths: tuple[Path, ...], sets, as_json: bool, timeout: float, 
     files = [check_file(path, timeout, limits, sets) for path in sched_files(list(paths))]
     if as_json:
         click.echo(check_json(files), nl=False)
+        for checked in files:  # the diagnostics on stderr, as without --json
+            if checked.error is not None:
+                click.echo(checked.error.render(), err=True)
     else:
         for checked in files:
             for verdict in checked.verdicts:

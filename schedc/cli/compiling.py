@@ -108,6 +108,7 @@ def verify(file: Path, schedules, sets, as_json: bool, limits) -> int:
     """
     from ..analysis.verify import verdicts
     from ..errors import SchedcError, UsageError
+    from ..render.errors import error_entry
     from ..render.text import dump_json
     from ..render.verdict import verdict_json, verdict_text
     from ..session import Session
@@ -117,7 +118,7 @@ def verify(file: Path, schedules, sets, as_json: bool, limits) -> int:
         paths = sorted(file.rglob("*.sched"))
     else:
         paths = [file]
-    documents, texts, failed, bad_input = [], [], 0, False
+    documents, texts, failed, errors = [], [], 0, []
     for path in paths:
         try:
             found = verdicts(Session.open(path, sets, limits), schedules)
@@ -125,7 +126,7 @@ def verify(file: Path, schedules, sets, as_json: bool, limits) -> int:
             if not file.is_dir():
                 raise
             click.echo(exc.render(), err=True)
-            bad_input = True
+            errors.append(exc)
             continue
         if not found:
             continue
@@ -134,13 +135,14 @@ def verify(file: Path, schedules, sets, as_json: bool, limits) -> int:
         lines = [verdict_text(v) for v in found]
         texts.append("\n".join([f"{path}:", *("  " + t.replace("\n", "\n  ") for t in lines)])
                      if file.is_dir() else "\n".join(lines))
-    if as_json:
-        click.echo(dump_json({"schema": schema.VERIFY, "files": documents}), nl=False)
+    if as_json:  # `errors`: the files with bad input, as in schedc.error/1
+        click.echo(dump_json({"schema": schema.VERIFY, "files": documents,
+                              "errors": [error_entry(e) for e in errors]}), nl=False)
     elif texts:
         click.echo("\n".join(texts))
-    elif not bad_input:
+    elif not errors:
         click.echo(f"no result schedules in {file}")
-    return EXIT_BAD_INPUT if bad_input else EXIT_FAILED if failed else EXIT_OK
+    return EXIT_BAD_INPUT if errors else EXIT_FAILED if failed else EXIT_OK
 
 
 COMMANDS = (emit, time, compare, verify)

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import functools
+from contextvars import ContextVar
 from pathlib import Path
 
 import click
@@ -28,9 +29,22 @@ def schedule_option(func):
                         help="Only this schedule (repeatable); default: all of the file.")(func)
 
 
+# Whether the command being run was given --json, noted while click parses its options, so
+# that `main` prints an error as a JSON object too (`render.errors`).
+JSON_REQUESTED: ContextVar[bool] = ContextVar("schedc_json_requested", default=False)
+
+
+def _note_json(ctx: click.Context, param: click.Parameter, value: bool) -> bool:
+    if value:
+        JSON_REQUESTED.set(True)
+    return value
+
+
 def json_option(schema: str):
     """`--json`, naming the schema the command prints."""
-    return click.option("--json", "as_json", is_flag=True, help=f"Print JSON (schema {schema}).")
+    return click.option("--json", "as_json", is_flag=True, callback=_note_json,
+                        help=f"Print JSON (schema {schema}); bad input prints a schedc.error/1 "
+                             "object.")
 
 
 def limit_options(func):

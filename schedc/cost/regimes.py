@@ -45,12 +45,13 @@ class Piece:
 def pieces(exprs, x: sympy.Symbol, values: dict, lo: sympy.Expr = sympy.S.Zero,
            hi: sympy.Expr = sympy.oo) -> list[Piece]:
     """The regimes of `exprs` (symbolic) for x in [lo, hi], the other symbols set to `values`."""
-    inputs = sympy.Tuple(*[_abs_as_max(sympy.sympify(e)) for e in exprs])
+    inputs = sympy.Tuple(*[abs_as_max(sympy.sympify(e)) for e in exprs])
     values = {s: sympy.sympify(v) for s, v in values.items()}
     return _merge(_cut(inputs, x, values, sympy.sympify(lo), sympy.sympify(hi), ()))
 
 
-def _abs_as_max(expr: sympy.Expr) -> sympy.Expr:
+def abs_as_max(expr: sympy.Expr) -> sympy.Expr:
+    """|e| as Max(e, -e), so regimes treat it like any other extremum."""
     return expr.replace(lambda e: isinstance(e, sympy.Abs),
                         lambda e: sympy.Max(e.args[0], -e.args[0], evaluate=False))
 

@@ -16,6 +16,7 @@ import sympy
 from ..errors import ElaborationError, UnitError
 from ..model.values import (
     Devices,
+    Integers,
     IntRange,
     NeedScalar,
     Quantity,
@@ -30,12 +31,13 @@ from ..units import dim_name
 
 def _len(args, node):
     (value,) = args
-    if isinstance(value, Devices) and value.rank >= 1:
+    if isinstance(value, Integers) or (isinstance(value, Devices) and value.rank >= 1):
         return len(value)
     if isinstance(value, IntRange):
         count = np.maximum(np.asarray(value.hi) - np.asarray(value.lo) + 1, 0)
         return int(count) if count.ndim == 0 else count
-    raise ElaborationError(f"len() needs a group or a range, not {kind_of(value)}", node.args[0].span)
+    raise ElaborationError(f"len() needs a group, a list or a range, not {kind_of(value)}",
+                           node.args[0].span)
 
 
 def _extremum(args, node):

@@ -19,6 +19,7 @@ from ..language import syntax as ast
 from ..model.values import (
     WHOLE,
     Devices,
+    Integers,
     IntRange,
     NeedScalar,
     NoneValue,
@@ -36,7 +37,7 @@ from ..model.values import (
     take_lanes,
     to_sympy,
 )
-from ..units import DIMENSIONLESS, Dim, dim_name, format_quantity, unit
+from ..units import DIMENSIONLESS, Dim, dim_name, format_quantity, near_units, unit, unknown_unit
 from .builtins import BUILTINS
 from .lanes import Env, expand_lanes, filter_lanes
 
@@ -73,10 +74,26 @@ def _number(node: ast.Number, env: Env) -> object:
     try:
         factor, dim = unit(node.unit)
     except KeyError:
-        raise UnitError(f"unknown unit '{node.unit}'", node.span) from None
+        raise UnitError(unknown_unit(node.unit), unit_span(node)) from None
     if dim == DIMENSIONLESS:  # a percentage
         return normalize(node.value * factor)
     return Quantity(to_sympy(normalize(node.value * factor)), dim)
+
+
+def unit_span(node: ast.Number, upto: ast.Node | None = None) -> Span:
+    """Where the unit of a number literal is written (through `upto`, when given)."""
+    span, end = node.span, (upto or node).span
+    col = span.end_col - len(node.unit or "") if span.line == span.end_line else span.col
+    return Span(span.source, span.end_line, col, end.end_line, end.end_col)
+
+
+def _spaced_unit(node: ast.BinOp) -> str | None:
+    """`GB / s` when a unit, spaces, '/', spaces and a name follow each other on one line."""
+    left, right = node.left.span, node.right.span
+    if left.end_line != right.line:
+        return None
+    between = left.source.line(right.line)[left.end_col - 1:right.col - 1]
+    return f"{node.left.unit} / {node.right.id}" if between.strip() == "/" else None
 
 
 def _name(node: ast.Name, env: Env) -> object:
@@ -120,9 +137,16 @@ def _list(node: ast.ListLit, env: Env) -> object:
     if env.lanes not in (None, 1):
         raise NeedScalar
     items = [evaluate(item, env) for item in node.items]
+    if items and all(_is_int(item) for item in items):
+        return _integers(items, node.span)
+    if any(_is_int(item) or isinstance(item, Fraction) for item in items):
+        item, expr = next((i, e) for i, e in zip(items, node.items) if not _is_int(i))
+        found = str(item) if isinstance(item, Fraction) else kind_of(item)
+        raise ElaborationError(f"a list of numbers holds integers, not {found}", expr.span)
     for item, expr in zip(items, node.items):
         if not isinstance(item, Devices) or item.lanes:
-            raise ElaborationError(f"a list holds devices or groups, not {kind_of(item)}", expr.span)
+            raise ElaborationError(f"a list holds devices, groups or integers, not {kind_of(item)}",
+                                   expr.span)
     if not items:
         return Devices(np.zeros(0, dtype=np.int64))
     shapes = {item.ids.shape for item in items}
@@ -130,6 +154,19 @@ def _list(node: ast.ListLit, env: Env) -> object:
         raise ElaborationError("the items of a list must all be devices, or groups of one length",
                                node.span)
     return Devices(np.stack([item.ids for item in items]))
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
+
+
+def _integers(values: list, span: Span) -> Integers:
+    """A list of numbers; its entries fit in int64, so loops over it run as lanes."""
+    ints = [int(v) for v in values]
+    too_big = next((v for v in ints if abs(v) >= _INT64_SAFE), None)
+    if too_big is not None:
+        raise LimitError(f"a list of numbers holds integers below 2^62, not {too_big}", span)
+    return Integers(np.array(ints, dtype=np.int64))
 
 
 def _comprehension(node: ast.ListComp, env: Env) -> object:
@@ -142,8 +179,11 @@ def _comprehension(node: ast.ListComp, env: Env) -> object:
             inner = filter_lanes(inner, evaluate(clause.cond, inner), clause.cond.span)
     count = inner.lanes
     element = evaluate(node.element, inner) if count else None
+    if count and (_is_int(element) or isinstance(element, np.ndarray) and element.dtype != bool):
+        return _integers(np.broadcast_to(np.asarray(element, dtype=object), (count,)).tolist(),
+                         node.span)
     if count and not isinstance(element, Devices):
-        raise ElaborationError(f"a list holds devices or groups, not {kind_of(element)}",
+        raise ElaborationError(f"a list holds devices, groups or integers, not {kind_of(element)}",
                                node.element.span)
     if not count:
         return Devices(np.zeros(0, dtype=np.int64))
@@ -178,6 +218,12 @@ def _unary(node: ast.UnaryOp, env: Env) -> object:
 
 
 def _binop(node: ast.BinOp, env: Env) -> object:
+    if (node.op == "/" and isinstance(node.left, ast.Number) and node.left.unit
+            and isinstance(node.right, ast.Name) and node.right.id not in env.local
+            and env.names.lookup(node.right.id) is None):  # `50 GB / s`: a unit with spaces
+        spaced = _spaced_unit(node)
+        if spaced and near_units(spaced):
+            raise UnitError(unknown_unit(spaced), unit_span(node.left, node.right))
     left = evaluate(node.left, env)
     right = evaluate(node.right, env)
     return apply_binop(node.op, left, right, node)
@@ -327,6 +373,20 @@ def _boolop(node: ast.BoolOp, env: Env) -> object:
     return np.logical_and(left, right) if node.op == "and" else np.logical_or(left, right)
 
 
+def _conditional(node: ast.Conditional, env: Env) -> object:
+    """`a if c else b`: only the branch taken is evaluated; in lanes, both, picked lane-wise."""
+    cond = as_condition(evaluate(node.cond, env), node.cond.span)
+    if not isinstance(cond, np.ndarray):
+        return evaluate(node.then if cond else node.orelse, env)
+    then, orelse = evaluate(node.then, env), evaluate(node.orelse, env)
+    if all(_is_int(v) or isinstance(v, np.ndarray) and v.dtype != bool for v in (then, orelse)) \
+            and max(_magnitude(then), _magnitude(orelse)) < _INT64_SAFE:
+        return np.where(cond, then, orelse)
+    if isinstance(then, Devices) and isinstance(orelse, Devices) and then.rank == orelse.rank == 0:
+        return Devices(np.where(cond, then.ids, orelse.ids), True)
+    raise NeedScalar  # regions, quantities, ...: one lane at a time
+
+
 def _not(node: ast.Not, env: Env) -> object:
     value = as_condition(evaluate(node.operand, env), node.operand.span)
     return np.logical_not(value) if isinstance(value, np.ndarray) else not value
@@ -342,6 +402,10 @@ def _index(node: ast.Index, env: Env) -> object:
         return env.names.index_topology(base, index, node)
     if isinstance(base, Devices) and base.rank >= 1:
         return index_devices(base, index, node.index.span)
+    if isinstance(base, Integers):
+        n = len(base)
+        check_index(index, n, node.index.span, f"list of {n} numbers")
+        return base.values[index] if isinstance(index, np.ndarray) else int(base.values[index])
     raise ElaborationError(f"cannot index {kind_of(base)}", node.base.span)
 
 
@@ -426,6 +490,7 @@ _HANDLERS: dict[type, Callable[[ast.Node, Env], object]] = {
     ast.Compare: _compare,
     ast.BoolOp: _boolop,
     ast.Not: _not,
+    ast.Conditional: _conditional,
     ast.Index: _index,
     ast.Attr: _attr,
     ast.Call: _call,

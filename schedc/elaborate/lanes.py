@@ -15,7 +15,7 @@ import numpy as np
 from ..errors import ElaborationError, LimitError, Span, did_you_mean
 from ..language import syntax as ast
 from ..limits import MAX_LANES
-from ..model.values import Devices, IntRange, as_condition, kind_of, take_lanes
+from ..model.values import Devices, Integers, IntRange, as_condition, kind_of, take_lanes
 
 
 class Names:
@@ -67,7 +67,8 @@ class Env:
 
 
 def expand_lanes(env: Env, var: str, iterable: object, span: Span) -> Env:
-    """Every lane becomes one lane per element of `iterable` (a range or a group)."""
+    """Every lane becomes one lane per element of `iterable` (a range, a group or a list of
+    numbers)."""
     lanes = env.lanes or 1
     if isinstance(iterable, IntRange):
         lo = np.broadcast_to(np.asarray(iterable.lo, dtype=np.int64), (lanes,))
@@ -88,9 +89,15 @@ def expand_lanes(env: Env, var: str, iterable: object, span: Span) -> Env:
         else:
             ids = iterable.ids[np.tile(np.arange(n), lanes)]
         values = Devices(ids, True)
+    elif isinstance(iterable, Integers):
+        n = len(iterable)
+        total = lanes * n
+        _check_lanes(total, env, span)
+        origin = np.repeat(np.arange(lanes), n)
+        values = np.tile(iterable.values, lanes)
     else:
         raise ElaborationError(f"cannot loop over {kind_of(iterable)}; "
-                               "expected a range (lo..hi) or a group", span)
+                               "expected a range (lo..hi), a group or a list", span)
     local = {name: take_lanes(value, origin) for name, value in env.local.items()}
     local[var] = values
     return replace(env, local=local, lanes=total)

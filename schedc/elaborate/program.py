@@ -22,6 +22,7 @@ from ..errors import (
     SchedcError,
     SourceFile,
     Span,
+    UnitError,
     UsageError,
     did_you_mean,
 )
@@ -195,6 +196,9 @@ class _Loader:
         self.startup: tuple[Quantity, Span] | None = None
         self.done: set[Path] = set()
         self.active: list[Path] = []
+        # `set NAME = VALUE` statements, by param name: the outermost file's wins; --set wins
+        # over all of them. Applied where the imported file declares the param.
+        self.file_sets: dict[str, ast.SetParam] = {}
 
     def run(self, path: Path) -> None:
         self._module(self._read(path.resolve(), str(path), None), path.resolve(), is_main=True)
@@ -224,6 +228,7 @@ class _Loader:
 
     def _module(self, module: ast.Module, path: Path, is_main: bool) -> None:
         self.active.append(path)
+        self._register_sets(module)
         collective: Collective | None = None
         env = Env(self.names)
         for stmt in module.body:
@@ -231,6 +236,8 @@ class _Loader:
                 self._import(stmt, path)
             elif isinstance(stmt, ast.ParamDecl):
                 self._param(stmt, env)
+            elif isinstance(stmt, ast.SetParam):
+                self._check_set(stmt)
             elif isinstance(stmt, ast.Let):
                 self.names.define(stmt.name, evaluate(stmt.value, env), stmt.span)
             elif isinstance(stmt, ast.Topology):
@@ -253,10 +260,54 @@ class _Loader:
 
     # ---- declarations
 
+    def _register_sets(self, module: ast.Module) -> None:
+        """A file's `set` statements, before its imports declare the params they re-value."""
+        own: dict[str, ast.SetParam] = {}
+        for stmt in module.body:
+            if not isinstance(stmt, ast.SetParam):
+                continue
+            if stmt.name in own:
+                raise ElaborationError(f"'{stmt.name}' is set twice (first at {own[stmt.name].span})",
+                                       stmt.span)
+            declared = self.params.get(stmt.name)
+            if declared is not None:
+                raise ElaborationError(f"cannot set '{stmt.name}' here: it was declared at "
+                                       f"{declared.span} before this file was read; set it in the "
+                                       "first file that imports it", stmt.span)
+            own[stmt.name] = stmt
+            self.file_sets.setdefault(stmt.name, stmt)
+
+    def _check_set(self, stmt: ast.SetParam) -> None:
+        """`set` re-values a param that an import before it declared (its value is applied
+        where the param is declared)."""
+        declared = self.params.get(stmt.name)
+        if declared is None:
+            known = list(self.params)
+            raise ElaborationError(f"set {stmt.name}: no param named '{stmt.name}' is declared by "
+                                   "the files imported before this line"
+                                   + did_you_mean(stmt.name, known, "params"), stmt.span)
+
     def _param(self, stmt: ast.ParamDecl, env: Env) -> None:
+        earlier = self.params.get(stmt.name)
+        if earlier is not None and earlier.span.source is not stmt.span.source:
+            raise ElaborationError(f"'{stmt.name}' is already defined at {earlier.span}", stmt.span,
+                                   (f"to give an imported param a new value, write 'set "
+                                    f"{stmt.name} = {source_of(stmt.value)}'",))
         self.names.check_free(stmt.name, stmt.span)
         value = self._constant(stmt.value, env, "a param's value")
         dim = value.dim if isinstance(value, Quantity) else DIMENSIONLESS
+        revalue = self.file_sets.get(stmt.name)
+        if revalue is not None:
+            if revalue.span.source is stmt.span.source:
+                raise ElaborationError(f"'{stmt.name}' is declared in this file, at {stmt.span}; "
+                                       "give it its value there (set re-values an imported param)",
+                                       revalue.span)
+            new = self._constant(revalue.value, Env(self.names), f"set {stmt.name}")
+            new_dim = new.dim if isinstance(new, Quantity) else DIMENSIONLESS
+            if new_dim != dim:
+                raise UnitError(f"{stmt.name} is {dim_name(dim)} (declared at {stmt.span}); the "
+                                f"value set is {dim_name(new_dim)}", revalue.value.span)
+            value = new
         override = self.overrides.get(stmt.name)
         if override is not None:
             new = self._constant(override.value, Env(self.names), f"--set {stmt.name}")
@@ -350,6 +401,14 @@ class _Loader:
             raise ElaborationError(f"'alpha' is the per-round start-up, so it must be "
                                    f"{dim_name(SECONDS)}, not {dim_name(param.dim)}", param.span)
         return param.symbol
+
+
+def source_of(expr: ast.Expr) -> str:
+    """The text of an expression on one line (for a hint)."""
+    span = expr.span
+    if span.line != span.end_line:
+        return "..."
+    return span.source.line(span.line)[span.col - 1:span.end_col - 1]
 
 
 def _exact(value) -> Fraction:

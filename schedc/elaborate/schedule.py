@@ -25,7 +25,16 @@ from ..errors import ElaborationError, LimitError, Span, did_you_mean
 from ..language import syntax as ast
 from ..limits import Limits
 from ..model.ir import Batch, Collective, LinearBytes, Round, Schedule
-from ..model.values import Devices, IntRange, NeedScalar, Quantity, Region, from_rational, kind_of
+from ..model.values import (
+    Devices,
+    Integers,
+    IntRange,
+    NeedScalar,
+    Quantity,
+    Region,
+    from_rational,
+    kind_of,
+)
 from ..units import BYTES
 from .evaluate import check_positive, evaluate, expect_device, expect_quantity
 from .lanes import Env, expand_lanes, filter_lanes, lane_array
@@ -120,15 +129,18 @@ def _iterations(stmt: ast.For | ast.ParallelFor, env: Env, ctx: ScheduleContext)
 
 
 def _values(iter_expr: ast.Expr, env: Env, value: object = None) -> list | range:
-    """What a sequential loop iterates over: a range of ints or the members of a group."""
+    """What a sequential loop iterates over: a range of ints, the members of a group, or the
+    numbers of a list."""
     value = evaluate(iter_expr, env) if value is None else value
     if isinstance(value, IntRange) and not isinstance(value.lo, np.ndarray) \
             and not isinstance(value.hi, np.ndarray):
         return range(value.lo, value.hi + 1)
     if isinstance(value, Devices) and value.rank >= 1 and not value.lanes:
         return [Devices(value.ids[k]) for k in range(len(value))]
-    raise ElaborationError(f"cannot loop over {kind_of(value)}; expected a range (lo..hi) "
-                           "or a group", iter_expr.span)
+    if isinstance(value, Integers):
+        return value.values.tolist()
+    raise ElaborationError(f"cannot loop over {kind_of(value)}; expected a range (lo..hi), "
+                           "a group or a list", iter_expr.span)
 
 
 def _bounded(values, ctx: ScheduleContext, span: Span, run) -> list:
@@ -202,9 +214,26 @@ def _call(call: ast.Call, env: Env, ctx: ScheduleContext) -> list[RoundBuffer]:
     ctx.calls.append(call)
     try:
         return _sequence(definition.body, replace(callee, local=bound), ctx)
+    except ElaborationError as exc:
+        raise _at_the_call(exc, ctx) from None
     finally:
         ctx.stack.pop()
         ctx.calls.pop()
+
+
+def _at_the_call(exc: ElaborationError, ctx: ScheduleContext) -> ElaborationError:
+    """An error inside a schedule of another file (a library's index out of range, a rank not
+    in the collective), moved to the outermost call, the line the user wrote, with notes naming
+    where it was raised and the call chain, as `error` statements are reported. Done once, by
+    the innermost call; an error in the user's own file stays where it is."""
+    user = ctx.calls[0].span
+    if getattr(exc, "at_call", False) or exc.span is None or exc.span.source is user.source:
+        return exc
+    notes = (f"raised at {exc.span} in '{ctx.stack[-1].name}'",
+             "called as " + " -> ".join(f"{c.func} ({c.span})" for c in ctx.calls), *exc.notes)
+    moved = type(exc)(exc.message, user, notes)
+    moved.at_call = True
+    return moved
 
 
 def _fail(stmt: ast.Fail, env: Env, ctx: ScheduleContext) -> None:
@@ -215,7 +244,9 @@ def _fail(stmt: ast.Fail, env: Env, ctx: ScheduleContext) -> None:
     notes = [f"raised by the 'error' at {stmt.span} in '{ctx.stack[-1].name}'"] if ctx.calls else []
     if len(ctx.calls) > 1:
         notes.append("called as " + " -> ".join(f"{c.func} ({c.span})" for c in ctx.calls))
-    raise ElaborationError(" ".join(w for w in words if w), where, tuple(notes))
+    error = ElaborationError(" ".join(w for w in words if w), where, tuple(notes))
+    error.at_call = True  # already at the user's call
+    raise error
 
 
 def _shown(value: object, ctx: ScheduleContext) -> str:

@@ -5,6 +5,7 @@ No semantics here: names are not resolved and units are not checked.
 
 from __future__ import annotations
 
+import re
 from contextvars import ContextVar
 from fractions import Fraction
 from functools import cache
@@ -22,12 +23,14 @@ from lark import (
 from lark.exceptions import VisitError
 
 from ..errors import ParseError, SourceFile, Span
+from ..units import near_units, unknown_unit
 from . import syntax as ast
 
 # What a terminal is called in an error message.
 _TERMINAL_NAMES = {
     "NAME": "a name",
     "NUMBER": "a number",
+    "PERCENT": "a percentage",
     "STRING": 'a string ("...")',
     "UNIT": "a unit",
     "_NL": "a new line",
@@ -102,6 +105,7 @@ def _parse(source: SourceFile, start: str):
         finally:
             _SOURCE.reset(token)
     except UnexpectedCharacters as exc:
+        _check_unit(source, exc.line, exc.column)
         bad = text[exc.pos_in_stream] if exc.pos_in_stream < len(text) else ""
         span = Span(source, exc.line, exc.column, exc.line, exc.column + 1)
         raise ParseError(f"unexpected character {bad!r}; expected {_expected(exc.allowed)}",
@@ -119,19 +123,42 @@ def _parse(source: SourceFile, start: str):
             span = Span(source, line, col, line, col + 1)
             found = "end of input"
         else:
+            _check_unit(source, token.line, token.column)
             span = _token_span(source, token)
             found = "new line" if token.type == "_NL" else repr(str(token))
         raise ParseError(f"unexpected {found}; expected {_expected(exc.accepts or exc.expected)}",
-                         span) from None
+                         span, _percent_note(source, span)) from None
     except VisitError as exc:  # an error raised by a transformer callback
         if isinstance(exc.orig_exc, ParseError):
             raise exc.orig_exc from None
         raise
 
 
+# A number literal, then the word where parsing failed: a unit schedc does not know.
+_NUMBER_BEFORE = re.compile(r"(?:^|[^\w.])\d+(?:\.\d+)?(?:[eE][+-]?\d+)?[ \t]*$")
+_UNIT_WORD = re.compile(r"[A-Za-z\u00b5\u03bc][A-Za-z0-9\u00b5\u03bc]*(?:[ \t]*/[ \t]*[A-Za-z]+)?")
+
+
+def _check_unit(source: SourceFile, line: int, col: int) -> None:
+    """`50 Gb/s`, `0.83 usec`: say "unknown unit" and what was meant, not "unexpected 'Gb'"."""
+    text = source.line(line)
+    word = _UNIT_WORD.match(text, col - 1)
+    if word and _NUMBER_BEFORE.search(text[:col - 1]) and near_units(word.group()):
+        raise ParseError(unknown_unit(word.group()),
+                         Span(source, line, col, line, col + len(word.group()))) from None
+
+
+def _percent_note(source: SourceFile, span: Span) -> tuple[str, ...]:
+    """`7%3`: the '%' glued to the 7 made it 7 percent."""
+    if re.search(r"\d%[ \t]*$", source.line(span.line)[:span.col - 1]):
+        return ("'%' directly after a number is percent (50%); for modulo put a space before "
+                "it (7 % 3)",)
+    return ()
+
+
 # Terminals that can start an expression; an error lists them as one item.
-_EXPRESSION_START = {"NAME", "NUMBER", "STRING", "LPAR", "LSQB", "ADD_OP", "ALL", "NONE", "NOT",
-                     "PART", "SOLVE", "TIME"}
+_EXPRESSION_START = {"NAME", "NUMBER", "PERCENT", "STRING", "LPAR", "LSQB", "ADD_OP", "ALL", "NONE",
+                     "NOT", "PART", "SOLVE", "TIME"}
 
 
 def _expected(terminals) -> str:
@@ -192,6 +219,9 @@ class _ToAst(Transformer):
 
     def param_stmt(self, c, span):
         return ast.ParamDecl(str(c[0]), c[1], span=span)
+
+    def set_stmt(self, c, span):
+        return ast.SetParam(str(c[0]), c[1], span=span)
 
     def let_stmt(self, c, span):
         return ast.Let(str(c[0]), c[1], span=span)
@@ -368,6 +398,12 @@ class _ToAst(Transformer):
 
     def number(self, c, span):
         return ast.Number(Fraction(str(c[0])), str(c[1]) if c[1] is not None else None, span=span)
+
+    def percent(self, c, span):  # `50%`: the literal and its '%' are one token
+        return ast.Number(Fraction(str(c[0])[:-1]), "%", span=span)
+
+    def conditional(self, c, span):
+        return ast.Conditional(c[1], c[0], c[2], span=span)
 
     def name(self, c, span):
         return ast.Name(str(c[0]), span=span)

@@ -124,6 +124,15 @@ class ListLit(Node):
 
 
 @dataclass(frozen=True)
+class Conditional(Node):
+    """`then if cond else orelse`."""
+
+    cond: Expr
+    then: Expr
+    orelse: Expr
+
+
+@dataclass(frozen=True)
 class AllRegion(Node):
     pass
 
@@ -162,7 +171,7 @@ class SolveOf(Node):
 
 Expr = (
     Number | Name | String | NoneLit | BinOp | UnaryOp | Compare | BoolOp | Not | Range | Index
-    | Attr | Call | ListComp | ListLit | AllRegion | Part | TimeOf | SolveOf
+    | Attr | Call | ListComp | ListLit | Conditional | AllRegion | Part | TimeOf | SolveOf
 )
 
 
@@ -331,6 +340,14 @@ class ParamDecl(Node):
 
 
 @dataclass(frozen=True)
+class SetParam(Node):
+    """`set NAME = VALUE`: a new nominal value for a param an imported file declares."""
+
+    name: str
+    value: Expr
+
+
+@dataclass(frozen=True)
 class Startup(Node):
     value: Expr
 
@@ -381,7 +398,7 @@ class ScheduleDef(Node):
 
 
 TopStmt = (
-    Import | ParamDecl | Let | Startup | Budget | Expect | Report | Topology | CollectiveDecl
+    Import | ParamDecl | SetParam | Let | Startup | Budget | Expect | Report | Topology | CollectiveDecl
     | ScheduleDef
 )
 

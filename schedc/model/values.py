@@ -78,6 +78,17 @@ class IntRange:
     hi: int | np.ndarray
 
 
+@dataclass(frozen=True, eq=False)
+class Integers:
+    """A list of integers, `[0, 2, 1, 3]` or `[2 * i for i in 0..3]`: loop over it, index it,
+    take its `len`. Entries fit in int64, so loops over it run as lanes."""
+
+    values: np.ndarray  # 1-D, int64
+
+    def __len__(self) -> int:
+        return len(self.values)
+
+
 @dataclass(frozen=True)
 class TopoRef:
     """A topology name being indexed: `node`, `node[1]`, `node[h].g` before it becomes devices."""
@@ -98,7 +109,8 @@ class NoneValue:
 
 
 Value = (
-    Number | np.ndarray | bool | Quantity | Devices | Region | IntRange | TopoRef | SharedRef | NoneValue
+    Number | np.ndarray | bool | Quantity | Devices | Region | IntRange | Integers | TopoRef | SharedRef
+    | NoneValue
 )
 
 
@@ -118,13 +130,15 @@ def kind_of(value: object) -> str:
         return "a region of the buffer"
     if isinstance(value, IntRange):
         return "a range"
+    if isinstance(value, Integers):
+        return "a list of numbers"
     if isinstance(value, TopoRef):
         return f"'{'.'.join(value.path)}' (not fully indexed)"
     if isinstance(value, SharedRef):
         return "a shared resource"
     if isinstance(value, NoneValue):
         return "none"
-    return type(value).__name__
+    return getattr(value, "kind", type(value).__name__)  # values of later stages name themselves
 
 
 def as_number(value: Number | Quantity) -> Number | None:

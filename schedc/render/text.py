@@ -124,6 +124,9 @@ def to_json(program: Program, timings: list[Timing]) -> str:
         "file": program.path,
         "alpha": str(program.alpha),
         "params": params_json(program),
+        # The host instances; empty when the machine declares none, and then every device
+        # counts as its own host in `rounds_cross_host` and `bytes_cross_host`.
+        "hosts": list(program.topology.host_names),
         "schedules": [timing_json(t, program.topology) for t in timings],
     }
     return dump_json(document)
@@ -176,10 +179,12 @@ def time_text(program: Program, timings: list[Timing]) -> str:
         ]
         if c.conditions:
             rows.append(("  valid while", ", ".join(str(r) for r in c.conditions)))
+        hosts = bool(program.topology.host_names)
         rows += [
-            ("rounds", f"{c.rounds} ({c.cross_rounds} cross-host)"),
+            ("rounds", f"{c.rounds} ({c.cross_rounds} cross-host)" if hosts else str(c.rounds)),
             ("transfers", f"{t.schedule.transfer_count:,}"),
-            ("bytes cross-host", _bytes_text(t, c.bytes_cross)),
+            ("bytes cross-host", _bytes_text(t, c.bytes_cross)) if hosts else
+            ("hosts", "none declared, so nothing is counted as crossing hosts"),
             ("bytes logical", _bytes_text(t, c.bytes_logical)),
         ]
         out.extend(f"  {label:<18}{value}" for label, value in rows)
@@ -205,6 +210,7 @@ def compare_text(program: Program, timings: list[Timing]) -> str:
     header = ("schedule", "rounds", "cross-host rounds", "cross-host bytes", "logical bytes", "time",
               "bottleneck")
     rows = [header]
+    hosts = bool(program.topology.host_names)
     for t in timings:
         c = t.cost
         bottlenecks = []
@@ -212,10 +218,13 @@ def compare_text(program: Program, timings: list[Timing]) -> str:
             name = _bottleneck_class(k, program.topology)
             if name and name not in bottlenecks:
                 bottlenecks.append(name)
-        rows.append((t.name, str(c.rounds), str(c.cross_rounds), format_bytes(t.bytes_value(c.bytes_cross)),
-                     format_bytes(t.bytes_value(c.bytes_logical)), format_seconds(t.time),
-                     ", ".join(bottlenecks) or "-"))
+        cross = (str(c.cross_rounds), format_bytes(t.bytes_value(c.bytes_cross))) if hosts \
+            else ("-", "-")
+        rows.append((t.name, str(c.rounds), *cross, format_bytes(t.bytes_value(c.bytes_logical)),
+                     format_seconds(t.time), ", ".join(bottlenecks) or "-"))
     lines = table(rows, right=range(1, len(header) - 1))
+    if not hosts:  # a flat machine: every device would count as its own host
+        lines.append("hosts: none declared, so no cross-host figures (declare 'host' blocks)")
     lines.append("")
     for t in timings:
         lines.append(f"{t.name}:")
