@@ -31,10 +31,10 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from fractions import Fraction
+from functools import lru_cache
 from math import lcm
 
 POLICIES = ("ecmp", "first")
-_ONE = Fraction(1)
 
 
 @dataclass(frozen=True)
@@ -105,12 +105,18 @@ def shortest(src: int, dst: int, next_hops: Callable[[int, int | None], list[tup
         for (node, share), hops in zip(level.items(), fanned):
             steps.append((node, tuple(h for h, _ in hops)))
             part = share * (scale // len(hops))
-            fraction = _ONE if part == den else Fraction(part, den)
+            fraction = _fraction(part, den)
             for h, v in hops:
                 shares[h] = fraction
                 following[v] = following.get(v, 0) + part
         level, left = following, left - 1
     return Route(src, dst, tuple(steps), tuple(shares.items()))
+
+
+@lru_cache(maxsize=4096)
+def _fraction(numerator: int, denominator: int) -> Fraction:
+    """Shares repeat (1/2, 1/8, ...): make each Fraction once."""
+    return Fraction(numerator, denominator)
 
 
 def pinned(src: int, dst: int, legs: tuple[tuple[int, ...], ...], devices: tuple[int, ...],

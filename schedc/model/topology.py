@@ -103,6 +103,8 @@ class Topology:
     _distances: dict[tuple[int | None, int], dict[int, int]] = field(default_factory=dict, repr=False)
     _remaining: dict[tuple[int | None, int], dict[int, int]] = field(default_factory=dict,
                                                                       repr=False)
+    _layers: dict[tuple[int | None, int], dict[int, list[int]]] = field(default_factory=dict,
+                                                                       repr=False)
     _fabrics: dict[int | None, nx.DiGraph] = field(default_factory=dict, repr=False)
     _latencies: dict[tuple[int, int], sympy.Expr] = field(default_factory=dict, repr=False)
 
@@ -148,24 +150,40 @@ class Topology:
             return pinned(src, dst, fixed.legs, fixed.devices, first)
         host = self.devices[src].host
         if host is not None and host == self.devices[dst].host:
-            found = shortest(src, dst, self._next_hops(dst), self._remaining_to(dst, host), first)
+            remaining = self._remaining_to(dst, host)
+            found = shortest(src, dst, self._next_hops(dst, host, remaining), remaining, first)
             if found is not None:
                 return found
-        found = shortest(src, dst, self._next_hops(dst), self._remaining_to(dst, None), first)
+        remaining = self._remaining_to(dst, None)
+        found = shortest(src, dst, self._next_hops(dst, None, remaining), remaining, first)
         if found is None:
             raise self._no_route(src, dst, span)
         return found
 
-    def _next_hops(self, dst: int):
+    def _next_hops(self, dst: int, scope: int | None, remaining: dict[int, int]):
         """A function: the out-links (hop, next device), in networkx's order, of a device
         `left` hops from dst that may lie on a shortest route: the links to dst for the last
-        hop, to forwarding devices before it, to any device from the source."""
+        hop, to forwarding devices before it, to any device from the source. A switch with
+        many links (a spine) looks only at the few devices `left - 1` hops from dst."""
         def next_hops(node: int, left: int | None) -> list[tuple[int, int]]:
             if left is None:
                 return self._out[node]
             if left == 1:
                 return self._links.get((node, dst), [])
-            return self._out_forwarding[node]
+            out = self._out_forwarding[node]
+            if len(out) <= 4:
+                return out
+            layers = self._layers.get((scope, dst))
+            if layers is None:
+                layers = self._layers[(scope, dst)] = {}
+                for v, hops in remaining.items():
+                    layers.setdefault(hops, []).append(v)
+            candidates = layers.get(left - 1, ())
+            if len(candidates) >= len(out):
+                return out
+            found = [hv for v in candidates for hv in self._links.get((node, v), ())]
+            # networkx's order: by neighbour in the order of its first link, then by link.
+            return sorted(found, key=lambda hv: (self._links[(node, hv[1])][0][0], hv[0]))
         return next_hops
 
     def _remaining_to(self, dst: int, scope: int | None) -> dict[int, int]:
