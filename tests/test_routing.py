@@ -141,6 +141,20 @@ def test_a_pinned_route_is_taken(tmp_path):
     assert shares(both, "z", "a") == {"z->s2": 1, "s2->a": 1}
 
 
+def test_a_pinned_route_splits_over_parallel_links(tmp_path):
+    body = "gpu a\n gpu z\n switch s\n link a <-> s bw B\n link a <-> s bw B\n link s <-> z\n" \
+           " route a -> z via s"
+    program = small(tmp_path, body)
+    v, b = symbols(program)
+    assert formula(program) == v / (2 * b)
+    assert formula(small(tmp_path, "routing first\n " + body)) == v / b
+
+
+def test_a_route_may_come_before_its_links(tmp_path):
+    body = "gpu a\n gpu z\n switch s1, s2\n route a -> z via s2\n" + DIAMOND.split("switch s2\n")[1]
+    assert shares(small(tmp_path, body), "a", "z") == {"a->s2": 1, "s2->z": 1}
+
+
 def test_pinned_routes_of_a_family(tmp_path):
     body = ("gpu g[3]\n switch s[2]\n link g[i] <-> s[j] bw B for i in 0..2 for j in 0..1\n"
             " route g[i] -> g[(i + 1) % 3] via s[i % 2] for i in 0..2")

@@ -16,11 +16,12 @@ import sympy
 from ..errors import ElaborationError, LimitError, Span, did_you_mean
 from ..language import syntax as ast
 from ..model.routing import POLICIES
-from ..model.topology import FORWARDING_KINDS, Device, Hop, PinnedRoute, Resource, Topology
+from ..model.topology import FORWARDING_KINDS, Device, Hop, Resource, Topology
 from ..model.values import Devices, NeedScalar, SharedRef, TopoRef, as_number, kind_of, take_lanes
 from ..units import BYTES, RATE, SECONDS
 from .evaluate import check_index, check_positive, evaluate, expect_device, expect_quantity
 from .lanes import Env, expand_lanes, filter_lanes, lane_array
+from .routes import pinned_routes
 
 MAX_TOPOLOGY_ITEMS = 10_000_000
 
@@ -342,49 +343,10 @@ class TopologyBuilder:
             if stmt.both_ways:
                 self.pinned.append((row[::-1], stmt.span))
 
-    def _pinned_routes(self) -> dict[tuple[int, int], PinnedRoute]:
-        """Every pinned route checked against the declared links: each hop a link in its
-        direction, every device between the ends one that forwards, no device twice."""
-        links: dict[tuple[int, int], list[int]] = {}
-        for index, hop in enumerate(self.hops):
-            links.setdefault((hop.src, hop.dst), []).append(index)
-        found: dict[tuple[int, int], PinnedRoute] = {}
-        for devices, span in self.pinned:
-            names = [self.devices[d].name for d in devices]
-            route = f"the route {names[0]} -> {names[-1]}"
-            if devices[0] == devices[-1]:
-                raise ElaborationError(f"a route from {names[0]} to itself", span)
-            if len(set(devices)) != len(devices):
-                again = next(n for n in names if names.count(n) > 1)
-                raise ElaborationError(f"{route} passes {again} twice", span)
-            for d in devices[1:-1]:
-                if not self.devices[d].forwards:
-                    raise ElaborationError(
-                        f"{route} passes {self.devices[d].name}, which does not forward traffic",
-                        span, ("GPUs are endpoints unless declared with `forwards`",))
-            legs = []
-            for a, b in zip(devices, devices[1:]):
-                hops = links.get((a, b))
-                if not hops:
-                    linked = sorted({self.devices[h.dst].name for h in self.hops if h.src == a})
-                    notes = [f"{self.devices[a].name} is linked to: {', '.join(linked) or 'nothing'}"]
-                    if len(devices) == 2:
-                        notes.append("a route without `via` is a single link; name the devices "
-                                     "between the ends with `via`")
-                    raise ElaborationError(f"{route}: no link from {self.devices[a].name} to "
-                                           f"{self.devices[b].name}", span, tuple(notes))
-                legs.append(tuple(hops))
-            pin = PinnedRoute(devices, tuple(legs), span)
-            earlier = found.setdefault((devices[0], devices[-1]), pin)
-            if earlier.devices != devices:
-                raise ElaborationError(f"{route} is pinned twice, differently (first at "
-                                       f"{earlier.span})", span)
-        return found
-
     def build(self) -> Topology:
         policy = self.policy[0] if self.policy else "ecmp"
         return Topology(self.devices, self.resources, self.hops, self.host_names, policy,
-                        self._pinned_routes())
+                        pinned_routes(self.devices, self.hops, self.pinned))
 
 
 def _count(value: object, span: Span) -> int:
