@@ -39,7 +39,7 @@ def test_json_schema(document):
         assert set(s) == SCHEDULE_KEYS
         for c in s["round_classes"]:
             assert set(c) == {"count", "time_s", "formula", "regime_formula", "bottleneck",
-                              "bottleneck_resources"}
+                              "bottleneck_resources", "tied_bottlenecks"}
     assert document["params"]["V"] == {"value": 192 * MiB, "unit": "B", "text": "192 MiB"}
 
 

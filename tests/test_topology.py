@@ -65,8 +65,9 @@ def test_gpus_do_not_forward_unless_declared(tmp_path):
 
 
 def test_equal_routes_take_the_first_declared_link(tmp_path):
-    body = "gpu a\n gpu z\n switch s2\n switch s1\n link a <-> s2 bw B\n link a <-> s1 bw B\n" \
-           " link s1 <-> z bw B\n link s2 <-> z bw B"
+    # Under `routing first`; the default splits over both (tests/test_routing.py).
+    body = "routing first\n gpu a\n gpu z\n switch s2\n switch s1\n link a <-> s2 bw B\n" \
+           " link a <-> s1 bw B\n link s1 <-> z bw B\n link s2 <-> z bw B"
     program = compile_text(tmp_path, body, "a, z", "copy all from a to z")
     assert route(program, "a", "z") == "a -> s2 -> z"
     swapped = body.replace(" link a <-> s2 bw B\n link a <-> s1 bw B", " link a <-> s1 bw B\n link a <-> s2 bw B")

@@ -36,15 +36,19 @@ def verified_timings(session, names: list[str], no_verify: bool) -> list:
 
 
 @click.command()
-@click.argument("stage", type=click.Choice(("ast", "ir", "loads", "formula")))
+@click.argument("stage", type=click.Choice(("ast", "ir", "loads", "formula", "routes")))
 @click.argument("file", type=click.Path(dir_okay=True, path_type=Path))
 @schedule_option
 @set_option
 @limit_options
-def emit(stage: str, file: Path, schedules, sets, limits) -> int:
-    """Dump one pipeline stage: ast, ir, loads or formula."""
-    from ..errors import ParseError, SourceFile
+@click.option("--pair", nargs=2, metavar="A B", default=None,
+              help="routes: only the route from device A to device B (names as in the topology).")
+def emit(stage: str, file: Path, schedules, sets, limits, pair) -> int:
+    """Dump one pipeline stage: ast, ir, loads, formula, or the routes each schedule uses."""
+    from ..errors import ParseError, SourceFile, UsageError
     from ..render import emit as dumps
+    if pair and stage != "routes":
+        raise UsageError("--pair goes with `emit routes`")
     if stage == "ast":
         from ..language.parser import parse_module
         try:
@@ -56,8 +60,16 @@ def emit(stage: str, file: Path, schedules, sets, limits) -> int:
     from ..session import Session
     session = Session.open(file, sets, limits)
     program, out = session.program, []
+    topology = program.topology
+    if pair:
+        a, b = (_device_named(topology, name) for name in pair)
+        click.echo(dumps.emit_routes(topology, None, [(a, b, None)]), nl=False)
+        return EXIT_OK
     for name in session.selected(schedules):
-        if stage == "ir":
+        if stage == "routes":
+            pairs = dumps.schedule_pairs(session.schedule(name), len(topology.devices))
+            out.append(dumps.emit_routes(topology, name, pairs))
+        elif stage == "ir":
             out.append(dumps.emit_ir(program, session.schedule(name)))
         elif stage == "loads":
             out.append(dumps.emit_loads(program, session.schedule(name), session.loads(name)))
@@ -65,6 +77,14 @@ def emit(stage: str, file: Path, schedules, sets, limits) -> int:
             out.append(dumps.emit_formula(session.timing(name)))
     click.echo("".join(out), nl=False)
     return EXIT_OK
+
+
+def _device_named(topology, name: str) -> int:
+    from ..errors import UsageError, did_you_mean
+    names = [d.name for d in topology.devices]
+    if name not in names:
+        raise UsageError(f"--pair: no device '{name}' in the topology" + did_you_mean(name, names))
+    return names.index(name)
 
 
 @click.command()

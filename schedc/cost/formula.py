@@ -51,6 +51,7 @@ class RoundClass:
     dominant: int | None  # index of the term that dominates at the nominal point
     regime_time: sympy.Expr  # start-up + dominant term, every Min/Max resolved at the nominal point
     window_limited: bool = False  # the dominant term's bandwidth is window/latency
+    tied: tuple[int, ...] = ()  # the other terms exactly as large as the dominant one, nominally
 
     @property
     def time(self) -> sympy.Expr:
@@ -99,7 +100,8 @@ def cost(loads: Loads, topology: Topology, alpha: sympy.Expr,
         limited = dominant is not None and any(
             topology.resources[r].window_limited(nominal) for r in terms[dominant].resources)
         classes.append(RoundClass(count, int(shape_first[first_shape]), startup, terms, dominant,
-                                  resolve(regime, nominal, conditions), limited))
+                                  resolve(regime, nominal, conditions), limited,
+                                  _tied(terms, dominant, nominal)))
         _dominance(terms, dominant, nominal, conditions)
     classes.sort(key=lambda c: c.first)
     formula = sympy.Add(*[c.count * c.time for c in classes])
@@ -147,6 +149,15 @@ def _irredundant(terms: list[Term]) -> tuple[Term, ...]:
             continue
         kept = [k for k, r in zip(kept, ratios) if not (r.is_number and r > 1)] + [term]
     return tuple(kept)
+
+
+def _tied(terms: tuple[Term, ...], dominant: int | None, nominal: dict) -> tuple[int, ...]:
+    """The terms other than the dominant one with exactly its value at the nominal point (a
+    NIC and an uplink both saturated, say): every one of them is a bottleneck of the class."""
+    if dominant is None or len(terms) == 1:
+        return ()
+    best = terms[dominant].expr.xreplace(nominal)
+    return tuple(k for k, t in enumerate(terms) if k != dominant and t.expr.xreplace(nominal) == best)
 
 
 def _pareto(vectors: set[tuple]) -> list[tuple]:

@@ -4,7 +4,9 @@ Rounds that move the same bytes between the same pairs (a ring's 2(k-1) rounds d
 in *which* part moves) have the same loads, so each distinct round *shape* is lowered once.
 Every distinct (source, destination) pair is routed once; transfers are expanded along their
 routes and summed per (shape, resource) with NumPy. Bytes are integer numerators over one
-denominator per size symbol, so 1/16 of V stays exactly 1/16 of V. When the machine declares
+denominator per size symbol, so 1/16 of V stays exactly 1/16 of V. A route that splits over
+several paths (equal-cost multipath) is a list of (resource, share) entries: shares are
+integers over one common denominator, which the size symbols' denominators take on. When the machine declares
 latencies, each shape also records the largest route latency among its transfers.
 """
 
@@ -86,14 +88,24 @@ def lower(schedule: Schedule, topology: Topology) -> Loads:
     routes = [topology.route_resources(int(p // n), int(p % n), batches[batch_of[f]][1].span)
               for p, f in zip(pairs, first)]
     route_len = np.array([len(r) for r in routes], dtype=np.int64)
-    route_flat = np.array([x for r in routes for x in r], dtype=np.int64)
+    route_flat = np.array([x for r in routes for x, _ in r], dtype=np.int64)
+    scale = lcm(*[share.denominator for r in routes for _, share in r])
     per_transfer = route_len[inverse]
     transfer_of = np.repeat(np.arange(len(src)), per_transfer)
     starts = np.repeat((np.cumsum(route_len) - route_len)[inverse] - (np.cumsum(per_transfer) - per_transfer),
                        per_transfer)
-    entry_resource = route_flat[starts + np.arange(len(transfer_of))]
+    entry = starts + np.arange(len(transfer_of))
+    entry_resource = route_flat[entry]
+    entry_weights = weights[transfer_of]
+    if scale > 1:  # shares: integers over `scale`, which the bytes' denominators take on
+        if dtype is not object and largest * per_round * 4 * scale >= _INT64_SAFE:
+            entry_weights = entry_weights.astype(object)
+        route_share = np.array([share.numerator * (scale // share.denominator)
+                                for r in routes for _, share in r],
+                               dtype=entry_weights.dtype)
+        entry_weights = entry_weights * route_share[entry][:, None]
     shapes, resources, amounts = _sum_per_key(shape_of_transfer[transfer_of], entry_resource,
-                                              weights[transfer_of], len(topology.resources))
+                                              entry_weights, len(topology.resources))
 
     cross = topology.host_key[src] != topology.host_key[dst]
     shape_cross = np.zeros(len(representatives), dtype=bool)
@@ -101,8 +113,8 @@ def lower(schedule: Schedule, topology: Topology) -> Loads:
     repeats = np.bincount(shape_of, minlength=len(representatives))[shape_of_transfer]
     latency = _shape_latency(topology, pairs, [batches[batch_of[f]][1].span for f in first],
                              inverse.reshape(-1), shape_of_transfer, len(representatives))
-    return Loads(basis, denominators, shape_of, shapes, resources, amounts, shape_cross,
-                 _total(basis, denominators, weights, repeats * cross),
+    return Loads(basis, tuple(d * scale for d in denominators), shape_of, shapes, resources,
+                 amounts, shape_cross, _total(basis, denominators, weights, repeats * cross),
                  _total(basis, denominators, weights, repeats), latency)
 
 

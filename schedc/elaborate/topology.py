@@ -13,13 +13,15 @@ from functools import partial
 import numpy as np
 import sympy
 
-from ..errors import ElaborationError, LimitError, Span
+from ..errors import ElaborationError, LimitError, Span, did_you_mean
 from ..language import syntax as ast
+from ..model.routing import POLICIES
 from ..model.topology import FORWARDING_KINDS, Device, Hop, Resource, Topology
 from ..model.values import Devices, NeedScalar, SharedRef, TopoRef, as_number, kind_of, take_lanes
 from ..units import BYTES, RATE, SECONDS
 from .evaluate import check_index, check_positive, evaluate, expect_device, expect_quantity
 from .lanes import Env, expand_lanes, filter_lanes, lane_array
+from .routes import pinned_routes
 
 MAX_TOPOLOGY_ITEMS = 10_000_000
 
@@ -124,6 +126,8 @@ class TopologyBuilder:
         self.host_names: list[str] = []
         self.shared: list[tuple[int, int]] = []  # (forward, reverse) resource ids
         self.links = 0
+        self.policy: tuple[str, Span] | None = None  # a `routing` statement's policy
+        self.pinned: list[tuple[tuple[int, ...], Span]] = []  # `route` statements' devices
         self.positive: set[tuple[sympy.Expr, bool]] = set()  # (expr, zero_ok) already checked
 
     # ---- declarations
@@ -151,6 +155,10 @@ class TopologyBuilder:
                 env = self._local(env, stmt.name.name, prefix, host)
             elif isinstance(stmt, ast.LinkDecl):
                 self._link(stmt, env)
+            elif isinstance(stmt, ast.RoutingPolicy):
+                self._routing(stmt, prefix)
+            elif isinstance(stmt, ast.RouteDecl):
+                self._route(stmt, env)
 
     def _local(self, env: Env, name: str, prefix: tuple[str, ...], host) -> Env:
         """Inside a host body, members are visible by their short names."""
@@ -246,11 +254,7 @@ class TopologyBuilder:
     # ---- links
 
     def _link(self, stmt: ast.LinkDecl, env: Env) -> None:
-        lanes = replace(env, lanes=1)
-        for clause in stmt.clauses:
-            lanes = expand_lanes(lanes, clause.var, evaluate(clause.iter, lanes), clause.iter.span)
-            if clause.cond is not None:
-                lanes = filter_lanes(lanes, evaluate(clause.cond, lanes), clause.cond.span)
+        lanes = _clause_lanes(stmt.clauses, env)
         if stmt.attrs.half and not stmt.both_ways:
             raise ElaborationError("'half' makes both directions of a link share one resource; a "
                                    "one-way link (->) has one direction", stmt.span)
@@ -265,8 +269,7 @@ class TopologyBuilder:
                 self._add_link(stmt, int(a), int(b), attrs)
         except NeedScalar:
             for k in range(lanes.lanes):
-                one = replace(lanes, local={n: _scalar(take_lanes(v, np.array([k])))
-                                            for n, v in lanes.local.items()}, lanes=None)
+                one = _one_lane(lanes, k)
                 a, b = (int(expect_device(evaluate(e, one), e.span, "a link end").ids)
                         for e in (stmt.a, stmt.b))
                 self._add_link(stmt, a, b, self._attributes(stmt, one))
@@ -305,8 +308,45 @@ class TopologyBuilder:
             self.hops.append(Hop(b, a, (backward, *(r for _, r in attrs.via)), stmt.span))
         self.links += 1
 
+    # ---- routing
+
+    def _routing(self, stmt: ast.RoutingPolicy, prefix: tuple[str, ...]) -> None:
+        if stmt.policy not in POLICIES:
+            raise ElaborationError(f"unknown routing policy '{stmt.policy}'"
+                                   + did_you_mean(stmt.policy, list(POLICIES), "policies"), stmt.span)
+        if prefix:
+            raise ElaborationError("`routing` applies to the whole machine; state it outside "
+                                   "host bodies", stmt.span)
+        if self.policy is not None and self.policy[0] != stmt.policy:
+            raise ElaborationError(f"routing is already '{self.policy[0]}' (at {self.policy[1]})",
+                                   stmt.span)
+        self.policy = (stmt.policy, stmt.span)
+
+    def _route(self, stmt: ast.RouteDecl, env: Env) -> None:
+        """A pinned route, one per lane of its `for` clauses; checked against the links in
+        `build`, once every topology block has declared its links."""
+        lanes = _clause_lanes(stmt.clauses, env)
+        exprs = (stmt.a, *stmt.via, stmt.b)
+        what = "a device of a route"
+        if len(self.pinned) + lanes.lanes > MAX_TOPOLOGY_ITEMS:
+            raise LimitError(f"the topology would have more than {MAX_TOPOLOGY_ITEMS:,} routes",
+                             stmt.span)
+        try:
+            columns = [lane_array(expect_device(evaluate(e, lanes), e.span, what).ids, lanes.lanes)
+                       for e in exprs]
+            rows = [tuple(int(x) for x in row) for row in zip(*columns)]
+        except NeedScalar:
+            rows = [tuple(int(expect_device(evaluate(e, one), e.span, what).ids) for e in exprs)
+                    for one in (_one_lane(lanes, k) for k in range(lanes.lanes))]
+        for row in rows:
+            self.pinned.append((row, stmt.span))
+            if stmt.both_ways:
+                self.pinned.append((row[::-1], stmt.span))
+
     def build(self) -> Topology:
-        return Topology(self.devices, self.resources, self.hops, self.host_names)
+        policy = self.policy[0] if self.policy else "ecmp"
+        return Topology(self.devices, self.resources, self.hops, self.host_names, policy,
+                        pinned_routes(self.devices, self.hops, self.pinned))
 
 
 def _count(value: object, span: Span) -> int:
@@ -314,6 +354,22 @@ def _count(value: object, span: Span) -> int:
     if not isinstance(number, int) or number < 0:
         raise ElaborationError("a family size must be a non-negative integer", span)
     return number
+
+
+def _clause_lanes(clauses: tuple[ast.CompFor, ...], env: Env) -> Env:
+    """One lane per iteration of a statement's trailing `for ... [if ...]` clauses."""
+    lanes = replace(env, lanes=1)
+    for clause in clauses:
+        lanes = expand_lanes(lanes, clause.var, evaluate(clause.iter, lanes), clause.iter.span)
+        if clause.cond is not None:
+            lanes = filter_lanes(lanes, evaluate(clause.cond, lanes), clause.cond.span)
+    return lanes
+
+
+def _one_lane(lanes: Env, k: int) -> Env:
+    """Lane k of an environment, as scalar values."""
+    return replace(lanes, local={n: _scalar(take_lanes(v, np.array([k])))
+                                 for n, v in lanes.local.items()}, lanes=None)
 
 
 def _scalar(value: object) -> object:

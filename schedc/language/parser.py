@@ -287,6 +287,16 @@ class _ToAst(Transformer):
         clauses = tuple(x for x in rest if isinstance(x, ast.CompFor))
         return ast.LinkDecl(a, b, str(direction) == "<->", attrs, clauses, span=span)
 
+    def routing_policy(self, c, span):
+        return ast.RoutingPolicy(str(c[0]), span=span)
+
+    def route_decl(self, c, span):
+        a, direction, b, via, *clauses = c
+        return ast.RouteDecl(a, b, str(direction) == "<->", via or (), tuple(clauses), span=span)
+
+    def route_via(self, c, span):
+        return tuple(c)
+
     def shared_decl(self, c, span):
         return ast.SharedDecl(c[0], _link_attrs(c[1:]), span=span)
 

@@ -322,7 +322,25 @@ class SharedDecl(Node):
     attrs: LinkAttrs
 
 
-TopoStmt = DeviceDecl | HostDecl | LinkDecl | SharedDecl | Let
+@dataclass(frozen=True)
+class RoutingPolicy(Node):
+    """`routing ecmp` or `routing first`: how bytes split over equally short routes."""
+
+    policy: str
+
+
+@dataclass(frozen=True)
+class RouteDecl(Node):
+    """`route A -> B via X, Y`: the route of a pair, pinned (`<->`: both ways)."""
+
+    a: Expr
+    b: Expr
+    both_ways: bool
+    via: tuple[Expr, ...]
+    clauses: tuple[CompFor, ...] = ()
+
+
+TopoStmt = DeviceDecl | HostDecl | LinkDecl | SharedDecl | Let | RoutingPolicy | RouteDecl
 
 
 # ---- top level ------------------------------------------------------------------------------

@@ -10,22 +10,23 @@ Latency and windows (seed §5). A resource may have a `latency` (seconds) and a 
 resources each hop crosses. A window caps the rate by Little's law: at most `window` bytes
 are in flight, each for `latency`, so the effective bandwidth is min(B, window/latency).
 
-Routing. A transfer takes a route with the fewest links. GPUs are endpoints: a route never
-passes through one unless it is declared `forwards`; switches and NICs forward. When several
-routes are equally short, the route is built from the source onward, each step taking the
-first-declared link that still lies on a shortest route. Routes are computed once per
-(source, destination) pair and cached.
+Routing (`schedc.model.routing` has the rules): pinned routes first, then routes inside
+the host for two devices of one host, then the fewest links, and among equally short routes
+an even split hop by hop (ECMP), or under `routing first` the first-declared link at each
+step. Routes are computed once per (source, destination) pair and cached.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from fractions import Fraction
 
 import networkx as nx
 import numpy as np
 import sympy
 
 from ..errors import Span, TopologyError
+from .routing import Route, pinned, shortest
 
 FORWARDING_KINDS = ("switch", "nic")
 
@@ -79,16 +80,32 @@ class Hop:
     span: Span = field(compare=False, repr=False)  # the link's declaration
 
 
+@dataclass(frozen=True)
+class PinnedRoute:
+    """A `route` statement's route: its devices, source and destination included, and the
+    parallel hops joining each device to the next."""
+
+    devices: tuple[int, ...]
+    legs: tuple[tuple[int, ...], ...]
+    span: Span = field(compare=False, repr=False)
+
+
 @dataclass(eq=False)
 class Topology:
     devices: list[Device]
     resources: list[Resource]
     hops: list[Hop]
     host_names: list[str]
+    policy: str = "ecmp"  # ecmp | first (see schedc.model.routing)
+    pinned: dict[tuple[int, int], PinnedRoute] = field(default_factory=dict)
     graph: nx.MultiDiGraph = field(init=False, repr=False)
-    _routes: dict[tuple[int, int], tuple[int, ...]] = field(default_factory=dict, repr=False)
-    _distances: dict[int, dict[int, int]] = field(default_factory=dict, repr=False)
-    _entries: dict[int, list[dict[int, int]]] = field(default_factory=dict, repr=False)
+    _routes: dict[tuple[int, int], Route] = field(default_factory=dict, repr=False)
+    _distances: dict[tuple[int | None, int], dict[int, int]] = field(default_factory=dict, repr=False)
+    _remaining: dict[tuple[int | None, int], dict[int, int]] = field(default_factory=dict,
+                                                                      repr=False)
+    _layers: dict[tuple[int | None, int], dict[int, list[int]]] = field(default_factory=dict,
+                                                                       repr=False)
+    _fabrics: dict[int | None, nx.DiGraph] = field(default_factory=dict, repr=False)
     _latencies: dict[tuple[int, int], sympy.Expr] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
@@ -97,7 +114,18 @@ class Topology:
         for index, hop in enumerate(self.hops):
             self.graph.add_edge(hop.src, hop.dst, key=index)
         self.forwarding = {d.id for d in self.devices if d.forwards}
-        self._fabric = self.graph.subgraph(self.forwarding).reverse(copy=True)
+        # Out-links per device, as networkx lists them: by neighbour in the order of its
+        # first link, then in declaration order (the order `routing first` picks from).
+        by_neighbour: list[dict[int, list[int]]] = [{} for _ in self.devices]
+        for index, hop in enumerate(self.hops):
+            by_neighbour[hop.src].setdefault(hop.dst, []).append(index)
+        self._out = [[(index, v) for v, indices in n.items() for index in indices]
+                     for n in by_neighbour]
+        self._out_forwarding = [[(index, v) for index, v in out if v in self.forwarding]
+                                for out in self._out]
+        self._links = {(u, v): [(index, v) for index in indices]
+                       for u, n in enumerate(by_neighbour) for v, indices in n.items()}
+        self._fabrics[None] = self.graph.subgraph(self.forwarding).reverse(copy=True)
         # A device outside every host counts as a host of its own for "cross-host".
         self.host_key = np.array([d.host if d.host is not None else -1 - d.id for d in self.devices],
                                  dtype=np.int64)
@@ -105,55 +133,92 @@ class Topology:
 
     # ---- routing
 
-    def route(self, src: int, dst: int, span: Span) -> tuple[int, ...]:
-        """The hops (indices into `hops`) of the route from src to dst."""
+    def route(self, src: int, dst: int, span: Span | None) -> Route:
+        """The route from src to dst: its hops and their shares of the bytes."""
         key = (src, dst)
         cached = self._routes.get(key)
         if cached is None:
             cached = self._routes[key] = self._find_route(src, dst, span)
         return cached
 
-    def _find_route(self, src: int, dst: int, span: Span) -> tuple[int, ...]:
+    def _find_route(self, src: int, dst: int, span: Span | None) -> Route:
         if src == dst:
             raise TopologyError(f"a transfer from {self.devices[src].name} to itself", span)
-        remaining = self._remaining_to(dst)
-        steps = [r for v in self.graph.successors(src) if (r := remaining(v)) is not None]
-        if not steps:
-            raise self._no_route(src, dst, span)
-        left = min(steps) + 1
-        node, route = src, []
-        while node != dst:
-            for _, v, index in self.graph.out_edges(node, keys=True):
-                if remaining(v) == left - 1:
-                    route.append(index)
-                    node, left = v, left - 1
-                    break
-        return tuple(route)
-
-    def _remaining_to(self, dst: int):
-        """A function: hops from a device to dst, passing through forwarding devices only."""
-        tables = self._entries.get(dst)
-        if tables is None:
-            entries = sorted({u for u in self.graph.predecessors(dst) if u in self.forwarding})
-            tables = self._entries[dst] = [self._hops_to(e) for e in entries]
-
-        def remaining(node: int) -> int | None:
-            if node == dst:
-                return 0
-            if node not in self.forwarding:
-                return None
-            return min((t[node] + 1 for t in tables if node in t), default=None)
-
-        return remaining
-
-    def _hops_to(self, target: int) -> dict[int, int]:
-        """Hops from every forwarding device to the forwarding device `target`, cached."""
-        found = self._distances.get(target)
+        first = self.policy == "first"
+        fixed = self.pinned.get((src, dst))
+        if fixed is not None:
+            return pinned(src, dst, fixed.legs, fixed.devices, first)
+        host = self.devices[src].host
+        if host is not None and host == self.devices[dst].host:
+            remaining = self._remaining_to(dst, host)
+            found = shortest(src, dst, self._next_hops(dst, host, remaining), remaining, first)
+            if found is not None:
+                return found
+        remaining = self._remaining_to(dst, None)
+        found = shortest(src, dst, self._next_hops(dst, None, remaining), remaining, first)
         if found is None:
-            found = self._distances[target] = nx.single_source_shortest_path_length(self._fabric, target)
+            raise self._no_route(src, dst, span)
         return found
 
-    def _no_route(self, src: int, dst: int, span: Span) -> TopologyError:
+    def _next_hops(self, dst: int, scope: int | None, remaining: dict[int, int]):
+        """A function: the out-links (hop, next device), in networkx's order, of a device
+        `left` hops from dst that may lie on a shortest route: the links to dst for the last
+        hop, to forwarding devices before it, to any device from the source. A switch with
+        many links (a spine) looks only at the few devices `left - 1` hops from dst."""
+        def next_hops(node: int, left: int | None) -> list[tuple[int, int]]:
+            if left is None:
+                return self._out[node]
+            if left == 1:
+                return self._links.get((node, dst), [])
+            out = self._out_forwarding[node]
+            if len(out) <= 4:
+                return out
+            layers = self._layers.get((scope, dst))
+            if layers is None:
+                layers = self._layers[(scope, dst)] = {}
+                for v, hops in remaining.items():
+                    layers.setdefault(hops, []).append(v)
+            candidates = layers.get(left - 1, ())
+            if len(candidates) >= len(out):
+                return out
+            found = [hv for v in candidates for hv in self._links.get((node, v), ())]
+            # networkx's order: by neighbour in the order of its first link, then by link.
+            return sorted(found, key=lambda hv: (self._links[(node, hv[1])][0][0], hv[0]))
+        return next_hops
+
+    def _remaining_to(self, dst: int, scope: int | None) -> dict[int, int]:
+        """Hops to dst from dst and from every forwarding device (of the host `scope`, if
+        one is given) that reaches it through forwarding devices only; cached."""
+        found = self._remaining.get((scope, dst))
+        if found is None:
+            fabric = self._fabric(scope)
+            found = {}
+            for entry in sorted({u for u in self.graph.predecessors(dst) if u in fabric}):
+                for node, hops in self._hops_to(entry, scope).items():
+                    if hops + 1 < found.get(node, hops + 2):
+                        found[node] = hops + 1
+            found[dst] = 0
+            self._remaining[(scope, dst)] = found
+        return found
+
+    def _fabric(self, scope: int | None) -> nx.DiGraph:
+        """The forwarding devices (of one host, for a host scope), links reversed."""
+        found = self._fabrics.get(scope)
+        if found is None:
+            members = [d for d in self.forwarding if self.devices[d].host == scope]
+            found = self._fabrics[scope] = self._fabrics[None].subgraph(members).copy()
+        return found
+
+    def _hops_to(self, target: int, scope: int | None) -> dict[int, int]:
+        """Hops from every forwarding device (of the scope) to the forwarding device
+        `target`, cached."""
+        found = self._distances.get((scope, target))
+        if found is None:
+            found = self._distances[(scope, target)] = nx.single_source_shortest_path_length(
+                self._fabric(scope), target)
+        return found
+
+    def _no_route(self, src: int, dst: int, span: Span | None) -> TopologyError:
         a, b = self.devices[src], self.devices[dst]
         neighbours = sorted({self.devices[v].name for v in self.graph.successors(src)})
         notes = [f"{a.name} is linked to: {', '.join(neighbours) if neighbours else 'nothing'}"]
@@ -162,23 +227,51 @@ class Topology:
             notes.append("GPUs do not forward traffic unless declared with `forwards`")
         return TopologyError(f"no route from {a.name} to {b.name}", span, tuple(notes))
 
-    def route_resources(self, src: int, dst: int, span: Span) -> tuple[int, ...]:
-        """The resources with a bandwidth that a transfer from src to dst loads, in route order."""
-        return tuple(r for hop in self.route(src, dst, span) for r in self.hops[hop].resources
-                     if self.resources[r].effective_bandwidth is not None)
+    def route_resources(self, src: int, dst: int, span: Span | None) -> tuple[tuple[int, Fraction], ...]:
+        """The resources with a bandwidth that a transfer from src to dst loads, each with the
+        share of the transfer's bytes it carries (a resource crossed twice counts twice), in
+        the order the route first reaches them."""
+        shares: dict[int, Fraction] = {}
+        for hop, share in self.route(src, dst, span).shares:
+            for r in self.hops[hop].resources:
+                if self.resources[r].effective_bandwidth is not None:
+                    shares[r] = shares[r] + share if r in shares else share
+        return tuple(shares.items())
 
-    def route_latency(self, src: int, dst: int, span: Span) -> sympy.Expr:
+    def route_latency(self, src: int, dst: int, span: Span | None) -> sympy.Expr:
         """The latency of the route from src to dst: Σ over its hops of their resources'
-        latencies (0 where none is declared)."""
+        latencies (0 where none is declared); over several paths, the largest, since the
+        transfer ends when its slowest share arrives."""
         key = (src, dst)
         found = self._latencies.get(key)
         if found is None:
-            found = self._latencies[key] = sympy.Add(*[
-                self.resources[r].latency for hop in self.route(src, dst, span)
-                for r in self.hops[hop].resources if self.resources[r].latency is not None])
+            route = self.route(src, dst, span)
+            after: dict[int, sympy.Expr] = {dst: sympy.Integer(0)}
+            for node, hops in reversed(route.steps):
+                after[node] = sympy.Max(*[self._hop_latency(h) + after[self.hops[h].dst]
+                                          for h in hops])
+            found = self._latencies[key] = after[src]
         return found
 
-    def describe_route(self, src: int, dst: int, span: Span) -> str:
-        names = [self.devices[src].name] + [self.devices[self.hops[h].dst].name
-                                            for h in self.route(src, dst, span)]
-        return " -> ".join(names)
+    def _hop_latency(self, hop: int) -> sympy.Expr:
+        return sympy.Add(*[self.resources[r].latency for r in self.hops[hop].resources
+                           if self.resources[r].latency is not None])
+
+    def route_paths(self, src: int, dst: int, span: Span | None):
+        """The route's paths, each as device names from src to dst, with its share."""
+        route = self.route(src, dst, span)
+        for hops, share in route.paths(self._hop_dst):
+            yield [self.devices[src].name] + [self.devices[self.hops[h].dst].name for h in hops], share
+
+    def _hop_dst(self, hop: int) -> int:
+        return self.hops[hop].dst
+
+    def path_count(self, src: int, dst: int, span: Span | None) -> int:
+        return self.route(src, dst, span).path_count(self._hop_dst)
+
+    def describe_route(self, src: int, dst: int, span: Span | None) -> str:
+        """`a -> s -> b` for one path; `a -> s1 -> b (1/2); a -> s2 -> b (1/2)` for several."""
+        paths = list(self.route_paths(src, dst, span))
+        if len(paths) == 1:
+            return " -> ".join(paths[0][0])
+        return "; ".join(f"{' -> '.join(names)} ({share})" for names, share in paths)

@@ -1,14 +1,20 @@
-"""Dumps of each pipeline stage, for `schedc emit ast|ir|loads|formula` and golden tests."""
+"""Dumps of each pipeline stage, for `schedc emit ast|ir|loads|formula|routes` and golden tests."""
 
 from __future__ import annotations
+
+from itertools import islice
+
+import numpy as np
 
 from ..cost.lower import Loads
 from ..cost.timing import Timing
 from ..elaborate.program import Program
+from ..errors import Span
 from ..language.syntax import Module, dump
 from ..model.ir import Schedule, linear_expr, region_text
+from ..model.topology import Topology
 
-STAGES = ("ast", "ir", "loads", "formula")
+STAGES = ("ast", "ir", "loads", "formula", "routes")
 
 
 def emit_ast(module: Module) -> str:
@@ -46,4 +52,47 @@ def emit_formula(t: Timing) -> str:
     schedule = t.schedule
     lines = [f"{schedule.name}:", f"  T = {t.cost.formula}", f"  regime: {t.cost.regime_formula}"]
     lines += [f"    while {r}" for r in t.cost.conditions]
+    return "\n".join(lines) + "\n"
+
+
+ROUTE_PATHS_SHOWN = 8  # paths listed per pair; the rest are counted
+
+
+def schedule_pairs(schedule: Schedule, devices: int) -> list[tuple[int, int, Span]]:
+    """The distinct (source, destination) pairs of a schedule's transfers, in the order they
+    first appear, each with the span of its first transfer."""
+    batches = [b for rnd in schedule.rounds for b in rnd.batches]
+    if not batches:
+        return []
+    keys = np.concatenate([b.src * devices + b.dst for b in batches])
+    batch_of = np.repeat(np.arange(len(batches)), [len(b) for b in batches])
+    pairs, first = np.unique(keys, return_index=True)
+    order = np.argsort(first, kind="stable")
+    return [(int(pairs[k] // devices), int(pairs[k] % devices), batches[batch_of[first[k]]].span)
+            for k in order]
+
+
+def emit_routes(topology: Topology, title: str | None,
+                pairs: list[tuple[int, int, Span | None]]) -> str:
+    """Each pair's route: one line when it has one path; else every path (up to
+    ROUTE_PATHS_SHOWN) with its share of the bytes. `title`: the schedule's name, or None
+    for pairs given on the command line."""
+    several = sum(1 for a, b, span in pairs if not topology.route(a, b, span).unique)
+    policy = f"routing {topology.policy}"
+    lines = [f"{title}: {len(pairs)} pair{'s' if len(pairs) != 1 else ''}, {several} over "
+             f"several routes ({policy})" if title is not None else f"{policy}:"]
+    for a, b, span in pairs:
+        route = topology.route(a, b, span)
+        pair = f"{topology.devices[a].name} -> {topology.devices[b].name}"
+        pinned = "  (pinned)" if route.pinned else ""
+        if route.unique:
+            (names, _), = topology.route_paths(a, b, span)
+            lines.append(f"  {pair}: {' -> '.join(names)}{pinned}")
+            continue
+        count = topology.path_count(a, b, span)
+        lines.append(f"  {pair}: {count} routes{pinned}")
+        for names, share in islice(topology.route_paths(a, b, span), ROUTE_PATHS_SHOWN):
+            lines.append(f"    {str(share):>6}  {' -> '.join(names)}")
+        if count > ROUTE_PATHS_SHOWN:
+            lines.append(f"    … {count - ROUTE_PATHS_SHOWN:,} more")
     return "\n".join(lines) + "\n"

@@ -78,14 +78,23 @@ def _class_json(c: RoundClass, topology: Topology, nominal: dict) -> dict:
         "regime_formula": str(c.regime_time),
         "bottleneck": _bottleneck_class(c, topology),
         "bottleneck_resources": [topology.resources[r].name for r in carriers],
+        "tied_bottlenecks": [{"class": _term_class(c, k, topology),
+                              "resources": [topology.resources[r].name for r in c.terms[k].resources]}
+                             for k in c.tied],
     }
 
 
+def _bottleneck_terms(c: RoundClass) -> tuple[int, ...]:
+    """The dominant term, then every term tied with it at the nominal point."""
+    return () if c.dominant is None else (c.dominant, *c.tied)
+
+
+def _term_class(c: RoundClass, term: int, topology: Topology) -> str:
+    return "+".join(sorted({topology.resources[r].cls for r in c.terms[term].resources}))
+
+
 def _bottleneck_class(c: RoundClass, topology: Topology) -> str | None:
-    if c.dominant is None:
-        return None
-    classes = sorted({topology.resources[r].cls for r in c.terms[c.dominant].resources})
-    return "+".join(classes)
+    return None if c.dominant is None else _term_class(c, c.dominant, topology)
 
 
 def params_json(program: Program) -> dict:
@@ -198,10 +207,11 @@ def time_text(program: Program, timings: list[Timing]) -> str:
 def _class_line(c: RoundClass, topology: Topology, nominal: dict) -> str:
     each = format_seconds(nominal_value(c.time, nominal))
     line = f"    {c.count:>5} × {each:<12} {c.time}"
-    if c.dominant is not None:
-        carriers = listing([topology.resources[r].name for r in c.terms[c.dominant].resources])
-        line += f"\n{'':>25}bottleneck: {_bottleneck_class(c, topology)} ({carriers})"
-        if c.window_limited:
+    for k in _bottleneck_terms(c):
+        carriers = listing([topology.resources[r].name for r in c.terms[k].resources])
+        label = "bottleneck:" if k == c.dominant else "  tied with:"
+        line += f"\n{'':>25}{label} {_term_class(c, k, topology)} ({carriers})"
+        if k == c.dominant and c.window_limited:
             line += ", window-limited: window/latency < bw"
     return line
 
