@@ -99,7 +99,8 @@ class Program:
         """Elaborate a result schedule to IR (`Session.schedule` does it once per run)."""
         result = self.result(name, span)
         ctx = ScheduleContext(self.functions, result.collective,
-                              [d.name for d in self.topology.devices], self.limits, self.nominal)
+                              [d.name for d in self.topology.devices], self.limits, self.nominal,
+                              tuple(d.id for d in self.topology.devices if d.reduces))
         env = Env(self.names, max_lanes=self.limits.transfers)
         return elaborate_schedule(name, result.definition, env, ctx)
 
