@@ -224,7 +224,7 @@ def compare(session: Session, schedule: str, tables: list[tuple[str, Table]],
 
 def calibrate(session: Session, schedule: str, tables: list[tuple[str, Table]],
               fit: tuple[str, ...] = (), every: int = DEFAULT_EVERY,
-              place: str = "out") -> Calibration:
+              place: str = "out", max_evaluations: int = 2000) -> Calibration:
     from scipy.optimize import least_squares
 
     for log, table in tables:
@@ -252,7 +252,7 @@ def calibrate(session: Session, schedule: str, tables: list[tuple[str, Table]],
     for start in (0.0, -1.0, 1.0):
         x0 = np.minimum(np.full(len(scale), start * math.log(10)), upper - 1e-9)
         result = least_squares(residuals, x0, bounds=(np.full(len(scale), -np.inf), upper),
-                               method="trf", x_scale=1.0, max_nfev=2000)
+                               method="trf", x_scale=1.0, max_nfev=max_evaluations)
         if best is None or result.cost < best.cost:
             best = result
     assert best is not None

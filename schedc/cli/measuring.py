@@ -97,6 +97,15 @@ def calibrate_command(logs, machine: Path, schedule, fit, every: int, in_place: 
     return EXIT_OK if trusted else EXIT_FAILED
 
 
+def _fitted_sets(path: Path) -> list[str]:
+    """The params of a `calibrate --write` file as `--set` overrides."""
+    from ..elaborate.program import load_program
+    from ..units import base_unit
+    program = load_program(path)
+    return [f"{p.name}={float(p.nominal)!r} {base_unit(p.dim)}".rstrip()
+            for p in program.params.values()]
+
+
 @click.command("predict")
 @click.argument("file", type=click.Path(dir_okay=True, path_type=Path))
 @click.option("--against", "logs", multiple=True, required=True, type=click.Path(path_type=Path),
@@ -106,16 +115,19 @@ def calibrate_command(logs, machine: Path, schedule, fit, every: int, in_place: 
 @click.option("--plot", "plot", type=click.Path(dir_okay=False, path_type=Path),
               help="Also plot time and busbw over size, measured and predicted (.png or .svg).")
 @click.option("--in-place", is_flag=True, help="Use the in-place times (default: out-of-place).")
+@click.option("--fitted", type=click.Path(dir_okay=False, path_type=Path),
+              help="Set params to the values in this file (from calibrate --write).")
 @set_option
 @limit_options
 @json_option(schema.PREDICT)
 @no_verify_option
-def predict_command(file: Path, logs, schedule, plot, in_place: bool, sets, limits,
+def predict_command(file: Path, logs, schedule, plot, in_place: bool, fitted, sets, limits,
                     as_json: bool, no_verify: bool) -> int:
     """FILE's predicted time against measured rows of nccl-tests LOGs, without fitting."""
     from ..analysis.calibrate import compare, size_symbol
     from ..render.calibration import comparison_json, comparison_text
     from ..session import Session
+    sets = (*(_fitted_sets(fitted) if fitted else ()), *sets)
     session = Session.open(file, sets, limits)
     name = _schedule(session, schedule)
     verified_timings(session, [name], no_verify)

@@ -49,8 +49,10 @@ def plot_comparison(c: Comparison, path: Path, busbw_factor: float | None,
     for axis in (left, right):
         for size, before, after in switches:
             axis.axvline(size, color="grey", lw=0.8, ls="--")
-            axis.annotate(f"{before}→{after}", (size, 0.98), xycoords=("data", "axes fraction"),
-                          rotation=90, va="top", ha="right", fontsize=7, color="grey")
+            top = axis is right  # clear of each panel's legend
+            axis.annotate(f"{before}→{after}", (size, 0.98 if top else 0.02),
+                          xycoords=("data", "axes fraction"), rotation=90,
+                          va="top" if top else "bottom", ha="right", fontsize=7, color="grey")
         axis.set_xlabel("size (bytes)")
         axis.grid(True, which="major", alpha=0.3)
         axis.legend(fontsize=8, loc="upper left" if axis is left else "lower right")
