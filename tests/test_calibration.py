@@ -185,3 +185,23 @@ def test_bad_input(run, tmp_path):
                 "time algbw busbw #wrong\n 8 2 float sum -1 x 0 0 0 1 0 0 0\n")
     code, out, err = run("calibrate", bad, "--machine", machine)
     assert code == 2 and out == "" and f"{bad}:2:19: error: expected a number for time" in err
+
+
+def test_the_readme_table_is_the_tools(fits):
+    """Every figure of the README's calibration table is what `calibrate` gives."""
+    from conftest import ROOT
+
+    from schedc.units import format_bytes
+    readme = (ROOT / "README.md").read_text()
+    for name in SWEEPS:
+        _log(name)
+        session, cal = fits[name]
+        line = next(x for x in readme.splitlines() if x.startswith(f"| {name} |"))
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        c = cal.comparison
+        point, error = c.worst
+        sign = "−" if error < 0 else "+"
+        assert cells[1] == str(SWEEPS[name][0]) and cells[3] == str(len(cal.params))
+        assert cells[4:8] == [f"{c.geomean(True) * 100:.2f}%", f"{c.geomean(False) * 100:.2f}%",
+                              f"{c.mean(False) * 100:.2f}%",
+                              f"{sign}{abs(error) * 100:.1f}% at {format_bytes(point.size)}"]

@@ -78,6 +78,11 @@ class Comparison:
             return None
         return math.exp(sum(math.log(max(e, 1e-15)) for e in chosen) / len(chosen))
 
+    def mean(self, fit: bool | None) -> float | None:
+        """Mean |error|: unlike the geomean, not pulled down by a few near-exact rows."""
+        chosen = [abs(e) for e, p in zip(self.errors, self.points) if fit is None or p.fit == fit]
+        return sum(chosen) / len(chosen) if chosen else None
+
     @property
     def worst(self) -> tuple[Point, float]:
         k = max(range(len(self.points)), key=lambda i: abs(self.errors[i]))

@@ -3,8 +3,6 @@
 
 from __future__ import annotations
 
-import os
-import tempfile
 from pathlib import Path
 
 import click
@@ -37,19 +35,6 @@ def _schedule(session, name: str | None) -> str:
 
 def _place(in_place: bool) -> str:
     return "in" if in_place else "out"
-
-
-def _write_whole(path: Path, text: str) -> None:
-    """Write all of `text` or nothing (no partial output file)."""
-    directory = path.parent if str(path.parent) else Path(".")
-    handle, temporary = tempfile.mkstemp(dir=directory, suffix=".sched")
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as out:
-            out.write(text)
-        os.replace(temporary, path)
-    finally:
-        if os.path.exists(temporary):
-            os.unlink(temporary)
 
 
 @click.command("calibrate")
@@ -93,7 +78,9 @@ def calibrate_command(logs, machine: Path, schedule, fit, every: int, in_place: 
                                 "-s", name, *(f"--fit {n}" for n in names),
                                 *(f"--set {s}" for s in sets), f"--every {every}",
                                 *(["--in-place"] if in_place else [])])
-            _write_whole(write_path, calibration_sched(result, command))
+            from ..render.calibration import write_whole
+            text = calibration_sched(result, command)
+            write_whole(write_path, lambda temporary: Path(temporary).write_text(text, "utf-8"))
     return EXIT_OK if trusted else EXIT_FAILED
 
 
@@ -148,3 +135,4 @@ def predict_command(file: Path, logs, schedule, plot, in_place: bool, fitted, se
 
 
 COMMANDS = (calibrate_command, predict_command)
+

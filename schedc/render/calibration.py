@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import os
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+
 from ..analysis.calibrate import Calibration, Comparison, FittedParam
 from ..units import BYTES, RATE, SECONDS, base_unit, format_bytes, format_quantity, format_seconds
 from . import schema
@@ -52,6 +57,8 @@ def calibration_text(cal: Calibration, place: str) -> str:
     out += ["", *_rows(c, True), "",
             f"geomean |error|: {_percent(c.geomean(True))} on the {fit} fit rows, "
             f"{_percent(c.geomean(False))} on the {len(c.points) - fit} held-out rows",
+            f"mean |error|:    {_percent(c.mean(True))} on the fit rows, "
+            f"{_percent(c.mean(False))} on the held-out rows",
             _worst(c, True)]
     if cal.converged:
         out.append(f"converged: {cal.message} ({cal.evaluations} evaluations)")
@@ -119,7 +126,8 @@ def calibration_sched(cal: Calibration, command: str) -> str:
 def comparison_text(c: Comparison) -> str:
     out = [f"predict {c.schedule} against {len(c.points)} measured rows, at the file's params",
            *[f"  log: {log}" for log in c.logs], "", *_rows(c, False), "",
-           f"geomean |error|: {_percent(c.geomean(None))} over {len(c.points)} rows",
+           f"geomean |error|: {_percent(c.geomean(None))} over {len(c.points)} rows; "
+           f"mean |error|: {_percent(c.mean(None))}",
            _worst(c, False)]
     return "\n".join(out) + "\n"
 
@@ -137,3 +145,20 @@ def comparison_json(c: Comparison) -> str:
         "geomean_error": json_number(c.geomean(None), integer=False),
         "worst": {"size": point.size, "error": json_number(error, integer=False)},
     })
+
+
+def write_whole(path: Path, write: Callable[[str], None]) -> None:
+    """`write(temporary path)`, then move the file into place: all of it or nothing, with the
+    usual mode under the umask (mkstemp makes files private)."""
+    directory = path.parent if str(path.parent) else Path(".")
+    handle, temporary = tempfile.mkstemp(suffix=path.suffix, dir=directory)
+    os.close(handle)
+    try:
+        write(temporary)
+        mask = os.umask(0)
+        os.umask(mask)
+        os.chmod(temporary, 0o666 & ~mask)
+        os.replace(temporary, path)
+    finally:
+        if os.path.exists(temporary):
+            os.unlink(temporary)

@@ -7,12 +7,11 @@ whole or not at all, without dates, so the same input gives the same bytes.
 
 from __future__ import annotations
 
-import os
-import tempfile
 from pathlib import Path
 
 from ..analysis.calibrate import Comparison
 from ..errors import UsageError
+from .calibration import write_whole
 
 FORMATS = (".png", ".svg")
 
@@ -59,14 +58,8 @@ def plot_comparison(c: Comparison, path: Path, busbw_factor: float | None,
     figure.suptitle(f"{c.schedule}: predicted against {', '.join(Path(x).name for x in c.logs)}",
                     fontsize=9)
     figure.tight_layout()
-    directory = path.parent if str(path.parent) else Path(".")
-    handle, temporary = tempfile.mkstemp(suffix=suffix, dir=directory)
-    os.close(handle)
+    metadata = {"Date": None} if suffix == ".svg" else {"Software": None}
     try:
-        metadata = {"Date": None} if suffix == ".svg" else {"Software": None}
-        figure.savefig(temporary, metadata=metadata, dpi=110)
-        os.replace(temporary, path)
+        write_whole(path, lambda temporary: figure.savefig(temporary, metadata=metadata, dpi=110))
     finally:
         plt.close(figure)
-        if os.path.exists(temporary):
-            os.unlink(temporary)
