@@ -205,3 +205,17 @@ def test_the_readme_table_is_the_tools(fits):
         assert cells[4:8] == [f"{c.geomean(True) * 100:.2f}%", f"{c.geomean(False) * 100:.2f}%",
                               f"{c.mean(False) * 100:.2f}%",
                               f"{sign}{abs(error) * 100:.1f}% at {format_bytes(point.size)}"]
+
+
+def test_several_logs_fit_together(run):
+    """The OCI sweep and the same machine's 1 GiB / 10 GiB run (NCCL 2.14.3) in one fit: rows
+    from both, each log's own subset; the JSON names both logs."""
+    name = "oci_2node_16xA100-SXM4-40GB_rdma_allreduce"
+    sweep, pair = _log(name), _log(name + "_1G_10G_nccl2.14.3")
+    code, out, _ = run("calibrate", sweep, pair, "--machine", CALIBRATIONS / f"{name}.sched",
+                       "--json")
+    document = json.loads(out)
+    assert code == 0 and document["log"] == [str(sweep), str(pair)]
+    rows = document["rows"]
+    assert len(rows) == 31 + 2 and rows[-1]["size"] == 10 * 2**30
+    assert rows[-1]["measured_s"] == pytest.approx(111812e-6) and rows[-1]["fit"]

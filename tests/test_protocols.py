@@ -105,8 +105,10 @@ protocol P alpha 1 us eff 1 class nic alpha 5 us
     ("protocol LL eff 2 us", "a protocol's share of the bandwidth"),
     ("protocol LL eff 0", "must be positive"),
     ("protocol LL class nic cap 3 us", "a protocol's rate cap"),
+    ("protocol LL class nvlnk cap 3 GB/s", "no link of class 'nvlnk'; did you mean 'nvlink'?"),
 ])
 def test_bad_protocols(tmp_path, run, line, message):
-    path = write(tmp_path, "bad.sched", f"param V = 1 MiB\ntopology {{ gpu g[2] }}\n{line}\n")
+    path = write(tmp_path, "bad.sched", "param V = 1 MiB\ntopology { gpu g[2]; switch s\n"
+                 f"  link g[i] <-> s bw 1 GB/s class nvlink for i in 0..1 }}\n{line}\n")
     code, _, err = run("check", path)
     assert code == 2 and message in err and f"{path}:" in err

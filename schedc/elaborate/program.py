@@ -173,10 +173,18 @@ def load_program(path: str | Path, overrides: tuple[Override, ...] = (),
         name = unused[0].name
         raise UsageError(f"--set {name}: no param named '{name}'"
                          + (did_you_mean(name, list(loader.params), "params") or "; there are none"))
+    topology = loader.topology.build()
+    classes = sorted({r.cls for r in topology.resources})
+    for protocol in loader.protocols:
+        for cls, _ in (*protocol.class_alpha, *protocol.class_cap):
+            if cls not in classes:
+                raise ElaborationError(f"protocol {protocol.name}: no link of class '{cls}'"
+                                       + (did_you_mean(cls, classes, "classes") or ""),
+                                       protocol.span)
     return Program(
         path=str(path),
         params=loader.params,
-        topology=loader.topology.build(),
+        topology=topology,
         alpha=loader.alpha(),
         results=loader.results,
         functions=loader.names.schedules,
