@@ -104,3 +104,25 @@ def test_errors(tmp_path, run, text, message):
     path = write(tmp_path, "bad.sched", text + "\n")
     code, _, err = run("check", path)
     assert code == 2 and message in err
+
+
+def test_counterexamples_name_the_switch(tmp_path, run):
+    path = write(tmp_path, "conflict.sched", """\
+param V = 1 MiB
+topology {
+  gpu g[2]
+  switch s reduces
+  link g[i] <-> s bw 1 GB/s for i in 0..1
+}
+allreduce V over g
+schedule clash {
+  round { copy all from g[0] to s; copy all from g[1] to s }
+  round { copy all from s to g[0]; copy all from s to g[1] }
+}
+schedule empty { round { copy all from s to g[0]; copy all from s to g[1] } }
+""")
+    code, out, _ = run("verify", path)
+    assert code == 1
+    assert "round 1 writes s's [0, 1) (all) with 2 transfers, and a copy among them" in out
+    # The switch starts with nothing: copying from it first gives the ranks nothing.
+    assert "holds        0 contributions: nothing" in out and "missing      g[0], g[1]" in out
