@@ -18,6 +18,7 @@ from typing import TypeVar
 
 from .cost.formula import cost, nominal_value
 from .cost.lower import Loads, lower
+from .cost.protocols import with_protocols
 from .cost.timing import Timing
 from .elaborate.program import DEFAULT_LIMITS, Program, load_program, parse_override
 from .elaborate.schedule import Limits
@@ -58,6 +59,8 @@ class Session:
         def compute() -> Timing:
             schedule, program = self.schedule(name, span), self.program
             result = cost(self.loads(name), program.topology, program.alpha, program.nominal)
+            result = with_protocols(result, self.loads(name), program.topology, program.alpha,
+                                    program.nominal, program.protocols)
             return Timing(schedule, result, nominal_value(result.formula, program.nominal),
                           program.nominal)
         return self.memo("timing", name, compute)

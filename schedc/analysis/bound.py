@@ -5,7 +5,8 @@ from one side to the other (all-reduce: V each way), and they can cross no faste
 narrowest cut between the sides allows: time >= bytes / bandwidth. The largest such bound over
 the cuts tried is the *binding cut*.
 
-End-host bound (all-reduce; Patarasuk and Yuan 2009). Reducing at the ranks, the ranks
+End-host bound (all-reduce; Patarasuk and Yuan 2009; not on a machine with a switch that
+reduces, where the ranks need only send V each and receive the sum). Reducing at the ranks, the ranks
 together send at least 2(p-1)·V (each element needs 2(p-1) one-way messages among p ranks)
 and receive as much, through their own cuts: time >= 2(p-1)·V / Σ_r egress_r. With equal
 ranks that is the familiar 2(p-1)/p · V per rank.
@@ -94,6 +95,9 @@ class Bounds:
     best_value: Fraction
     binds: str  # "cut" | "end-host" | "none"
     schedules: tuple[Efficiency, ...]
+    # Switches that reduce in the network: the end-host bound, which assumes the ranks do all
+    # the reducing, does not apply (the cut-set bounds do: V still crosses each cut each way).
+    in_network: tuple[str, ...] = ()
 
 
 def bound(session: Session, collective: Collective | None, names: list[str],
@@ -117,14 +121,16 @@ def bound(session: Session, collective: Collective | None, names: list[str],
         binding = None  # nothing must cross a cut of finite bandwidth
     if binding is not None and binding.binding == "backward" and binding.cut.backward is None:
         binding = _cut_bound(_with_backward(binding.cut, finder), collective, nominal)
-    end_host = _end_host(collective, cuts, nominal)
+    in_network = tuple(d.name for d in topology.devices if d.reduces)
+    end_host = None if in_network else _end_host(collective, cuts, nominal)
     best, best_value, binds = sympy.Integer(0), Fraction(0), "none"
     if binding is not None:
         best, best_value, binds = binding.crossing.bound, binding.value, "cut"
     if end_host is not None and end_host.value > best_value:
         best, best_value, binds = end_host.bound, end_host.value, "end-host"
     schedules = tuple(_efficiency(session, n, binding, best_value) for n in names)
-    return Bounds(collective, ranks, cuts, binding, end_host, best, best_value, binds, schedules)
+    return Bounds(collective, ranks, cuts, binding, end_host, best, best_value, binds, schedules,
+                  in_network)
 
 
 def bound_all(session: Session, names: list[str], max_cuts: int = MAX_CUTS) -> list[Bounds]:

@@ -97,7 +97,8 @@ def conflict_at(schedule: Schedule, geo: Geometry, index: int, cell: int, items:
                    for i in hits)
     landed = [w.into or w.region for w in writes]  # where each write lands at the rank
     region = (max(r[0] for r in landed), min(r[1] for r in landed))
-    return Conflict(index + 1, names[schedule.collective.ranks[cell // geo.segments]], region,
+    device = geo.device(cell // geo.segments, schedule.collective.ranks)
+    return Conflict(index + 1, names[device], region,
                     writes)
 
 
@@ -105,7 +106,7 @@ def replay(schedule: Schedule, geo: Geometry, spec: Spec, cell: int):
     """What `cell` holds at the end, exactly, and every write into it as (round, batch,
     transfer), in order. Only transfers that can reach the cell are replayed."""
     plan = []
-    needed = np.zeros(geo.ranks * geo.segments, dtype=bool)
+    needed = np.zeros(geo.slots * geo.segments, dtype=bool)
     needed[cell] = True
     for index in range(len(schedule.rounds) - 1, -1, -1):
         items = round_items(schedule.rounds[index], geo)
@@ -117,8 +118,8 @@ def replay(schedule: Schedule, geo: Geometry, spec: Spec, cell: int):
     state: dict[int, Counter] = {}
 
     def held(c: int) -> Counter:
-        if c not in state:
-            state[c] = Counter({(int(start[c]), 0): 1})
+        if c not in state:  # an in-network switch's cell (after the ranks') starts empty
+            state[c] = Counter({(int(start[c]), 0): 1}) if c < len(start) else Counter()
         return state[c]
 
     writes = []

@@ -31,10 +31,20 @@ class Geometry:
     bounds: np.ndarray  # segment boundaries, 0 .. scale, in units of 1/scale of the buffer
     scale: int
     ranks: int
+    # Switches that reduce in the network, as slots p, p+1, ...: they start holding nothing.
+    in_network: tuple[int, ...] = ()
 
     @property
     def segments(self) -> int:
         return len(self.bounds) - 1
+
+    @property
+    def slots(self) -> int:
+        return self.ranks + len(self.in_network)
+
+    def device(self, slot: int, ranks: tuple[int, ...]) -> int:
+        """The device id of a slot."""
+        return ranks[slot] if slot < self.ranks else self.in_network[slot - self.ranks]
 
 
 @dataclass(frozen=True, eq=False)
@@ -93,10 +103,15 @@ def geometry(schedule: Schedule, devices: int) -> Geometry:
         bounds = _close_under_moves(bounds, np.unique(np.concatenate(moves), axis=0), schedule)
     slot = np.full(devices, -1, dtype=np.int64)
     slot[list(coll.ranks)] = np.arange(p)
-    if p * (len(bounds) - 1) > MAX_CELLS:
+    # Elaboration admits only ranks and reducing switches as endpoints.
+    ends = np.unique(np.concatenate([np.zeros(0, np.int64)] + [x for b in batches
+                                                                for x in (b.src, b.dst)]))
+    in_network = tuple(int(d) for d in ends if slot[d] < 0)
+    slot[list(in_network)] = p + np.arange(len(in_network))
+    if (p + len(in_network)) * (len(bounds) - 1) > MAX_CELLS:
         raise LimitError(f"verifying this needs {p:,} ranks × {len(bounds) - 1:,} pieces of the "
                          f"buffer; the limit is {MAX_CELLS:,} in all{_SKIP}", schedule.span)
-    return Geometry(slot, bounds, scale, p)
+    return Geometry(slot, bounds, scale, p, in_network)
 
 
 def _distinct(points: np.ndarray, scale: int) -> np.ndarray:

@@ -127,9 +127,13 @@ class State:
 
 def _run(schedule: Schedule, geo: Geometry, spec: Spec, embed: np.ndarray):
     """Run every round on the arrays; the final state, or (round, cell, items) of a conflict."""
-    cells = geo.ranks * geo.segments
-    state = State(embed[spec.start.reshape(-1)], np.ones(cells, np.int64), np.zeros(cells, np.int64),
-                  np.zeros(cells, np.int64))
+    cells = geo.slots * geo.segments
+    held = geo.ranks * geo.segments  # in-network switches hold nothing at the start
+    payload = np.zeros((cells, embed.shape[1]), dtype=embed.dtype)
+    payload[:held] = embed[spec.start.reshape(-1)]
+    total = np.zeros(cells, np.int64)
+    total[:held] = 1
+    state = State(payload, total, np.zeros(cells, np.int64), np.zeros(cells, np.int64))
     for index, rnd in enumerate(schedule.rounds):
         items = round_items(rnd, geo)
         if not len(items):
@@ -185,9 +189,10 @@ def _apply(s: State, it: Items) -> int | None:
 def _first_wrong(state: State, spec: Spec, embed: np.ndarray, geo: Geometry):
     """The first wrong (slot, first segment, end segment), in rank order, else None."""
     p, segments = geo.ranks, geo.segments
-    payload = state.payload.reshape(p, segments, -1)
-    total = state.total.reshape(p, segments)
-    shift = state.shift.reshape(p, segments)
+    ranks = p * segments  # the cells of the ranks; in-network switches come after them
+    payload = state.payload[:ranks].reshape(p, segments, -1)
+    total = state.total[:ranks].reshape(p, segments)
+    shift = state.shift[:ranks].reshape(p, segments)
     if spec.everyone:
         expected = embed[:p].sum(axis=0, dtype=np.uint64)
         wrong = (payload != expected).any(axis=-1) | (total != p) | (shift != 0)

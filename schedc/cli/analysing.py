@@ -50,8 +50,12 @@ def solve_command(session, equation: str, param: str, as_json: bool, timeout: fl
     verified_timings(session, list(timed), no_verify)
     param_span = Span(SourceFile("--for", param), 1, 1, 1, len(param) + 1)
     solution = Equations(session, timeout).solve(relation, param.strip(), param_span)
+    from ..analysis.protocols import protocol_spans
+    symbol = session.program.params[solution.param].symbol
+    switches = {name: spans for name in timed
+                if (spans := protocol_spans(session.timing(name), symbol))}
     show = solve_json if as_json else solve_text
-    click.echo(show(session.program, equation, solution), nl=False)
+    click.echo(show(session.program, equation, solution, switches), nl=False)
     return EXIT_OK
 
 

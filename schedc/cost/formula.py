@@ -65,6 +65,15 @@ class RoundClass:
 
 
 @dataclass(frozen=True)
+class ProtocolTime:
+    """A schedule's time under one protocol (see `cost.protocols`)."""
+
+    name: str
+    formula: sympy.Expr
+    value: Fraction  # seconds at the nominal point
+
+
+@dataclass(frozen=True)
 class Cost:
     formula: sympy.Expr
     regime_formula: sympy.Expr
@@ -74,6 +83,8 @@ class Cost:
     cross_rounds: int
     bytes_cross: LinearBytes
     bytes_logical: LinearBytes
+    protocol: str | None = None  # with protocols: the one that wins at the nominal point
+    protocol_times: tuple[ProtocolTime, ...] = ()  # with protocols: each one's time
 
 
 def cost(loads: Loads, topology: Topology, alpha: sympy.Expr,

@@ -29,9 +29,10 @@ from ..errors import (
 from ..language import syntax as ast
 from ..language.parser import parse_expression, parse_module
 from ..model.ir import Collective, Schedule
+from ..model.protocol import Protocol
 from ..model.topology import Topology
 from ..model.values import Devices, Quantity, TopoRef, as_number, from_rational, kind_of
-from ..units import BYTES, DIMENSIONLESS, SECONDS, Dim, dim_name
+from ..units import BYTES, DIMENSIONLESS, RATE, SECONDS, Dim, dim_name
 from .evaluate import check_positive, evaluate, expect_device, expect_quantity
 from .lanes import Env, Names
 from .schedule import Limits, ScheduleContext, elaborate_schedule, linear_bytes
@@ -79,6 +80,7 @@ class Program:
     names: ProgramNames
     checks: list[ast.Node]  # budget, expect and report statements of the main file, in order
     limits: Limits = DEFAULT_LIMITS
+    protocols: tuple[Protocol, ...] = ()  # with any, a time is the minimum over them
 
     @cached_property
     def nominal(self) -> dict[sympy.Symbol, sympy.Expr]:
@@ -98,7 +100,8 @@ class Program:
         """Elaborate a result schedule to IR (`Session.schedule` does it once per run)."""
         result = self.result(name, span)
         ctx = ScheduleContext(self.functions, result.collective,
-                              [d.name for d in self.topology.devices], self.limits, self.nominal)
+                              [d.name for d in self.topology.devices], self.limits, self.nominal,
+                              tuple(d.id for d in self.topology.devices if d.reduces))
         env = Env(self.names, max_lanes=self.limits.transfers)
         return elaborate_schedule(name, result.definition, env, ctx)
 
@@ -171,16 +174,25 @@ def load_program(path: str | Path, overrides: tuple[Override, ...] = (),
         name = unused[0].name
         raise UsageError(f"--set {name}: no param named '{name}'"
                          + (did_you_mean(name, list(loader.params), "params") or "; there are none"))
+    topology = loader.topology.build()
+    classes = sorted({r.cls for r in topology.resources})
+    for protocol in loader.protocols:
+        for cls, _ in (*protocol.class_alpha, *protocol.class_cap):
+            if cls not in classes:
+                raise ElaborationError(f"protocol {protocol.name}: no link of class '{cls}'"
+                                       + (did_you_mean(cls, classes, "classes") or ""),
+                                       protocol.span)
     return Program(
         path=str(path),
         params=loader.params,
-        topology=loader.topology.build(),
+        topology=topology,
         alpha=loader.alpha(),
         results=loader.results,
         functions=loader.names.schedules,
         names=loader.names,
         checks=loader.checks,
         limits=limits,
+        protocols=tuple(loader.protocols),
     )
 
 
@@ -193,6 +205,7 @@ class _Loader:
         self.names = ProgramNames(self.topology.namespace)
         self.results: list[Result] = []
         self.checks: list[ast.Node] = []
+        self.protocols: list[Protocol] = []
         self.startup: tuple[Quantity, Span] | None = None
         self.done: set[Path] = set()
         self.active: list[Path] = []
@@ -253,6 +266,8 @@ class _Loader:
                 collective = self._collective(stmt, env)
             elif isinstance(stmt, ast.ScheduleDef):
                 self._schedule(stmt, collective, is_main)
+            elif isinstance(stmt, ast.Protocol):
+                self.protocols.append(self._protocol(stmt, env))
             elif is_main:  # budget, expect, report: checked by `schedc check`
                 self.checks.append(stmt)
         self.active.pop()
@@ -389,6 +404,33 @@ class _Loader:
             raise ElaborationError(f"schedule '{stmt.name}' is already defined at {existing.span}",
                                    stmt.span)
         self.names.schedules[stmt.name] = stmt
+
+    def _protocol(self, stmt: ast.Protocol, env: Env) -> Protocol:
+        earlier = next((p for p in self.protocols if p.name == stmt.name), None)
+        if earlier is not None:
+            raise ElaborationError(f"protocol '{stmt.name}' is already declared at {earlier.span}",
+                                   stmt.span)
+        seen: dict[tuple[str, str | None], Span] = {}
+        values: dict[str, sympy.Expr] = {}
+        class_alpha, class_cap = [], []
+        for attr in stmt.attrs:
+            key = (attr.kind, attr.cls)
+            if key in seen:
+                raise ElaborationError(f"{attr.kind} is already given at {seen[key]}", attr.span)
+            seen[key] = attr.span
+            dim, what = {"alpha": (SECONDS, "a protocol's start-up"),
+                         "eff": (DIMENSIONLESS, "a protocol's share of the bandwidth"),
+                         "cap": (RATE, "a protocol's rate cap")}[attr.kind]
+            quantity = expect_quantity(evaluate(attr.value, env), dim, attr.value.span, what)
+            if attr.kind != "alpha":
+                check_positive(quantity, self.nominal, attr.value.span, what)
+            if attr.cls is None:
+                values[attr.kind] = quantity.expr
+            else:
+                (class_alpha if attr.kind == "alpha" else class_cap).append((attr.cls, quantity.expr))
+        return Protocol(stmt.name, values.get("alpha", self.alpha()),
+                        values.get("eff", sympy.Integer(1)), tuple(class_alpha), tuple(class_cap),
+                        stmt.span)
 
     def alpha(self) -> sympy.Expr:
         """The per-round start-up α: `startup EXPR`, else the param `alpha`, else 0."""

@@ -51,6 +51,7 @@ class ScheduleContext:
     device_names: list[str]
     limits: Limits
     nominal: dict  # param symbol → nominal value, to check message sizes
+    in_network: tuple[int, ...] = ()  # switches that reduce: endpoints besides the ranks
     transfers: int = 0
     steps: int = 0
     stack: list[ast.ScheduleDef] = field(default_factory=list)  # the schedules being elaborated
@@ -59,6 +60,7 @@ class ScheduleContext:
     def __post_init__(self) -> None:
         self.is_rank = np.zeros(len(self.device_names), dtype=bool)
         self.is_rank[list(self.collective.ranks)] = True
+        self.is_rank[list(self.in_network)] = True  # an endpoint, though not a rank
 
     @property
     def room(self) -> int:

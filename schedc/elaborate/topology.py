@@ -202,8 +202,12 @@ class TopologyBuilder:
             fam.table[(*outer, i)] = make(f"{base}{decl.name}[{i}]")
 
     def _device(self, name: str, stmt: ast.DeviceDecl, host) -> int:
+        if stmt.reduces and stmt.kind != "switch":
+            raise ElaborationError(f"only a switch reduces in the network, not a {stmt.kind}",
+                                   stmt.span)
         device = Device(len(self.devices), name, stmt.kind, host[0] if host else None,
-                        stmt.kind in FORWARDING_KINDS or stmt.forwards, stmt.span)
+                        stmt.kind in FORWARDING_KINDS or stmt.forwards, stmt.span,
+                        stmt.reduces)
         self.devices.append(device)
         return device.id
 

@@ -269,8 +269,24 @@ class _ToAst(Transformer):
         return tuple(x for x in c if x is not None)
 
     def device_decl(self, c, span):
-        kind, *names, forwards = c
-        return ast.DeviceDecl(kind, tuple(names), forwards is not None, span=span)
+        kind, *names, forwards, reduces = c
+        return ast.DeviceDecl(kind, tuple(names), forwards is not None, reduces is not None,
+                              span=span)
+
+    def protocol_stmt(self, c, span):
+        return ast.Protocol(str(c[0]), tuple(c[1:]), span=span)
+
+    def proto_alpha(self, c, span):
+        return ast.ProtocolAttr("alpha", None, c[0], span=span)
+
+    def proto_eff(self, c, span):
+        return ast.ProtocolAttr("eff", None, c[0], span=span)
+
+    def proto_class_alpha(self, c, span):
+        return ast.ProtocolAttr("alpha", str(c[0]), c[1], span=span)
+
+    def proto_class_cap(self, c, span):
+        return ast.ProtocolAttr("cap", str(c[0]), c[1], span=span)
 
     def device_kind(self, c, span):
         return str(c[0])

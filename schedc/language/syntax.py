@@ -287,6 +287,7 @@ class DeviceDecl(Node):
     kind: str  # gpu | nic | switch
     names: tuple[DeclName, ...]
     forwards: bool = False
+    reduces: bool = False  # sums what is reduced into it (in-network reduction)
 
 
 @dataclass(frozen=True)
@@ -415,9 +416,24 @@ class ScheduleDef(Node):
     body: tuple[Stmt, ...]
 
 
+@dataclass(frozen=True)
+class ProtocolAttr(Node):
+    """One attribute of a protocol: `alpha`, `eff`, or per link class `alpha` / `cap`."""
+
+    kind: str  # alpha | eff | cap
+    cls: str | None
+    value: Expr
+
+
+@dataclass(frozen=True)
+class Protocol(Node):
+    name: str
+    attrs: tuple[ProtocolAttr, ...]
+
+
 TopStmt = (
     Import | ParamDecl | SetParam | Let | Startup | Budget | Expect | Report | Topology | CollectiveDecl
-    | ScheduleDef
+    | ScheduleDef | Protocol
 )
 
 

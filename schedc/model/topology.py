@@ -39,6 +39,7 @@ class Device:
     host: int | None  # the host instance it belongs to, if any
     forwards: bool
     span: Span = field(compare=False, repr=False)
+    reduces: bool = False  # a switch that sums what is reduced into it (NVLS, SHARP)
 
 
 @dataclass(frozen=True)

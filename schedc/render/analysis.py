@@ -80,7 +80,22 @@ def _regime_lines(solution: Solution, regime: Regime, dim: Dim) -> list[str]:
     return lines
 
 
-def solve_text(program: Program, equation: str, solution: Solution) -> str:
+def _switch_lines(program: Program, param: str, switches: dict) -> list[str]:
+    """Where each schedule's winning protocol changes along `param`."""
+    dim = program.params[param].dim
+    out = []
+    for name, spans in switches.items():
+        out.append(f"fastest protocol of {name} along {param}:")
+        for span in spans:
+            where = _between(span.lo, span.hi, param, dim, closed=False)
+            out.append(f"  {span.protocol:<10} {where}")
+        out += [f"  switch at {param} = {_show(b.lo, dim)}: {a.protocol} -> {b.protocol}"
+                for a, b in zip(spans, spans[1:])]
+    return out
+
+
+def solve_text(program: Program, equation: str, solution: Solution,
+               switches: dict | None = None) -> str:
     param = program.params[solution.param]
     dim = param.dim
     others = ", ".join(f"{p.name} = {format_quantity(p.nominal, p.dim)}"
@@ -112,6 +127,7 @@ def solve_text(program: Program, equation: str, solution: Solution) -> str:
             where = f"for {_between(closest.lo, closest.hi, param.name, dim, closed=True)}"
         out.append(f"closest approach: the sides differ by {gap} {where}")
     out += [f"note: {n}" for n in solution.notes]
+    out += _switch_lines(program, solution.param, switches or {})
     return "\n".join(out) + "\n"
 
 
@@ -120,7 +136,8 @@ def _regime_json(regime: Regime) -> dict:
             "right": str(regime.right), "conditions": [str(c) for c in regime.conditions]}
 
 
-def solve_json(program: Program, equation: str, solution: Solution) -> str:
+def solve_json(program: Program, equation: str, solution: Solution,
+               switches: dict | None = None) -> str:
     param = program.params[solution.param]
     intervals = []
     for i in solution.intervals:
@@ -149,6 +166,9 @@ def solve_json(program: Program, equation: str, solution: Solution) -> str:
         "intervals": intervals,
         "closest": closest,
         "notes": list(solution.notes),
+        **({"protocol_switches": {
+            name: [{"protocol": sp.protocol, "lo": json_number(sp.lo), "hi": json_number(sp.hi)}
+                   for sp in spans] for name, spans in switches.items()}} if switches else {}),
     })
 
 

@@ -133,6 +133,7 @@ def _bounds_json(program: Program, b: Bounds) -> dict:
         "binds": b.binds,
         "binding_cut": None if b.binding is None else _binding_json(b.binding, topology, nominal),
         "end_host": end_host,
+        **({"end_host_not_applicable": _in_network_reason(b)} if b.in_network else {}),
         "cuts": [_cut_json(k, nominal) for k in b.cuts],
         "schedules": [_schedule_json(e, b, topology, nominal) for e in b.schedules],
     }
@@ -228,11 +229,18 @@ def _bounds_text(program: Program, b: Bounds) -> str:
                 f"2(p-1)·V = {format_bytes(_bytes(h.total, nominal))} in all",
                 f"  through their own links (out: {h.egress}; in: {h.ingress}): "
                 f"{format_seconds(h.value)} = {h.bound}"]
+    elif b.in_network and c is not None and c.kind == "allreduce":
+        out += ["", f"end-host bound: does not apply: {_in_network_reason(b)}"]
     if c is not None:
         out += ["", _best(b)]
     if b.schedules:
         out += [""] + _schedule_lines(b, topology, nominal)
     return "\n".join(out) + "\n"
+
+
+def _in_network_reason(b: Bounds) -> str:
+    return (f"{listing(list(b.in_network))} reduce{'s' * (len(b.in_network) == 1)} in the network"
+            " (NVLS/SHARP), so the ranks need not send and receive 2(p-1)·V themselves")
 
 
 def _best(b: Bounds) -> str:

@@ -124,6 +124,10 @@ def timing_json(t: Timing, topology: Topology) -> dict:
         "bytes_cross_host_formula": str(linear_expr(c.bytes_cross)),
         "bytes_logical_formula": str(linear_expr(c.bytes_logical)),
         "round_classes": [_class_json(k, topology, t.nominal) for k in c.classes],
+        **({} if c.protocol is None else {
+            "protocol": c.protocol,
+            "protocol_times": {p.name: {"time_s": json_number(p.value, integer=False),
+                                        "formula": str(p.formula)} for p in c.protocol_times}}),
     }
 
 
@@ -181,10 +185,13 @@ def time_text(program: Program, timings: list[Timing]) -> str:
         coll = t.schedule.collective
         size = format_bytes(t.bytes_value(coll.size))
         out.append(f"{t.name}: {coll.kind} of {size} over {len(coll.ranks)} ranks")
-        rows = [
-            ("time", format_seconds(t.time)),
+        rows = [("time", format_seconds(t.time))]
+        if c.protocol is not None:
+            each = ", ".join(f"{p.name} {format_seconds(p.value)}" for p in c.protocol_times)
+            rows.append(("protocol", f"{c.protocol} wins at the nominal point ({each})"))
+        rows += [
             ("formula", str(c.formula)),
-            ("regime", str(c.regime_formula)),
+            ("regime" if c.protocol is None else f"regime ({c.protocol})", str(c.regime_formula)),
         ]
         if c.conditions:
             rows.append(("  valid while", ", ".join(str(r) for r in c.conditions)))
@@ -197,7 +204,8 @@ def time_text(program: Program, timings: list[Timing]) -> str:
             ("bytes logical", _bytes_text(t, c.bytes_logical)),
         ]
         out.extend(f"  {label:<18}{value}" for label, value in rows)
-        out.append("  round classes")
+        out.append("  round classes" if c.protocol is None
+                   else "  round classes (each round's own terms, before any protocol)")
         for k in c.classes:
             out.append(_class_line(k, program.topology, t.nominal))
         out.append("")

@@ -1,0 +1,375 @@
+"""nccl-tests output → tables of measured rows.
+
+Two formats, both written by NVIDIA/nccl-tests (src/util.cu):
+
+- the text table each `*_perf` binary prints: a header `# size count type redop root time
+  algbw busbw #wrong time algbw busbw #wrong` (older versions lack redop/root and call the
+  last column `error`; `-I` adds per-iteration columns, `-R` a timestamp), a units line, then
+  one row per size, the first time/algbw/busbw group out-of-place, the second in-place. The
+  header names the columns, so rows are read by name. Lines around the table (NCCL INFO,
+  `# nThread ...`, `#  Rank ...`, launcher noise) are metadata or ignored; a launcher's line
+  prefix (`0: ` from srun, `[1,0]<stdout>:` from mpirun) is stripped.
+- the `-J FILE.json` document: `{"version", "args", "config": {"nthreads", "ngpus",
+  "devices": [...]}, "results": [{"size", "count", "type", "redop", "root",
+  "out_of_place": {"time" | "cpu_time", "alg_bw", "bus_bw", "nwrong"} | null, "in_place":
+  {...}}]}` (writeBenchmarkLinePreamble / writeBenchmarkLineBody).
+
+Times are µs and bandwidths GB/s (10^9 B/s) in both. A row that cannot be read is an error
+at its line and column, never skipped.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..errors import SchedcError, SourceFile, Span
+
+# nccl-tests' busbw = algbw × this factor (doc/PERFORMANCE.md), n ranks.
+BUSBW_FACTORS = {
+    "all_reduce": lambda n: 2 * (n - 1) / n,
+    "reduce_scatter": lambda n: (n - 1) / n,
+    "all_gather": lambda n: (n - 1) / n,
+    "alltoall": lambda n: (n - 1) / n,
+    "broadcast": lambda n: 1.0,
+    "reduce": lambda n: 1.0,
+}
+
+_PREFIX = re.compile(r"^(\s*\d+:\s|\s*\[\d+,\d+\]<std(?:out|err)>:)")
+_RANK = re.compile(r"^#\s+Rank\s+(\d+)\s")
+_STARTING = re.compile(r"^#\s*Collective test starting:\s*(\S+)")
+_TOKEN = re.compile(r"\S+")
+_INT = re.compile(r"^\d+$")
+# Header-less tables (pasted excerpts) are told apart by their width.
+_HEADERLESS = {
+    11: "size count type time algbw busbw error time algbw busbw error",
+    12: "size count type redop time algbw busbw error time algbw busbw error",
+    13: "size count type redop root time algbw busbw #wrong time algbw busbw #wrong",
+}
+_WRONG = ("#wrong", "error")
+_TIME = ("time", "cputime")
+
+
+class LogError(SchedcError):
+    """A measurement log cannot be read."""
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """One placement's figures: time in µs, algbw and busbw in GB/s, wrong elements."""
+
+    time_us: float
+    algbw: float
+    busbw: float
+    wrong: float | None
+
+
+@dataclass(frozen=True)
+class Row:
+    size: int  # bytes
+    count: int  # elements
+    type: str
+    redop: str | None
+    root: int | None
+    out_of_place: Measurement | None
+    in_place: Measurement | None
+    span: Span = field(compare=False, repr=False)
+
+    def measurement(self, place: str = "out") -> Measurement:
+        """The out-of-place (`out`) or in-place (`in`) figures; the other if one is absent."""
+        first, second = ((self.out_of_place, self.in_place) if place == "out"
+                         else (self.in_place, self.out_of_place))
+        return first or second  # type: ignore[return-value]
+
+    def time_s(self, place: str = "out") -> float:
+        return self.measurement(place).time_us * 1e-6
+
+
+@dataclass(frozen=True)
+class Table:
+    rows: tuple[Row, ...]
+    collective: str | None  # e.g. "all_reduce", when the log names its binary
+    ranks: int | None  # when the log lists its ranks
+    fields: tuple[tuple[str, str], ...]  # the `# nThread 1 nGpus 1 ...` header, as read
+    span: Span = field(compare=False, repr=False)
+
+    def busbw_factor(self) -> float | None:
+        """nccl-tests' busbw/algbw for this table, when collective and ranks are known."""
+        factor = BUSBW_FACTORS.get(self.collective or "")
+        return factor(self.ranks) if factor and self.ranks else None
+
+
+@dataclass(frozen=True)
+class Log:
+    path: str
+    format: str  # "text" or "json"
+    tables: tuple[Table, ...]
+
+    def table(self) -> Table:
+        """The log's one table; a log of several must be split first."""
+        if not self.tables:
+            raise LogError(f"{self.path}: no nccl-tests table found (expected a '# size count "
+                           "type ...' header or rows of numbers)")
+        if len(self.tables) > 1:
+            where = ", ".join(f"line {t.span.line}" for t in self.tables)
+            raise LogError(f"{self.path} holds {len(self.tables)} nccl-tests tables (at {where});"
+                           " give a log with one")
+        return self.tables[0]
+
+
+def read_log(path: str | Path) -> Log:
+    """Read an nccl-tests log: JSON if it parses as a JSON document, else the text table."""
+    shown = str(path)
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise LogError(f"no such file: {shown}") from None
+    except IsADirectoryError:
+        raise LogError(f"{shown} is a directory, not an nccl-tests log") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise LogError(f"cannot read {shown}: {exc}") from None
+    source = SourceFile(shown, text)
+    if text.lstrip().startswith("{"):
+        return Log(shown, "json", parse_json(source))
+    return Log(shown, "text", parse_text(source))
+
+
+# ---- text ------------------------------------------------------------------------------------
+
+
+@dataclass
+class _Pending:
+    """What the lines before a table say about it."""
+
+    collective: str | None = None
+    ranks: set[int] = field(default_factory=set)
+    fields: tuple[tuple[str, str], ...] = ()
+
+
+def parse_text(source: SourceFile) -> tuple[Table, ...]:
+    tables: list[Table] = []
+    pending = _Pending()
+    columns: list[str] | None = None  # the open table's header
+    header_span: Span | None = None
+    rows: list[Row] = []
+    meta = pending
+
+    def close() -> None:
+        nonlocal rows, columns
+        if rows:
+            tables.append(Table(tuple(rows), meta.collective, max(meta.ranks) + 1
+                                if meta.ranks else None, meta.fields, header_span or rows[0].span))
+        rows, columns = [], None
+
+    for number, raw in enumerate(source.text.splitlines(), start=1):
+        prefix = _PREFIX.match(raw)
+        offset = prefix.end() if prefix else 0
+        line = raw[offset:]
+        tokens = [(m.group(), offset + m.start() + 1) for m in _TOKEN.finditer(line)]
+        if not tokens:
+            if rows:  # nccl-tests prints no blank line inside a table: pasted tables end here
+                close()
+            continue
+        words = [t for t, _ in tokens]
+        if _is_header(words):
+            close()
+            meta, pending = pending, _Pending()
+            columns = [w for w in (words[1:] if words[0] == "#" else words)
+                       if w != "#"]
+            header_span = Span(source, number, tokens[0][1], number, len(raw) + 1)
+            continue
+        stripped = line.strip()
+        if stripped.startswith("#"):
+            _metadata(stripped, pending)
+            if rows:  # a comment after rows (`# Out of bounds values`, ...) ends the table
+                close()
+            continue
+        if not _INT.match(words[0]):
+            continue  # prose, NCCL INFO lines, launcher noise
+        if columns is None:
+            if len(words) < 2 or not _INT.match(words[1]):
+                continue  # a line that merely starts with a number
+            width = _HEADERLESS.get(len(words))
+            if width is None:
+                raise LogError(f"a row of {len(words)} fields without a header line; expected "
+                               "11, 12 or 13 (size count type [redop [root]] time algbw busbw "
+                               "#wrong, twice)", Span(source, number, tokens[0][1], number,
+                                                      len(raw) + 1))
+            meta, pending = pending, _Pending()
+            columns, header_span = width.split(), None
+        rows.append(_row(source, number, raw, tokens, columns))
+    close()
+    return tuple(tables)
+
+
+def _is_header(words: list[str]) -> bool:
+    names = {w.lstrip("#") for w in words}
+    return {"size", "count", "type", "algbw", "busbw"} <= names and bool(names & set(_TIME))
+
+
+def _metadata(line: str, pending: _Pending) -> None:
+    rank = _RANK.match(line)
+    if rank:
+        pending.ranks.add(int(rank.group(1)))
+        return
+    starting = _STARTING.match(line)
+    if starting:
+        pending.collective = _collective_name(starting.group(1))
+        return
+    if re.match(r"^#\s*nThread\s", line):
+        pending.fields = _fields(line.lstrip("#").split())
+
+
+def _fields(words: list[str]) -> tuple[tuple[str, str], ...]:
+    """`nThread 1 nGpus 1 ... step: 2(factor) warmup iters: 5 ... direction: H2D` as pairs:
+    a key is the words up to a value; a key ending in ':' takes the next word whatever it is."""
+    out, key = [], []
+    for word in words:
+        if key and (key[-1].endswith(":") or word[:1].isdigit()):
+            out.append((" ".join(key).rstrip(":"), word))
+            key = []
+        else:
+            key.append(word)
+    return tuple(out)
+
+
+def _collective_name(binary: str) -> str:
+    name = Path(binary).name
+    return name[:-5] if name.endswith("_perf") else name
+
+
+def _row(source: SourceFile, number: int, raw: str, tokens: list[tuple[str, int]],
+         columns: list[str]) -> Row:
+    def at(k: int) -> Span:
+        text, col = tokens[k]
+        return Span(source, number, col, number, col + len(text))
+
+    needed = [c for c in columns if c != "timestamp"]
+    if len(tokens) < len(needed):
+        end = len(raw) + 1
+        raise LogError(f"the row has {len(tokens)} fields; the header has {len(needed)} "
+                       f"({' '.join(needed)})", Span(source, number, end, number, end))
+    place: list[dict[str, float | None]] = []
+    values: dict[str, str] = {}
+    value_col: dict[str, int] = {}
+    for k, name in enumerate(needed):
+        text = tokens[k][0]
+        if name in _TIME:
+            place.append({})
+        if place and name in (*_TIME, "algbw", "busbw", *_WRONG):
+            key = "time" if name in _TIME else "wrong" if name in _WRONG else name
+            if key in place[-1]:
+                continue
+            if key == "wrong" and text == "N/A":
+                place[-1][key] = None
+                continue
+            try:
+                place[-1][key] = float(text)
+            except ValueError:
+                raise LogError(f"expected a number for {name}, got '{text}'", at(k)) from None
+            if place[-1][key] < 0 or place[-1][key] != place[-1][key]:
+                raise LogError(f"{name} must be a non-negative number, got '{text}'", at(k))
+        elif not place:
+            values[name], value_col[name] = text, k
+    for name in ("size", "count"):
+        if name not in values or not _INT.match(values[name]):
+            k = value_col.get(name, 0)
+            raise LogError(f"expected a whole number of {'bytes' if name == 'size' else 'elements'}"
+                           f" for {name}, got '{tokens[k][0]}'", at(k))
+    root = values.get("root")
+    if root is not None and not re.match(r"^-?\d+$", root):
+        raise LogError(f"expected a rank number for root, got '{root}'", at(value_col["root"]))
+    placements = [Measurement(p["time"], p["algbw"], p["busbw"], p.get("wrong"))
+                  for p in place if {"time", "algbw", "busbw"} <= set(p)]
+    if not placements:
+        raise LogError("the row has no time column", at(0))
+    return Row(int(values["size"]), int(values["count"]), values.get("type", "?"),
+               values.get("redop"), int(root) if root is not None else None,
+               placements[0], placements[1] if len(placements) > 1 else None,
+               Span(source, number, tokens[0][1], number, len(raw) + 1))
+
+
+# ---- JSON ------------------------------------------------------------------------------------
+
+
+def parse_json(source: SourceFile) -> tuple[Table, ...]:
+    try:
+        document = json.loads(source.text)
+    except json.JSONDecodeError as exc:
+        raise LogError(f"not valid JSON: {exc.msg}",
+                       Span(source, exc.lineno, exc.colno, exc.lineno, exc.colno + 1)) from None
+    top = Span(source, 1, 1, 1, 2)
+    if not isinstance(document, dict) or not isinstance(document.get("results"), list):
+        raise LogError("an nccl-tests JSON document is an object with a 'results' list", top)
+    # Each result object's position, for errors: nccl-tests writes them as {"size":...}.
+    starts = [m.start() for m in re.finditer(r'\{\s*"size"\s*:', source.text)]
+    config = document.get("config") if isinstance(document.get("config"), dict) else {}
+    rows = []
+    for k, result in enumerate(document["results"]):
+        span = _offset_span(source, starts[k]) if k < len(starts) else top
+        rows.append(_json_row(result, k, span))
+    args = document.get("args")
+    collective = (_collective_name(args[0]) if isinstance(args, list) and args
+                  and isinstance(args[0], str) else None)
+    if not rows:
+        return ()
+    return (Table(tuple(rows), collective, _json_ranks(config), _json_fields(config), top),)
+
+
+def _offset_span(source: SourceFile, offset: int) -> Span:
+    line = source.text.count("\n", 0, offset) + 1
+    col = offset - (source.text.rfind("\n", 0, offset) + 1) + 1
+    return Span(source, line, col, line, col + 1)
+
+
+def _json_row(result: object, k: int, span: Span) -> Row:
+    where = f"results[{k}]"
+    if not isinstance(result, dict):
+        raise LogError(f"{where} must be an object", span)
+    for key in ("size", "count"):
+        if not isinstance(result.get(key), int) or isinstance(result.get(key), bool) \
+                or result[key] < 0:
+            raise LogError(f"{where}.{key} must be a whole number, got {result.get(key)!r}", span)
+    root = result.get("root")
+    root_text = str(root).strip() if root is not None else None
+    if root_text is not None and not re.match(r"^-?\d+$", root_text):
+        raise LogError(f"{where}.root must be a rank number, got {root!r}", span)
+    placements = [_json_measurement(result.get(key), f"{where}.{key}", span)
+                  for key in ("out_of_place", "in_place")]
+    if placements == [None, None]:
+        raise LogError(f"{where} has neither out_of_place nor in_place figures", span)
+    return Row(result["size"], result["count"], str(result.get("type", "?")),
+               result.get("redop") if isinstance(result.get("redop"), str) else None,
+               int(root_text) if root_text is not None else None,
+               placements[0], placements[1], span)
+
+
+def _json_measurement(value: object, where: str, span: Span) -> Measurement | None:
+    if value is None:
+        return None
+    if not isinstance(value, dict):
+        raise LogError(f"{where} must be an object or null", span)
+    time_key = "time" if "time" in value else "cpu_time"
+    numbers = {}
+    for key in (time_key, "alg_bw", "bus_bw"):
+        number = value.get(key)
+        if not isinstance(number, (int, float)) or isinstance(number, bool) or number < 0:
+            raise LogError(f"{where}.{key} must be a non-negative number, got {number!r}", span)
+        numbers[key] = float(number)
+    wrong = value.get("nwrong")
+    return Measurement(numbers[time_key], numbers["alg_bw"], numbers["bus_bw"],
+                       float(wrong) if isinstance(wrong, (int, float)) else None)
+
+
+def _json_ranks(config: dict) -> int | None:
+    devices, threads, gpus = config.get("devices"), config.get("nthreads"), config.get("ngpus")
+    if isinstance(devices, list) and devices and isinstance(threads, int) and isinstance(gpus, int):
+        # One device entry per process (the first of its lines), each driving threads × gpus.
+        return len(devices) * threads * gpus
+    return None
+
+
+def _json_fields(config: dict) -> tuple[tuple[str, str], ...]:
+    return tuple((k, str(v)) for k, v in config.items() if not isinstance(v, (list, dict)))

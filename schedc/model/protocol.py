@@ -1,0 +1,38 @@
+"""Protocols: the ways NCCL can run one schedule (LL, LL128, Simple), each with its own
+start-up and its own share of every link's bandwidth (NVIDIA/nccl src/graph/tuning.cc).
+
+With protocols declared, a schedule's time is the minimum over them of
+Σ_rounds (α_p + max_e V[r,e] / (eff_p · B_e)): α_p replaces the file's per-round start-up.
+A round that uses a link of a class with its own start-up (`class nic alpha 14 us`) starts up
+in the largest of those; a class with a cap (`class nvlink cap 141 GB/s`, NCCL's llMaxBw)
+runs at min(eff_p · B_e, cap) on its links.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import sympy
+
+from ..errors import Span
+
+
+@dataclass(frozen=True)
+class Protocol:
+    name: str
+    alpha: sympy.Expr  # seconds, per round
+    eff: sympy.Expr  # share of each link's bandwidth (dimensionless)
+    class_alpha: tuple[tuple[str, sympy.Expr], ...] = ()  # per link class: the round's start-up
+    class_cap: tuple[tuple[str, sympy.Expr], ...] = ()  # per link class: a rate cap, bytes/s
+    span: Span | None = field(default=None, compare=False, repr=False)
+
+    def startup(self, classes: set[str]) -> sympy.Expr:
+        """The start-up of a round that uses links of `classes`."""
+        own = [a for c, a in self.class_alpha if c in classes]
+        return sympy.Max(self.alpha, *own) if own else self.alpha
+
+    def rate(self, bandwidth: sympy.Expr, classes: set[str]) -> sympy.Expr:
+        """The rate this protocol gets from links of `classes` with bandwidth B."""
+        caps = [cap for c, cap in self.class_cap if c in classes]
+        scaled = self.eff * bandwidth
+        return sympy.Min(scaled, *caps) if caps else scaled
