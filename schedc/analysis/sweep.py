@@ -147,6 +147,11 @@ def write_csv(result: Sweep, path: Path) -> None:
                      *[f"{name} (s)" for name in result.times]])
     for k, value in enumerate(result.values):
         writer.writerow([repr(float(value)), *[repr(float(t[k])) for t in result.times.values()]])
+    write_atomically(path, buffer.getvalue())
+
+
+def write_atomically(path: Path, text: str) -> None:
+    """Write a file whole or not at all (a temporary file, then rename)."""
     directory = path.parent if str(path.parent) else Path(".")
     try:
         fd, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=directory)
@@ -154,7 +159,7 @@ def write_csv(result: Sweep, path: Path) -> None:
         raise UsageError(f"cannot write {path}: {exc.strerror or exc}") from None
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(buffer.getvalue())
+            handle.write(text)
         os.chmod(temporary, 0o666 & ~_umask())
         os.replace(temporary, path)
     except OSError as exc:
