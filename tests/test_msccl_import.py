@@ -188,3 +188,11 @@ def test_the_pair_on_a_switch_takes_two_rounds_of_half_the_buffer(run, tmp_path)
     # Each round moves one chunk (V/2) each way over each port: 2 (alpha + V/(2B)).
     assert timing.cost.formula == expr(session.program, "2*alpha + V/B")
     assert float(timing.time) == pytest.approx(2e-6 + 1e6 / 10e9)
+
+
+def test_a_buffer_too_large_to_verify_is_refused_before_the_work(run, tmp_path):
+    text = TWO_GPUS.replace('nchunksperloop="2"', 'nchunksperloop="200000000"')
+    err = _error(run, tmp_path, text)
+    # The buffer, and one chunk of temporary for each of a gpu's two receiving steps.
+    assert err.startswith("bad.xml:1:1: error: algo: 2 gpus × 200,000,002 chunks of buffer are "
+                          "more than the 67,108,864 that verification handles")

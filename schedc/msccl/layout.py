@@ -25,7 +25,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import ElaborationError
+from ..analysis.dataflow import MAX_CELLS
+from ..errors import ElaborationError, LimitError
 from ..model.ir import BufferLayout
 from .document import RECEIVES, Algo, Step
 
@@ -100,7 +101,11 @@ def lay_out(algo: Algo, inplace: bool) -> Layout:
                     temps[(gpu.id, tb.id, step.index)] = main + scratch + used
                     used += step.cnt
         widest = max(widest, used)
-    return Layout(algo, inplace, c_in, c_out, main, scratch, temps, main + scratch + widest)
+    chunks = main + scratch + widest
+    if algo.ngpus * chunks > MAX_CELLS:  # refused before the tables are made
+        raise LimitError(f"algo: {algo.ngpus:,} gpus × {chunks:,} chunks of buffer are more than "
+                         f"the {MAX_CELLS:,} that verification handles", algo.span)
+    return Layout(algo, inplace, c_in, c_out, main, scratch, temps, chunks)
 
 
 def buffer_layout(layout: Layout) -> BufferLayout:
