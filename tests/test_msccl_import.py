@@ -196,3 +196,16 @@ def test_a_buffer_too_large_to_verify_is_refused_before_the_work(run, tmp_path):
     # The buffer, and one chunk of temporary for each of a gpu's two receiving steps.
     assert err.startswith("bad.xml:1:1: error: algo: 2 gpus × 200,000,002 chunks of buffer are "
                           "more than the 67,108,864 that verification handles")
+
+
+def test_both_layouts_are_checked_when_both_are_allowed(run, tmp_path):
+    # The pair works on `i` only: right in place, but out of place its output is never
+    # written, and the executor may run it either way.
+    path = write(tmp_path, "pair.xml", TWO_GPUS.replace('outofplace="0"', 'outofplace="1"')
+                 .replace('o_chunks="0"', 'o_chunks="2"'))
+    code, out, _ = run("verify", path)
+    assert code == 1
+    assert "pair: allreduce over 2 ranks: FAILS\n  gpu[0] ends with the wrong o[0] .. o[1] of the buffer" \
+        in out
+    assert "  never written: it still holds what it held at the start" in out
+    assert "pair_inplace: allreduce over 2 ranks: verified (2 rounds, 4 transfers" in out
