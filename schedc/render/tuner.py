@@ -89,13 +89,11 @@ def tune_text(envelope: Envelope, kind: str, nccl: dict[str, NcclName | None], n
                          f"time({c.left}) = time({c.right})")
     winners = {name for _, _, name in byte_ranges(envelope)}
     never = [n for n in names if n not in winners]
-    if never:
-        lines += ["", f"never fastest in the range: {', '.join(never)}"]
     unmapped = [n for n in names if nccl.get(n) is None]
-    if unmapped:
-        lines += [f"standing for no NCCL algorithm (`schedule NAME as ALGO/PROTO`), so not in "
-                  f"the table: {', '.join(unmapped)}"]
-    return "\n".join(lines) + "\n"
+    notes = ([f"never fastest in the range: {', '.join(never)}"] if never else []) + \
+        ([f"standing for no NCCL algorithm (`schedule NAME as ALGO/PROTO`), so not in the "
+          f"table: {', '.join(unmapped)}"] if unmapped else [])
+    return "\n".join(lines + ([""] + notes if notes else [])) + "\n"
 
 
 def tune_json(envelope: Envelope, kind: str, nccl: dict[str, NcclName | None], names: list[str],
