@@ -32,13 +32,15 @@ if TYPE_CHECKING:
 
 
 def load(path: str | Path, sets: Iterable[str] = (), *, max_transfers: int | None = None,
-         max_rounds: int | None = None) -> Session:
-    """Compile a `.sched` file with `NAME=VALUE` overrides (as `--set` takes them). Raises
-    `SchedcError` (with `.render()` for the positioned message) on bad input."""
+         max_rounds: int | None = None, machine: str | Path | None = None,
+         ranks: str | None = None) -> Session:
+    """Compile a `.sched` file with `NAME=VALUE` overrides (as `--set` takes them), or an
+    MSCCL XML algorithm (`.xml`) on the `machine` of a `.sched` file. Raises `SchedcError`
+    (with `.render()` for the positioned message) on bad input."""
     from .elaborate.schedule import Limits
     from .session import Session
     limits = Limits(max_transfers or Limits.transfers, max_rounds or Limits.steps)
-    return Session.open(path, sets, limits)
+    return Session.open(path, sets, limits, machine, ranks)
 
 
 def time(session: Session, schedule: str) -> Timing:

@@ -34,10 +34,18 @@ class Session:
     _memo: dict[tuple[str, str], object] = field(default_factory=dict, repr=False)
 
     @classmethod
-    def open(cls, path: str | Path, sets: Iterable[str] = (),
-             limits: Limits = DEFAULT_LIMITS) -> Session:
-        """Load a `.sched` file with `--set NAME=VALUE` overrides (text, with units)."""
+    def open(cls, path: str | Path, sets: Iterable[str] = (), limits: Limits = DEFAULT_LIMITS,
+             machine: str | Path | None = None, ranks: str | None = None) -> Session:
+        """Load a `.sched` file with `--set NAME=VALUE` overrides (text, with units), or an
+        MSCCL XML algorithm (`.xml`) on the machine of a `.sched` file, its ranks mapped to
+        the XML's gpu ids in order or by the expression `ranks`."""
         overrides = tuple(parse_override(s) for s in sets)
+        if Path(path).suffix.lower() == ".xml":
+            from .msccl.program import load_algorithm
+            return cls(load_algorithm(path, machine, ranks, overrides, limits))
+        if machine is not None or ranks is not None:
+            raise UsageError(f"--machine and --ranks are for MSCCL XML algorithms; {path} "
+                             "brings its own machine")
         return cls(load_program(path, overrides, limits))
 
     def memo(self, kind: str, name: str, compute: Callable[[], T]) -> T:
@@ -53,6 +61,7 @@ class Session:
         return self.memo("ir", name, lambda: self.program.schedule(name))
 
     def loads(self, name: str) -> Loads:
+        self.program.require_machine(name)
         return self.memo("loads", name, lambda: lower(self.schedule(name), self.program.topology))
 
     def timing(self, name: str, span: Span | None = None) -> Timing:

@@ -85,11 +85,12 @@ def check_program(session: Session, timeout: float = DEFAULT_TIMEOUT) -> Program
 
 
 def check_file(path: Path, timeout: float = DEFAULT_TIMEOUT, limits: Limits = DEFAULT_LIMITS,
-               sets: tuple[str, ...] = ()) -> FileCheck:
+               sets: tuple[str, ...] = (), machine: Path | None = None,
+               ranks: str | None = None) -> FileCheck:
     """Compile a file (with `--set` overrides) and all its schedules, verify them, then
-    evaluate its expects."""
+    evaluate its expects (an MSCCL XML file, on `machine`, has none)."""
     try:
-        session = Session.open(path, sets, limits)
+        session = Session.open(path, sets, limits, machine, ranks)
         for name in session.selected(required=False):
             session.timing(name)  # bad input in any schedule is an error before verification
         verdicted = tuple(verdicts(session))

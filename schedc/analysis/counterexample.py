@@ -16,8 +16,8 @@ from fractions import Fraction
 import numpy as np
 
 from ..errors import Span
-from ..model.ir import Region, Schedule, part_text
-from .dataflow import Geometry, Items, Spec, round_items
+from ..model.ir import Region, Schedule, buffer_text
+from .dataflow import Geometry, Items, Spec, round_items, steps
 
 
 @dataclass(frozen=True)
@@ -31,6 +31,7 @@ class Write:
     region: Region
     into: Region | None
     span: Span
+    origin: str = ""  # what wrote it, when the span alone does not say (an XML step)
 
 
 
@@ -71,8 +72,9 @@ def explain(schedule: Schedule, geo: Geometry, spec: Spec, slot: int, first: int
     """The counterexample for cells (slot, first..end-1), which end wrong in the same way."""
     cell = slot * geo.segments + first
     held, writes = replay(schedule, geo, spec, cell)
+    ran = steps(schedule)
     if spec.everyone:
-        expected = Counter({(q, 0): 1 for q in range(geo.ranks)})
+        expected = Counter({(q, int(spec.shift[slot, first])): 1 for q in range(geo.ranks)})
     else:
         expected = Counter({(int(spec.owner[slot, first]), int(spec.shift[slot, first])): 1})
     region = (Fraction(int(geo.bounds[first]), geo.scale), Fraction(int(geo.bounds[end]), geo.scale))
@@ -86,30 +88,33 @@ def explain(schedule: Schedule, geo: Geometry, spec: Spec, slot: int, first: int
         holds=show(held), expected=show(expected), everyone=spec.everyone, missing=show(short),
         duplicated=show(Counter({c: n for c, n in surplus.items() if c in expected})),
         unexpected=show(Counter({c: n for c, n in surplus.items() if c not in expected})),
-        writes=tuple(_write(schedule, w, names) for w in reversed(writes[-LAST_WRITES:])))
+        writes=tuple(_write(ran, w, names) for w in reversed(writes[-LAST_WRITES:])))
 
 
 def conflict_at(schedule: Schedule, geo: Geometry, index: int, cell: int, items: Items,
                 names: list[str]) -> Conflict:
     """The counterexample for transfers of round `index` that write `cell` together."""
     hits = np.flatnonzero(items.dst == cell)
-    writes = tuple(_write(schedule, (index, int(items.batch[i]), int(items.transfer[i])), names)
+    ran = steps(schedule)
+    writes = tuple(_write(ran, (index, int(items.batch[i]), int(items.transfer[i])), names)
                    for i in hits)
     landed = [w.into or w.region for w in writes]  # where each write lands at the rank
     region = (max(r[0] for r in landed), min(r[1] for r in landed))
     device = geo.device(cell // geo.segments, schedule.collective.ranks)
-    return Conflict(index + 1, names[device], region,
+    return Conflict(ran[index][0], names[device], region,
                     writes)
 
 
 def replay(schedule: Schedule, geo: Geometry, spec: Spec, cell: int):
-    """What `cell` holds at the end, exactly, and every write into it as (round, batch,
-    transfer), in order. Only transfers that can reach the cell are replayed."""
+    """What `cell` holds at the end, exactly, and every write into it as (step, batch,
+    transfer), in order (a step of `dataflow.steps`). Only transfers that can reach the cell
+    are replayed."""
     plan = []
     needed = np.zeros(geo.slots * geo.segments, dtype=bool)
     needed[cell] = True
-    for index in range(len(schedule.rounds) - 1, -1, -1):
-        items = round_items(schedule.rounds[index], geo)
+    ran = steps(schedule)
+    for index in range(len(ran) - 1, -1, -1):
+        items = round_items(ran[index][1], geo)
         relevant = np.flatnonzero(needed[items.dst])
         if len(relevant):
             needed[items.src[relevant]] = True
@@ -137,11 +142,13 @@ def replay(schedule: Schedule, geo: Geometry, spec: Spec, cell: int):
     return held(cell), writes
 
 
-def _write(schedule: Schedule, where: tuple[int, int, int], names: list[str]) -> Write:
+def _write(ran: list, where: tuple[int, int, int], names: list[str]) -> Write:
     index, k, t = where
-    transfer = schedule.rounds[index].batches[k].transfer(t)
-    return Write(index + 1, transfer.op, names[transfer.src], names[transfer.dst], transfer.region,
-                 transfer.into, transfer.span)
+    number, rnd = ran[index]
+    batch = rnd.batches[k]
+    transfer = batch.transfer(t)
+    return Write(number, transfer.op, names[transfer.src], names[transfer.dst], transfer.region,
+                 transfer.into, transfer.span, batch.origin)
 
 
 def _namer(schedule: Schedule, geo: Geometry, names: list[str], region: Region,
@@ -157,7 +164,7 @@ def _namer(schedule: Schedule, geo: Geometry, names: list[str], region: Region,
         if not positions:
             return base
         moved = Fraction(shift, geo.scale)
-        source = part_text((region[0] + moved, region[1] + moved))
+        source = buffer_text((region[0] + moved, region[1] + moved), schedule.collective.layout)
         return f"{name}'s {source}" if whose < p else f"{base} at {source}"
 
     def show(contributions: Counter) -> tuple[tuple[str, int], ...]:

@@ -86,7 +86,7 @@ def geometry(schedule: Schedule, devices: int) -> Geometry:
     moved region lands on whole segments."""
     coll = schedule.collective
     p = len(coll.ranks)
-    batches = [b for r in schedule.rounds for b in r.batches if b.op != "send"]
+    batches = [b for _, r in steps(schedule) for b in r.batches if b.op != "send"]
     scale = lcm(p, *{b.den for b in batches})
     if scale > MAX_SCALE:
         raise LimitError(f"regions are cut too finely to verify (1/{scale} of the buffer){_SKIP}",
@@ -144,6 +144,17 @@ def _close_under_moves(bounds: np.ndarray, moves: np.ndarray, schedule: Schedule
         bounds = grown
 
 
+def steps(schedule: Schedule) -> list[tuple[int, Round]]:
+    """What runs, in order, as (round number from 1, transfers): each round, then each of its
+    local phases (copies within a rank) as a step of its own under the same number; local
+    phases before the first round are numbered 0."""
+    out = [(0, Round(phase)) for phase in schedule.prologue]
+    for number, rnd in enumerate(schedule.rounds, 1):
+        out.append((number, rnd))
+        out += [(number, Round(phase)) for phase in rnd.local]
+    return out
+
+
 def round_items(rnd: Round, geo: Geometry) -> Items:
     parts = []
     for k, b in enumerate(rnd.batches):
@@ -181,6 +192,12 @@ def round_items(rnd: Round, geo: Geometry) -> Items:
 def collective_spec(schedule: Schedule, geo: Geometry) -> Spec:
     coll = schedule.collective
     p, segments = geo.ranks, geo.segments
+    if coll.layout is not None:  # separate buffers: the tables give the spec per chunk
+        layout = coll.layout
+        chunk = geo.bounds[:-1] * layout.chunks // geo.scale
+        return Spec(layout.start[:, chunk], layout.required[:, chunk],
+                    kind_reduces(coll.kind), layout.owner[:, chunk],
+                    layout.shift[:, chunk] * (geo.scale // layout.chunks))
     slot = np.arange(p)[:, None]
     part = np.broadcast_to(geo.bounds[:-1] // (geo.scale // p), (p, segments))  # j of p
     own = np.broadcast_to(slot, (p, segments))
@@ -199,5 +216,10 @@ def collective_spec(schedule: Schedule, geo: Geometry) -> Spec:
     if kind == "alltoall":  # rank j's part i: rank i's part j, from (j - i)/p further on
         return Spec(own, everywhere, False, part, (slot - part) * (geo.scale // p))
     raise AssertionError(f"unknown collective {kind}")  # pragma: no cover - grammar has no other
+
+
+def kind_reduces(kind: str) -> bool:
+    """Whether a collective ends with every rank's data once (else one owner's data)."""
+    return kind in ("allreduce", "reduce_scatter", "reduce")
 
 

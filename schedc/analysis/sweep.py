@@ -59,21 +59,32 @@ def parse_vary(text: str, program: Program) -> Vary:
     parts = rest.split(":")
     if len(parts) not in (2, 3):
         raise UsageError("--vary expects NAME=LO:HI or NAME=LO:HI:N", _whole(source))
+    lo, hi = parse_range(":".join(parts[:2]), param, program, source)
+    points = DEFAULT_POINTS
+    if len(parts) == 3:
+        span = Span(source, 1, len(parts[0]) + len(parts[1]) + 3, 1, len(rest) + 1)
+        if not parts[2].strip().isdigit() or not 2 <= int(parts[2]) <= MAX_POINTS:
+            raise UsageError(f"the number of points must be an integer in 2..{MAX_POINTS:,}",
+                             span)
+        points = int(parts[2])
+    return Vary(param, lo, hi, points)
+
+
+def parse_range(text: str, param: Param, program: Program,
+                source: SourceFile) -> tuple[Fraction, Fraction]:
+    """`LO:HI` (the text of `source`, from its start) as a rising range of the param."""
+    parts = text.split(":")
+    if len(parts) != 2:
+        raise UsageError("expected a range LO:HI", _whole(source))
     spans, start = [], 0
     for part in parts:
         spans.append(Span(source, 1, start + 1, 1, start + len(part) + 1))
         start += len(part) + 1
-    lo, hi = (_end(part, span, param, program) for part, span in zip(parts[:2], spans[:2]))
-    points = DEFAULT_POINTS
-    if len(parts) == 3:
-        if not parts[2].strip().isdigit() or not 2 <= int(parts[2]) <= MAX_POINTS:
-            raise UsageError(f"the number of points must be an integer in 2..{MAX_POINTS:,}",
-                             spans[2])
-        points = int(parts[2])
+    lo, hi = (_end(part, span, param, program) for part, span in zip(parts, spans))
     if not lo < hi:
         raise UsageError(f"the range must rise: {parts[0].strip()} is not below {parts[1].strip()}",
                          _whole(source))
-    return Vary(param, lo, hi, points)
+    return lo, hi
 
 
 def _whole(source: SourceFile) -> Span:

@@ -45,7 +45,7 @@ import numpy as np
 from ..model.ir import Schedule
 from ..session import Session
 from .counterexample import Conflict, WrongResult, conflict_at, explain
-from .dataflow import Geometry, Items, Spec, collective_spec, geometry, round_items
+from .dataflow import Geometry, Items, Spec, collective_spec, geometry, round_items, steps
 
 MIXED = np.iinfo(np.int64).min  # the displacement of a cell mixing data of different positions
 CAP = 2**32  # the total multiplicity saturates here (no postcondition asks for as much)
@@ -134,7 +134,7 @@ def _run(schedule: Schedule, geo: Geometry, spec: Spec, embed: np.ndarray):
     total = np.zeros(cells, np.int64)
     total[:held] = 1
     state = State(payload, total, np.zeros(cells, np.int64), np.zeros(cells, np.int64))
-    for index, rnd in enumerate(schedule.rounds):
+    for index, (_, rnd) in enumerate(steps(schedule)):
         items = round_items(rnd, geo)
         if not len(items):
             continue
@@ -195,7 +195,7 @@ def _first_wrong(state: State, spec: Spec, embed: np.ndarray, geo: Geometry):
     shift = state.shift[:ranks].reshape(p, segments)
     if spec.everyone:
         expected = embed[:p].sum(axis=0, dtype=np.uint64)
-        wrong = (payload != expected).any(axis=-1) | (total != p) | (shift != 0)
+        wrong = (payload != expected).any(axis=-1) | (total != p) | (shift != spec.shift)
     else:
         expected = embed[spec.owner]
         wrong = (payload != expected).any(axis=-1) | (total != 1) | (shift != spec.shift)

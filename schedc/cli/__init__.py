@@ -20,7 +20,7 @@ import click
 
 from .. import __version__
 from ..errors import SchedcError
-from . import analysing, compiling, measuring
+from . import analysing, compiling, exporting, measuring
 from .options import EXIT_BAD_INPUT, EXIT_INTERNAL, EXIT_OK, JSON_REQUESTED
 
 
@@ -34,7 +34,8 @@ def cli() -> None:
     """
 
 
-for command in (*compiling.COMMANDS, *analysing.COMMANDS, *measuring.COMMANDS):
+for command in (*compiling.COMMANDS, *analysing.COMMANDS, *measuring.COMMANDS,
+                *exporting.COMMANDS):
     cli.add_command(command)
 
 

@@ -17,6 +17,7 @@ from .options import (
     compiling,
     json_option,
     limit_options,
+    machine_options,
     no_verify_option,
     schedule_option,
     set_option,
@@ -151,7 +152,9 @@ def eval_command(session, as_json: bool, timeout: float) -> int:
 @json_option(schema.CHECK)
 @timeout_option
 @limit_options
-def check_command(paths: tuple[Path, ...], sets, as_json: bool, timeout: float, limits) -> int:
+@machine_options
+def check_command(paths: tuple[Path, ...], sets, as_json: bool, timeout: float, limits,
+                  machine, ranks) -> int:
     """Compile and verify every .sched file in PATHS (files or directories), print its
     reports and evaluate its expects. `--set` applies to every file, each of which must
     declare the param.
@@ -159,7 +162,8 @@ def check_command(paths: tuple[Path, ...], sets, as_json: bool, timeout: float, 
     Exit 0 when all hold, 1 when one fails, 2 when a file has bad input."""
     from ..analysis.check import check_file, sched_files
     from ..render.analysis import check_json, check_line, check_summary, report_line, verdict_lines
-    files = [check_file(path, timeout, limits, sets) for path in sched_files(list(paths))]
+    files = [check_file(path, timeout, limits, sets, machine, ranks)
+             for path in sched_files(list(paths))]
     if as_json:
         click.echo(check_json(files), nl=False)
         for checked in files:  # the diagnostics on stderr, as without --json

@@ -15,6 +15,7 @@ from .options import (
     compiling,
     json_option,
     limit_options,
+    machine_options,
     no_verify_option,
     schedule_option,
     set_option,
@@ -43,13 +44,17 @@ def verified_timings(session, names: list[str], no_verify: bool) -> list:
 @limit_options
 @click.option("--pair", nargs=2, metavar="A B", default=None,
               help="routes: only the route from device A to device B (names as in the topology).")
-def emit(stage: str, file: Path, schedules, sets, limits, pair) -> int:
+@machine_options
+def emit(stage: str, file: Path, schedules, sets, limits, pair, machine, ranks) -> int:
     """Dump one pipeline stage: ast, ir, loads, formula, or the routes each schedule uses."""
     from ..errors import ParseError, SourceFile, UsageError
     from ..render import emit as dumps
     if pair and stage != "routes":
         raise UsageError("--pair goes with `emit routes`")
     if stage == "ast":
+        if file.suffix.lower() == ".xml":
+            raise UsageError("an MSCCL XML file has no syntax tree of the .sched language; "
+                             "try `emit ir`")
         from ..language.parser import parse_module
         try:
             text = file.read_text(encoding="utf-8")
@@ -58,7 +63,7 @@ def emit(stage: str, file: Path, schedules, sets, limits, pair) -> int:
         click.echo(dumps.emit_ast(parse_module(SourceFile(str(file), text))), nl=False)
         return EXIT_OK
     from ..session import Session
-    session = Session.open(file, sets, limits)
+    session = Session.open(file, sets, limits, machine, ranks)
     program, out = session.program, []
     topology = program.topology
     if pair:
@@ -120,11 +125,13 @@ def compare(session, as_json: bool, no_verify: bool) -> int:
 @set_option
 @json_option(schema.VERIFY)
 @limit_options
-def verify(file: Path, schedules, sets, as_json: bool, limits) -> int:
+@machine_options
+def verify(file: Path, schedules, sets, as_json: bool, limits, machine, ranks) -> int:
     """Check that each schedule computes its collective.
 
     FILE may be a directory: every .sched file under it is verified (files without result
-    schedules, such as machines and libraries, are skipped). Exit 1 if one fails.
+    schedules, such as machines and libraries, are skipped). FILE may be an MSCCL XML
+    algorithm (.xml): no machine is needed. Exit 1 if one fails.
     """
     from ..analysis.verify import verdicts
     from ..errors import SchedcError, UsageError
@@ -141,7 +148,7 @@ def verify(file: Path, schedules, sets, as_json: bool, limits) -> int:
     documents, texts, failed, errors = [], [], 0, []
     for path in paths:
         try:
-            found = verdicts(Session.open(path, sets, limits), schedules)
+            found = verdicts(Session.open(path, sets, limits, machine, ranks), schedules)
         except SchedcError as exc:
             if not file.is_dir():
                 raise

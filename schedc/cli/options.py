@@ -71,13 +71,26 @@ def no_verify_option(func):
                         help="Report on schedules even if they do not compute their collective.")(func)
 
 
+def machine_options(func):
+    """`--machine` and `--ranks`, for an MSCCL XML algorithm in place of a `.sched` FILE."""
+    func = click.option("--ranks", metavar="EXPR",
+                        help="For an .xml FILE: the devices of the machine its gpus 0, 1, ... "
+                             "are (default: the machine's `ranks`).")(func)
+    return click.option("--machine", type=click.Path(dir_okay=False, path_type=Path),
+                        metavar="M.sched",
+                        help="For an .xml FILE (MSCCL algorithm): the machine it runs on.")(func)
+
+
 def compiling(func):
-    """FILE, `--set` and the limits, turned into the command's `session` argument."""
+    """FILE, `--set`, the limits and `--machine`/`--ranks`, turned into the command's
+    `session` argument."""
     @file_argument
     @set_option
     @limit_options
+    @machine_options
     @functools.wraps(func)
-    def wrapper(*args, file: Path, sets: tuple[str, ...], limits: Limits, **kwargs):
+    def wrapper(*args, file: Path, sets: tuple[str, ...], limits: Limits, machine: Path | None,
+                ranks: str | None, **kwargs):
         from ..session import Session
-        return func(*args, session=Session.open(file, sets, limits), **kwargs)
+        return func(*args, session=Session.open(file, sets, limits, machine, ranks), **kwargs)
     return wrapper

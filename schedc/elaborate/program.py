@@ -96,6 +96,9 @@ class Program:
                 or "; the file has no result schedules")
         raise (ElaborationError if span else UsageError)(f"no schedule named '{name}'{hint}", span)
 
+    def require_machine(self, name: str) -> None:
+        """Refuse to time `name` without a machine (a `.sched` program always has one)."""
+
     def schedule(self, name: str, span: Span | None = None) -> Schedule:
         """Elaborate a result schedule to IR (`Session.schedule` does it once per run)."""
         result = self.result(name, span)

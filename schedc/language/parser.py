@@ -252,8 +252,11 @@ class _ToAst(Transformer):
         return str(c[0])
 
     def schedule_def(self, c, span):
-        name, formals, body = str(c[0]), c[1], c[2]
-        return ast.ScheduleDef(name, formals, _stmts(body), span=span)
+        name, formals, nccl, body = str(c[0]), c[1], c[2], c[3]
+        return ast.ScheduleDef(name, formals, _stmts(body), nccl, span=span)
+
+    def nccl_as(self, c, span):
+        return ast.NcclName(str(c[0]), str(c[1]), span=span)
 
     def formals(self, c, span):
         return tuple(x for x in c if x is not None)

@@ -408,12 +408,21 @@ class Formal(Node):
 
 
 @dataclass(frozen=True)
+class NcclName(Node):
+    """`as ring/simple`: the NCCL algorithm and protocol a schedule stands for."""
+
+    algorithm: str
+    protocol: str
+
+
+@dataclass(frozen=True)
 class ScheduleDef(Node):
     """A schedule. Without formals it is a result of the file; with formals, a function."""
 
     name: str
     formals: tuple[Formal, ...] | None
     body: tuple[Stmt, ...]
+    nccl: NcclName | None = None
 
 
 @dataclass(frozen=True)

@@ -47,15 +47,35 @@ def region_text(region: Region | None) -> str:
     return "-" if region is None else f"[{region[0]}, {region[1]})"
 
 
+@dataclass(frozen=True, eq=False)
+class BufferLayout:
+    """Separate input, output and scratch buffers (an imported MSCCL algorithm), laid out
+    side by side in one buffer of `chunks` equal chunks per rank. Tables are p × chunks, in
+    rank order: `start` whose data a chunk holds at the start (slot q, or q + p for rank q's
+    uninitialised memory); `required` the chunks the postcondition constrains; `owner` whose
+    data a required chunk must end with (collectives that do not reduce); `shift` the
+    expected displacement of that data, in chunks (its position at the start minus its
+    position at the end). `names` says, per chunk, what it is (for counterexamples)."""
+
+    chunks: int
+    start: np.ndarray
+    required: np.ndarray
+    owner: np.ndarray
+    shift: np.ndarray
+    names: tuple[str, ...] = ()
+
+
 @dataclass(frozen=True)
 class Collective:
-    """What a schedule must compute: `allreduce V over ranks`, and so on."""
+    """What a schedule must compute: `allreduce V over ranks`, and so on. `layout` is None
+    for one buffer of V bytes per rank (every `.sched` collective)."""
 
     kind: str
     size: LinearBytes
     ranks: tuple[int, ...]  # device ids, in rank order
     root: int | None
     span: Span = field(compare=False, repr=False)
+    layout: BufferLayout | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True)
@@ -80,6 +100,7 @@ class Batch:
     into_off: np.ndarray | None  # destination region start (same length), if `into` was given
     size: LinearBytes  # bytes of a whole buffer (regions) or of the message (`send`)
     span: Span = field(compare=False, repr=False)
+    origin: str = ""  # what wrote it, when a span alone does not say (an XML step)
 
     def __len__(self) -> int:
         return len(self.src)
@@ -98,7 +119,11 @@ class Batch:
 
 @dataclass(frozen=True, eq=False)
 class Round:
+    """Transfers that run together; `local` are phases of copies and reductions within a
+    rank (src = dst) that follow them, in order, and cost nothing (an MSCCL `cpy` or `re`)."""
+
     batches: tuple[Batch, ...]
+    local: tuple[tuple[Batch, ...], ...] = ()
 
     def __len__(self) -> int:
         return sum(len(b) for b in self.batches)
@@ -115,6 +140,7 @@ class Schedule:
     collective: Collective
     rounds: tuple[Round, ...]
     span: Span = field(compare=False, repr=False)
+    prologue: tuple[tuple[Batch, ...], ...] = ()  # local phases before the first round
 
     @property
     def transfer_count(self) -> int:
@@ -130,3 +156,14 @@ def part_text(region: Region) -> str:
     if width.numerator == 1 and (start / width).denominator == 1:
         return text + (" (all)" if width == 1 else f" (part {start / width} of {width.denominator})")
     return text
+
+
+def buffer_text(region: Region, layout: BufferLayout | None = None) -> str:
+    """`part_text`, or with separate buffers the chunks' own names (`i[3]`, `s[0..1]`)."""
+    if layout is None or not layout.names:
+        return part_text(region)
+    first = int(region[0] * layout.chunks)  # floor: a piece inside a chunk names the chunk
+    last = max(first, -int(-region[1] * layout.chunks) - 1)
+    name = layout.names[first] if first == last else f"{layout.names[first]} .. {layout.names[last]}"
+    whole = (region[0] * layout.chunks).denominator == 1 and (region[1] * layout.chunks).denominator == 1
+    return name if whole else f"part of {name}"

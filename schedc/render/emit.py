@@ -11,7 +11,7 @@ from ..cost.timing import Timing
 from ..elaborate.program import Program
 from ..errors import Span
 from ..language.syntax import Module, dump
-from ..model.ir import Schedule, linear_expr, region_text
+from ..model.ir import Batch, Schedule, buffer_text, linear_expr, region_text
 from ..model.topology import Topology
 
 STAGES = ("ast", "ir", "loads", "formula", "routes")
@@ -26,12 +26,31 @@ def emit_ir(program: Program, schedule: Schedule) -> str:
     c = schedule.collective
     lines = [f"schedule {schedule.name}: {c.kind} over {len(c.ranks)} ranks, "
              f"{len(schedule.rounds)} rounds, {schedule.transfer_count} transfers"]
+    layout = c.layout
+
+    def show(batches: tuple[Batch, ...], pad: str) -> None:
+        for b in batches:
+            for k in range(len(b)):
+                t = b.transfer(k)
+                if layout is None:
+                    region, into = region_text(t.region), region_text(t.into) if t.into else ""
+                else:  # separate buffers: name the chunks
+                    region, into = buffer_text(t.region, layout), \
+                        buffer_text(t.into, layout) if t.into else ""
+                into = f" into {into}" if into else ""
+                origin = f"  ({b.origin})" if b.origin else ""
+                lines.append(f"{pad}{t.op} {region}{into} {names[t.src]} -> {names[t.dst]}"
+                             f"  {linear_expr(t.bytes)} B  @ {t.span}{origin}")
+
+    for phase in schedule.prologue:
+        lines.append("  before round 1, within ranks")
+        show(phase, "    ")
     for index, rnd in enumerate(schedule.rounds, 1):
         lines.append(f"  round {index}")
-        for t in rnd.transfers():
-            into = f" into {region_text(t.into)}" if t.into else ""
-            lines.append(f"    {t.op} {region_text(t.region)}{into} {names[t.src]} -> {names[t.dst]}"
-                         f"  {linear_expr(t.bytes)} B  @ {t.span}")
+        show(rnd.batches, "    ")
+        for phase in rnd.local:
+            lines.append(f"  after round {index}, within ranks")
+            show(phase, "    ")
     return "\n".join(lines) + "\n"
 
 

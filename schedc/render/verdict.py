@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ..analysis.counterexample import Conflict, Write, WrongResult
 from ..analysis.verify import Verdict
-from ..model.ir import Region, part_text
+from ..model.ir import BufferLayout, Region, buffer_text
 from .text import listing
 
 
@@ -12,7 +12,7 @@ def verdict_text(v: Verdict) -> str:
     coll = v.schedule.collective
     head = f"{v.name}: {coll.kind} over {len(coll.ranks)} ranks: "
     if v.failure is not None:
-        return "\n".join([head + "FAILS", *(f"  {line}" for line in failure_lines(v.failure))])
+        return "\n".join([head + "FAILS", *(f"  {line}" for line in failure_lines(v.failure, coll.layout))])
     how = "exact multisets" if v.method == "exact" else (
         f"fingerprints; a wrong result passes with probability < 2^-{v.false_pass_bits}")
     return head + (f"verified ({len(v.schedule.rounds):,} rounds, "
@@ -45,16 +45,17 @@ def not_reporting(failures: list[Verdict]) -> str:
 # ---- counterexamples --------------------------------------------------------------------------
 
 
-def failure_lines(failure: WrongResult | Conflict) -> list[str]:
+def failure_lines(failure: WrongResult | Conflict, layout: BufferLayout | None = None) -> list[str]:
     if isinstance(failure, Conflict):
-        return [f"round {failure.round} writes {failure.rank}'s {part_text(failure.region)} "
-                f"with {len(failure.writes)} transfers, and a copy among them: which value "
-                "wins is undefined",
-                *(f"    {_write_text(w)}" for w in failure.writes)]
+        return [f"round {failure.round} writes {failure.rank}'s "
+                f"{buffer_text(failure.region, layout)} with {len(failure.writes)} transfers, "
+                "and a copy among them: which value wins is undefined",
+                *(f"    {_write_text(w, layout)}" for w in failure.writes)]
     held = sum(n for _, n in failure.holds)
     want = sum(n for _, n in failure.expected)
     should = "every rank's data once" if failure.everyone else _listing(failure.expected)
-    lines = [f"{failure.rank} ends with the wrong {part_text(failure.region)} of the buffer",
+    lines = [f"{failure.rank} ends with the wrong {buffer_text(failure.region, layout)} "
+             "of the buffer",
              f"  holds        {_count(held)}: {_listing(failure.holds)}",
              f"  should hold  {_count(want)}: {should}"]
     for label, entries in (("missing", failure.missing), ("duplicated", failure.duplicated),
@@ -63,7 +64,7 @@ def failure_lines(failure: WrongResult | Conflict) -> list[str]:
             lines.append(f"  {label:<12} {_listing(entries)}")
     if failure.writes:
         lines.append("  last written by")
-        lines += [f"    {_write_text(w)}" for w in failure.writes]
+        lines += [f"    {_write_text(w, layout)}" for w in failure.writes]
     else:
         lines.append("  never written: it still holds what it held at the start")
     return lines
@@ -81,16 +82,20 @@ def failure_json(failure: WrongResult | Conflict) -> dict:
             "last_writes": [_write_json(w) for w in failure.writes]}
 
 
-def _write_text(w: Write) -> str:
-    into = f" into {part_text(w.into)}" if w.into else ""
-    return (f"round {w.round}: {w.op} {part_text(w.region)} from {w.src} "
-            f"to {w.dst}{into}   at {w.span}")
+def _write_text(w: Write, layout: BufferLayout | None = None) -> str:
+    into = f" into {buffer_text(w.into, layout)}" if w.into else ""
+    origin = f" ({w.origin})" if w.origin else ""
+    return (f"round {w.round}: {w.op} {buffer_text(w.region, layout)} from {w.src} "
+            f"to {w.dst}{into}   at {w.span}{origin}")
 
 
 def _write_json(w: Write) -> dict:
-    return {"round": w.round, "op": w.op, "src": w.src, "dst": w.dst,
-            "region": _fractions(w.region),
-            "into": _fractions(w.into) if w.into else None, "at": str(w.span)}
+    found = {"round": w.round, "op": w.op, "src": w.src, "dst": w.dst,
+             "region": _fractions(w.region),
+             "into": _fractions(w.into) if w.into else None, "at": str(w.span)}
+    if w.origin:
+        found["origin"] = w.origin
+    return found
 
 
 def _listing(entries: tuple[tuple[str, int], ...]) -> str:
