@@ -35,7 +35,7 @@ def outcomes(path: Path):
     return [(o.passed, o.found) for o in check_program(Session(load_program(path))).outcomes]
 
 
-def test_the_whole_schedules_directory_checks(run, monkeypatch):
+def test_the_whole_schedules_directory_checks(run, monkeypatch, reuse_shipped):
     monkeypatch.chdir(ROOT)
     code, out, err = run("check", "schedules/")
     assert code == 0, out + err

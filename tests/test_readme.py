@@ -24,7 +24,7 @@ def test_the_readme_has_examples():
 
 
 @pytest.mark.parametrize("block", EXAMPLES, ids=[b.splitlines()[0][9:60] for b in EXAMPLES])
-def test_example_output_is_real(run, monkeypatch, block):
+def test_example_output_is_real(run, monkeypatch, reuse_shipped, block):
     monkeypatch.chdir(ROOT)
     command, *shown = block.rstrip("\n").splitlines()
     code, out, err = run(*shlex.split(command)[2:])  # drop "$ schedc"

@@ -219,7 +219,7 @@ def test_verify_program_is_the_api_for_check():
     assert [v.name for v in schedc.verify(Session(program), ("hierarchical",))] == ["hierarchical"]
 
 
-def test_every_shipped_file_verifies(run, monkeypatch):
+def test_every_shipped_file_verifies(run, monkeypatch, reuse_shipped):
     monkeypatch.chdir(ROOT)
     code, out, err = run("verify", "schedules")
     assert (code, err) == (0, "")

@@ -5,7 +5,8 @@ so every transfer moves whole segments; ranks are *slots* 0..p-1 in the collecti
 a *cell* is one (slot, segment), numbered slot * segments + segment. A round becomes *items*:
 one per (transfer, segment moved), as arrays.
 
-A `Spec` states a collective's start and end states per cell (see `verify` for the table).
+A `Spec` states a collective's start and end states per cell; `model.collectives` has the
+rule of each collective.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from math import lcm
 import numpy as np
 
 from ..errors import LimitError
+from ..model.collectives import KINDS, Cells, Spec
 from ..model.ir import Round, Schedule
 
 MAX_CELLS = 2**26  # more (rank, segment) cells than this are refused
@@ -55,17 +57,6 @@ class Items:
     def moved(self) -> bool:
         """Some item lands at another position than it left (`into`)."""
         return bool(self.shift.any())
-
-
-@dataclass(frozen=True, eq=False)
-class Spec:
-    """A collective's start state and postcondition, per (slot, segment)."""
-
-    start: np.ndarray  # whose data a cell holds at the start; slot + p: uninitialised
-    required: np.ndarray  # bool: the cells the postcondition constrains
-    everyone: bool  # the end state: every rank's data once (else `owner`'s data, alone)
-    owner: np.ndarray
-    shift: np.ndarray  # the expected displacement of `owner`'s data
 
 
 # ---- segments ---------------------------------------------------------------------------------
@@ -164,25 +155,9 @@ def round_items(rnd: Round, geo: Geometry) -> Items:
 
 
 def collective_spec(schedule: Schedule, geo: Geometry) -> Spec:
+    """The collective's start state and postcondition on this geometry's cells."""
     coll = schedule.collective
-    p, segments = geo.ranks, geo.segments
-    slot = np.arange(p)[:, None]
-    part = np.broadcast_to(geo.bounds[:-1] // (geo.scale // p), (p, segments))  # j of p
-    own = np.broadcast_to(slot, (p, segments))
-    everywhere = np.ones((p, segments), dtype=bool)
-    zero = np.zeros((p, segments), dtype=np.int64)
+    p = geo.ranks
+    part = np.broadcast_to(geo.bounds[:-1] // (geo.scale // p), (p, geo.segments))  # j of p
     root = None if coll.root is None else int(geo.slot[coll.root])
-    kind = coll.kind
-    if kind in ("allreduce", "reduce_scatter", "reduce"):
-        required = {"allreduce": everywhere, "reduce_scatter": part == slot,
-                    "reduce": np.broadcast_to(slot == root, (p, segments))}[kind]
-        return Spec(own, required, True, zero, zero)
-    if kind == "allgather":
-        return Spec(np.where(part == slot, own, own + p), everywhere, False, part, zero)
-    if kind == "broadcast":
-        return Spec(np.where(slot == root, own, own + p), everywhere, False, zero + root, zero)
-    if kind == "alltoall":  # rank j's part i: rank i's part j, from (j - i)/p further on
-        return Spec(own, everywhere, False, part, (slot - part) * (geo.scale // p))
-    raise AssertionError(f"unknown collective {kind}")  # pragma: no cover - grammar has no other
-
-
+    return KINDS[coll.kind].flow(Cells(p, part, geo.scale // p, root))
