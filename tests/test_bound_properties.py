@@ -5,7 +5,7 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
-from conftest import SCHEDULES
+from conftest import SCHEDULES, examples
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -58,7 +58,7 @@ def machines(draw):
     return "\n".join(lines) + "\n"
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(25), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(machines())
 def test_time_overlapped_and_bounds_are_ordered(text):
     with tempfile.TemporaryDirectory() as directory:
@@ -74,7 +74,7 @@ def test_time_overlapped_and_bounds_are_ordered(text):
             assert capacity.bandwidth.xreplace(program.nominal) == capacity.value
 
 
-@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(15), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(machines())
 def test_symmetry_changes_no_cut(text):
     with tempfile.TemporaryDirectory() as directory:

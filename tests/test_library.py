@@ -8,7 +8,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from conftest import SCHEDULES, write
+from conftest import SCHEDULES, examples, write
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -104,7 +104,7 @@ def _group(devices: list[int]) -> str:
     return "[" + ", ".join(f"g[{d}]" for d in devices) + "]"
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=examples(25), deadline=None)
 @given(st.data())
 def test_random_groups_verify(data):
     """Any group size, any order of any devices: every algorithm that takes it verifies."""
