@@ -36,7 +36,7 @@ from ..model.values import NoneValue, Quantity, kind_of, quantity_of
 from ..session import Session
 from ..units import DIMENSIONLESS, dim_name, format_quantity
 from .equations import Equations, Values, source_text
-from .reports import ReportValue, evaluate_reports
+from .reports import ReportValue
 from .verify import Verdict, verdicts
 
 
@@ -75,7 +75,7 @@ class FileCheck:
 def check_program(session: Session, timeout: float = DEFAULT_TIMEOUT) -> ProgramCheck:
     """Evaluate the `report`s, then every `expect` of the program's main file, in order."""
     program = session.program
-    reports = evaluate_reports(program, Equations(session, timeout).env.extra)
+    reports = Equations(session, timeout).reports()
     equations = Equations(session, timeout, reports.bindings)  # reads `budget` too
     outcomes = tuple(_expect(stmt, equations) for stmt in program.checks
                      if isinstance(stmt, ast.Expect))

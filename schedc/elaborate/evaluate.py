@@ -24,7 +24,6 @@ from ..model.values import (
     NoneValue,
     Quantity,
     Region,
-    SharedRef,
     TopoRef,
     as_condition,
     as_number,
@@ -36,7 +35,7 @@ from ..model.values import (
     take_lanes,
     to_sympy,
 )
-from ..units import DIMENSIONLESS, Dim, dim_name, format_quantity, unit
+from ..units import DIMENSIONLESS, Dim, dim_name, unit
 from .builtins import BUILTINS
 from .lanes import Env, expand_lanes, filter_lanes
 
@@ -430,36 +429,3 @@ _HANDLERS: dict[type, Callable[[ast.Node, Env], object]] = {
     ast.Attr: _attr,
     ast.Call: _call,
 }
-
-
-# ---- helpers for callers ----------------------------------------------------------------------
-
-
-def expect_quantity(value: object, dim: Dim, span: Span, what: str) -> Quantity:
-    """`value` as a quantity of dimension `dim`, or a unit error naming `what`."""
-    if isinstance(value, (int, Fraction)) and not isinstance(value, bool) and dim == DIMENSIONLESS:
-        return Quantity(to_sympy(value), dim)
-    if isinstance(value, Quantity) and value.dim == dim:
-        return value
-    found = dim_name(value.dim) if isinstance(value, Quantity) else kind_of(value)
-    if isinstance(value, (int, Fraction)) and not isinstance(value, bool):
-        found = f"a plain number ({value}); give it a unit"
-    raise UnitError(f"{what} must be {dim_name(dim)}, not {found}", span)
-
-
-def check_positive(q: Quantity, nominal: dict, span: Span, what: str, zero_ok: bool = False) -> None:
-    """`q` must be positive (or zero, with `zero_ok`) at the nominal point: a bandwidth, a
-    message size, a buffer."""
-    value = q.expr.xreplace(nominal)
-    if not value.is_number or not (value >= 0 if zero_ok else value > 0):
-        shown = format_quantity(float(value), q.dim) if value.is_number else str(value)
-        wanted = "zero or more" if zero_ok else "positive"
-        raise ElaborationError(f"{what} must be {wanted}; this one is {shown}", span)
-
-
-def expect_device(value: object, span: Span, what: str) -> Devices:
-    if isinstance(value, Devices) and value.rank == 0:
-        return value
-    if isinstance(value, SharedRef):
-        raise ElaborationError(f"{what} must be a device, not a shared resource", span)
-    raise ElaborationError(f"{what} must be a device, not {kind_of(value)}", span)

@@ -30,9 +30,19 @@ from ..language.parser import parse_expression, parse_module
 from ..model.collectives import collective_kind, collective_names
 from ..model.ir import Collective, Schedule
 from ..model.topology import Topology
-from ..model.values import Devices, Quantity, TopoRef, as_number, from_rational, kind_of
+from ..model.values import (
+    Devices,
+    Quantity,
+    TopoRef,
+    as_number,
+    check_positive,
+    expect_device,
+    expect_quantity,
+    from_rational,
+    kind_of,
+)
 from ..units import BYTES, DIMENSIONLESS, SECONDS, Dim, dim_name
-from .evaluate import check_positive, evaluate, expect_device, expect_quantity
+from .evaluate import evaluate
 from .lanes import Env, Names
 from .schedule import Limits, ScheduleContext, elaborate_schedule, linear_bytes
 from .topology import Namespace, TopologyBuilder

@@ -24,9 +24,20 @@ import sympy
 from ..errors import ElaborationError, LimitError, Span, did_you_mean
 from ..language import syntax as ast
 from ..model.ir import Batch, Collective, LinearBytes, Round, Schedule
-from ..model.values import Devices, IntRange, NeedScalar, Quantity, Region, from_rational, kind_of
+from ..model.values import (
+    Devices,
+    IntRange,
+    NeedScalar,
+    Quantity,
+    Region,
+    check_positive,
+    expect_device,
+    expect_quantity,
+    from_rational,
+    kind_of,
+)
 from ..units import BYTES
-from .evaluate import check_positive, evaluate, expect_device, expect_quantity
+from .evaluate import evaluate
 from .lanes import MAX_LANES, Env, expand_lanes, filter_lanes, lane_array
 
 RoundBuffer = list[Batch]

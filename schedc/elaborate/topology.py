@@ -16,9 +16,20 @@ import sympy
 from ..errors import ElaborationError, LimitError, Span
 from ..language import syntax as ast
 from ..model.topology import FORWARDING_KINDS, Device, Hop, Resource, Topology
-from ..model.values import Devices, NeedScalar, SharedRef, TopoRef, as_number, kind_of, take_lanes
+from ..model.values import (
+    Devices,
+    NeedScalar,
+    SharedRef,
+    TopoRef,
+    as_number,
+    check_positive,
+    expect_device,
+    expect_quantity,
+    kind_of,
+    take_lanes,
+)
 from ..units import BYTES, RATE, SECONDS
-from .evaluate import check_index, check_positive, evaluate, expect_device, expect_quantity
+from .evaluate import check_index, evaluate
 from .lanes import Env, expand_lanes, filter_lanes, lane_array
 
 MAX_TOPOLOGY_ITEMS = 10_000_000
