@@ -172,7 +172,7 @@ def _ranks(topology, ranks: tuple[int, ...]) -> str:
 
 
 def _crossing(size: LinearBytes, capacity: CutCapacity, nominal: dict) -> Crossing:
-    if not size or capacity.bandwidth is None:
+    if not size or capacity.bandwidth is None or capacity.value is None:
         return Crossing(size, capacity, sympy.Integer(0), Fraction(0))
     value = linear_value(size, nominal) / capacity.value
     return Crossing(size, capacity, linear_expr(size) / capacity.bandwidth, value)
@@ -214,8 +214,8 @@ def _end_host(collective: Collective | None, cuts: tuple[CutBound, ...], nominal
     egress = sympy.Add(*[out.bandwidth for out, _ in capacities])
     ingress = sympy.Add(*[back.bandwidth for _, back in capacities])
     bytes_value = linear_value(total, nominal)
-    out_value = bytes_value / sum(out.value for out, _ in capacities)
-    in_value = bytes_value / sum(back.value for _, back in capacities)
+    out_value = bytes_value / sum(out.value or 0 for out, _ in capacities)  # all limited, above
+    in_value = bytes_value / sum(back.value or 0 for _, back in capacities)
     bandwidth = egress if out_value >= in_value else ingress
     return EndHost(total, egress, ingress, sympy.factor_terms(linear_expr(total) / bandwidth),
                    max(out_value, in_value))
@@ -254,5 +254,6 @@ def _moved_across(schedule: Schedule, side: frozenset[int], devices: int) -> tup
                 share = Fraction(int(b.length[mask].sum()), b.den)
                 for symbol, coeff in b.size if share else ():
                     totals[(way, symbol)] = totals.get((way, symbol), Fraction(0)) + coeff * share
-    return tuple(tuple(sorted(((s, c) for (w, s), c in totals.items() if w == way and c),
+    out, back = (tuple(sorted(((s, c) for (w, s), c in totals.items() if w == way and c),
                               key=lambda sc: str(sc[0]))) for way in (0, 1))
+    return out, back

@@ -144,8 +144,9 @@ def _expect(stmt: ast.Expect, equations: Equations) -> Outcome:
 def _items(value: object, span: Span) -> list[Quantity]:
     if isinstance(value, Values):
         return list(value.items)
-    if quantity_of(value) is not None:
-        return [quantity_of(value)]
+    q = quantity_of(value)
+    if q is not None:
+        return [q]
     raise ElaborationError(f"expect compares numbers, quantities or solutions, not {kind_of(value)}",
                            span)
 

@@ -139,6 +139,7 @@ def replay(schedule: Schedule, geo: Geometry, spec: Spec, cell: int):
 def _write(schedule: Schedule, where: tuple[int, int, int], names: list[str]) -> Write:
     index, k, t = where
     transfer = schedule.rounds[index].batches[k].transfer(t)
+    assert transfer.region is not None  # sends move no part of the buffer, so write nothing
     return Write(index + 1, transfer.op, names[transfer.src], names[transfer.dst], transfer.region,
                  transfer.into, transfer.span)
 

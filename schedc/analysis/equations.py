@@ -144,7 +144,7 @@ class Equations:
         return found[0] if len(found) == 1 else Values(tuple(found), dim)
 
     def _list(self, node: ast.ListLit, env: Env) -> Values:
-        items = []
+        items: list[Quantity] = []
         for item in node.items:
             found = evaluate(item, env)
             value = quantity_of(found)

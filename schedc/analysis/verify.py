@@ -117,7 +117,8 @@ class State:
     stamp: np.ndarray  # scratch, to find cells written twice in a round without sorting
 
 
-def _run(schedule: Schedule, geo: Geometry, spec: Spec, embed: np.ndarray):
+def _run(schedule: Schedule, geo: Geometry, spec: Spec,
+         embed: np.ndarray) -> State | tuple[int, int, Items]:
     """Run every round on the arrays; the final state, or (round, cell, items) of a conflict."""
     cells = geo.ranks * geo.segments
     state = State(embed[spec.start.reshape(-1)], np.ones(cells, np.int64), np.zeros(cells, np.int64),
@@ -174,7 +175,8 @@ def _apply(s: State, it: Items) -> int | None:
     return None
 
 
-def _first_wrong(state: State, spec: Spec, embed: np.ndarray, geo: Geometry):
+def _first_wrong(state: State, spec: Spec, embed: np.ndarray,
+                 geo: Geometry) -> tuple[int, int, int] | None:
     """The first wrong (slot, first segment, end segment), in rank order, else None."""
     p, segments = geo.ranks, geo.segments
     payload = state.payload.reshape(p, segments, -1)

@@ -195,6 +195,7 @@ class TopologyBuilder:
     def _fill(self, fam: Family, decl: ast.DeclName, prefix, host, make) -> None:
         base = f"{self.host_names[host[0]]}." if prefix else ""
         outer = (host[1],) if prefix and self.namespace.family(prefix).size is not None else ()
+        assert fam.table is not None  # _declare made it
         if fam.size is None:
             fam.table[outer] = make(base + decl.name)
             return
@@ -265,6 +266,7 @@ class TopologyBuilder:
         if stmt.attrs.half and not stmt.both_ways:
             raise ElaborationError("'half' makes both directions of a link share one resource; a "
                                    "one-way link (->) has one direction", stmt.span)
+        assert lanes.lanes is not None  # expand_lanes counts them
         if self.links + lanes.lanes > MAX_TOPOLOGY_ITEMS:
             raise LimitError(f"the topology would have more than {MAX_TOPOLOGY_ITEMS:,} links",
                              stmt.span)
@@ -282,7 +284,7 @@ class TopologyBuilder:
                         for e in (stmt.a, stmt.b))
                 self._add_link(stmt, a, b, self._attributes(stmt, one))
 
-    def _attributes(self, stmt: ast.LinkDecl, env: Env) -> _LinkAttributes:
+    def _attributes(self, stmt: ast.LinkDecl | ast.SharedDecl, env: Env) -> _LinkAttributes:
         attrs = stmt.attrs
         via = []
         for expr in attrs.via:
@@ -294,7 +296,8 @@ class TopologyBuilder:
         window = self._quantity(attrs.window, env, BYTES, "'window'", positive=True)
         if window is not None and attrs.latency is None:
             raise ElaborationError("a window needs a latency: a window of bytes in flight, each "
-                                   "for the latency, allows window/latency", attrs.window.span)
+                                   "for the latency, allows window/latency",
+                                   attrs.window.span if attrs.window else stmt.span)
         # Little's law divides by the latency, so with a window it must be positive.
         latency = self._quantity(attrs.latency, env, SECONDS, "'latency'", positive=True,
                                  zero_ok=window is None)
@@ -306,6 +309,7 @@ class TopologyBuilder:
         if a == b:
             raise ElaborationError(f"a link from {self.devices[a].name} to itself", stmt.span)
         an, bn = self.devices[a].name, self.devices[b].name
+        backward: int | None
         if stmt.both_ways and attrs.half:
             forward = backward = self._resource(f"{an}<->{bn}", attrs, stmt.span)
         else:
@@ -313,6 +317,7 @@ class TopologyBuilder:
             backward = self._resource(f"{bn}->{an}", attrs, stmt.span) if stmt.both_ways else None
         self.hops.append(Hop(a, b, (forward, *(f for f, _ in attrs.via)), stmt.span))
         if stmt.both_ways:
+            assert backward is not None
             self.hops.append(Hop(b, a, (backward, *(r for _, r in attrs.via)), stmt.span))
         self.links += 1
 

@@ -9,6 +9,7 @@ from contextvars import ContextVar
 from fractions import Fraction
 from functools import cache
 from importlib.resources import files
+from typing import Any
 
 from lark import (
     Lark,
@@ -103,7 +104,8 @@ def _parse(source: SourceFile, start: str):
         finally:
             _SOURCE.reset(token)
     except UnexpectedCharacters as exc:
-        bad = text[exc.pos_in_stream] if exc.pos_in_stream < len(text) else ""
+        at = len(text) if exc.pos_in_stream is None else exc.pos_in_stream
+        bad = text[at] if at < len(text) else ""
         span = Span(source, exc.line, exc.column, exc.line, exc.column + 1)
         raise ParseError(f"unexpected character {bad!r}; expected {_expected(exc.allowed)}",
                          span) from None
@@ -177,9 +179,8 @@ def _after_statement_name(exc: UnexpectedToken, source: SourceFile, found: str) 
 
 
 def _token_span(source: SourceFile, token: Token) -> Span:
-    end_line = token.end_line or token.line
-    end_col = token.end_column or token.column + 1
-    return Span(source, token.line, token.column, end_line, end_col)
+    line, col = token.line or 1, token.column or 1  # tokens from the lexer have both
+    return Span(source, line, col, token.end_line or line, token.end_column or col + 1)
 
 
 
@@ -428,7 +429,7 @@ def _stmts(body) -> tuple:
 
 
 def _link_attrs(attrs) -> ast.LinkAttrs:
-    values: dict[str, object] = {}
+    values: dict[str, Any] = {}
     for key, value, attr_span in attrs:
         if key in values:
             raise ParseError(f"'{'class' if key == 'cls' else key}' is given twice", attr_span)

@@ -127,7 +127,7 @@ def kind_of(value: object) -> str:
     return type(value).__name__
 
 
-def as_number(value: Number | Quantity) -> Number | None:
+def as_number(value: object) -> Number | None:
     """The exact number a dimensionless, non-symbolic value stands for, else None."""
     if isinstance(value, bool):
         return None
