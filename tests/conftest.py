@@ -96,6 +96,23 @@ def run(capsys):
     return _run
 
 
+def flat_machine(n: int) -> str:
+    """The flat test machine with `n` GPUs, as the text of a file. Sizes 4 and 8 are files in
+    MACHINES (flat_4.sched, flat_8.sched) for tests to import; this writes any other size."""
+    return f"""# The flat test machine: {n} GPUs, one port of bandwidth B each to one switch. Written
+# by tests/conftest.py flat_machine({n}), which gives the same machine for any size.
+param alpha = 1 us
+param B = 25 GB/s
+param V = 1 MiB
+topology {{
+  gpu g[{n}]
+  switch sw
+  link g[i] <-> sw bw B for i in 0..{n - 1}
+}}
+let ranks = [g[i] for i in 0..{n - 1}]
+"""
+
+
 def timings(path, *sets: str, names=None):
     """{schedule name: Timing} for a file, with `--set` style overrides (a shipped file without
     them is compiled once per test session)."""

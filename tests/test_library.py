@@ -8,7 +8,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from conftest import SCHEDULES, examples, write
+from conftest import SCHEDULES, examples, flat_machine, write
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -84,19 +84,8 @@ def test_every_library_schedule_verifies_on(tmp_path, machine):
     assert _failures(program) == []
 
 
-FLAT = """param alpha = 1 us
-param B = 25 GB/s
-param V = 1 MiB
-topology {{
-  gpu g[{n}]
-  switch sw
-  link g[i] <-> sw bw B for i in 0..{last}
-}}
-"""
-
-
 def _flat_program(directory: Path, n: int, body: str):
-    text = FLAT.format(n=n, last=n - 1) + _imports() + body
+    text = flat_machine(n) + _imports() + body
     return load_program(write(directory, "case.sched", text))
 
 

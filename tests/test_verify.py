@@ -8,7 +8,7 @@ from fractions import Fraction
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, SCHEDULES, write
+from conftest import MACHINES, ROOT, SCHEDULES, flat_machine, write
 
 import schedc
 from schedc.analysis import dataflow
@@ -20,28 +20,12 @@ from schedc.session import Session
 BROKEN = Path(__file__).parent / "fixtures" / "broken"
 FIXTURES = sorted(p.stem for p in BROKEN.glob("*.sched"))
 
-FLAT4 = """param alpha = 1 us
-param B = 25 GB/s
-param V = 1 MiB
-topology {
-  gpu g[4]
-  switch sw
-  link g[i] <-> sw bw B for i in 0..3
-}
-"""
+FLAT4 = f'import "{MACHINES / "flat_4.sched"}"\n'
 
 
-def _flat(n: int) -> str:
-    return f"""param alpha = 1 us
-param B = 25 GB/s
-param V = 1 MiB
-topology {{
-  gpu g[{n}]
-  switch sw
-  link g[i] <-> sw bw B for i in 0..{n - 1}
-}}
-let ranks = [g[i] for i in 0..{n - 1}]
-"""
+def test_the_fixture_machines_are_the_flat_machine():
+    for n in (4, 8):
+        assert (MACHINES / f"flat_{n}.sched").read_text() == flat_machine(n)
 
 
 def verify_schedule(program, name: str, **options):
@@ -97,7 +81,7 @@ def test_region_reduced_twice_is_a_duplicate():
 
 def test_the_fingerprint_path_on_a_large_group(tmp_path):
     n = 256  # 256 ranks x 256 segments x 512 counts would be 33.6 M numbers: fingerprints
-    text = _flat(n) + """allreduce V over ranks
+    text = flat_machine(n) + """allreduce V over ranks
 schedule ring {
   for s in 0..254 round {
     for j in 0..255: if s != 100 or j != 7: reduce part((j - s - 1) % 256 of 256) from g[j] to g[(j + 1) % 256]
