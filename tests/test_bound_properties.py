@@ -9,10 +9,9 @@ from conftest import SCHEDULES, examples
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from schedc.analysis.bound import bound_all
+import schedc
 from schedc.analysis.cuts import RankCuts
 from schedc.elaborate.program import load_program
-from schedc.session import Session
 
 RING = (SCHEDULES / "lib" / "ring.sched").as_posix()
 
@@ -64,8 +63,9 @@ def test_time_overlapped_and_bounds_are_ordered(text):
     with tempfile.TemporaryDirectory() as directory:
         path = Path(directory) / "machine.sched"
         path.write_text(text)
-        program = load_program(path)
-        (b,) = bound_all(Session(program), ["ring"])
+        session = schedc.load(path)
+        (b,) = schedc.bound(session, ["ring"])
+        program = session.program
     (e,) = b.schedules
     assert e.timing.time >= e.overlapped_value >= b.best_value > 0
     for c in b.cuts:  # a cut's bound is at most the best, its bandwidth its formula's value

@@ -9,9 +9,8 @@ import shlex
 import pytest
 from conftest import ROOT, SCHEDULES, write
 
+import schedc
 from schedc.analysis.check import check_program
-from schedc.elaborate.program import load_program
-from schedc.session import Session
 
 README = (ROOT / "README.md").read_text()
 SECTION = README.split("## Equations, thresholds and self-checking files")[1].split("\n## ")[0]
@@ -41,5 +40,5 @@ def test_the_expect_block_holds(tmp_path):
     block = SECTION.split("In a file:\n\n```\n")[1].split("```")[0]
     head = (SCHEDULES / "seed" / "nvlink_2x8.sched").read_text().split("# The seed's figures")[0]
     head = head.replace('"../', f'"{SCHEDULES}/')
-    outcomes = check_program(Session(load_program(write(tmp_path, "readme.sched", head + block)))).outcomes
+    outcomes = check_program(schedc.load(write(tmp_path, "readme.sched", head + block))).outcomes
     assert len(outcomes) == 6 and all(o.passed for o in outcomes)

@@ -15,7 +15,6 @@ from schedc.analysis import dataflow
 from schedc.analysis.counterexample import WrongResult
 from schedc.analysis.verify import verify_schedule as verify_ir
 from schedc.elaborate.program import load_program
-from schedc.session import Session
 
 BROKEN = Path(__file__).parent / "fixtures" / "broken"
 FIXTURES = sorted(p.stem for p in BROKEN.glob("*.sched"))
@@ -196,11 +195,11 @@ schedule reversed = rs([g[3], g[2], g[1], g[0]])
 
 
 def test_verify_program_is_the_api_for_check():
-    program = load_program(SCHEDULES / "seed" / "nvlink_2x8.sched")
-    verdicts = schedc.verify(Session(program))
+    session = schedc.load(SCHEDULES / "seed" / "nvlink_2x8.sched")
+    verdicts = schedc.verify(session)
     assert [(v.name, v.ok, v.method) for v in verdicts] == [
         ("ring", True, "exact"), ("interleaved", True, "exact"), ("hierarchical", True, "exact")]
-    assert [v.name for v in schedc.verify(Session(program), ("hierarchical",))] == ["hierarchical"]
+    assert [v.name for v in schedc.verify(session, ("hierarchical",))] == ["hierarchical"]
 
 
 def test_every_shipped_file_verifies(run, monkeypatch, reuse_shipped):
