@@ -25,7 +25,8 @@ MiB = 2**20
 # variable CI set) runs four times as many. HYPOTHESIS_PROFILE names a profile explicitly.
 settings.register_profile("dev", max_examples=100)
 settings.register_profile("ci", max_examples=400, print_blob=True)
-settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE") or ("ci" if os.environ.get("CI") else "dev"))
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE")
+                      or ("ci" if os.environ.get("CI") else "dev"))
 
 
 def examples(n: int) -> int:
@@ -116,7 +117,8 @@ let ranks = [g[i] for i in 0..{n - 1}]
 def timings(path, *sets: str, names=None):
     """{schedule name: Timing} for a file, with `--set` style overrides (a shipped file without
     them is compiled once per test session)."""
-    session = compiled(path) if _shipped_file(path, sets, DEFAULT_LIMITS) else schedc.load(path, sets)
+    shipped = _shipped_file(path, sets, DEFAULT_LIMITS)
+    session = compiled(path) if shipped else schedc.load(path, sets)
     chosen = names or session.selected(required=False)
     return session.program, {n: schedc.time(session, n) for n in chosen}
 

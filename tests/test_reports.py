@@ -15,6 +15,8 @@ from schedc.elaborate.program import load_program, parse_override
 from schedc.language import syntax as ast
 from schedc.units import BYTES, DIMENSIONLESS, SECONDS
 
+pytestmark = pytest.mark.usefixtures("reuse_shipped")  # the shipped files compile once
+
 CAPACITY = SCHEDULES / "seed" / "capacity.sched"
 GB, TB = 10**9, 10**12
 

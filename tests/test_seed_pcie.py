@@ -10,6 +10,8 @@ from conftest import SCHEDULES, MiB, compiled, expr, timings
 import schedc
 from schedc.cost.regimes import key
 
+pytestmark = pytest.mark.usefixtures("reuse_shipped")  # the shipped files compile once
+
 PCIE = SCHEDULES / "seed" / "pcie_2x4.sched"
 NVLINK = SCHEDULES / "seed" / "nvlink_2x8.sched"
 GBps = 10**9

@@ -13,6 +13,8 @@ import schedc
 from schedc.analysis.sensitivity import sensitivities
 from schedc.deadline import TimeLimit
 
+pytestmark = pytest.mark.usefixtures("reuse_shipped")  # the shipped files compile once
+
 PCIE = SCHEDULES / "seed" / "pcie_2x4.sched"
 NVLINK = SCHEDULES / "seed" / "nvlink_2x8.sched"
 

@@ -19,6 +19,8 @@ from schedc.deadline import TimeLimit
 from schedc.errors import SourceFile, Span
 from schedc.units import SECONDS
 
+pytestmark = pytest.mark.usefixtures("reuse_shipped")  # the shipped files compile once
+
 PCIE = SCHEDULES / "seed" / "pcie_2x4.sched"
 NVLINK = SCHEDULES / "seed" / "nvlink_2x8.sched"
 FIXTURES = Path(__file__).parent / "fixtures"

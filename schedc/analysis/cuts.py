@@ -198,8 +198,10 @@ class RankCuts:
         else:
             half = len(self.ranks) // 2
             device = self.topology.devices
-            low, high = ([device[r].name for r in part] for part in (self.ranks[:half], self.ranks[half:]))
-            pairs = [(_span(low), frozenset(self.ranks[:half]), _span(high), frozenset(self.ranks[half:]))]
+            low, high = ([device[r].name for r in part]
+                         for part in (self.ranks[:half], self.ranks[half:]))
+            pairs = [(_span(low), frozenset(self.ranks[:half]),
+                      _span(high), frozenset(self.ranks[half:]))]
         found = []
         first = None
         for k, (a, ga, b, gb) in enumerate(pairs):
@@ -258,8 +260,8 @@ def _graph(topology: Topology, nominal: dict, ranks: frozenset[int]) -> nx.DiGra
             if hop.src not in closed and hop.dst not in closed]
     uses = Counter(r for _, hop in hops for r in set(hop.resources)
                    if topology.resources[r].effective_bandwidth is not None)
-    rates = {r: _exact(topology.resources[r].effective_bandwidth.xreplace(nominal))  # type: ignore[union-attr]
-             for r in uses}  # `uses` holds limited resources only
+    bandwidths = {r: topology.resources[r].effective_bandwidth for r in uses}  # none is None
+    rates = {r: _exact(b.xreplace(nominal)) for r, b in bandwidths.items()}  # type: ignore[union-attr]
     scale = lcm(*[v.denominator for v in rates.values()]) if rates else 1
     graph = nx.DiGraph(scale=scale)
     graph.add_nodes_from(d.id for d in topology.devices)

@@ -364,7 +364,8 @@ def check_index(index, n: int, span: Span, what: str) -> None:
     elif 0 <= index < n:
         return
     given = np.asarray(index)
-    bad = given[(given < 0) | (given >= n)] if given.ndim else (given if (given < 0 or given >= n) else None)
+    outside = (given < 0) | (given >= n)
+    bad = given[outside] if given.ndim else (given if outside else None)
     if bad is not None and np.size(bad):
         first = int(np.ravel(bad)[0])
         valid = f"0..{n - 1}" if n else "none"

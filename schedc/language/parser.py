@@ -124,8 +124,9 @@ def _parse(source: SourceFile, start: str):
         else:
             span = _token_span(source, token)
             found = "new line" if token.type == "_NL" else repr(str(token))
+        expected = _expected(exc.accepts or exc.expected)
         raise _after_statement_name(exc, source, found) or ParseError(
-            f"unexpected {found}; expected {_expected(exc.accepts or exc.expected)}", span) from None
+            f"unexpected {found}; expected {expected}", span) from None
     except VisitError as exc:  # an error raised by a transformer callback
         if isinstance(exc.orig_exc, ParseError):
             raise exc.orig_exc from None
@@ -160,13 +161,15 @@ def _terminal_name(terminal: str) -> str:
 
 
 
-def _after_statement_name(exc: UnexpectedToken, source: SourceFile, found: str) -> ParseError | None:
+def _after_statement_name(exc: UnexpectedToken, source: SourceFile,
+                          found: str) -> ParseError | None:
     """A top-level statement that starts with a name is a collective (`allreduce V over g`);
     when the name is followed by nothing a collective can take, say so (`V = 3` is a
     forgotten `param`, more often than not)."""
     stack = exc.interactive_parser.parser_state.value_stack if exc.interactive_parser else []
-    if not stack or not isinstance(stack[-1], Token) or stack[-1].type not in ("NAME", "REDUCE") or any(
-            not (isinstance(item, Tree) and item.data in ("_top", "_sep")) for item in stack[:-1]):
+    opening = bool(stack) and isinstance(stack[-1], Token) and stack[-1].type in ("NAME", "REDUCE")
+    if not opening or any(not (isinstance(item, Tree) and item.data in ("_top", "_sep"))
+                          for item in stack[:-1]):
         return None
     name = stack[-1]
     hint = f" (define a name with 'param {name} = ...' or 'let {name} = ...')" \

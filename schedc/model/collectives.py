@@ -8,14 +8,14 @@ A collective over p ranks (the j-th rank of its group is rank j; V is its buffer
 - its data flow: what each rank holds on each part of the buffer at the start, and what it
   must hold at the end (`analysis.verify` runs a schedule and checks the end state):
 
-  | collective     | at the start                      | at the end                                    |
-  |----------------|-----------------------------------|-----------------------------------------------|
-  | allreduce      | every rank: its data, everywhere  | every rank, everywhere: every rank's data once|
-  | reduce_scatter | the same                          | rank j, on part j of p: every rank's data once|
-  | allgather      | rank j: its data on part j only   | every rank, on part j: rank j's data          |
-  | broadcast      | the root: its data, everywhere    | every rank, everywhere: the root's data       |
-  | reduce         | every rank: its data, everywhere  | the root, everywhere: every rank's data once  |
-  | alltoall       | every rank: its data, everywhere  | rank j, on part i: rank i's part j            |
+| collective     | at the start                      | at the end                                    |
+|----------------|-----------------------------------|-----------------------------------------------|
+| allreduce      | every rank: its data, everywhere  | every rank, everywhere: every rank's data once|
+| reduce_scatter | the same                          | rank j, on part j of p: every rank's data once|
+| allgather      | rank j: its data on part j only   | every rank, on part j: rank j's data          |
+| broadcast      | the root: its data, everywhere    | every rank, everywhere: the root's data       |
+| reduce         | every rank: its data, everywhere  | the root, everywhere: every rank's data once  |
+| alltoall       | every rank: its data, everywhere  | rank j, on part i: rank i's part j            |
 
 - the bytes any schedule of it must move across a cut of its ranks, each way, as a multiple
   of V (`analysis.bound`, the cut-set bound);
