@@ -11,6 +11,7 @@ from dataclasses import dataclass
 MAX_LANES = 20_000_000  # the default limit on transfers (and lanes) of one schedule
 MAX_CUTS = 2_000  # max-flow problems one bound may take
 DEFAULT_POINTS = 20  # sweep points when --vary gives no count
+MAX_CELLS = 2**26  # (rank, segment) cells of a verification; more are refused
 
 
 @dataclass(frozen=True)

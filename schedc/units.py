@@ -31,9 +31,9 @@ def _unit_table() -> dict[str, tuple[Fraction, Dim]]:
         table[f"{name}/s"] = (factor, RATE)
     for name in [n for n in sizes if n.endswith("B")]:
         table[f"{name}ps"] = (sizes[name], RATE)
-    for prefix, factor in _DECIMAL.items():
+    for prefix, scale in _DECIMAL.items():
         if prefix:
-            table[f"{prefix}bps"] = (Fraction(factor, 8), RATE)
+            table[f"{prefix}bps"] = (Fraction(scale, 8), RATE)
     table.update({
         "s": (Fraction(1), SECONDS),
         "ms": (Fraction(1, 10**3), SECONDS),

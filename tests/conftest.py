@@ -1,4 +1,5 @@
-"""Shared fixtures: run the command line in-process, and compile schedules."""
+"""Shared fixtures: run the command line in-process, and compile schedules (the shipped
+ones once per test session)."""
 
 from __future__ import annotations
 
@@ -7,14 +8,82 @@ from pathlib import Path
 
 import pytest
 import sympy
+from hypothesis import settings
 
 import schedc
 from schedc.cli import main
+from schedc.elaborate.program import DEFAULT_LIMITS
+from schedc.session import Session
 
 ROOT = Path(__file__).resolve().parent.parent
 SCHEDULES = ROOT / "schedules"
 SHARED_DATA = ROOT.parent / "shared" / "data"
+MACHINES = Path(__file__).resolve().parent / "fixtures" / "machines"  # small test machines
 MiB = 2**20
+
+# Hypothesis: the example counts written at the tests are a local run's; CI (the environment
+# variable CI set) runs four times as many. HYPOTHESIS_PROFILE names a profile explicitly.
+settings.register_profile("dev", max_examples=100)
+settings.register_profile("ci", max_examples=400, print_blob=True)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE")
+                      or ("ci" if os.environ.get("CI") else "dev"))
+
+
+def examples(n: int) -> int:
+    """`n` examples in a local run, scaled by the profile loaded."""
+    return max(1, n * settings.default.max_examples // 100)
+
+
+# ---- the shipped schedules, compiled once ---------------------------------------------------
+
+_COMPILED: dict[tuple[str, Path], Session] = {}
+_open = Session.open  # as it is before `reuse_shipped` replaces it
+
+
+def compiled(path: str | Path) -> Session:
+    """The session of a file under schedules/ without overrides, compiled once per test
+    session (per spelling of its path, which the program's spans and messages quote)."""
+    key = (str(path), Path(path).resolve())
+    if key not in _COMPILED:
+        _COMPILED[key] = _open(path)
+    return _COMPILED[key]
+
+
+def _shipped_file(path: str | Path, sets, limits) -> bool:
+    return not tuple(sets) and limits == DEFAULT_LIMITS and \
+        Path(path).resolve().is_relative_to(SCHEDULES) and Path(path).suffix == ".sched"
+
+
+@pytest.fixture(scope="session")
+def shipped() -> dict[str, Session]:
+    """Every file of schedules/, compiled, timed and verified once per test session, as
+    commands run from the repository root name them: "schedules/seed/nvlink_2x8.sched" →
+    its Session (verdicts are memoised in it)."""
+    found = {}
+    here = os.getcwd()
+    os.chdir(ROOT)  # the relative spelling, as `schedc check schedules/` gives it
+    try:
+        for path in sorted(Path("schedules").rglob("*.sched")):
+            session = compiled(path)
+            for name in session.selected(required=False):
+                session.timing(name)
+            schedc.verify(session)
+            found[path.as_posix()] = session
+    finally:
+        os.chdir(here)
+    return found
+
+
+@pytest.fixture
+def reuse_shipped(monkeypatch, shipped):
+    """Commands run in this test reuse the sessions of the shipped files (see `compiled`)
+    instead of compiling them again; with --set or other limits they compile as usual."""
+    def open_once(cls, path, sets=(), limits=DEFAULT_LIMITS, *machine):
+        if _shipped_file(path, sets, limits) and not any(machine):  # (--machine, --ranks)
+            return compiled(path)
+        return _open(path, sets, limits, *machine)
+
+    monkeypatch.setattr(Session, "open", classmethod(open_once))
 
 
 @pytest.fixture
@@ -30,9 +99,28 @@ def run(capsys):
     return _run
 
 
+def flat_machine(n: int) -> str:
+    """The flat test machine with `n` GPUs, as the text of a file. Sizes 4 and 8 are files in
+    MACHINES (flat_4.sched, flat_8.sched) for tests to import; this writes any other size."""
+    return f"""# The flat test machine: {n} GPUs, one port of bandwidth B each to one switch. Written
+# by tests/conftest.py flat_machine({n}), which gives the same machine for any size.
+param alpha = 1 us
+param B = 25 GB/s
+param V = 1 MiB
+topology {{
+  gpu g[{n}]
+  switch sw
+  link g[i] <-> sw bw B for i in 0..{n - 1}
+}}
+let ranks = [g[i] for i in 0..{n - 1}]
+"""
+
+
 def timings(path, *sets: str, names=None):
-    """{schedule name: Timing} for a file, with `--set` style overrides."""
-    session = schedc.load(path, sets)
+    """{schedule name: Timing} for a file, with `--set` style overrides (a shipped file without
+    them is compiled once per test session)."""
+    shipped = _shipped_file(path, sets, DEFAULT_LIMITS)
+    session = compiled(path) if shipped else schedc.load(path, sets)
     chosen = names or session.selected(required=False)
     return session.program, {n: schedc.time(session, n) for n in chosen}
 

@@ -11,11 +11,11 @@ import sympy
 from conftest import ROOT, SCHEDULES, MiB, expr, golden, write
 from test_window import TWO_GPUS
 
+import schedc
 from schedc.analysis import cuts as cuts_module
-from schedc.analysis.bound import bound_all, must_cross
-from schedc.elaborate.program import load_program, parse_override
+from schedc.analysis.bound import must_cross
+from schedc.elaborate.program import load_program
 from schedc.model.ir import Collective, linear_expr
-from schedc.session import Session
 
 SEED = SCHEDULES / "seed" / "nvlink_2x8.sched"
 PCIE = Path(__file__).parent / "fixtures" / "bound" / "pcie_2x4.sched"
@@ -24,9 +24,9 @@ GB = 10**9
 
 
 def compute(path, *sets, names=None):
-    program = load_program(path, tuple(parse_override(s) for s in sets))
-    (b,) = bound_all(Session(program), names or [r.name for r in program.results])
-    return program, b
+    session = schedc.load(path, sets)
+    (b,) = schedc.bound(session, names or ())
+    return session.program, b
 
 
 @pytest.fixture(scope="module")
@@ -431,11 +431,12 @@ SHIPPED = sorted(p.relative_to(SCHEDULES).as_posix() for p in SCHEDULES.rglob("*
 
 
 @pytest.mark.parametrize("name", SHIPPED)
-def test_every_shipped_file(run, name):
-    code, out, err = run("bound", SCHEDULES / name, "--json")
+def test_every_shipped_file(run, monkeypatch, shipped, reuse_shipped, name):
+    monkeypatch.chdir(ROOT)
+    code, out, err = run("bound", f"schedules/{name}", "--json")
     assert code == 0, err
     document = json.loads(out)
-    program = load_program(SCHEDULES / name)
+    program = shipped[f"schedules/{name}"].program
     groups = document["collectives"]
     collectives = dict.fromkeys(r.collective for r in program.results)  # in order of appearance
     assert [s["name"] for g in groups for s in g["schedules"]] == \

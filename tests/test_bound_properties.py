@@ -5,14 +5,13 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
-from conftest import SCHEDULES
+from conftest import SCHEDULES, examples
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from schedc.analysis.bound import bound_all
+import schedc
 from schedc.analysis.cuts import RankCuts
 from schedc.elaborate.program import load_program
-from schedc.session import Session
 
 RING = (SCHEDULES / "lib" / "ring.sched").as_posix()
 
@@ -58,14 +57,15 @@ def machines(draw):
     return "\n".join(lines) + "\n"
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(25), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(machines())
 def test_time_overlapped_and_bounds_are_ordered(text):
     with tempfile.TemporaryDirectory() as directory:
         path = Path(directory) / "machine.sched"
         path.write_text(text)
-        program = load_program(path)
-        (b,) = bound_all(Session(program), ["ring"])
+        session = schedc.load(path)
+        (b,) = schedc.bound(session, ["ring"])
+        program = session.program
     (e,) = b.schedules
     assert e.timing.time >= e.overlapped_value >= b.best_value > 0
     for c in b.cuts:  # a cut's bound is at most the best, its bandwidth its formula's value
@@ -74,7 +74,7 @@ def test_time_overlapped_and_bounds_are_ordered(text):
             assert capacity.bandwidth.xreplace(program.nominal) == capacity.value
 
 
-@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(15), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(machines())
 def test_symmetry_changes_no_cut(text):
     with tempfile.TemporaryDirectory() as directory:

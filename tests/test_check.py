@@ -8,9 +8,8 @@ from pathlib import Path
 import pytest
 from conftest import ROOT, SCHEDULES, golden, write
 
+import schedc
 from schedc.analysis.check import check_program
-from schedc.elaborate.program import load_program
-from schedc.session import Session
 
 FIXTURES = Path(__file__).parent / "fixtures"
 # Five lines: the PCIe machine and its contiguous ring (11.022 ms at the nominal point).
@@ -32,10 +31,10 @@ def case(tmp_path, monkeypatch):
 
 
 def outcomes(path: Path):
-    return [(o.passed, o.found) for o in check_program(Session(load_program(path))).outcomes]
+    return [(o.passed, o.found) for o in check_program(schedc.load(path)).outcomes]
 
 
-def test_the_whole_schedules_directory_checks(run, monkeypatch):
+def test_the_whole_schedules_directory_checks(run, monkeypatch, reuse_shipped):
     monkeypatch.chdir(ROOT)
     code, out, err = run("check", "schedules/")
     assert code == 0, out + err

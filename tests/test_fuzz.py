@@ -5,7 +5,7 @@ from __future__ import annotations
 import shutil
 
 import pytest
-from conftest import SCHEDULES
+from conftest import SCHEDULES, examples
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -63,7 +63,7 @@ def tree(tmp_path_factory):
     return root / "schedules"
 
 
-FUZZ = settings(max_examples=150, deadline=None,
+FUZZ = settings(max_examples=examples(150), deadline=None,
                 suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 
 

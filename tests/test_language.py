@@ -6,7 +6,7 @@ from fractions import Fraction
 
 import pytest
 import sympy
-from conftest import SCHEDULES, write
+from conftest import SCHEDULES, examples, write
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -223,7 +223,7 @@ schedule hierarchical {{
 """
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=examples(25), deadline=None)
 @given(st.integers(1, 3), st.integers(1, 4), st.randoms(use_true_random=False))
 def test_lanes_agree_with_scalar_elaboration(tmp_path_factory, hosts, gpus, rng):
     if hosts * gpus < 2:

@@ -4,21 +4,12 @@ results named after library functions, empty rounds as delays."""
 from __future__ import annotations
 
 import pytest
-from conftest import write
+from conftest import MACHINES, write
 
 from schedc.elaborate.program import load_program
 from schedc.errors import ElaborationError
 
-MACHINE = """param alpha = 1 us
-param B = 25 GB/s
-param V = 1 MiB
-topology {
-  gpu g[8]
-  switch sw
-  link g[i] <-> sw bw B for i in 0..7
-}
-let ranks = [g[i] for i in 0..7]
-"""
+MACHINE = f'import "{MACHINES / "flat_8.sched"}"\n'  # one line: the body starts on line 2
 
 
 def _program(tmp_path, body: str, name: str = "case.sched"):
@@ -51,10 +42,10 @@ schedule x = outer([g[i] for i in 0..2])
 """
     error = _error(tmp_path, body)
     assert error.message == "needs a power-of-two group, not 3 ranks of [g[0], g[1], g[2]]"
-    assert (error.span.line, error.span.col) == (16, 14)  # `outer(...)` in the result schedule
+    assert (error.span.line, error.span.col) == (8, 14)  # `outer(...)` in the result schedule
     assert error.notes == (
-        f"raised by the 'error' at {tmp_path / 'case.sched'}:13:24 in 'inner'",
-        f"called as outer ({tmp_path / 'case.sched'}:16:14) -> inner ({tmp_path / 'case.sched'}:15:21)")
+        f"raised by the 'error' at {tmp_path / 'case.sched'}:5:24 in 'inner'",
+        f"called as outer ({tmp_path / 'case.sched'}:8:14) -> inner ({tmp_path / 'case.sched'}:7:21)")
 
 
 def test_error_statement_inside_a_round_names_the_iteration(tmp_path):
@@ -67,7 +58,7 @@ schedule x {
 """
     error = _error(tmp_path, body)
     assert error.message == "no transfer for 5 in step 2"
-    assert (error.span.line, error.span.col) == (13, 42)  # no call: the statement itself
+    assert (error.span.line, error.span.col) == (5, 42)  # no call: the statement itself
 
 
 def test_error_statement_not_taken_costs_nothing(tmp_path):

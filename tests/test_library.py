@@ -8,15 +8,13 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from conftest import SCHEDULES, write
+from conftest import SCHEDULES, examples, flat_machine, write
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import schedc
-from schedc.elaborate.program import load_program
 from schedc.errors import ElaborationError
 from schedc.render.verdict import failure_lines
-from schedc.session import Session
 
 LIB = SCHEDULES / "lib"
 LIBRARY = ("ring", "recursive", "tree", "alltoall", "hierarchical")
@@ -63,8 +61,8 @@ def _suite(group: str, grid: str | None, pow2: bool, chunks: int = 3) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _failures(program) -> list[str]:
-    return [f"{v.name}: " + "\n".join(failure_lines(v.failure)) for v in schedc.verify(Session(program)) if not v.ok]
+def _failures(session) -> list[str]:
+    return [f"{v.name}: " + "\n".join(failure_lines(v.failure)) for v in schedc.verify(session) if not v.ok]
 
 
 def test_the_suite_covers_the_whole_library():
@@ -79,32 +77,21 @@ def test_the_suite_covers_the_whole_library():
 def test_every_library_schedule_verifies_on(tmp_path, machine):
     group, grid = MACHINES[machine]
     text = f'import "{SCHEDULES}/machines/{machine}.sched"\n' + _imports() + "param V = 64 MiB\n"
-    program = load_program(write(tmp_path, "suite.sched", text + _suite(group, grid, True)))
-    assert len(program.results) == 15
-    assert _failures(program) == []
+    session = schedc.load(write(tmp_path, "suite.sched", text + _suite(group, grid, True)))
+    assert len(session.program.results) == 15
+    assert _failures(session) == []
 
 
-FLAT = """param alpha = 1 us
-param B = 25 GB/s
-param V = 1 MiB
-topology {{
-  gpu g[{n}]
-  switch sw
-  link g[i] <-> sw bw B for i in 0..{last}
-}}
-"""
-
-
-def _flat_program(directory: Path, n: int, body: str):
-    text = FLAT.format(n=n, last=n - 1) + _imports() + body
-    return load_program(write(directory, "case.sched", text))
+def _flat_session(directory: Path, n: int, body: str):
+    text = flat_machine(n) + _imports() + body
+    return schedc.load(write(directory, "case.sched", text))
 
 
 def _group(devices: list[int]) -> str:
     return "[" + ", ".join(f"g[{d}]" for d in devices) + "]"
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=examples(25), deadline=None)
 @given(st.data())
 def test_random_groups_verify(data):
     """Any group size, any order of any devices: every algorithm that takes it verifies."""
@@ -116,8 +103,7 @@ def test_random_groups_verify(data):
     chunks = data.draw(st.integers(1, 5), label="chunks")
     body = _suite(_group(members), grid, size & (size - 1) == 0, chunks)
     with tempfile.TemporaryDirectory() as directory:
-        program = _flat_program(Path(directory), 12, body)
-        assert _failures(program) == []
+        assert _failures(_flat_session(Path(directory), 12, body)) == []
 
 
 @pytest.mark.parametrize("algorithm", ["rd_allreduce", "rabenseifner_allreduce", "rd_allgather",
@@ -127,9 +113,9 @@ def test_power_of_two_algorithms_refuse_other_sizes(tmp_path, algorithm):
                   "scatter_allgather_broadcast": "broadcast V over G root G[0]"}.get(
                       algorithm, "allreduce V over G")
     body = f"let G = [g[i] for i in 0..5]\n{collective}\nschedule x = {algorithm}(G)\n"
-    program = _flat_program(tmp_path, 6, body)
+    session = _flat_session(tmp_path, 6, body)
     with pytest.raises(ElaborationError) as exc:
-        program.schedule("x")
+        schedc.time(session, "x")
     error = exc.value
     assert re.fullmatch(r"(recursive doubling|recursive halving|binomial scatter) needs a "
                         r"power-of-two group, not 6 ranks", error.message)

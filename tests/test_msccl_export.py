@@ -6,10 +6,10 @@ import re
 import tempfile
 from pathlib import Path
 
-from conftest import ROOT, SCHEDULES, write
+from conftest import ROOT, SCHEDULES, flat_machine, write
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from test_library import FLAT, _imports, _suite
+from test_library import _imports, _suite
 
 import schedc
 from schedc.render.msccl_xml import export_msccl
@@ -155,7 +155,7 @@ def test_random_library_schedules_round_trip(data):
                            + "]" for r in range(rows)) + "]"
     channels = data.draw(st.integers(1, 2), label="channels")
     with tempfile.TemporaryDirectory() as directory:
-        machine = write(Path(directory), "m.sched", FLAT.format(n=9, last=8))
+        machine = write(Path(directory), "m.sched", flat_machine(9))
         suite = write(Path(directory), "s.sched", 'import "m.sched"\n' + _imports()
                       + _suite(group, grid, size & (size - 1) == 0))
         session = schedc.load(suite)
@@ -178,7 +178,7 @@ def test_an_odd_pairwise_alltoall_runs_earlier_on_import(tmp_path):
     # Five ranks: the round-robin tournament has one rank sit out each round, and its next
     # send has nothing of its own to wait for. Imported, it runs a round earlier: 4 rounds
     # instead of 5, the same data flow.
-    machine = write(tmp_path, "m.sched", FLAT.format(n=5, last=4))
+    machine = write(tmp_path, "m.sched", flat_machine(5))
     suite = write(tmp_path, "s.sched", 'import "m.sched"\n' + _imports()
                   + "alltoall V over [g[i] for i in 0..4]\n"
                   "schedule a2a = pairwise_alltoall([g[i] for i in 0..4])\n")

@@ -9,9 +9,8 @@ import shlex
 import pytest
 from conftest import ROOT, SCHEDULES, SHARED_DATA, write
 
+import schedc
 from schedc.analysis.check import check_program
-from schedc.elaborate.program import load_program
-from schedc.session import Session
 
 README = (ROOT / "README.md").read_text()
 SECTION = README.split("## Equations, thresholds and self-checking files")[1].split("\n## ")[0]
@@ -24,7 +23,7 @@ def test_the_readme_has_examples():
 
 
 @pytest.mark.parametrize("block", EXAMPLES, ids=[b.splitlines()[0][9:60] for b in EXAMPLES])
-def test_example_output_is_real(run, monkeypatch, block):
+def test_example_output_is_real(run, monkeypatch, reuse_shipped, block):
     monkeypatch.chdir(ROOT)
     command, *shown = block.rstrip("\n").splitlines()
     if "../shared/data/" in command and not SHARED_DATA.exists():
@@ -43,5 +42,5 @@ def test_the_expect_block_holds(tmp_path):
     block = SECTION.split("In a file:\n\n```\n")[1].split("```")[0]
     head = (SCHEDULES / "seed" / "nvlink_2x8.sched").read_text().split("# The seed's figures")[0]
     head = head.replace('"../', f'"{SCHEDULES}/')
-    outcomes = check_program(Session(load_program(write(tmp_path, "readme.sched", head + block)))).outcomes
+    outcomes = check_program(schedc.load(write(tmp_path, "readme.sched", head + block))).outcomes
     assert len(outcomes) == 6 and all(o.passed for o in outcomes)

@@ -21,7 +21,7 @@ def test_library_table_formulas_come_from_the_compiler():
     assert shown == compiled
 
 
-def test_rail_comparison_is_the_compilers(run, monkeypatch):
+def test_rail_comparison_is_the_compilers(run, monkeypatch, reuse_shipped):
     monkeypatch.chdir(ROOT)
     code, out, _ = run("compare", "schedules/algorithms/rail_4x8.sched")
     assert code == 0

@@ -8,12 +8,14 @@ from fractions import Fraction
 import pytest
 from conftest import ROOT, SCHEDULES, write
 
+import schedc
 from schedc.analysis.check import check_program
 from schedc.analysis.reports import evaluate_reports, report_values
 from schedc.elaborate.program import load_program, parse_override
 from schedc.language import syntax as ast
-from schedc.session import Session
 from schedc.units import BYTES, DIMENSIONLESS, SECONDS
+
+pytestmark = pytest.mark.usefixtures("reuse_shipped")  # the shipped files compile once
 
 CAPACITY = SCHEDULES / "seed" / "capacity.sched"
 GB, TB = 10**9, 10**12
@@ -38,7 +40,7 @@ def test_the_seeds_capacity_table():
 
 
 def test_the_expects_of_the_capacity_file_hold():
-    checked = check_program(Session(load_program(CAPACITY)))
+    checked = check_program(schedc.load(CAPACITY))
     assert [r.name for r in checked.reports][:2] == ["train_8B", "left_on_2_gpus"]
     assert len(checked.outcomes) == 9
     assert all(o.passed for o in checked.outcomes), [o for o in checked.outcomes if not o.passed]

@@ -8,6 +8,8 @@ import pytest
 import sympy
 from conftest import SCHEDULES, MiB, expr, timings
 
+pytestmark = pytest.mark.usefixtures("reuse_shipped")  # the shipped files compile once
+
 SEED = SCHEDULES / "seed" / "nvlink_2x8.sched"
 
 

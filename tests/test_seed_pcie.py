@@ -5,14 +5,12 @@ from __future__ import annotations
 
 import pytest
 import sympy
-from conftest import SCHEDULES, MiB, expr, timings
+from conftest import SCHEDULES, MiB, compiled, expr, timings
 
-from schedc.analysis.equations import Equations
+import schedc
 from schedc.cost.regimes import key
-from schedc.elaborate.program import load_program
-from schedc.errors import SourceFile
-from schedc.language.parser import parse_equation
-from schedc.session import Session
+
+pytestmark = pytest.mark.usefixtures("reuse_shipped")  # the shipped files compile once
 
 PCIE = SCHEDULES / "seed" / "pcie_2x4.sched"
 NVLINK = SCHEDULES / "seed" / "nvlink_2x8.sched"
@@ -25,9 +23,8 @@ def seed():
 
 
 def solve(path, equation: str, param: str = "B_L"):
-    program = load_program(path)
-    relation = parse_equation(SourceFile("equation", equation))
-    return program, Equations(Session(program)).solve(relation, param, relation.span)
+    session = compiled(path)
+    return session.program, schedc.solve(session, equation, param)
 
 
 def values(solution) -> list[float]:

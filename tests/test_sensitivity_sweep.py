@@ -9,18 +9,19 @@ import pytest
 import sympy
 from conftest import SCHEDULES, timings
 
+import schedc
 from schedc.analysis.sensitivity import sensitivities
 from schedc.deadline import TimeLimit
-from schedc.elaborate.program import load_program
-from schedc.session import Session
+
+pytestmark = pytest.mark.usefixtures("reuse_shipped")  # the shipped files compile once
 
 PCIE = SCHEDULES / "seed" / "pcie_2x4.sched"
 NVLINK = SCHEDULES / "seed" / "nvlink_2x8.sched"
 
 
 def by_param(path, schedule: str) -> dict:
-    program = load_program(path)
-    timing = Session(program).timing(schedule)
+    session = schedc.load(path)
+    program, timing = session.program, schedc.time(session, schedule)
     return {s.param.name: s for s in sensitivities(program, timing, TimeLimit(10))}, program
 
 

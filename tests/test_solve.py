@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 import sympy
-from conftest import ROOT, SCHEDULES, golden
+from conftest import ROOT, SCHEDULES, examples, golden
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
@@ -18,6 +18,8 @@ from schedc.cost.regimes import key, pieces
 from schedc.deadline import TimeLimit
 from schedc.errors import SourceFile, Span
 from schedc.units import SECONDS
+
+pytestmark = pytest.mark.usefixtures("reuse_shipped")  # the shipped files compile once
 
 PCIE = SCHEDULES / "seed" / "pcie_2x4.sched"
 NVLINK = SCHEDULES / "seed" / "nvlink_2x8.sched"
@@ -117,7 +119,7 @@ time = st.tuples(coefficient, st.lists(st.tuples(st.integers(1, 8), nested), min
     .map(lambda t: t[0] / 100 + sum(n * m for n, m in t[1]))
 
 
-@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(30), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(time, time)
 def test_property_roots_are_exact_and_intervals_are_right(left, right):
     assume(left.has(x) or right.has(x))

@@ -5,11 +5,9 @@ from __future__ import annotations
 
 import pytest
 import sympy
-from conftest import SCHEDULES, timings, write
+from conftest import SCHEDULES, compiled, timings, write
 
 import schedc
-from schedc.elaborate.program import load_program
-from schedc.session import Session
 
 
 def _textbook(p: int, alpha, V, B) -> dict[str, sympy.Expr]:
@@ -47,7 +45,7 @@ def test_formulas_equal_the_textbook(file, p):
 
 @pytest.mark.parametrize("file", ["flat_16.sched", "flat_8.sched"])
 def test_the_textbook_schedules_verify(file):
-    verdicts = schedc.verify(Session(load_program(SCHEDULES / "algorithms" / file)))
+    verdicts = schedc.verify(compiled(SCHEDULES / "algorithms" / file))
     assert [v.name for v in verdicts if not v.ok] == []
 
 

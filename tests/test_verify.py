@@ -8,40 +8,23 @@ from fractions import Fraction
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, SCHEDULES, write
+from conftest import MACHINES, ROOT, SCHEDULES, flat_machine, write
 
 import schedc
 from schedc.analysis import dataflow
 from schedc.analysis.counterexample import WrongResult
 from schedc.analysis.verify import verify_schedule as verify_ir
 from schedc.elaborate.program import load_program
-from schedc.session import Session
 
 BROKEN = Path(__file__).parent / "fixtures" / "broken"
 FIXTURES = sorted(p.stem for p in BROKEN.glob("*.sched"))
 
-FLAT4 = """param alpha = 1 us
-param B = 25 GB/s
-param V = 1 MiB
-topology {
-  gpu g[4]
-  switch sw
-  link g[i] <-> sw bw B for i in 0..3
-}
-"""
+FLAT4 = f'import "{MACHINES / "flat_4.sched"}"\n'
 
 
-def _flat(n: int) -> str:
-    return f"""param alpha = 1 us
-param B = 25 GB/s
-param V = 1 MiB
-topology {{
-  gpu g[{n}]
-  switch sw
-  link g[i] <-> sw bw B for i in 0..{n - 1}
-}}
-let ranks = [g[i] for i in 0..{n - 1}]
-"""
+def test_the_fixture_machines_are_the_flat_machine():
+    for n in (4, 8):
+        assert (MACHINES / f"flat_{n}.sched").read_text() == flat_machine(n)
 
 
 def verify_schedule(program, name: str, **options):
@@ -97,7 +80,7 @@ def test_region_reduced_twice_is_a_duplicate():
 
 def test_the_fingerprint_path_on_a_large_group(tmp_path):
     n = 256  # 256 ranks x 256 segments x 512 counts would be 33.6 M numbers: fingerprints
-    text = _flat(n) + """allreduce V over ranks
+    text = flat_machine(n) + """allreduce V over ranks
 schedule ring {
   for s in 0..254 round {
     for j in 0..255: if s != 100 or j != 7: reduce part((j - s - 1) % 256 of 256) from g[j] to g[(j + 1) % 256]
@@ -212,14 +195,14 @@ schedule reversed = rs([g[3], g[2], g[1], g[0]])
 
 
 def test_verify_program_is_the_api_for_check():
-    program = load_program(SCHEDULES / "seed" / "nvlink_2x8.sched")
-    verdicts = schedc.verify(Session(program))
+    session = schedc.load(SCHEDULES / "seed" / "nvlink_2x8.sched")
+    verdicts = schedc.verify(session)
     assert [(v.name, v.ok, v.method) for v in verdicts] == [
         ("ring", True, "exact"), ("interleaved", True, "exact"), ("hierarchical", True, "exact")]
-    assert [v.name for v in schedc.verify(Session(program), ("hierarchical",))] == ["hierarchical"]
+    assert [v.name for v in schedc.verify(session, ("hierarchical",))] == ["hierarchical"]
 
 
-def test_every_shipped_file_verifies(run, monkeypatch):
+def test_every_shipped_file_verifies(run, monkeypatch, reuse_shipped):
     monkeypatch.chdir(ROOT)
     code, out, err = run("verify", "schedules")
     assert (code, err) == (0, "")

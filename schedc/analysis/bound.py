@@ -9,7 +9,9 @@ End-host bound (all-reduce; Patarasuk and Yuan 2009; not on a machine with a swi
 reduces, where the ranks need only send V each and receive the sum). Reducing at the ranks, the ranks
 together send at least 2(p-1)·V (each element needs 2(p-1) one-way messages among p ranks)
 and receive as much, through their own cuts: time >= 2(p-1)·V / Σ_r egress_r. With equal
-ranks that is the familiar 2(p-1)/p · V per rank.
+ranks that is the familiar 2(p-1)/p · V per rank. The table of collectives
+(`model.collectives`) says, per collective, what must cross a cut and whether (and with
+what total) the end-host bound applies.
 
 Why every schedule respects them: each round takes at least max_e V[r,e]/B[e], so the
 synchronous time is at least the overlapped bound max_e Σ_r V[r,e]/B[e] (rounds overlapping
@@ -31,6 +33,7 @@ from ..cost.lower import merged
 from ..cost.timing import Timing
 from ..errors import LimitError, TopologyError
 from ..limits import MAX_CUTS
+from ..model.collectives import KINDS
 from ..model.ir import Collective, LinearBytes, Schedule, linear_expr, linear_scale, linear_value
 from ..session import Session
 from .cuts import Cut, CutCapacity, RankCuts
@@ -145,26 +148,15 @@ def bound_all(session: Session, names: list[str], max_cuts: int = MAX_CUTS) -> l
 
 def must_cross(collective: Collective, side: frozenset[int]) -> tuple[LinearBytes, LinearBytes]:
     """The bytes any schedule of `collective` moves from `side` (some of its ranks) to the
-    other ranks, and back.
+    other ranks, and back: multiples of its buffer V, from the table of collectives (all-reduce:
+    V each way; all-gather: the shares of the side's ranks out, the others' in; ...)."""
+    kind = KINDS[collective.kind]
+    out, back = kind.must_cross(len(side), len(collective.ranks), collective.root in side)
+    return _times(collective.size, out), _times(collective.size, back)
 
-    Sizes follow the collective's buffer V: all-reduce, each rank's V; all-gather and
-    reduce-scatter, the whole buffer, of which each rank holds (or ends with) one p-th;
-    all-to-all, each rank's V, one p-th of it for every rank; broadcast and reduce, V."""
-    size, p = collective.size, len(collective.ranks)
-    a = len(side)
-    b = p - a
-    kind = collective.kind
-    if kind == "allreduce":
-        return size, size
-    if kind == "reduce_scatter":  # the shares the other side ends with need this side's part
-        return linear_scale(size, Fraction(b, p)), linear_scale(size, Fraction(a, p))
-    if kind == "allgather":  # the other side needs this side's shares
-        return linear_scale(size, Fraction(a, p)), linear_scale(size, Fraction(b, p))
-    if kind == "alltoall":
-        return linear_scale(size, Fraction(a * b, p)), linear_scale(size, Fraction(a * b, p))
-    rooted_here = collective.root in side
-    data_out = (kind == "broadcast") == rooted_here  # broadcast: from the root's side
-    return (size, ()) if data_out else ((), size)
+
+def _times(size: LinearBytes, factor: Fraction) -> LinearBytes:
+    return size if factor == 1 else linear_scale(size, factor)
 
 
 def _check_connected(cuts: list[Cut], collective: Collective, topology) -> None:
@@ -188,7 +180,7 @@ def _ranks(topology, ranks: tuple[int, ...]) -> str:
 
 
 def _crossing(size: LinearBytes, capacity: CutCapacity, nominal: dict) -> Crossing:
-    if not size or capacity.bandwidth is None:
+    if not size or capacity.bandwidth is None or capacity.value is None:
         return Crossing(size, capacity, sympy.Integer(0), Fraction(0))
     value = linear_value(size, nominal) / capacity.value
     return Crossing(size, capacity, linear_expr(size) / capacity.bandwidth, value)
@@ -213,7 +205,8 @@ def _with_backward(cut: Cut, finder: RankCuts) -> Cut:
 
 
 def _end_host(collective: Collective | None, cuts: tuple[CutBound, ...], nominal: dict) -> EndHost | None:
-    if collective is None or collective.kind != "allreduce" or len(collective.ranks) < 2:
+    sent = KINDS[collective.kind].end_host if collective is not None else None
+    if collective is None or sent is None or len(collective.ranks) < 2:
         return None
     ways: dict[int, tuple[CutCapacity, CutCapacity]] = {}  # rank: (out of it, into it)
     for c in cuts:
@@ -225,12 +218,12 @@ def _end_host(collective: Collective | None, cuts: tuple[CutBound, ...], nominal
     if any(out.bandwidth is None or back.bandwidth is None for out, back in capacities):
         return None  # some rank has an unlimited way out or in: no bound from the ends
     p = len(collective.ranks)
-    total = linear_scale(collective.size, Fraction(2 * (p - 1)))
+    total = linear_scale(collective.size, sent(p))
     egress = sympy.Add(*[out.bandwidth for out, _ in capacities])
     ingress = sympy.Add(*[back.bandwidth for _, back in capacities])
     bytes_value = linear_value(total, nominal)
-    out_value = bytes_value / sum(out.value for out, _ in capacities)
-    in_value = bytes_value / sum(back.value for _, back in capacities)
+    out_value = bytes_value / sum(out.value or 0 for out, _ in capacities)  # all limited, above
+    in_value = bytes_value / sum(back.value or 0 for _, back in capacities)
     bandwidth = egress if out_value >= in_value else ingress
     return EndHost(total, egress, ingress, sympy.factor_terms(linear_expr(total) / bandwidth),
                    max(out_value, in_value))
@@ -269,5 +262,6 @@ def _moved_across(schedule: Schedule, side: frozenset[int], devices: int) -> tup
                 share = Fraction(int(b.length[mask].sum()), b.den)
                 for symbol, coeff in b.size if share else ():
                     totals[(way, symbol)] = totals.get((way, symbol), Fraction(0)) + coeff * share
-    return tuple(tuple(sorted(((s, c) for (w, s), c in totals.items() if w == way and c),
+    out, back = (tuple(sorted(((s, c) for (w, s), c in totals.items() if w == way and c),
                               key=lambda sc: str(sc[0]))) for way in (0, 1))
+    return out, back

@@ -38,7 +38,7 @@ from ..session import Session
 from ..units import DIMENSIONLESS, dim_name, format_quantity
 from .equations import Equations, Values, source_text
 from .identity import Undecided, difference_near
-from .reports import ReportValue, evaluate_reports
+from .reports import ReportValue
 from .verify import Verdict, verdicts
 
 
@@ -77,7 +77,7 @@ class FileCheck:
 def check_program(session: Session, timeout: float = DEFAULT_TIMEOUT) -> ProgramCheck:
     """Evaluate the `report`s, then every `expect` of the program's main file, in order."""
     program = session.program
-    reports = evaluate_reports(program, Equations(session, timeout).env.extra)
+    reports = Equations(session, timeout).reports()
     equations = Equations(session, timeout, reports.bindings)  # reads `budget` too
     outcomes = tuple(_expect(stmt, equations) for stmt in program.checks
                      if isinstance(stmt, ast.Expect))
@@ -183,8 +183,9 @@ def _not_the_same_function(stmt: ast.Expect, equations: Equations) -> str:
 def _items(value: object, span: Span) -> list[Quantity]:
     if isinstance(value, Values):
         return list(value.items)
-    if quantity_of(value) is not None:
-        return [quantity_of(value)]
+    q = quantity_of(value)
+    if q is not None:
+        return [q]
     raise ElaborationError(f"expect compares numbers, quantities or solutions, not {kind_of(value)}",
                            span)
 

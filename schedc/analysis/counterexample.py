@@ -147,6 +147,7 @@ def _write(ran: list, where: tuple[int, int, int], names: list[str]) -> Write:
     number, rnd = ran[index]
     batch = rnd.batches[k]
     transfer = batch.transfer(t)
+    assert transfer.region is not None  # sends move no part of the buffer, so write nothing
     return Write(number, transfer.op, names[transfer.src], names[transfer.dst], transfer.region,
                  transfer.into, transfer.span, batch.origin)
 

@@ -203,8 +203,10 @@ class RankCuts:
         else:
             half = len(self.ranks) // 2
             device = self.topology.devices
-            a, b = ([device[r].name for r in part] for part in (self.ranks[:half], self.ranks[half:]))
-            pairs = [(_span(a), frozenset(self.ranks[:half]), _span(b), frozenset(self.ranks[half:]))]
+            low, high = ([device[r].name for r in part]
+                         for part in (self.ranks[:half], self.ranks[half:]))
+            pairs = [(_span(low), frozenset(self.ranks[:half]),
+                      _span(high), frozenset(self.ranks[half:]))]
         found = []
         first = None
         for k, (a, ga, b, gb) in enumerate(pairs):
@@ -227,8 +229,10 @@ class RankCuts:
             self.solved += 1
             found = self.network.min_cut(side, rest) if outward else self.network.min_cut(rest, side)
             cache[side] = found
-            for k in range(1, self.shift.order if self.shift is not None else 1):
-                cache.setdefault(self.shift.image(k, side), _renamed(found, self.shift, k))
+            shift = self.shift
+            for k in range(1, shift.order if shift is not None else 1):
+                assert shift is not None  # the loop is empty without a shift
+                cache.setdefault(shift.image(k, side), _renamed(found, shift, k))
         return found
 
 
@@ -243,8 +247,9 @@ def _host_groups(topology: Topology, ranks: tuple[int, ...]) -> list[tuple[int, 
     outside every host belong to no group (the single-rank cuts cover them)."""
     groups: dict[int, list[int]] = {}
     for r in ranks:
-        if topology.devices[r].host is not None:
-            groups.setdefault(topology.devices[r].host, []).append(r)
+        host = topology.devices[r].host
+        if host is not None:
+            groups.setdefault(host, []).append(r)
     return [(key, topology.host_names[key], members) for key, members in groups.items()]
 
 
@@ -260,7 +265,8 @@ def _graph(topology: Topology, nominal: dict, ranks: frozenset[int]) -> nx.DiGra
             if hop.src not in closed and hop.dst not in closed]
     uses = Counter(r for _, hop in hops for r in set(hop.resources)
                    if topology.resources[r].effective_bandwidth is not None)
-    rates = {r: _exact(topology.resources[r].effective_bandwidth.xreplace(nominal)) for r in uses}
+    bandwidths = {r: topology.resources[r].effective_bandwidth for r in uses}  # none is None
+    rates = {r: _exact(b.xreplace(nominal)) for r, b in bandwidths.items()}  # type: ignore[union-attr]
     scale = lcm(*[v.denominator for v in rates.values()]) if rates else 1
     graph = nx.DiGraph(scale=scale)
     graph.add_nodes_from(d.id for d in topology.devices)
@@ -280,7 +286,7 @@ def _graph(topology: Topology, nominal: dict, ranks: frozenset[int]) -> nx.DiGra
         add(("in", shared), ("out", shared), (shared,))
     for index, hop in hops:
         limited = [r for r in hop.resources if r in uses]
-        node = hop.src
+        node: int | tuple = hop.src  # a device, or a node standing for a resource or a hop
         if not limited:
             add(node, hop.dst, ())
             continue

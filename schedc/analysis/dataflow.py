@@ -5,7 +5,8 @@ so every transfer moves whole segments; ranks are *slots* 0..p-1 in the collecti
 a *cell* is one (slot, segment), numbered slot * segments + segment. A round becomes *items*:
 one per (transfer, segment moved), as arrays.
 
-A `Spec` states a collective's start and end states per cell (see `verify` for the table).
+A `Spec` states a collective's start and end states per cell; `model.collectives` has the
+rule of each collective.
 """
 
 from __future__ import annotations
@@ -16,9 +17,10 @@ from math import lcm
 import numpy as np
 
 from ..errors import LimitError
+from ..limits import MAX_CELLS
+from ..model.collectives import KINDS, Cells, Spec
 from ..model.ir import Round, Schedule
 
-MAX_CELLS = 2**26  # more (rank, segment) cells than this are refused
 MAX_SCALE = 2**62  # the common denominator of all region boundaries
 _SKIP = " (--no-verify reports on the schedule without verifying it)"
 
@@ -65,17 +67,6 @@ class Items:
     def moved(self) -> bool:
         """Some item lands at another position than it left (`into`)."""
         return bool(self.shift.any())
-
-
-@dataclass(frozen=True, eq=False)
-class Spec:
-    """A collective's start state and postcondition, per (slot, segment)."""
-
-    start: np.ndarray  # whose data a cell holds at the start; slot + p: uninitialised
-    required: np.ndarray  # bool: the cells the postcondition constrains
-    everyone: bool  # the end state: every rank's data once (else `owner`'s data, alone)
-    owner: np.ndarray
-    shift: np.ndarray  # the expected displacement of `owner`'s data
 
 
 # ---- segments ---------------------------------------------------------------------------------
@@ -190,36 +181,15 @@ def round_items(rnd: Round, geo: Geometry) -> Items:
 
 
 def collective_spec(schedule: Schedule, geo: Geometry) -> Spec:
+    """The collective's start state and postcondition on this geometry's cells."""
     coll = schedule.collective
     p, segments = geo.ranks, geo.segments
+    kind = KINDS[coll.kind]
     if coll.layout is not None:  # separate buffers: the tables give the spec per chunk
         layout = coll.layout
         chunk = geo.bounds[:-1] * layout.chunks // geo.scale
-        return Spec(layout.start[:, chunk], layout.required[:, chunk],
-                    kind_reduces(coll.kind), layout.owner[:, chunk],
-                    layout.shift[:, chunk] * (geo.scale // layout.chunks))
-    slot = np.arange(p)[:, None]
+        return Spec(layout.start[:, chunk], layout.required[:, chunk], kind.reduces,
+                    layout.owner[:, chunk], layout.shift[:, chunk] * (geo.scale // layout.chunks))
     part = np.broadcast_to(geo.bounds[:-1] // (geo.scale // p), (p, segments))  # j of p
-    own = np.broadcast_to(slot, (p, segments))
-    everywhere = np.ones((p, segments), dtype=bool)
-    zero = np.zeros((p, segments), dtype=np.int64)
     root = None if coll.root is None else int(geo.slot[coll.root])
-    kind = coll.kind
-    if kind in ("allreduce", "reduce_scatter", "reduce"):
-        required = {"allreduce": everywhere, "reduce_scatter": part == slot,
-                    "reduce": np.broadcast_to(slot == root, (p, segments))}[kind]
-        return Spec(own, required, True, zero, zero)
-    if kind == "allgather":
-        return Spec(np.where(part == slot, own, own + p), everywhere, False, part, zero)
-    if kind == "broadcast":
-        return Spec(np.where(slot == root, own, own + p), everywhere, False, zero + root, zero)
-    if kind == "alltoall":  # rank j's part i: rank i's part j, from (j - i)/p further on
-        return Spec(own, everywhere, False, part, (slot - part) * (geo.scale // p))
-    raise AssertionError(f"unknown collective {kind}")  # pragma: no cover - grammar has no other
-
-
-def kind_reduces(kind: str) -> bool:
-    """Whether a collective ends with every rank's data once (else one owner's data)."""
-    return kind in ("allreduce", "reduce_scatter", "reduce")
-
-
+    return kind.flow(Cells(p, part, geo.scale // p, root))

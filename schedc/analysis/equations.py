@@ -29,7 +29,7 @@ from ..language import syntax as ast
 from ..model.values import NoneValue, Quantity, kind_of, quantity_of
 from ..session import Session
 from ..units import DIMENSIONLESS, SECONDS, dim_name, format_quantity
-from .reports import NominalNames
+from .reports import NominalNames, Reports, evaluate_reports
 from .solve import Side, Solution, solve
 
 
@@ -63,6 +63,10 @@ class Equations:
 
     def timing(self, name: str, span: Span | None = None) -> Timing:
         return self.session.timing(name, span)
+
+    def reports(self) -> Reports:
+        """The main file's `report`s, in order, with `time(...)` and `solve(...)` in reach."""
+        return evaluate_reports(self.program, self.env.extra)
 
     def value(self, expr: ast.Expr) -> object:
         return evaluate(expr, self.env)
@@ -141,7 +145,7 @@ class Equations:
         return found[0] if len(found) == 1 else Values(tuple(found), dim)
 
     def _list(self, node: ast.ListLit, env: Env) -> Values:
-        items = []
+        items: list[Quantity] = []
         for item in node.items:
             found = evaluate(item, env)
             value = quantity_of(found)

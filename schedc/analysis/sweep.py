@@ -103,7 +103,7 @@ def _end(text: str, span: Span, param: Param, program: Program) -> Fraction:
         raise UsageError(exc.message, shifted) from None
     if isinstance(value, Quantity):
         exact = value.expr.is_Rational and not value.is_symbolic
-        number = from_rational(value.expr) if exact else None
+        number: int | Fraction | None = from_rational(value.expr) if exact else None
         dim = value.dim
     else:
         number, dim = as_number(value), DIMENSIONLESS

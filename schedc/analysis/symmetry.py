@@ -101,7 +101,7 @@ def _device_map(topology: Topology, hosts: list[int]) -> np.ndarray | None:
     position = {h: k for k, h in enumerate(hosts)}
     for d in topology.devices:
         k = position.get(d.host) if d.host is not None else None
-        if k is not None:
+        if k is not None and d.host is not None:
             members[k][d.name[len(topology.host_names[d.host]) + 1:]] = d.id
     if any(m.keys() != members[0].keys() for m in members):
         return None
@@ -121,8 +121,8 @@ def _resource_map(topology: Topology, device_map: np.ndarray) -> np.ndarray | No
     """The resource map that carries every hop onto the hop between the images of its ends
     (the j-th of parallel hops onto the j-th), if bandwidths, classes and sharing agree."""
     by_pair: dict[tuple[int, int], list[int]] = {}
-    for index, hop in enumerate(topology.hops):
-        by_pair.setdefault((hop.src, hop.dst), []).append(index)
+    for index, each in enumerate(topology.hops):
+        by_pair.setdefault((each.src, each.dst), []).append(index)
     mapping: dict[int, int] = {}
     for (src, dst), hops in by_pair.items():
         images = by_pair.get((int(device_map[src]), int(device_map[dst])), [])

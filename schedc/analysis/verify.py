@@ -13,16 +13,8 @@ add up in any order; a `copy` into a place that another transfer of the same rou
 writes is an error, since which value wins is undefined. A rank may therefore send a region
 it receives in the same round (recursive doubling does): the language defines what it sends.
 
-Collectives (p ranks, the j-th rank of the collective is rank j, V the whole buffer):
-
-| collective     | at the start                      | at the end                                    |
-|----------------|-----------------------------------|-----------------------------------------------|
-| allreduce      | every rank: its data, everywhere  | every rank, everywhere: every rank's data once|
-| reduce_scatter | the same                          | rank j, on part j of p: every rank's data once|
-| allgather      | rank j: its data on part j only   | every rank, on part j: rank j's data          |
-| broadcast      | the root: its data, everywhere    | every rank, everywhere: the root's data       |
-| reduce         | every rank: its data, everywhere  | the root, everywhere: every rank's data once  |
-| alltoall       | every rank: its data, everywhere  | rank j, on part i: rank i's part j            |
+What each collective holds at the start and must hold at the end: the table in
+`model.collectives`, whose rule gives the start state and postcondition per cell.
 
 Representation. Per (rank, segment) cell: the total multiplicity (exact, saturating at 2^32),
 the displacement of the data (exact; a cell mixing data of different positions is marked
@@ -125,7 +117,8 @@ class State:
     stamp: np.ndarray  # scratch, to find cells written twice in a round without sorting
 
 
-def _run(schedule: Schedule, geo: Geometry, spec: Spec, embed: np.ndarray):
+def _run(schedule: Schedule, geo: Geometry, spec: Spec,
+         embed: np.ndarray) -> State | tuple[int, int, Items]:
     """Run every round on the arrays; the final state, or (round, cell, items) of a conflict."""
     cells = geo.slots * geo.segments
     held = geo.ranks * geo.segments  # in-network switches hold nothing at the start
@@ -186,7 +179,8 @@ def _apply(s: State, it: Items) -> int | None:
     return None
 
 
-def _first_wrong(state: State, spec: Spec, embed: np.ndarray, geo: Geometry):
+def _first_wrong(state: State, spec: Spec, embed: np.ndarray,
+                 geo: Geometry) -> tuple[int, int, int] | None:
     """The first wrong (slot, first segment, end segment), in rank order, else None."""
     p, segments = geo.ranks, geo.segments
     ranks = p * segments  # the cells of the ranks; in-network switches come after them

@@ -138,10 +138,9 @@ def bound_command(session, schedules, as_json: bool, max_cuts: int, no_verify: b
 def eval_command(session, as_json: bool, timeout: float) -> int:
     """Evaluate and print every `report NAME = EXPR` of FILE, in readable units."""
     from ..analysis.equations import Equations
-    from ..analysis.reports import report_values
     from ..render.analysis import reports_json, reports_text
     program = session.program
-    values = report_values(program, Equations(session, timeout).env.extra)
+    values = Equations(session, timeout).reports().values
     click.echo(reports_json(program, values) if as_json else reports_text(values), nl=False)
     return EXIT_OK
 

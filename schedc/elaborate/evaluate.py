@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import replace
 from fractions import Fraction
+from typing import Any
 
 import numpy as np
 
@@ -25,7 +26,6 @@ from ..model.values import (
     NoneValue,
     Quantity,
     Region,
-    SharedRef,
     TopoRef,
     as_condition,
     as_number,
@@ -37,7 +37,7 @@ from ..model.values import (
     take_lanes,
     to_sympy,
 )
-from ..units import DIMENSIONLESS, Dim, dim_name, format_quantity, near_units, unit, unknown_unit
+from ..units import DIMENSIONLESS, Dim, dim_name, near_units, unit, unknown_unit
 from .builtins import BUILTINS
 from .lanes import Env, expand_lanes, filter_lanes
 
@@ -119,7 +119,7 @@ def _part(node: ast.Part, env: Env) -> object:
     whole = WHOLE if node.whole is None else evaluate(node.whole, env)
     if not isinstance(whole, Region):
         raise ElaborationError(f"'of' needs a region of the buffer, not {kind_of(whole)}",
-                               node.whole.span)
+                               node.span if node.whole is None else node.whole.span)
     den = whole.den * count
     if den > MAX_REGION_DENOMINATOR:
         raise LimitError(f"region split too finely: 1/{den} of the buffer "
@@ -149,11 +149,12 @@ def _list(node: ast.ListLit, env: Env) -> object:
                                    expr.span)
     if not items:
         return Devices(np.zeros(0, dtype=np.int64))
-    shapes = {item.ids.shape for item in items}
+    ids = [item.ids for item in items if isinstance(item, Devices)]  # all are, checked above
+    shapes = {i.shape for i in ids}
     if len(shapes) > 1:
         raise ElaborationError("the items of a list must all be devices, or groups of one length",
                                node.span)
-    return Devices(np.stack([item.ids for item in items]))
+    return Devices(np.stack(ids))
 
 
 def _is_int(value: object) -> bool:
@@ -185,7 +186,7 @@ def _comprehension(node: ast.ListComp, env: Env) -> object:
     if count and not isinstance(element, Devices):
         raise ElaborationError(f"a list holds devices, groups or integers, not {kind_of(element)}",
                                node.element.span)
-    if not count:
+    if not count or not isinstance(element, Devices):
         return Devices(np.zeros(0, dtype=np.int64))
     ids = element.ids if element.lanes else np.broadcast_to(element.ids, (count, *element.ids.shape))
     return Devices(np.ascontiguousarray(ids))
@@ -194,7 +195,7 @@ def _comprehension(node: ast.ListComp, env: Env) -> object:
 def _each_lane(node: ast.ListComp, env: Env) -> Devices:
     """A comprehension inside lanes (e.g. nested in another one): built lane by lane."""
     groups = []
-    for lane in range(env.lanes):
+    for lane in range(env.lanes or 1):
         pick = np.array([lane])
         local = {name: take_lanes(value, pick) for name, value in env.local.items()}
         groups.append(_comprehension(node, replace(env, local=local, lanes=1)).ids)
@@ -207,7 +208,7 @@ def _each_lane(node: ast.ListComp, env: Env) -> Devices:
 
 
 def _unary(node: ast.UnaryOp, env: Env) -> object:
-    value = evaluate(node.operand, env)
+    value: Any = evaluate(node.operand, env)  # a number once check_numeric has passed it
     if node.op == "+":
         check_numeric(value, node.operand.span)
         return value
@@ -229,7 +230,8 @@ def _binop(node: ast.BinOp, env: Env) -> object:
     return apply_binop(node.op, left, right, node)
 
 
-def apply_binop(op: str, left: object, right: object, node: ast.BinOp) -> object:
+def apply_binop(op: str, left: Any, right: Any, node: ast.BinOp) -> object:
+    # `Any`: numbers (ints, Fractions, lane arrays) once check_numeric has passed them
     if isinstance(left, Quantity) or isinstance(right, Quantity):
         return _quantity_op(op, left, right, node)
     check_numeric(left, node.left.span)
@@ -310,7 +312,7 @@ def _quantity_op(op: str, left: object, right: object, node: ast.BinOp) -> Quant
             raise ElaborationError("division by zero", node.right.span)
         return settle(Quantity(a.expr / b.expr, _dim_add(a.dim, b.dim, -1)))
     if op == "**":
-        n = as_number(right) if not isinstance(right, Quantity) or right.dim == DIMENSIONLESS else None
+        n = as_number(b) if b.dim == DIMENSIONLESS else None
         if not isinstance(n, int) or abs(n) > 64:
             raise ElaborationError("a quantity can only be raised to an integer power up to 64",
                                    node.right.span)
@@ -425,8 +427,9 @@ def check_index(index, n: int, span: Span, what: str) -> None:
             return
     elif 0 <= index < n:
         return
-    bad = np.asarray(index)
-    bad = bad[(bad < 0) | (bad >= n)] if bad.ndim else (bad if (bad < 0 or bad >= n) else None)
+    given = np.asarray(index)
+    outside = (given < 0) | (given >= n)
+    bad = given[outside] if given.ndim else (given if outside else None)
     if bad is not None and np.size(bad):
         first = int(np.ravel(bad)[0])
         valid = f"0..{n - 1}" if n else "none"
@@ -476,7 +479,7 @@ def _call(node: ast.Call, env: Env) -> object:
     return function(args, node)
 
 
-_HANDLERS: dict[type, Callable[[ast.Node, Env], object]] = {
+_HANDLERS: dict[type, Callable[..., object]] = {  # node type → its function
     ast.Number: _number,
     ast.Name: _name,
     ast.NoneLit: _none,
@@ -495,36 +498,3 @@ _HANDLERS: dict[type, Callable[[ast.Node, Env], object]] = {
     ast.Attr: _attr,
     ast.Call: _call,
 }
-
-
-# ---- helpers for callers ----------------------------------------------------------------------
-
-
-def expect_quantity(value: object, dim: Dim, span: Span, what: str) -> Quantity:
-    """`value` as a quantity of dimension `dim`, or a unit error naming `what`."""
-    if isinstance(value, (int, Fraction)) and not isinstance(value, bool) and dim == DIMENSIONLESS:
-        return Quantity(to_sympy(value), dim)
-    if isinstance(value, Quantity) and value.dim == dim:
-        return value
-    found = dim_name(value.dim) if isinstance(value, Quantity) else kind_of(value)
-    if isinstance(value, (int, Fraction)) and not isinstance(value, bool):
-        found = f"a plain number ({value}); give it a unit"
-    raise UnitError(f"{what} must be {dim_name(dim)}, not {found}", span)
-
-
-def check_positive(q: Quantity, nominal: dict, span: Span, what: str, zero_ok: bool = False) -> None:
-    """`q` must be positive (or zero, with `zero_ok`) at the nominal point: a bandwidth, a
-    message size, a buffer."""
-    value = q.expr.xreplace(nominal)
-    if not value.is_number or not (value >= 0 if zero_ok else value > 0):
-        shown = format_quantity(float(value), q.dim) if value.is_number else str(value)
-        wanted = "zero or more" if zero_ok else "positive"
-        raise ElaborationError(f"{what} must be {wanted}; this one is {shown}", span)
-
-
-def expect_device(value: object, span: Span, what: str) -> Devices:
-    if isinstance(value, Devices) and value.rank == 0:
-        return value
-    if isinstance(value, SharedRef):
-        raise ElaborationError(f"{what} must be a device, not a shared resource", span)
-    raise ElaborationError(f"{what} must be a device, not {kind_of(value)}", span)

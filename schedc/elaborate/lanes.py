@@ -51,7 +51,7 @@ class Env:
     max_lanes: int = MAX_LANES
     # Handlers for node kinds that only some contexts allow (time(...) and solve(...) in
     # equations and checks); they take precedence over the built-in ones.
-    extra: dict[type, Callable[[ast.Node, Env], object]] = field(default_factory=dict)
+    extra: dict[type, Callable[..., object]] = field(default_factory=dict)
 
     def bind(self, name: str, value: object) -> Env:
         return replace(self, local={**self.local, name: value})

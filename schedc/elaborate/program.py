@@ -28,17 +28,27 @@ from ..errors import (
 )
 from ..language import syntax as ast
 from ..language.parser import parse_expression, parse_module
+from ..model.collectives import collective_kind, collective_names
 from ..model.ir import Collective, Schedule
 from ..model.protocol import Protocol
 from ..model.topology import Topology
-from ..model.values import Devices, Quantity, TopoRef, as_number, from_rational, kind_of
+from ..model.values import (
+    Devices,
+    Quantity,
+    TopoRef,
+    as_number,
+    check_positive,
+    expect_device,
+    expect_quantity,
+    from_rational,
+    kind_of,
+)
 from ..units import BYTES, DIMENSIONLESS, RATE, SECONDS, Dim, dim_name
-from .evaluate import check_positive, evaluate, expect_device, expect_quantity
+from .evaluate import evaluate
 from .lanes import Env, Names
 from .schedule import Limits, ScheduleContext, elaborate_schedule, linear_bytes
 from .topology import Namespace, TopologyBuilder
 
-COLLECTIVES_WITH_ROOT = ("broadcast", "reduce")
 DEFAULT_LIMITS = Limits()
 
 
@@ -355,6 +365,13 @@ class _Loader:
                                expr.span)
 
     def _collective(self, stmt: ast.CollectiveDecl, env: Env) -> Collective:
+        kind = collective_kind(stmt.kind)
+        if kind is None:  # the kind is the statement's first word
+            where = Span(stmt.span.source, stmt.span.line, stmt.span.col, stmt.span.line,
+                         stmt.span.col + len(stmt.kind))
+            raise ElaborationError(f"unknown collective '{stmt.kind}'"
+                                   + did_you_mean(stmt.kind, collective_names(), "collectives"),
+                                   where)
         size = expect_quantity(evaluate(stmt.size, env), BYTES, stmt.size.span,
                                "the size of a collective")
         check_positive(size, self.nominal, stmt.size.span, "the size of a collective")
@@ -370,16 +387,16 @@ class _Loader:
         if not ranks:
             raise ElaborationError("a collective needs at least one rank", stmt.group.span)
         root = None
-        if stmt.kind in COLLECTIVES_WITH_ROOT:
+        if kind.rooted:
             if stmt.root is None:
-                raise ElaborationError(f"{stmt.kind} needs a root: '{stmt.kind} V over ranks root "
+                raise ElaborationError(f"{kind.name} needs a root: '{stmt.kind} V over ranks root "
                                        "ranks[0]'", stmt.span)
             root = int(expect_device(evaluate(stmt.root, env), stmt.root.span, "the root").ids)
             if root not in ranks:
                 raise ElaborationError("the root must be one of the ranks", stmt.root.span)
         elif stmt.root is not None:
-            raise ElaborationError(f"{stmt.kind} has no root", stmt.root.span)
-        return Collective(stmt.kind, linear_bytes(size, stmt.size.span), ranks, root, stmt.span)
+            raise ElaborationError(f"{kind.name} has no root", stmt.root.span)
+        return Collective(kind.name, linear_bytes(size, stmt.size.span), ranks, root, stmt.span)
 
     def _schedule(self, stmt: ast.ScheduleDef, collective: Collective | None, is_main: bool) -> None:
         # Results and functions may share a name (`schedule ring_allreduce =

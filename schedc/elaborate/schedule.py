@@ -17,6 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from math import lcm
+from typing import Any
 
 import numpy as np
 import sympy
@@ -32,11 +33,14 @@ from ..model.values import (
     NeedScalar,
     Quantity,
     Region,
+    check_positive,
+    expect_device,
+    expect_quantity,
     from_rational,
     kind_of,
 )
 from ..units import BYTES
-from .evaluate import check_positive, evaluate, expect_device, expect_quantity
+from .evaluate import evaluate
 from .lanes import Env, expand_lanes, filter_lanes, lane_array
 
 RoundBuffer = list[Batch]
@@ -292,7 +296,7 @@ def _round_loop(stmt: ast.RoundFor, env: Env, ctx: ScheduleContext) -> list[Roun
     try:
         lanes = expand_lanes(replace(env, lanes=1, max_lanes=ctx.room), stmt.var, values,
                              stmt.iter.span)
-        count = lanes.lanes
+        count = lanes.lanes or 0  # expand_lanes counts them
         lanes = lanes.bind(_ITERATION, np.arange(count))
         out: list = []
         _round_body(stmt.body, lanes, ctx, out)
@@ -302,7 +306,7 @@ def _round_loop(stmt: ast.RoundFor, env: Env, ctx: ScheduleContext) -> list[Roun
     rounds: list[RoundBuffer] = [[] for _ in range(count)]
     for batch, iteration in out:
         ordered = bool(np.all(iteration[:-1] <= iteration[1:]))
-        order = slice(None) if ordered else np.argsort(iteration, kind="stable")
+        order: Any = slice(None) if ordered else np.argsort(iteration, kind="stable")
         bounds = np.searchsorted(iteration[order], np.arange(count + 1))
         for k in np.flatnonzero(np.diff(bounds)):
             lo, hi = bounds[k], bounds[k + 1]

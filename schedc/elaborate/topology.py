@@ -17,9 +17,20 @@ from ..errors import ElaborationError, LimitError, Span, did_you_mean
 from ..language import syntax as ast
 from ..model.routing import POLICIES
 from ..model.topology import FORWARDING_KINDS, Device, Hop, Resource, Topology
-from ..model.values import Devices, NeedScalar, SharedRef, TopoRef, as_number, kind_of, take_lanes
+from ..model.values import (
+    Devices,
+    NeedScalar,
+    SharedRef,
+    TopoRef,
+    as_number,
+    check_positive,
+    expect_device,
+    expect_quantity,
+    kind_of,
+    take_lanes,
+)
 from ..units import BYTES, RATE, SECONDS
-from .evaluate import check_index, check_positive, evaluate, expect_device, expect_quantity
+from .evaluate import check_index, evaluate
 from .lanes import Env, expand_lanes, filter_lanes, lane_array
 from .routes import pinned_routes
 
@@ -192,6 +203,7 @@ class TopologyBuilder:
     def _fill(self, fam: Family, decl: ast.DeclName, prefix, host, make) -> None:
         base = f"{self.host_names[host[0]]}." if prefix else ""
         outer = (host[1],) if prefix and self.namespace.family(prefix).size is not None else ()
+        assert fam.table is not None  # _declare made it
         if fam.size is None:
             fam.table[outer] = make(base + decl.name)
             return
@@ -262,6 +274,7 @@ class TopologyBuilder:
         if stmt.attrs.half and not stmt.both_ways:
             raise ElaborationError("'half' makes both directions of a link share one resource; a "
                                    "one-way link (->) has one direction", stmt.span)
+        assert lanes.lanes is not None  # expand_lanes counts them
         if self.links + lanes.lanes > MAX_TOPOLOGY_ITEMS:
             raise LimitError(f"the topology would have more than {MAX_TOPOLOGY_ITEMS:,} links",
                              stmt.span)
@@ -278,7 +291,7 @@ class TopologyBuilder:
                         for e in (stmt.a, stmt.b))
                 self._add_link(stmt, a, b, self._attributes(stmt, one))
 
-    def _attributes(self, stmt: ast.LinkDecl, env: Env) -> _LinkAttributes:
+    def _attributes(self, stmt: ast.LinkDecl | ast.SharedDecl, env: Env) -> _LinkAttributes:
         attrs = stmt.attrs
         via = []
         for expr in attrs.via:
@@ -290,7 +303,8 @@ class TopologyBuilder:
         window = self._quantity(attrs.window, env, BYTES, "'window'", positive=True)
         if window is not None and attrs.latency is None:
             raise ElaborationError("a window needs a latency: a window of bytes in flight, each "
-                                   "for the latency, allows window/latency", attrs.window.span)
+                                   "for the latency, allows window/latency",
+                                   attrs.window.span if attrs.window else stmt.span)
         # Little's law divides by the latency, so with a window it must be positive.
         latency = self._quantity(attrs.latency, env, SECONDS, "'latency'", positive=True,
                                  zero_ok=window is None)
@@ -302,6 +316,7 @@ class TopologyBuilder:
         if a == b:
             raise ElaborationError(f"a link from {self.devices[a].name} to itself", stmt.span)
         an, bn = self.devices[a].name, self.devices[b].name
+        backward: int | None
         if stmt.both_ways and attrs.half:
             forward = backward = self._resource(f"{an}<->{bn}", attrs, stmt.span)
         else:
@@ -309,6 +324,7 @@ class TopologyBuilder:
             backward = self._resource(f"{bn}->{an}", attrs, stmt.span) if stmt.both_ways else None
         self.hops.append(Hop(a, b, (forward, *(f for f, _ in attrs.via)), stmt.span))
         if stmt.both_ways:
+            assert backward is not None
             self.hops.append(Hop(b, a, (backward, *(r for _, r in attrs.via)), stmt.span))
         self.links += 1
 

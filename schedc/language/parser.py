@@ -10,11 +10,13 @@ from contextvars import ContextVar
 from fractions import Fraction
 from functools import cache
 from importlib.resources import files
+from typing import Any
 
 from lark import (
     Lark,
     Token,
     Transformer,
+    Tree,
     UnexpectedCharacters,
     UnexpectedEOF,
     UnexpectedToken,
@@ -106,7 +108,8 @@ def _parse(source: SourceFile, start: str):
             _SOURCE.reset(token)
     except UnexpectedCharacters as exc:
         _check_unit(source, exc.line, exc.column)
-        bad = text[exc.pos_in_stream] if exc.pos_in_stream < len(text) else ""
+        at = len(text) if exc.pos_in_stream is None else exc.pos_in_stream
+        bad = text[at] if at < len(text) else ""
         span = Span(source, exc.line, exc.column, exc.line, exc.column + 1)
         raise ParseError(f"unexpected character {bad!r}; expected {_expected(exc.allowed)}",
                          span) from None
@@ -126,8 +129,9 @@ def _parse(source: SourceFile, start: str):
             _check_unit(source, token.line, token.column)
             span = _token_span(source, token)
             found = "new line" if token.type == "_NL" else repr(str(token))
-        raise ParseError(f"unexpected {found}; expected {_expected(exc.accepts or exc.expected)}",
-                         span, _percent_note(source, span)) from None
+        expected = _expected(exc.accepts or exc.expected)
+        raise _after_statement_name(exc, source, found) or ParseError(
+            f"unexpected {found}; expected {expected}", span, _percent_note(source, span)) from None
     except VisitError as exc:  # an error raised by a transformer callback
         if isinstance(exc.orig_exc, ParseError):
             raise exc.orig_exc from None
@@ -184,10 +188,29 @@ def _terminal_name(terminal: str) -> str:
 
 
 
+def _after_statement_name(exc: UnexpectedToken, source: SourceFile,
+                          found: str) -> ParseError | None:
+    """A top-level statement that starts with a name is a collective (`allreduce V over g`);
+    when the name is followed by nothing a collective can take, say so (`V = 3` is a
+    forgotten `param`, more often than not)."""
+    stack = exc.interactive_parser.parser_state.value_stack if exc.interactive_parser else []
+    opening = bool(stack) and isinstance(stack[-1], Token) and stack[-1].type in ("NAME", "REDUCE")
+    if not opening or any(not (isinstance(item, Tree) and item.data in ("_top", "_sep"))
+                          for item in stack[:-1]):
+        return None
+    name = stack[-1]
+    hint = f" (define a name with 'param {name} = ...' or 'let {name} = ...')" \
+        if exc.token.type == "EQUALS" else ""
+    start, end = _token_span(source, name), _token_span(source, exc.token)
+    span = Span(source, start.line, start.col, end.end_line, end.end_col) \
+        if exc.token.type != "$END" else start
+    return ParseError(f"unexpected {found} after '{name}'; a statement starting with a name "
+                      f"declares a collective, as in 'allreduce V over ranks'{hint}", span)
+
+
 def _token_span(source: SourceFile, token: Token) -> Span:
-    end_line = token.end_line or token.line
-    end_col = token.end_column or token.column + 1
-    return Span(source, token.line, token.column, end_line, end_col)
+    line, col = token.line or 1, token.column or 1  # tokens from the lexer have both
+    return Span(source, line, col, token.end_line or line, token.end_column or col + 1)
 
 
 
@@ -474,7 +497,7 @@ def _stmts(body) -> tuple:
 
 
 def _link_attrs(attrs) -> ast.LinkAttrs:
-    values: dict[str, object] = {}
+    values: dict[str, Any] = {}
     for key, value, attr_span in attrs:
         if key in values:
             raise ParseError(f"'{'class' if key == 'cls' else key}' is given twice", attr_span)

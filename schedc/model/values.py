@@ -14,8 +14,8 @@ from fractions import Fraction
 import numpy as np
 import sympy
 
-from ..errors import ElaborationError, Span
-from ..units import DIMENSIONLESS, Dim
+from ..errors import ElaborationError, Span, UnitError
+from ..units import DIMENSIONLESS, Dim, dim_name, format_quantity
 
 Number = int | Fraction
 
@@ -141,7 +141,7 @@ def kind_of(value: object) -> str:
     return getattr(value, "kind", type(value).__name__)  # values of later stages name themselves
 
 
-def as_number(value: Number | Quantity) -> Number | None:
+def as_number(value: object) -> Number | None:
     """The exact number a dimensionless, non-symbolic value stands for, else None."""
     if isinstance(value, bool):
         return None
@@ -224,3 +224,36 @@ def as_condition(value: object, span: Span) -> bool | np.ndarray:
     if isinstance(value, np.ndarray) and value.dtype == bool:
         return value
     raise ElaborationError(f"expected a condition, not {kind_of(value)}", span)
+
+
+# ---- what a statement expects of a value -------------------------------------------------------
+
+
+def expect_quantity(value: object, dim: Dim, span: Span, what: str) -> Quantity:
+    """`value` as a quantity of dimension `dim`, or a unit error naming `what`."""
+    if isinstance(value, (int, Fraction)) and not isinstance(value, bool) and dim == DIMENSIONLESS:
+        return Quantity(to_sympy(value), dim)
+    if isinstance(value, Quantity) and value.dim == dim:
+        return value
+    found = dim_name(value.dim) if isinstance(value, Quantity) else kind_of(value)
+    if isinstance(value, (int, Fraction)) and not isinstance(value, bool):
+        found = f"a plain number ({value}); give it a unit"
+    raise UnitError(f"{what} must be {dim_name(dim)}, not {found}", span)
+
+
+def check_positive(q: Quantity, nominal: dict, span: Span, what: str, zero_ok: bool = False) -> None:
+    """`q` must be positive (or zero, with `zero_ok`) at the nominal point: a bandwidth, a
+    message size, a buffer."""
+    value = q.expr.xreplace(nominal)
+    if not value.is_number or not (value >= 0 if zero_ok else value > 0):
+        shown = format_quantity(float(value), q.dim) if value.is_number else str(value)
+        wanted = "zero or more" if zero_ok else "positive"
+        raise ElaborationError(f"{what} must be {wanted}; this one is {shown}", span)
+
+
+def expect_device(value: object, span: Span, what: str) -> Devices:
+    if isinstance(value, Devices) and value.rank == 0:
+        return value
+    if isinstance(value, SharedRef):
+        raise ElaborationError(f"{what} must be a device, not a shared resource", span)
+    raise ElaborationError(f"{what} must be a device, not {kind_of(value)}", span)

@@ -25,8 +25,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..analysis.dataflow import MAX_CELLS
 from ..errors import ElaborationError, LimitError
+from ..limits import MAX_CELLS
 from ..model.ir import BufferLayout
 from .document import RECEIVES, Algo, Step
 

@@ -148,7 +148,7 @@ def to_json(program: Program, timings: list[Timing]) -> str:
 # ---- text ---------------------------------------------------------------------------------------
 
 
-def table(rows: list[tuple[str, ...]], right: Collection[int] = (), underline: bool = True,
+def table(rows: Sequence[tuple[str, ...]], right: Collection[int] = (), underline: bool = True,
           indent: str = "") -> list[str]:
     """Columns as wide as their widest cell, two spaces apart, left-aligned but for the columns
     in `right`; with `underline`, the first row is a header underlined with dashes. No line

@@ -1,0 +1,121 @@
+"""The package layout: one subpackage per pipeline stage, imports only pointing down the
+pipeline (every import, lazy ones inside functions too), and modules of a readable size."""
+
+from __future__ import annotations
+
+import ast
+import doctest
+import re
+from pathlib import Path
+
+import pytest
+from conftest import ROOT
+
+PACKAGE = ROOT / "schedc"
+MAX_LINES = 450
+
+# Lowest first; a module may import its own layer and the layers before it.
+LAYERS = (
+    ("schedc.errors", "schedc.units", "schedc.deadline", "schedc.limits"),
+    ("schedc.language", "schedc.measure"),  # readers: .sched text, nccl-tests logs
+    ("schedc.model",),
+    ("schedc.elaborate", "schedc.msccl"),  # .sched programs and MSCCL XML algorithms → IR
+    ("schedc.cost",),
+    ("schedc.session",),
+    ("schedc.analysis",),
+    ("schedc.render",),
+    ("schedc.cli", "schedc.__main__"),
+    ("schedc",),  # the public API, schedc/__init__.py
+)
+
+
+def _name(path: Path) -> str:
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+MODULES = {_name(p): p for p in sorted(PACKAGE.rglob("*.py"))}
+
+
+def _layer(module: str) -> int:
+    """The layer of the longest prefix naming the module (`schedc` itself is the API)."""
+    found = [(len(p), depth) for depth, prefixes in enumerate(LAYERS) for p in prefixes
+             if module == p or (p != "schedc" and module.startswith(p + "."))]
+    assert found, f"{module} is in no layer"
+    return max(found)[1]
+
+
+def _imports(module: str, path: Path) -> list[tuple[str, int]]:
+    """(imported schedc module, line) of every import in a module, made absolute."""
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found += [(a.name, node.lineno) for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")[:len(package.split(".")) - node.level + 1]
+                base = ".".join(anchor + ([node.module] if node.module else []))
+            for alias in node.names:  # `from . import syntax` imports a module
+                full = f"{base}.{alias.name}"
+                if base == "schedc" and alias.name == "__version__":
+                    continue  # a constant of the root package, which imports nothing eagerly
+                found.append((full if full in MODULES else base, node.lineno))
+    return [(name, line) for name, line in found if name == "schedc" or name.startswith("schedc.")]
+
+
+def test_every_module_is_in_a_layer():
+    assert [_layer(m) for m in ("schedc.units", "schedc.language.parser", "schedc.model.ir",
+                                "schedc.elaborate.program", "schedc.cost.lower", "schedc.session",
+                                "schedc.analysis.bound", "schedc.render.text", "schedc.cli",
+                                "schedc")] == list(range(len(LAYERS)))
+    for module in MODULES:
+        _layer(module)
+
+
+@pytest.mark.parametrize("module", sorted(MODULES))
+def test_imports_point_down_the_pipeline(module):
+    here = _layer(module)
+    upward = [f"line {line}: {name}" for name, line in _imports(module, MODULES[module])
+              if _layer(name) > here]
+    assert upward == [], f"{module} (layer {LAYERS[here][0]}) imports from above it"
+
+
+def test_analysis_never_imports_render():
+    for module, path in MODULES.items():
+        if module.startswith("schedc.analysis"):
+            assert not [n for n, _ in _imports(module, path) if n.startswith("schedc.render")], module
+
+
+def test_the_check_sees_relative_and_lazy_imports():
+    """The parser of imports finds what the layering rests on (so the tests above can fail)."""
+    found = dict(_imports("schedc.cli.analysing", MODULES["schedc.cli.analysing"]))
+    assert "schedc.analysis.equations" in found  # `from ..analysis.equations import ...` in a function
+    assert "schedc.language.syntax" in dict(_imports("schedc.language.parser",
+                                                     MODULES["schedc.language.parser"]))
+    api = dict(_imports("schedc", MODULES["schedc"]))  # the API's lazy imports reach the top
+    assert _layer("schedc.cli") < _layer("schedc") and "schedc.analysis.verify" in api
+
+
+@pytest.mark.parametrize("module", sorted(MODULES))
+def test_modules_stay_readable(module):
+    lines = MODULES[module].read_text(encoding="utf-8").count("\n")
+    assert lines <= MAX_LINES, f"{module} has {lines} lines; split it (at most {MAX_LINES})"
+
+
+ARCHITECTURE = (ROOT / "README.md").read_text().split("\n## Architecture\n")[1].split("\n## ")[0]
+
+
+def test_the_readme_architecture_names_every_stage():
+    packages = sorted({p.parent.relative_to(ROOT).as_posix() for p in PACKAGE.glob("*/__init__.py")})
+    assert packages and all(f"`{p}/`" in ARCHITECTURE for p in packages), packages
+
+
+def test_the_readme_api_example_runs(monkeypatch):
+    monkeypatch.chdir(ROOT)  # its paths are relative to the repository root
+    (block,) = re.findall(r"```python\n(.*?)```", ARCHITECTURE, re.S)
+    test = doctest.DocTestParser().get_doctest(block, {}, "README architecture", "README.md", 0)
+    runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS)
+    runner.run(test)
+    assert runner.failures == 0 and runner.tries >= 10
