@@ -29,6 +29,7 @@ import sympy
 from networkx.algorithms.flow import boykov_kolmogorov, build_residual_network
 
 from ..model.topology import Topology
+from ..progress import steps
 from .symmetry import HostShift, host_shift
 
 _SOURCE, _SINK = "source", "sink"
@@ -174,7 +175,9 @@ class RankCuts:
 
         seen: set[frozenset[int]] = set()
         result = []
+        ticker = steps("bound: cuts", len(splits))
         for family, name, side in splits:
+            ticker.advance()
             key = side if self.ranks[0] in side else self.all - side
             if key in seen:
                 continue
@@ -183,6 +186,7 @@ class RankCuts:
             backward = None if self.network.symmetric else self._split(side, outward=False)
             result.append(Cut(family, name, tuple(sorted(side, key=self._position.__getitem__)),
                               self.ranks, forward, backward))
+        ticker.finish()
         return result
 
     def backward(self, cut: Cut) -> CutCapacity:

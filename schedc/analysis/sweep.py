@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import csv
 import io
-import os
-import tempfile
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
@@ -19,6 +17,7 @@ from pathlib import Path
 import numpy as np
 import sympy
 
+from ..atomic import write_atomically
 from ..cost.timing import Timing
 from ..elaborate.evaluate import evaluate
 from ..elaborate.lanes import Env
@@ -147,22 +146,4 @@ def write_csv(result: Sweep, path: Path) -> None:
                      *[f"{name} (s)" for name in result.times]])
     for k, value in enumerate(result.values):
         writer.writerow([repr(float(value)), *[repr(float(t[k])) for t in result.times.values()]])
-    directory = path.parent if str(path.parent) else Path(".")
-    try:
-        fd, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=directory)
-    except OSError as exc:
-        raise UsageError(f"cannot write {path}: {exc.strerror or exc}") from None
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(buffer.getvalue())
-        os.chmod(temporary, 0o666 & ~_umask())
-        os.replace(temporary, path)
-    except OSError as exc:
-        Path(temporary).unlink(missing_ok=True)
-        raise UsageError(f"cannot write {path}: {exc.strerror or exc}") from None
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
+    write_atomically(path, buffer.getvalue().encode("utf-8"))

@@ -43,6 +43,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..model.ir import Schedule
+from ..progress import steps
 from ..session import Session
 from .counterexample import Conflict, WrongResult, conflict_at, explain
 from .dataflow import Geometry, Items, Spec, collective_spec, geometry, round_items
@@ -130,13 +131,17 @@ def _run(schedule: Schedule, geo: Geometry, spec: Spec, embed: np.ndarray):
     cells = geo.ranks * geo.segments
     state = State(embed[spec.start.reshape(-1)], np.ones(cells, np.int64), np.zeros(cells, np.int64),
                   np.zeros(cells, np.int64))
+    ticker = steps(f"verify {schedule.name}: rounds", len(schedule.rounds))
     for index, rnd in enumerate(schedule.rounds):
+        ticker.advance()
         items = round_items(rnd, geo)
         if not len(items):
             continue
         conflict = _apply(state, items)
         if conflict is not None:
+            ticker.finish()
             return index, conflict, items
+    ticker.finish()
     return state
 
 

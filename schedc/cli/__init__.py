@@ -20,7 +20,7 @@ import click
 
 from .. import __version__
 from ..errors import SchedcError
-from . import analysing, compiling
+from . import analysing, compiling, reporting
 from .options import EXIT_BAD_INPUT, EXIT_INTERNAL, EXIT_OK
 
 
@@ -34,14 +34,16 @@ def cli() -> None:
     """
 
 
-for command in (*compiling.COMMANDS, *analysing.COMMANDS):
+for command in (*compiling.COMMANDS, *analysing.COMMANDS, *reporting.COMMANDS):
     cli.add_command(command)
 
 
 def main(argv: list[str] | None = None) -> None:
     """Run a command, turning every schedc error into a message and exit code 2."""
+    from .progress import progress_bar
     try:
-        code = cli.main(args=argv, prog_name="schedc", standalone_mode=False)
+        with progress_bar():
+            code = cli.main(args=argv, prog_name="schedc", standalone_mode=False)
     except click.exceptions.Exit as exc:
         code = exc.exit_code
     except click.ClickException as exc:

@@ -16,6 +16,8 @@ from .options import (
     EXIT_FAILED,
     EXIT_OK,
     compiling,
+    format_option,
+    formatted,
     json_option,
     limit_options,
     no_verify_option,
@@ -105,20 +107,22 @@ def sweep_command(session, vary: str, linear: bool, csv_path: Path | None, sched
 @compiling
 @schedule_option
 @json_option(schema.BOUND)
+@format_option
 @click.option("--max-cuts", type=click.IntRange(min=1), default=MAX_CUTS, show_default=True,
               help="Refuse a collective whose bound needs more max-flow problems.")
 @no_verify_option
-def bound_command(session, schedules, as_json: bool, max_cuts: int, no_verify: bool) -> int:
+def bound_command(session, schedules, as_json: bool, output_format: str, max_cuts: int,
+                  no_verify: bool) -> int:
     """How far each schedule of FILE is from the physical limit: cut-set and end-host lower
     bounds, the overlapped bound, and what holds each schedule back. A machine file without
     schedules shows its cuts."""
     from ..analysis.bound import bound_all
-    from ..render.bound import bound_json, bound_text
+    from ..render.bound import bound_json
+    show = formatted(output_format, as_json, "bound", bound_json)
     names = session.selected(schedules, required=False)
     groups = bound_all(session, names, max_cuts)  # bad input (exit 2) before verification
     verified_timings(session, names, no_verify)
-    program = session.program
-    click.echo(bound_json(program, groups) if as_json else bound_text(program, groups), nl=False)
+    click.echo(show(session.program, groups), nl=False)
     return EXIT_OK
 
 

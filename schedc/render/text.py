@@ -141,29 +141,37 @@ def _bytes_text(t: Timing, form: LinearBytes) -> str:
     return f"{value}  ({symbolic})" if symbolic.free_symbols else value
 
 
+def time_rows(t: Timing) -> list[tuple[str, str]]:
+    """(label, value) of one schedule as `schedc time` shows it, before its round classes."""
+    c = t.cost
+    rows = [
+        ("time", format_seconds(t.time)),
+        ("formula", str(c.formula)),
+        ("regime", str(c.regime_formula)),
+    ]
+    if c.conditions:
+        rows.append(("  valid while", ", ".join(str(r) for r in c.conditions)))
+    return rows + [
+        ("rounds", f"{c.rounds} ({c.cross_rounds} cross-host)"),
+        ("transfers", f"{t.schedule.transfer_count:,}"),
+        ("bytes cross-host", _bytes_text(t, c.bytes_cross)),
+        ("bytes logical", _bytes_text(t, c.bytes_logical)),
+    ]
+
+
+def time_heading(t: Timing) -> str:
+    coll = t.schedule.collective
+    size = format_bytes(t.bytes_value(coll.size))
+    return f"{t.name}: {coll.kind} of {size} over {len(coll.ranks)} ranks"
+
+
 def time_text(program: Program, timings: list[Timing]) -> str:
     out = []
     for t in timings:
-        c = t.cost
-        coll = t.schedule.collective
-        size = format_bytes(t.bytes_value(coll.size))
-        out.append(f"{t.name}: {coll.kind} of {size} over {len(coll.ranks)} ranks")
-        rows = [
-            ("time", format_seconds(t.time)),
-            ("formula", str(c.formula)),
-            ("regime", str(c.regime_formula)),
-        ]
-        if c.conditions:
-            rows.append(("  valid while", ", ".join(str(r) for r in c.conditions)))
-        rows += [
-            ("rounds", f"{c.rounds} ({c.cross_rounds} cross-host)"),
-            ("transfers", f"{t.schedule.transfer_count:,}"),
-            ("bytes cross-host", _bytes_text(t, c.bytes_cross)),
-            ("bytes logical", _bytes_text(t, c.bytes_logical)),
-        ]
-        out.extend(f"  {label:<18}{value}" for label, value in rows)
+        out.append(time_heading(t))
+        out.extend(f"  {label:<18}{value}" for label, value in time_rows(t))
         out.append("  round classes")
-        for k in c.classes:
+        for k in t.cost.classes:
             out.append(_class_line(k, program.topology, t.nominal))
         out.append("")
     return "\n".join(out)
@@ -173,17 +181,20 @@ def _class_line(c: RoundClass, topology: Topology, nominal: dict) -> str:
     each = format_seconds(nominal_value(c.time, nominal))
     line = f"    {c.count:>5} × {each:<12} {c.time}"
     if c.dominant is not None:
-        carriers = listing([topology.resources[r].name for r in c.terms[c.dominant].resources])
-        line += f"\n{'':>25}bottleneck: {_bottleneck_class(c, topology)} ({carriers})"
+        cls, carriers = class_bottleneck(c, topology)
+        line += f"\n{'':>25}bottleneck: {cls} ({carriers})"
         if c.window_limited:
             line += ", window-limited: window/latency < bw"
     return line
 
 
-def compare_text(program: Program, timings: list[Timing]) -> str:
-    header = ("schedule", "rounds", "cross-host rounds", "cross-host bytes", "logical bytes", "time",
-              "bottleneck")
-    rows = [header]
+COMPARE_HEADER = ("schedule", "rounds", "cross-host rounds", "cross-host bytes", "logical bytes",
+                  "time", "bottleneck")
+
+
+def compare_rows(program: Program, timings: list[Timing]) -> list[tuple[str, ...]]:
+    """The seed's §3 table, one row per schedule (without the header)."""
+    rows = []
     for t in timings:
         c = t.cost
         bottlenecks = []
@@ -194,6 +205,20 @@ def compare_text(program: Program, timings: list[Timing]) -> str:
         rows.append((t.name, str(c.rounds), str(c.cross_rounds), format_bytes(t.bytes_value(c.bytes_cross)),
                      format_bytes(t.bytes_value(c.bytes_logical)), format_seconds(t.time),
                      ", ".join(bottlenecks) or "-"))
+    return rows
+
+
+def class_bottleneck(c: RoundClass, topology: Topology) -> tuple[str, str]:
+    """A round class's bottleneck: its class(es) and the resources carrying it."""
+    if c.dominant is None:
+        return "-", ""
+    carriers = listing([topology.resources[r].name for r in c.terms[c.dominant].resources])
+    return _bottleneck_class(c, topology) or "-", carriers
+
+
+def compare_text(program: Program, timings: list[Timing]) -> str:
+    header = COMPARE_HEADER
+    rows = [header, *compare_rows(program, timings)]
     lines = table(rows, right=range(1, len(header) - 1))
     lines.append("")
     for t in timings:
