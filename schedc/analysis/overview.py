@@ -19,14 +19,14 @@ import sympy
 from ..cost.timing import Timing
 from ..deadline import TimeLimit
 from ..elaborate.program import Param, Program
-from ..errors import SchedcError
+from ..errors import SchedcError, UsageError
 from ..model.ir import Collective
 from ..progress import steps
 from ..session import Session
-from ..units import BYTES, RATE, SECONDS
+from ..units import BYTES, RATE, SECONDS, Dim
 from .bound import Bounds, bound
 from .check import ProgramCheck, check_program
-from .solve import Side, solve
+from .solve import Side, Solution, solve
 from .sweep import Sweep, Vary, sweep
 from .verify import Verdict, verdicts
 
@@ -123,6 +123,38 @@ def curves(session: Session, timings: list[Timing], param: Param, timeout: float
             notes.append(f"{c.left} = {c.right} at {param.name} = {value:.5g}, outside the plot")
     result = sweep(program, timings, Vary(param, lo, hi, CURVE_POINTS), "log")
     return Curves(param, result, tuple(inside), tuple(equal), tuple(notes))
+
+
+@dataclass(frozen=True)
+class SideCurves:
+    """The two sides of a solved equation over the solved param, and the solutions."""
+
+    param: Param
+    values: np.ndarray
+    sides: dict[str, np.ndarray]
+    dim: Dim  # of the sides
+    roots: tuple[tuple[float, float], ...]  # (param, side) at each solution
+
+
+def side_curves(program: Program, solution: Solution) -> SideCurves:
+    """Both sides over a log range that holds the nominal value and every solution."""
+    param = program.params[solution.param]
+    x = param.symbol
+    others = {s: v for s, v in program.nominal.items() if s != x}
+    centre = [float(param.nominal)] + [float(r.value) for r in solution.roots]
+    centre = [c for c in centre if c > 0]
+    if not centre:
+        raise UsageError(f"--plot: {param.name} has no positive value to plot around")
+    grid = np.geomspace(min(centre) / 16, max(centre) * 16, CURVE_POINTS)
+    sides = {}
+    for side, name in ((solution.left, solution.left.name), (solution.right, solution.right.name)):
+        function = sympy.lambdify(x, side.expr.xreplace(others), modules="numpy")
+        with np.errstate(divide="ignore", invalid="ignore"):
+            values = np.broadcast_to(np.asarray(function(grid), dtype=float), grid.shape)
+        sides[name if name not in sides else f"{name} (right)"] = values
+    roots = tuple((float(r.value), float(solution.left.expr.xreplace({**others, x: r.value})))
+                  for r in solution.roots)
+    return SideCurves(param, grid, sides, solution.left.dim, roots)
 
 
 def busy(session: Session, name: str) -> Busy:

@@ -21,6 +21,7 @@ from .options import (
     json_option,
     limit_options,
     no_verify_option,
+    plot_option,
     schedule_option,
     set_option,
     timeout_option,
@@ -32,10 +33,11 @@ from .options import (
 @click.argument("equation")
 @click.option("--for", "param", required=True, metavar="PARAM", help="The param to solve for.")
 @json_option(schema.SOLVE)
+@plot_option
 @timeout_option
 @no_verify_option
-def solve_command(session, equation: str, param: str, as_json: bool, timeout: float,
-                  no_verify: bool) -> int:
+def solve_command(session, equation: str, param: str, as_json: bool, plot_path: Path | None,
+                  timeout: float, no_verify: bool) -> int:
     """Solve EQUATION for one param, regime by regime: every solution, and which side is
     smaller in between (e.g. 'time(hierarchical) = time(ring, B_L = 32 GB/s)' --for B_L)."""
     from ..analysis.equations import Equations, name_span
@@ -53,6 +55,10 @@ def solve_command(session, equation: str, param: str, as_json: bool, timeout: fl
     verified_timings(session, list(timed), no_verify)
     param_span = Span(SourceFile("--for", param), 1, 1, 1, len(param) + 1)
     solution = Equations(session, timeout).solve(relation, param.strip(), param_span)
+    if plot_path is not None:
+        from ..analysis.overview import side_curves
+        from ..render.plot import save, solve_figure
+        save(solve_figure(side_curves(session.program, solution)), plot_path)
     show = solve_json if as_json else solve_text
     click.echo(show(session.program, equation, solution), nl=False)
     return EXIT_OK
@@ -85,11 +91,12 @@ def sensitivity_command(session, schedules, as_json: bool, timeout: float, no_ve
 @click.option("--linear", is_flag=True, help="Space the points linearly (default: logarithmically).")
 @click.option("--csv", "csv_path", type=click.Path(dir_okay=False, path_type=Path),
               help="Also write the sweep to this CSV file (base units).")
+@plot_option
 @schedule_option
 @json_option(schema.SWEEP)
 @no_verify_option
-def sweep_command(session, vary: str, linear: bool, csv_path: Path | None, schedules,
-                  as_json: bool, no_verify: bool) -> int:
+def sweep_command(session, vary: str, linear: bool, csv_path: Path | None,
+                  plot_path: Path | None, schedules, as_json: bool, no_verify: bool) -> int:
     """Each schedule's time over a range of one param, from its compiled formula."""
     from ..analysis.sweep import parse_vary, sweep, write_csv
     from ..render.analysis import sweep_json, sweep_text
@@ -99,6 +106,9 @@ def sweep_command(session, vary: str, linear: bool, csv_path: Path | None, sched
     result = sweep(program, timings, plan, "linear" if linear else "log")
     if csv_path is not None:
         write_csv(result, csv_path)
+    if plot_path is not None:
+        from ..render.plot import save, sweep_figure
+        save(sweep_figure(result), plot_path)
     click.echo(sweep_json(program, result) if as_json else sweep_text(result), nl=False)
     return EXIT_OK
 

@@ -58,6 +58,12 @@ def formatted(output_format: str, as_json: bool, what: str, json_renderer):
     return getattr(importlib.import_module(f"schedc.render.{module}"), f"{what}_{output_format}")
 
 
+def plot_option(func):
+    return click.option("--plot", "plot_path", type=click.Path(dir_okay=False, path_type=Path),
+                        metavar="OUT.svg|OUT.png",
+                        help="Also draw a plot into this file (SVG or PNG, by its suffix).")(func)
+
+
 def limit_options(func):
     """`--max-transfers` and `--max-rounds`, passed on as one `limits` argument."""
     @click.option("--max-transfers", type=click.IntRange(min=1), default=Limits.transfers,

@@ -42,7 +42,7 @@ code { font: 0.85rem/1.4 ui-monospace, "SFMono-Regular", Menlo, monospace; overf
 .formula { overflow-x: auto; max-width: 100%; padding: 0.3rem 0; }
 math { font-size: 1.1rem; }
 figure { margin: 0.8rem 0; }
-figure svg { width: 100%; height: auto; display: block; }
+figure svg { width: 100%; max-width: 46rem; height: auto; display: block; }
 figcaption { color: var(--muted); font-size: 0.85rem; }
 .pass { color: #17663a; font-weight: 600; }
 .fail { color: #a61b1b; font-weight: 600; }
@@ -79,7 +79,7 @@ class _Figures:
 
     def __call__(self, figure, caption: str, kind: str) -> str:
         self.count += 1
-        svg = plot.svg(figure, f"{self.count}")
+        svg = plot.svg(figure, f"f{self.count}")
         return (f'<figure class="plot {kind}" id="figure-{self.count}">{svg}'
                 f"<figcaption>Figure {self.count}. {caption}</figcaption></figure>")
 

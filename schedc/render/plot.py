@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..analysis.overview import Busy, Curves
+from ..analysis.overview import Busy, Curves, SideCurves
 from ..analysis.sweep import Sweep
 from ..atomic import write_atomically
 from ..errors import UsageError
@@ -36,21 +36,31 @@ STYLE = {
 }
 
 
-def _figure(size=WIDE):
+def _figure(size=WIDE, left: float = 0.8, right: float = 0.15, bottom: float = 0.55,
+            top: float = 0.15):
+    """A figure with fixed margins in inches (a layout engine would cost a second draw)."""
     import matplotlib
     matplotlib.rcParams.update(STYLE)
     from matplotlib.figure import Figure
-    return Figure(figsize=size, layout="constrained")
+    figure = Figure(figsize=size)
+    width, height = size
+    figure.subplots_adjust(left=left / width, right=1 - right / width, bottom=bottom / height,
+                           top=1 - top / height)
+    return figure
 
 
-def svg(figure, salt: str) -> str:
-    """The figure as SVG text, without the XML prolog (ready to inline in HTML)."""
+def svg(figure, prefix: str) -> str:
+    """The figure as SVG text without the XML prolog, ready to inline in HTML: every id
+    (and every reference to one) starts with `prefix`, so several SVGs in one page keep
+    their ids apart (matplotlib numbers `axes_1`, `line2d_1`… afresh in each figure)."""
     import matplotlib
-    with matplotlib.rc_context({"svg.hashsalt": f"schedc-{salt}"}):
+    with matplotlib.rc_context({"svg.hashsalt": f"schedc-{prefix}"}):
         buffer = io.StringIO()
         figure.savefig(buffer, format="svg", metadata={"Date": None})
     text = buffer.getvalue()
-    return text[text.index("<svg"):]
+    text = text[text.index("<svg"):]
+    return (text.replace(' id="', f' id="{prefix}-').replace('href="#', f'href="#{prefix}-')
+            .replace("url(#", f"url(#{prefix}-"))
 
 
 def save(figure, path: Path) -> None:
@@ -59,7 +69,7 @@ def save(figure, path: Path) -> None:
     if kind not in FORMATS:
         raise UsageError(f"--plot {path}: the file must end in .svg or .png")
     if kind == "svg":
-        data = ('<?xml version="1.0" encoding="utf-8"?>\n' + svg(figure, path.name)).encode()
+        data = ('<?xml version="1.0" encoding="utf-8"?>\n' + svg(figure, "plot")).encode()
     else:
         buffer = io.BytesIO()
         figure.savefig(buffer, format="png", dpi=150, metadata={"Software": None})
@@ -111,7 +121,6 @@ def curves_figure(curves: Curves):
     _axes_in(axes, param.dim, "x")
     _seconds(axes)
     axes.set_xlabel(param.name)
-    axes.set_ylabel("time")
     axes.legend(loc="upper left", fontsize=9)
     return figure
 
@@ -127,29 +136,29 @@ def sweep_figure(result: Sweep):
     _axes_in(axes, result.param.dim, "x")
     _seconds(axes)
     axes.set_xlabel(result.param.name)
-    axes.set_ylabel("time")
     axes.legend(fontsize=8)
     return figure
 
 
-def solve_figure(param_name: str, dim: Dim, values: np.ndarray, sides: dict[str, np.ndarray],
-                 side_dim: Dim, roots: list[tuple[float, float]], nominal: float):
+def solve_figure(curves: SideCurves):
     """`schedc solve --plot`: both sides over the solved param, each solution marked."""
-    figure = _figure()
+    figure = _figure(top=0.35)
     axes = figure.add_subplot()
-    _lines(axes, values, sides)
+    param = curves.param
+    _lines(axes, curves.values, curves.sides)
     axes.set_xscale("log")
-    if all((s > 0).all() for s in sides.values()):
+    if all((s > 0).all() for s in curves.sides.values()):
         axes.set_yscale("log")
-    axes.axvline(nominal, color="0.4", linestyle=":", linewidth=1)
-    for x, y in roots:
+    axes.axvline(float(param.nominal), color="0.4", linestyle=":", linewidth=1)
+    for x, y in curves.roots:
         axes.plot([x], [y], marker="o", markersize=6, color="black", zorder=5)
-        axes.annotate(f"{param_name} = {format_quantity(x, dim)}", (x, y), xytext=(8, -14),
-                      textcoords="offset points", fontsize=8)
-    _axes_in(axes, dim, "x")
-    _axes_in(axes, side_dim, "y")
-    axes.set_xlabel(param_name)
-    axes.legend(fontsize=8)
+        axes.annotate(f"{param.name} = {format_quantity(x, param.dim)}", (x, y), xytext=(8, -16),
+                      textcoords="offset points", fontsize=9, va="top")
+    _axes_in(axes, param.dim, "x")
+    _axes_in(axes, curves.dim, "y")
+    axes.set_xlabel(param.name)
+    axes.set_title(f"{' = '.join(curves.sides)}, for {param.name}", fontsize=10)
+    axes.legend(fontsize=9)
     return figure
 
 
@@ -157,8 +166,8 @@ def busy_figure(busy: Busy, topology: Topology):
     """Rounds across, resources (grouped by class) down; colour: the share of the round the
     resource is busy. A row at 1 in every column is the resource every round waits for."""
     rows = len(busy.resources)
-    height = min(5.0, max(2.0, 1.2 + rows * 0.02 + 0.2 * len(busy.classes)))
-    figure = _figure((WIDE[0], height))
+    height = min(5.0, max(2.2, 1.4 + rows * 0.02 + 0.2 * len(busy.classes)))
+    figure = _figure((WIDE[0], height), left=1.25, right=0.6, top=0.3)
     axes = figure.add_subplot()
     axes.grid(False)
     image = axes.imshow(busy.fraction.T, aspect="auto", interpolation="nearest", cmap="viridis",
@@ -175,8 +184,9 @@ def busy_figure(busy: Busy, topology: Topology):
     ticks = np.unique(np.linspace(1, columns, min(columns, 10)).round().astype(int))
     axes.set_xticks(ticks, [str(int(busy.rounds[t - 1]) + 1) for t in ticks])
     axes.set_xlabel("round" + (" (binned: busy time over elapsed time)" if busy.binned else ""))
-    bar = figure.colorbar(image, ax=axes, fraction=0.04, pad=0.01)
-    bar.set_label("busy / round time", fontsize=8)
+    bar = figure.colorbar(image, ax=axes, fraction=0.05, pad=0.015)
+    bar.set_label("busy / round time", fontsize=9)
+    axes.set_title(busy.name, loc="left", fontsize=11)
     return figure
 
 
