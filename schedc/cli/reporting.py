@@ -33,9 +33,12 @@ def report_command(session, output: Path | None, timeout: float, max_cuts: int,
     from ..atomic import write_atomically
     from ..render.html import report_html
     program = session.program
+    target = output or default_output(program.path)
+    if not (target.parent if str(target.parent) else Path(".")).is_dir():
+        from ..errors import UsageError
+        raise UsageError(f"cannot write {target}: no such directory {target.parent}")
     timings = verified_timings(session, session.selected(), no_verify)
     page = report_html(program, overview(session, timings, timeout, max_cuts))
-    target = output or default_output(program.path)
     data = page.encode("utf-8")
     write_atomically(target, data)
     click.echo(f"wrote {target} ({len(data) / 1024:,.0f} KiB)")
