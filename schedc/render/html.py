@@ -131,9 +131,10 @@ def _group(program: Program, group: Group, overview: Overview, figure, index: in
         out.append(figure(plot.curves_figure(curves), _curves_caption(curves), "curves"))
         out += _crossovers(curves)
     out.append(f'<h3 id="rounds{suffix}">Round by round: how busy each resource is</h3>')
-    out.append('<p class="muted">Rounds across, resources down (grouped by class). A cell is '
-               "the share of the round's time (α + its slowest resource) that the resource "
-               "is busy; 1 is the resource the round waits for.</p>")
+    out.append('<p class="muted">Rounds across, resources down (grouped by class; each '
+               "direction of a link is a resource). A cell is the share of the round's time "
+               "(α + its slowest resource) that the resource is busy: the resource the round "
+               "waits for is at 1 less α's share, an idle one at 0.</p>")
     for busy in group.busy:
         out.append(figure(plot.busy_figure(busy, program.topology),
                           f"{escape(busy.name)}: busy fraction per round and resource.", "busy"))

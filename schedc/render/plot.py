@@ -20,7 +20,7 @@ from ..analysis.sweep import Sweep
 from ..atomic import write_atomically
 from ..errors import UsageError
 from ..model.topology import Topology
-from ..units import Dim, format_quantity, format_seconds
+from ..units import SECONDS, Dim, format_quantity
 
 FORMATS = ("svg", "png")
 WIDE = (6.0, 3.6)  # inches; the page scales the SVG to its column (large type for phones)
@@ -78,14 +78,16 @@ def save(figure, path: Path) -> None:
 
 
 def _axes_in(axes, dim: Dim, which: str) -> None:
-    from matplotlib.ticker import FuncFormatter
+    """Ticks in readable units; no minor ticks (each is an object to draw: they cost more
+    than the rest of a plot)."""
+    from matplotlib.ticker import FuncFormatter, NullLocator
     axis = axes.xaxis if which == "x" else axes.yaxis
     axis.set_major_formatter(FuncFormatter(lambda v, _: format_quantity(v, dim) if v > 0 else "0"))
+    axis.set_minor_locator(NullLocator())
 
 
 def _seconds(axes) -> None:
-    from matplotlib.ticker import FuncFormatter
-    axes.yaxis.set_major_formatter(FuncFormatter(lambda v, _: format_seconds(v) if v > 0 else "0"))
+    _axes_in(axes, SECONDS, "y")
 
 
 def _lines(axes, values: np.ndarray, times: dict[str, np.ndarray], equal=()) -> None:
