@@ -159,7 +159,8 @@ def side_curves(program: Program, solution: Solution) -> SideCurves:
 
 def busy(session: Session, name: str) -> Busy:
     """The busy fraction of every resource with a bandwidth in every round, at the nominal
-    point; long schedules and large machines are binned (busy time over elapsed time)."""
+    point. Over MAX_BINS rounds, a column is consecutive rounds (busy time over elapsed
+    time); over MAX_BINS resources, a row is neighbours of one class (the busiest of them)."""
     program = session.program
     topology, nominal = program.topology, program.nominal
     loads = session.loads(name)
@@ -184,7 +185,6 @@ def busy(session: Session, name: str) -> Busy:
     alpha = float(program.alpha.xreplace(nominal))
     startup = alpha + np.array([float(x.xreplace(nominal)) for x in loads.shape_latency])
     round_time = startup + (seconds.max(axis=1) if order else 0.0)
-    busy_seconds, elapsed = seconds[loads.shape_of], round_time[loads.shape_of]
     columns = _bins(loads.rounds)
     rows = []
     spans = []
@@ -195,13 +195,17 @@ def busy(session: Session, name: str) -> Busy:
         spans.append((cls, start, len(rows)))
     fraction = np.zeros((len(columns), len(rows)))
     if columns and rows:
-        starts = [a for a, _ in columns]
-        summed = np.add.reduceat(np.add.reduceat(busy_seconds, starts, axis=0),
-                                 [a for a, _ in rows], axis=1)
-        width = np.array([b - a for a, b in rows], dtype=float)
-        time = np.add.reduceat(elapsed, starts)
+        # How many rounds of each shape fall in each column: the columns' busy and elapsed
+        # times are then products with the per-shape ones (no rounds × resources array).
+        column_of = np.repeat(np.arange(len(columns)), [b - a for a, b in columns])
+        counts = np.zeros((len(columns), shapes))
+        np.add.at(counts, (column_of, loads.shape_of), 1.0)
+        time = counts @ round_time
         with np.errstate(divide="ignore", invalid="ignore"):
-            fraction = np.where(time[:, None] > 0, summed / (width * time[:, None]), 0.0)
+            share = np.where(time[:, None] > 0, (counts @ seconds) / time[:, None], 0.0)
+        # A binned row shows its busiest resource: one NIC that every round waits for
+        # stays visible among many idle ones.
+        fraction = np.maximum.reduceat(share, [a for a, _ in rows], axis=1)
     return Busy(name, fraction, np.array([a for a, _ in columns], dtype=np.int64),
                 tuple(order[a] for a, _ in rows), tuple(spans),
                 len(columns) < loads.rounds or len(rows) < len(order))

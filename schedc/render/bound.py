@@ -210,8 +210,7 @@ def _bounds_text(program: Program, b: Bounds) -> str:
     if c is None:
         out += table([("cut", "bandwidth")] + [row[:2] for row in cut_rows(b, nominal)],
                      indent="  ")
-        narrowest = min(b.cuts, key=lambda k: (k.forward.capacity.value is None, k.forward.capacity.value))
-        out.append(f"  narrowest: {narrowest.cut.name}, {_rate(narrowest.forward.capacity)}")
+        out.append(f"  narrowest: {narrowest_text(b)}")
         return "\n".join(out) + "\n"
     out.append("cut-set bounds: the bytes every schedule must move across a cut, over its bandwidth")
     out += table([("cut", "bandwidth", "must cross", "bound")] + cut_rows(b, nominal), indent="  ")
@@ -230,6 +229,12 @@ def _bounds_text(program: Program, b: Bounds) -> str:
     if b.schedules:
         out += [""] + _schedule_lines(b, topology, nominal)
     return "\n".join(out) + "\n"
+
+
+def narrowest_text(b: Bounds) -> str:
+    """The narrowest cut, for a machine without a collective."""
+    narrowest = min(b.cuts, key=lambda k: (k.forward.capacity.value is None, k.forward.capacity.value))
+    return f"{narrowest.cut.name}, {_rate(narrowest.forward.capacity)}"
 
 
 def best_text(b: Bounds) -> str:

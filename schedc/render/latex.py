@@ -14,7 +14,15 @@ from ..cost.timing import Timing
 from ..elaborate.program import Program
 from ..model.ir import linear_value
 from ..units import format_bytes, format_seconds
-from .bound import SCHEDULE_HEADER, best_text, binding_text, crossing_rows, cut_rows, schedule_rows
+from .bound import (
+    SCHEDULE_HEADER,
+    best_text,
+    binding_text,
+    crossing_rows,
+    cut_rows,
+    narrowest_text,
+    schedule_rows,
+)
 from .text import COMPARE_HEADER, class_bottleneck, compare_rows, time_heading, time_rows
 
 _ESCAPES = {
@@ -114,6 +122,10 @@ def _bounds(program: Program, b: Bounds) -> str:
     out = [rf"\paragraph{{{escape(title)}}}"]
     if not b.cuts:
         return "\n".join(out + ["No cut: fewer than two ranks to split.", ""])
+    if c is None:
+        out += tabular(("cut", "bandwidth"), [row[:2] for row in cut_rows(b, nominal)]) + [""]
+        out += [f"Narrowest: {escape(narrowest_text(b))}.", ""]
+        return "\n".join(out)
     out += tabular(("cut", "bandwidth", "must cross", "bound"), cut_rows(b, nominal)) + [""]
     if b.binding is not None:
         out += [f"Binding cut: {escape(binding_text(b, topology))}.", ""]

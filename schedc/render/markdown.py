@@ -17,6 +17,7 @@ from .bound import (
     binding_text,
     crossing_rows,
     cut_rows,
+    narrowest_text,
     schedule_rows,
 )
 from .text import COMPARE_HEADER, class_bottleneck, compare_rows, time_heading, time_rows
@@ -88,6 +89,10 @@ def _bounds(program: Program, b: Bounds) -> str:
     out = [f"### {cell(title)}", ""]
     if not b.cuts:
         return "\n".join(out + ["No cut: fewer than two ranks to split.", ""])
+    if c is None:
+        out += md_table(("cut", "bandwidth"), [row[:2] for row in cut_rows(b, nominal)]) + [""]
+        out += [f"Narrowest: {cell(narrowest_text(b))}.", ""]
+        return "\n".join(out)
     out += md_table(("cut", "bandwidth", "must cross", "bound"), cut_rows(b, nominal)) + [""]
     if b.binding is not None:
         out += [f"Binding cut: {binding_text(b, topology)}.", ""]

@@ -183,9 +183,10 @@ def busy_figure(busy: Busy, topology: Topology):
                      for cls, start, end in busy.classes])
     axes.tick_params(axis="y", length=0)
     columns = len(busy.rounds)
-    ticks = np.unique(np.linspace(1, columns, min(columns, 10)).round().astype(int))
+    ticks = np.unique(np.linspace(1, columns, min(columns, 8)).round().astype(int))
     axes.set_xticks(ticks, [str(int(busy.rounds[t - 1]) + 1) for t in ticks])
-    axes.set_xlabel("round" + (" (binned: busy time over elapsed time)" if busy.binned else ""))
+    axes.set_xlabel("round" + (" (binned: busy time over elapsed time; busiest of each row)"
+                               if busy.binned else ""))
     bar = figure.colorbar(image, ax=axes, fraction=0.05, pad=0.015)
     bar.set_label("busy / round time", fontsize=9)
     axes.set_title(busy.name, loc="left", fontsize=11)
