@@ -28,6 +28,7 @@ import networkx as nx
 import sympy
 from networkx.algorithms.flow import build_residual_network, shortest_augmenting_path
 
+from .. import progress
 from ..model.topology import Topology
 from .symmetry import HostShift, host_shift
 
@@ -176,7 +177,9 @@ class RankCuts:
         seen: set[frozenset[int]] = set()
         result = []
         p = len(self.ranks)
+        ticker = progress.ticker("bound: cuts", len(splits))
         for family, name, side in splits:
+            ticker.advance()
             # A split is seen again as either side: key it by its smaller side (the one with
             # the first rank when equal), so a single rank's split costs no p-sized set.
             small = 2 * len(side) < p or (2 * len(side) == p and self.ranks[0] in side)
@@ -188,6 +191,7 @@ class RankCuts:
             backward = None if self.network.symmetric else self._split(side, outward=False)
             result.append(Cut(family, name, tuple(sorted(side, key=self._position.__getitem__)),
                               self.ranks, forward, backward))
+        ticker.finish()
         return result
 
     def backward(self, cut: Cut) -> CutCapacity:

@@ -34,6 +34,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .. import progress
 from ..model.ir import Schedule
 from ..session import Session
 from .counterexample import Conflict, WrongResult, conflict_at, explain
@@ -127,13 +128,18 @@ def _run(schedule: Schedule, geo: Geometry, spec: Spec,
     total = np.zeros(cells, np.int64)
     total[:held] = 1
     state = State(payload, total, np.zeros(cells, np.int64), np.zeros(cells, np.int64))
-    for index, (_, rnd) in enumerate(steps(schedule)):
+    ran = steps(schedule)
+    ticker = progress.ticker(f"verify {schedule.name}: rounds", len(ran))
+    for index, (_, rnd) in enumerate(ran):
+        ticker.advance()
         items = round_items(rnd, geo)
         if not len(items):
             continue
         conflict = _apply(state, items)
         if conflict is not None:
+            ticker.finish()
             return index, conflict, items
+    ticker.finish()
     return state
 
 

@@ -20,7 +20,7 @@ import click
 
 from .. import __version__
 from ..errors import SchedcError
-from . import analysing, compiling, exporting, measuring
+from . import analysing, compiling, exporting, measuring, reporting
 from .options import EXIT_BAD_INPUT, EXIT_INTERNAL, EXIT_OK, JSON_REQUESTED
 
 
@@ -35,16 +35,18 @@ def cli() -> None:
 
 
 for command in (*compiling.COMMANDS, *analysing.COMMANDS, *measuring.COMMANDS,
-                *exporting.COMMANDS):
+                *exporting.COMMANDS, *reporting.COMMANDS):
     cli.add_command(command)
 
 
 def main(argv: list[str] | None = None) -> None:
     """Run a command, turning every schedc error into a message and exit code 2 (and, when the
     command was given --json, a `schedc.error/1` object on stdout as well)."""
+    from .progress import progress_bar
     requested = JSON_REQUESTED.set(False)
     try:
-        code = cli.main(args=argv, prog_name="schedc", standalone_mode=False)
+        with progress_bar():
+            code = cli.main(args=argv, prog_name="schedc", standalone_mode=False)
     except click.exceptions.Exit as exc:
         code = exc.exit_code
     except click.ClickException as exc:

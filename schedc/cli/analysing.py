@@ -15,10 +15,13 @@ from .options import (
     EXIT_FAILED,
     EXIT_OK,
     compiling,
+    format_option,
+    formatted,
     json_option,
     limit_options,
     machine_options,
     no_verify_option,
+    plot_option,
     schedule_option,
     set_option,
     timeout_option,
@@ -30,10 +33,11 @@ from .options import (
 @click.argument("equation")
 @click.option("--for", "param", required=True, metavar="PARAM", help="The param to solve for.")
 @json_option(schema.SOLVE)
+@plot_option
 @timeout_option
 @no_verify_option
-def solve_command(session, equation: str, param: str, as_json: bool, timeout: float,
-                  no_verify: bool) -> int:
+def solve_command(session, equation: str, param: str, as_json: bool, plot_path: Path | None,
+                  timeout: float, no_verify: bool) -> int:
     """Solve EQUATION for one param, regime by regime: every solution, and which side is
     smaller in between (e.g. 'time(hierarchical) = time(ring, B_L = 32 GB/s)' --for B_L)."""
     from ..analysis.equations import Equations, name_span
@@ -55,6 +59,10 @@ def solve_command(session, equation: str, param: str, as_json: bool, timeout: fl
     symbol = session.program.params[solution.param].symbol
     switches = {name: spans for name in timed
                 if (spans := protocol_spans(session.timing(name), symbol))}
+    if plot_path is not None:
+        from ..analysis.overview import side_curves
+        from ..render.plot import save, solve_figure
+        save(solve_figure(side_curves(session.program, solution)), plot_path)
     show = solve_json if as_json else solve_text
     click.echo(show(session.program, equation, solution, switches), nl=False)
     return EXIT_OK
@@ -87,11 +95,12 @@ def sensitivity_command(session, schedules, as_json: bool, timeout: float, no_ve
 @click.option("--linear", is_flag=True, help="Space the points linearly (default: logarithmically).")
 @click.option("--csv", "csv_path", type=click.Path(dir_okay=False, path_type=Path),
               help="Write the sweep to this CSV file (base units); print a summary, not the table.")
+@plot_option
 @schedule_option
 @json_option(schema.SWEEP)
 @no_verify_option
-def sweep_command(session, vary: str, linear: bool, csv_path: Path | None, schedules,
-                  as_json: bool, no_verify: bool) -> int:
+def sweep_command(session, vary: str, linear: bool, csv_path: Path | None,
+                  plot_path: Path | None, schedules, as_json: bool, no_verify: bool) -> int:
     """Each schedule's time over a range of one param, from its compiled formula."""
     from ..analysis.sweep import parse_vary, sweep
     from ..render.analysis import sweep_csv, sweep_json, sweep_summary, sweep_text
@@ -102,6 +111,9 @@ def sweep_command(session, vary: str, linear: bool, csv_path: Path | None, sched
     result = sweep(program, timings, plan, "linear" if linear else "log")
     if csv_path is not None:
         write_atomically(csv_path, sweep_csv(result))
+    if plot_path is not None:
+        from ..render.plot import save, sweep_figure
+        save(sweep_figure(result), plot_path)
     if as_json:
         click.echo(sweep_json(program, result), nl=False)
     else:
@@ -114,20 +126,22 @@ def sweep_command(session, vary: str, linear: bool, csv_path: Path | None, sched
 @compiling
 @schedule_option
 @json_option(schema.BOUND)
+@format_option
 @click.option("--max-cuts", type=click.IntRange(min=1), default=MAX_CUTS, show_default=True,
               help="Refuse a collective whose bound needs more max-flow problems.")
 @no_verify_option
-def bound_command(session, schedules, as_json: bool, max_cuts: int, no_verify: bool) -> int:
+def bound_command(session, schedules, as_json: bool, output_format: str, max_cuts: int,
+                  no_verify: bool) -> int:
     """How far each schedule of FILE is from the physical limit: cut-set and end-host lower
     bounds, the overlapped bound, and what holds each schedule back. A machine file without
     schedules shows its cuts."""
     from ..analysis.bound import bound_all
-    from ..render.bound import bound_json, bound_text
+    from ..render.bound import bound_json
+    show = formatted(output_format, as_json, "bound", bound_json)
     names = session.selected(schedules, required=False)
     groups = bound_all(session, names, max_cuts)  # bad input (exit 2) before verification
     verified_timings(session, names, no_verify)
-    program = session.program
-    click.echo(bound_json(program, groups) if as_json else bound_text(program, groups), nl=False)
+    click.echo(show(session.program, groups), nl=False)
     return EXIT_OK
 
 

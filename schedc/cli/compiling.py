@@ -13,6 +13,8 @@ from .options import (
     EXIT_FAILED,
     EXIT_OK,
     compiling,
+    format_option,
+    formatted,
     json_option,
     limit_options,
     machine_options,
@@ -96,26 +98,28 @@ def _device_named(topology, name: str) -> int:
 @compiling
 @schedule_option
 @json_option(schema.TIME)
+@format_option
 @no_verify_option
-def time(session, schedules, as_json: bool, no_verify: bool) -> int:
+def time(session, schedules, as_json: bool, output_format: str, no_verify: bool) -> int:
     """Formula, regime, value and traffic of each schedule in FILE."""
-    from ..render.text import time_text, to_json
+    from ..render.text import to_json
+    show = formatted(output_format, as_json, "time", to_json)
     timings = verified_timings(session, session.selected(schedules), no_verify)
-    program = session.program
-    click.echo(to_json(program, timings) if as_json else time_text(program, timings), nl=False)
+    click.echo(show(session.program, timings), nl=False)
     return EXIT_OK
 
 
 @click.command()
 @compiling
 @json_option(schema.TIME)
+@format_option
 @no_verify_option
-def compare(session, as_json: bool, no_verify: bool) -> int:
+def compare(session, as_json: bool, output_format: str, no_verify: bool) -> int:
     """All schedules of FILE side by side (the seed's §3 table)."""
-    from ..render.text import compare_text, to_json
+    from ..render.text import to_json
+    show = formatted(output_format, as_json, "compare", to_json)
     timings = verified_timings(session, session.selected(), no_verify)
-    program = session.program
-    click.echo(to_json(program, timings) if as_json else compare_text(program, timings), nl=False)
+    click.echo(show(session.program, timings), nl=False)
     return EXIT_OK
 
 

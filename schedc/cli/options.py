@@ -47,6 +47,37 @@ def json_option(schema: str):
                              "object.")
 
 
+FORMATS = ("text", "markdown", "latex")
+
+
+def format_option(func):
+    """`--format text|markdown|latex`: the tables for a terminal, a design doc or a paper."""
+    return click.option("--format", "output_format", type=click.Choice(FORMATS), default="text",
+                        show_default=True,
+                        help="Markdown tables, or LaTeX tabular and align* environments.")(func)
+
+
+def formatted(output_format: str, as_json: bool, what: str, json_renderer):
+    """The renderer of `what` ("time", "compare", "bound") in the chosen format: the
+    function `<what>_<format>` of render.text (bound: render.bound), render.markdown or
+    render.latex, imported only when chosen; `json_renderer` with `--json`, which excludes
+    the other formats."""
+    if as_json:
+        if output_format != "text":
+            from ..errors import UsageError
+            raise UsageError("--json and --format exclude each other")
+        return json_renderer
+    import importlib
+    module = {"text": "bound" if what == "bound" else "text"}.get(output_format, output_format)
+    return getattr(importlib.import_module(f"schedc.render.{module}"), f"{what}_{output_format}")
+
+
+def plot_option(func):
+    return click.option("--plot", "plot_path", type=click.Path(dir_okay=False, path_type=Path),
+                        metavar="OUT.svg|OUT.png",
+                        help="Also draw a plot into this file (SVG or PNG, by its suffix).")(func)
+
+
 def limit_options(func):
     """`--max-transfers` and `--max-rounds`, passed on as one `limits` argument."""
     @click.option("--max-transfers", type=click.IntRange(min=1), default=Limits.transfers,

@@ -168,7 +168,7 @@ def _bound(c: CutBound) -> str:
     return f"{format_seconds(crossing.value)} = {_str(crossing.bound)}"
 
 
-def _cut_rows(b: Bounds, nominal: dict) -> list[tuple[str, str, str, str]]:
+def cut_rows(b: Bounds, nominal: dict) -> list[tuple[str, str, str, str]]:
     """One row per family and result: the 16 single-rank cuts of a uniform machine are one."""
     groups: dict[tuple, list[CutBound]] = {}
     for c in b.cuts:  # grouped by value first: printing a formula costs more than comparing it
@@ -209,18 +209,14 @@ def _bounds_text(program: Program, b: Bounds) -> str:
         out.append("no cut: fewer than two ranks to split")
         return "\n".join(out) + "\n"
     if c is None:
-        out += table([("cut", "bandwidth")] + [row[:2] for row in _cut_rows(b, nominal)],
+        out += table([("cut", "bandwidth")] + [row[:2] for row in cut_rows(b, nominal)],
                      indent="  ")
-        narrowest = min(b.cuts, key=lambda k: (k.forward.capacity.value is None, k.forward.capacity.value))
-        out.append(f"  narrowest: {narrowest.cut.name}, {_rate(narrowest.forward.capacity)}")
+        out.append(f"  narrowest: {narrowest_text(b)}")
         return "\n".join(out) + "\n"
     out.append("cut-set bounds: the bytes every schedule must move across a cut, over its bandwidth")
-    out += table([("cut", "bandwidth", "must cross", "bound")] + _cut_rows(b, nominal), indent="  ")
+    out += table([("cut", "bandwidth", "must cross", "bound")] + cut_rows(b, nominal), indent="  ")
     if b.binding is not None:
-        cap = b.binding.crossing.capacity
-        classes = sorted({topology.resources[r].cls for r in cap.resources})
-        out.append(f"  binding cut: {b.binding.cut.name}, {len(cap.resources)} × {'+'.join(classes)} "
-                   f"({listing(_names(topology, cap.resources))})")
+        out.append(f"  binding cut: {binding_text(b, topology)}")
     if b.end_host is not None:
         h = b.end_host
         p = len(c.ranks)
@@ -232,7 +228,7 @@ def _bounds_text(program: Program, b: Bounds) -> str:
     elif b.in_network and c is not None and c.kind == "allreduce":
         out += ["", f"end-host bound: does not apply: {_in_network_reason(b)}"]
     if c is not None:
-        out += ["", _best(b)]
+        out += ["", best_text(b)]
     if b.schedules:
         out += [""] + _schedule_lines(b, topology, nominal)
     return "\n".join(out) + "\n"
@@ -243,7 +239,13 @@ def _in_network_reason(b: Bounds) -> str:
             " (NVLS/SHARP), so the ranks need not send and receive 2(p-1)·V themselves")
 
 
-def _best(b: Bounds) -> str:
+def narrowest_text(b: Bounds) -> str:
+    """The narrowest cut, for a machine without a collective."""
+    narrowest = min(b.cuts, key=lambda k: (k.forward.capacity.value is None, k.forward.capacity.value))
+    return f"{narrowest.cut.name}, {_rate(narrowest.forward.capacity)}"
+
+
+def best_text(b: Bounds) -> str:
     if b.binds == "none":
         return "best bound: 0 (nothing must cross a cut of finite bandwidth)"
     which = "the binding cut" if b.binds == "cut" else "the end-host bound"
@@ -253,8 +255,12 @@ def _best(b: Bounds) -> str:
     return line
 
 
-def _schedule_lines(b: Bounds, topology: Topology, nominal: dict) -> list[str]:
-    rows = [("schedule", "time", "overlapped", "ratio", "held back by")]
+SCHEDULE_HEADER = ("schedule", "time", "overlapped", "ratio", "held back by")
+
+
+def schedule_rows(b: Bounds, topology: Topology, nominal: dict) -> list[tuple[str, ...]]:
+    """Each schedule against the best bound (without the header)."""
+    rows = []
     for e in b.schedules:
         held = "-"
         if e.busiest is not None:
@@ -264,23 +270,43 @@ def _schedule_lines(b: Bounds, topology: Topology, nominal: dict) -> list[str]:
         ratio = "-" if e.ratio is None else f"{float(e.ratio):.2f}"
         rows.append((e.timing.name, format_seconds(e.timing.time), format_seconds(e.overlapped_value),
                      ratio, held))
+    return rows
+
+
+def crossing_rows(b: Bounds, nominal: dict) -> list[tuple[str, ...]]:
+    """What each schedule moves across the binding cut (none without a binding cut)."""
+    if b.binding is None:
+        return []
+    need = b.binding.crossing
+    rows = []
+    for e in b.schedules:
+        moved = [_bytes(x, nominal) for x in e.cut_bytes]
+        shown = _each_way(format_bytes(moved[0]), format_bytes(moved[1]))
+        if moved[0] == moved[1]:
+            shown += " each way"
+        minimum = _bytes(need.bytes, nominal)
+        times = moved[0 if b.binding.binding == "forward" else 1] / minimum if minimum else None
+        factor = "" if times is None else f"({float(times):.4g}×)"
+        rows.append((e.timing.name, shown, factor,
+                     f"over {e.cut_used[0]} of its {e.cut_used[1]} resources"))
+    return rows
+
+
+def binding_text(b: Bounds, topology: Topology) -> str:
+    """The binding cut, its resources' classes and names."""
+    cap = b.binding.crossing.capacity
+    classes = sorted({topology.resources[r].cls for r in cap.resources})
+    return (f"{b.binding.cut.name}, {len(cap.resources)} × {'+'.join(classes)} "
+            f"({listing(_names(topology, cap.resources))})")
+
+
+def _schedule_lines(b: Bounds, topology: Topology, nominal: dict) -> list[str]:
+    rows = [SCHEDULE_HEADER, *schedule_rows(b, topology, nominal)]
     lines = table(rows, right=(1, 2, 3), indent="  ")
     if b.binding is not None:
-        need = b.binding.crossing
         lines += ["", f"across the binding cut {b.binding.cut.name} (at least "
                       f"{_must_cross(b.binding, nominal)}):"]
-        cross_rows = []
-        for e in b.schedules:
-            moved = [_bytes(x, nominal) for x in e.cut_bytes]
-            shown = _each_way(format_bytes(moved[0]), format_bytes(moved[1]))
-            if moved[0] == moved[1]:
-                shown += " each way"
-            minimum = _bytes(need.bytes, nominal)
-            times = moved[0 if b.binding.binding == "forward" else 1] / minimum if minimum else None
-            factor = "" if times is None else f"({float(times):.4g}×)"
-            cross_rows.append((e.timing.name, shown, factor,
-                               f"over {e.cut_used[0]} of its {e.cut_used[1]} resources"))
-        lines += table(cross_rows, underline=False, indent="  ")
+        lines += table(crossing_rows(b, nominal), underline=False, indent="  ")
     lines += ["", "overlapped: max over resources of Σ_rounds bytes/bandwidth, the time if rounds",
               "overlapped perfectly; ratio: time / best bound"]
     return lines

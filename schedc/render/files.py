@@ -12,6 +12,7 @@ from ..errors import UsageError
 def write_atomically(path: Path, content: str | bytes) -> None:
     """Write `content` to `path` through a temporary file in the same folder and a rename, so a
     failure leaves no partial file (and an existing file untouched)."""
+    path = Path(path)
     directory = path.parent if str(path.parent) else Path(".")
     try:
         fd, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=directory)

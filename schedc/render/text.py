@@ -178,35 +178,47 @@ def _bytes_text(t: Timing, form: LinearBytes) -> str:
     return f"{value}  ({symbolic})" if symbolic.free_symbols else value
 
 
+def time_rows(t: Timing, hosts: bool) -> list[tuple[str, str]]:
+    """(label, value) of one schedule as `schedc time` shows it, before its round classes;
+    `hosts`: whether the machine declares hosts (else no cross-host figures)."""
+    c = t.cost
+    rows = [("time", format_seconds(t.time))]
+    if c.protocol is not None:
+        each = ", ".join(f"{p.name} {format_seconds(p.value)}" for p in c.protocol_times)
+        rows.append(("protocol", f"{c.protocol} wins at the nominal point ({each})"))
+    rows += [("formula", str(c.formula)),
+             ("regime" if c.protocol is None else f"regime ({c.protocol})", str(c.regime_formula))]
+    if c.conditions:
+        rows.append(("  valid while", ", ".join(str(r) for r in c.conditions)))
+    return rows + [
+        ("rounds", f"{c.rounds} ({c.cross_rounds} cross-host)" if hosts else str(c.rounds)),
+        ("transfers", f"{t.schedule.transfer_count:,}"),
+        ("bytes cross-host", _bytes_text(t, c.bytes_cross)) if hosts else
+        ("hosts", "none declared, so nothing is counted as crossing hosts"),
+        ("bytes logical", _bytes_text(t, c.bytes_logical)),
+    ]
+
+
+def formula_row(label: str) -> bool:
+    """Whether a row of `time_rows` holds formulas (documents typeset those apart)."""
+    return label in ("formula", "  valid while") or label.startswith("regime")
+
+
+def time_heading(t: Timing) -> str:
+    coll = t.schedule.collective
+    size = format_bytes(t.bytes_value(coll.size))
+    return f"{t.name}: {coll.kind} of {size} over {len(coll.ranks)} ranks"
+
+
 def time_text(program: Program, timings: list[Timing]) -> str:
     out = []
+    hosts = bool(program.topology.host_names)
     for t in timings:
-        c = t.cost
-        coll = t.schedule.collective
-        size = format_bytes(t.bytes_value(coll.size))
-        out.append(f"{t.name}: {coll.kind} of {size} over {len(coll.ranks)} ranks")
-        rows = [("time", format_seconds(t.time))]
-        if c.protocol is not None:
-            each = ", ".join(f"{p.name} {format_seconds(p.value)}" for p in c.protocol_times)
-            rows.append(("protocol", f"{c.protocol} wins at the nominal point ({each})"))
-        rows += [
-            ("formula", str(c.formula)),
-            ("regime" if c.protocol is None else f"regime ({c.protocol})", str(c.regime_formula)),
-        ]
-        if c.conditions:
-            rows.append(("  valid while", ", ".join(str(r) for r in c.conditions)))
-        hosts = bool(program.topology.host_names)
-        rows += [
-            ("rounds", f"{c.rounds} ({c.cross_rounds} cross-host)" if hosts else str(c.rounds)),
-            ("transfers", f"{t.schedule.transfer_count:,}"),
-            ("bytes cross-host", _bytes_text(t, c.bytes_cross)) if hosts else
-            ("hosts", "none declared, so nothing is counted as crossing hosts"),
-            ("bytes logical", _bytes_text(t, c.bytes_logical)),
-        ]
-        out.extend(f"  {label:<18}{value}" for label, value in rows)
-        out.append("  round classes" if c.protocol is None
+        out.append(time_heading(t))
+        out.extend(f"  {label:<18}{value}" for label, value in time_rows(t, hosts))
+        out.append("  round classes" if t.cost.protocol is None
                    else "  round classes (each round's own terms, before any protocol)")
-        for k in c.classes:
+        for k in t.cost.classes:
             out.append(_class_line(k, program.topology, t.nominal))
         out.append("")
     return "\n".join(out)
@@ -224,10 +236,14 @@ def _class_line(c: RoundClass, topology: Topology, nominal: dict) -> str:
     return line
 
 
-def compare_text(program: Program, timings: list[Timing]) -> str:
-    header = ("schedule", "rounds", "cross-host rounds", "cross-host bytes", "logical bytes", "time",
-              "bottleneck")
-    rows = [header]
+COMPARE_HEADER = ("schedule", "rounds", "cross-host rounds", "cross-host bytes", "logical bytes",
+                  "time", "bottleneck")
+
+
+def compare_rows(program: Program, timings: list[Timing]) -> list[tuple[str, ...]]:
+    """The seed's §3 table, one row per schedule (without the header); without `host` blocks
+    the cross-host cells are `-` (every device would count as its own host)."""
+    rows = []
     hosts = bool(program.topology.host_names)
     for t in timings:
         c = t.cost
@@ -240,6 +256,21 @@ def compare_text(program: Program, timings: list[Timing]) -> str:
             else ("-", "-")
         rows.append((t.name, str(c.rounds), *cross, format_bytes(t.bytes_value(c.bytes_logical)),
                      format_seconds(t.time), ", ".join(bottlenecks) or "-"))
+    return rows
+
+
+def class_bottleneck(c: RoundClass, topology: Topology) -> tuple[str, str]:
+    """A round class's bottleneck: its class(es) and the resources carrying it."""
+    if c.dominant is None:
+        return "-", ""
+    carriers = listing([topology.resources[r].name for r in c.terms[c.dominant].resources])
+    return _bottleneck_class(c, topology) or "-", carriers
+
+
+def compare_text(program: Program, timings: list[Timing]) -> str:
+    header = COMPARE_HEADER
+    rows = [header, *compare_rows(program, timings)]
+    hosts = bool(program.topology.host_names)
     lines = table(rows, right=range(1, len(header) - 1))
     if not hosts:  # a flat machine: every device would count as its own host
         lines.append("hosts: none declared, so no cross-host figures (declare 'host' blocks)")

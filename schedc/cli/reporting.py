@@ -1,0 +1,48 @@
+"""`schedc report`: everything schedc knows about a file, as one self-contained HTML page."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from ..analysis.bound import MAX_CUTS
+from .compiling import verified_timings
+from .options import EXIT_OK, compiling, no_verify_option, timeout_option
+
+
+def default_output(source: str) -> Path:
+    """Without -o: the file's stem with .html, in the current directory."""
+    return Path(Path(source).stem + ".html")
+
+
+@click.command("report")
+@compiling
+@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path),
+              help="The HTML file to write (default: FILE's stem + .html, here).")
+@timeout_option
+@click.option("--max-cuts", type=click.IntRange(min=1), default=MAX_CUTS, show_default=True,
+              help="Refuse a collective whose bound needs more max-flow problems.")
+@no_verify_option
+def report_command(session, output: Path | None, timeout: float, max_cuts: int,
+                   no_verify: bool) -> int:
+    """One HTML page about FILE: the comparison table, every formula typeset, time against
+    each param with the crossovers marked, each schedule round by round, the bounds, and
+    the file's reports and expects. Self-contained: no network, no JavaScript."""
+    from ..analysis.overview import overview
+    from ..render.files import write_atomically
+    from ..render.html import report_html
+    program = session.program
+    target = output or default_output(program.path)
+    if not (target.parent if str(target.parent) else Path(".")).is_dir():
+        from ..errors import UsageError
+        raise UsageError(f"cannot write {target}: no such directory {target.parent}")
+    timings = verified_timings(session, session.selected(), no_verify)
+    page = report_html(program, overview(session, timings, timeout, max_cuts))
+    data = page.encode("utf-8")
+    write_atomically(target, data)
+    click.echo(f"wrote {target} ({len(data) / 1024:,.0f} KiB)")
+    return EXIT_OK
+
+
+COMMANDS = (report_command,)
