@@ -20,7 +20,7 @@ import click
 
 from .. import __version__
 from ..errors import SchedcError
-from . import analysing, compiling
+from . import analysing, compiling, scaling
 from .options import EXIT_BAD_INPUT, EXIT_INTERNAL, EXIT_OK
 
 
@@ -34,7 +34,7 @@ def cli() -> None:
     """
 
 
-for command in (*compiling.COMMANDS, *analysing.COMMANDS):
+for command in (*compiling.COMMANDS, *analysing.COMMANDS, *scaling.COMMANDS):
     cli.add_command(command)
 
 

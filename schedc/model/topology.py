@@ -123,6 +123,9 @@ class Topology:
         left = min(steps) + 1
         node, route = src, []
         while node != dst:
+            if left == 1 and dst in self.graph[node]:  # the last hop: the first edge to dst,
+                route.append(next(iter(self.graph[node][dst])))  # as the scan below finds it
+                break
             for _, v, index in self.graph.out_edges(node, keys=True):
                 if remaining(v) == left - 1:
                     route.append(index)

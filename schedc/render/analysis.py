@@ -216,9 +216,14 @@ def sweep_text(result: Sweep) -> str:
     for k, value in enumerate(result.values):
         times = [float(result.times[n][k]) for n in names]
         fastest = names[min(range(len(names)), key=lambda j: times[j])] if names else "-"
-        rows.append((format_quantity(float(value), result.param.dim),
-                     *[format_seconds(t) for t in times], fastest))
-    return "\n".join(table(rows, right=range(len(names) + 1))) + "\n"
+        shown = str(int(value)) if result.compiles else format_quantity(float(value),
+                                                                          result.param.dim)
+        rows.append((shown, *[format_seconds(t) for t in times], fastest))
+    text = "\n".join(table(rows, right=range(len(names) + 1))) + "\n"
+    if result.compiles:
+        text += (f"{result.param.name} is structural: compiled at {result.compiles} "
+                 f"value{'s' * (result.compiles != 1)}\n")
+    return text
 
 
 def sweep_json(program: Program, result: Sweep) -> str:
@@ -228,7 +233,9 @@ def sweep_json(program: Program, result: Sweep) -> str:
         "param": result.param.name,
         "unit": base_unit(result.param.dim),
         "spacing": result.spacing,
-        "values": [json_number(v, integer=False) for v in result.values],
+        "values": [int(v) if result.compiles else json_number(v, integer=False)
+                   for v in result.values],
+        "compiles": result.compiles,
         "schedules": {name: [json_number(t, integer=False) for t in times]
                       for name, times in result.times.items()},
     })

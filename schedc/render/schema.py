@@ -9,3 +9,5 @@ BOUND = "schedc.bound/1"
 EVAL = "schedc.eval/1"
 CHECK = "schedc.check/1"
 ERROR = "schedc.error/1"
+SOLVE_INTEGERS = "schedc.solve-integers/1"  # solve --for a structural param
+SCALE = "schedc.scale/1"

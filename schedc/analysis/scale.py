@@ -1,0 +1,434 @@
+"""Closed forms in a structural param: a schedule's time as a formula in n = hosts (or ranks,
+or chunks), derived from compiled instances and checked on instances not used for the fit.
+
+Method. At each n the regime form is a sum of rational coefficients times monomials of the
+other params (α, V/B_N, ...). Every coefficient is written as an exact rational combination
+of a basis of functions of n — 1, n, 1/n, n² over the integers; 1, log2 n, n, 1/n over the
+powers of two, where log2 n is an integer — fitted by solving the exact linear system on as
+many instances as the basis has functions. The result is then CHECKED, coefficient by
+coefficient and exactly, at instances not used for the fit: the next two, and one at least
+8× larger than the largest fit point. A form that fails a check is never reported; the times
+at the instances are reported instead. The same fit is made of the full formula (its round
+classes: count × (start-up + Max of terms)), of the bounds of `analysis.bound`, and the ratio
+time / bound follows from the fitted forms, with its limit as n → ∞.
+
+Where the regime (its monomials or its conditions) changes with n, the axis is cut into
+pieces, each fitted on its own: the change between the small instances and the far check is
+located by bisection over n.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from fractions import Fraction
+
+import sympy
+
+from ..errors import LimitError, SchedcError, UsageError, VerificationFailed
+from ..session import Session
+from .bound import bound
+
+MAX_PIECES = 3
+SPAN_FACTOR = 8  # the far check is at least this many times the largest fit point
+
+
+@dataclass(frozen=True)
+class Family:
+    """Where the instances lie and the basis the coefficients are written in."""
+
+    name: str  # "integers" | "powers of two"
+    basis: tuple[Callable[[sympy.Symbol], sympy.Expr], ...]
+    values: tuple[Callable[[int], Fraction], ...]  # each basis function at an instance
+
+    def point(self, index: int) -> int:
+        return index if self.name == "integers" else 2**index
+
+    def index(self, n: int) -> int:
+        return n if self.name == "integers" else (n - 1).bit_length()
+
+    def far(self, index: int) -> int:
+        """The index of the far check: at least SPAN_FACTOR times `point(index)`."""
+        return SPAN_FACTOR * index if self.name == "integers" else index + 3
+
+
+INTEGERS = Family("integers", (lambda n: sympy.Integer(1), lambda n: n, lambda n: 1 / n,
+                               lambda n: n**2),
+                  (lambda n: Fraction(1), Fraction, lambda n: Fraction(1, n),
+                   lambda n: Fraction(n * n)))
+POWERS = Family("powers of two", (lambda n: sympy.Integer(1), lambda n: sympy.log(n, 2),
+                                  lambda n: n, lambda n: 1 / n),
+                (lambda n: Fraction(1), lambda n: Fraction(n.bit_length() - 1), Fraction,
+                 lambda n: Fraction(1, n)))
+FAMILIES = (INTEGERS, POWERS)
+
+
+class NotFittable(Exception):
+    """An instance's form has coefficients that are not exact rationals."""
+
+
+@dataclass(frozen=True)
+class Shape:
+    """One form at one instance: a structure (`key`, what must stay the same across n) and
+    the exact numbers in it (`slots`), which are what the fit writes as functions of n."""
+
+    key: tuple
+    slots: tuple[Fraction, ...]
+
+
+def linear_shape(expr: sympy.Expr, conditions: tuple[str, ...] = ()) -> Shape:
+    """`Σ c·m`: the monomials m (in the other params) and conditions are the key."""
+    coefficients: dict[sympy.Expr, Fraction] = {}
+    for term in sympy.Add.make_args(sympy.sympify(expr)):
+        c, monomial = term.as_coeff_Mul()
+        if not c.is_Rational:
+            raise NotFittable(str(term))
+        coefficients[monomial] = coefficients.get(monomial, Fraction(0)) + Fraction(
+            int(c.p), int(c.q))
+    order = sorted((m for m, c in coefficients.items() if c), key=sympy.default_sort_key)
+    return Shape(("linear", tuple(order), conditions), tuple(coefficients[m] for m in order))
+
+
+def linear_form(shape: Shape, coefficients: list[sympy.Expr]) -> sympy.Expr:
+    return sympy.Add(*[sympy.factor(c) * m for c, m in zip(coefficients, shape.key[1])])
+
+
+def classes_shape(timing) -> Shape:
+    """The full formula: per round class its count, start-up and the loads of its terms."""
+    key, slots, seen = [], [], {}
+    for c in timing.cost.classes:
+        startup = linear_shape(c.startup)
+        terms = tuple((t.bandwidth, tuple(s for s, _ in t.load)) for t in c.terms)
+        kind = (startup.key, terms)
+        seen[kind] = seen.get(kind, -1) + 1
+        key.append((kind, seen[kind]))
+        slots += [Fraction(c.count), *startup.slots,
+                  *(coefficient for t in c.terms for _, coefficient in t.load)]
+    return Shape(("classes", tuple(key)), tuple(slots))
+
+
+def classes_form(shape: Shape, values: list[sympy.Expr]) -> sympy.Expr:
+    out, k = [], 0
+    for ((startup_key, terms), _) in shape.key[1]:
+        count = values[k]
+        k += 1
+        startup = sympy.Add(*[values[k + j] * m for j, m in enumerate(startup_key[1])])
+        k += len(startup_key[1])
+        loads = []
+        for bandwidth, symbols in terms:
+            size = sympy.Add(*[values[k + j] * (1 if s == 1 else s) for j, s in enumerate(symbols)])
+            k += len(symbols)
+            loads.append(size / bandwidth)
+        peak = (loads[0] if len(loads) == 1 else sympy.Max(*loads, evaluate=False)) if loads \
+            else sympy.Integer(0)
+        out.append(sympy.factor(count) * (startup + peak))
+    return sympy.Add(*out)
+
+
+@dataclass(frozen=True)
+class Observation:
+    """What one schedule is at one instance."""
+
+    n: int
+    time: Fraction
+    regime: Shape
+    formula: Shape
+    bounds: dict[str, Shape]  # "bound" (the best), "cut-set", "end-host"; empty if not asked
+
+
+@dataclass(frozen=True)
+class Fitted:
+    """A form fitted on `fit` and checked exactly at `check`."""
+
+    expr: sympy.Expr
+    fit: tuple[int, ...]
+    check: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class Piece:
+    valid_from: int
+    valid_to: int | None  # None: checked up to the far check and assumed beyond
+    family: Family
+    fit_points: tuple[int, ...]
+    check_points: tuple[int, ...]
+    regime: sympy.Expr | None  # None: no closed form in the basis (see `times`)
+    conditions: tuple[str, ...]
+    formula: sympy.Expr | None
+    limit: sympy.Expr | None
+    bounds: dict[str, sympy.Expr | None]
+    ratio: sympy.Expr | None  # time / bound
+    ratio_limit: sympy.Expr | None
+    times: tuple[tuple[int, Fraction], ...]  # every instance of the piece that was compiled
+    growth: tuple[tuple[sympy.Expr, sympy.Expr], ...] = ()  # monomial, its coefficient's limit
+    optimum: Optimum | None = None
+
+
+@dataclass(frozen=True)
+class Optimum:
+    """A knob's best value: the stationary point of the closed form, and the best integer."""
+
+    stationary: sympy.Expr  # n* from dT/dn = 0, in the other params
+    value: sympy.Expr  # n* at the nominal point
+    best: int  # the better of floor(n*) and ceil(n*), each compiled
+    best_time: Fraction
+    neighbours: tuple[tuple[int, Fraction], ...]
+
+
+@dataclass(frozen=True)
+class Scaling:
+    name: str
+    param: str
+    symbol: sympy.Symbol
+    pieces: tuple[Piece, ...]
+    notes: tuple[str, ...]
+
+
+def _solve_exact(rows: list[list[Fraction]], rhs: list[Fraction]) -> list[Fraction] | None:
+    """Gauss-Jordan elimination over the rationals; None if the system is singular."""
+    m = len(rows)
+    a = [row[:] + [b] for row, b in zip(rows, rhs)]
+    for col in range(m):
+        pivot = next((r for r in range(col, m) if a[r][col] != 0), None)
+        if pivot is None:
+            return None
+        a[col], a[pivot] = a[pivot], a[col]
+        for r in range(m):
+            if r != col and a[r][col] != 0:
+                f = a[r][col] / a[col][col]
+                a[r] = [x - f * y for x, y in zip(a[r], a[col])]
+    return [a[r][m] / a[r][r] for r in range(m)]
+
+
+def fit_slots(observed: dict[int, Shape], fit: list[int], check: list[int], family: Family,
+              n: sympy.Symbol) -> list[sympy.Expr] | None:
+    """Each slot as a combination of the basis, fitted on `fit`, or None if a check fails."""
+    first = observed[fit[0]]
+    if any(observed[p].key != first.key for p in (*fit, *check)):
+        return None
+    rows = [[f(p) for f in family.values] for p in fit]
+    out = []
+    for slot in range(len(first.slots)):
+        weights = _solve_exact(rows, [observed[p].slots[slot] for p in fit])
+        if weights is None:
+            return None
+        for p in check:
+            if sum(w * f(p) for w, f in zip(weights, family.values)) != observed[p].slots[slot]:
+                return None
+        out.append(sympy.Add(*[sympy.Rational(w.numerator, w.denominator) * b(n)
+                               for w, b in zip(weights, family.basis) if w]))
+    return out
+
+
+class Scaler:
+    """Fits the schedules of one session in one structural param."""
+
+    def __init__(self, session: Session, param: str, names: list[str], start: int,
+                 with_bounds: bool, prepare: Callable[[Session, str], object]) -> None:
+        found = session.program.params.get(param)
+        if found is None or not found.structural:
+            from ..errors import did_you_mean
+            structural = list(session.structural())
+            hint = (f"; '{param}' is not one" if found else did_you_mean(param, structural))
+            raise UsageError(f"--in needs a structural param (a unitless integer such as "
+                             f"'param hosts = 2'){hint}" + (
+                                 f" (structural params: {', '.join(structural)})"
+                                 if structural else "; this file has none"))
+        self.session, self.param, self.names = session, param, names
+        self.symbol = sympy.Symbol(param, positive=True, integer=True)
+        self.start, self.with_bounds, self.prepare = start, with_bounds, prepare
+        self._seen: dict[tuple[int, str], Observation | SchedcError] = {}
+
+    # ---- instances
+
+    def observe(self, n: int, name: str) -> Observation:
+        """One schedule at n (the file compiled once per n); raises the instance's error."""
+        if (n, name) not in self._seen:
+            try:
+                self._seen[n, name] = self._observe(n, name)
+            except (LimitError, VerificationFailed):
+                raise
+            except SchedcError as error:
+                self._seen[n, name] = error
+        found = self._seen[n, name]
+        if isinstance(found, SchedcError):
+            raise found
+        return found
+
+    def _observe(self, n: int, name: str) -> Observation:
+        at = self.session.at({self.param: n})
+        self.prepare(at, name)
+        shapes: dict[str, Shape] = {}
+        for group in self._bounds(at, name) if self.with_bounds else []:
+            shapes["bound"] = linear_shape(group.best)
+            if group.binding is not None:
+                shapes["cut-set"] = linear_shape(group.binding.crossing.bound)
+            if group.end_host is not None:
+                shapes["end-host"] = linear_shape(group.end_host.bound)
+        t = at.timing(name)
+        conditions = tuple(sorted(str(c) for c in t.cost.conditions))
+        return Observation(n, t.time, linear_shape(t.cost.regime_formula, conditions),
+                           classes_shape(t), shapes)
+
+    def _bounds(self, at: Session, name: str) -> list:
+        """The bounds of the schedule's collective at one instance (shared by the schedules
+        that compute it; the schedules' own efficiencies are not needed here)."""
+        collective = at.program.result(name).collective
+        return [at.memo("scale-bounds", str(id(collective)),
+                        lambda: bound(at, collective, []))]
+
+    # ---- pieces
+
+    def scale(self, name: str) -> Scaling:
+        """The first family whose every piece has a closed form; else the last one tried,
+        with its times. Why an earlier family failed is a note."""
+        notes: list[str] = []
+        pieces: list[Piece] = []
+        for family in FAMILIES:
+            try:
+                pieces = self._pieces(name, family)
+            except _Refused as refused:
+                notes.append(f"over the {family.name}: {refused.args[0]}")
+                continue
+            if all(p.regime is not None for p in pieces):
+                break
+            notes.append(f"over the {family.name}: no closed form in the basis "
+                         f"{_basis_text(family, self.symbol)}")
+        return Scaling(name, self.param, self.symbol, tuple(pieces), tuple(notes))
+
+    def _pieces(self, name: str, family: Family) -> list[Piece]:
+        pieces: list[Piece] = []
+        index = family.index(max(self.start, 1))
+        if family.point(index) < self.start:
+            index += 1
+        while len(pieces) < MAX_PIECES:
+            piece, next_index = self._piece(name, family, index)
+            pieces.append(piece)
+            if next_index is None:
+                return pieces
+            index = next_index
+        raise _Refused(f"the regime changes more than {MAX_PIECES - 1} times from "
+                       f"{self.param} = {family.point(index)} on")
+
+    def _sample(self, name: str, family: Family, index: int) -> Observation:
+        try:
+            return self.observe(family.point(index), name)
+        except (LimitError, VerificationFailed):
+            raise
+        except SchedcError as error:
+            raise _Refused(f"{self.param} = {family.point(index)} does not compile: "
+                           f"{error.message}") from None
+
+    def _piece(self, name: str, family: Family, index: int) -> tuple[Piece, int | None]:
+        """The piece starting at `index`, and where the next one starts (None: the last)."""
+        size = len(family.basis)
+        small = list(range(index, index + size + 2))
+        sample = {i: self._sample(name, family, i) for i in small}
+        key = sample[index].regime.key
+        change = next((i for i in small if sample[i].regime.key != key), None)
+        if change is None:
+            far = family.far(small[size - 1])
+            sample[far] = self._sample(name, family, far)
+            if sample[far].regime.key != key:  # find the first index with another regime
+                lo, hi = small[-1], far
+                while hi - lo > 1:
+                    mid = (lo + hi) // 2
+                    sample[mid] = self._sample(name, family, mid)
+                    lo, hi = (mid, hi) if sample[mid].regime.key == key else (lo, mid)
+                change = hi
+        if change is not None and change - index < size + 1:
+            points = [i for i in sorted(sample) if index <= i < change]
+            return self._unfitted(family, points, sample, change), change
+        points = sorted(i for i in sample if change is None or i < change)
+        if change is not None and change - 1 not in points:
+            sample[change - 1] = self._sample(name, family, change - 1)
+            points.append(change - 1)
+        return self._fitted(name, family, points[:size], points[size:], sample, change), change
+
+    def _unfitted(self, family: Family, points: list[int], sample: dict, change: int) -> Piece:
+        first = sample[points[0]]
+        return Piece(family.point(points[0]), family.point(change - 1), family,
+                     (), tuple(family.point(i) for i in points), None,
+                     first.regime.key[2], None, None, {}, None, None,
+                     tuple((family.point(i), sample[i].time) for i in points))
+
+    def _fitted(self, name: str, family: Family, fit: list[int], check: list[int],
+                sample: dict[int, Observation], change: int | None) -> Piece:
+        n = self.symbol
+        fit_n, check_n = [family.point(i) for i in fit], [family.point(i) for i in check]
+        by_n = {family.point(i): o for i, o in sample.items()}
+        times = tuple((family.point(i), sample[i].time) for i in sorted(sample)
+                      if change is None or i < change)
+
+        def fitted(pick: Callable[[Observation], Shape], build) -> sympy.Expr | None:
+            shapes = {p: pick(by_n[p]) for p in (*fit_n, *check_n)}
+            slots = fit_slots(shapes, fit_n, check_n, family, n)
+            return None if slots is None else build(shapes[fit_n[0]], slots)
+
+        regime = fitted(lambda o: o.regime, linear_form)
+        conditions = sample[fit[0]].regime.key[2]
+        valid_to = None if change is None else family.point(change - 1)
+        if regime is None:
+            return Piece(fit_n[0], valid_to, family, tuple(fit_n), tuple(check_n), None,
+                         conditions, None, None, {}, None, None, times)
+        formula = fitted(lambda o: o.formula, classes_form)
+        bounds: dict[str, sympy.Expr | None] = {}
+        for kind in sample[fit[0]].bounds:
+            bounds[kind] = fitted(lambda o, k=kind: o.bounds.get(k, Shape((), ())), linear_form)
+        best = bounds.get("bound")
+        ratio = _tidy(regime / best) if best else None
+        unbounded = valid_to is None
+        growth = tuple((m, _limit(sympy.factor(c), n)) for c, m in zip(
+            fit_slots({p: by_n[p].regime for p in (*fit_n, *check_n)}, fit_n, check_n, family, n),
+            sample[fit[0]].regime.key[1])) if unbounded else ()
+        piece = Piece(fit_n[0], valid_to, family, tuple(fit_n), tuple(check_n), regime,
+                      conditions, formula, _limit(regime, n) if unbounded else None, bounds,
+                      ratio, _limit(ratio, n) if ratio is not None and unbounded else None, times,
+                      growth)
+        return _with_optimum(piece, self, name)
+
+
+class _Refused(Exception):
+    """A family cannot be fitted (an instance does not compile, too many regimes)."""
+
+
+def _basis_text(family: Family, n: sympy.Symbol) -> str:
+    return ", ".join(str(b(n)) for b in family.basis)
+
+
+def _tidy(expr: sympy.Expr) -> sympy.Expr:
+    forms = [expr, sympy.factor(expr), sympy.cancel(expr)]
+    return min(forms, key=lambda e: (sympy.count_ops(e), len(str(e))))
+
+
+def _limit(expr: sympy.Expr, n: sympy.Symbol) -> sympy.Expr | None:
+    try:
+        found = sympy.limit(expr, n, sympy.oo)
+    except (NotImplementedError, ValueError, TypeError):
+        return None
+    return None if found.has(sympy.AccumBounds) else _tidy(found)
+
+
+def _with_optimum(piece: Piece, scaler: Scaler, name: str) -> Piece:
+    """A stationary point of the time inside the piece: the knob's optimum (`c*`), with the
+    two integers around it (its floor and ceiling) compiled to find the best."""
+    from dataclasses import replace
+    n = scaler.symbol
+    nominal = {s: v for s, v in scaler.session.program.nominal.items() if str(s) != str(n)}
+    try:
+        roots = sympy.solve(sympy.diff(piece.regime, n), n)
+    except (NotImplementedError, ValueError):
+        return piece
+    for root in roots:
+        value = root.xreplace(nominal)
+        if not (value.is_real and value.is_positive):
+            continue
+        centre = int(sympy.floor(value))
+        if centre < piece.valid_from or (piece.valid_to is not None and centre > piece.valid_to):
+            continue
+        around = [c for c in (centre, centre + 1)
+                  if c >= piece.valid_from and (piece.valid_to is None or c <= piece.valid_to)]
+        neighbours = tuple((c, scaler.observe(c, name).time) for c in around)
+        best, best_time = min(neighbours, key=lambda item: (item[1], item[0]))
+        return replace(piece, optimum=Optimum(_tidy(root), value, best, best_time, neighbours))
+    return piece
