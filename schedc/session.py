@@ -140,7 +140,7 @@ def _blame(error: SchedcError, path: Path, overrides: tuple[Override, ...], limi
     """An error that only a structural `--set` causes (`--set hosts=0`), shown at that --set
     with a note at the declaration; any other error as it is. Tried again without those
     --sets: only errors, so the extra compile costs nothing on success."""
-    if isinstance(error, (LimitError, OutOfRange)) or not overrides:
+    if isinstance(error, (LimitError, UsageError)) or not overrides:  # (OutOfRange too)
         return error
     try:
         plain = load_program(path, (), limits, parsed)

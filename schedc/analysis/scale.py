@@ -313,9 +313,9 @@ class Scaler:
     def _sample(self, name: str, family: Family, index: int) -> Observation:
         try:
             return self.observe(family.point(index), name)
-        except (LimitError, VerificationFailed):
+        except VerificationFailed:
             raise
-        except SchedcError as error:
+        except SchedcError as error:  # a LimitError too: this family is refused, not tried
             raise _Refused(f"{self.param} = {family.point(index)} does not compile: "
                            f"{error.message}") from None
 
