@@ -95,7 +95,8 @@ schedule cube {{ for s in 0..n % 3 round {{ copy all from g[0] to g[1] }} }}
 
 def test_a_regime_that_changes_with_n_is_a_piece_of_its_own(run):
     """One host has no NIC hop: a piece of its own, the times only; from 2 hosts, a form."""
-    document = _scale(run, HOSTS, "--in", "hosts", "--from", "1", "-s", "ring", "--no-bound")
+    document = _scale(run, HOSTS, "--in", "hosts", "--from", "1", "-s", "ring", "--no-bound",
+                      "--no-verify")
     first, second = document["schedules"]
     assert (first["valid_from"], first["valid_to"], first["regime_formula"]) == (1, 1, None)
     _, one = timings(HOSTS, "hosts=1", names=["ring"])
@@ -128,6 +129,41 @@ schedule late {{
     assert (second["valid_from"], second["valid_to"]) == (12, None)
     assert sympy.simplify(_parse(second["regime_formula"], **names) - n * (alpha + V / B_N)) == 0
     assert max(second["check_points"]) >= 8 * max(second["fit_points"])
+
+
+def test_conditions_that_depend_on_n_are_fitted_too(run, tmp_path):
+    # One round: V/n over a link of B_1 and V/16 over a link of B_2, both 10 GB/s. By hand:
+    # V/(n·B_1) dominates while n·B_1 <= 16·B_2, i.e. up to n = 16; from 17 on V/(16·B_2).
+    case = write(tmp_path, "two.sched", """param V = 16 MiB
+param alpha = 1 us
+param B_1 = 10 GB/s
+param B_2 = 10 GB/s
+param n = 2
+topology {
+  gpu g[4]
+  switch s
+  link g[0] -> g[1] bw B_1
+  link g[2] -> g[3] bw B_2
+}
+broadcast V over [g[0], g[1], g[2], g[3]] root g[0]
+schedule two { round { copy part(0 of n) from g[0] to g[1]; copy part(0 of 16) from g[2] to g[3] } }
+""")
+    document = _scale(run, case, "--in", "n", "--no-bound", "--no-verify")
+    first, second = document["schedules"]
+    alpha, V, B_1, B_2 = _symbols("alpha", "V", "B_1", "B_2")
+    n = sympy.Symbol("n", positive=True, integer=True)
+    names = dict(alpha=alpha, V=V, B_1=B_1, B_2=B_2, n=n)
+    assert (first["valid_from"], first["valid_to"], second["valid_from"]) == (2, 16, 17)
+    assert sympy.simplify(_parse(first["regime_formula"], **names) - (alpha + V / (n * B_1))) == 0
+    assert sympy.simplify(_parse(second["regime_formula"], **names) - (alpha + V / (16 * B_2))) == 0
+    assert _parse(second["limit"], **names) == alpha + V / (16 * B_2)
+    # Each piece's condition, read as a relation in n: n·B_1 <= 16·B_2, then the reverse
+    # (at B_1 = B_2 both hold at the tie n = 16).
+    for entry, holds, fails in ((first, 16, 17), (second, 17, 15)):
+        (condition,) = entry["regime_conditions"]
+        relation = _parse(condition, **names)
+        at = {B_1: 1, B_2: 1}
+        assert bool(relation.subs({**at, n: holds})) and not bool(relation.subs({**at, n: fails}))
 
 
 def test_the_chunk_count_optimum(run):

@@ -76,8 +76,8 @@ class Shape:
     slots: tuple[Fraction, ...]
 
 
-def linear_shape(expr: sympy.Expr, conditions: tuple[str, ...] = ()) -> Shape:
-    """`Σ c·m`: the monomials m (in the other params) and conditions are the key."""
+def linear_shape(expr: sympy.Expr) -> Shape:
+    """`Σ c·m`: the monomials m (in the other params) are the key, the c the slots."""
     coefficients: dict[sympy.Expr, Fraction] = {}
     for term in sympy.Add.make_args(sympy.sympify(expr)):
         c, monomial = term.as_coeff_Mul()
@@ -86,12 +86,52 @@ def linear_shape(expr: sympy.Expr, conditions: tuple[str, ...] = ()) -> Shape:
         coefficients[monomial] = coefficients.get(monomial, Fraction(0)) + Fraction(
             int(c.p), int(c.q))
     order = sorted((m for m, c in coefficients.items() if c), key=sympy.default_sort_key)
-    return Shape(("linear", tuple(order), conditions), tuple(coefficients[m] for m in order))
+    return Shape(("linear", tuple(order)), tuple(coefficients[m] for m in order))
 
 
 def linear_form(shape: Shape, coefficients: list[sympy.Expr]) -> sympy.Expr:
     return sympy.Add(*[sympy.factor(c) * m for c, m in zip(coefficients, shape.key[1])])
 
+
+def condition_shape(relation: sympy.Expr) -> Shape:
+    """`a >= b` as `Σ c·m >= 0` scaled so that its first monomial has coefficient 1 — so
+    `16*B_2 >= 3*B_1` (at n = 3) and `B_2 >= B_1` (at n = 16) both read
+    `B_2 - (n/16)·B_1 >= 0`, a coefficient the basis can fit."""
+    if isinstance(relation, (sympy.GreaterThan, sympy.StrictGreaterThan)):
+        difference = relation.lhs - relation.rhs
+    elif isinstance(relation, (sympy.LessThan, sympy.StrictLessThan)):
+        difference = relation.rhs - relation.lhs
+    else:
+        raise NotFittable(str(relation))
+    strict = isinstance(relation, (sympy.StrictGreaterThan, sympy.StrictLessThan))
+    shape = linear_shape(sympy.expand(difference))
+    lead = abs(shape.slots[0]) if shape.slots else Fraction(1)
+    return Shape((">" if strict else ">=", shape.key[1]), tuple(c / lead for c in shape.slots))
+
+
+def regime_shape(expr: sympy.Expr, conditions: tuple[sympy.Expr, ...]) -> Shape:
+    """The regime form and the conditions it holds under, as one shape."""
+    form = linear_shape(expr)
+    shapes = sorted((condition_shape(c) for c in conditions),
+                    key=lambda c: (str(c.key), c.slots))
+    return Shape(("regime", form.key, tuple(c.key for c in shapes)),
+                 form.slots + tuple(x for c in shapes for x in c.slots))
+
+
+def regime_parts(shape: Shape, values: list) -> tuple[sympy.Expr, tuple[str, ...]]:
+    """The regime form and its conditions (text) from a regime shape's slot values."""
+    _, form_key, condition_keys = shape.key
+    count = len(form_key[1])
+    expr = sympy.Add(*[sympy.factor(c) * m for c, m in zip(values[:count], form_key[1])])
+    conditions, k = [], count
+    for relation, monomials in condition_keys:
+        terms = [sympy.factor(c) * m for c, m in zip(values[k:k + len(monomials)], monomials)]
+        k += len(monomials)
+        # Terms negative at the first instance go to the right-hand side.
+        left = sympy.Add(*[t for t, c in zip(terms, shape.slots[k - len(monomials):k]) if c >= 0])
+        right = sympy.Add(*[-t for t, c in zip(terms, shape.slots[k - len(monomials):k]) if c < 0])
+        conditions.append(f"{left} {relation} {right}")
+    return expr, tuple(conditions)
 
 def classes_shape(timing) -> Shape:
     """The full formula: per round class its count, start-up and the loads of its terms."""
@@ -266,8 +306,7 @@ class Scaler:
             if group.end_host is not None:
                 shapes["end-host"] = linear_shape(group.end_host.bound)
         t = at.timing(name)
-        conditions = tuple(sorted(str(c) for c in t.cost.conditions))
-        return Observation(n, t.time, linear_shape(t.cost.regime_formula, conditions),
+        return Observation(n, t.time, regime_shape(t.cost.regime_formula, t.cost.conditions),
                            classes_shape(t), shapes)
 
     def _bounds(self, at: Session, name: str) -> list:
@@ -349,7 +388,9 @@ class Scaler:
         first = sample[points[0]]
         return Piece(family.point(points[0]), family.point(change - 1), family,
                      (), tuple(family.point(i) for i in points), None,
-                     first.regime.key[2], None, None, {}, None, None,
+                     regime_parts(first.regime, [sympy.Rational(c.numerator, c.denominator)
+                                                 for c in first.regime.slots])[1],
+                     None, None, {}, None, None,
                      tuple((family.point(i), sample[i].time) for i in points))
 
     def _fitted(self, name: str, family: Family, fit: list[int], check: list[int],
@@ -365,12 +406,15 @@ class Scaler:
             slots = fit_slots(shapes, fit_n, check_n, family, n)
             return None if slots is None else build(shapes[fit_n[0]], slots)
 
-        regime = fitted(lambda o: o.regime, linear_form)
-        conditions = sample[fit[0]].regime.key[2]
+        first = sample[fit[0]].regime
+        parts = fitted(lambda o: o.regime, regime_parts)
         valid_to = None if change is None else family.point(change - 1)
-        if regime is None:
+        if parts is None:
+            conditions = regime_parts(first, [sympy.Rational(c.numerator, c.denominator)
+                                              for c in first.slots])[1]
             return Piece(fit_n[0], valid_to, family, tuple(fit_n), tuple(check_n), None,
                          conditions, None, None, {}, None, None, times)
+        regime, conditions = parts
         formula = fitted(lambda o: o.formula, classes_form)
         bounds: dict[str, sympy.Expr | None] = {}
         for kind in sample[fit[0]].bounds:
@@ -378,9 +422,10 @@ class Scaler:
         best = bounds.get("bound")
         ratio = _tidy(regime / best) if best else None
         unbounded = valid_to is None
+        monomials = first.key[1][1]
         growth = tuple((m, _limit(sympy.factor(c), n)) for c, m in zip(
             fit_slots({p: by_n[p].regime for p in (*fit_n, *check_n)}, fit_n, check_n, family, n),
-            sample[fit[0]].regime.key[1])) if unbounded else ()
+            monomials)) if unbounded else ()
         piece = Piece(fit_n[0], valid_to, family, tuple(fit_n), tuple(check_n), regime,
                       conditions, formula, _limit(regime, n) if unbounded else None, bounds,
                       ratio, _limit(ratio, n) if ratio is not None and unbounded else None, times,
