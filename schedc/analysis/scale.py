@@ -459,15 +459,21 @@ def _with_optimum(piece: Piece, scaler: Scaler, name: str) -> Piece:
     two integers around it (its floor and ceiling) compiled to find the best."""
     from dataclasses import replace
     n = scaler.symbol
+    x = sympy.Symbol(str(n), positive=True)  # solved over the reals, then rounded
     nominal = {s: v for s, v in scaler.session.program.nominal.items() if str(s) != str(n)}
-    try:
-        roots = sympy.solve(sympy.diff(piece.regime, n), n)
+    slope = sympy.diff(piece.regime.xreplace({n: x}), x)
+    try:  # no checksol: each root is checked below at the nominal point, which is cheaper
+        roots = sympy.solve(slope, x, check=False, simplify=False)
     except (NotImplementedError, ValueError):
         return piece
     for root in roots:
         value = root.xreplace(nominal)
         if not (value.is_real and value.is_positive):
             continue
+        curvature = sympy.diff(slope, x).xreplace(nominal).xreplace({x: value})
+        if not (curvature.is_real and curvature > 0) or abs(slope.xreplace(nominal).xreplace(
+                {x: value})) > 1e-9 * abs(piece.regime.xreplace(nominal).xreplace({n: value})):
+            continue  # not a minimum, or not a root after all
         centre = int(sympy.floor(value))
         if centre < piece.valid_from or (piece.valid_to is not None and centre > piece.valid_to):
             continue
@@ -475,5 +481,6 @@ def _with_optimum(piece: Piece, scaler: Scaler, name: str) -> Piece:
                   if c >= piece.valid_from and (piece.valid_to is None or c <= piece.valid_to)]
         neighbours = tuple((c, scaler.observe(c, name).time) for c in around)
         best, best_time = min(neighbours, key=lambda item: (item[1], item[0]))
-        return replace(piece, optimum=Optimum(_tidy(root), value, best, best_time, neighbours))
+        return replace(piece, optimum=Optimum(_tidy(root.xreplace({x: n})), value, best,
+                                              best_time, neighbours))
     return piece

@@ -120,7 +120,8 @@ def scale_text(program: Program, results: list[Scaling]) -> str:
                 out.append(f"    time/bound {piece.ratio}{tail}")
             if piece.optimum is not None:
                 o = piece.optimum
-                around = ", ".join(f"{format_seconds(t)} at {n}" for n, t in o.neighbours)
+                # More digits than format_seconds: neighbours of an optimum differ little.
+                around = ", ".join(f"{float(t) * 1e3:.9g} ms at {n}" for n, t in o.neighbours)
                 out.append(f"    optimum   d(time)/d{name} = 0 at {name}* = {o.stationary} "
                            f"= {float(o.value):.6g}")
                 out.append(f"      best integer {name} = {o.best}: {format_seconds(o.best_time)} "
