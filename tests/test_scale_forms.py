@@ -224,3 +224,17 @@ def test_the_library_in_p_is_the_textbook(run):
         # The ring family fits every p >= 2; recursive doubling and halving need p = 2^k.
         assert entry["family"] == ("integers" if name.startswith("ring") else "powers of two") \
             or name in ("binomial_broadcast", "binomial_reduce", "pairwise_alltoall")
+
+
+def test_a_form_is_evaluated_far_out_without_compiling_there(run):
+    document = _scale(run, HOSTS, "--in", "hosts", "-s", "ring", "--no-bound", "--at", "100000",
+                      "--at", "3")
+    far, near = document["at"]["ring"]
+    # By hand at 10^5 hosts: 2(8·10^5 - 1) α + (8·10^5 - 1)/(4·10^5) V/B_N.
+    alpha, V, B_N = sympy.Rational(83, 10**8), 192 * 2**20, 50 * 10**9
+    n = 100000
+    assert far == {"value": n, "time_s": float(2 * (8 * n - 1) * alpha
+                                              + sympy.Rational(8 * n - 1, 4 * n) * V / B_N)}
+    _, t = timings(HOSTS, "hosts=3", names=["ring"])
+    assert near == {"value": 3, "time_s": float(t["ring"].time)}
+    assert document["compiles"] < 10  # 2–7 and 40: nothing near 10^5 was compiled

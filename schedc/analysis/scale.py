@@ -223,6 +223,23 @@ class Scaling:
     pieces: tuple[Piece, ...]
     notes: tuple[str, ...]
 
+    def time_at(self, value: int, nominal: dict) -> Fraction | None:
+        """The time at `value` from the fitted form of the piece holding it (no compile at
+        that size), the other params at `nominal`; None outside every fitted piece."""
+        for piece in self.pieces:
+            inside = value >= piece.valid_from and (piece.valid_to is None
+                                                    or value <= piece.valid_to)
+            if piece.regime is None or not inside:
+                continue
+            if piece.family.name == "powers of two" and value & (value - 1):
+                return None
+            others = {s: v for s, v in nominal.items() if str(s) != self.param}
+            exact = piece.regime.xreplace(others).xreplace({self.symbol: value})
+            if not exact.is_Rational:  # log(2^k)/log(2) at a power of two: exactly k
+                exact = sympy.simplify(sympy.expand_log(exact, force=True))
+            return Fraction(int(exact.p), int(exact.q)) if exact.is_Rational else None
+        return None
+
 
 def _solve_exact(rows: list[list[Fraction]], rhs: list[Fraction]) -> list[Fraction] | None:
     """Gauss-Jordan elimination over the rationals; None if the system is singular."""

@@ -3,6 +3,8 @@ and the closed forms of `schedc scale`."""
 
 from __future__ import annotations
 
+from fractions import Fraction
+
 from ..analysis.instances import IntegerSearch
 from ..analysis.scale import Piece, Scaling
 from ..elaborate.program import Program
@@ -88,7 +90,8 @@ def _times(piece: Piece, name: str) -> str:
     return ", ".join(f"{format_seconds(t)} at {name} = {n}" for n, t in piece.times)
 
 
-def scale_text(program: Program, results: list[Scaling]) -> str:
+def scale_text(program: Program, results: list[Scaling],
+               at: dict[str, list[tuple[int, Fraction | None]]] | None = None) -> str:
     out = []
     for result in results:
         name = result.param
@@ -126,6 +129,10 @@ def scale_text(program: Program, results: list[Scaling]) -> str:
                            f"= {float(o.value):.6g}")
                 out.append(f"      best integer {name} = {o.best}: {format_seconds(o.best_time)} "
                            f"(compiled: {around})")
+        for value, time in (at or {}).get(result.name, []):
+            out.append(f"  at {name} = {value}: " + (
+                f"{format_seconds(time)}  (from the form, not compiled)" if time is not None
+                else "no fitted form covers this value"))
         out += [f"  note: {note}" for note in result.notes]
         out.append("")
     return "\n".join(out)
@@ -160,11 +167,14 @@ def _piece_json(result: Scaling, piece: Piece) -> dict:
     }
 
 
-def scale_json(program: Program, results: list[Scaling], compiles: int) -> str:
+def scale_json(program: Program, results: list[Scaling], compiles: int,
+               at: dict[str, list[tuple[int, Fraction | None]]] | None = None) -> str:
     return dump_json({
         "schema": schema.SCALE,
         "file": program.path,
         "compiles": compiles,
+        "at": {name: [{"value": n, "time_s": json_number(t, integer=False)} for n, t in rows]
+               for name, rows in (at or {}).items() if rows},
         "schedules": [_piece_json(r, p) for r in results for p in r.pieces],
         "notes": {r.name: list(r.notes) for r in results if r.notes},
     })
