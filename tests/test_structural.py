@@ -84,3 +84,21 @@ schedule ring = ring_allreduce(ranks)
         _, t = timings(case, f"hosts={n}")
         assert by_n[n] == float(t["ring"].time)
     assert by_n[3] < 2e-3 < by_n[4]
+
+
+def test_sensitivity_leaves_structural_params_out(run):
+    code, out, _ = run("sensitivity", HOSTS, "--json")
+    assert code == 0
+    for schedule in json.loads(out)["schedules"]:
+        assert [s["param"] for s in schedule["sensitivities"]] == ["alpha", "B_L", "B_N", "V"]
+
+
+def test_a_structural_param_cannot_be_pinned_or_solved_for_in_a_file(run, tmp_path):
+    head = f'import "{SCHEDULES}/machines/nvlink_hosts.sched"\nimport "{SCHEDULES}/lib/ring.sched"\n' \
+           "param V = 1 MiB\nallreduce V over ranks\nschedule ring = ring_allreduce(ranks)\n"
+    pinned = write(tmp_path, "pinned.sched", head + "expect time(ring, hosts = 4) = 7 ms\n")
+    code, _, err = run("check", pinned)
+    assert code == 2 and f"{pinned}:6:19: error: hosts is a structural param" in err
+    solved = write(tmp_path, "solved.sched", head + "report n = solve(time(ring) = 1 ms, hosts)\n")
+    code, _, err = run("check", solved)
+    assert code == 2 and "hosts is a structural param (it sizes the machine" in err

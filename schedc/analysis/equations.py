@@ -82,6 +82,11 @@ class Equations:
     def solve(self, relation: ast.Relation, param: str, param_span: Span) -> Solution:
         """Solve `relation` for `param`, the other params at their nominal values."""
         chosen = self.param(param, param_span)
+        if chosen.structural:
+            raise SolveError(f"{param} is a structural param (it sizes the machine or a "
+                             "schedule), so the times are not formulas in it; "
+                             f"'schedc solve ... --for {param}' searches its integer values",
+                             param_span)
         left, right = self.side(relation.left), self.side(relation.right)
         return solve(left, right, relation.op, chosen.symbol, self.program.nominal,
                      TimeLimit(self.timeout), relation.span, param_span)
@@ -101,6 +106,10 @@ class Equations:
         pins: dict[sympy.Symbol, sympy.Expr] = {}
         for pin in node.pins:
             param = self.param(pin.name, pin.span)
+            if param.structural:
+                raise ElaborationError(f"{pin.name} is a structural param: a time at another "
+                                       f"{pin.name} is another compile; use --set "
+                                       f"{pin.name}=... (or schedc sweep/solve/scale)", pin.span)
             if param.symbol in pins:
                 raise ElaborationError(f"{pin.name} is pinned twice", pin.span)
             value = evaluate(pin.value, env)
