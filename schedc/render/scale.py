@@ -14,7 +14,7 @@ from .text import dump_json, json_number
 
 
 def _side(search: IntegerSearch, which: str) -> str:
-    return {"left": search.left, "right": search.right}.get(which, "neither (equal)")
+    return {"left": search.left, "right": search.right}.get(which, "equal")
 
 
 def search_text(program: Program, equation: str, found: IntegerSearch) -> str:
