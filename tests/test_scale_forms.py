@@ -238,3 +238,12 @@ def test_a_form_is_evaluated_far_out_without_compiling_there(run):
     _, t = timings(HOSTS, "hosts=3", names=["ring"])
     assert near == {"value": 3, "time_s": float(t["ring"].time)}
     assert document["compiles"] < 10  # 2–7 and 40: nothing near 10^5 was compiled
+
+
+def test_in_needs_a_structural_param(run):
+    code, out, err = run("scale", HOSTS, "--in", "V")
+    assert code == 2 and out == ""
+    assert err.strip() == ("error: --in needs a structural param (a unitless integer such as "
+                           "'param hosts = 2'); 'V' is not one (structural params: hosts)")
+    code, _, err = run("scale", SCHEDULES / "seed" / "nvlink_2x8.sched", "--in", "hosts")
+    assert code == 2 and err.strip().endswith("; this file has none")
