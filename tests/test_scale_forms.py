@@ -55,6 +55,12 @@ def test_ring_and_hierarchical_over_hosts(run):
         for hosts in (3, 100):
             assert formula.subs({**at, n: hosts}) == reference.subs({**at, n: hosts})
     assert by_name["ring"]["regime_conditions"] == ["B_L >= B_N"]
+    # Leading terms as n -> oo, by hand from the forms above.
+    leading = {"ring": 16 * alpha * n + 2 * V / B_N,
+               "hierarchical": 2 * alpha * n + 7 * V / (4 * B_L) + V / (4 * B_N)}
+    for name, reference in leading.items():
+        found = _parse(by_name[name]["asymptote"], **names)
+        assert sympy.simplify(found - reference) == 0, name
     # The end-host bound: 2(p - 1)/p·V leaves and enters every GPU, at B_L + B_N each way.
     end_host = 2 * (8 * n - 1) * V / (8 * n * (B_L + B_N))
     assert sympy.simplify(_parse(by_name["ring"]["bounds"]["end-host"], **names) - end_host) == 0

@@ -69,7 +69,10 @@ class Piece:
     ratio: sympy.Expr | None  # time / bound
     ratio_limit: sympy.Expr | None
     times: tuple[tuple[int, Fraction], ...]  # every instance of the piece that was compiled
-    growth: tuple[tuple[sympy.Expr, sympy.Expr], ...] = ()  # monomial, its coefficient's limit
+    # As n -> oo: each monomial (α, V/B_N, ...), the constant k and the function f(n) of
+    # the leading term k·f(n) of its coefficient (f: n², n·log2 n, n, log2 n or 1); empty
+    # for a bounded piece.
+    asymptote: tuple[tuple[sympy.Expr, sympy.Expr, sympy.Expr], ...] = ()
     optimum: Optimum | None = None
 
 
@@ -274,13 +277,14 @@ class Scaler:
         ratio = _tidy(regime / best) if best else None
         unbounded = valid_to is None
         monomials = first.key[1][1]
-        growth = tuple((m, _limit(sympy.factor(c), n)) for c, m in zip(
-            fit_slots({p: by_n[p].regime for p in (*fit_n, *check_n)}, fit_n, check_n, family, n),
-            monomials)) if unbounded else ()
+        slots = fit_slots({p: by_n[p].regime for p in (*fit_n, *check_n)}, fit_n, check_n,
+                          family, n) or []
+        asymptote = tuple((m, *_leading(c, n)) for c, m in zip(slots, monomials)) \
+            if unbounded else ()
         piece = Piece(fit_n[0], valid_to, family, tuple(fit_n), tuple(check_n), regime,
                       conditions, formula, _limit(regime, n) if unbounded else None, bounds,
                       ratio, _limit(ratio, n) if ratio is not None and unbounded else None, times,
-                      growth)
+                      tuple(a for a in asymptote if a[1] is not None))
         return _with_optimum(piece, self, name)
 
 
@@ -303,6 +307,16 @@ def _limit(expr: sympy.Expr, n: sympy.Symbol) -> sympy.Expr | None:
     except (NotImplementedError, ValueError, TypeError):
         return None
     return None if found.has(sympy.AccumBounds) else _tidy(found)
+
+
+def _leading(coefficient: sympy.Expr, n: sympy.Symbol) -> tuple:
+    """(k, f) of the leading term k·f(n) of a coefficient as n -> oo; (None, None) if none
+    of n², n·log2 n, n, log2 n, 1 is it."""
+    for scale in (n**2, n * sympy.log(n, 2), n, sympy.log(n, 2), sympy.Integer(1)):
+        found = _limit(coefficient / scale, n)
+        if found is not None and found.is_finite and found != 0:
+            return found, scale
+    return None, None
 
 
 def _with_optimum(piece: Piece, scaler: Scaler, name: str) -> Piece:

@@ -90,6 +90,25 @@ def _times(piece: Piece, name: str) -> str:
     return ", ".join(f"{format_seconds(t)} at {name} = {n}" for n, t in piece.times)
 
 
+def _scale_text(scale, name: str) -> str:
+    return {f"{name}**2": f"{name}²", f"{name}*log({name})/log(2)": f"{name}·log2({name})",
+            f"log({name})/log(2)": f"log2({name})"}.get(str(scale), str(scale))
+
+
+def _asymptote(piece: Piece) -> str:
+    return " + ".join(str(k * scale * m) for m, k, scale in piece.asymptote)
+
+
+def _asymptote_value(piece: Piece, program: Program, name: str) -> str:
+    """Each leading term at the nominal point: '13.28 µs·hosts + 8.0531 ms'."""
+    nominal = {s: v for s, v in program.nominal.items() if str(s) != name}
+    parts = []
+    for monomial, k, scale in piece.asymptote:
+        shown = format_seconds(float((k * monomial).xreplace(nominal)))
+        parts.append(shown if scale == 1 else f"{shown}·{_scale_text(scale, name)}")
+    return " + ".join(parts)
+
+
 def scale_text(program: Program, results: list[Scaling],
                at: dict[str, list[tuple[int, Fraction | None]]] | None = None) -> str:
     out = []
@@ -110,9 +129,10 @@ def scale_text(program: Program, results: list[Scaling],
             if piece.formula is not None and piece.formula != piece.regime:
                 out.append(f"    formula   {piece.formula}")
             if piece.limit is not None:
-                growth = ", ".join(f"{m}: {lim}" for m, lim in piece.growth if lim is not None)
-                out.append(f"    as {name} -> oo: {piece.limit}" + (f"  (per term: {growth})"
-                                                                   if growth else ""))
+                out.append(f"    as {name} -> oo: {piece.limit}")
+                if piece.asymptote:
+                    out.append(f"      ~ {_asymptote(piece)}")
+                    out.append(f"      = {_asymptote_value(piece, program, name)}")
             for kind in ("bound", "cut-set", "end-host"):
                 if kind in piece.bounds:
                     form = piece.bounds[kind]
@@ -156,6 +176,7 @@ def _piece_json(result: Scaling, piece: Piece) -> dict:
         "valid_from": piece.valid_from,
         "valid_to": piece.valid_to,
         "limit": text(piece.limit),
+        "asymptote": _asymptote(piece) or None,
         "family": piece.family.name,
         "bounds": {kind: text(form) for kind, form in piece.bounds.items()},
         "ratio": text(piece.ratio),
