@@ -142,6 +142,8 @@ def _blame(error: SchedcError, path: Path, overrides: tuple[Override, ...], limi
     --sets: only errors, so the extra compile costs nothing on success."""
     if isinstance(error, (LimitError, UsageError)) or not overrides:  # (OutOfRange too)
         return error
+    if asked is not None and asked[0] not in _RETRIED:
+        return error  # another analysis's memo: not retried, so not blamed
     try:
         plain = load_program(path, (), limits, parsed)
         structural = [o for o in overrides
@@ -150,7 +152,7 @@ def _blame(error: SchedcError, path: Path, overrides: tuple[Override, ...], limi
             return error
         rest = tuple(o for o in overrides if o not in structural)
         retry = Session(load_program(path, rest, limits, parsed))
-        if asked is not None and asked[0] in _RETRIED:
+        if asked is not None:
             _RETRIED[asked[0]](retry, asked[1])
     except SchedcError:
         return error  # it fails without them too: not theirs to blame
@@ -158,6 +160,8 @@ def _blame(error: SchedcError, path: Path, overrides: tuple[Override, ...], limi
     value = ", ".join(f"{o.name} = {o.source.text.strip()}" for o in structural)
     declared = plain.params[first.name]
     notes = (declared_at(declared.name, declared.span),
-             *([f"where it fails: {error.span}"] if error.span else []), *error.notes)
+             *([f"where it fails: {error.span}: "
+                f"{error.span.source.line(error.span.line).strip()}"] if error.span else []),
+             *error.notes)
     return OutOfRange(f"{value} is out of range for this file: {error.message}",
                       first.value.span, notes)
