@@ -11,7 +11,7 @@ verdict of `analysis.verify`, say) keep it here with `memo`, so no stage caches 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
@@ -20,9 +20,16 @@ from .cost.formula import cost, nominal_value
 from .cost.lower import Loads, lower
 from .cost.protocols import with_protocols
 from .cost.timing import Timing
-from .elaborate.program import DEFAULT_LIMITS, Program, load_program, parse_override
+from .elaborate.program import (
+    DEFAULT_LIMITS,
+    Override,
+    Program,
+    declared_at,
+    load_program,
+    parse_override,
+)
 from .elaborate.schedule import Limits
-from .errors import Span, UsageError
+from .errors import LimitError, SchedcError, Span, UsageError
 from .model.ir import Schedule
 
 T = TypeVar("T")
@@ -32,6 +39,12 @@ T = TypeVar("T")
 class Session:
     program: Program
     _memo: dict[tuple[str, str], object] = field(default_factory=dict, repr=False)
+    # How the session was opened, so an error that a structural --set causes can say so.
+    origin: tuple[Path, tuple[Override, ...], Limits] | None = field(default=None, repr=False)
+    # The sessions of this file at other values of its structural params (`at`), shared by
+    # all of them: each distinct point is compiled once per run.
+    _instances: dict[tuple, Session] = field(default_factory=dict, repr=False)
+    _parsed: dict = field(default_factory=dict, repr=False)  # syntax trees, shared likewise
 
     @classmethod
     def open(cls, path: str | Path, sets: Iterable[str] = (), limits: Limits = DEFAULT_LIMITS,
@@ -46,13 +59,53 @@ class Session:
         if machine is not None or ranks is not None:
             raise UsageError(f"--machine and --ranks are for MSCCL XML algorithms; {path} "
                              "brings its own machine")
-        return cls(load_program(path, overrides, limits))
+        return cls.load(path, overrides, limits)
+    @classmethod
+    def load(cls, path: str | Path, overrides: tuple[Override, ...],
+             limits: Limits = DEFAULT_LIMITS, parsed: dict | None = None) -> Session:
+        parsed = {} if parsed is None else parsed
+        try:
+            program = load_program(path, overrides, limits, parsed)
+        except SchedcError as error:
+            raise _blame(error, Path(path), overrides, limits, None, parsed) from None
+        return cls(program, origin=(Path(path), overrides, limits), _parsed=parsed)
+
+    def structural(self) -> dict[str, int]:
+        """The structural params (unitless integers: `param hosts = 2`) and their values."""
+        return {p.name: p.nominal.numerator for p in self.program.params.values() if p.structural}
+
+    def at(self, values: Mapping[str, int]) -> Session:
+        """This file compiled with the structural params `values` (others as in this session)."""
+        point = {**self.structural(), **values}
+        key = tuple(sorted(point.items()))
+        if not self._instances:
+            self._instances[tuple(sorted(self.structural().items()))] = self
+        if key not in self._instances:
+            if self.origin is None:
+                raise UsageError("this session was not opened from a file; use Session.open")
+            path, overrides, limits = self.origin
+            kept = tuple(o for o in overrides if o.name not in values)
+            given = tuple(parse_override(f"{name}={value}") for name, value in values.items())
+            opened = Session.load(path, kept + given, limits, self._parsed)
+            opened._instances = self._instances
+            self._instances[key] = opened
+        return self._instances[key]
+
+    @property
+    def compiles(self) -> int:
+        """How many distinct points of the structural params this run has compiled."""
+        return max(1, len(self._instances))
 
     def memo(self, kind: str, name: str, compute: Callable[[], T]) -> T:
         """`compute()` the first time (kind, name) is asked for, the same object after."""
         key = (kind, name)
         if key not in self._memo:
-            self._memo[key] = compute()
+            try:
+                self._memo[key] = compute()
+            except SchedcError as error:
+                if self.origin is None:
+                    raise
+                raise _blame(error, *self.origin, (kind, name), self._parsed) from None
         return self._memo[key]  # type: ignore[return-value]
 
     def schedule(self, name: str, span: Span | None = None) -> Schedule:
@@ -85,3 +138,42 @@ class Session:
             raise UsageError(f"{program.path} has no result schedules (a machine or a library "
                              "file?); give a file that declares a collective and schedules")
         return [r.name for r in program.results]
+
+
+class OutOfRange(UsageError):
+    """A structural --set gives a value the file cannot be compiled at."""
+
+
+_RETRIED = {"ir": Session.schedule, "loads": Session.loads, "timing": Session.timing}
+
+
+def _blame(error: SchedcError, path: Path, overrides: tuple[Override, ...], limits: Limits,
+           asked: tuple[str, str] | None, parsed: dict) -> SchedcError:
+    """An error that only a structural `--set` causes (`--set hosts=0`), shown at that --set
+    with a note at the declaration; any other error as it is. Tried again without those
+    --sets: only errors, so the extra compile costs nothing on success."""
+    if isinstance(error, (LimitError, UsageError)) or not overrides:  # (OutOfRange too)
+        return error
+    if asked is not None and asked[0] not in _RETRIED:
+        return error  # another analysis's memo: not retried, so not blamed
+    try:
+        plain = load_program(path, (), limits, parsed)
+        structural = [o for o in overrides
+                      if o.name in plain.params and plain.params[o.name].structural]
+        if not structural:
+            return error
+        rest = tuple(o for o in overrides if o not in structural)
+        retry = Session(load_program(path, rest, limits, parsed))
+        if asked is not None:
+            _RETRIED[asked[0]](retry, asked[1])
+    except SchedcError:
+        return error  # it fails without them too: not theirs to blame
+    first = structural[0]
+    value = ", ".join(f"{o.name} = {o.source.text.strip()}" for o in structural)
+    declared = plain.params[first.name]
+    notes = (declared_at(declared.name, declared.span),
+             *([f"where it fails: {error.span}: "
+                f"{error.span.source.line(error.span.line).strip()}"] if error.span else []),
+             *error.notes)
+    return OutOfRange(f"{value} is out of range for this file: {error.message}",
+                      first.value.span, notes)

@@ -87,6 +87,11 @@ class Equations:
     def solve(self, relation: ast.Relation, param: str, param_span: Span) -> Solution:
         """Solve `relation` for `param`, the other params at their nominal values."""
         chosen = self.param(param, param_span)
+        if chosen.structural:
+            raise SolveError(f"{param} is a structural param (it sizes the machine or a "
+                             "schedule), so the times are not formulas in it; "
+                             f"'schedc solve ... --for {param}' searches its integer values",
+                             param_span)
         left, right = self.side(relation.left), self.side(relation.right)
         return solve(left, right, relation.op, chosen.symbol, self.program.nominal,
                      TimeLimit(self.timeout), relation.span, param_span)
@@ -102,11 +107,13 @@ class Equations:
     # ---- handlers for Env.extra
 
     def _time(self, node: ast.TimeOf, env: Env) -> Quantity:
-        formula = self.timing(node.schedule, name_span(node.span, node.schedule)).cost.formula
+        """`time(x, B_L = 300 GB/s, hosts = 4)`: a pinned param replaced in the formula; a
+        pinned structural param (an integer that shapes the machine) compiled at its value."""
         pins: dict[sympy.Symbol, sympy.Expr] = {}
+        instance: dict[str, int] = {}
         for pin in node.pins:
             param = self.param(pin.name, pin.span)
-            if param.symbol in pins:
+            if param.symbol in pins or pin.name in instance:
                 raise ElaborationError(f"{pin.name} is pinned twice", pin.span)
             value = evaluate(pin.value, env)
             q = quantity_of(value)
@@ -118,7 +125,16 @@ class Equations:
                 raise UnitError(f"{pin.name} is {dim_name(param.dim)}; the value given is "
                                 f"{dim_name(dim)}", pin.value.span)
             _check_sign(param, expr.xreplace(self.program.nominal), pin.value.span)
-            pins[param.symbol] = expr
+            if param.structural:
+                exact = expr.xreplace(self.program.nominal)
+                if not exact.is_Integer:
+                    raise ElaborationError(f"{pin.name} is a structural param (an integer); "
+                                           f"{exact} is not a value it can take", pin.value.span)
+                instance[pin.name] = int(exact)
+            else:
+                pins[param.symbol] = expr
+        session = self.session.at(instance) if instance else self.session
+        formula = session.timing(node.schedule, name_span(node.span, node.schedule)).cost.formula
         try:  # a pinned bandwidth of 0 makes a Max of zoo, which SymPy refuses to build
             pinned = formula.xreplace(pins)
             finite = not node.pins or pinned.xreplace(self.program.nominal).is_finite

@@ -34,11 +34,14 @@ class Sensitivity:
 
 
 def sensitivities(program: Program, timing: Timing, limit: TimeLimit) -> list[Sensitivity]:
-    """One entry per param of the program, in declaration order."""
+    """One entry per param of the program, in declaration order; structural params (a host
+    count) are left out: the time is not a formula in them (see `schedc scale`)."""
     formula, nominal = timing.cost.formula, program.nominal
     total = formula.xreplace(nominal)
     out = []
     for param in program.params.values():
+        if param.structural:
+            continue
         x = param.symbol
         p0 = nominal[x]
         if not formula.has(x):

@@ -8,6 +8,7 @@ expression with units, parsed from its own text so errors point inside it.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from fractions import Fraction
 
@@ -22,9 +23,11 @@ from ..errors import SchedcError, SourceFile, Span, UsageError, did_you_mean
 from ..language.parser import parse_expression
 from ..limits import DEFAULT_POINTS
 from ..model.values import Quantity, as_number, from_rational
+from ..session import Session
 from ..units import DIMENSIONLESS, base_unit, dim_name, format_quantity
 
 MAX_POINTS = 1_000_000
+MAX_COMPILES = 200  # a sweep of a structural param compiles once per distinct integer
 
 
 @dataclass(frozen=True)
@@ -43,6 +46,7 @@ class Sweep:
     spacing: str  # "log" or "linear"
     values: np.ndarray  # the param, in base units
     times: dict[str, np.ndarray]  # schedule name -> seconds at each value
+    compiles: int | None = None  # structural param: the distinct values compiled
 
 
 def parse_vary(text: str, program: Program) -> Vary:
@@ -111,6 +115,9 @@ def _end(text: str, span: Span, param: Param, program: Program) -> Fraction:
         raise UsageError("an end of the range must be a constant", span)
     if dim != param.dim:
         raise UsageError(f"{param.name} is {dim_name(param.dim)}; this is {dim_name(dim)}", span)
+    if param.structural and Fraction(number).denominator != 1:
+        raise UsageError(f"{param.name} is a structural param (an integer); {number} is not an "
+                         "integer", span)
     if param.symbol.is_nonnegative and number < 0:
         raise UsageError(f"{param.name} cannot be negative (its nominal value is "
                          f"{format_quantity(param.nominal, param.dim)})", span)
@@ -154,3 +161,28 @@ def _significant(grid: np.ndarray, digits: int) -> np.ndarray:
     scale = 10.0 ** np.abs(shift)
     rounded = np.where(up, np.round(grid * scale) / scale, np.round(grid / scale) * scale)
     return np.where(np.abs(shift) <= 22, rounded, grid)
+
+
+def integer_points(vary: Vary, spacing: str = "log") -> list[int]:
+    """The distinct integers of a structural param's sweep: the grid rounded, both ends kept."""
+    lo, hi = int(vary.lo), int(vary.hi)
+    if spacing == "log" and lo <= 0:
+        raise UsageError(f"a log sweep needs a positive range; {vary.param.name} starts at {lo} "
+                         "(use --linear)")
+    grid = (np.geomspace(lo, hi, vary.points) if spacing == "log"
+            else np.linspace(lo, hi, vary.points))
+    points = sorted({lo, hi, *(int(round(v)) for v in grid)})
+    if len(points) > MAX_COMPILES:
+        raise UsageError(f"this sweep compiles {vary.param.name} at {len(points):,} values; the "
+                         f"limit is {MAX_COMPILES} (ask for fewer points)")
+    return points
+
+
+def instance_sweep(session: Session, vary: Vary, spacing: str,
+                   timings_at: Callable[[Session], list[Timing]]) -> Sweep:
+    """A structural param's sweep: one compile per distinct integer value (`Session.at`)."""
+    points = integer_points(vary, spacing)
+    rows = [timings_at(session.at({vary.param.name: n})) for n in points]
+    names = [t.name for t in rows[0]]
+    times = {name: np.array([float(row[k].time) for row in rows]) for k, name in enumerate(names)}
+    return Sweep(vary.param, spacing, np.array(points, dtype=float), times, len(points))

@@ -20,7 +20,7 @@ import click
 
 from .. import __version__
 from ..errors import SchedcError
-from . import analysing, compiling, exporting, measuring, reporting
+from . import analysing, compiling, exporting, measuring, reporting, scaling
 from .options import EXIT_BAD_INPUT, EXIT_INTERNAL, EXIT_OK, JSON_REQUESTED
 
 
@@ -35,7 +35,7 @@ def cli() -> None:
 
 
 for command in (*compiling.COMMANDS, *analysing.COMMANDS, *measuring.COMMANDS,
-                *exporting.COMMANDS, *reporting.COMMANDS):
+                *exporting.COMMANDS, *reporting.COMMANDS, *scaling.COMMANDS):
     cli.add_command(command)
 
 

@@ -39,7 +39,8 @@ from .options import (
 def solve_command(session, equation: str, param: str, as_json: bool, plot_path: Path | None,
                   timeout: float, no_verify: bool) -> int:
     """Solve EQUATION for one param, regime by regime: every solution, and which side is
-    smaller in between (e.g. 'time(hierarchical) = time(ring, B_L = 32 GB/s)' --for B_L)."""
+    smaller in between (e.g. 'time(hierarchical) = time(ring, B_L = 32 GB/s)' --for B_L).
+    A structural param (hosts) is searched over the integers, compiling at each value."""
     from ..analysis.equations import Equations, name_span
     from ..errors import SourceFile, Span
     from ..language.parser import parse_equation
@@ -54,7 +55,16 @@ def solve_command(session, equation: str, param: str, as_json: bool, plot_path: 
         session.program.result(name, name_span(node.span, name))
     verified_timings(session, list(timed), no_verify)
     param_span = Span(SourceFile("--for", param), 1, 1, 1, len(param) + 1)
-    solution = Equations(session, timeout).solve(relation, param.strip(), param_span)
+    equations = Equations(session, timeout)
+    if equations.param(param.strip(), param_span).structural:  # a search over the integers
+        from ..analysis.instances import search
+        from ..render.scale import search_json, search_text
+        found = search(session, relation, param.strip(), param_span, timeout,
+                       lambda at: verified_timings(at, list(timed), no_verify))
+        show = search_json if as_json else search_text
+        click.echo(show(session.program, equation, found), nl=False)
+        return EXIT_OK
+    solution = equations.solve(relation, param.strip(), param_span)
     from ..analysis.protocols import protocol_spans
     symbol = session.program.params[solution.param].symbol
     switches = {name: spans for name in timed
@@ -101,14 +111,20 @@ def sensitivity_command(session, schedules, as_json: bool, timeout: float, no_ve
 @no_verify_option
 def sweep_command(session, vary: str, linear: bool, csv_path: Path | None,
                   plot_path: Path | None, schedules, as_json: bool, no_verify: bool) -> int:
-    """Each schedule's time over a range of one param, from its compiled formula."""
-    from ..analysis.sweep import parse_vary, sweep
+    """Each schedule's time over a range of one param, from its compiled formula; a
+    structural param (a unitless integer such as a host count) is compiled at each point."""
+    from ..analysis.sweep import instance_sweep, parse_vary, sweep
     from ..render.analysis import sweep_csv, sweep_json, sweep_summary, sweep_text
     from ..render.files import write_atomically
     program = session.program
     plan = parse_vary(vary, program)
-    timings = verified_timings(session, session.selected(schedules), no_verify)
-    result = sweep(program, timings, plan, "linear" if linear else "log")
+    names = session.selected(schedules)
+    spacing = "linear" if linear else "log"
+    if plan.param.structural:  # another machine or schedule at every point: compile each
+        result = instance_sweep(session, plan, spacing,
+                                lambda at: verified_timings(at, names, no_verify))
+    else:
+        result = sweep(program, verified_timings(session, names, no_verify), plan, spacing)
     if csv_path is not None:
         write_atomically(csv_path, sweep_csv(result))
     if plot_path is not None:

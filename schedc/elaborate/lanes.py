@@ -69,7 +69,7 @@ class Env:
 def expand_lanes(env: Env, var: str, iterable: object, span: Span) -> Env:
     """Every lane becomes one lane per element of `iterable` (a range, a group or a list of
     numbers)."""
-    lanes = env.lanes or 1
+    lanes = 1 if env.lanes is None else env.lanes  # 0 lanes (an empty outer loop) stay 0
     if isinstance(iterable, IntRange):
         lo = np.broadcast_to(np.asarray(iterable.lo, dtype=np.int64), (lanes,))
         hi = np.broadcast_to(np.asarray(iterable.hi, dtype=np.int64), (lanes,))

@@ -59,6 +59,9 @@ class Param:
     dim: Dim
     nominal: Fraction  # in base units
     span: Span = field(compare=False, repr=False)
+    # A unitless integer param (`param hosts = 2`) is *structural*: it is bound to its integer
+    # value, so it may size families and ranges; another value means another compile.
+    structural: bool = False
 
 
 @dataclass(frozen=True)
@@ -173,14 +176,17 @@ def parse_override(text: str) -> Override:
 
 
 def load_program(path: str | Path, overrides: tuple[Override, ...] = (),
-                 limits: Limits = DEFAULT_LIMITS) -> Program:
-    """Read, parse and elaborate a `.sched` file and everything it imports."""
+                 limits: Limits = DEFAULT_LIMITS,
+                 parsed: dict[tuple[str, str], ast.Module] | None = None) -> Program:
+    """Read, parse and elaborate a `.sched` file and everything it imports. `parsed` keeps
+    the syntax trees (immutable) of files read before, keyed by name and text: a session
+    compiling one file at many sizes parses each file once."""
     by_name: dict[str, Override] = {}
     for override in overrides:
         if override.name in by_name:
             raise UsageError(f"--set {override.name} is given twice")
         by_name[override.name] = override
-    loader = _Loader(by_name)
+    loader = _Loader(by_name, {} if parsed is None else parsed)
     loader.run(Path(path))
     unused = [o for o in overrides if o.name not in loader.params]
     if unused:
@@ -210,8 +216,10 @@ def load_program(path: str | Path, overrides: tuple[Override, ...] = (),
 
 
 class _Loader:
-    def __init__(self, overrides: dict[str, Override]) -> None:
+    def __init__(self, overrides: dict[str, Override],
+                 parsed: dict[tuple[str, str], ast.Module]) -> None:
         self.overrides = overrides
+        self.parsed = parsed
         self.params: dict[str, Param] = {}
         self.nominal: dict[sympy.Symbol, sympy.Expr] = {}
         self.topology = TopologyBuilder(self.nominal)
@@ -240,7 +248,9 @@ class _Loader:
             raise LoadError(f"{shown} is a directory, not a .sched file", span) from None
         except (OSError, UnicodeDecodeError) as exc:
             raise LoadError(f"cannot read {shown}: {exc}", span) from None
-        return parse_module(SourceFile(shown, text))
+        if (shown, text) not in self.parsed:
+            self.parsed[shown, text] = parse_module(SourceFile(shown, text))
+        return self.parsed[shown, text]
 
     def _import(self, stmt: ast.Import, importer: Path) -> None:
         target = (importer.parent / stmt.path).resolve()
@@ -336,6 +346,11 @@ class _Loader:
                 raise UnitError(f"{stmt.name} is {dim_name(dim)} (declared at {stmt.span}); the "
                                 f"value set is {dim_name(new_dim)}", revalue.value.span)
             value = new
+        # Structural (it may size families and ranges, and is compiled per value): a unitless
+        # param declared with an integer literal, `param hosts = 2`. `param oversub = 1.0`
+        # stays a symbol in formulas, as every other param does.
+        structural = dim == DIMENSIONLESS and _integer_literal(stmt.value) \
+            and _exact(value).denominator == 1
         override = self.overrides.get(stmt.name)
         if override is not None:
             new = self._constant(override.value, Env(self.names), f"--set {stmt.name}")
@@ -343,8 +358,20 @@ class _Loader:
             if new_dim != dim:
                 raise UsageError(f"{stmt.name} is {dim_name(dim)}; the value given is "
                                  f"{dim_name(new_dim)}", override.value.span)
+            if structural and _exact(new).denominator != 1:
+                raise UsageError(f"{stmt.name} is a structural param (an integer), so "
+                                 f"{_exact(new)} is not a value it can take",
+                                 override.value.span, (declared_at(stmt.name, stmt.span),))
             value = new
         nominal = _exact(value)
+        if structural:
+            symbol = sympy.Symbol(stmt.name, integer=True, **(
+                {"positive": True} if nominal > 0 else {"nonnegative": True} if nominal == 0
+                else {}))
+            self.params[stmt.name] = Param(stmt.name, symbol, dim, nominal, stmt.span, True)
+            self.nominal[symbol] = sympy.Integer(nominal.numerator)
+            self.names.define(stmt.name, nominal.numerator, stmt.span)
+            return
         assumptions = {"positive": True} if nominal > 0 else {"nonnegative": True} if nominal == 0 \
             else {"real": True}
         symbol = sympy.Symbol(stmt.name, **assumptions)
@@ -473,8 +500,20 @@ def source_of(expr: ast.Expr) -> str:
     return span.source.line(span.line)[span.col - 1:span.end_col - 1]
 
 
+def declared_at(name: str, span: Span) -> str:
+    """A note pointing at a param's declaration, with its source line."""
+    return f"{name} is declared at {span}: {span.source.line(span.line).strip()}"
+
+
 def _exact(value) -> Fraction:
     number = as_number(value)
     if number is not None:
         return Fraction(number)
     return from_rational(value.expr)
+
+
+def _integer_literal(expr: ast.Expr) -> bool:
+    """`2` or `-3`, as written: digits only, no point, exponent or unit."""
+    if isinstance(expr, ast.UnaryOp) and expr.op == "-":
+        expr = expr.operand
+    return isinstance(expr, ast.Number) and expr.unit is None and source_of(expr).isdigit()

@@ -241,9 +241,14 @@ def sweep_text(result: Sweep) -> str:
     for k, value in enumerate(result.values):
         times = [float(result.times[n][k]) for n in names]
         fastest = names[min(range(len(names)), key=lambda j: times[j])] if names else "-"
-        rows.append((format_quantity(float(value), result.param.dim),
-                     *[format_seconds(t) for t in times], fastest))
-    return "\n".join(table(rows, right=range(len(names) + 1))) + "\n"
+        shown = str(int(value)) if result.compiles else format_quantity(float(value),
+                                                                          result.param.dim)
+        rows.append((shown, *[format_seconds(t) for t in times], fastest))
+    text = "\n".join(table(rows, right=range(len(names) + 1))) + "\n"
+    if result.compiles:
+        text += (f"{result.param.name} is structural: compiled at {result.compiles} "
+                 f"value{'s' * (result.compiles != 1)}\n")
+    return text
 
 
 def sweep_json(program: Program, result: Sweep) -> str:
@@ -253,7 +258,9 @@ def sweep_json(program: Program, result: Sweep) -> str:
         "param": result.param.name,
         "unit": base_unit(result.param.dim),
         "spacing": result.spacing,
-        "values": np.asarray(result.values, dtype=float).tolist(),  # finite: sweep checks
+        "values": [int(v) for v in result.values] if result.compiles
+                  else np.asarray(result.values, dtype=float).tolist(),  # finite: sweep checks
+        "compiles": result.compiles,
         "schedules": {name: np.asarray(times, dtype=float).tolist()
                       for name, times in result.times.items()},
     })

@@ -12,3 +12,5 @@ ERROR = "schedc.error/1"
 CALIBRATE = "schedc.calibrate/1"
 PREDICT = "schedc.predict/1"
 TUNE = "schedc.tune/1"
+SOLVE_INTEGERS = "schedc.solve-integers/1"  # solve --for a structural param
+SCALE = "schedc.scale/1"

@@ -1,0 +1,43 @@
+"""`schedc scale`: closed forms in a structural param (hosts, ranks, chunks), fitted on
+compiled instances and checked on others (see `analysis.scale`)."""
+
+from __future__ import annotations
+
+import click
+
+from ..render import schema
+from .compiling import verified_timings
+from .options import EXIT_OK, compiling, json_option, no_verify_option, schedule_option
+
+
+@click.command("scale")
+@compiling
+@click.option("--in", "param", required=True, metavar="PARAM",
+              help="The structural param (a unitless integer, e.g. hosts) to scale in.")
+@click.option("--from", "start", type=click.IntRange(min=1), default=2, show_default=True,
+              help="The smallest value of PARAM the forms are fitted from.")
+@click.option("--no-bound", is_flag=True, help="Skip the cut-set and end-host bounds.")
+@click.option("--at", "at_values", multiple=True, type=click.IntRange(min=1), metavar="N",
+              help="Also evaluate each fitted form at PARAM = N (no compile at that size).")
+@schedule_option
+@json_option(schema.SCALE)
+@no_verify_option
+def scale_command(session, param: str, start: int, no_bound: bool, at_values: tuple[int, ...],
+                  schedules, as_json: bool, no_verify: bool) -> int:
+    """Each schedule's time as a formula in a structural param: fitted exactly on compiled
+    instances, checked on others (one at least 8x larger), with its bounds, the ratio
+    time/bound, the limits as PARAM grows, and a knob's optimum."""
+    from ..analysis.scale import Scaler
+    from ..render.scale import scale_json, scale_text
+    names = session.selected(schedules)
+    scaler = Scaler(session, param.strip(), names, start, not no_bound,
+                    lambda at, name: verified_timings(at, [name], no_verify))
+    results = [scaler.scale(name) for name in names]
+    program = session.program
+    at = {r.name: [(n, r.time_at(n, program.nominal)) for n in at_values] for r in results}
+    click.echo(scale_json(program, results, session.compiles, at) if as_json
+               else scale_text(program, results, at), nl=False)
+    return EXIT_OK
+
+
+COMMANDS = (scale_command,)

@@ -1,0 +1,201 @@
+"""Text and JSON for what a structural param gives: the integer search of `solve --for hosts`
+and the closed forms of `schedc scale`."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+from ..analysis.instances import IntegerSearch
+from ..analysis.scale import Piece, Scaling
+from ..elaborate.program import Program
+from ..units import format_quantity, format_seconds
+from . import schema
+from .text import dump_json, json_number
+
+
+def _side(search: IntegerSearch, which: str) -> str:
+    return {"left": search.left, "right": search.right}.get(which, "equal")
+
+
+def search_text(program: Program, equation: str, found: IntegerSearch) -> str:
+    lo, hi = found.searched
+    name = found.param
+    out = [f"solve {equation}  for {name} (structural: searched the integers {lo}..{hi}, "
+           f"compiled at {len(found.points)} values)"]
+    out += [f"  {name} = {n} does not compile: {why}" for n, why in found.skipped]
+    if found.stopped:
+        out.append(f"  {found.stopped}")
+    out.append("")
+    roots = found.roots
+    if roots:
+        out.append(f"{len(roots)} solution{'s' * (len(roots) != 1)} in {lo}..{hi}: "
+                   + ", ".join(f"{name} = {n}" for n in roots))
+    if found.changes:
+        out.append("the smaller side changes:")
+        for change in found.changes:
+            out.append(f"  between {name} = {change.lo} and {change.hi}: "
+                       f"{_side(found, change.before)} -> {_side(found, change.after)}")
+    else:
+        smaller = found.points[0].smaller
+        out.append(f"no crossover in {lo}..{hi}: {_side(found, smaller)} is smaller throughout")
+    out.append(f"{name:>8}  {'left':>12}  {'right':>12}")
+    shown = sorted({found.points[0].n, found.points[-1].n,
+                    *(n for c in found.changes for n in (c.lo, c.hi)), *roots})
+    by_n = {p.n: p for p in found.points}
+    for n in shown:
+        p = by_n[n]
+        out.append(f"{n:>8}  {format_quantity(p.left, p.dim):>12}  "
+                   f"{format_quantity(p.right, p.dim):>12}")
+    return "\n".join(out) + "\n"
+
+
+def search_json(program: Program, equation: str, found: IntegerSearch) -> str:
+    return dump_json({
+        "schema": schema.SOLVE_INTEGERS,
+        "file": program.path,
+        "equation": equation,
+        "param": found.param,
+        "searched": list(found.searched),
+        "compiles": len(found.points),
+        "stopped": found.stopped,
+        "skipped": [{"value": n, "reason": why} for n, why in found.skipped],
+        "roots": list(found.roots),
+        "changes": [{"lo": c.lo, "hi": c.hi, "before": c.before, "after": c.after}
+                    for c in found.changes],
+        "points": [{"value": p.n, "left": json_number(p.left, integer=False),
+                    "right": json_number(p.right, integer=False)} for p in found.points],
+    })
+
+
+# ---- scale ------------------------------------------------------------------------------------
+
+
+def _points(points: tuple[int, ...]) -> str:
+    """2–9 for a run of consecutive integers, else 2, 4, 8."""
+    if len(points) > 2 and list(points) == list(range(points[0], points[-1] + 1)):
+        return f"{points[0]}–{points[-1]}"
+    return ", ".join(str(p) for p in points)
+
+
+def _range(piece: Piece, name: str) -> str:
+    kind = f"{name} = 2^k, " if piece.family.name == "powers of two" else ""
+    if piece.valid_to is None:
+        return f"for {kind}{name} >= {piece.valid_from}"
+    if piece.valid_to == piece.valid_from:
+        return f"for {kind}{name} = {piece.valid_from}"
+    return f"for {kind}{piece.valid_from} <= {name} <= {piece.valid_to}"
+
+
+def _times(piece: Piece, name: str) -> str:
+    return ", ".join(f"{format_seconds(t)} at {name} = {n}" for n, t in piece.times)
+
+
+def _scale_text(scale, name: str) -> str:
+    return {f"{name}**2": f"{name}²", f"{name}*log({name})/log(2)": f"{name}·log2({name})",
+            f"log({name})/log(2)": f"log2({name})"}.get(str(scale), str(scale))
+
+
+def _asymptote(piece: Piece) -> str:
+    return " + ".join(str(k * scale * m) for m, k, scale in piece.asymptote)
+
+
+def _asymptote_value(piece: Piece, program: Program, name: str) -> str:
+    """Each leading term at the nominal point: '13.28 µs·hosts + 8.0531 ms'."""
+    nominal = {s: v for s, v in program.nominal.items() if str(s) != name}
+    parts = []
+    for monomial, k, scale in piece.asymptote:
+        shown = format_seconds(float((k * monomial).xreplace(nominal)))
+        parts.append(shown if scale == 1 else f"{shown}·{_scale_text(scale, name)}")
+    return " + ".join(parts)
+
+
+def scale_text(program: Program, results: list[Scaling],
+               at: dict[str, list[tuple[int, Fraction | None]]] | None = None) -> str:
+    out = []
+    for result in results:
+        name = result.param
+        out.append(f"{result.name}: time in {name}")
+        for piece in result.pieces:
+            if piece.regime is None:
+                out.append(f"  {_range(piece, name)}: no closed form in this basis; times: "
+                           f"{_times(piece, name)}")
+                continue
+            where = (f"fitted on {_points(piece.fit_points)}, "
+                     f"checked on {_points(piece.check_points)}")
+            out.append(f"  {_range(piece, name)}  ({where})")
+            out.append(f"    time      {piece.regime}")
+            if piece.conditions:
+                out.append(f"      while   {', '.join(piece.conditions)}")
+            if piece.formula is not None and piece.formula != piece.regime:
+                out.append(f"    formula   {piece.formula}")
+            if piece.limit is not None:
+                out.append(f"    as {name} -> oo: {piece.limit}")
+                if piece.asymptote:
+                    out.append(f"      ~ {_asymptote(piece)}")
+                    out.append(f"      = {_asymptote_value(piece, program, name)}")
+            for kind in ("bound", "cut-set", "end-host"):
+                if kind in piece.bounds:
+                    form = piece.bounds[kind]
+                    shown = form if form is not None else "no closed form in this basis"
+                    out.append(f"    {kind:<9} {shown}")
+            if piece.ratio is not None:
+                tail = f"  -> {piece.ratio_limit}" if piece.ratio_limit is not None else ""
+                out.append(f"    time/bound {piece.ratio}{tail}")
+            if piece.optimum is not None:
+                o = piece.optimum
+                # More digits than format_seconds: neighbours of an optimum differ little.
+                around = ", ".join(f"{float(t) * 1e3:.9g} ms at {n}" for n, t in o.neighbours)
+                out.append(f"    optimum   d(time)/d{name} = 0 at {name}* = {o.stationary} "
+                           f"= {float(o.value):.6g}")
+                out.append(f"      best integer {name} = {o.best}: {format_seconds(o.best_time)} "
+                           f"(compiled: {around})")
+        for value, time in (at or {}).get(result.name, []):
+            out.append(f"  at {name} = {value}: " + (
+                f"{format_seconds(time)}  (from the form, not compiled)" if time is not None
+                else "no fitted form covers this value"))
+        out += [f"  note: {note}" for note in result.notes]
+        out.append("")
+    return "\n".join(out)
+
+
+def _text(expr) -> str | None:
+    return None if expr is None else str(expr)
+
+
+def _piece_json(result: Scaling, piece: Piece) -> dict:
+    text = _text
+    o = piece.optimum
+    return {
+        "name": result.name,
+        "param": result.param,
+        "formula": text(piece.formula),
+        "regime_formula": text(piece.regime),
+        "regime_conditions": list(piece.conditions),
+        "fit_points": list(piece.fit_points),
+        "check_points": list(piece.check_points),
+        "valid_from": piece.valid_from,
+        "valid_to": piece.valid_to,
+        "limit": text(piece.limit),
+        "asymptote": _asymptote(piece) or None,
+        "family": piece.family.name,
+        "bounds": {kind: text(form) for kind, form in piece.bounds.items()},
+        "ratio": text(piece.ratio),
+        "ratio_limit": text(piece.ratio_limit),
+        "optimum": None if o is None else {
+            "stationary": str(o.stationary), "value": json_number(o.value, integer=False),
+            "best": o.best, "best_time_s": json_number(o.best_time, integer=False)},
+        "times": [{"value": n, "time_s": json_number(t, integer=False)} for n, t in piece.times],
+    }
+
+
+def scale_json(program: Program, results: list[Scaling], compiles: int,
+               at: dict[str, list[tuple[int, Fraction | None]]] | None = None) -> str:
+    return dump_json({
+        "schema": schema.SCALE,
+        "file": program.path,
+        "compiles": compiles,
+        "at": {name: [{"value": n, "time_s": json_number(t, integer=False)} for n, t in rows]
+               for name, rows in (at or {}).items() if rows},
+        "schedules": [_piece_json(r, p) for r in results for p in r.pieces],
+        "notes": {r.name: list(r.notes) for r in results if r.notes},
+    })
