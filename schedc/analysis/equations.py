@@ -185,7 +185,7 @@ def _side_name(expr: ast.Expr) -> str:
 
 def source_text(span: Span) -> str:
     """The text a span covers (joined onto one line)."""
-    lines = span.source.text.splitlines()[span.line - 1:span.end_line]
+    lines = span.source.lines()[span.line - 1:span.end_line]
     if not lines:
         return ""
     if len(lines) == 1:

@@ -20,6 +20,8 @@ from .options import (
     set_option,
 )
 
+MAX_EMIT_LINES = 200_000  # formatting takes about 50 µs a line
+
 
 def verified_timings(session, names: list[str], no_verify: bool) -> list:
     """The schedules' timings, verified first unless --no-verify (bad input, exit 2, has had
@@ -41,7 +43,9 @@ def verified_timings(session, names: list[str], no_verify: bool) -> list:
 @schedule_option
 @set_option
 @limit_options
-def emit(stage: str, file: Path, schedules, sets, limits) -> int:
+@click.option("--max-lines", type=click.IntRange(min=1), default=MAX_EMIT_LINES,
+              show_default=True, help="Refuse to dump an ir or loads stage longer than this.")
+def emit(stage: str, file: Path, schedules, sets, limits, max_lines: int) -> int:
     """Dump one pipeline stage: ast, ir, loads or formula."""
     from ..errors import ParseError, SourceFile
     from ..render import emit as dumps
@@ -56,7 +60,16 @@ def emit(stage: str, file: Path, schedules, sets, limits) -> int:
     from ..session import Session
     session = Session.open(file, sets, limits)
     program, out = session.program, []
+    lines = 0
     for name in session.selected(schedules):
+        if stage in ("ir", "loads"):  # counted before anything is formatted: it is slow
+            lines += dumps.line_count(stage, session.schedule(name),
+                                      session.loads(name) if stage == "loads" else None)
+            if lines > max_lines:
+                from ..errors import LimitError
+                raise LimitError(f"emit {stage} would print {lines:,} lines or more; the limit "
+                                 f"is {max_lines:,} (raise it with --max-lines, or pick "
+                                 "schedules with -s)")
         if stage == "ir":
             out.append(dumps.emit_ir(program, session.schedule(name)))
         elif stage == "loads":

@@ -13,7 +13,9 @@ from dataclasses import replace
 from fractions import Fraction
 
 import numpy as np
+import sympy
 
+from .. import magnitude
 from ..errors import ElaborationError, LimitError, Span, UnitError, did_you_mean
 from ..language import syntax as ast
 from ..model.values import (
@@ -32,11 +34,12 @@ from ..model.values import (
     check_numeric,
     kind_of,
     normalize,
+    one_lane,
     settle,
     take_lanes,
     to_sympy,
 )
-from ..units import DIMENSIONLESS, Dim, dim_name, format_quantity, unit
+from ..units import DIMENSIONLESS, Dim, dim_name, format_number, format_quantity, unit
 from .builtins import BUILTINS
 from .lanes import Env, expand_lanes, filter_lanes
 
@@ -141,7 +144,7 @@ def _comprehension(node: ast.ListComp, env: Env) -> object:
         if clause.cond is not None:
             inner = filter_lanes(inner, evaluate(clause.cond, inner), clause.cond.span)
     count = inner.lanes
-    element = evaluate(node.element, inner) if count else None
+    element = _element(node.element, inner) if count else None
     if count and not isinstance(element, Devices):
         raise ElaborationError(f"a list holds devices or groups, not {kind_of(element)}",
                                node.element.span)
@@ -149,6 +152,26 @@ def _comprehension(node: ast.ListComp, env: Env) -> object:
         return Devices(np.zeros(0, dtype=np.int64))
     ids = element.ids if element.lanes else np.broadcast_to(element.ids, (count, *element.ids.shape))
     return Devices(np.ascontiguousarray(ids))
+
+
+def _element(expr: ast.Expr, env: Env) -> object:
+    """A comprehension's element for all lanes at once, else (an operation with no lane-wise
+    form) one lane at a time, stacked."""
+    try:
+        return evaluate(expr, env)
+    except NeedScalar:
+        pass
+    groups = []
+    for lane in range(env.lanes):
+        local = {name: one_lane(value, lane) for name, value in env.local.items()}
+        element = evaluate(expr, replace(env, local=local, lanes=None))
+        if not isinstance(element, Devices):
+            raise ElaborationError(f"a list holds devices or groups, not {kind_of(element)}",
+                                   expr.span)
+        groups.append(element.ids)
+    if len({g.shape for g in groups}) > 1:
+        raise ElaborationError("the groups of a nested list must all have one length", expr.span)
+    return Devices(np.stack(groups), True)
 
 
 def _each_lane(node: ast.ListComp, env: Env) -> Devices:
@@ -180,7 +203,19 @@ def _unary(node: ast.UnaryOp, env: Env) -> object:
 def _binop(node: ast.BinOp, env: Env) -> object:
     left = evaluate(node.left, env)
     right = evaluate(node.right, env)
-    return apply_binop(node.op, left, right, node)
+    return _within_bound(apply_binop(node.op, left, right, node), node.span)
+
+
+def _within_bound(value: object, span: Span) -> object:
+    """Refuse an exact result beyond `magnitude.MAX_BITS` (operands within it make results of
+    at most twice the bits, cheap to compute; `**` and `<<` are judged before they run)."""
+    if isinstance(value, Quantity):
+        numbers = [Fraction(int(a.p), int(a.q)) for a in value.expr.atoms(sympy.Rational)]
+    else:
+        numbers = [value] if isinstance(value, (int, Fraction)) else []
+    if not all(magnitude.fits(n) for n in numbers):
+        raise LimitError(magnitude.TOO_LARGE, span)
+    return value
 
 
 def apply_binop(op: str, left: object, right: object, node: ast.BinOp) -> object:
@@ -217,6 +252,8 @@ def apply_binop(op: str, left: object, right: object, node: ast.BinOp) -> object
             raise ElaborationError(f"shift count must be in 0..{_MAX_EXPONENT}", node.right.span)
         if lanes and op == "<<" and np.any(np.asarray(right) > 62):
             raise NeedScalar
+        if op == "<<" and not lanes and magnitude.bits(left) + right > magnitude.MAX_BITS:
+            raise LimitError(magnitude.TOO_LARGE, node.span)
         return left << right if op == "<<" else left >> right
     return {"&": lambda a, b: a & b, "|": lambda a, b: a | b, "^": lambda a, b: a ^ b}[op](left, right)
 
@@ -244,6 +281,8 @@ def _power(base, exponent, node: ast.BinOp):
         return np.asarray(base) ** np.asarray(exponent)
     if base == 0 and exponent < 0:
         raise ElaborationError("division by zero", node.span)
+    if (magnitude.bits(base) - 1) * abs(exponent) > magnitude.MAX_BITS:
+        raise LimitError(magnitude.TOO_LARGE, node.span)
     return normalize(Fraction(base) ** exponent)
 
 
@@ -381,6 +420,8 @@ def _integer(value: object, span: Span, what: str):
         return value
     number = as_number(value) if isinstance(value, (int, Fraction, Quantity)) else None
     if isinstance(number, int):
+        if abs(number) >= magnitude.MAX_INDEX:
+            raise LimitError(f"{what} must lie within ±2^62, not {format_number(number)}", span)
         return number
     if isinstance(value, Quantity) and value.is_symbolic:
         raise ElaborationError(f"{what} must be a concrete integer, but this depends on params "

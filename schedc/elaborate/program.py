@@ -38,6 +38,7 @@ from .topology import Namespace, TopologyBuilder
 
 COLLECTIVES_WITH_ROOT = ("broadcast", "reduce")
 DEFAULT_LIMITS = Limits()
+MAX_IMPORT_DEPTH = 100  # files importing files; each costs a few frames of Python's stack
 
 
 @dataclass(frozen=True)
@@ -219,6 +220,8 @@ class _Loader:
             raise LoadError(f"import cycle: {chain} -> {target.name}", stmt.span)
         if target in self.done:
             return
+        if len(self.active) >= MAX_IMPORT_DEPTH:
+            raise LoadError(f"imports nest more than {MAX_IMPORT_DEPTH} files deep here", stmt.span)
         shown = str(Path(stmt.span.source.path).parent / stmt.path)
         self._module(self._read(target, shown, stmt.span), target, is_main=False)
 

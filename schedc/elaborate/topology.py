@@ -7,6 +7,7 @@ own members are visible by their short names (`g[i]`, `nvswitch`).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field, replace
 from functools import partial
 
@@ -16,7 +17,7 @@ import sympy
 from ..errors import ElaborationError, LimitError, Span
 from ..language import syntax as ast
 from ..model.topology import FORWARDING_KINDS, Device, Hop, Resource, Topology
-from ..model.values import Devices, NeedScalar, SharedRef, TopoRef, as_number, kind_of, take_lanes
+from ..model.values import Devices, NeedScalar, SharedRef, TopoRef, as_number, kind_of, one_lane
 from ..units import BYTES, RATE, SECONDS
 from .evaluate import check_index, check_positive, evaluate, expect_device, expect_quantity
 from .lanes import Env, expand_lanes, filter_lanes, lane_array
@@ -172,9 +173,14 @@ class TopologyBuilder:
                 raise ElaborationError(f"'{decl.name}' has {existing.size} items in the first "
                                        f"host and {size} here", decl.span)
             return existing
+        outer = self._sized(prefix)
+        items = math.prod(outer) * (size if size is not None else 1)
+        if (len(self.devices) if kind != "host" else 0) + items > MAX_TOPOLOGY_ITEMS:
+            what = "hosts" if kind == "host" else "devices"
+            raise LimitError(f"the topology would have more than {MAX_TOPOLOGY_ITEMS:,} {what}",
+                             decl.count.span if decl.count is not None else decl.span)
         fam = Family(kind, size, decl.span)
         families[decl.name] = fam
-        outer = self._sized(prefix)
         fam.table = np.full((*outer, *([size] if size is not None else [])), -1, dtype=np.int64)
         return fam
 
@@ -200,11 +206,8 @@ class TopologyBuilder:
         return device.id
 
     def _host(self, stmt: ast.HostDecl, env: Env) -> None:
-        fam = self._declare(stmt.name, "host", env, (), None)
+        fam = self._declare(stmt.name, "host", env, (), None)  # refuses too many hosts
         count = fam.size if fam.size is not None else 1
-        if count > MAX_TOPOLOGY_ITEMS:
-            raise LimitError(f"{count:,} hosts is more than the limit of {MAX_TOPOLOGY_ITEMS:,}",
-                             stmt.name.span)
         for k in range(count):
             name = stmt.name.name if fam.size is None else f"{stmt.name.name}[{k}]"
             self.host_names.append(name)
@@ -265,8 +268,8 @@ class TopologyBuilder:
                 self._add_link(stmt, int(a), int(b), attrs)
         except NeedScalar:
             for k in range(lanes.lanes):
-                one = replace(lanes, local={n: _scalar(take_lanes(v, np.array([k])))
-                                            for n, v in lanes.local.items()}, lanes=None)
+                one = replace(lanes, local={n: one_lane(v, k) for n, v in lanes.local.items()},
+                              lanes=None)
                 a, b = (int(expect_device(evaluate(e, one), e.span, "a link end").ids)
                         for e in (stmt.a, stmt.b))
                 self._add_link(stmt, a, b, self._attributes(stmt, one))
@@ -315,11 +318,3 @@ def _count(value: object, span: Span) -> int:
         raise ElaborationError("a family size must be a non-negative integer", span)
     return number
 
-
-def _scalar(value: object) -> object:
-    """A one-lane value as a plain scalar value."""
-    if isinstance(value, np.ndarray):
-        return value[0].item() if value.dtype != bool else bool(value[0])
-    if isinstance(value, Devices) and value.lanes:
-        return Devices(value.ids[0], False)
-    return value

@@ -15,6 +15,13 @@ def emit_ast(module: Module) -> str:
     return dump(module.body) + "\n"
 
 
+def line_count(stage: str, schedule: Schedule, loads: Loads | None = None) -> int:
+    """How many lines `emit_ir` (or `emit_loads`, given the loads) prints, before printing."""
+    if stage == "loads":
+        return 1 + loads.rounds + len(loads.resource)
+    return 1 + len(schedule.rounds) + schedule.transfer_count
+
+
 def emit_ir(program: Program, schedule: Schedule) -> str:
     names = [d.name for d in program.topology.devices]
     c = schedule.collective
