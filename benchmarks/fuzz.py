@@ -134,7 +134,7 @@ def programs(draw) -> str:
             elif shape == 1:
                 transfer = f"round {{ for j in 0..{p - 1}: {transfer} }}"
             elif shape == 2:
-                transfer = "ring_allreduce([g[i] for i in 0..%d])" % (p - 1)
+                transfer = f"ring_allreduce([g[i] for i in 0..{p - 1}])"
             elif shape == 3:
                 transfer = f"if {_expr(draw)}: {transfer}"
             body.append("  " + transfer)
