@@ -330,13 +330,29 @@ def wrong_lines(stderr: str, shown_path: str, text: str) -> list[str]:
 
 def fuzz(examples: int, seed: int, time_limit: float, out: Path | None,
          memory_gb: float = 4.0, progress: bool = True) -> Tally:
-    """Run `examples` inputs; write the findings' inputs under `out` if given."""
+    """Run `examples` inputs; write the findings' inputs under `out` if given. The process's
+    settings changed for the run (SCHEDC_DEBUG, the topology limit, the memory cap) are
+    restored at the end."""
+    saved = (os.environ.get("SCHEDC_DEBUG"), topology_stage.MAX_TOPOLOGY_ITEMS,
+             resource.getrlimit(resource.RLIMIT_AS))
     os.environ["SCHEDC_DEBUG"] = "1"
     if memory_gb:
         cap = int(memory_gb * 2**30)
-        resource.setrlimit(resource.RLIMIT_AS, (cap, resource.getrlimit(resource.RLIMIT_AS)[1]))
+        resource.setrlimit(resource.RLIMIT_AS, (cap, saved[2][1]))
     topology_stage.MAX_TOPOLOGY_ITEMS = TOPOLOGY_ITEMS
-    sys.setrecursionlimit(1000)  # as on the command line
+    try:
+        return _campaign(examples, seed, time_limit, out, progress)
+    finally:
+        if saved[0] is None:
+            os.environ.pop("SCHEDC_DEBUG", None)
+        else:
+            os.environ["SCHEDC_DEBUG"] = saved[0]
+        topology_stage.MAX_TOPOLOGY_ITEMS = saved[1]
+        resource.setrlimit(resource.RLIMIT_AS, saved[2])
+
+
+def _campaign(examples: int, seed: int, time_limit: float, out: Path | None,
+              progress: bool) -> Tally:
     tally = Tally()
     work = Path(tempfile.mkdtemp(prefix="schedc-fuzz-"))
     tree = work / "schedules"

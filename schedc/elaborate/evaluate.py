@@ -229,7 +229,8 @@ def apply_binop(op: str, left: object, right: object, node: ast.BinOp) -> object
     if lanes and _may_overflow(op, left, right):
         raise NeedScalar  # int64 would wrap around silently; Python ints are exact
     if op in ("+", "-", "*"):
-        return {"+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b}[op](left, right)
+        result = {"+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b}[op](left, right)
+        return normalize(result) if isinstance(result, Fraction) else result  # 0.5 * 2 is 1
     if op in ("/", "//", "%"):
         if np.any(np.asarray(right) == 0):
             raise ElaborationError("division by zero", node.right.span)
@@ -426,8 +427,10 @@ def _integer(value: object, span: Span, what: str):
     if isinstance(value, Quantity) and value.is_symbolic:
         raise ElaborationError(f"{what} must be a concrete integer, but this depends on params "
                                f"({', '.join(sorted(map(str, value.expr.free_symbols)))})", span)
-    raise ElaborationError(f"{what} must be an integer, not {kind_of(value) if number is None else number}",
-                           span)
+    shown = kind_of(value) if number is None else str(number)
+    if len(shown) > 40:  # a fraction of huge terms
+        shown = f"a fraction near {format_number(number)}"
+    raise ElaborationError(f"{what} must be an integer, not {shown}", span)
 
 
 # ---- calls of built-in functions --------------------------------------------------------------

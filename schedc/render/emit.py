@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import numpy as np
+
 from ..cost.lower import Loads
 from ..cost.timing import Timing
 from ..elaborate.program import Program
@@ -17,8 +19,9 @@ def emit_ast(module: Module) -> str:
 
 def line_count(stage: str, schedule: Schedule, loads: Loads | None = None) -> int:
     """How many lines `emit_ir` (or `emit_loads`, given the loads) prints, before printing."""
-    if stage == "loads":
-        return 1 + loads.rounds + len(loads.resource)
+    if stage == "loads":  # a round lists the entries of its shape
+        per_shape = np.bincount(loads.shape, minlength=len(loads.shape_cross))
+        return 1 + loads.rounds + int(per_shape[loads.shape_of].sum())
     return 1 + len(schedule.rounds) + schedule.transfer_count
 
 
