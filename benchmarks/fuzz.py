@@ -298,7 +298,7 @@ def run_one(argv: list[str], cpu_seconds: float) -> tuple[object, str, str, floa
 
 _DIAGNOSTIC = re.compile(r"^(?P<file>[^\n]+?):(?P<line>\d+):(?P<col>\d+): error: (?P<msg>[^\n]*)\n"
                          r"  (?P<excerpt>[^\n]*)\n  (?P<caret> *)\^", re.M)
-_SHOWN_AS_SPACE = {ord(c): " " for c in "\t\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"}
+_SHOWN_AS_SPACE = {c: " " for c in [*range(32), 0x7f, 0x85, 0x2028, 0x2029]}
 
 
 def wrong_lines(stderr: str, shown_path: str, text: str) -> list[str]:

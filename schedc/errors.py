@@ -35,9 +35,9 @@ class SourceFile:
         return lines[number - 1] if 0 < number <= len(lines) else ""
 
 
-# Characters a terminal would move the cursor for (tabs, and what str.splitlines() breaks at
-# besides '\n'): shown as one space each, so the caret stays under its column.
-_SHOWN_AS_SPACE = {ord(c): " " for c in "\t\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"}
+# Characters a terminal would move the cursor for or not show (tabs, control characters and
+# what str.splitlines() breaks at besides '\n'): one space each, so the caret keeps its column.
+_SHOWN_AS_SPACE = {c: " " for c in [*range(32), 0x7f, 0x85, 0x2028, 0x2029]}  # controls too
 
 
 @dataclass(frozen=True)

@@ -294,3 +294,47 @@ def test_emit_refuses_a_dump_longer_than_max_lines(run, files):
     code, out, _ = run("emit", "loads", path, "--max-lines", "301")
     assert code == 0 and len(out.splitlines()) == 301  # 1 + 100 rounds + 2 resources each
     assert run("emit", "loads", path, "--max-lines", "300")[0] == 2
+
+
+# ---- the solve time limit covers deriving the times ---------------------------------------------
+
+def test_solve_timeout_covers_deriving_the_times(run, files, monkeypatch):
+    # 300 rounds over 300 bandwidth params: `solve --timeout 1` answered after 29 s, since only
+    # the solving ran under the limit and deriving the two formulas took the rest; a
+    # derivation that never ends stands for it here
+    import schedc.session
+
+    def forever(*args, **kwargs):
+        while True:
+            pass
+
+    monkeypatch.setattr(schedc.session, "cost", forever)
+    path = files(HEAD + "allreduce V over [g[0], g[1]]\nschedule s = round { "
+                 "copy all from g[0] to g[1]; copy all from g[1] to g[0] }\n")
+    code, out, err = run("solve", path, "time(s) = 1 ms", "--for", "V", "--timeout", "0.2")
+    assert code == 2 and out == ""
+    assert err.splitlines()[0] == "equation:1:1: error: could not derive the times within 0.2 s"
+
+
+# ---- found by benchmarks/fuzz.py itself --------------------------------------------------------
+
+@pytest.mark.parametrize("text, expected", [
+    # a link's clause with no lane-wise form (NeedScalar, exit 70): one lane at a time
+    ("param B = 1 B/s\ntopology { gpu g[3]\n  link g[i] -> g[j] bw B for i in 0..2 "
+     "for j in 3 Gbit/s + i..2 if i != j }\n",
+     "3:49: error: cannot add a bandwidth (bytes/s) and a number"),
+    (HEAD + "let r = [g[j] for i in 0..3 for j in B + i..3]\n",
+     "2:38: error: cannot add a bandwidth (bytes/s) and a number"),
+    # an import path with a NUL character (ValueError from the file system, exit 70)
+    ('import "m\x00.sched"\n', "1:1: error: cannot import 'm\\x00.sched': embedded null byte"),
+])
+def test_found_by_the_campaign(run, files, text, expected):
+    assert diagnostic(run, "eval", files(text))[0] == expected
+
+
+def test_a_clause_that_varies_per_lane_still_works(run, files):
+    # j from i + 0.5 * 2: the Fraction * lanes has no lane-wise form, lane by lane it is i + 1:
+    # the pairs (0,1) (0,2) (0,3) (1,2) (1,3) (2,3), six links
+    path = files(HEAD +
+                 "topology { link g[i] -> g[j] bw B for i in 0..3 for j in i + 0.5 * 2..3 }\n")
+    assert len(schedc.load(path).program.topology.hops) == 4 * 2 + 6

@@ -37,7 +37,8 @@ def solve_command(session, equation: str, param: str, as_json: bool, timeout: fl
     """Solve EQUATION for one param, regime by regime: every solution, and which side is
     smaller in between (e.g. 'time(hierarchical) = time(ring, B_L = 32 GB/s)' --for B_L)."""
     from ..analysis.equations import Equations, name_span
-    from ..errors import SourceFile, Span
+    from ..deadline import OutOfTime, TimeLimit
+    from ..errors import SolveError, SourceFile, Span
     from ..language.parser import parse_equation
     from ..language.syntax import TimeOf, walk
     from ..render.analysis import solve_json, solve_text
@@ -48,9 +49,15 @@ def solve_command(session, equation: str, param: str, as_json: bool, timeout: fl
             timed.setdefault(node.schedule, node)
     for name, node in timed.items():  # an unknown name points into EQUATION
         session.program.result(name, name_span(node.span, name))
-    verified_timings(session, list(timed), no_verify)
+    limit = TimeLimit(timeout)  # one budget: deriving the times, then solving
+    try:
+        with limit.running():
+            verified_timings(session, list(timed), no_verify)
+    except OutOfTime:
+        raise SolveError(f"could not derive the times within {limit}", relation.span,
+                         ("raise the limit with --timeout",)) from None
     param_span = Span(SourceFile("--for", param), 1, 1, 1, len(param) + 1)
-    solution = Equations(session, timeout).solve(relation, param.strip(), param_span)
+    solution = Equations(session, limit).solve(relation, param.strip(), param_span)
     show = solve_json if as_json else solve_text
     click.echo(show(session.program, equation, solution), nl=False)
     return EXIT_OK

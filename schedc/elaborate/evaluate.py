@@ -140,11 +140,11 @@ def _comprehension(node: ast.ListComp, env: Env) -> object:
         return _each_lane(node, env)
     inner = replace(env, lanes=1)
     for clause in node.clauses:
-        inner = expand_lanes(inner, clause.var, evaluate(clause.iter, inner), clause.iter.span)
+        inner = expand_lanes(inner, clause.var, lanewise(clause.iter, inner), clause.iter.span)
         if clause.cond is not None:
-            inner = filter_lanes(inner, evaluate(clause.cond, inner), clause.cond.span)
+            inner = filter_lanes(inner, lanewise(clause.cond, inner), clause.cond.span)
     count = inner.lanes
-    element = _element(node.element, inner) if count else None
+    element = lanewise(node.element, inner) if count else None
     if count and not isinstance(element, Devices):
         raise ElaborationError(f"a list holds devices or groups, not {kind_of(element)}",
                                node.element.span)
@@ -154,24 +154,32 @@ def _comprehension(node: ast.ListComp, env: Env) -> object:
     return Devices(np.ascontiguousarray(ids))
 
 
-def _element(expr: ast.Expr, env: Env) -> object:
-    """A comprehension's element for all lanes at once, else (an operation with no lane-wise
-    form) one lane at a time, stacked."""
+def lanewise(expr: ast.Expr, env: Env) -> object:
+    """`expr` for all lanes at once, else (an operation with no lane-wise form) one lane at a
+    time, the values joined into one lane-varying value: for a comprehension's or a link's
+    clauses and elements, which have no scalar rerun of their own."""
     try:
         return evaluate(expr, env)
     except NeedScalar:
         pass
-    groups = []
-    for lane in range(env.lanes):
-        local = {name: one_lane(value, lane) for name, value in env.local.items()}
-        element = evaluate(expr, replace(env, local=local, lanes=None))
-        if not isinstance(element, Devices):
-            raise ElaborationError(f"a list holds devices or groups, not {kind_of(element)}",
+    values = [evaluate(expr, replace(env, local={n: one_lane(v, k) for n, v in env.local.items()},
+                                     lanes=None)) for k in range(env.lanes or 0)]
+    if not values:
+        return IntRange(np.zeros(0, np.int64), np.zeros(0, np.int64))
+    if all(isinstance(v, (bool, np.bool_)) for v in values):
+        return np.array(values, dtype=bool)
+    if all(isinstance(v, int) and not isinstance(v, bool) for v in values):
+        return np.array([_integer(v, expr.span, "a value") for v in values], dtype=np.int64)
+    if all(isinstance(v, IntRange) for v in values):
+        return IntRange(np.array([v.lo for v in values], dtype=np.int64),
+                        np.array([v.hi for v in values], dtype=np.int64))
+    if all(isinstance(v, Devices) and not v.lanes for v in values):
+        if len({v.ids.shape for v in values}) > 1:
+            raise ElaborationError("the groups of a nested list must all have one length",
                                    expr.span)
-        groups.append(element.ids)
-    if len({g.shape for g in groups}) > 1:
-        raise ElaborationError("the groups of a nested list must all have one length", expr.span)
-    return Devices(np.stack(groups), True)
+        return Devices(np.stack([v.ids for v in values]), True)
+    raise ElaborationError(f"{kind_of(values[0])} cannot vary from one iteration to the next "
+                           "here", expr.span)
 
 
 def _each_lane(node: ast.ListComp, env: Env) -> Devices:

@@ -214,7 +214,10 @@ class _Loader:
         return parse_module(SourceFile(shown, text))
 
     def _import(self, stmt: ast.Import, importer: Path) -> None:
-        target = (importer.parent / stmt.path).resolve()
+        try:
+            target = (importer.parent / stmt.path).resolve()
+        except (OSError, ValueError) as exc:  # a NUL character, a loop of symbolic links
+            raise LoadError(f"cannot import {stmt.path!r}: {exc}", stmt.span) from None
         if target in self.active:
             chain = " -> ".join(p.name for p in self.active[self.active.index(target):])
             raise LoadError(f"import cycle: {chain} -> {target.name}", stmt.span)

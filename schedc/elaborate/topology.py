@@ -19,7 +19,14 @@ from ..language import syntax as ast
 from ..model.topology import FORWARDING_KINDS, Device, Hop, Resource, Topology
 from ..model.values import Devices, NeedScalar, SharedRef, TopoRef, as_number, kind_of, one_lane
 from ..units import BYTES, RATE, SECONDS
-from .evaluate import check_index, check_positive, evaluate, expect_device, expect_quantity
+from .evaluate import (
+    check_index,
+    check_positive,
+    evaluate,
+    expect_device,
+    expect_quantity,
+    lanewise,
+)
 from .lanes import Env, expand_lanes, filter_lanes, lane_array
 
 MAX_TOPOLOGY_ITEMS = 10_000_000
@@ -251,9 +258,9 @@ class TopologyBuilder:
     def _link(self, stmt: ast.LinkDecl, env: Env) -> None:
         lanes = replace(env, lanes=1)
         for clause in stmt.clauses:
-            lanes = expand_lanes(lanes, clause.var, evaluate(clause.iter, lanes), clause.iter.span)
+            lanes = expand_lanes(lanes, clause.var, lanewise(clause.iter, lanes), clause.iter.span)
             if clause.cond is not None:
-                lanes = filter_lanes(lanes, evaluate(clause.cond, lanes), clause.cond.span)
+                lanes = filter_lanes(lanes, lanewise(clause.cond, lanes), clause.cond.span)
         if stmt.attrs.half and not stmt.both_ways:
             raise ElaborationError("'half' makes both directions of a link share one resource; a "
                                    "one-way link (->) has one direction", stmt.span)
