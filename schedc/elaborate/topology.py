@@ -29,7 +29,7 @@ from .evaluate import (
 )
 from .lanes import Env, expand_lanes, filter_lanes, lane_array
 
-MAX_TOPOLOGY_ITEMS = 10_000_000
+MAX_TOPOLOGY_ITEMS = 1_000_000  # devices, hosts or links (each takes microseconds)
 
 
 @dataclass(frozen=True)
