@@ -10,6 +10,7 @@ Each input is one command on one file; the run is classified by its exit code an
 - an "out of memory" or "nested too deeply" message (bad input reported without a position).
 
     python benchmarks/fuzz.py --examples 100000 [--seed 1] [--out DIR] [--time-limit 10]
+    python benchmarks/fuzz.py --replay DIR/internal_000123   # one finding again, traceback on
 
 Hypothesis draws the inputs (generation only: nothing here fails, so nothing is shrunk).
 The process caps its own address space (--memory-gb) so that a runaway allocation is a
@@ -408,6 +409,20 @@ def _campaign(examples: int, seed: int, time_limit: float, out: Path | None,
     return tally
 
 
+def replay(folder: Path) -> None:
+    """Run one finding again (its input in a fresh copy of schedules/), showing tracebacks."""
+    case = json.loads((folder / "case.json").read_text())
+    with tempfile.TemporaryDirectory(prefix="schedc-replay-") as work:
+        tree = Path(work) / "schedules"
+        shutil.copytree(SCHEDULES, tree, ignore=shutil.ignore_patterns("scale"))
+        path = (tree / case["file"]).with_name("fuzz_input.sched")
+        shutil.copy(folder / "input.sched", path)
+        argv = [str(path) if a.endswith("/fuzz_input.sched") else a for a in case["argv"]]
+        print("schedc", " ".join(argv), file=sys.stderr)
+        os.environ["SCHEDC_DEBUG"] = "1"
+        main(argv)
+
+
 def _main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--examples", type=int, default=1000)
@@ -416,7 +431,10 @@ def _main() -> None:
                         help="seconds of wall time one run may take (default 10)")
     parser.add_argument("--memory-gb", type=float, default=4.0)
     parser.add_argument("--out", type=Path, help="write each finding's input here")
+    parser.add_argument("--replay", type=Path, metavar="FINDING", help="run one finding again")
     args = parser.parse_args()
+    if args.replay:
+        replay(args.replay)
     tally = fuzz(args.examples, args.seed, args.time_limit, args.out, args.memory_gb)
     print(json.dumps(tally.summary(), indent=2))
     for problem in tally.wrong_line[:20]:
