@@ -99,51 +99,65 @@ def _expr(draw, depth: int = 0) -> str:
 
 @st.composite
 def programs(draw) -> str:
-    """A program built from the grammar's statements, mostly well formed, with random values."""
-    p = draw(st.integers(1, 9))
-    lines = [f"param V = {draw(st.sampled_from(['64 MiB', '1 B', '1e300 MiB', '1e-300 MiB', '0 B']))}",
-             f"param B = {draw(st.sampled_from(['25 GB/s', '1e400 KB/s', '0 B/s', '1 B/s']))}",
-             f"param alpha = {draw(st.sampled_from(['1 us', '0 s', '1e400 ns', '1e-300 s']))}"]
-    if draw(st.booleans()):
+    """A program built from the grammar's statements: half of them tame (every value sensible,
+    so they reach verification, bounds and solving), half with extreme values mixed in."""
+    tame = draw(st.booleans())
+
+    def pick(sensible: list[str], extreme: list[str]) -> str:
+        return draw(st.sampled_from(sensible if tame else sensible + extreme))
+
+    def expr() -> str:
+        return pick(["1", "2", "p - 1"], [_expr(draw)])
+
+    p = draw(st.integers(2 if tame else 1, 9))
+    lines = [f"let p = {p}",
+             f"param V = {pick(['64 MiB', '1 B', '3 KiB'], ['1e300 MiB', '1e-300 MiB', '0 B'])}",
+             f"param B = {pick(['25 GB/s', '1 B/s'], ['1e400 KB/s', '0 B/s'])}",
+             f"param alpha = {pick(['1 us', '0 s'], ['1e400 ns', '1e-300 s'])}"]
+    if tame or draw(st.booleans()):
         lines.append('import "../lib/ring.sched"')
     lines += ["topology {",
-              f"  gpu g[{draw(st.sampled_from([str(p), str(p), '0', '1e300', '2**62', '1000000000']))}]",
+              f"  gpu g[{pick(['p'], ['0', '1e300', '2**62', '1000000000'])}]",
               "  switch sw",
-              f"  link g[i] <-> sw bw {draw(st.sampled_from(['B', 'B * 2', '1e400 GB/s', 'V']))}"
-              f" for i in 0..{draw(st.sampled_from([str(p - 1), '-1', '1e300', 'len(g) - 1']))}"]
+              f"  link g[i] <-> sw bw {pick(['B', 'B * 2'], ['1e400 GB/s', 'V'])}"
+              f" for i in 0..{pick(['p - 1', 'len(g) - 1'], ['-1', '1e300'])}"]
     if draw(st.booleans()):
-        lines.append(f"  link g[i] -> g[j] bw B for i in 0..{p - 1} for j in {_expr(draw)}..{p - 1}"
+        lines.append(f"  link g[i] -> g[j] bw B for i in 0..p - 1 for j in {expr()}..p - 1"
                      " if i != j")
     lines.append("}")
-    if draw(st.booleans()):
+    if not tame and draw(st.booleans()):
         lines.append(f"let {draw(st.sampled_from(NAMES))} = {_expr(draw)}")
     kind = draw(st.sampled_from(["allreduce", "allgather", "reduce_scatter", "broadcast", "reduce",
                                  "alltoall"]))
     root = " root g[0]" if kind in ("broadcast", "reduce") else ""
-    lines.append(f"{kind} V over [g[i] for i in 0..{p - 1}]{root}")
+    lines.append(f"{kind} V over [g[i] for i in 0..p - 1]{root}")
     for s in range(draw(st.integers(1, 3))):
         body = []
         for _ in range(draw(st.integers(1, 4))):
             op = draw(st.sampled_from(["copy", "reduce"]))
-            k = draw(st.sampled_from(["2", "4", str(p), "1e300", "0"]))
-            a, b = draw(st.integers(0, p)), draw(st.integers(0, p))
-            into = f" into part({draw(st.integers(0, 4))} of {k})" if draw(st.booleans()) else ""
-            transfer = f"{op} part({draw(st.integers(0, 4))} of {k}) from g[{a}] to g[{b}]{into}"
+            k = int(pick(["2", "4", str(p)], ["0"]))
+            a = draw(st.integers(0, p - 1 if tame else p))
+            b = (a + draw(st.integers(1, p - 1))) % p if tame else draw(st.integers(0, p))
+            part = draw(st.integers(0, max(k - 1, 0) if tame else 4))
+            into = f" into part({draw(st.integers(0, max(k - 1, 0)))} of {k})" \
+                if draw(st.booleans()) else ""
+            transfer = f"{op} part({part} of {k}) from g[{a}] to g[{b}]{into}"
             shape = draw(st.integers(0, 5))
             if shape == 0:
-                transfer = f"for j in 0..{_expr(draw)} round {{ {transfer} }}"
+                transfer = f"for t in 0..{expr()} round {{ {transfer} }}"
             elif shape == 1:
-                transfer = f"round {{ for j in 0..{p - 1}: {transfer} }}"
+                transfer = (f"round {{ for j in 0..p - 1: {op} part(j of p) from g[j] "
+                            "to g[(j + 1) % p] }")
             elif shape == 2:
-                transfer = f"ring_allreduce([g[i] for i in 0..{p - 1}])"
+                transfer = "ring_allreduce([g[i] for i in 0..p - 1])"
             elif shape == 3:
-                transfer = f"if {_expr(draw)}: {transfer}"
+                transfer = f"if {pick(['p > 2', 'p == 2'], [_expr(draw)])}: {transfer}"
             body.append("  " + transfer)
         lines += [f"schedule s{s} {{", *body, "}"]
     for _ in range(draw(st.integers(0, 2))):
-        lines.append(draw(st.sampled_from([f"report r = {_expr(draw)}",
+        lines.append(draw(st.sampled_from([f"report r = {pick(['V / B', 'p * 2'], [_expr(draw)])}",
                                            f"expect time(s0) <= {_number(draw)}",
-                                           f"expect {_expr(draw)} = {_expr(draw)}"])))
+                                           f"expect {expr()} = {expr()}"])))
     return "\n".join(lines) + "\n"
 
 
