@@ -18,9 +18,26 @@ class SourceFile:
     path: str
     text: str
 
+    def __post_init__(self) -> None:
+        # Python's rule for source text: '\r\n' and a lone '\r' end a line like '\n' (as
+        # reading a file with universal newlines does; the same for command-line text).
+        if "\r" in self.text:
+            object.__setattr__(self, "text", self.text.replace("\r\n", "\n").replace("\r", "\n"))
+
+    def lines(self) -> list[str]:
+        """The lines as the lexer counts them: only '\n' ends a line (Lark's rule, and Python's
+        tokenizer's), so a form feed, U+0085 or U+2028 is a character of its line."""
+        lines = self.text.split("\n")
+        return lines[:-1] if len(lines) > 1 and not lines[-1] else lines
+
     def line(self, number: int) -> str:
-        lines = self.text.splitlines()
+        lines = self.lines()
         return lines[number - 1] if 0 < number <= len(lines) else ""
+
+
+# Characters a terminal would move the cursor for or not show (tabs, control characters and
+# what str.splitlines() breaks at besides '\n'): one space each, so the caret keeps its column.
+_SHOWN_AS_SPACE = {c: " " for c in [*range(32), 0x7f, 0x85, 0x2028, 0x2029]}  # controls too
 
 
 @dataclass(frozen=True)
@@ -38,7 +55,7 @@ class Span:
 
     def excerpt(self) -> str:
         """The source line and a caret line underlining the span."""
-        text = self.source.line(self.line).replace("\t", " ")
+        text = self.source.line(self.line).translate(_SHOWN_AS_SPACE)
         stop = self.end_col if self.end_line == self.line else len(text) + 1
         width = max(1, min(stop, len(text) + 1) - self.col)
         return f"  {text}\n  {' ' * (self.col - 1)}^{'~' * (width - 1)}"

@@ -8,6 +8,8 @@ exponent): a size is (1, 0), a duration (0, 1), a bandwidth (1, -1).
 from __future__ import annotations
 
 import difflib
+import math
+import numbers
 import re
 from fractions import Fraction
 
@@ -110,8 +112,49 @@ def base_unit(dim: Dim) -> str:
     return {DIMENSIONLESS: "", BYTES: "B", SECONDS: "s", RATE: "B/s"}.get(dim, f"B^{dim[0]}·s^{dim[1]}")
 
 
-def _significant(value: float, digits: int = 5) -> str:
-    text = f"{value:.{digits}g}"
+# ---- printing: exact values beyond the float range are printed exactly in scientific
+# notation (1e+403 B/s), never converted to a float that overflows; a float that is already
+# infinite prints as inf.
+
+
+def to_float(value: Fraction | float) -> float:
+    """A value as a float: ±inf beyond the float range, never an OverflowError."""
+    try:
+        return float(value)
+    except OverflowError:
+        return math.inf if value > 0 else -math.inf
+
+
+def _beyond_floats(value: Fraction | float, v: float) -> bool:
+    """Whether an exact nonzero value overflows or underflows as the float `v`."""
+    return isinstance(value, numbers.Rational) and (math.isinf(v) or (v == 0 and value != 0))
+
+
+def _scientific(exact: Fraction, digits: int) -> str:
+    """An exact value as d.dddde±N without converting it whole to a float."""
+    sign, exact = ("-" if exact < 0 else ""), abs(exact)
+    power = int((exact.numerator.bit_length() - exact.denominator.bit_length()) * 0.30103)
+    mantissa = exact / Fraction(10) ** power
+    while mantissa >= 10:
+        mantissa, power = mantissa / 10, power + 1
+    while mantissa < 1:
+        mantissa, power = mantissa * 10, power - 1
+    text = f"{float(mantissa):.{digits}g}"
+    if float(text) >= 10:  # 9.999996 rounds up to 10
+        text, power = "1", power + 1
+    return f"{sign}{text}e{power:+03d}"
+
+
+def format_number(value: Fraction | float, digits: int = 5) -> str:
+    """A plain number, five significant digits: '1,024', '0.5', '1e+400'."""
+    return _significant(value, digits)
+
+
+def _significant(value: Fraction | float, digits: int = 5) -> str:
+    v = to_float(value)
+    if _beyond_floats(value, v):
+        return _scientific(Fraction(value), digits)
+    text = f"{v:.{digits}g}"
     if "e" in text:
         return text
     whole, _, frac = text.partition(".")
@@ -127,26 +170,30 @@ def format_bytes(value: Fraction | float) -> str:
     >>> format_bytes(128 * 10**9)
     '128 GB'
     """
+    if isinstance(value, float) and not math.isfinite(value):
+        return f"{value} B"
     exact = Fraction(value)
     if exact < 0:
         return "-" + format_bytes(-exact)
-    if exact.denominator == 1 and exact >= 2**10:
+    if exact.denominator == 1 and 2**10 <= exact < 2**80:
         for prefix, factor in sorted(_BINARY.items(), key=lambda kv: -kv[1]):
             # Binary only for sizes that are binary in nature: a whole number of MiB (or KiB
             # below a MiB); 128 GB is 125,000,000 KiB, but nobody would call it that.
             if exact >= factor and exact % factor == 0 and (factor >= 2**20 or exact < 2**20):
                 return f"{int(exact // factor):,} {prefix}B"
-    return _scaled(float(value), "B", [("P", 1e15), ("T", 1e12), ("G", 1e9), ("M", 1e6), ("K", 1e3)])
+    return _scaled(exact, "B", [("P", 1e15), ("T", 1e12), ("G", 1e9), ("M", 1e6), ("K", 1e3)])
 
 
 def format_rate(value: Fraction | float) -> str:
     """Bytes per second in SI units: '450 GB/s'."""
-    return _scaled(float(value), "B/s", [("T", 1e12), ("G", 1e9), ("M", 1e6), ("K", 1e3)])
+    return _scaled(value, "B/s", [("T", 1e12), ("G", 1e9), ("M", 1e6), ("K", 1e3)])
 
 
 def format_seconds(value: Fraction | float) -> str:
     """A duration in s, ms, µs or ns, five significant digits: '7.5746 ms'."""
-    v = float(value)
+    v = to_float(value)
+    if _beyond_floats(value, v) or not math.isfinite(v):
+        return f"{_significant(value)} s"
     for name, factor in (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6), ("ns", 1e-9)):
         if abs(v) >= factor:
             return f"{_significant(v / factor)} {name}"
@@ -162,10 +209,14 @@ def format_quantity(value: Fraction | float, dim: Dim) -> str:
     if dim == SECONDS:
         return format_seconds(value)
     unit_name = base_unit(dim)
-    return _significant(float(value)) + (f" {unit_name}" if unit_name else "")
+    return _significant(value) + (f" {unit_name}" if unit_name else "")
 
 
-def _scaled(value: float, unit_name: str, prefixes: list[tuple[str, float]]) -> str:
+def _scaled(value: Fraction | float, unit_name: str, prefixes: list[tuple[str, float]]) -> str:
+    v = to_float(value)
+    if _beyond_floats(value, v) or not math.isfinite(v):
+        return f"{_significant(value)} {unit_name}"
+    value = v
     for prefix, factor in prefixes:
         if abs(value) >= factor:
             return f"{_significant(value / factor)} {prefix}{unit_name}"

@@ -109,3 +109,49 @@ def test_arbitrary_text(tree, text):
     path = tree / "seed" / "text.sched"
     path.write_text(text, encoding="utf-8")
     _compile(path)
+
+
+# ---- the fuzz campaign of benchmarks/fuzz.py, in a short version -------------------------------
+
+def _campaign_module():
+    """benchmarks/fuzz.py (a script, not a package) as a module."""
+    import importlib.util
+    import sys
+
+    from conftest import ROOT
+    if "schedc_fuzz" not in sys.modules:
+        spec = importlib.util.spec_from_file_location("schedc_fuzz",
+                                                      ROOT / "benchmarks" / "fuzz.py")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules["schedc_fuzz"] = module  # its dataclasses look their module up
+        spec.loader.exec_module(module)
+    return sys.modules["schedc_fuzz"]
+
+
+def test_the_fuzz_campaign_finds_nothing():
+    """20 inputs of every kind (grammar, mutations, tokens) over every subcommand: no internal
+    error, no hang (CPU limit), no wrong-line caret, no unlocated out-of-memory or depth error.
+    The long mode is `python benchmarks/fuzz.py --examples 100000`."""
+    fuzz = _campaign_module()
+    tally = fuzz.fuzz(examples=20, seed=0, time_limit=30.0, out=None, memory_gb=0, progress=False)
+    assert tally.runs == 20
+    assert not tally.internal, tally.internal
+    assert "cpu-limit" not in tally.exit_codes
+    assert not tally.wrong_line and not tally.unlocated
+    assert set(tally.exit_codes) <= {0, 1, 2}
+
+
+def test_the_wrong_line_oracle():
+    """The campaign's check of a caret: the excerpt must be line LINE of the file as Python
+    reads it, and the caret under the token an 'unexpected' message names."""
+    wrong_lines = _campaign_module().wrong_lines
+    text = "param a = 1 # \u2028\nparam b = 2 +\n"
+    right = "f.sched:2:14: error: unexpected new line; expected an expression\n  param b = 2 +\n" \
+            "               ^\n"
+    assert wrong_lines(right, "f.sched", text) == []
+    shifted = right.replace("  param b = 2 +\n", "  \n")  # what str.splitlines() showed
+    assert len(wrong_lines(shifted, "f.sched", text)) == 1
+    caret = "f.sched:2:9: error: unexpected '+'; expected an expression\n  param b = 2 +\n" \
+            "          ^\n"
+    assert len(wrong_lines(caret, "f.sched", text)) == 1  # column 9 is '=', not '+'
+    assert wrong_lines(caret, "other.sched", text) == []

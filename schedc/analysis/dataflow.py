@@ -87,7 +87,8 @@ def geometry(schedule: Schedule, devices: int) -> Geometry:
     for b in batches:
         f = scale // b.den
         cuts += [b.off * f, (b.off + b.length) * f]
-        if b.into_off is not None:
+        if b.into_off is not None:  # where a moved region lands is cut too
+            cuts += [b.into_off * f, (b.into_off + b.length) * f]
             moves.append(np.stack([b.off * f, b.length * f, b.into_off * f], axis=1))
     bounds = _distinct(np.concatenate(cuts), scale)
     if moves:

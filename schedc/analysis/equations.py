@@ -45,9 +45,11 @@ class Values:
 class Equations:
     """Evaluates equations and check expressions over one program."""
 
-    def __init__(self, session: Session, timeout: float = DEFAULT_TIMEOUT,
+    def __init__(self, session: Session, timeout: float | TimeLimit = DEFAULT_TIMEOUT,
                  bindings: dict[str, object] | None = None) -> None:
-        """`bindings`: more names for expressions (the values of `report` statements)."""
+        """`timeout`: seconds per equation, or a budget already partly spent (the times a
+        command derived for the equation). `bindings`: more names for expressions (the
+        values of `report` statements)."""
         self.session = session
         self.program = program = session.program
         self.timeout = timeout
@@ -94,7 +96,8 @@ class Equations:
                              param_span)
         left, right = self.side(relation.left), self.side(relation.right)
         return solve(left, right, relation.op, chosen.symbol, self.program.nominal,
-                     TimeLimit(self.timeout), relation.span, param_span)
+                     self.timeout if isinstance(self.timeout, TimeLimit) else TimeLimit(self.timeout),
+                     relation.span, param_span)
 
     def param(self, name: str, span: Span) -> Param:
         found = self.program.params.get(name)
@@ -206,7 +209,7 @@ def _side_name(expr: ast.Expr) -> str:
 
 def source_text(span: Span) -> str:
     """The text a span covers (joined onto one line)."""
-    lines = span.source.text.splitlines()[span.line - 1:span.end_line]
+    lines = span.source.lines()[span.line - 1:span.end_line]
     if not lines:
         return ""
     if len(lines) == 1:

@@ -140,8 +140,13 @@ def sweep(program: Program, timings: list[Timing], vary: Vary, spacing: str = "l
     for t in timings:
         formula = t.cost.formula.xreplace(others)
         function = sympy.lambdify(x, formula, modules="numpy")
-        with np.errstate(divide="ignore", invalid="ignore"):  # 1/0 is checked just below
-            times[t.name] = np.broadcast_to(np.asarray(function(grid), dtype=float), grid.shape)
+        try:
+            with np.errstate(divide="ignore", invalid="ignore"):  # 1/0 is checked just below
+                times[t.name] = np.broadcast_to(np.asarray(function(grid), dtype=float),
+                                                grid.shape)
+        except OverflowError:  # a constant of the formula is beyond the float range
+            raise UsageError(f"the time of '{t.name}' is beyond the range of floating point, "
+                             f"in which a sweep computes ({t.cost.formula})") from None
         infinite = np.flatnonzero(~np.isfinite(times[t.name]))
         if len(infinite):
             at = format_quantity(grid[infinite[0]], vary.param.dim)

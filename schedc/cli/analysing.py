@@ -42,7 +42,8 @@ def solve_command(session, equation: str, param: str, as_json: bool, plot_path: 
     smaller in between (e.g. 'time(hierarchical) = time(ring, B_L = 32 GB/s)' --for B_L).
     A structural param (hosts) is searched over the integers, compiling at each value."""
     from ..analysis.equations import Equations, name_span
-    from ..errors import SourceFile, Span
+    from ..deadline import OutOfTime, TimeLimit
+    from ..errors import SolveError, SourceFile, Span
     from ..language.parser import parse_equation
     from ..language.syntax import TimeOf, walk
     from ..render.analysis import solve_json, solve_text
@@ -53,9 +54,15 @@ def solve_command(session, equation: str, param: str, as_json: bool, plot_path: 
             timed.setdefault(node.schedule, node)
     for name, node in timed.items():  # an unknown name points into EQUATION
         session.program.result(name, name_span(node.span, name))
-    verified_timings(session, list(timed), no_verify)
+    limit = TimeLimit(timeout)  # one budget: deriving the times, then solving
+    try:
+        with limit.running():
+            verified_timings(session, list(timed), no_verify)
+    except OutOfTime:
+        raise SolveError(f"could not derive the times within {limit}", relation.span,
+                         ("raise the limit with --timeout",)) from None
     param_span = Span(SourceFile("--for", param), 1, 1, 1, len(param) + 1)
-    equations = Equations(session, timeout)
+    equations = Equations(session, limit)
     if equations.param(param.strip(), param_span).structural:  # a search over the integers
         from ..analysis.instances import search
         from ..render.scale import search_json, search_text

@@ -23,6 +23,8 @@ from .options import (
     set_option,
 )
 
+MAX_EMIT_LINES = 200_000  # formatting takes about 50 µs a line
+
 
 def verified_timings(session, names: list[str], no_verify: bool) -> list:
     """The schedules' timings, verified first unless --no-verify (bad input, exit 2, has had
@@ -46,10 +48,13 @@ def verified_timings(session, names: list[str], no_verify: bool) -> list:
 @limit_options
 @click.option("--pair", nargs=2, metavar="A B", default=None,
               help="routes: only the route from device A to device B (names as in the topology).")
+@click.option("--max-lines", type=click.IntRange(min=1), default=MAX_EMIT_LINES,
+              show_default=True, help="Refuse to dump an ir or loads stage longer than this.")
 @machine_options
-def emit(stage: str, file: Path, schedules, sets, limits, pair, machine, ranks) -> int:
+def emit(stage: str, file: Path, schedules, sets, limits, pair, max_lines: int, machine,
+         ranks) -> int:
     """Dump one pipeline stage: ast, ir, loads, formula, or the routes each schedule uses."""
-    from ..errors import ParseError, SourceFile, UsageError
+    from ..errors import LimitError, ParseError, SourceFile, UsageError
     from ..render import emit as dumps
     if pair and stage != "routes":
         raise UsageError("--pair goes with `emit routes`")
@@ -72,7 +77,15 @@ def emit(stage: str, file: Path, schedules, sets, limits, pair, machine, ranks) 
         a, b = (_device_named(topology, name) for name in pair)
         click.echo(dumps.emit_routes(topology, None, [(a, b, None)]), nl=False)
         return EXIT_OK
+    lines = 0
     for name in session.selected(schedules):
+        if stage in ("ir", "loads"):  # counted before anything is formatted: it is slow
+            lines += dumps.line_count(stage, session.schedule(name),
+                                      session.loads(name) if stage == "loads" else None)
+            if lines > max_lines:
+                raise LimitError(f"emit {stage} would print {lines:,} lines or more; the limit "
+                                 f"is {max_lines:,} (raise it with --max-lines, or pick "
+                                 "schedules with -s)")
         if stage == "routes":
             pairs = dumps.schedule_pairs(session.schedule(name), len(topology.devices))
             out.append(dumps.emit_routes(topology, name, pairs))

@@ -194,7 +194,9 @@ def same(a: sympy.Expr, b: sympy.Expr) -> bool:
     if a.is_infinite or b.is_infinite:
         return False
     ka, kb = key(a), key(b)
-    return abs(ka - kb) <= _SAME * max(1, abs(ka), abs(kb))
+    # Relative only: with an absolute floor, all points below 1e-40 (1e-300 MiB in seconds
+    # per byte, say) would be one point.
+    return abs(ka - kb) <= _SAME * max(abs(ka), abs(kb))
 
 
 def inside(points, lo, hi, closed: bool = False) -> list[sympy.Expr]:

@@ -14,7 +14,9 @@ from fractions import Fraction
 from typing import Any
 
 import numpy as np
+import sympy
 
+from .. import magnitude
 from ..errors import ElaborationError, LimitError, Span, UnitError, did_you_mean
 from ..language import syntax as ast
 from ..model.values import (
@@ -33,11 +35,20 @@ from ..model.values import (
     check_numeric,
     kind_of,
     normalize,
+    one_lane,
     settle,
     take_lanes,
     to_sympy,
 )
-from ..units import DIMENSIONLESS, Dim, dim_name, near_units, unit, unknown_unit
+from ..units import (
+    DIMENSIONLESS,
+    Dim,
+    dim_name,
+    format_number,
+    near_units,
+    unit,
+    unknown_unit,
+)
 from .builtins import BUILTINS
 from .lanes import Env, expand_lanes, filter_lanes
 
@@ -175,11 +186,11 @@ def _comprehension(node: ast.ListComp, env: Env) -> object:
         return _each_lane(node, env)
     inner = replace(env, lanes=1)
     for clause in node.clauses:
-        inner = expand_lanes(inner, clause.var, evaluate(clause.iter, inner), clause.iter.span)
+        inner = expand_lanes(inner, clause.var, lanewise(clause.iter, inner), clause.iter.span)
         if clause.cond is not None:
-            inner = filter_lanes(inner, evaluate(clause.cond, inner), clause.cond.span)
+            inner = filter_lanes(inner, lanewise(clause.cond, inner), clause.cond.span)
     count = inner.lanes
-    element = evaluate(node.element, inner) if count else None
+    element = lanewise(node.element, inner) if count else None
     if count and (_is_int(element) or isinstance(element, np.ndarray) and element.dtype != bool):
         return _integers(np.broadcast_to(np.asarray(element, dtype=object), (count,)).tolist(),
                          node.span)
@@ -190,6 +201,34 @@ def _comprehension(node: ast.ListComp, env: Env) -> object:
         return Devices(np.zeros(0, dtype=np.int64))
     ids = element.ids if element.lanes else np.broadcast_to(element.ids, (count, *element.ids.shape))
     return Devices(np.ascontiguousarray(ids))
+
+
+def lanewise(expr: ast.Expr, env: Env) -> object:
+    """`expr` for all lanes at once, else (an operation with no lane-wise form) one lane at a
+    time, the values joined into one lane-varying value: for a comprehension's or a link's
+    clauses and elements, which have no scalar rerun of their own."""
+    try:
+        return evaluate(expr, env)
+    except NeedScalar:
+        pass
+    values = [evaluate(expr, replace(env, local={n: one_lane(v, k) for n, v in env.local.items()},
+                                     lanes=None)) for k in range(env.lanes or 0)]
+    if not values:
+        return IntRange(np.zeros(0, np.int64), np.zeros(0, np.int64))
+    if all(isinstance(v, (bool, np.bool_)) for v in values):
+        return np.array(values, dtype=bool)
+    if all(isinstance(v, int) and not isinstance(v, bool) for v in values):
+        return np.array([_integer(v, expr.span, "a value") for v in values], dtype=np.int64)
+    if all(isinstance(v, IntRange) for v in values):
+        return IntRange(np.array([v.lo for v in values], dtype=np.int64),
+                        np.array([v.hi for v in values], dtype=np.int64))
+    if all(isinstance(v, Devices) and not v.lanes for v in values):
+        if len({v.ids.shape for v in values}) > 1:
+            raise ElaborationError("the groups of a nested list must all have one length",
+                                   expr.span)
+        return Devices(np.stack([v.ids for v in values]), True)
+    raise ElaborationError(f"{kind_of(values[0])} cannot vary from one iteration to the next "
+                           "here", expr.span)
 
 
 def _each_lane(node: ast.ListComp, env: Env) -> Devices:
@@ -227,7 +266,19 @@ def _binop(node: ast.BinOp, env: Env) -> object:
             raise UnitError(unknown_unit(spaced), unit_span(node.left, node.right))
     left = evaluate(node.left, env)
     right = evaluate(node.right, env)
-    return apply_binop(node.op, left, right, node)
+    return _within_bound(apply_binop(node.op, left, right, node), node.span)
+
+
+def _within_bound(value: object, span: Span) -> object:
+    """Refuse an exact result beyond `magnitude.MAX_BITS` (operands within it make results of
+    at most twice the bits, cheap to compute; `**` and `<<` are judged before they run)."""
+    if isinstance(value, Quantity):
+        numbers = [Fraction(int(a.p), int(a.q)) for a in value.expr.atoms(sympy.Rational)]
+    else:
+        numbers = [value] if isinstance(value, (int, Fraction)) else []
+    if not all(magnitude.fits(n) for n in numbers):
+        raise LimitError(magnitude.TOO_LARGE, span)
+    return value
 
 
 def apply_binop(op: str, left: Any, right: Any, node: ast.BinOp) -> object:
@@ -242,7 +293,8 @@ def apply_binop(op: str, left: Any, right: Any, node: ast.BinOp) -> object:
     if lanes and _may_overflow(op, left, right):
         raise NeedScalar  # int64 would wrap around silently; Python ints are exact
     if op in ("+", "-", "*"):
-        return {"+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b}[op](left, right)
+        result = {"+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b}[op](left, right)
+        return normalize(result) if isinstance(result, Fraction) else result  # 0.5 * 2 is 1
     if op in ("/", "//", "%"):
         if np.any(np.asarray(right) == 0):
             raise ElaborationError("division by zero", node.right.span)
@@ -265,6 +317,8 @@ def apply_binop(op: str, left: Any, right: Any, node: ast.BinOp) -> object:
             raise ElaborationError(f"shift count must be in 0..{_MAX_EXPONENT}", node.right.span)
         if lanes and op == "<<" and np.any(np.asarray(right) > 62):
             raise NeedScalar
+        if op == "<<" and not lanes and magnitude.bits(left) + right > magnitude.MAX_BITS:
+            raise LimitError(magnitude.TOO_LARGE, node.span)
         return left << right if op == "<<" else left >> right
     return {"&": lambda a, b: a & b, "|": lambda a, b: a | b, "^": lambda a, b: a ^ b}[op](left, right)
 
@@ -292,6 +346,8 @@ def _power(base, exponent, node: ast.BinOp):
         return np.asarray(base) ** np.asarray(exponent)
     if base == 0 and exponent < 0:
         raise ElaborationError("division by zero", node.span)
+    if (magnitude.bits(base) - 1) * abs(exponent) > magnitude.MAX_BITS:
+        raise LimitError(magnitude.TOO_LARGE, node.span)
     return normalize(Fraction(base) ** exponent)
 
 
@@ -448,12 +504,16 @@ def _integer(value: object, span: Span, what: str):
         return value
     number = as_number(value) if isinstance(value, (int, Fraction, Quantity)) else None
     if isinstance(number, int):
+        if abs(number) >= magnitude.MAX_INDEX:
+            raise LimitError(f"{what} must lie within ±2^62, not {format_number(number)}", span)
         return number
     if isinstance(value, Quantity) and value.is_symbolic:
         raise ElaborationError(f"{what} must be a concrete integer, but this depends on params "
                                f"({', '.join(sorted(map(str, value.expr.free_symbols)))})", span)
-    raise ElaborationError(f"{what} must be an integer, not {kind_of(value) if number is None else number}",
-                           span)
+    shown = kind_of(value) if number is None else str(number)
+    if len(shown) > 40:  # a fraction of huge terms
+        shown = f"a fraction near {format_number(number)}"
+    raise ElaborationError(f"{what} must be an integer, not {shown}", span)
 
 
 # ---- calls of built-in functions --------------------------------------------------------------

@@ -73,7 +73,8 @@ def expand_lanes(env: Env, var: str, iterable: object, span: Span) -> Env:
     if isinstance(iterable, IntRange):
         lo = np.broadcast_to(np.asarray(iterable.lo, dtype=np.int64), (lanes,))
         hi = np.broadcast_to(np.asarray(iterable.hi, dtype=np.int64), (lanes,))
-        counts = np.maximum(hi - lo + 1, 0)
+        counts = np.maximum(hi - lo + 1, 0)  # bounds within ±2^62: no int64 overflow
+        _check_lanes(int(counts.max(initial=0)), env, span)  # so the sum below cannot wrap
         total = int(counts.sum())
         _check_lanes(total, env, span)
         origin = np.repeat(np.arange(lanes), counts)
@@ -108,7 +109,7 @@ def filter_lanes(env: Env, condition: object, span: Span) -> Env:
     keep = as_condition(condition, span)
     if not isinstance(keep, np.ndarray):
         return env if keep else replace(env, local={}, lanes=0)
-    index = np.flatnonzero(np.broadcast_to(keep, (env.lanes or 1,)))
+    index = np.flatnonzero(np.broadcast_to(keep, (1 if env.lanes is None else env.lanes,)))
     local = {name: take_lanes(value, index) for name, value in env.local.items()}
     return replace(env, local=local, lanes=len(index))
 

@@ -50,6 +50,7 @@ from .schedule import Limits, ScheduleContext, elaborate_schedule, linear_bytes
 from .topology import Namespace, TopologyBuilder
 
 DEFAULT_LIMITS = Limits()
+MAX_IMPORT_DEPTH = 100  # files importing files; each costs a few frames of Python's stack
 
 
 @dataclass(frozen=True)
@@ -253,12 +254,17 @@ class _Loader:
         return self.parsed[shown, text]
 
     def _import(self, stmt: ast.Import, importer: Path) -> None:
-        target = (importer.parent / stmt.path).resolve()
+        try:
+            target = (importer.parent / stmt.path).resolve()
+        except (OSError, ValueError) as exc:  # a NUL character, a loop of symbolic links
+            raise LoadError(f"cannot import {stmt.path!r}: {exc}", stmt.span) from None
         if target in self.active:
             chain = " -> ".join(p.name for p in self.active[self.active.index(target):])
             raise LoadError(f"import cycle: {chain} -> {target.name}", stmt.span)
         if target in self.done:
             return
+        if len(self.active) >= MAX_IMPORT_DEPTH:
+            raise LoadError(f"imports nest more than {MAX_IMPORT_DEPTH} files deep here", stmt.span)
         shown = str(Path(stmt.span.source.path).parent / stmt.path)
         self._module(self._read(target, shown, stmt.span), target, is_main=False)
 

@@ -44,6 +44,7 @@ from .evaluate import evaluate
 from .lanes import Env, expand_lanes, filter_lanes, lane_array
 
 RoundBuffer = list[Batch]
+MAX_CALL_DEPTH = 100  # schedule calls in a chain; each costs a few frames of Python's stack
 
 
 @dataclass
@@ -216,6 +217,9 @@ def _call(call: ast.Call, env: Env, ctx: ScheduleContext) -> list[RoundBuffer]:
                 raise ElaborationError(f"'{call.func}' needs argument '{formal.name}'", call.span)
             bound[formal.name] = evaluate(formal.default, replace(callee, local=dict(bound)))
     ctx.spend(1, 0, call.span)
+    if len(ctx.calls) >= MAX_CALL_DEPTH:
+        raise LimitError(f"schedule calls nest more than {MAX_CALL_DEPTH} deep here",
+                         call.span, (f"the chain starts at {ctx.calls[0].func} ({ctx.calls[0].span})",))
     ctx.stack.append(definition)
     ctx.calls.append(call)
     try:

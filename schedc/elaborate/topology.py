@@ -7,6 +7,7 @@ own members are visible by their short names (`g[i]`, `nvswitch`).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field, replace
 from functools import partial
 
@@ -27,14 +28,14 @@ from ..model.values import (
     expect_device,
     expect_quantity,
     kind_of,
-    take_lanes,
+    one_lane,
 )
 from ..units import BYTES, RATE, SECONDS
-from .evaluate import check_index, evaluate
+from .evaluate import check_index, evaluate, lanewise
 from .lanes import Env, expand_lanes, filter_lanes, lane_array
 from .routes import pinned_routes
 
-MAX_TOPOLOGY_ITEMS = 10_000_000
+MAX_TOPOLOGY_ITEMS = 1_000_000  # devices, hosts or links (each takes microseconds)
 
 
 @dataclass(frozen=True)
@@ -191,9 +192,14 @@ class TopologyBuilder:
                 raise ElaborationError(f"'{decl.name}' has {existing.size} items in the first "
                                        f"host and {size} here", decl.span)
             return existing
+        outer = self._sized(prefix)
+        items = math.prod(outer) * (size if size is not None else 1)
+        if (len(self.devices) if kind != "host" else 0) + items > MAX_TOPOLOGY_ITEMS:
+            what = "hosts" if kind == "host" else "devices"
+            raise LimitError(f"the topology would have more than {MAX_TOPOLOGY_ITEMS:,} {what}",
+                             decl.count.span if decl.count is not None else decl.span)
         fam = Family(kind, size, decl.span)
         families[decl.name] = fam
-        outer = self._sized(prefix)
         fam.table = np.full((*outer, *([size] if size is not None else [])), -1, dtype=np.int64)
         return fam
 
@@ -224,11 +230,8 @@ class TopologyBuilder:
         return device.id
 
     def _host(self, stmt: ast.HostDecl, env: Env) -> None:
-        fam = self._declare(stmt.name, "host", env, (), None)
+        fam = self._declare(stmt.name, "host", env, (), None)  # refuses too many hosts
         count = fam.size if fam.size is not None else 1
-        if count > MAX_TOPOLOGY_ITEMS:
-            raise LimitError(f"{count:,} hosts is more than the limit of {MAX_TOPOLOGY_ITEMS:,}",
-                             stmt.name.span)
         for k in range(count):
             name = stmt.name.name if fam.size is None else f"{stmt.name.name}[{k}]"
             self.host_names.append(name)
@@ -377,25 +380,16 @@ def _count(value: object, span: Span) -> int:
 
 
 def _clause_lanes(clauses: tuple[ast.CompFor, ...], env: Env) -> Env:
-    """One lane per iteration of a statement's trailing `for ... [if ...]` clauses."""
+    """One lane per iteration of a statement's trailing `for ... [if ...]` clauses (lane by
+    lane where an operation has no lane-wise form)."""
     lanes = replace(env, lanes=1)
     for clause in clauses:
-        lanes = expand_lanes(lanes, clause.var, evaluate(clause.iter, lanes), clause.iter.span)
+        lanes = expand_lanes(lanes, clause.var, lanewise(clause.iter, lanes), clause.iter.span)
         if clause.cond is not None:
-            lanes = filter_lanes(lanes, evaluate(clause.cond, lanes), clause.cond.span)
+            lanes = filter_lanes(lanes, lanewise(clause.cond, lanes), clause.cond.span)
     return lanes
 
 
 def _one_lane(lanes: Env, k: int) -> Env:
     """Lane k of an environment, as scalar values."""
-    return replace(lanes, local={n: _scalar(take_lanes(v, np.array([k])))
-                                 for n, v in lanes.local.items()}, lanes=None)
-
-
-def _scalar(value: object) -> object:
-    """A one-lane value as a plain scalar value."""
-    if isinstance(value, np.ndarray):
-        return value[0].item() if value.dtype != bool else bool(value[0])
-    if isinstance(value, Devices) and value.lanes:
-        return Devices(value.ids[0], False)
-    return value
+    return replace(lanes, local={n: one_lane(v, k) for n, v in lanes.local.items()}, lanes=None)

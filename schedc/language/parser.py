@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import re
 from contextvars import ContextVar
-from fractions import Fraction
 from functools import cache
 from importlib.resources import files
 from typing import Any
@@ -24,6 +23,7 @@ from lark import (
 )
 from lark.exceptions import VisitError
 
+from .. import magnitude
 from ..errors import ParseError, SourceFile, Span
 from ..units import near_units, unknown_unit
 from . import syntax as ast
@@ -101,6 +101,7 @@ def _parse(source: SourceFile, start: str):
     text = source.text if source.text.endswith("\n") or start != "start" else source.text + "\n"
     try:
         tree = _lark().parse(text, start=start)
+        _check_nesting(tree, source)
         token = _SOURCE.set(source)
         try:
             return _ToAst().transform(tree)
@@ -114,14 +115,14 @@ def _parse(source: SourceFile, start: str):
         raise ParseError(f"unexpected character {bad!r}; expected {_expected(exc.allowed)}",
                          span) from None
     except UnexpectedEOF as exc:
-        line = max(1, len(source.text.splitlines()))
+        line = max(1, len(source.lines()))
         col = len(source.line(line)) + 1
         raise ParseError(f"unexpected end of input; expected {_expected(exc.expected)}",
                          Span(source, line, col, line, col + 1)) from None
     except UnexpectedToken as exc:
         token = exc.token
         if token.type == "$END":
-            line = max(1, len(source.text.splitlines()))
+            line = max(1, len(source.lines()))
             col = len(source.line(line)) + 1
             span = Span(source, line, col, line, col + 1)
             found = "end of input"
@@ -158,6 +159,24 @@ def _percent_note(source: SourceFile, span: Span) -> tuple[str, ...]:
         return ("'%' directly after a number is percent (50%); for modulo put a space before "
                 "it (7 % 3)",)
     return ()
+
+
+MAX_NESTING = 200  # levels of the syntax tree; every later pass recurses once per level
+
+
+def _check_nesting(tree: Tree, source: SourceFile) -> None:
+    """Refuse a tree nested too deeply for the recursive passes after parsing (Python's stack
+    holds about 1,000 frames), at the construct where it gets too deep."""
+    stack = [(tree, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > MAX_NESTING:
+            meta = node.meta
+            span = Span(source, meta.line, meta.column, meta.end_line, meta.end_column) \
+                if not meta.empty else None
+            raise ParseError(f"this is nested more than {MAX_NESTING} levels deep; "
+                             "split it up (with 'let', or more schedules)", span)
+        stack.extend((child, depth + 1) for child in node.children if isinstance(child, Tree))
 
 
 # Terminals that can start an expression; an error lists them as one item.
@@ -449,10 +468,16 @@ class _ToAst(Transformer):
         return ast.Keyword(str(c[0]), c[2], span=span)
 
     def number(self, c, span):
-        return ast.Number(Fraction(str(c[0])), str(c[1]) if c[1] is not None else None, span=span)
+        value = magnitude.literal(str(c[0]))
+        if value is None:
+            raise ParseError(magnitude.TOO_LARGE, _token_span(_SOURCE.get(), c[0]))
+        return ast.Number(value, str(c[1]) if c[1] is not None else None, span=span)
 
     def percent(self, c, span):  # `50%`: the literal and its '%' are one token
-        return ast.Number(Fraction(str(c[0])[:-1]), "%", span=span)
+        value = magnitude.literal(str(c[0])[:-1])
+        if value is None:
+            raise ParseError(magnitude.TOO_LARGE, _token_span(_SOURCE.get(), c[0]))
+        return ast.Number(value, "%", span=span)
 
     def conditional(self, c, span):
         return ast.Conditional(c[1], c[0], c[2], span=span)

@@ -186,6 +186,26 @@ def take_lanes(value: object, index: np.ndarray) -> object:
     return value
 
 
+def one_lane(value: object, lane: int) -> object:
+    """Lane `lane` of a lane-varying value, as a plain (scalar) value."""
+    value = take_lanes(value, np.array([lane]))
+    if isinstance(value, np.ndarray):
+        return value[0].item() if value.dtype != bool else bool(value[0])
+    if isinstance(value, Devices) and value.lanes:
+        return Devices(value.ids[0], False)
+    if isinstance(value, Region) and value.lanes:
+        return Region(_first(value.off), _first(value.length), value.den)
+    if isinstance(value, IntRange):
+        return IntRange(_first(value.lo), _first(value.hi))
+    if isinstance(value, TopoRef):
+        return TopoRef(value.path, tuple(_first(i) for i in value.indices))
+    return value
+
+
+def _first(value):
+    return value[0].item() if isinstance(value, np.ndarray) else value
+
+
 # ---- checks shared by expression evaluation and the built-in functions ------------------
 
 

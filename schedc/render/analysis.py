@@ -36,7 +36,7 @@ from .verdict import verdict_json, verdict_text
 
 
 def _show(expr: sympy.Expr, dim: Dim) -> str:
-    return format_quantity(float(expr), dim)
+    return format_quantity(expr if expr.is_Rational else float(expr), dim)  # exact if it can
 
 
 # ---- solve ------------------------------------------------------------------------------------

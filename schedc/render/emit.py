@@ -21,6 +21,14 @@ def emit_ast(module: Module) -> str:
     return dump(module.body) + "\n"
 
 
+def line_count(stage: str, schedule: Schedule, loads: Loads | None = None) -> int:
+    """How many lines `emit_ir` (or `emit_loads`, given the loads) prints, before printing."""
+    if stage == "loads":  # a round lists the entries of its shape
+        per_shape = np.bincount(loads.shape, minlength=len(loads.shape_cross))
+        return 1 + loads.rounds + int(per_shape[loads.shape_of].sum())
+    return 1 + len(schedule.rounds) + schedule.transfer_count
+
+
 def emit_ir(program: Program, schedule: Schedule) -> str:
     names = [d.name for d in program.topology.devices]
     c = schedule.collective

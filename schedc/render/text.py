@@ -21,7 +21,7 @@ from ..cost.timing import Timing
 from ..elaborate.program import Program
 from ..model.ir import LinearBytes, linear_expr
 from ..model.topology import Topology
-from ..units import base_unit, format_bytes, format_quantity, format_seconds
+from ..units import base_unit, format_bytes, format_quantity, format_seconds, to_float
 from . import schema
 
 
@@ -39,7 +39,7 @@ def json_number(value: Fraction | sympy.Expr | float | None,
         value = key(value)
     elif integer and isinstance(value, (int, Fraction)) and value.denominator == 1:
         return int(value)
-    number = float(value)
+    number = to_float(value)
     return number if math.isfinite(number) else None
 
 
