@@ -26,9 +26,11 @@ def plugin_rows(text: str) -> list[list[str]]:
         assert fields[0] in COLLECTIVES and fields[3] in ALGORITHMS and fields[4] in PROTOCOLS
         assert all(f.lstrip("-").isdigit() for f in fields[1:3] + fields[5:])
         rows.append(fields)
-    # Ranges rise and do not overlap: the plugin takes the first match.
+    # Within one (nNodes, nRanks), ranges rise and do not overlap: the plugin takes the first
+    # line that matches the size and both counts.
     for a, b in zip(rows, rows[1:]):
-        assert int(a[2]) < int(b[1])
+        if a[6:8] == b[6:8]:
+            assert int(a[2]) < int(b[1])
     return rows
 
 
@@ -94,3 +96,37 @@ def test_nodes_are_the_hosts_of_the_ranks(run, tmp_path):
     # no range is the ring's, so the table has no line.
     assert "never fastest in the range: ring" in text
     assert plugin_rows(out.read_text()) == []
+
+
+def test_a_table_per_node_count(run, tmp_path):
+    # The seed's machine with `hosts` as a structural param: the hierarchical all-reduce beats
+    # the ring at every size and host count (README: the seed's question, in hosts), so each
+    # node count gets one line, the whole range, nNodes = n and nRanks = 8 n.
+    path = write(tmp_path, "t.sched", f'import "{SCHEDULES}/machines/nvlink_hosts.sched"\n'
+                 f'import "{SCHEDULES}/lib/ring.sched"\nimport "{SCHEDULES}/lib/hierarchical.sched"\n'
+                 "param V = 192 MiB\nallreduce V over ranks\n"
+                 "schedule ring as ring/simple = ring_allreduce(ranks)\n"
+                 "schedule hier as tree/simple = "
+                 "hierarchical_allreduce([node[h].g for h in 0..hosts-1])\n")
+    out = tmp_path / "nccl_tuner.conf"
+    code, text, err = run("tune", path, "--collective", "allreduce", "--sizes", "1MB:1GB",
+                          "--nodes", "4,2,8", "-o", out)
+    assert code == 0, err
+    assert [line for line in text.splitlines() if line.startswith("tune ")] == [
+        f"tune allreduce over V from 1 MB to 1 GB (nRanks {8 * n}, nNodes {n})" for n in (2, 4, 8)]
+    assert plugin_rows(out.read_text()) == [
+        ["allreduce", "1000000", "1000000000", "tree", "simple", "-1", str(n), str(8 * n)]
+        for n in (2, 4, 8)]
+    assert out.read_text().count("# Format") == 1  # one header for the whole file
+    code, text, _ = run("tune", path, "--collective", "allreduce", "--sizes", "1MB:1GB",
+                        "--nodes", "2,4", "--json")
+    document = json.loads(text)
+    assert document["nodes_param"] == "hosts"
+    assert [(t["nodes"], t["ranks"]) for t in document["tables"]] == [(2, 16), (4, 32)]
+
+
+def test_nodes_needs_a_structural_param(run):
+    code, _, err = run("tune", EXAMPLE, "--collective", "allreduce", "--sizes", "8B:16GB",
+                       "--nodes", "1,2")
+    assert code == 2
+    assert "--nodes needs the file's host count as its one structural param" in err

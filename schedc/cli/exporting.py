@@ -72,19 +72,72 @@ def export_msccl_command(session, name: str, output: Path | None, proto: str, ch
               help="Write the tuner table (CSV) here, atomically.")
 @click.option("--channels", type=click.IntRange(min=-1), default=-1, show_default=True,
               help="The channels column (-1: NCCL's default).")
+@click.option("--nodes", metavar="N,N,...",
+              help="A table for each of these values of the file's structural param (the "
+                   "host count: `param hosts = 2`), each compiled at that size.")
+@click.option("--nodes-param", metavar="PARAM",
+              help="The structural param --nodes sets (default: the file's only one).")
 @json_option(schema.TUNE)
 @timeout_option
 @no_verify_option
 def tune(session, collective: str, sizes: str, output: Path | None, channels: int,
-         as_json: bool, timeout: float, no_verify: bool) -> int:
+         nodes: str | None, nodes_param: str | None, as_json: bool, timeout: float,
+         no_verify: bool) -> int:
     """The fastest schedule of FILE per size range, from exact crossovers, as a table for
     NCCL's example tuner plugin (nccl_tuner.conf). A schedule stands for an NCCL algorithm
     and protocol with `schedule NAME as ring/simple = ...`; the others are listed, not written."""
+    from ..render.files import write_atomically
+    from ..render.tuner import tune_json, tune_table, tune_text, tuner_csv
+    per_nodes, counts = _node_counts(session, nodes, nodes_param)
+    sessions = [session] if per_nodes is None else [session.at({per_nodes: n}) for n in counts]
+    found = [_tune_at(at, collective, sizes, timeout, no_verify) for at in sessions]
+    source = session.program.path
+    if output is not None:
+        write_atomically(output, "".join(
+            tuner_csv(envelope, collective, nccl, channels, n, ranks, source, header=k == 0)
+            for k, (envelope, nccl, _, n, ranks) in enumerate(found)))
+    if as_json:
+        click.echo(tune_json([tune_table(envelope, collective, nccl, names, channels, n, ranks)
+                              for envelope, nccl, names, n, ranks in found], source, per_nodes),
+                   nl=False)
+    else:
+        click.echo("\n".join(tune_text(envelope, collective, nccl, names, n, ranks)
+                             for envelope, nccl, names, n, ranks in found), nl=False)
+    return EXIT_OK
+
+
+def _node_counts(session, nodes: str | None, param: str | None) -> tuple[str | None, list[int]]:
+    """The structural param and its values that --nodes asks for (None: one table)."""
+    from ..errors import UsageError, did_you_mean
+    if nodes is None:
+        if param is not None:
+            raise UsageError("--nodes-param goes with --nodes")
+        return None, []
+    try:
+        counts = sorted({int(n) for n in nodes.split(",")})
+    except ValueError:
+        raise UsageError(f"--nodes expects node counts like 1,2,4, got {nodes!r}") from None
+    if not counts or counts[0] < 1:
+        raise UsageError("--nodes: node counts start at 1")
+    structural = [p.name for p in session.program.params.values() if p.structural]
+    if param is None:
+        if len(structural) != 1:
+            raise UsageError("--nodes needs the file's host count as its one structural param "
+                             f"(`param hosts = 2`); it has {len(structural) or 'none'}"
+                             + (": name it with --nodes-param" if structural else ""))
+        param = structural[0]
+    elif param not in structural:
+        raise UsageError(f"--nodes-param {param}: not a structural param of the file"
+                         + did_you_mean(param, structural, "structural params"))
+    return param, counts
+
+
+def _tune_at(session, collective: str, sizes: str, timeout: float, no_verify: bool):
+    """(envelope, NCCL names, schedule names, nNodes, nRanks) of one compiled machine."""
     from ..analysis.crossovers import fastest
     from ..analysis.sweep import parse_range
-    from ..errors import SourceFile, UsageError
-    from ..render.files import write_atomically
-    from ..render.tuner import ALGORITHMS, PROTOCOLS, tune_json, tune_text, tuner_csv
+    from ..errors import ElaborationError, SourceFile, UsageError
+    from ..render.tuner import ALGORITHMS, PROTOCOLS
     program = session.program
     names = [r.name for r in program.results if r.collective.kind == collective]
     if len(names) < 1:
@@ -105,23 +158,13 @@ def tune(session, collective: str, sizes: str, output: Path | None, channels: in
             for value, known, what in ((choice.algorithm, ALGORITHMS, "algorithm"),
                                        (choice.protocol, PROTOCOLS, "protocol")):
                 if value not in known:
-                    from ..errors import ElaborationError
                     raise ElaborationError(f"'{value}' is not an NCCL {what} the tuner knows "
                                            f"({', '.join(known)})", choice.span)
         nccl[r.name] = choice
     ranks = results[0].collective.ranks
     hosts = {program.topology.devices[d].host for d in ranks}
     nodes = -1 if None in hosts else len(hosts)
-    envelope = fastest(session, names, param, lo, hi, timeout)
-    if output is not None:
-        write_atomically(output, tuner_csv(envelope, collective, nccl, channels, nodes,
-                                           len(ranks), program.path))
-    if as_json:
-        click.echo(tune_json(envelope, collective, nccl, names, channels, nodes, len(ranks),
-                             program.path), nl=False)
-    else:
-        click.echo(tune_text(envelope, collective, nccl, names, nodes, len(ranks)), nl=False)
-    return EXIT_OK
+    return fastest(session, names, param, lo, hi, timeout), nccl, names, nodes, len(ranks)
 
 
 COMMANDS = (export, tune)

@@ -59,16 +59,19 @@ def _rows(envelope: Envelope, nccl: dict[str, NcclName | None]) -> list[tuple[in
 
 
 def tuner_csv(envelope: Envelope, kind: str, nccl: dict[str, NcclName | None], channels: int,
-              nodes: int, ranks: int, source: str) -> str:
+              nodes: int, ranks: int, source: str, header: bool = True) -> str:
+    """One table's lines (`header`: with the comment lines that open the file; the tables
+    of further node counts follow without them, as the plugin matches nNodes per line)."""
     lines = [f"# NCCL tuner table written by schedc tune from {source}",
              "# Format: collective_type,min_bytes,max_bytes,algorithm,protocol,channels,nNodes,"
              "nRanks",
              f"# the fastest schedule per size range, from exact crossovers in "
-             f"{envelope.param.name} (see `schedc tune` text output for the schedules)"]
+             f"{envelope.param.name} (see `schedc tune` text output for the schedules)"] \
+        if header else []
     for lo, hi, algorithm, protocol in _rows(envelope, nccl):
         lines.append(f"{COLLECTIVES[kind]},{lo},{hi},{algorithm},{protocol},{channels},{nodes},"
                      f"{ranks}")
-    return "\n".join(lines) + "\n"
+    return "".join(line + "\n" for line in lines)
 
 
 def tune_text(envelope: Envelope, kind: str, nccl: dict[str, NcclName | None], names: list[str],
@@ -96,11 +99,18 @@ def tune_text(envelope: Envelope, kind: str, nccl: dict[str, NcclName | None], n
     return "\n".join(lines + ([""] + notes if notes else [])) + "\n"
 
 
-def tune_json(envelope: Envelope, kind: str, nccl: dict[str, NcclName | None], names: list[str],
-              channels: int, nodes: int, ranks: int, source: str) -> str:
-    return dump_json({
-        "schema": TUNE,
-        "file": source,
+def tune_json(tables: list[dict], source: str, per_nodes: str | None) -> str:
+    """One table (`tune_table`) as the document itself; with --nodes (`per_nodes`: the
+    structural param), every node count's table under `tables`."""
+    if per_nodes is None:
+        (only,) = tables
+        return dump_json({"schema": TUNE, "file": source, **only})
+    return dump_json({"schema": TUNE, "file": source, "nodes_param": per_nodes, "tables": tables})
+
+
+def tune_table(envelope: Envelope, kind: str, nccl: dict[str, NcclName | None], names: list[str],
+               channels: int, nodes: int, ranks: int) -> dict:
+    return {
         "collective": kind,
         "param": envelope.param.name,
         "lo": json_number(envelope.lo),
@@ -117,4 +127,4 @@ def tune_json(envelope: Envelope, kind: str, nccl: dict[str, NcclName | None], n
         "rows": [{"collective": COLLECTIVES[kind], "min_bytes": lo, "max_bytes": hi,
                   "algorithm": a, "protocol": p, "channels": channels, "nNodes": nodes,
                   "nRanks": ranks} for lo, hi, a, p in _rows(envelope, nccl)],
-    })
+    }
