@@ -119,3 +119,15 @@ def test_the_readme_api_example_runs(monkeypatch):
     runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS)
     runner.run(test)
     assert runner.failures == 0 and runner.tries >= 10
+
+
+def test_the_command_line_starts_without_the_heavy_libraries():
+    # `schedc --help` and option parsing import no stage: every command imports what it needs
+    # when it runs (start-up time; see benchmarks/targets.py).
+    import subprocess
+    import sys
+    probe = ("import sys, schedc.cli; heavy = ('sympy', 'numpy', 'networkx', 'lark', "
+             "'matplotlib', 'scipy'); print(sorted(m for m in heavy if m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                          check=True, cwd=ROOT)
+    assert done.stdout.strip() == "[]"

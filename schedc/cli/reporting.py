@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from ..analysis.bound import MAX_CUTS
+from ..limits import MAX_CUTS
 from .compiling import verified_timings
 from .options import EXIT_OK, compiling, no_verify_option, timeout_option
 

@@ -1,0 +1,87 @@
+"""The performance targets of "fast at both ends" (start-up, verified compiles at scale, many
+small rounds, bounds at scale, sweeps), each measured as a user meets it: a fresh `schedc`
+process, several runs, min and median wall time and the peak resident memory of the run.
+
+    python benchmarks/targets.py [--repeat N] [--only NAME ...]
+
+The big cases live in benchmarks/cases/ (not under schedules/, which `check schedules/`
+compiles whole). Peak memory comes from wait4's ru_maxrss of each child, so every run is
+measured on its own.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+CASES = "benchmarks/cases"
+SEED = "schedules/seed/nvlink_2x8.sched"
+
+# (name, arguments, transfers of the compiled schedules or None)
+TARGETS = [
+    ("start-up: --help", ["--help"], None),
+    ("start-up: compare seed", ["compare", SEED], None),
+    ("ring 128x8, verified", ["time", "schedules/scale/ring_1024.sched", "--json"], 2_095_104),
+    ("ring 128x8, --no-verify", ["time", "schedules/scale/ring_1024.sched", "--json",
+                                 "--no-verify"], 2_095_104),
+    ("ring 512x8, verified", ["time", f"{CASES}/ring_4096.sched", "--json"], 33_546_240),
+    ("ring 512x8, --no-verify", ["time", f"{CASES}/ring_4096.sched", "--json", "--no-verify"],
+     33_546_240),
+    # 2·7 rounds of 8 transfers in each of 1,024 hosts, 2·1023 of 1,024 on each of 8 rails
+    ("hierarchical 1024x8, verified", ["time", f"{CASES}/hierarchical_8192.sched", "--json"],
+     16_875_520),
+    ("hierarchical 1024x8, --no-verify", ["time", f"{CASES}/hierarchical_8192.sched", "--json",
+                                          "--no-verify"], 16_875_520),
+    ("bound hierarchical 1024x8, --no-verify", ["bound", f"{CASES}/hierarchical_8192.sched",
+                                                "--json", "--no-verify"], None),
+    ("140,000 rounds x 8, verified", ["time", f"{CASES}/many_rounds.sched", "--json"], 1_120_000),
+    ("140,000 rounds x 8, --no-verify", ["time", f"{CASES}/many_rounds.sched", "--json",
+                                         "--no-verify"], 1_120_000),
+    ("sweep 10^6 points, --csv", ["sweep", SEED, "--vary", "V=1KB:16GB:1000000",
+                                  "--csv", "{tmp}/sweep.csv"], None),
+    ("sweep 10^6 points, --json", ["sweep", SEED, "--vary", "V=1KB:16GB:1000000", "--json"],
+     None),
+]
+
+
+def run_once(args: list[str]) -> tuple[float, int]:
+    """Wall seconds and peak RSS (bytes) of one `schedc` process."""
+    start = time.perf_counter()
+    process = subprocess.Popen([sys.executable, "-m", "schedc", *args], cwd=ROOT,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    _, status, usage = os.wait4(process.pid, 0)
+    wall = time.perf_counter() - start
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise SystemExit(f"schedc {' '.join(args)} failed: {process.stderr.read().decode()}")
+    return wall, usage.ru_maxrss * 1024
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--only", nargs="*", help="Run only the targets whose name starts so.")
+    options = parser.parse_args()
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(ROOT / "schedc")], check=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        print(f"{'target':<42} {'min':>8} {'median':>8} {'peak':>9} {'transfers/s':>12}")
+        for name, args, transfers in TARGETS:
+            if options.only and not any(name.startswith(o) for o in options.only):
+                continue
+            args = [a.replace("{tmp}", tmp) for a in args]
+            runs = [run_once(args) for _ in range(options.repeat)]
+            walls = [w for w, _ in runs]
+            peak = max(m for _, m in runs)
+            rate = f"{transfers / min(walls) / 1e6:.2f} M" if transfers else "-"
+            print(f"{name:<42} {min(walls):>7.2f}s {statistics.median(walls):>7.2f}s "
+                  f"{peak / 2**20:>6.0f} MiB {rate:>12}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
