@@ -148,7 +148,7 @@ def comparison_json(c: Comparison) -> str:
     })
 
 
-def write_whole(path: Path, write: Callable[[str], None]) -> None:
+def write_whole(path: Path, write: Callable[[str], object]) -> None:
     """`write(temporary path)`, then move the file into place: all of it or nothing, with the
     usual mode under the umask (mkstemp makes files private)."""
     directory = path.parent if str(path.parent) else Path(".")
