@@ -95,6 +95,8 @@ class LoadError(SchedcError):
 class ElaborationError(SchedcError):
     """Names, types, units, indices and calls while elaborating to IR."""
 
+    at_call = False  # True once reported at the user's own call (elaborate/schedule.py)
+
 
 
 class UnitError(ElaborationError):

@@ -144,7 +144,8 @@ class OutOfRange(UsageError):
     """A structural --set gives a value the file cannot be compiled at."""
 
 
-_RETRIED = {"ir": Session.schedule, "loads": Session.loads, "timing": Session.timing}
+_RETRIED: dict[str, Callable[[Session, str], object]] = {
+    "ir": Session.schedule, "loads": Session.loads, "timing": Session.timing}
 
 
 def _blame(error: SchedcError, path: Path, overrides: tuple[Override, ...], limits: Limits,

@@ -230,7 +230,7 @@ def compare(session: Session, schedule: str, tables: list[tuple[str, Table]],
 def calibrate(session: Session, schedule: str, tables: list[tuple[str, Table]],
               fit: tuple[str, ...] = (), every: int = DEFAULT_EVERY,
               place: str = "out", max_evaluations: int = 2000) -> Calibration:
-    from scipy.optimize import least_squares
+    from scipy.optimize import least_squares  # type: ignore[import-untyped]  # scipy has no types
 
     for log, table in tables:
         check_table(session, schedule, table, log)

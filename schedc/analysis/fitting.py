@@ -121,7 +121,8 @@ def regime_parts(shape: Shape, values: list) -> tuple[sympy.Expr, tuple[str, ...
 
 def classes_shape(timing) -> Shape:
     """The full formula: per round class its count, start-up and the loads of its terms."""
-    key, slots, seen = [], [], {}
+    key, slots = [], []
+    seen: dict[tuple, int] = {}
     for c in timing.cost.classes:
         startup = linear_shape(c.startup)
         terms = tuple((t.bandwidth, tuple(s for s, _ in t.load)) for t in c.terms)

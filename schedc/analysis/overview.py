@@ -186,7 +186,7 @@ def busy(session: Session, name: str) -> Busy:
     startup = alpha + np.array([float(x.xreplace(nominal)) for x in loads.shape_latency])
     round_time = startup + (seconds.max(axis=1) if order else 0.0)
     columns = _bins(loads.rounds)
-    rows = []
+    rows: list[tuple[int, int]] = []
     spans = []
     for cls, members in classes.items():
         start = len(rows)

@@ -272,7 +272,9 @@ class Scaler:
         formula = fitted(lambda o: o.formula, classes_form)
         bounds: dict[str, sympy.Expr | None] = {}
         for kind in sample[fit[0]].bounds:
-            bounds[kind] = fitted(lambda o, k=kind: o.bounds.get(k, Shape((), ())), linear_form)
+            def bound_of(o: Observation, k: str = kind) -> Shape:
+                return o.bounds.get(k, Shape((), ()))
+            bounds[kind] = fitted(bound_of, linear_form)
         best = bounds.get("bound")
         ratio = _tidy(regime / best) if best else None
         unbounded = valid_to is None
@@ -323,6 +325,7 @@ def _with_optimum(piece: Piece, scaler: Scaler, name: str) -> Piece:
     """A stationary point of the time inside the piece: the knob's optimum (`c*`), with the
     two integers around it (its floor and ceiling) compiled to find the best."""
     from dataclasses import replace
+    assert piece.regime is not None  # called only on a piece with a closed form
     n = scaler.symbol
     x = sympy.Symbol(str(n), positive=True)  # solved over the reals, then rounded
     nominal = {s: v for s, v in scaler.session.program.nominal.items() if str(s) != str(n)}

@@ -80,8 +80,8 @@ def solve_command(session, equation: str, param: str, as_json: bool, plot_path: 
         from ..analysis.overview import side_curves
         from ..render.plot import save, solve_figure
         save(solve_figure(side_curves(session.program, solution)), plot_path)
-    show = solve_json if as_json else solve_text
-    click.echo(show(session.program, equation, solution, switches), nl=False)
+    show_solution = solve_json if as_json else solve_text
+    click.echo(show_solution(session.program, equation, solution, switches), nl=False)
     return EXIT_OK
 
 

@@ -349,6 +349,7 @@ class TopologyBuilder:
         """A pinned route, one per lane of its `for` clauses; checked against the links in
         `build`, once every topology block has declared its links."""
         lanes = _clause_lanes(stmt.clauses, env)
+        assert lanes.lanes is not None  # _clause_lanes always counts its lanes
         exprs = (stmt.a, *stmt.via, stmt.b)
         what = "a device of a route"
         if len(self.pinned) + lanes.lanes > MAX_TOPOLOGY_ITEMS:

@@ -225,7 +225,8 @@ def _metadata(line: str, pending: _Pending) -> None:
 def _fields(words: list[str]) -> tuple[tuple[str, str], ...]:
     """`nThread 1 nGpus 1 ... step: 2(factor) warmup iters: 5 ... direction: H2D` as pairs:
     a key is the words up to a value; a key ending in ':' takes the next word whatever it is."""
-    out, key = [], []
+    out: list[tuple[str, str]] = []
+    key: list[str] = []
     for word in words:
         if key and (key[-1].endswith(":") or word[:1].isdigit()):
             out.append((" ".join(key).rstrip(":"), word))
@@ -266,11 +267,12 @@ def _row(source: SourceFile, number: int, raw: str, tokens: list[tuple[str, int]
                 place[-1][key] = None
                 continue
             try:
-                place[-1][key] = float(text)
+                figure = float(text)
             except ValueError:
                 raise LogError(f"expected a number for {name}, got '{text}'", at(k)) from None
-            if place[-1][key] < 0 or place[-1][key] != place[-1][key]:
+            if figure < 0 or figure != figure:
                 raise LogError(f"{name} must be a non-negative number, got '{text}'", at(k))
+            place[-1][key] = figure
         elif not place:
             values[name], value_col[name] = text, k
     for name in ("size", "count"):
@@ -281,8 +283,11 @@ def _row(source: SourceFile, number: int, raw: str, tokens: list[tuple[str, int]
     root = values.get("root")
     if root is not None and not re.match(r"^-?\d+$", root):
         raise LogError(f"expected a rank number for root, got '{root}'", at(value_col["root"]))
-    placements = [Measurement(p["time"], p["algbw"], p["busbw"], p.get("wrong"))
-                  for p in place if {"time", "algbw", "busbw"} <= set(p)]
+    placements = []
+    for p in place:  # only "wrong" is ever None (N/A); the others are numbers when present
+        time, algbw, busbw = p.get("time"), p.get("algbw"), p.get("busbw")
+        if time is not None and algbw is not None and busbw is not None:
+            placements.append(Measurement(time, algbw, busbw, p.get("wrong")))
     if not placements:
         raise LogError("the row has no time column", at(0))
     return Row(int(values["size"]), int(values["count"]), values.get("type", "?"),
@@ -305,7 +310,8 @@ def parse_json(source: SourceFile) -> tuple[Table, ...]:
         raise LogError("an nccl-tests JSON document is an object with a 'results' list", top)
     # Each result object's position, for errors: nccl-tests writes them as {"size":...}.
     starts = [m.start() for m in re.finditer(r'\{\s*"size"\s*:', source.text)]
-    config = document.get("config") if isinstance(document.get("config"), dict) else {}
+    found = document.get("config")
+    config: dict = found if isinstance(found, dict) else {}
     rows = []
     for k, result in enumerate(document["results"]):
         span = _offset_span(source, starts[k]) if k < len(starts) else top

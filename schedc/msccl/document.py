@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 from xml.parsers import expat
 
 from ..errors import ElaborationError, LoadError, ParseError, SourceFile, Span
@@ -196,7 +197,7 @@ def _algo(element: _Element, source: SourceFile) -> Algo:
         raise ElaborationError(f"algo: coll \"{coll}\" is not supported by schedc (one of "
                                f"{', '.join(COLLECTIVES)})", element.span)
     ngpus = a.integer("ngpus", 1)
-    fields = dict(name=element.attrs.get("name", Path(source.path).stem), proto=a.choice(
+    fields: dict[str, Any] = dict(name=element.attrs.get("name", Path(source.path).stem), proto=a.choice(
         "proto", PROTOCOLS), nchannels=a.integer("nchannels", 1, MAX_CHANNELS),
         nchunksperloop=a.integer("nchunksperloop", 1), ngpus=ngpus, coll=coll,
         inplace=bool(a.integer("inplace", 0, 1)), outofplace=bool(a.integer("outofplace", 0, 1)),
@@ -241,7 +242,8 @@ def _gpu(element: _Element, ngpus: int) -> Gpu:
     if gap is not None:
         raise ElaborationError(f"{where(gid)}: thread block {gap} is missing (ids must be "
                                f"0..{len(tbs) - 1})", element.span)
-    return Gpu(gid, *chunks, tuple(tbs[t] for t in range(len(tbs))), element.span)
+    return Gpu(gid, chunks[0], chunks[1], chunks[2], tuple(tbs[t] for t in range(len(tbs))),
+               element.span)
 
 
 def _tb(element: _Element, gid: int, ngpus: int, chunks: list[int]) -> ThreadBlock:

@@ -57,6 +57,7 @@ class AlgorithmProgram(Program):
 
     def schedule(self, name: str, span: Span | None = None) -> Schedule:
         self.result(name, span)
+        assert self.imported is not None, "load_algorithm gives every algorithm program its IR"
         return self.imported[name]
 
     def require_machine(self, name: str) -> None:

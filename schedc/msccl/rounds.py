@@ -118,15 +118,17 @@ def _match(algo: Algo, layout: Layout, node, nodes):
         for k in range(max(len(out), len(into))):
             if k >= len(out) or k >= len(into):
                 if k >= len(into):
-                    step, gpu, tb, peer, what = out[k], a, stb, b, "receive on"
+                    step, at_gpu, holder, peer, what = out[k], a, stb, b, "receive on"
                 else:
-                    step, gpu, tb, peer, what = into[k], b, rtb, a, "send from"
+                    step, at_gpu, holder, peer, what = into[k], b, rtb, a, "send from"
+                assert holder is not None  # the side that has a k-th step has its thread block
                 have = len(into) if k >= len(into) else len(out)
                 raise ElaborationError(
-                    f"{where(gpu, tb.id, step.index)}: '{step.type}' has no matching {what} gpu "
+                    f"{where(at_gpu, holder.id, step.index)}: '{step.type}' has no matching {what} gpu "
                     f"{peer} on channel {chan} (it is the {_ordinal(k + 1)} there; gpu {peer} "
                     f"has {have})", step.span)
             s, r = out[k], into[k]
+            assert stb is not None and rtb is not None  # both sides have a k-th step
             if s.cnt != r.cnt:
                 raise ElaborationError(
                     f"{where(b, rtb.id, r.index)}: receives cnt={r.cnt} from "
@@ -193,7 +195,7 @@ def _times(nodes: list[_Node], algo: Algo, layout: Layout) -> list[Operation]:
         order = list(TopologicalSorter(graph).static_order())
     except CycleError as exc:
         cycle = [nodes[k].step for k in exc.args[1] if nodes[k].step is not None]
-        steps = []
+        steps: list[tuple[int, int, int]] = []
         for s in cycle:
             if not steps or steps[-1] != s:
                 steps.append(s)
@@ -227,10 +229,12 @@ def _take(n: _Node, nodes: list[_Node], time: list[Time], layout: Layout) -> Tim
     """A receiving step takes its chunk in: in place, in the transfer's round, if the step
     had started before it; else from its temporary, after both. Sets where the transfer
     lands; returns when the chunk is in."""
+    assert n.receiver is not None and n.step is not None  # a take node has both
     step, gpu, x, here = n.receiver
     arrives, ready = time[x], time[n.preds[1]]
     key = n.step
     transfer = nodes[x].operation
+    assert transfer is not None  # x is the receive's transfer node
     reduces = step.type in ("rrc", "rrcs")
     destination = layout.position(gpu, step.dstbuf, step.dstoff)
     if layout.through_temporary(step, gpu):

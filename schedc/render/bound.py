@@ -260,7 +260,7 @@ SCHEDULE_HEADER = ("schedule", "time", "overlapped", "ratio", "held back by")
 
 def schedule_rows(b: Bounds, topology: Topology, nominal: dict) -> list[tuple[str, ...]]:
     """Each schedule against the best bound (without the header)."""
-    rows = []
+    rows: list[tuple[str, ...]] = []
     for e in b.schedules:
         held = "-"
         if e.busiest is not None:
@@ -278,7 +278,7 @@ def crossing_rows(b: Bounds, nominal: dict) -> list[tuple[str, ...]]:
     if b.binding is None:
         return []
     need = b.binding.crossing
-    rows = []
+    rows: list[tuple[str, ...]] = []
     for e in b.schedules:
         moved = [_bytes(x, nominal) for x in e.cut_bytes]
         shown = _each_way(format_bytes(moved[0]), format_bytes(moved[1]))
@@ -294,6 +294,7 @@ def crossing_rows(b: Bounds, nominal: dict) -> list[tuple[str, ...]]:
 
 def binding_text(b: Bounds, topology: Topology) -> str:
     """The binding cut, its resources' classes and names."""
+    assert b.binding is not None, "only asked for when there is a binding cut"
     cap = b.binding.crossing.capacity
     classes = sorted({topology.resources[r].cls for r in cap.resources})
     return (f"{b.binding.cut.name}, {len(cap.resources)} × {'+'.join(classes)} "

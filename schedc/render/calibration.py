@@ -18,15 +18,16 @@ def _percent(value: float | None) -> str:
 
 
 def _rows(c: Comparison, with_fit: bool) -> list[str]:
-    header = ("size", "measured", "predicted", "error") + (("row",) if with_fit else ())
+    header: tuple[str, ...] = ("size", "measured", "predicted", "error") + \
+        (("row",) if with_fit else ())
     protocols = any(p is not None for p in c.protocols)
     header += ("protocol",) if protocols else ()
     several = len(c.logs) > 1
     header += ("log",) if several else ()
     rows = [header]
     for p, predicted, error, winner in zip(c.points, c.predicted, c.errors, c.protocols):
-        row = (format_bytes(p.size), format_seconds(p.measured), format_seconds(predicted),
-               f"{error * 100:+.1f}%")
+        row: tuple[str, ...] = (format_bytes(p.size), format_seconds(p.measured),
+                                format_seconds(predicted), f"{error * 100:+.1f}%")
         row += (("fit" if p.fit else "held out"),) if with_fit else ()
         row += (winner or "-",) if protocols else ()
         row += (p.log,) if several else ()
@@ -147,7 +148,7 @@ def comparison_json(c: Comparison) -> str:
     })
 
 
-def write_whole(path: Path, write: Callable[[str], None]) -> None:
+def write_whole(path: Path, write: Callable[[str], object]) -> None:
     """`write(temporary path)`, then move the file into place: all of it or nothing, with the
     usual mode under the umask (mkstemp makes files private)."""
     directory = path.parent if str(path.parent) else Path(".")

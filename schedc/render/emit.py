@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from itertools import islice
 
 import numpy as np
@@ -24,6 +25,7 @@ def emit_ast(module: Module) -> str:
 def line_count(stage: str, schedule: Schedule, loads: Loads | None = None) -> int:
     """How many lines `emit_ir` (or `emit_loads`, given the loads) prints, before printing."""
     if stage == "loads":  # a round lists the entries of its shape
+        assert loads is not None, "counting the loads stage needs the loads"
         per_shape = np.bincount(loads.shape, minlength=len(loads.shape_cross))
         return 1 + loads.rounds + int(per_shape[loads.shape_of].sum())
     return 1 + len(schedule.rounds) + schedule.transfer_count
@@ -42,9 +44,10 @@ def emit_ir(program: Program, schedule: Schedule) -> str:
                 t = b.transfer(k)
                 if layout is None:
                     region, into = region_text(t.region), region_text(t.into) if t.into else ""
-                else:  # separate buffers: name the chunks
-                    region, into = buffer_text(t.region, layout), \
-                        buffer_text(t.into, layout) if t.into else ""
+                else:  # separate buffers: name the chunks (a send moves no region: `-`)
+                    region = region_text(None) if t.region is None else \
+                        buffer_text(t.region, layout)
+                    into = buffer_text(t.into, layout) if t.into else ""
                 into = f" into {into}" if into else ""
                 origin = f"  ({b.origin})" if b.origin else ""
                 lines.append(f"{pad}{t.op} {region}{into} {names[t.src]} -> {names[t.dst]}"
@@ -100,7 +103,7 @@ def schedule_pairs(schedule: Schedule, devices: int) -> list[tuple[int, int, Spa
 
 
 def emit_routes(topology: Topology, title: str | None,
-                pairs: list[tuple[int, int, Span | None]]) -> str:
+                pairs: Sequence[tuple[int, int, Span | None]]) -> str:
     """Each pair's route: one line when it has one path; else every path (up to
     ROUTE_PATHS_SHOWN) with its share of the bytes. `title`: the schedule's name, or None
     for pairs given on the command line."""

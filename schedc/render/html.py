@@ -228,6 +228,7 @@ def _bound(program: Program, b: Bounds, suffix: str) -> list[str]:
                           wide=(4,)))
         crossing = crossing_rows(b, nominal)
         if crossing:
+            assert b.binding is not None  # crossing rows exist only with a binding cut
             out.append(f"<p>Across the binding cut {escape(b.binding.cut.name)}:</p>")
             out.append(_table(("schedule", "moves", "of the minimum", "over"),
                               [(n, m, f.strip("()"), o) for n, m, f, o in crossing]))

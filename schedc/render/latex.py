@@ -53,7 +53,7 @@ def math(expr: sympy.Basic) -> str:
     return sympy.latex(expr)
 
 
-def tabular(header: Sequence[str], rows: list[Sequence[str]], right: Collection[int] = (),
+def tabular(header: Sequence[str], rows: Sequence[Sequence[str]], right: Collection[int] = (),
             escaped: Collection[int] = ()) -> list[str]:
     """A `tabular` with a rule under the header; the cells of columns in `escaped` are
     already LaTeX (math), the others are escaped here."""
@@ -152,6 +152,7 @@ def _bounds(program: Program, b: Bounds) -> str:
         out += tabular(SCHEDULE_HEADER, schedule_rows(b, topology, nominal), right=(1, 2, 3))
         crossing = crossing_rows(b, nominal)
         if crossing:
+            assert b.binding is not None  # crossing rows exist only with a binding cut
             out += ["", f"Across the binding cut {escape(b.binding.cut.name)}:", ""]
             out += tabular(("schedule", "moves", "of the minimum", "over"),
                            [(n, m, f.strip("()"), o) for n, m, f, o in crossing])

@@ -41,7 +41,7 @@ def code(text: str) -> str:
     return f"{fence}{text}{fence}"
 
 
-def md_table(header: Sequence[str], rows: list[Sequence[str]], right: Collection[int] = ()) -> list[str]:
+def md_table(header: Sequence[str], rows: Sequence[Sequence[str]], right: Collection[int] = ()) -> list[str]:
     lines = ["| " + " | ".join(cell(h) for h in header) + " |",
              "|" + "|".join("---:" if k in right else "---" for k in range(len(header))) + "|"]
     lines += ["| " + " | ".join(cell(c) for c in row) + " |" for row in rows]
@@ -113,6 +113,7 @@ def _bounds(program: Program, b: Bounds) -> str:
         out += md_table(SCHEDULE_HEADER, schedule_rows(b, topology, nominal), right=(1, 2, 3))
         crossing = crossing_rows(b, nominal)
         if crossing:
+            assert b.binding is not None  # crossing rows exist only with a binding cut
             out += ["", f"Across the binding cut {b.binding.cut.name}:", ""]
             out += md_table(("schedule", "moves", "of the minimum", "over"),
                             [(n, m, f.strip("()"), o) for n, m, f, o in crossing])

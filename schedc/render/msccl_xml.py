@@ -53,6 +53,11 @@ class _Step:
     index: int = -1
     needed: bool = False  # some step depends on it
 
+    @property
+    def owner(self) -> _Block:
+        assert self.tb is not None, "a step joins its thread block as it is made (add)"
+        return self.tb
+
 
 @dataclass(eq=False)
 class _Block:
@@ -118,7 +123,7 @@ def export_msccl(schedule: Schedule, name: str | None = None, proto: str = "Simp
                     step.deps.append(last_write[(piece.dst, c)])
                 last_write[(piece.dst, c)] = step
         for step in sends:  # hold each send in its round
-            earlier = by_round.get((step.tb.gpu, number - 1), [])
+            earlier = by_round.get((step.owner.gpu, number - 1), [])
             if number > 1 and earlier and not any(d.round == number - 1 for d in step.deps) \
                     and not _follows_round(step, number - 1):
                 step.deps.append(next((s for s in earlier if s.type == "s"), earlier[0]))
@@ -161,7 +166,7 @@ def _pieces(schedule: Schedule, rnd, slot: dict[int, int], chunks: int,
 
 
 def _follows_round(step: _Step, number: int) -> bool:
-    steps = step.tb.steps
+    steps = step.owner.steps
     at = steps.index(step)
     return at > 0 and steps[at - 1].round == number
 
@@ -219,7 +224,7 @@ def _write(schedule: Schedule, name: str, proto: str, chunks: int, executor: str
                 lines.append(
                     f'      <step s="{s.index}" type="{s.type}" srcbuf="{where[0]}" '
                     f'srcoff="{where[1]}" dstbuf="{where[0]}" dstoff="{where[1]}" cnt="{s.cnt}" '
-                    f'depid="{dep.tb.id if dep else -1}" deps="{dep.index if dep else -1}" '
+                    f'depid="{dep.owner.id if dep else -1}" deps="{dep.index if dep else -1}" '
                     f'hasdep="{int(s.needed)}"/>')
             lines.append("    </tb>")
         lines.append("  </gpu>")
@@ -231,7 +236,8 @@ def _distinct(steps) -> list[_Step]:
     seen: dict[int, _Step] = {}
     for s in steps:
         seen.setdefault(id(s), s)
-    return sorted(seen.values(), key=lambda s: (s.round, s.tb.gpu, s.tb.send, s.tb.recv, s.tb.chan))
+    return sorted(seen.values(), key=lambda s: (s.round, s.owner.gpu, s.owner.send, s.owner.recv,
+                                                       s.owner.chan))
 
 
 def _escape(text: str) -> str:

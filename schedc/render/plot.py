@@ -40,7 +40,7 @@ def _figure(size=WIDE, left: float = 0.8, right: float = 0.15, bottom: float = 0
             top: float = 0.15):
     """A figure with fixed margins in inches (a layout engine would cost a second draw)."""
     import matplotlib
-    matplotlib.rcParams.update(STYLE)
+    matplotlib.rcParams.update(STYLE)  # type: ignore[arg-type]  # stubs take literal keys only
     from matplotlib.figure import Figure
     figure = Figure(figsize=size)
     width, height = size

@@ -243,7 +243,7 @@ COMPARE_HEADER = ("schedule", "rounds", "cross-host rounds", "cross-host bytes",
 def compare_rows(program: Program, timings: list[Timing]) -> list[tuple[str, ...]]:
     """The seed's §3 table, one row per schedule (without the header); without `host` blocks
     the cross-host cells are `-` (every device would count as its own host)."""
-    rows = []
+    rows: list[tuple[str, ...]] = []
     hosts = bool(program.topology.host_names)
     for t in timings:
         c = t.cost

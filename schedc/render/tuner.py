@@ -117,8 +117,8 @@ def tune_table(envelope: Envelope, kind: str, nccl: dict[str, NcclName | None], 
         "hi": json_number(envelope.hi),
         "nodes": nodes,
         "ranks": ranks,
-        "schedules": [{"name": n, "nccl": None if nccl.get(n) is None else
-                       {"algorithm": nccl[n].algorithm, "protocol": nccl[n].protocol}}
+        "schedules": [{"name": n, "nccl": None if (known := nccl.get(n)) is None else
+                       {"algorithm": known.algorithm, "protocol": known.protocol}}
                       for n in names],
         "ranges": [{"min_bytes": lo, "max_bytes": hi, "fastest": name}
                    for lo, hi, name in byte_ranges(envelope)],
