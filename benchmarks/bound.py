@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from schedc.analysis.cuts import RankCuts  # noqa: E402
-from schedc.elaborate.program import load_program  # noqa: E402
+from schedc.elaborate.loader import load_program  # noqa: E402
 
 CASES = [
     ("seed nvlink_2x8", "schedules/seed/nvlink_2x8.sched"),

@@ -46,7 +46,7 @@ def stages(path: str) -> dict[str, float]:
     """Seconds per pipeline stage, in-process (imports excluded)."""
     from schedc.cost.formula import cost
     from schedc.cost.lower import lower
-    from schedc.elaborate.program import load_program
+    from schedc.elaborate.loader import load_program
 
     marks = {}
     t0 = time.perf_counter()

@@ -67,7 +67,7 @@ def stages(path: Path) -> dict[str, float]:
     from schedc.analysis.verify import verify_schedule
     from schedc.cost.formula import cost
     from schedc.cost.lower import lower
-    from schedc.elaborate.program import load_program
+    from schedc.elaborate.loader import load_program
 
     clock = time.process_time
     marks = {}

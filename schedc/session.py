@@ -20,12 +20,12 @@ from .cost.formula import cost, nominal_value
 from .cost.lower import Loads, lower
 from .cost.protocols import with_protocols
 from .cost.timing import Timing
+from .elaborate.loader import load_program
 from .elaborate.program import (
     DEFAULT_LIMITS,
     Override,
     Program,
     declared_at,
-    load_program,
     parse_override,
 )
 from .elaborate.schedule import Limits

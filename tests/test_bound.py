@@ -14,7 +14,7 @@ from test_window import TWO_GPUS
 import schedc
 from schedc.analysis import cuts as cuts_module
 from schedc.analysis.bound import must_cross
-from schedc.elaborate.program import load_program
+from schedc.elaborate.loader import load_program
 from schedc.model.ir import Collective, linear_expr
 
 SEED = SCHEDULES / "seed" / "nvlink_2x8.sched"

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 import schedc
 from schedc.analysis.cuts import RankCuts
-from schedc.elaborate.program import load_program
+from schedc.elaborate.loader import load_program
 
 RING = (SCHEDULES / "lib" / "ring.sched").as_posix()
 

@@ -14,7 +14,7 @@ from schedc.analysis.bound import bound_all
 from schedc.analysis.check import check_program
 from schedc.analysis.equations import Equations
 from schedc.analysis.sweep import Vary, sweep
-from schedc.elaborate.program import load_program
+from schedc.elaborate.loader import load_program
 from schedc.elaborate.schedule import Limits
 from schedc.errors import SchedcError, SourceFile
 from schedc.language.parser import parse_equation

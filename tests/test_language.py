@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import schedc.elaborate.schedule as elaborate_schedule
-from schedc.elaborate.program import load_program
+from schedc.elaborate.loader import load_program
 from schedc.errors import SchedcError
 from schedc.model.ir import linear_expr
 from schedc.model.values import NeedScalar

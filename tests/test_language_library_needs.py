@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from conftest import MACHINES, write
 
-from schedc.elaborate.program import load_program
+from schedc.elaborate.loader import load_program
 from schedc.errors import ElaborationError
 
 MACHINE = f'import "{MACHINES / "flat_8.sched"}"\n'  # one line: the body starts on line 2

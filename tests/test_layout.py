@@ -16,7 +16,8 @@ MAX_LINES = 450
 
 # Lowest first; a module may import its own layer and the layers before it.
 LAYERS = (
-    ("schedc.errors", "schedc.units", "schedc.deadline", "schedc.limits", "schedc.progress"),
+    ("schedc.errors", "schedc.units", "schedc.deadline", "schedc.limits", "schedc.progress",
+     "schedc.magnitude"),
     ("schedc.language", "schedc.measure"),  # readers: .sched text, nccl-tests logs
     ("schedc.model",),
     ("schedc.elaborate", "schedc.msccl"),  # .sched programs and MSCCL XML algorithms → IR

@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from schedc.analysis.bound import bound_all
-from schedc.elaborate.program import load_program
+from schedc.elaborate.loader import load_program
 from schedc.render.emit import schedule_pairs
 from schedc.session import Session
 

@@ -7,7 +7,7 @@ import sympy
 from conftest import SCHEDULES, write
 
 from schedc.cost.lower import lower
-from schedc.elaborate.program import load_program
+from schedc.elaborate.loader import load_program
 from schedc.errors import SchedcError
 from schedc.session import Session
 

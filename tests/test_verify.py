@@ -14,7 +14,7 @@ import schedc
 from schedc.analysis import dataflow
 from schedc.analysis.counterexample import WrongResult
 from schedc.analysis.verify import verify_schedule as verify_ir
-from schedc.elaborate.program import load_program
+from schedc.elaborate.loader import load_program
 
 BROKEN = Path(__file__).parent / "fixtures" / "broken"
 FIXTURES = sorted(p.stem for p in BROKEN.glob("*.sched"))

@@ -86,7 +86,7 @@ def calibrate_command(logs, machine: Path, schedule, fit, every: int, in_place: 
 
 def _fitted_sets(path: Path) -> list[str]:
     """The params of a `calibrate --write` file as `--set` overrides."""
-    from ..elaborate.program import load_program
+    from ..elaborate.loader import load_program
     from ..units import base_unit
     program = load_program(path)
     return [f"{p.name}={float(p.nominal)!r} {base_unit(p.dim)}".rstrip()

@@ -11,10 +11,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import replace
 from fractions import Fraction
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
-import sympy
 
 from .. import magnitude
 from ..errors import ElaborationError, LimitError, Span, UnitError, did_you_mean
@@ -31,30 +30,25 @@ from ..model.values import (
     TopoRef,
     as_condition,
     as_number,
-    as_quantity,
     check_numeric,
     kind_of,
     normalize,
     one_lane,
-    settle,
     take_lanes,
     to_sympy,
 )
 from ..units import (
     DIMENSIONLESS,
-    Dim,
-    dim_name,
     format_number,
     near_units,
     unit,
     unknown_unit,
 )
+from .arithmetic import INT64_SAFE, apply_binop, compare_values, largest_magnitude, within_bound
 from .builtins import BUILTINS
 from .lanes import Env, expand_lanes, filter_lanes
 
 MAX_REGION_DENOMINATOR = 2**40  # finer splits than 1/2^40 of a buffer are refused
-_MAX_EXPONENT = 4096  # 2 ** 10**12 would never finish; refuse instead
-_INT64_SAFE = 2**62  # lane values stay below this, or the round runs on exact Python ints
 
 
 # ---- entry point ------------------------------------------------------------------------------
@@ -100,6 +94,8 @@ def unit_span(node: ast.Number, upto: ast.Node | None = None) -> Span:
 
 def _spaced_unit(node: ast.BinOp) -> str | None:
     """`GB / s` when a unit, spaces, '/', spaces and a name follow each other on one line."""
+    if not (isinstance(node.left, ast.Number) and isinstance(node.right, ast.Name)):
+        return None
     left, right = node.left.span, node.right.span
     if left.end_line != right.line:
         return None
@@ -175,7 +171,7 @@ def _is_int(value: object) -> bool:
 def _integers(values: list, span: Span) -> Integers:
     """A list of numbers; its entries fit in int64, so loops over it run as lanes."""
     ints = [int(v) for v in values]
-    too_big = next((v for v in ints if abs(v) >= _INT64_SAFE), None)
+    too_big = next((v for v in ints if abs(v) >= INT64_SAFE), None)
     if too_big is not None:
         raise LimitError(f"a list of numbers holds integers below 2^62, not {too_big}", span)
     return Integers(np.array(ints, dtype=np.int64))
@@ -211,7 +207,7 @@ def lanewise(expr: ast.Expr, env: Env) -> object:
         return evaluate(expr, env)
     except NeedScalar:
         pass
-    values = [evaluate(expr, replace(env, local={n: one_lane(v, k) for n, v in env.local.items()},
+    values: list[Any] = [evaluate(expr, replace(env, local={n: one_lane(v, k) for n, v in env.local.items()},
                                      lanes=None)) for k in range(env.lanes or 0)]
     if not values:
         return IntRange(np.zeros(0, np.int64), np.zeros(0, np.int64))
@@ -237,7 +233,7 @@ def _each_lane(node: ast.ListComp, env: Env) -> Devices:
     for lane in range(env.lanes or 1):
         pick = np.array([lane])
         local = {name: take_lanes(value, pick) for name, value in env.local.items()}
-        groups.append(_comprehension(node, replace(env, local=local, lanes=1)).ids)
+        groups.append(cast(Devices, _comprehension(node, replace(env, local=local, lanes=1))).ids)
     if len({g.shape for g in groups}) > 1:
         raise ElaborationError("the groups of a nested list must all have one length", node.span)
     return Devices(np.stack(groups) if groups else np.zeros((0, 0), dtype=np.int64), True)
@@ -266,119 +262,7 @@ def _binop(node: ast.BinOp, env: Env) -> object:
             raise UnitError(unknown_unit(spaced), unit_span(node.left, node.right))
     left = evaluate(node.left, env)
     right = evaluate(node.right, env)
-    return _within_bound(apply_binop(node.op, left, right, node), node.span)
-
-
-def _within_bound(value: object, span: Span) -> object:
-    """Refuse an exact result beyond `magnitude.MAX_BITS` (operands within it make results of
-    at most twice the bits, cheap to compute; `**` and `<<` are judged before they run)."""
-    if isinstance(value, Quantity):
-        numbers = [Fraction(int(a.p), int(a.q)) for a in value.expr.atoms(sympy.Rational)]
-    else:
-        numbers = [value] if isinstance(value, (int, Fraction)) else []
-    if not all(magnitude.fits(n) for n in numbers):
-        raise LimitError(magnitude.TOO_LARGE, span)
-    return value
-
-
-def apply_binop(op: str, left: Any, right: Any, node: ast.BinOp) -> object:
-    # `Any`: numbers (ints, Fractions, lane arrays) once check_numeric has passed them
-    if isinstance(left, Quantity) or isinstance(right, Quantity):
-        return _quantity_op(op, left, right, node)
-    check_numeric(left, node.left.span)
-    check_numeric(right, node.right.span)
-    lanes = isinstance(left, np.ndarray) or isinstance(right, np.ndarray)
-    if lanes and (isinstance(left, Fraction) or isinstance(right, Fraction)):
-        raise NeedScalar
-    if lanes and _may_overflow(op, left, right):
-        raise NeedScalar  # int64 would wrap around silently; Python ints are exact
-    if op in ("+", "-", "*"):
-        result = {"+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b}[op](left, right)
-        return normalize(result) if isinstance(result, Fraction) else result  # 0.5 * 2 is 1
-    if op in ("/", "//", "%"):
-        if np.any(np.asarray(right) == 0):
-            raise ElaborationError("division by zero", node.right.span)
-        if op == "//":
-            return left // right
-        if op == "%":
-            return left % right
-        if lanes:
-            if np.any(np.asarray(left) % np.asarray(right)):
-                raise NeedScalar
-            return left // right
-        return normalize(Fraction(left) / Fraction(right))
-    if op == "**":
-        return _power(left, right, node)
-    for value, span in ((left, node.left.span), (right, node.right.span)):
-        if isinstance(value, Fraction):
-            raise ElaborationError(f"'{op}' needs integers, not {value}", span)
-    if op in ("<<", ">>"):
-        if np.any(np.asarray(right) < 0) or np.any(np.asarray(right) > _MAX_EXPONENT):
-            raise ElaborationError(f"shift count must be in 0..{_MAX_EXPONENT}", node.right.span)
-        if lanes and op == "<<" and np.any(np.asarray(right) > 62):
-            raise NeedScalar
-        if op == "<<" and not lanes and magnitude.bits(left) + right > magnitude.MAX_BITS:
-            raise LimitError(magnitude.TOO_LARGE, node.span)
-        return left << right if op == "<<" else left >> right
-    return {"&": lambda a, b: a & b, "|": lambda a, b: a | b, "^": lambda a, b: a ^ b}[op](left, right)
-
-
-def _magnitude(value) -> int:
-    if isinstance(value, np.ndarray):
-        return int(np.abs(value).max()) if value.size else 0
-    return abs(int(value))
-
-
-def _may_overflow(op: str, left, right) -> bool:
-    """Whether lane arithmetic could leave int64, judged from the largest magnitudes."""
-    a, b = _magnitude(left), _magnitude(right)
-    return max(a, b) >= _INT64_SAFE or (a * b if op == "*" else a + b) >= _INT64_SAFE
-
-
-def _power(base, exponent, node: ast.BinOp):
-    if isinstance(exponent, Fraction):
-        raise ElaborationError("an exponent must be an integer", node.right.span)
-    if np.any(np.abs(np.asarray(exponent)) > _MAX_EXPONENT):
-        raise LimitError(f"exponent too large (the limit is {_MAX_EXPONENT})", node.right.span)
-    if isinstance(base, np.ndarray) or isinstance(exponent, np.ndarray):
-        if np.any(np.asarray(exponent) < 0) or np.any(np.abs(np.asarray(base, dtype=float)) ** np.asarray(exponent) > 2.0**62):
-            raise NeedScalar
-        return np.asarray(base) ** np.asarray(exponent)
-    if base == 0 and exponent < 0:
-        raise ElaborationError("division by zero", node.span)
-    if (magnitude.bits(base) - 1) * abs(exponent) > magnitude.MAX_BITS:
-        raise LimitError(magnitude.TOO_LARGE, node.span)
-    return normalize(Fraction(base) ** exponent)
-
-
-def _quantity_op(op: str, left: object, right: object, node: ast.BinOp) -> Quantity | int | Fraction:
-    if isinstance(left, np.ndarray) or isinstance(right, np.ndarray):
-        raise NeedScalar
-    a = as_quantity(left, node.left.span)
-    b = as_quantity(right, node.right.span)
-    if op in ("+", "-"):
-        if a.dim != b.dim:
-            verb = "add" if op == "+" else "subtract"
-            raise UnitError(f"cannot {verb} {dim_name(a.dim)} and {dim_name(b.dim)}", node.span)
-        return settle(Quantity(a.expr + b.expr if op == "+" else a.expr - b.expr, a.dim))
-    if op == "*":
-        return settle(Quantity(a.expr * b.expr, _dim_add(a.dim, b.dim, 1)))
-    if op == "/":
-        if b.expr == 0:
-            raise ElaborationError("division by zero", node.right.span)
-        return settle(Quantity(a.expr / b.expr, _dim_add(a.dim, b.dim, -1)))
-    if op == "**":
-        n = as_number(b) if b.dim == DIMENSIONLESS else None
-        if not isinstance(n, int) or abs(n) > 64:
-            raise ElaborationError("a quantity can only be raised to an integer power up to 64",
-                                   node.right.span)
-        return settle(Quantity(a.expr**n, (a.dim[0] * n, a.dim[1] * n)))
-    raise UnitError(f"'{op}' needs plain numbers, not {dim_name(a.dim)} and {dim_name(b.dim)}",
-                    node.span)
-
-
-def _dim_add(a: Dim, b: Dim, sign: int) -> Dim:
-    return (a[0] + sign * b[0], a[1] + sign * b[1])
+    return within_bound(apply_binop(node.op, left, right, node), node.span)
 
 
 # ---- comparisons and logic --------------------------------------------------------------------
@@ -388,37 +272,6 @@ def _compare(node: ast.Compare, env: Env) -> object:
     left = evaluate(node.left, env)
     right = evaluate(node.right, env)
     return compare_values(node.op, left, right, node.span)
-
-
-_COMPARE: dict[str, Callable] = {
-    "==": lambda a, b: a == b, "!=": lambda a, b: a != b, "<": lambda a, b: a < b,
-    "<=": lambda a, b: a <= b, ">": lambda a, b: a > b, ">=": lambda a, b: a >= b,
-}
-
-
-def compare_values(op: str, left: object, right: object, span: Span) -> object:
-    if isinstance(left, Devices) and isinstance(right, Devices):
-        if op not in ("==", "!=") or left.rank or right.rank:
-            raise ElaborationError("devices can only be compared with == and !=, one at a time", span)
-        return _COMPARE[op](left.ids, right.ids)
-    if isinstance(left, Quantity) or isinstance(right, Quantity):
-        if isinstance(left, np.ndarray) or isinstance(right, np.ndarray):
-            raise NeedScalar
-        a, b = as_quantity(left, span), as_quantity(right, span)
-        if a.dim != b.dim:
-            raise UnitError(f"cannot compare {dim_name(a.dim)} with {dim_name(b.dim)}", span)
-        if a.is_symbolic or b.is_symbolic:
-            names = ", ".join(sorted(str(s) for s in (a.expr - b.expr).free_symbols))
-            raise ElaborationError(f"this comparison depends on params ({names}), so it has no "
-                                   "single answer", span)
-        return bool(_COMPARE[op](a.expr, b.expr))
-    check_numeric(left, span)
-    check_numeric(right, span)
-    if (isinstance(left, np.ndarray) or isinstance(right, np.ndarray)) and (
-            isinstance(left, Fraction) or isinstance(right, Fraction)):
-        raise NeedScalar
-    result = _COMPARE[op](left, right)
-    return result if isinstance(result, np.ndarray) else bool(result)
 
 
 def _boolop(node: ast.BoolOp, env: Env) -> object:
@@ -436,9 +289,10 @@ def _conditional(node: ast.Conditional, env: Env) -> object:
     cond = as_condition(evaluate(node.cond, env), node.cond.span)
     if not isinstance(cond, np.ndarray):
         return evaluate(node.then if cond else node.orelse, env)
-    then, orelse = evaluate(node.then, env), evaluate(node.orelse, env)
+    then: Any = evaluate(node.then, env)  # numbers, lane arrays or devices, told apart below
+    orelse: Any = evaluate(node.orelse, env)
     if all(_is_int(v) or isinstance(v, np.ndarray) and v.dtype != bool for v in (then, orelse)) \
-            and max(_magnitude(then), _magnitude(orelse)) < _INT64_SAFE:
+            and max(largest_magnitude(then), largest_magnitude(orelse)) < INT64_SAFE:
         return np.where(cond, then, orelse)
     if isinstance(then, Devices) and isinstance(orelse, Devices) and then.rank == orelse.rank == 0:
         return Devices(np.where(cond, then.ids, orelse.ids), True)
@@ -511,7 +365,7 @@ def _integer(value: object, span: Span, what: str):
         raise ElaborationError(f"{what} must be a concrete integer, but this depends on params "
                                f"({', '.join(sorted(map(str, value.expr.free_symbols)))})", span)
     shown = kind_of(value) if number is None else str(number)
-    if len(shown) > 40:  # a fraction of huge terms
+    if number is not None and len(shown) > 40:  # a fraction of huge terms
         shown = f"a fraction near {format_number(number)}"
     raise ElaborationError(f"{what} must be an integer, not {shown}", span)
 

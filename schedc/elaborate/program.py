@@ -1,10 +1,9 @@
-"""Files → `Program`: imports, params, lets, the topology, collectives and schedules.
+"""`Program`: what a `.sched` file elaborates to (params, topology, results, functions),
+its global names, and `--set` overrides. `loader.load_program` builds it from files.
 
-Top-level statements are elaborated in file order; an `import` elaborates the imported file
-at that point, once, into the same namespace (so a machine file's params and topology and a
-library's schedules become visible). Schedules without parameters declared in the file given
-on the command line are its *results*; every other schedule is a function to call. Result
-schedules are elaborated to IR on demand (`Program.schedule`).
+Schedules without parameters declared in the file given on the command line are its
+*results*; every other schedule is a function to call. Result schedules are elaborated to
+IR on demand (`Program.schedule`).
 """
 
 from __future__ import annotations
@@ -12,45 +11,22 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from fractions import Fraction
 from functools import cached_property
-from pathlib import Path
 
 import sympy
 
-from ..errors import (
-    ElaborationError,
-    LoadError,
-    SchedcError,
-    SourceFile,
-    Span,
-    UnitError,
-    UsageError,
-    did_you_mean,
-)
+from ..errors import ElaborationError, SchedcError, SourceFile, Span, UsageError, did_you_mean
 from ..language import syntax as ast
-from ..language.parser import parse_expression, parse_module
-from ..model.collectives import collective_kind, collective_names
+from ..language.parser import parse_expression
 from ..model.ir import Collective, Schedule
 from ..model.protocol import Protocol
 from ..model.topology import Topology
-from ..model.values import (
-    Devices,
-    Quantity,
-    TopoRef,
-    as_number,
-    check_positive,
-    expect_device,
-    expect_quantity,
-    from_rational,
-    kind_of,
-)
-from ..units import BYTES, DIMENSIONLESS, RATE, SECONDS, Dim, dim_name
-from .evaluate import evaluate
+from ..model.values import TopoRef
+from ..units import Dim
 from .lanes import Env, Names
-from .schedule import Limits, ScheduleContext, elaborate_schedule, linear_bytes
-from .topology import Namespace, TopologyBuilder
+from .schedule import Limits, ScheduleContext, elaborate_schedule
+from .topology import Namespace
 
 DEFAULT_LIMITS = Limits()
-MAX_IMPORT_DEPTH = 100  # files importing files; each costs a few frames of Python's stack
 
 
 @dataclass(frozen=True)
@@ -176,328 +152,6 @@ def parse_override(text: str) -> Override:
     return Override(name.strip(), expr, source)
 
 
-def load_program(path: str | Path, overrides: tuple[Override, ...] = (),
-                 limits: Limits = DEFAULT_LIMITS,
-                 parsed: dict[tuple[str, str], ast.Module] | None = None) -> Program:
-    """Read, parse and elaborate a `.sched` file and everything it imports. `parsed` keeps
-    the syntax trees (immutable) of files read before, keyed by name and text: a session
-    compiling one file at many sizes parses each file once."""
-    by_name: dict[str, Override] = {}
-    for override in overrides:
-        if override.name in by_name:
-            raise UsageError(f"--set {override.name} is given twice")
-        by_name[override.name] = override
-    loader = _Loader(by_name, {} if parsed is None else parsed)
-    loader.run(Path(path))
-    unused = [o for o in overrides if o.name not in loader.params]
-    if unused:
-        name = unused[0].name
-        raise UsageError(f"--set {name}: no param named '{name}'"
-                         + (did_you_mean(name, list(loader.params), "params") or "; there are none"))
-    topology = loader.topology.build()
-    classes = sorted({r.cls for r in topology.resources})
-    for protocol in loader.protocols:
-        for cls, _ in (*protocol.class_alpha, *protocol.class_cap):
-            if cls not in classes:
-                raise ElaborationError(f"protocol {protocol.name}: no link of class '{cls}'"
-                                       + (did_you_mean(cls, classes, "classes") or ""),
-                                       protocol.span)
-    return Program(
-        path=str(path),
-        params=loader.params,
-        topology=topology,
-        alpha=loader.alpha(),
-        results=loader.results,
-        functions=loader.names.schedules,
-        names=loader.names,
-        checks=loader.checks,
-        limits=limits,
-        protocols=tuple(loader.protocols),
-    )
-
-
-class _Loader:
-    def __init__(self, overrides: dict[str, Override],
-                 parsed: dict[tuple[str, str], ast.Module]) -> None:
-        self.overrides = overrides
-        self.parsed = parsed
-        self.params: dict[str, Param] = {}
-        self.nominal: dict[sympy.Symbol, sympy.Expr] = {}
-        self.topology = TopologyBuilder(self.nominal)
-        self.names = ProgramNames(self.topology.namespace)
-        self.results: list[Result] = []
-        self.checks: list[ast.Node] = []
-        self.protocols: list[Protocol] = []
-        self.startup: tuple[Quantity, Span] | None = None
-        self.done: set[Path] = set()
-        self.active: list[Path] = []
-        # `set NAME = VALUE` statements, by param name: the outermost file's wins; --set wins
-        # over all of them. Applied where the imported file declares the param.
-        self.file_sets: dict[str, ast.SetParam] = {}
-
-    def run(self, path: Path) -> None:
-        self._module(self._read(path.resolve(), str(path), None), path.resolve(), is_main=True)
-
-    # ---- files
-
-    def _read(self, path: Path, shown: str, span: Span | None) -> ast.Module:
-        try:
-            text = path.read_text(encoding="utf-8")
-        except FileNotFoundError:
-            raise LoadError(f"no such file: {shown}", span) from None
-        except IsADirectoryError:
-            raise LoadError(f"{shown} is a directory, not a .sched file", span) from None
-        except (OSError, UnicodeDecodeError) as exc:
-            raise LoadError(f"cannot read {shown}: {exc}", span) from None
-        if (shown, text) not in self.parsed:
-            self.parsed[shown, text] = parse_module(SourceFile(shown, text))
-        return self.parsed[shown, text]
-
-    def _import(self, stmt: ast.Import, importer: Path) -> None:
-        try:
-            target = (importer.parent / stmt.path).resolve()
-        except (OSError, ValueError) as exc:  # a NUL character, a loop of symbolic links
-            raise LoadError(f"cannot import {stmt.path!r}: {exc}", stmt.span) from None
-        if target in self.active:
-            chain = " -> ".join(p.name for p in self.active[self.active.index(target):])
-            raise LoadError(f"import cycle: {chain} -> {target.name}", stmt.span)
-        if target in self.done:
-            return
-        if len(self.active) >= MAX_IMPORT_DEPTH:
-            raise LoadError(f"imports nest more than {MAX_IMPORT_DEPTH} files deep here", stmt.span)
-        shown = str(Path(stmt.span.source.path).parent / stmt.path)
-        self._module(self._read(target, shown, stmt.span), target, is_main=False)
-
-    def _module(self, module: ast.Module, path: Path, is_main: bool) -> None:
-        self.active.append(path)
-        self._register_sets(module)
-        collective: Collective | None = None
-        env = Env(self.names)
-        for stmt in module.body:
-            if isinstance(stmt, ast.Import):
-                self._import(stmt, path)
-            elif isinstance(stmt, ast.ParamDecl):
-                self._param(stmt, env)
-            elif isinstance(stmt, ast.SetParam):
-                self._check_set(stmt)
-            elif isinstance(stmt, ast.Let):
-                self.names.define(stmt.name, evaluate(stmt.value, env), stmt.span)
-            elif isinstance(stmt, ast.Topology):
-                self.topology.add(stmt, env)
-            elif isinstance(stmt, ast.Startup):
-                if self.startup is not None:
-                    raise ElaborationError(f"the start-up is already given at {self.startup[1]}",
-                                           stmt.span)
-                value = expect_quantity(evaluate(stmt.value, env), SECONDS, stmt.value.span,
-                                        "the per-round start-up")
-                self.startup = (value, stmt.span)
-            elif isinstance(stmt, ast.CollectiveDecl):
-                collective = self._collective(stmt, env)
-            elif isinstance(stmt, ast.ScheduleDef):
-                self._schedule(stmt, collective, is_main)
-            elif isinstance(stmt, ast.Protocol):
-                self.protocols.append(self._protocol(stmt, env))
-            elif is_main:  # budget, expect, report: checked by `schedc check`
-                self.checks.append(stmt)
-        self.active.pop()
-        self.done.add(path)
-
-    # ---- declarations
-
-    def _register_sets(self, module: ast.Module) -> None:
-        """A file's `set` statements, before its imports declare the params they re-value."""
-        own: dict[str, ast.SetParam] = {}
-        for stmt in module.body:
-            if not isinstance(stmt, ast.SetParam):
-                continue
-            if stmt.name in own:
-                raise ElaborationError(f"'{stmt.name}' is set twice (first at {own[stmt.name].span})",
-                                       stmt.span)
-            declared = self.params.get(stmt.name)
-            if declared is not None:
-                raise ElaborationError(f"cannot set '{stmt.name}' here: it was declared at "
-                                       f"{declared.span} before this file was read; set it in the "
-                                       "first file that imports it", stmt.span)
-            own[stmt.name] = stmt
-            self.file_sets.setdefault(stmt.name, stmt)
-
-    def _check_set(self, stmt: ast.SetParam) -> None:
-        """`set` re-values a param that an import before it declared (its value is applied
-        where the param is declared)."""
-        declared = self.params.get(stmt.name)
-        if declared is None:
-            known = list(self.params)
-            raise ElaborationError(f"set {stmt.name}: no param named '{stmt.name}' is declared by "
-                                   "the files imported before this line"
-                                   + did_you_mean(stmt.name, known, "params"), stmt.span)
-
-    def _param(self, stmt: ast.ParamDecl, env: Env) -> None:
-        earlier = self.params.get(stmt.name)
-        if earlier is not None and earlier.span.source is not stmt.span.source:
-            raise ElaborationError(f"'{stmt.name}' is already defined at {earlier.span}", stmt.span,
-                                   (f"to give an imported param a new value, write 'set "
-                                    f"{stmt.name} = {source_of(stmt.value)}'",))
-        self.names.check_free(stmt.name, stmt.span)
-        value = self._constant(stmt.value, env, "a param's value")
-        dim = value.dim if isinstance(value, Quantity) else DIMENSIONLESS
-        revalue = self.file_sets.get(stmt.name)
-        if revalue is not None:
-            if revalue.span.source is stmt.span.source:
-                raise ElaborationError(f"'{stmt.name}' is declared in this file, at {stmt.span}; "
-                                       "give it its value there (set re-values an imported param)",
-                                       revalue.span)
-            new = self._constant(revalue.value, Env(self.names), f"set {stmt.name}")
-            new_dim = new.dim if isinstance(new, Quantity) else DIMENSIONLESS
-            if new_dim != dim:
-                raise UnitError(f"{stmt.name} is {dim_name(dim)} (declared at {stmt.span}); the "
-                                f"value set is {dim_name(new_dim)}", revalue.value.span)
-            value = new
-        # Structural (it may size families and ranges, and is compiled per value): a unitless
-        # param declared with an integer literal, `param hosts = 2`. `param oversub = 1.0`
-        # stays a symbol in formulas, as every other param does.
-        structural = dim == DIMENSIONLESS and _integer_literal(stmt.value) \
-            and _exact(value).denominator == 1
-        override = self.overrides.get(stmt.name)
-        if override is not None:
-            new = self._constant(override.value, Env(self.names), f"--set {stmt.name}")
-            new_dim = new.dim if isinstance(new, Quantity) else DIMENSIONLESS
-            if new_dim != dim:
-                raise UsageError(f"{stmt.name} is {dim_name(dim)}; the value given is "
-                                 f"{dim_name(new_dim)}", override.value.span)
-            if structural and _exact(new).denominator != 1:
-                raise UsageError(f"{stmt.name} is a structural param (an integer), so "
-                                 f"{_exact(new)} is not a value it can take",
-                                 override.value.span, (declared_at(stmt.name, stmt.span),))
-            value = new
-        nominal = _exact(value)
-        if structural:
-            symbol = sympy.Symbol(stmt.name, integer=True, **(
-                {"positive": True} if nominal > 0 else {"nonnegative": True} if nominal == 0
-                else {}))
-            self.params[stmt.name] = Param(stmt.name, symbol, dim, nominal, stmt.span, True)
-            self.nominal[symbol] = sympy.Integer(nominal.numerator)
-            self.names.define(stmt.name, nominal.numerator, stmt.span)
-            return
-        assumptions = {"positive": True} if nominal > 0 else {"nonnegative": True} if nominal == 0 \
-            else {"real": True}
-        symbol = sympy.Symbol(stmt.name, **assumptions)
-        self.params[stmt.name] = Param(stmt.name, symbol, dim, nominal, stmt.span)
-        self.nominal[symbol] = sympy.Rational(nominal.numerator, nominal.denominator)
-        self.names.define(stmt.name, Quantity(symbol, dim), stmt.span)
-
-    def _constant(self, expr: ast.Expr, env: Env, what: str):
-        value = evaluate(expr, env)
-        if isinstance(value, Quantity) and not value.is_symbolic:
-            return value
-        if as_number(value) is not None:
-            return value
-        if isinstance(value, Quantity):
-            raise ElaborationError(f"{what} must be a number with a unit, not an expression of "
-                                   "params; use 'let' for derived values", expr.span)
-        raise ElaborationError(f"{what} must be a number with a unit, not {kind_of(value)}",
-                               expr.span)
-
-    def _collective(self, stmt: ast.CollectiveDecl, env: Env) -> Collective:
-        kind = collective_kind(stmt.kind)
-        if kind is None:  # the kind is the statement's first word
-            where = Span(stmt.span.source, stmt.span.line, stmt.span.col, stmt.span.line,
-                         stmt.span.col + len(stmt.kind))
-            raise ElaborationError(f"unknown collective '{stmt.kind}'"
-                                   + did_you_mean(stmt.kind, collective_names(), "collectives"),
-                                   where)
-        size = expect_quantity(evaluate(stmt.size, env), BYTES, stmt.size.span,
-                               "the size of a collective")
-        check_positive(size, self.nominal, stmt.size.span, "the size of a collective")
-        group = evaluate(stmt.group, env)
-        if not isinstance(group, Devices) or group.rank != 1:
-            raise ElaborationError(f"a collective is over a group of devices, not {kind_of(group)}",
-                                   stmt.group.span)
-        ranks = tuple(int(i) for i in group.ids)
-        if len(set(ranks)) != len(ranks):
-            dup = next(i for i in ranks if ranks.count(i) > 1)
-            raise ElaborationError(f"{self.topology.devices[dup].name} appears twice in the group",
-                                   stmt.group.span)
-        if not ranks:
-            raise ElaborationError("a collective needs at least one rank", stmt.group.span)
-        root = None
-        if kind.rooted:
-            if stmt.root is None:
-                raise ElaborationError(f"{kind.name} needs a root: '{stmt.kind} V over ranks root "
-                                       "ranks[0]'", stmt.span)
-            root = int(expect_device(evaluate(stmt.root, env), stmt.root.span, "the root").ids)
-            if root not in ranks:
-                raise ElaborationError("the root must be one of the ranks", stmt.root.span)
-        elif stmt.root is not None:
-            raise ElaborationError(f"{kind.name} has no root", stmt.root.span)
-        return Collective(kind.name, linear_bytes(size, stmt.size.span), ranks, root, stmt.span)
-
-    def _schedule(self, stmt: ast.ScheduleDef, collective: Collective | None, is_main: bool) -> None:
-        # Results and functions may share a name (`schedule ring_allreduce =
-        # ring_allreduce(ranks)`): a call always means the function, and a result is callable
-        # under its name only while no function has it.
-        seen: set[str] = set()
-        for formal in stmt.formals or ():
-            if formal.name in seen:
-                raise ElaborationError(f"parameter '{formal.name}' is given twice", formal.span)
-            seen.add(formal.name)
-        if is_main and stmt.formals is None:
-            earlier = next((r for r in self.results if r.name == stmt.name), None)
-            if earlier is not None:
-                raise ElaborationError(f"schedule '{stmt.name}' is already defined at "
-                                       f"{earlier.definition.span}", stmt.span)
-            if collective is None:
-                raise ElaborationError(f"schedule '{stmt.name}' comes before any collective in "
-                                       "this file; declare one first, e.g. 'allreduce V over ranks'",
-                                       stmt.span)
-            self.results.append(Result(stmt.name, stmt, collective))
-            self.names.schedules.setdefault(stmt.name, stmt)
-            return
-        existing = self.names.schedules.get(stmt.name)
-        if existing is not None and not any(r.definition is existing for r in self.results):
-            raise ElaborationError(f"schedule '{stmt.name}' is already defined at {existing.span}",
-                                   stmt.span)
-        self.names.schedules[stmt.name] = stmt
-
-    def _protocol(self, stmt: ast.Protocol, env: Env) -> Protocol:
-        earlier = next((p for p in self.protocols if p.name == stmt.name), None)
-        if earlier is not None:
-            raise ElaborationError(f"protocol '{stmt.name}' is already declared at {earlier.span}",
-                                   stmt.span)
-        seen: dict[tuple[str, str | None], Span] = {}
-        values: dict[str, sympy.Expr] = {}
-        class_alpha, class_cap = [], []
-        for attr in stmt.attrs:
-            key = (attr.kind, attr.cls)
-            if key in seen:
-                raise ElaborationError(f"{attr.kind} is already given at {seen[key]}", attr.span)
-            seen[key] = attr.span
-            dim, what = {"alpha": (SECONDS, "a protocol's start-up"),
-                         "eff": (DIMENSIONLESS, "a protocol's share of the bandwidth"),
-                         "cap": (RATE, "a protocol's rate cap")}[attr.kind]
-            quantity = expect_quantity(evaluate(attr.value, env), dim, attr.value.span, what)
-            if attr.kind != "alpha":
-                check_positive(quantity, self.nominal, attr.value.span, what)
-            if attr.cls is None:
-                values[attr.kind] = quantity.expr
-            else:
-                (class_alpha if attr.kind == "alpha" else class_cap).append((attr.cls, quantity.expr))
-        return Protocol(stmt.name, values.get("alpha", self.alpha()),
-                        values.get("eff", sympy.Integer(1)), tuple(class_alpha), tuple(class_cap),
-                        stmt.span)
-
-    def alpha(self) -> sympy.Expr:
-        """The per-round start-up α: `startup EXPR`, else the param `alpha`, else 0."""
-        if self.startup is not None:
-            return self.startup[0].expr
-        param = self.params.get("alpha")
-        if param is None:
-            return sympy.Integer(0)
-        if param.dim != SECONDS:
-            raise ElaborationError(f"'alpha' is the per-round start-up, so it must be "
-                                   f"{dim_name(SECONDS)}, not {dim_name(param.dim)}", param.span)
-        return param.symbol
-
-
 def source_of(expr: ast.Expr) -> str:
     """The text of an expression on one line (for a hint)."""
     span = expr.span
@@ -509,17 +163,3 @@ def source_of(expr: ast.Expr) -> str:
 def declared_at(name: str, span: Span) -> str:
     """A note pointing at a param's declaration, with its source line."""
     return f"{name} is declared at {span}: {span.source.line(span.line).strip()}"
-
-
-def _exact(value) -> Fraction:
-    number = as_number(value)
-    if number is not None:
-        return Fraction(number)
-    return from_rational(value.expr)
-
-
-def _integer_literal(expr: ast.Expr) -> bool:
-    """`2` or `-3`, as written: digits only, no point, exponent or unit."""
-    if isinstance(expr, ast.UnaryOp) and expr.op == "-":
-        expr = expr.operand
-    return isinstance(expr, ast.Number) and expr.unit is None and source_of(expr).isdigit()

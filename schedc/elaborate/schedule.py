@@ -16,34 +16,27 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from fractions import Fraction
-from math import lcm
 from typing import Any
 
 import numpy as np
-import sympy
 
 from ..errors import ElaborationError, LimitError, Span, did_you_mean
+from ..language import statements as st
 from ..language import syntax as ast
 from ..limits import Limits
-from ..model.ir import Batch, Collective, LinearBytes, Round, Schedule
+from ..model.ir import Batch, Collective, Round, Schedule
 from ..model.values import (
     Devices,
     Integers,
     IntRange,
     NeedScalar,
     Quantity,
-    Region,
-    check_positive,
-    expect_device,
-    expect_quantity,
-    from_rational,
     kind_of,
 )
-from ..units import BYTES
 from .evaluate import evaluate
-from .lanes import Env, expand_lanes, filter_lanes, lane_array
+from .lanes import Env, expand_lanes, filter_lanes
+from .transfers import RoundBuffer, merge_batches, transfer_batch
 
-RoundBuffer = list[Batch]
 MAX_CALL_DEPTH = 100  # schedule calls in a chain; each costs a few frames of Python's stack
 
 
@@ -96,40 +89,40 @@ def elaborate_schedule(name: str, definition: ast.ScheduleDef, env: Env,
 # ---- sequential composition -------------------------------------------------------------------
 
 
-def _sequence(stmts: tuple[ast.Stmt, ...], env: Env, ctx: ScheduleContext) -> list[RoundBuffer]:
+def _sequence(stmts: tuple[st.Stmt, ...], env: Env, ctx: ScheduleContext) -> list[RoundBuffer]:
     rounds: list[RoundBuffer] = []
     for stmt in stmts:
         if isinstance(stmt, ast.Let):
             env = env.bind(stmt.name, evaluate(stmt.value, env))
-        elif isinstance(stmt, ast.For):
+        elif isinstance(stmt, st.For):
             for iteration in _iterations(stmt, env, ctx):
                 rounds.extend(iteration)
-        elif isinstance(stmt, ast.RoundFor):
+        elif isinstance(stmt, st.RoundFor):
             rounds.extend(_round_loop(stmt, env, ctx))
-        elif isinstance(stmt, ast.RoundBlock):
+        elif isinstance(stmt, st.RoundBlock):
             rounds.append(_round(stmt.body, env, ctx, stmt.span))
-        elif isinstance(stmt, ast.ParallelFor):
+        elif isinstance(stmt, st.ParallelFor):
             rounds.extend(_zip(_iterations(stmt, env, ctx)))
-        elif isinstance(stmt, ast.ParallelBlock):
+        elif isinstance(stmt, st.ParallelBlock):
             for branch in stmt.branches:
                 if isinstance(branch, ast.Let):
                     raise ElaborationError("a 'let' cannot be a branch of 'parallel'", branch.span)
             rounds.extend(_zip([_sequence((b,), env, ctx) for b in stmt.branches]))
-        elif isinstance(stmt, ast.If):
+        elif isinstance(stmt, st.If):
             taken = _scalar_condition(evaluate(stmt.cond, env), stmt.cond.span)
             rounds.extend(_sequence(stmt.then if taken else stmt.orelse, env, ctx))
-        elif isinstance(stmt, (ast.Transfer, ast.Send)):
+        elif isinstance(stmt, (st.Transfer, st.Send)):
             rounds.append(_round((stmt,), env, ctx, stmt.span))
-        elif isinstance(stmt, ast.CallStmt):
+        elif isinstance(stmt, st.CallStmt):
             rounds.extend(_call(stmt.call, env, ctx))
-        elif isinstance(stmt, ast.Fail):
+        elif isinstance(stmt, st.Fail):
             _fail(stmt, env, ctx)
         else:  # pragma: no cover - the parser produces no other statements
             raise ElaborationError(f"unexpected statement {type(stmt).__name__}", stmt.span)
     return rounds
 
 
-def _iterations(stmt: ast.For | ast.ParallelFor, env: Env, ctx: ScheduleContext) -> list:
+def _iterations(stmt: st.For | st.ParallelFor, env: Env, ctx: ScheduleContext) -> list:
     """The rounds of each iteration of a sequential or parallel loop."""
     return _bounded(_values(stmt.iter, env), ctx, stmt.span,
                     lambda value: _sequence(stmt.body, env.bind(stmt.var, value), ctx))
@@ -242,11 +235,11 @@ def _at_the_call(exc: ElaborationError, ctx: ScheduleContext) -> ElaborationErro
     notes = (f"raised at {exc.span} in '{ctx.stack[-1].name}'",
              "called as " + " -> ".join(f"{c.func} ({c.span})" for c in ctx.calls), *exc.notes)
     moved = type(exc)(exc.message, user, notes)
-    moved.at_call = True
+    moved.at_call = True  # type: ignore[attr-defined]  # a mark for the calls outside
     return moved
 
 
-def _fail(stmt: ast.Fail, env: Env, ctx: ScheduleContext) -> None:
+def _fail(stmt: st.Fail, env: Env, ctx: ScheduleContext) -> None:
     """`error "text", values...`: reported at the outermost call, the one the user wrote."""
     words = [stmt.message] + [v.value if isinstance(v, ast.String) else _shown(evaluate(v, env), ctx)
                               for v in stmt.values]
@@ -255,7 +248,7 @@ def _fail(stmt: ast.Fail, env: Env, ctx: ScheduleContext) -> None:
     if len(ctx.calls) > 1:
         notes.append("called as " + " -> ".join(f"{c.func} ({c.span})" for c in ctx.calls))
     error = ElaborationError(" ".join(w for w in words if w), where, tuple(notes))
-    error.at_call = True  # already at the user's call
+    error.at_call = True  # type: ignore[attr-defined]  # already at the user's call
     raise error
 
 
@@ -280,19 +273,19 @@ def _shown(value: object, ctx: ScheduleContext) -> str:
 _ITERATION = "<iteration>"  # a hidden lane variable: which iteration of a round loop a lane is in
 
 
-def _round(stmts: tuple[ast.Stmt, ...], env: Env, ctx: ScheduleContext, span: Span) -> RoundBuffer:
+def _round(stmts: tuple[st.Stmt, ...], env: Env, ctx: ScheduleContext, span: Span) -> RoundBuffer:
     out: list = []
     try:
         _round_body(stmts, replace(env, lanes=1, max_lanes=ctx.room), ctx, out)
     except NeedScalar:
         out = []
         _round_body(stmts, replace(env, lanes=None, max_lanes=ctx.room), ctx, out)
-    batches = _merge([batch for batch, _ in out])
+    batches = merge_batches([batch for batch, _ in out])
     ctx.spend(1, sum(len(b) for b in batches), span)
     return batches
 
 
-def _round_loop(stmt: ast.RoundFor, env: Env, ctx: ScheduleContext) -> list[RoundBuffer]:
+def _round_loop(stmt: st.RoundFor, env: Env, ctx: ScheduleContext) -> list[RoundBuffer]:
     """`for v in R round {...}`: all iterations at once, one lane per (iteration, inner index);
     transfers are then split by iteration. Falls back to one round at a time."""
     values = evaluate(stmt.iter, env)
@@ -332,7 +325,7 @@ def _round_body(stmts, env: Env, ctx: ScheduleContext, out: list) -> None:
             return
         if isinstance(stmt, ast.Let):
             env = env.bind(stmt.name, evaluate(stmt.value, env))
-        elif isinstance(stmt, ast.For):
+        elif isinstance(stmt, st.For):
             iterable = evaluate(stmt.iter, env)
             if env.lanes is not None:
                 _round_body(stmt.body, expand_lanes(env, stmt.var, iterable, stmt.iter.span), ctx, out)
@@ -341,7 +334,7 @@ def _round_body(stmts, env: Env, ctx: ScheduleContext, out: list) -> None:
                 ctx.spend(len(values), 0, stmt.iter.span)
                 for value in values:
                     _round_body(stmt.body, env.bind(stmt.var, value), ctx, out)
-        elif isinstance(stmt, ast.If):
+        elif isinstance(stmt, st.If):
             cond = evaluate(stmt.cond, env)
             if isinstance(cond, np.ndarray):
                 _round_body(stmt.then, filter_lanes(env, cond, stmt.cond.span), ctx, out)
@@ -349,103 +342,14 @@ def _round_body(stmts, env: Env, ctx: ScheduleContext, out: list) -> None:
             else:
                 taken = _scalar_condition(cond, stmt.cond.span)
                 _round_body(stmt.then if taken else stmt.orelse, env, ctx, out)
-        elif isinstance(stmt, (ast.Transfer, ast.Send)):
-            out.append((_batch(stmt, env, ctx), env.local.get(_ITERATION)))
-        elif isinstance(stmt, ast.Fail):
+        elif isinstance(stmt, (st.Transfer, st.Send)):
+            out.append((transfer_batch(stmt, env, ctx), env.local.get(_ITERATION)))
+        elif isinstance(stmt, st.Fail):
             if env.lanes is not None and env.lanes > 1:
                 raise NeedScalar  # report it for one iteration, with that iteration's values
             _fail(stmt, env, ctx)
         else:
-            what = {ast.CallStmt: "a call", ast.RoundFor: "a round loop", ast.RoundBlock: "a round",
-                    ast.ParallelFor: "parallel", ast.ParallelBlock: "parallel"}[type(stmt)]
+            what = {st.CallStmt: "a call", st.RoundFor: "a round loop", st.RoundBlock: "a round",
+                    st.ParallelFor: "parallel", st.ParallelBlock: "parallel"}[type(stmt)]
             raise ElaborationError(f"{what} cannot appear inside a round; a round holds transfers, "
                                    "loops, conditions and lets", stmt.span)
-
-
-def _batch(stmt: ast.Transfer | ast.Send, env: Env, ctx: ScheduleContext) -> Batch:
-    lanes = env.lanes or 1
-    src = _endpoint(stmt.src, env, lanes, ctx, "the source")
-    dst = _endpoint(stmt.dst, env, lanes, ctx, "the destination")
-    same = np.flatnonzero(src == dst)
-    if len(same):
-        raise ElaborationError(f"a transfer from {ctx.device_names[src[same[0]]]} to itself",
-                               stmt.span)
-    into_off = None
-    if isinstance(stmt, ast.Send):
-        value = evaluate(stmt.size, env)
-        if isinstance(value, np.ndarray):
-            raise NeedScalar
-        message = expect_quantity(value, BYTES, stmt.size.span, "a message size")
-        check_positive(message, ctx.nominal, stmt.size.span, "a message size")
-        size = linear_bytes(message, stmt.size.span)
-        off, length, den = np.zeros(lanes, np.int64), np.ones(lanes, np.int64), 1
-    else:
-        region = _region(stmt.region, env)
-        off, length, den = lane_array(region.off, lanes), lane_array(region.length, lanes), region.den
-        if stmt.into is not None:
-            into = _region(stmt.into, env)
-            den = lcm(region.den, into.den)
-            a, b = den // region.den, den // into.den
-            off, length = off * a, length * a
-            into_off, into_length = lane_array(into.off, lanes) * b, lane_array(into.length, lanes) * b
-            if np.any(into_length != length):
-                raise ElaborationError("the 'into' region differs in size from the region sent",
-                                       stmt.into.span)
-        size = ctx.collective.size
-    return Batch(stmt.op if isinstance(stmt, ast.Transfer) else "send", src, dst, off, length,
-                 den, into_off, size, stmt.span)
-
-
-def _endpoint(expr: ast.Expr, env: Env, lanes: int, ctx: ScheduleContext, what: str) -> np.ndarray:
-    ids = lane_array(expect_device(evaluate(expr, env), expr.span, what).ids, lanes)
-    outside = np.flatnonzero(~ctx.is_rank[ids])
-    if len(outside):
-        name = ctx.device_names[ids[outside[0]]]
-        raise ElaborationError(f"{name} is not a rank of the collective "
-                               f"({ctx.collective.kind} over {len(ctx.collective.ranks)} ranks)",
-                               expr.span, (f"the collective is declared at {ctx.collective.span}",))
-    return ids
-
-
-def _region(expr: ast.Expr, env: Env) -> Region:
-    value = evaluate(expr, env)
-    if not isinstance(value, Region):
-        raise ElaborationError(f"expected a region of the buffer (all, part(i of k), ...), "
-                               f"not {kind_of(value)}", expr.span)
-    return value
-
-
-def _merge(batches: RoundBuffer) -> RoundBuffer:
-    """Join the batches one statement made in a round (when run lane by lane) into one."""
-    if len(batches) <= 1:
-        return batches
-    groups: dict[tuple, list[Batch]] = {}
-    for b in batches:
-        key = (b.op, b.span, b.den, b.size, b.into_off is None)
-        groups.setdefault(key, []).append(b)
-    merged = []
-    for group in groups.values():
-        first = group[0]
-        if len(group) == 1:
-            merged.append(first)
-            continue
-        merged.append(replace(
-            first,
-            src=np.concatenate([b.src for b in group]),
-            dst=np.concatenate([b.dst for b in group]),
-            off=np.concatenate([b.off for b in group]),
-            length=np.concatenate([b.length for b in group]),
-            into_off=None if first.into_off is None else np.concatenate([b.into_off for b in group]),
-        ))
-    return merged
-
-
-def linear_bytes(q: Quantity, span: Span) -> LinearBytes:
-    """A size as a linear form over size params: 2*V + 1 MiB → ((1, 1048576), (V, 2))."""
-    terms: dict[sympy.Expr, Fraction] = {}
-    for term, coeff in sympy.expand(q.expr).as_coefficients_dict().items():
-        if not (term == 1 or term.is_Symbol) or not coeff.is_Rational:
-            raise ElaborationError(f"a size must be linear in params (like 2*V + 1 MiB), "
-                                   f"not {q.expr}", span)
-        terms[term] = terms.get(term, Fraction(0)) + from_rational(coeff)
-    return tuple(sorted(((s, c) for s, c in terms.items() if c), key=lambda sc: str(sc[0])))

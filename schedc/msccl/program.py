@@ -23,6 +23,7 @@ import sympy
 
 from ..elaborate.evaluate import evaluate
 from ..elaborate.lanes import Env
+from ..elaborate.loader import load_program
 from ..elaborate.program import (
     DEFAULT_LIMITS,
     Override,
@@ -30,7 +31,6 @@ from ..elaborate.program import (
     Program,
     ProgramNames,
     Result,
-    load_program,
 )
 from ..elaborate.schedule import Limits
 from ..elaborate.topology import Namespace

@@ -1,0 +1,124 @@
+"""One transfer or send statement → a `Batch` of transfers (one per lane), its endpoints
+checked against the collective's ranks; and sizes as linear forms over size params."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from fractions import Fraction
+from math import lcm
+from typing import TYPE_CHECKING
+
+import numpy as np
+import sympy
+
+from ..errors import ElaborationError, Span
+from ..language import statements as st
+from ..language import syntax as ast
+from ..model.ir import Batch, LinearBytes
+from ..model.values import (
+    NeedScalar,
+    Quantity,
+    Region,
+    check_positive,
+    expect_device,
+    expect_quantity,
+    from_rational,
+    kind_of,
+)
+from ..units import BYTES
+from .evaluate import evaluate
+from .lanes import Env, lane_array
+
+if TYPE_CHECKING:  # the schedule elaborator passes its context in
+    from .schedule import ScheduleContext
+
+RoundBuffer = list[Batch]
+
+
+def transfer_batch(stmt: st.Transfer | st.Send, env: Env, ctx: ScheduleContext) -> Batch:
+    lanes = env.lanes or 1
+    src = _endpoint(stmt.src, env, lanes, ctx, "the source")
+    dst = _endpoint(stmt.dst, env, lanes, ctx, "the destination")
+    same = np.flatnonzero(src == dst)
+    if len(same):
+        raise ElaborationError(f"a transfer from {ctx.device_names[src[same[0]]]} to itself",
+                               stmt.span)
+    into_off = None
+    if isinstance(stmt, st.Send):
+        value = evaluate(stmt.size, env)
+        if isinstance(value, np.ndarray):
+            raise NeedScalar
+        message = expect_quantity(value, BYTES, stmt.size.span, "a message size")
+        check_positive(message, ctx.nominal, stmt.size.span, "a message size")
+        size = linear_bytes(message, stmt.size.span)
+        off, length, den = np.zeros(lanes, np.int64), np.ones(lanes, np.int64), 1
+    else:
+        region = _region(stmt.region, env)
+        off, length, den = lane_array(region.off, lanes), lane_array(region.length, lanes), region.den
+        if stmt.into is not None:
+            into = _region(stmt.into, env)
+            den = lcm(region.den, into.den)
+            a, b = den // region.den, den // into.den
+            off, length = off * a, length * a
+            into_off, into_length = lane_array(into.off, lanes) * b, lane_array(into.length, lanes) * b
+            if np.any(into_length != length):
+                raise ElaborationError("the 'into' region differs in size from the region sent",
+                                       stmt.into.span)
+        size = ctx.collective.size
+    return Batch(stmt.op if isinstance(stmt, st.Transfer) else "send", src, dst, off, length,
+                 den, into_off, size, stmt.span)
+
+
+def _endpoint(expr: ast.Expr, env: Env, lanes: int, ctx: ScheduleContext, what: str) -> np.ndarray:
+    ids = lane_array(expect_device(evaluate(expr, env), expr.span, what).ids, lanes)
+    outside = np.flatnonzero(~ctx.is_rank[ids])
+    if len(outside):
+        name = ctx.device_names[ids[outside[0]]]
+        raise ElaborationError(f"{name} is not a rank of the collective "
+                               f"({ctx.collective.kind} over {len(ctx.collective.ranks)} ranks)",
+                               expr.span, (f"the collective is declared at {ctx.collective.span}",))
+    return ids
+
+
+def _region(expr: ast.Expr, env: Env) -> Region:
+    value = evaluate(expr, env)
+    if not isinstance(value, Region):
+        raise ElaborationError(f"expected a region of the buffer (all, part(i of k), ...), "
+                               f"not {kind_of(value)}", expr.span)
+    return value
+
+
+def merge_batches(batches: RoundBuffer) -> RoundBuffer:
+    """Join the batches one statement made in a round (when run lane by lane) into one."""
+    if len(batches) <= 1:
+        return batches
+    groups: dict[tuple, list[Batch]] = {}
+    for b in batches:
+        key = (b.op, b.span, b.den, b.size, b.into_off is None)
+        groups.setdefault(key, []).append(b)
+    merged = []
+    for group in groups.values():
+        first = group[0]
+        if len(group) == 1:
+            merged.append(first)
+            continue
+        merged.append(replace(
+            first,
+            src=np.concatenate([b.src for b in group]),
+            dst=np.concatenate([b.dst for b in group]),
+            off=np.concatenate([b.off for b in group]),
+            length=np.concatenate([b.length for b in group]),
+            into_off=None if first.into_off is None else np.concatenate([b.into_off for b in group]),
+        ))
+    return merged
+
+
+def linear_bytes(q: Quantity, span: Span) -> LinearBytes:
+    """A size as a linear form over size params: 2*V + 1 MiB → ((1, 1048576), (V, 2))."""
+    terms: dict[sympy.Expr, Fraction] = {}
+    for term, coeff in sympy.expand(q.expr).as_coefficients_dict().items():
+        if not (term == 1 or term.is_Symbol) or not coeff.is_Rational:
+            raise ElaborationError(f"a size must be linear in params (like 2*V + 1 MiB), "
+                                   f"not {q.expr}", span)
+        terms[term] = terms.get(term, Fraction(0)) + from_rational(coeff)
+    return tuple(sorted(((s, c) for s, c in terms.items() if c), key=lambda sc: str(sc[0])))
