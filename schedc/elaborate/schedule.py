@@ -235,7 +235,7 @@ def _at_the_call(exc: ElaborationError, ctx: ScheduleContext) -> ElaborationErro
     notes = (f"raised at {exc.span} in '{ctx.stack[-1].name}'",
              "called as " + " -> ".join(f"{c.func} ({c.span})" for c in ctx.calls), *exc.notes)
     moved = type(exc)(exc.message, user, notes)
-    moved.at_call = True  # type: ignore[attr-defined]  # a mark for the calls outside
+    moved.at_call = True  # a mark for the calls outside
     return moved
 
 
@@ -248,7 +248,7 @@ def _fail(stmt: st.Fail, env: Env, ctx: ScheduleContext) -> None:
     if len(ctx.calls) > 1:
         notes.append("called as " + " -> ".join(f"{c.func} ({c.span})" for c in ctx.calls))
     error = ElaborationError(" ".join(w for w in words if w), where, tuple(notes))
-    error.at_call = True  # type: ignore[attr-defined]  # already at the user's call
+    error.at_call = True  # already at the user's call
     raise error
 
 
