@@ -12,6 +12,7 @@ import sympy
 from conftest import SCHEDULES, timings, write
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from test_topology import MACHINE
 
 from schedc.analysis.bound import bound_all
 from schedc.elaborate.loader import load_program
@@ -38,19 +39,10 @@ def shares(program, a: str, b: str) -> dict[str, Fraction]:
     return {f"{names[topo.hops[h].src]}->{names[topo.hops[h].dst]}": s for h, s in route.shares}
 
 
-SMALL = """
-param V = 1 MiB
-param B = 10 GB/s
-topology {{
-{body}
-}}
-allreduce V over [{ranks}]
-schedule x {{ {schedule} }}
-"""
 
 
 def small(tmp_path, body, ranks="a, z", schedule="copy all from a to z"):
-    return load_program(write(tmp_path, "t.sched", SMALL.format(body=body, ranks=ranks,
+    return load_program(write(tmp_path, "t.sched", MACHINE.format(body=body, ranks=ranks,
                                                                  schedule=schedule)))
 
 
@@ -186,7 +178,7 @@ ROUTE_ERRORS = [
 @pytest.mark.parametrize("text, message", [c[1:] for c in ROUTE_ERRORS],
                          ids=[c[0] for c in ROUTE_ERRORS])
 def test_route_errors_point_at_the_statement(run, tmp_path, text, message):
-    path = write(tmp_path, "t.sched", SMALL.format(body=text, ranks="a, z",
+    path = write(tmp_path, "t.sched", MACHINE.format(body=text, ranks="a, z",
                                                    schedule="copy all from a to z"))
     code, out, err = run("time", path)
     assert code == 2 and out == "" and "Traceback" not in err
