@@ -11,6 +11,7 @@ rule of each collective.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from math import lcm
 
@@ -148,34 +149,58 @@ def steps(schedule: Schedule) -> list[tuple[int, Round]]:
 
 
 def round_items(rnd: Round, geo: Geometry) -> Items:
-    parts = []
-    for k, b in enumerate(rnd.batches):
-        if b.op == "send":
-            continue
-        f = geo.scale // b.den
-        start = b.off * f
-        first = np.searchsorted(geo.bounds, start)
-        count = np.searchsorted(geo.bounds, start + b.length * f) - first
-        if b.into_off is None:
-            landing, shift = first, np.zeros(len(b), np.int64)
-        else:
-            landing = np.searchsorted(geo.bounds, b.into_off * f)
-            shift = start - b.into_off * f
-        src = geo.slot[b.src] * geo.segments + first
-        dst = geo.slot[b.dst] * geo.segments + landing
-        which = np.arange(len(b))
-        if not np.all(count == 1):  # a transfer of several segments: one item per segment
-            which = np.repeat(which, count)
-            step = np.arange(len(which)) - np.repeat(np.cumsum(count) - count, count)
-            src, dst, shift = src[which] + step, dst[which] + step, shift[which]
-        parts.append((src, dst, shift, np.full(len(which), b.op == "copy"),
-                      np.full(len(which), k), which))
-    if len(parts) == 1:
-        return Items(*parts[0])
-    if not parts:
+    return items_by_round([rnd], geo)[0]
+
+
+BLOCK_ITEMS = 1 << 20  # items made for a block of rounds at once; a larger block is split
+
+
+def items_by_round(rounds: Sequence[Round], geo: Geometry) -> list[Items]:
+    """The items of each round, from one pass of array work over all their transfers, so a
+    schedule of many small rounds costs a few array operations per block of rounds rather
+    than per round; each round's items are slices of the block's arrays, in batch order."""
+    batches = [(r, k, b) for r, rnd in enumerate(rounds) for k, b in enumerate(rnd.batches)
+               if b.op != "send"]
+    if not batches:
         empty = np.zeros(0, np.int64)
-        return Items(empty, empty, empty, empty.astype(bool), empty, empty)
-    return Items(*(np.concatenate(column) for column in zip(*parts)))
+        return [Items(empty, empty, empty, empty.astype(bool), empty, empty)] * len(rounds)
+    sizes = np.array([len(b) for _, _, b in batches], dtype=np.int64)
+    each = sizes.tolist()
+
+    def per_transfer(values: list) -> np.ndarray:
+        return np.repeat(np.array(values), each)
+
+    f = per_transfer([geo.scale // b.den for _, _, b in batches])
+    start = np.concatenate([b.off for _, _, b in batches]) * f
+    end = start + np.concatenate([b.length for _, _, b in batches]) * f
+    first = np.searchsorted(geo.bounds, start)
+    count = np.searchsorted(geo.bounds, end) - first
+    if len(rounds) > 1 and int(count.sum()) > BLOCK_ITEMS:  # bounded memory: halve the block
+        half = len(rounds) // 2
+        return items_by_round(rounds[:half], geo) + items_by_round(rounds[half:], geo)
+    if any(b.into_off is not None for _, _, b in batches):
+        moved = per_transfer([b.into_off is not None for _, _, b in batches])
+        into = np.concatenate([b.off if b.into_off is None else b.into_off
+                               for _, _, b in batches]) * f
+        landing = np.where(moved, np.searchsorted(geo.bounds, into), first)
+        shift = np.where(moved, start - into, 0)
+    else:
+        landing, shift = first, np.zeros(len(first), np.int64)
+    src = geo.slot[np.concatenate([b.src for _, _, b in batches])] * geo.segments + first
+    dst = geo.slot[np.concatenate([b.dst for _, _, b in batches])] * geo.segments + landing
+    copy = per_transfer([b.op == "copy" for _, _, b in batches])
+    batch = per_transfer([k for _, k, _ in batches])
+    owner = per_transfer([r for r, _, _ in batches])
+    which = np.arange(len(src)) - np.repeat(np.cumsum(sizes) - sizes, each)
+    if not np.all(count == 1):  # a transfer of several segments: one item per segment
+        pick = np.repeat(np.arange(len(src)), count)
+        step = np.arange(len(pick)) - np.repeat(np.cumsum(count) - count, count)
+        src, dst, shift = src[pick] + step, dst[pick] + step, shift[pick]
+        copy, batch, which, owner = copy[pick], batch[pick], which[pick], owner[pick]
+    cuts = [0, len(src)] if len(rounds) == 1 else \
+        np.searchsorted(owner, np.arange(len(rounds) + 1)).tolist()
+    return [Items(src[a:b], dst[a:b], shift[a:b], copy[a:b], batch[a:b], which[a:b])
+            for a, b in zip(cuts, cuts[1:])]
 
 
 # ---- the collective ---------------------------------------------------------------------------

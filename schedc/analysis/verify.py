@@ -30,15 +30,16 @@ arrays per round, never per transfer in Python; a failing cell is then replayed 
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
 
 from .. import progress
-from ..model.ir import Schedule
+from ..model.ir import Round, Schedule
 from ..session import Session
 from .counterexample import Conflict, WrongResult, conflict_at, explain
-from .dataflow import Geometry, Items, Spec, collective_spec, geometry, round_items, steps
+from .dataflow import Geometry, Items, Spec, collective_spec, geometry, items_by_round, steps
 
 MIXED = np.iinfo(np.int64).min  # the displacement of a cell mixing data of different positions
 CAP = 2**32  # the total multiplicity saturates here (no postcondition asks for as much)
@@ -128,19 +129,38 @@ def _run(schedule: Schedule, geo: Geometry, spec: Spec,
     total = np.zeros(cells, np.int64)
     total[:held] = 1
     state = State(payload, total, np.zeros(cells, np.int64), np.zeros(cells, np.int64))
-    ran = steps(schedule)
+    ran = [rnd for _, rnd in steps(schedule)]
     ticker = progress.ticker(f"verify {schedule.name}: rounds", len(ran))
-    for index, (_, rnd) in enumerate(ran):
-        ticker.advance()
-        items = round_items(rnd, geo)
-        if not len(items):
-            continue
-        conflict = _apply(state, items)
-        if conflict is not None:
-            ticker.finish()
-            return index, conflict, items
+    index = 0
+    for block in _blocks(ran):
+        for items in items_by_round(block, geo):
+            ticker.advance()
+            if len(items):
+                conflict = _apply(state, items)
+                if conflict is not None:
+                    ticker.finish()
+                    return index, conflict, items
+            index += 1
     ticker.finish()
     return state
+
+
+BLOCK_TRANSFERS = 4096  # transfers whose items are made together (see `items_by_round`):
+# small rounds gain from it; a round this large already has array work worth its overhead
+
+
+def _blocks(rounds: list[Round]) -> Iterator[list[Round]]:
+    """Consecutive rounds, grouped until a group holds BLOCK_TRANSFERS transfers."""
+    block: list[Round] = []
+    held = 0
+    for rnd in rounds:
+        block.append(rnd)
+        held += sum(len(b) for b in rnd.batches)
+        if held >= BLOCK_TRANSFERS:
+            yield block
+            block, held = [], 0
+    if block:
+        yield block
 
 
 def _apply(s: State, it: Items) -> int | None:
