@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from math import lcm
 
 import numpy as np
@@ -44,6 +45,20 @@ class Geometry:
     @property
     def slots(self) -> int:
         return self.ranks + len(self.in_network)
+
+    @cached_property
+    def _segment_at(self) -> np.ndarray | None:
+        if self.scale > MARKED_SCALE:
+            return None
+        at = np.zeros(self.scale + 1, dtype=np.int64)
+        at[self.bounds[1:]] = 1
+        return np.cumsum(at)
+
+    def segment(self, points: np.ndarray) -> np.ndarray:
+        """The index of each of `points` (boundaries) among the boundaries: the segment that
+        starts there. A table lookup while the scale allows one."""
+        at = self._segment_at
+        return np.searchsorted(self.bounds, points) if at is None else at[points]
 
     def device(self, slot: int, ranks: tuple[int, ...]) -> int:
         """The device id of a slot."""
@@ -83,23 +98,37 @@ def geometry(schedule: Schedule, devices: int) -> Geometry:
     if scale > MAX_SCALE:
         raise LimitError(f"regions are cut too finely to verify (1/{scale} of the buffer){_SKIP}",
                          schedule.span)
+    # Points are marked batch by batch (no array of every transfer's ends at once) while a
+    # mark per position is small; past that they are collected and sorted.
+    mark = np.zeros(scale + 1, dtype=bool) if scale <= MARKED_SCALE else None
     cuts = [np.array([0, scale], dtype=np.int64), np.arange(p + 1, dtype=np.int64) * (scale // p)]
+    used = np.zeros(devices, dtype=bool)
     moves = []
     for b in batches:
         f = scale // b.den
-        cuts += [b.off * f, (b.off + b.length) * f]
+        ends = [b.off * f, (b.off + b.length) * f]
         if b.into_off is not None:  # where a moved region lands is cut too
-            cuts += [b.into_off * f, (b.into_off + b.length) * f]
+            ends += [b.into_off * f, (b.into_off + b.length) * f]
             moves.append(np.stack([b.off * f, b.length * f, b.into_off * f], axis=1))
-    bounds = _distinct(np.concatenate(cuts), scale)
+        if mark is None:
+            cuts += ends
+        else:
+            for points in ends:
+                mark[points] = True
+        used[b.src] = True
+        used[b.dst] = True
+    if mark is None:
+        bounds = np.unique(np.concatenate(cuts))
+    else:
+        for points in cuts:
+            mark[points] = True
+        bounds = np.flatnonzero(mark)
     if moves:
         bounds = _close_under_moves(bounds, np.unique(np.concatenate(moves), axis=0), schedule)
     slot = np.full(devices, -1, dtype=np.int64)
     slot[list(coll.ranks)] = np.arange(p)
     # Elaboration admits only ranks and reducing switches as endpoints.
-    ends = np.unique(np.concatenate([np.zeros(0, np.int64)] + [x for b in batches
-                                                                for x in (b.src, b.dst)]))
-    in_network = tuple(int(d) for d in ends if slot[d] < 0)
+    in_network = tuple(int(d) for d in np.flatnonzero(used & (slot < 0)))
     slot[list(in_network)] = p + np.arange(len(in_network))
     if (p + len(in_network)) * (len(bounds) - 1) > MAX_CELLS:
         raise LimitError(f"verifying this needs {p:,} ranks × {len(bounds) - 1:,} pieces of the "
@@ -107,13 +136,7 @@ def geometry(schedule: Schedule, devices: int) -> Geometry:
     return Geometry(slot, bounds, scale, p, in_network)
 
 
-def _distinct(points: np.ndarray, scale: int) -> np.ndarray:
-    """The sorted distinct points: by marking when the scale is small (fast), else by sorting."""
-    if scale > 2**24:
-        return np.unique(points)
-    mark = np.zeros(scale + 1, dtype=bool)
-    mark[points] = True
-    return np.flatnonzero(mark)
+MARKED_SCALE = 2**24  # up to this scale, a point's segment is found in a table of every position
 
 
 def _close_under_moves(bounds: np.ndarray, moves: np.ndarray, schedule: Schedule) -> np.ndarray:
@@ -173,8 +196,8 @@ def items_by_round(rounds: Sequence[Round], geo: Geometry) -> list[Items]:
     f = per_transfer([geo.scale // b.den for _, _, b in batches])
     start = np.concatenate([b.off for _, _, b in batches]) * f
     end = start + np.concatenate([b.length for _, _, b in batches]) * f
-    first = np.searchsorted(geo.bounds, start)
-    count = np.searchsorted(geo.bounds, end) - first
+    first = geo.segment(start)
+    count = geo.segment(end) - first
     if len(rounds) > 1 and int(count.sum()) > BLOCK_ITEMS:  # bounded memory: halve the block
         half = len(rounds) // 2
         return items_by_round(rounds[:half], geo) + items_by_round(rounds[half:], geo)
@@ -182,7 +205,7 @@ def items_by_round(rounds: Sequence[Round], geo: Geometry) -> list[Items]:
         moved = per_transfer([b.into_off is not None for _, _, b in batches])
         into = np.concatenate([b.off if b.into_off is None else b.into_off
                                for _, _, b in batches]) * f
-        landing = np.where(moved, np.searchsorted(geo.bounds, into), first)
+        landing = np.where(moved, geo.segment(into), first)
         shift = np.where(moved, start - into, 0)
     else:
         landing, shift = first, np.zeros(len(first), np.int64)
@@ -206,16 +229,18 @@ def items_by_round(rounds: Sequence[Round], geo: Geometry) -> list[Items]:
 # ---- the collective ---------------------------------------------------------------------------
 
 
-def collective_spec(schedule: Schedule, geo: Geometry) -> Spec:
-    """The collective's start state and postcondition on this geometry's cells."""
+def collective_spec(schedule: Schedule, geo: Geometry, columns: np.ndarray | None = None) -> Spec:
+    """The collective's start state and postcondition on this geometry's cells, or on the
+    given columns (segments) only."""
     coll = schedule.collective
-    p, segments = geo.ranks, geo.segments
+    p = geo.ranks
+    starts = geo.bounds[:-1] if columns is None else geo.bounds[columns]
     kind = KINDS[coll.kind]
     if coll.layout is not None:  # separate buffers: the tables give the spec per chunk
         layout = coll.layout
-        chunk = geo.bounds[:-1] * layout.chunks // geo.scale
+        chunk = starts * layout.chunks // geo.scale
         return Spec(layout.start[:, chunk], layout.required[:, chunk], kind.reduces,
                     layout.owner[:, chunk], layout.shift[:, chunk] * (geo.scale // layout.chunks))
-    part = np.broadcast_to(geo.bounds[:-1] // (geo.scale // p), (p, segments))  # j of p
+    part = np.broadcast_to(starts // (geo.scale // p), (p, len(starts)))  # j of p
     root = None if coll.root is None else int(geo.slot[coll.root])
     return kind.flow(Cells(p, part, geo.scale // p, root))

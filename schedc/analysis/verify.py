@@ -30,7 +30,7 @@ arrays per round, never per transfer in Python; a failing cell is then replayed 
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -38,8 +38,9 @@ import numpy as np
 from .. import progress
 from ..model.ir import Round, Schedule
 from ..session import Session
+from .columns import reduce_columns
 from .counterexample import Conflict, WrongResult, conflict_at, explain
-from .dataflow import Geometry, Items, Spec, collective_spec, geometry, items_by_round, steps
+from .dataflow import Items, Spec, collective_spec, geometry, items_by_round, steps
 
 MIXED = np.iinfo(np.int64).min  # the displacement of a cell mixing data of different positions
 CAP = 2**32  # the total multiplicity saturates here (no postcondition asks for as much)
@@ -82,12 +83,12 @@ def verdicts(session: Session, names: tuple[str, ...] = ()) -> list[Verdict]:
 
 
 def verify_schedule(schedule: Schedule, names: list[str], method: str = "auto",
-                    seed: int | None = None) -> Verdict:
+                    seed: int | None = None, symmetry: bool = True) -> Verdict:
     """Verify one schedule's IR; `names` are the machine's devices, for counterexamples.
     `method`: "auto", "exact" or "fingerprint"; `seed` fixes the fingerprints' random numbers
-    (by default they are fresh for every run)."""
+    (by default they are fresh for every run); `symmetry`: run one column per orbit when the
+    schedule is symmetric (`analysis.columns`), else every column."""
     geo = geometry(schedule, len(names))
-    spec = collective_spec(schedule, geo)
     p, segments = geo.ranks, geo.segments
     # One row per contribution: rank q's data (q < p) or rank q - p's uninitialised buffer.
     if method == "auto":
@@ -100,10 +101,21 @@ def verify_schedule(schedule: Schedule, names: list[str], method: str = "auto",
         rng = np.random.default_rng(seed)
         embed = rng.integers(0, np.iinfo(np.uint64).max, size=(2 * p, 2), dtype=np.uint64,
                              endpoint=True)
-    outcome = _run(schedule, geo, spec, embed)
+    ran = [rnd for _, rnd in steps(schedule)]
+    reduction = reduce_columns(schedule, geo, ran) if symmetry else None
+    if reduction is not None:  # one column per orbit stands for the rest (see `columns`)
+        spec = collective_spec(schedule, geo, reduction.columns)
+        outcome = _run(schedule.name, reduction.items, len(ran), p, len(reduction.columns), spec,
+                       embed)
+        if not isinstance(outcome, tuple) and _first_wrong(outcome, spec, embed) is None:
+            return Verdict(schedule, method, segments, None)
+        # A failure is found again on every column, so that it is reported as ever.
+    spec = collective_spec(schedule, geo)
+    items = (items for block in _blocks(ran) for items in items_by_round(block, geo))
+    outcome = _run(schedule.name, items, len(ran), geo.slots, segments, spec, embed)
     if isinstance(outcome, tuple):
         return Verdict(schedule, method, segments, conflict_at(schedule, geo, *outcome, names))
-    bad = _first_wrong(outcome, spec, embed, geo)
+    bad = _first_wrong(outcome, spec, embed)
     failure = None if bad is None else explain(schedule, geo, spec, *bad, names)
     return Verdict(schedule, method, segments, failure)
 
@@ -119,28 +131,26 @@ class State:
     stamp: np.ndarray  # scratch, to find cells written twice in a round without sorting
 
 
-def _run(schedule: Schedule, geo: Geometry, spec: Spec,
-         embed: np.ndarray) -> State | tuple[int, int, Items]:
-    """Run every round on the arrays; the final state, or (round, cell, items) of a conflict."""
-    cells = geo.slots * geo.segments
-    held = geo.ranks * geo.segments  # in-network switches hold nothing at the start
+def _run(name: str, steps_items: Iterable[Items], count: int, slots: int, segments: int,
+         spec: Spec, embed: np.ndarray) -> State | tuple[int, int, Items]:
+    """Run the `count` steps' items on a state of slots × segments cells (the first `spec.start`
+    rows are the ranks'; in-network switches, after them, hold nothing at the start): the
+    final state, or (step, cell, items) of a conflict."""
+    cells = slots * segments
+    held = spec.start.size
     payload = np.zeros((cells, embed.shape[1]), dtype=embed.dtype)
     payload[:held] = embed[spec.start.reshape(-1)]
     total = np.zeros(cells, np.int64)
     total[:held] = 1
     state = State(payload, total, np.zeros(cells, np.int64), np.zeros(cells, np.int64))
-    ran = [rnd for _, rnd in steps(schedule)]
-    ticker = progress.ticker(f"verify {schedule.name}: rounds", len(ran))
-    index = 0
-    for block in _blocks(ran):
-        for items in items_by_round(block, geo):
-            ticker.advance()
-            if len(items):
-                conflict = _apply(state, items)
-                if conflict is not None:
-                    ticker.finish()
-                    return index, conflict, items
-            index += 1
+    ticker = progress.ticker(f"verify {name}: rounds", count)
+    for index, items in enumerate(steps_items):
+        ticker.advance()
+        if len(items):
+            conflict = _apply(state, items)
+            if conflict is not None:
+                ticker.finish()
+                return index, conflict, items
     ticker.finish()
     return state
 
@@ -205,10 +215,9 @@ def _apply(s: State, it: Items) -> int | None:
     return None
 
 
-def _first_wrong(state: State, spec: Spec, embed: np.ndarray,
-                 geo: Geometry) -> tuple[int, int, int] | None:
+def _first_wrong(state: State, spec: Spec, embed: np.ndarray) -> tuple[int, int, int] | None:
     """The first wrong (slot, first segment, end segment), in rank order, else None."""
-    p, segments = geo.ranks, geo.segments
+    p, segments = spec.start.shape
     ranks = p * segments  # the cells of the ranks; in-network switches come after them
     payload = state.payload[:ranks].reshape(p, segments, -1)
     total = state.total[:ranks].reshape(p, segments)

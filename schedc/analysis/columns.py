@@ -1,0 +1,380 @@
+"""Verification up to symmetry: one column of the buffer per orbit.
+
+Without `into`, an item moves cell (slot a, segment s) to (slot b, segment s): each *column*
+(one segment, every slot) evolves on its own, and a schedule computes its collective iff
+every column ends as the postcondition asks. Many schedules are symmetric: rotating the slots
+by g (q → q + g mod p) and permuting the segments by some τ maps the transfers of every round
+onto the transfers of the same round (the ring: every rank one further on, every part one
+further on). Then column τ(s) runs exactly as column s does with every slot and every
+contribution renamed by the rotation; when the collective's start state and postcondition
+are unchanged by that renaming (see `CollectiveKind.rotates`), column τ(s) ends right iff
+column s does. So one column per orbit of τ is run: the ring over p ranks runs one column
+instead of p, and the hierarchical all-reduce over h hosts one in h.
+
+Finding the symmetry. Rotations g are tried over the divisors of p, smallest first, on the
+first batches; τ is read off the transfers: a transfer of one segment s whose rotated image
+is a transfer of segment s' says τ(s) = s'. Then every batch is checked: the rotated image of
+each of its transfers must be a transfer of the same batch (the entries rotate onto each
+other in a fixed order, or match one to one by their endpoints) moving τ's image of its
+segments. The checks are exact, on every transfer; when one fails the schedule is verified
+whole, as when there is no symmetry.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..model.collectives import KINDS
+from ..model.ir import Round, Schedule
+from .dataflow import Geometry, Items
+
+SCREEN = 8  # rounds a candidate rotation must pass before the whole schedule is checked
+BLOCK = 32768  # transfers checked together: small rounds alike in shape, as one 2-d array
+BATCHWISE = 64  # rounds of at most this many batches are first matched batch by batch
+PENDING = 1 << 22  # transfers kept for their items until τ is whole; past it, read again
+
+
+@dataclass(frozen=True, eq=False)
+class Reduction:
+    """The columns to run (one per orbit, ascending) and each step's items on them: cell
+    slot * len(columns) + the column's index."""
+
+    columns: np.ndarray
+    items: list[Items]
+
+
+def reduce_columns(schedule: Schedule, geo: Geometry, rounds: list[Round]) -> Reduction | None:
+    """The columns that stand for all the others, or None when the schedule has no symmetry
+    that saves work (or uses what the argument does not cover: `into`, switches that reduce,
+    separate buffers, a root)."""
+    coll = schedule.collective
+    rotates = KINDS[coll.kind].rotates
+    moving = [b for rnd in rounds for b in rnd.batches if b.op != "send"]
+    if (rotates is None or coll.layout is not None or geo.in_network or geo.ranks < 2
+            or not moving or any(b.into_off is not None for b in moving)):
+        return None
+    p = geo.ranks
+    screen = list(_blocks(rounds[:SCREEN], geo))
+    for g in (d for d in range(1, p) if p % d == 0):
+        if all(_Symmetry(geo, g, coll.ranks).holds(bl) for bl in screen):
+            break
+    else:
+        return None
+    symmetry = _Symmetry(geo, g, coll.ranks)
+    taken = _Taken(geo, len(rounds))
+    for bl in _blocks(rounds, geo):
+        if not symmetry.holds(bl):
+            return None
+        if taken.columns is None and symmetry.known() and not taken.fix(symmetry.permutation()):
+            return None
+        taken.add(bl)
+    tau = symmetry.permutation()
+    if tau is None or not symmetry.ranges_hold(tau):
+        return None
+    if rotates == "parts":  # the postcondition moves with the parts: τ must move them by g
+        part = geo.bounds[:-1] // (geo.scale // p)
+        if not np.array_equal(part[tau], (part + g) % p):
+            return None
+    if taken.columns is None and not taken.fix(tau):
+        return None
+    return taken.reduction(rounds)
+
+
+@dataclass(frozen=True, eq=False)
+class _Block:
+    """Consecutive rounds whose batches are alike (lengths and operations), their transfers
+    as (rounds × n) arrays of endpoints (device ids) and segments [first, end)."""
+
+    start: int  # its first round's index
+    src: np.ndarray
+    dst: np.ndarray
+    first: np.ndarray
+    end: np.ndarray
+    copy: np.ndarray  # (n,): which transfers are copies
+    batch: np.ndarray  # (n,): each transfer's batch in its round, and place in the batch
+    transfer: np.ndarray
+    sizes: tuple[int, ...]  # the lengths of the batches that move data
+
+    @property
+    def rounds(self) -> int:
+        return len(self.src)
+
+
+def _blocks(rounds: list[Round], geo: Geometry) -> Iterator[_Block]:
+    """The rounds that move data, grouped into blocks of alike rounds."""
+    def shape(rnd: Round) -> tuple:
+        return tuple((k, len(b), b.op) for k, b in enumerate(rnd.batches) if b.op != "send")
+
+    index = 0
+    while index < len(rounds):
+        kind = shape(rounds[index])
+        n = sum(length for _, length, _ in kind)
+        stop = index + 1
+        while (stop < len(rounds) and (stop - index + 1) * n <= BLOCK
+               and shape(rounds[stop]) == kind):
+            stop += 1
+        if n:
+            yield _block(rounds, index, stop, kind, geo)
+        index = stop
+
+
+def _block(rounds: list[Round], start: int, stop: int, kind: tuple, geo: Geometry) -> _Block:
+    batches = [rounds[r].batches[k] for r in range(start, stop) for k, _, _ in kind]
+    shape = (stop - start, -1)
+
+    def joined(values: list[np.ndarray]) -> np.ndarray:
+        return (values[0] if len(values) == 1 else np.concatenate(values)).reshape(shape)
+
+    scaled = [geo.scale // b.den for b in batches]
+    first = geo.segment(joined([b.off * f for b, f in zip(batches, scaled)]))
+    end = geo.segment(joined([(b.off + b.length) * f for b, f in zip(batches, scaled)]))
+    lengths = [length for _, length, _ in kind]
+    return _Block(start, joined([b.src for b in batches]), joined([b.dst for b in batches]),
+                  first, end, np.repeat([op == "copy" for _, _, op in kind], lengths),
+                  np.repeat([k for k, _, _ in kind], lengths),
+                  np.concatenate([np.arange(length) for length in lengths]), tuple(lengths))
+
+
+class _Symmetry:
+    """Checks blocks of rounds against the rotation by g, building τ from the one-segment
+    transfers and keeping the wider ones to check once τ is known."""
+
+    def __init__(self, geo: Geometry, g: int, ranks: tuple[int, ...]) -> None:
+        self.geo, self.g = geo, g
+        p = geo.ranks
+        self.turn = np.full(len(geo.slot), -1, dtype=np.int64)  # device -> rotated device
+        self.turn[list(ranks)] = np.asarray(ranks)[(np.arange(p) + g) % p]
+        self.tau = np.full(geo.segments, -1, dtype=np.int64)
+        self.unknown = geo.segments  # segments whose image τ has not been told yet
+        self.ranges: list[np.ndarray] = []  # rows (first, end, image's first, image's end)
+
+    def known(self) -> bool:
+        return not self.unknown
+
+    def holds(self, bl: _Block) -> bool:
+        """Every round's transfers, rotated, are the same round's transfers: matched by the
+        first round's correspondence when it serves every round, else round by round."""
+        src2, dst2 = self.turn[bl.src], self.turn[bl.dst]
+        width = bl.end - bl.first
+        k = _rotation(bl, src2, dst2)
+        if k is not None:  # the common case, without copying: entry i's image is entry i + k
+            if not _rotated(width, width, k):
+                return False
+            first2 = np.roll(bl.first, -k, axis=1)
+        else:
+            matched = self._matches(bl, src2, dst2)
+            if matched is None:
+                return False
+            first2 = np.take_along_axis(bl.first, matched, axis=1)
+            if not np.array_equal(width, np.take_along_axis(width, matched, axis=1)):
+                return False
+        single = width == 1
+        every = bool(single.all())
+        at, to = (bl.first, first2) if every else (bl.first[single], first2[single])
+        if self.unknown:
+            known = self.tau[at]
+            if np.any((known >= 0) & (known != to)):
+                return False
+            self.tau[at] = to
+            self.unknown = int(np.count_nonzero(self.tau < 0))
+        if not np.array_equal(self.tau[at], to):  # two images of one segment
+            return False
+        if not every:
+            wide = ~single
+            self.ranges.append(np.stack([bl.first[wide], bl.end[wide], first2[wide],
+                                         first2[wide] + width[wide]]))
+        return True
+
+    def _matches(self, bl: _Block, src2: np.ndarray, dst2: np.ndarray) -> np.ndarray | None:
+        """Which entry is each entry's image, round by round: the first round's answer when it
+        serves the others."""
+        def match(r: int) -> np.ndarray | None:
+            found = _batchwise(bl, src2, dst2, r) if len(bl.sizes) <= BATCHWISE else None
+            return _one_to_one(bl, src2, dst2, r, len(self.turn)) if found is None else found
+
+        first = match(0)
+        if first is None:
+            return None
+        matched = np.tile(first, (bl.rounds, 1))
+        alike = ((bl.src[:, first] == src2) & (bl.dst[:, first] == dst2)).all(axis=1)
+        for r in np.flatnonzero(~alike):
+            row = match(int(r))
+            if row is None:
+                return None
+            matched[r] = row
+        return matched
+
+    def permutation(self) -> np.ndarray | None:
+        """τ, the identity where no transfer said otherwise; None unless a permutation."""
+        tau = np.where(self.tau >= 0, self.tau, np.arange(len(self.tau)))
+        seen = np.zeros(len(tau), dtype=bool)
+        seen[tau] = True
+        return tau if seen.all() else None
+
+    def ranges_hold(self, tau: np.ndarray) -> bool:
+        """τ maps each wider transfer's segments onto its image's: as τ is one to one, it
+        does when the least and the greatest of τ over the range are the image's ends."""
+        if not self.ranges:
+            return True
+        first, end, first2, end2 = np.concatenate(self.ranges, axis=1)
+        low, high = _RangeExtremes(tau).query(first, end)
+        return bool(np.array_equal(low, first2) and np.array_equal(high, end2 - 1))
+
+
+def _rotation(bl: _Block, src2: np.ndarray, dst2: np.ndarray) -> int | None:
+    """k when, in every round of the block, entry i's rotated image is entry i + k mod n
+    (the order a loop over the ranks writes them in)."""
+    hits = np.flatnonzero((bl.src[0] == src2[0, 0]) & (bl.dst[0] == dst2[0, 0]))
+    if not len(hits):
+        return None
+    k = int(hits[0])
+    if (_rotated(bl.src, src2, k) and _rotated(bl.dst, dst2, k)
+            and _rotated(bl.copy[None], bl.copy[None], k)):
+        return k
+    return None
+
+
+def _rotated(x: np.ndarray, y: np.ndarray, k: int) -> bool:
+    """x[:, (i + k) mod n] == y[:, i] everywhere."""
+    n = x.shape[1]
+    return bool((x[:, k:] == y[:, :n - k]).all() and (x[:, :k] == y[:, n - k:]).all())
+
+
+def _batchwise(bl: _Block, src2: np.ndarray, dst2: np.ndarray, r: int) -> np.ndarray | None:
+    """For round r of the block, when each batch's image is one batch, rotated: the batches
+    of a parallel loop (`parallel for i` of rings) map onto each other so."""
+    src, dst = bl.src[r], bl.dst[r]
+    ends = np.cumsum((0,) + bl.sizes)
+    match = np.empty(len(src), dtype=np.int64)
+    for lo, hi in zip(ends[:-1], ends[1:]):
+        hits = np.flatnonzero((src == src2[r, lo]) & (dst == dst2[r, lo]))
+        if not len(hits):
+            return None
+        into = int(np.searchsorted(ends, hits[0], side="right")) - 1
+        start, length = int(ends[into]), int(ends[into + 1] - ends[into])
+        if length != hi - lo:
+            return None
+        match[lo:hi] = start + (np.arange(length) + (int(hits[0]) - start)) % length
+    if (np.array_equal(src[match], src2[r]) and np.array_equal(dst[match], dst2[r])
+            and np.array_equal(bl.copy[match], bl.copy)):
+        return match
+    return None
+
+
+def _one_to_one(bl: _Block, src2: np.ndarray, dst2: np.ndarray, r: int,
+                devices: int) -> np.ndarray | None:
+    """For round r of the block, the entry with each entry's rotated endpoints (and the same
+    operation), when no two entries share them."""
+    key = (bl.src[r] * devices + bl.dst[r]) * 2 + bl.copy
+    image = (src2[r] * devices + dst2[r]) * 2 + bl.copy
+    order = np.argsort(key, kind="stable")
+    ordered = key[order]
+    if len(ordered) > 1 and not np.all(ordered[1:] != ordered[:-1]):
+        return None
+    where = np.searchsorted(ordered, image).clip(max=len(ordered) - 1)
+    if not np.array_equal(ordered[where], image):
+        return None
+    return order[where]
+
+
+class _RangeExtremes:
+    """Least and greatest value over any range of an array, in O(1) per range (a sparse
+    table of the extremes over every power-of-two window)."""
+
+    def __init__(self, values: np.ndarray) -> None:
+        self.low, self.high = [values], [values]
+        width = 1
+        while 2 * width <= len(values):
+            lo, hi = self.low[-1], self.high[-1]
+            self.low.append(np.minimum(lo[:-width], lo[width:]))
+            self.high.append(np.maximum(hi[:-width], hi[width:]))
+            width *= 2
+
+    def query(self, first: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        level = np.frexp(end - first)[1] - 1  # the largest power of two within the range
+        low, high = np.empty(len(first), np.int64), np.empty(len(first), np.int64)
+        for k in np.unique(level):
+            at = level == k
+            a, b = first[at], end[at] - (1 << int(k))
+            low[at] = np.minimum(self.low[k][a], self.low[k][b])
+            high[at] = np.maximum(self.high[k][a], self.high[k][b])
+        return low, high
+
+
+def _orbit_representatives(tau: np.ndarray) -> np.ndarray:
+    """The least segment of each orbit of τ."""
+    least = np.arange(len(tau))
+    image = tau.copy()
+    while True:  # after j rounds, least = min over the first 2^j steps of each orbit
+        lowered = np.minimum(least, least[image])
+        if np.array_equal(lowered, least):
+            break
+        least, image = lowered, image[image]
+    return np.flatnonzero(least == np.arange(len(tau)))
+
+
+class _Taken:
+    """Each step's items on the chosen columns, taken block by block as the check goes
+    once τ, and so the columns, are known; the blocks before that are kept (or, past
+    PENDING transfers, read again at the end)."""
+
+    def __init__(self, geo: Geometry, steps: int) -> None:
+        self.geo = geo
+        self.items: list[Items | None] = [None] * steps
+        self.columns: np.ndarray | None = None
+        self.before = np.zeros(0, dtype=np.int64)  # chosen columns before each segment
+        self.pending: list[_Block] | None = []  # None: too many to keep
+
+    def fix(self, tau: np.ndarray | None) -> bool:
+        """Choose the columns from τ; false when τ is no permutation or saves too little."""
+        if tau is None:
+            return False
+        self.columns = _orbit_representatives(tau)
+        if 2 * len(self.columns) > self.geo.segments:
+            return False  # not worth it
+        before = np.zeros(self.geo.segments + 1, dtype=np.int64)
+        before[self.columns + 1] = 1
+        self.before = np.cumsum(before)
+        for bl in self.pending or ():
+            self._take(bl)
+        return True
+
+    def add(self, bl: _Block) -> None:
+        if self.columns is not None:
+            self._take(bl)
+        elif self.pending is not None:
+            self.pending.append(bl)
+            if sum(b.src.size for b in self.pending) > PENDING:
+                self.pending = None
+
+    def reduction(self, rounds: list[Round]) -> Reduction:
+        assert self.columns is not None
+        if self.pending is None:  # the blocks before τ was whole, read again
+            for bl in _blocks(rounds, self.geo):
+                if self.items[bl.start] is None:
+                    self._take(bl)
+        empty = np.zeros(0, np.int64)
+        idle = Items(empty, empty, empty, empty.astype(bool), empty, empty)
+        return Reduction(self.columns, [idle if it is None else it for it in self.items])
+
+    def _take(self, bl: _Block) -> None:
+        geo, before = self.geo, self.before
+        low = before[bl.first]
+        count = (before[bl.end] - low).reshape(-1)
+        keep = np.flatnonzero(count)
+        pick = np.repeat(keep, count[keep])
+        step = np.arange(len(pick)) - np.repeat(np.cumsum(count[keep]) - count[keep],
+                                                count[keep])
+        column = low.reshape(-1)[pick] + step
+        row, at = np.divmod(pick, bl.src.shape[1])
+        width = int(before[-1])
+        src = geo.slot[bl.src.reshape(-1)[pick]] * width + column
+        dst = geo.slot[bl.dst.reshape(-1)[pick]] * width + column
+        cuts = np.searchsorted(row, np.arange(bl.rounds + 1)).tolist()
+        for r, (a, b) in enumerate(zip(cuts, cuts[1:])):
+            self.items[bl.start + r] = Items(src[a:b], dst[a:b], np.zeros(b - a, np.int64),
+                                             bl.copy[at[a:b]], bl.batch[at[a:b]],
+                                             bl.transfer[at[a:b]])
