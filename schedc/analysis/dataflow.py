@@ -11,7 +11,7 @@ rule of each collective.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from math import lcm
@@ -21,7 +21,7 @@ import numpy as np
 from ..errors import LimitError
 from ..limits import MAX_CELLS
 from ..model.collectives import KINDS, Cells, Spec
-from ..model.ir import Round, Schedule
+from ..model.ir import Batch, Round, Schedule
 
 MAX_SCALE = 2**62  # the common denominator of all region boundaries
 _SKIP = " (--no-verify reports on the schedule without verifying it)"
@@ -98,25 +98,30 @@ def geometry(schedule: Schedule, devices: int) -> Geometry:
     if scale > MAX_SCALE:
         raise LimitError(f"regions are cut too finely to verify (1/{scale} of the buffer){_SKIP}",
                          schedule.span)
-    # Points are marked batch by batch (no array of every transfer's ends at once) while a
-    # mark per position is small; past that they are collected and sorted.
+    # Points are marked group by group of batches (no array of every transfer's ends at once)
+    # while a mark per position is small; past that they are collected and sorted.
     mark = np.zeros(scale + 1, dtype=bool) if scale <= MARKED_SCALE else None
-    cuts = [np.array([0, scale], dtype=np.int64), np.arange(p + 1, dtype=np.int64) * (scale // p)]
+    cuts = [np.array([0, scale], dtype=np.int64)]
+    if KINDS[coll.kind].by_parts:  # its start or end state differs from part to part
+        cuts.append(np.arange(p + 1, dtype=np.int64) * (scale // p))
     used = np.zeros(devices, dtype=bool)
     moves = []
-    for b in batches:
-        f = scale // b.den
-        ends = [b.off * f, (b.off + b.length) * f]
-        if b.into_off is not None:  # where a moved region lands is cut too
-            ends += [b.into_off * f, (b.into_off + b.length) * f]
-            moves.append(np.stack([b.off * f, b.length * f, b.into_off * f], axis=1))
+    for group in _groups(batches):
+        f = np.repeat([scale // b.den for b in group], [len(b) for b in group])
+        start = _joined([b.off for b in group]) * f
+        ends = [start, start + _joined([b.length for b in group]) * f]
+        for b in group:
+            if b.into_off is not None:  # where a moved region lands is cut too
+                g = scale // b.den
+                ends += [b.into_off * g, (b.into_off + b.length) * g]
+                moves.append(np.stack([b.off * g, b.length * g, b.into_off * g], axis=1))
         if mark is None:
             cuts += ends
         else:
             for points in ends:
                 mark[points] = True
-        used[b.src] = True
-        used[b.dst] = True
+        used[_joined([b.src for b in group])] = True
+        used[_joined([b.dst for b in group])] = True
     if mark is None:
         bounds = np.unique(np.concatenate(cuts))
     else:
@@ -137,6 +142,26 @@ def geometry(schedule: Schedule, devices: int) -> Geometry:
 
 
 MARKED_SCALE = 2**24  # up to this scale, a point's segment is found in a table of every position
+GROUP = 4096  # transfers of consecutive batches worked on together
+
+
+def _groups(batches: list[Batch]) -> Iterator[list[Batch]]:
+    """Consecutive batches, grouped until a group holds GROUP transfers: one array operation
+    for many small batches."""
+    group: list[Batch] = []
+    held = 0
+    for b in batches:
+        group.append(b)
+        held += len(b)
+        if held >= GROUP:
+            yield group
+            group, held = [], 0
+    if group:
+        yield group
+
+
+def _joined(arrays: list[np.ndarray]) -> np.ndarray:
+    return arrays[0] if len(arrays) == 1 else np.concatenate(arrays)
 
 
 def _close_under_moves(bounds: np.ndarray, moves: np.ndarray, schedule: Schedule) -> np.ndarray:
@@ -165,6 +190,8 @@ def steps(schedule: Schedule) -> list[tuple[int, Round]]:
     local phases (copies within a rank) as a step of its own under the same number; local
     phases before the first round are numbered 0."""
     out = [(0, Round(phase)) for phase in schedule.prologue]
+    if not any(rnd.local for rnd in schedule.rounds):
+        return out + list(enumerate(schedule.rounds, 1))
     for number, rnd in enumerate(schedule.rounds, 1):
         out.append((number, rnd))
         out += [(number, Round(phase)) for phase in rnd.local]

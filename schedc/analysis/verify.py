@@ -41,9 +41,8 @@ from ..session import Session
 from .columns import reduce_columns
 from .counterexample import Conflict, WrongResult, conflict_at, explain
 from .dataflow import Items, Spec, collective_spec, geometry, items_by_round, steps
+from .state import MIXED, State, apply_steps
 
-MIXED = np.iinfo(np.int64).min  # the displacement of a cell mixing data of different positions
-CAP = 2**32  # the total multiplicity saturates here (no postcondition asks for as much)
 EXACT_NUMBERS = 2**22  # exact count vectors while the state holds at most this many numbers
 
 
@@ -105,14 +104,14 @@ def verify_schedule(schedule: Schedule, names: list[str], method: str = "auto",
     reduction = reduce_columns(schedule, geo, ran) if symmetry else None
     if reduction is not None:  # one column per orbit stands for the rest (see `columns`)
         spec = collective_spec(schedule, geo, reduction.columns)
-        outcome = _run(schedule.name, reduction.items, len(ran), p, len(reduction.columns), spec,
-                       embed)
+        outcome = _run(schedule.name, _chunks(reduction.items), len(ran), p,
+                       len(reduction.columns), spec, embed)
         if not isinstance(outcome, tuple) and _first_wrong(outcome, spec, embed) is None:
             return Verdict(schedule, method, segments, None)
         # A failure is found again on every column, so that it is reported as ever.
     spec = collective_spec(schedule, geo)
-    items = (items for block in _blocks(ran) for items in items_by_round(block, geo))
-    outcome = _run(schedule.name, items, len(ran), geo.slots, segments, spec, embed)
+    chunks = (items_by_round(block, geo) for block in _blocks(ran))
+    outcome = _run(schedule.name, chunks, len(ran), geo.slots, segments, spec, embed)
     if isinstance(outcome, tuple):
         return Verdict(schedule, method, segments, conflict_at(schedule, geo, *outcome, names))
     bad = _first_wrong(outcome, spec, embed)
@@ -123,34 +122,23 @@ def verify_schedule(schedule: Schedule, names: list[str], method: str = "auto",
 # ---- running ----------------------------------------------------------------------------------
 
 
-@dataclass
-class State:
-    payload: np.ndarray  # cells × width
-    total: np.ndarray  # cells: the multiplicity, saturating at CAP
-    shift: np.ndarray  # cells: the displacement, or MIXED
-    stamp: np.ndarray  # scratch, to find cells written twice in a round without sorting
-
-
-def _run(name: str, steps_items: Iterable[Items], count: int, slots: int, segments: int,
+def _run(name: str, chunks: Iterable[list[Items]], count: int, slots: int, segments: int,
          spec: Spec, embed: np.ndarray) -> State | tuple[int, int, Items]:
-    """Run the `count` steps' items on a state of slots × segments cells (the first `spec.start`
-    rows are the ranks'; in-network switches, after them, hold nothing at the start): the
-    final state, or (step, cell, items) of a conflict."""
-    cells = slots * segments
-    held = spec.start.size
-    payload = np.zeros((cells, embed.shape[1]), dtype=embed.dtype)
-    payload[:held] = embed[spec.start.reshape(-1)]
-    total = np.zeros(cells, np.int64)
-    total[:held] = 1
-    state = State(payload, total, np.zeros(cells, np.int64), np.zeros(cells, np.int64))
+    """Run the `count` steps' items, given in chunks of consecutive steps, on a state of
+    slots × segments cells (the first `spec.start` rows are the ranks'; in-network switches,
+    after them, hold nothing at the start): the final state, or (step, cell, items) of a
+    conflict."""
+    state = State.start(slots * segments, embed[spec.start.reshape(-1)])
     ticker = progress.ticker(f"verify {name}: rounds", count)
-    for index, items in enumerate(steps_items):
-        ticker.advance()
-        if len(items):
-            conflict = _apply(state, items)
-            if conflict is not None:
-                ticker.finish()
-                return index, conflict, items
+    index = 0
+    for chunk in chunks:
+        conflict = apply_steps(state, chunk)
+        if conflict is not None:
+            ticker.finish()
+            at, cell = conflict
+            return index + at, cell, chunk[at]
+        index += len(chunk)
+        ticker.advance(len(chunk))
     ticker.finish()
     return state
 
@@ -173,46 +161,16 @@ def _blocks(rounds: list[Round]) -> Iterator[list[Round]]:
         yield block
 
 
-def _apply(s: State, it: Items) -> int | None:
-    """One round: read every source, then write. A cell that a copy writes along with another
-    transfer is a conflict: its cell is returned, and nothing is written."""
-    values, totals, shifts = s.payload[it.src], s.total[it.src], s.shift[it.src]
-    if it.moved:
-        shifts = np.where(shifts != MIXED, shifts + it.shift, shifts)
-    order = np.arange(len(it))
-    s.stamp[it.dst] = order
-    once = bool((s.stamp[it.dst] == order).all())  # no cell is written twice
-    copies = it.copy.any()
-    if not once and copies:
-        ordered = np.sort(it.dst)
-        clash = np.intersect1d(ordered[1:][ordered[1:] == ordered[:-1]], it.dst[it.copy])
-        if len(clash):
-            return int(clash[0])
-    if copies:
-        c = it.copy
-        s.payload[it.dst[c]] = values[c]
-        s.total[it.dst[c]] = totals[c]
-        s.shift[it.dst[c]] = shifts[c]
-        if c.all():
-            return None
-        r = ~c
-        dst, values, totals, shifts = it.dst[r], values[r], totals[r], shifts[r]
-    else:
-        dst = it.dst
-    if once:
-        s.payload[dst] += values
-        s.total[dst] = np.minimum(s.total[dst] + totals, CAP)
-        s.shift[dst] = np.where(s.shift[dst] == shifts, shifts, MIXED)
-        return None
-    np.add.at(s.payload, dst, values)
-    np.add.at(s.total, dst, totals)
-    cells, inverse = np.unique(dst, return_inverse=True)
-    s.total[cells] = np.minimum(s.total[cells], CAP)
-    low, high = s.shift[cells], s.shift[cells].copy()
-    np.minimum.at(low, inverse, shifts)
-    np.maximum.at(high, inverse, shifts)
-    s.shift[cells] = np.where(low == high, low, MIXED)
-    return None
+def _chunks(items: list[Items]) -> Iterator[list[Items]]:
+    """Consecutive steps' items, grouped until a group holds BLOCK_TRANSFERS items."""
+    start, held = 0, 0
+    for end, it in enumerate(items, 1):
+        held += len(it)
+        if held >= BLOCK_TRANSFERS:
+            yield items[start:end]
+            start, held = end, 0
+    if start < len(items):
+        yield items[start:]
 
 
 def _first_wrong(state: State, spec: Spec, embed: np.ndarray) -> tuple[int, int, int] | None:

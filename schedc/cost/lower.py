@@ -142,8 +142,16 @@ def _shapes(schedule: Schedule) -> tuple[np.ndarray, list[int]]:
     index: dict[tuple, int] = {}
     representatives: list[int] = []
     shape_of = np.empty(len(schedule.rounds), dtype=np.int64)
+    sizes: dict[LinearBytes, int] = {}  # each distinct size as a number, quicker to hash
+    numbered: dict[int, int] = {}  # ... looked up by the identity of the size object
+
+    def number(size: LinearBytes) -> int:
+        if id(size) not in numbered:  # (the schedule keeps every size alive meanwhile)
+            numbered[id(size)] = sizes.setdefault(size, len(sizes))
+        return numbered[id(size)]
+
     for r, rnd in enumerate(schedule.rounds):
-        key = tuple((b.src.tobytes(), b.dst.tobytes(), b.length.tobytes(), b.den, b.size)
+        key = tuple((b.src.tobytes(), b.dst.tobytes(), b.length.tobytes(), b.den, number(b.size))
                     for b in rnd.batches)
         shape = index.setdefault(key, len(index))
         if shape == len(representatives):

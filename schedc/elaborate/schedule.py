@@ -24,7 +24,7 @@ from ..errors import ElaborationError, LimitError, Span, did_you_mean
 from ..language import statements as st
 from ..language import syntax as ast
 from ..limits import Limits
-from ..model.ir import Batch, Collective, Round, Schedule
+from ..model.ir import Collective, Round, Schedule
 from ..model.values import (
     Devices,
     Integers,
@@ -307,15 +307,9 @@ def _round_loop(stmt: st.RoundFor, env: Env, ctx: ScheduleContext) -> list[Round
         bounds = np.searchsorted(iteration[order], np.arange(count + 1))
         for k in np.flatnonzero(np.diff(bounds)):
             lo, hi = bounds[k], bounds[k + 1]
-            rounds[k].append(_select(batch, slice(lo, hi) if ordered else order[lo:hi]))
+            rounds[k].append(batch.take(slice(lo, hi) if ordered else order[lo:hi]))
     ctx.spend(count, sum(len(b) for b, _ in out), stmt.span)
     return rounds
-
-
-def _select(batch: Batch, index: np.ndarray | slice) -> Batch:
-    return replace(batch, src=batch.src[index], dst=batch.dst[index], off=batch.off[index],
-                   length=batch.length[index],
-                   into_off=None if batch.into_off is None else batch.into_off[index])
 
 
 def _round_body(stmts, env: Env, ctx: ScheduleContext, out: list) -> None:

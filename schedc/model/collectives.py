@@ -96,6 +96,7 @@ class CollectiveKind:
     # (`analysis.columns` verifies symmetric schedules up to it): "any" leaves them as they
     # are; "parts" does when part j of the buffer is renamed part j + g too; None: neither.
     rotates: str | None = None
+    by_parts: bool = True  # its start or end state differs from one p-th of V to another
 
 
 def _reduced(required: Callable[[Cells], np.ndarray]) -> Callable[[Cells], Spec]:
@@ -132,7 +133,7 @@ KINDS: dict[str, CollectiveKind] = {k.name: k for k in (
     CollectiveKind("allreduce", (), False, True, _reduced(lambda c: c.everywhere),
                    lambda a, p, _: (Fraction(1), Fraction(1)),
                    # Patarasuk and Yuan (2009): each element needs 2(p-1) one-way messages.
-                   lambda p: Fraction(2 * (p - 1)), "any"),
+                   lambda p: Fraction(2 * (p - 1)), "any", False),
     # The shares the other side ends with need this side's part, and back.
     CollectiveKind("reduce_scatter", ("reducescatter",), False, True,
                    _reduced(lambda c: c.part == c.slot),
@@ -140,8 +141,10 @@ KINDS: dict[str, CollectiveKind] = {k.name: k for k in (
     # The other side needs this side's shares.
     CollectiveKind("allgather", (), False, False, _allgather,
                    lambda a, p, _: (Fraction(a, p), Fraction(p - a, p)), None, "parts"),
-    CollectiveKind("broadcast", (), True, False, _broadcast, _rooted(to_root=False), None),
-    CollectiveKind("reduce", (), True, True, _reduced(Cells.root_only), _rooted(to_root=True), None),
+    CollectiveKind("broadcast", (), True, False, _broadcast, _rooted(to_root=False), None,
+                   None, False),
+    CollectiveKind("reduce", (), True, True, _reduced(Cells.root_only), _rooted(to_root=True),
+                   None, None, False),
     # One p-th of each rank's V for every rank on the other side.
     CollectiveKind("alltoall", (), False, False, _alltoall,
                    # Not "parts": the displacement its data must end with wraps round the buffer.

@@ -105,6 +105,14 @@ class Batch:
     def __len__(self) -> int:
         return len(self.src)
 
+    def take(self, index: np.ndarray | slice) -> Batch:
+        """The batch of the transfers `index` picks (built directly: a schedule of many
+        small rounds makes one per round)."""
+        return Batch(self.op, self.src[index], self.dst[index], self.off[index],
+                     self.length[index], self.den,
+                     None if self.into_off is None else self.into_off[index], self.size,
+                     self.span, self.origin)
+
     def transfer(self, k: int) -> Transfer:
         share = Fraction(int(self.length[k]), self.den)
         start = Fraction(int(self.off[k]), self.den)
