@@ -32,7 +32,7 @@ from ..model.ir import Round, Schedule
 from .dataflow import Geometry, Items
 
 SCREEN = 8  # rounds a candidate rotation must pass before the whole schedule is checked
-BLOCK = 32768  # transfers checked together: small rounds alike in shape, as one 2-d array
+BLOCK = 65536  # transfers checked together: small rounds alike in shape, as one 2-d array
 BATCHWISE = 64  # rounds of at most this many batches are first matched batch by batch
 PENDING = 1 << 22  # transfers kept for their items until τ is whole; past it, read again
 
@@ -70,7 +70,7 @@ def reduce_columns(schedule: Schedule, geo: Geometry, rounds: list[Round]) -> Re
             return None
         if taken.columns is None and symmetry.known() and not taken.fix(symmetry.permutation()):
             return None
-        taken.add(bl)
+        taken.add(bl, symmetry.single)
     tau = symmetry.permutation()
     if tau is None or not symmetry.ranges_hold(tau):
         return None
@@ -149,6 +149,7 @@ class _Symmetry:
         self.turn[list(ranks)] = np.asarray(ranks)[(np.arange(p) + g) % p]
         self.tau = np.full(geo.segments, -1, dtype=np.int64)
         self.unknown = geo.segments  # segments whose image τ has not been told yet
+        self.single = False  # every transfer of the last block checked moves one segment
         self.ranges: list[np.ndarray] = []  # rows (first, end, image's first, image's end)
 
     def known(self) -> bool:
@@ -159,9 +160,15 @@ class _Symmetry:
         first round's correspondence when it serves every round, else round by round."""
         src2, dst2 = self.turn[bl.src], self.turn[bl.dst]
         width = bl.end - bl.first
+        single = width == 1
+        self.single = every = bool(single.all())
         k = _rotation(bl, src2, dst2)
-        if k is not None:  # the common case, without copying: entry i's image is entry i + k
-            if not _rotated(width, width, k):
+        if k is not None and every and not self.unknown:
+            # The common case, without copies: entry i's image is entry i + k, one segment
+            # each, and τ already says where each segment goes.
+            return _rotated(bl.first, self.tau[bl.first], k)
+        if k is not None:
+            if not every and not _rotated(width, width, k):
                 return False
             first2 = np.roll(bl.first, -k, axis=1)
         else:
@@ -171,8 +178,6 @@ class _Symmetry:
             first2 = np.take_along_axis(bl.first, matched, axis=1)
             if not np.array_equal(width, np.take_along_axis(width, matched, axis=1)):
                 return False
-        single = width == 1
-        every = bool(single.all())
         at, to = (bl.first, first2) if every else (bl.first[single], first2[single])
         if self.unknown:
             known = self.tau[at]
@@ -325,6 +330,7 @@ class _Taken:
         self.geo = geo
         self.items: list[Items | None] = [None] * steps
         self.columns: np.ndarray | None = None
+        self.chosen = np.zeros(0, dtype=bool)  # per segment: is it a chosen column
         self.before = np.zeros(0, dtype=np.int64)  # chosen columns before each segment
         self.pending: list[_Block] | None = []  # None: too many to keep
 
@@ -335,16 +341,17 @@ class _Taken:
         self.columns = _orbit_representatives(tau)
         if 2 * len(self.columns) > self.geo.segments:
             return False  # not worth it
-        before = np.zeros(self.geo.segments + 1, dtype=np.int64)
-        before[self.columns + 1] = 1
-        self.before = np.cumsum(before)
+        self.chosen = np.zeros(self.geo.segments + 1, dtype=bool)
+        self.chosen[self.columns] = True
+        self.before = np.cumsum(np.r_[False, self.chosen[:-1]])
         for bl in self.pending or ():
-            self._take(bl)
+            self._take(bl, False)
         return True
 
-    def add(self, bl: _Block) -> None:
+    def add(self, bl: _Block, single: bool) -> None:
+        """A block checked; `single`: each of its transfers moves one segment."""
         if self.columns is not None:
-            self._take(bl)
+            self._take(bl, single)
         elif self.pending is not None:
             self.pending.append(bl)
             if sum(b.src.size for b in self.pending) > PENDING:
@@ -355,20 +362,24 @@ class _Taken:
         if self.pending is None:  # the blocks before τ was whole, read again
             for bl in _blocks(rounds, self.geo):
                 if self.items[bl.start] is None:
-                    self._take(bl)
+                    self._take(bl, False)
         empty = np.zeros(0, np.int64)
         idle = Items(empty, empty, empty, empty.astype(bool), empty, empty)
         return Reduction(self.columns, [idle if it is None else it for it in self.items])
 
-    def _take(self, bl: _Block) -> None:
+    def _take(self, bl: _Block, single: bool) -> None:
         geo, before = self.geo, self.before
-        low = before[bl.first]
-        count = (before[bl.end] - low).reshape(-1)
-        keep = np.flatnonzero(count)
-        pick = np.repeat(keep, count[keep])
-        step = np.arange(len(pick)) - np.repeat(np.cumsum(count[keep]) - count[keep],
-                                                count[keep])
-        column = low.reshape(-1)[pick] + step
+        if single:  # one segment each: the transfers of a chosen column
+            pick = np.flatnonzero(self.chosen[bl.first])
+            column = before[bl.first.reshape(-1)[pick]]
+        else:
+            low = before[bl.first]
+            count = (before[bl.end] - low).reshape(-1)
+            keep = np.flatnonzero(count)
+            pick = np.repeat(keep, count[keep])
+            step = np.arange(len(pick)) - np.repeat(np.cumsum(count[keep]) - count[keep],
+                                                    count[keep])
+            column = low.reshape(-1)[pick] + step
         row, at = np.divmod(pick, bl.src.shape[1])
         width = int(before[-1])
         src = geo.slot[bl.src.reshape(-1)[pick]] * width + column

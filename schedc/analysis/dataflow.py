@@ -107,9 +107,13 @@ def geometry(schedule: Schedule, devices: int) -> Geometry:
     used = np.zeros(devices, dtype=bool)
     moves = []
     for group in _groups(batches):
-        f = np.repeat([scale // b.den for b in group], [len(b) for b in group])
-        start = _joined([b.off for b in group]) * f
-        ends = [start, start + _joined([b.length for b in group]) * f]
+        factors = {scale // b.den for b in group}
+        f: int | np.ndarray = factors.pop() if len(factors) == 1 else \
+            np.repeat([scale // b.den for b in group], [len(b) for b in group])
+        start, length = _joined([b.off for b in group]), _joined([b.length for b in group])
+        if not isinstance(f, int) or f != 1:
+            start, length = start * f, length * f
+        ends = [start, start + length]
         for b in group:
             if b.into_off is not None:  # where a moved region lands is cut too
                 g = scale // b.den
