@@ -88,12 +88,13 @@ class Items:
 # ---- segments ---------------------------------------------------------------------------------
 
 
-def geometry(schedule: Schedule, devices: int) -> Geometry:
+def geometry(schedule: Schedule, devices: int, ran: list[Round] | None = None) -> Geometry:
     """Cut the buffer at every boundary in use; cuts are closed under `into` moves, so a
-    moved region lands on whole segments."""
+    moved region lands on whole segments. `ran`: the schedule's steps, when known."""
     coll = schedule.collective
     p = len(coll.ranks)
-    batches = [b for _, r in steps(schedule) for b in r.batches if b.op != "send"]
+    ran = [rnd for _, rnd in steps(schedule)] if ran is None else ran
+    batches = [b for r in ran for b in r.batches if b.op != "send"]
     scale = lcm(p, *{b.den for b in batches})
     if scale > MAX_SCALE:
         raise LimitError(f"regions are cut too finely to verify (1/{scale} of the buffer){_SKIP}",

@@ -87,7 +87,8 @@ def verify_schedule(schedule: Schedule, names: list[str], method: str = "auto",
     `method`: "auto", "exact" or "fingerprint"; `seed` fixes the fingerprints' random numbers
     (by default they are fresh for every run); `symmetry`: run one column per orbit when the
     schedule is symmetric (`analysis.columns`), else every column."""
-    geo = geometry(schedule, len(names))
+    ran = [rnd for _, rnd in steps(schedule)]
+    geo = geometry(schedule, len(names), ran)
     p, segments = geo.ranks, geo.segments
     # One row per contribution: rank q's data (q < p) or rank q - p's uninitialised buffer.
     if method == "auto":
@@ -100,7 +101,6 @@ def verify_schedule(schedule: Schedule, names: list[str], method: str = "auto",
         rng = np.random.default_rng(seed)
         embed = rng.integers(0, np.iinfo(np.uint64).max, size=(2 * p, 2), dtype=np.uint64,
                              endpoint=True)
-    ran = [rnd for _, rnd in steps(schedule)]
     reduction = reduce_columns(schedule, geo, ran) if symmetry else None
     if reduction is not None:  # one column per orbit stands for the rest (see `columns`)
         spec = collective_spec(schedule, geo, reduction.columns)
@@ -153,7 +153,7 @@ def _blocks(rounds: list[Round]) -> Iterator[list[Round]]:
     held = 0
     for rnd in rounds:
         block.append(rnd)
-        held += sum(len(b) for b in rnd.batches)
+        held += len(rnd)
         if held >= BLOCK_TRANSFERS:
             yield block
             block, held = [], 0
