@@ -8,7 +8,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from schedc.analysis.dataflow import Items
+from schedc.analysis.dataflow import Items, Steps
 from schedc.analysis.state import MIXED, State, _independent_runs, apply_round, apply_steps
 
 CELLS = 10
@@ -41,7 +41,7 @@ def test_steps_applied_together_or_one_by_one_agree(data):
     steps = [_items(data.draw, sources) for _ in range(data.draw(st.integers(1, 12)))]
     seed = data.draw(st.integers(0, 3))
     together, apart = _state(seed), _state(seed)
-    conflict = apply_steps(together, steps)
+    conflict = apply_steps(together, Steps.of(steps))
     expected = None
     for k, it in enumerate(steps):
         if len(it):
@@ -58,9 +58,10 @@ def test_runs_end_where_a_step_reads_what_an_earlier_one_wrote():
     def step(src, dst):
         n = len(src)
         zeros = np.zeros(n, np.int64)
-        return Items(np.array(src), np.array(dst), zeros, np.zeros(n, bool), zeros, zeros)
+        return Items(np.array(src, dtype=np.int64), np.array(dst, dtype=np.int64), zeros,
+                     np.zeros(n, bool), zeros, zeros)
 
     # 0 → 5 and 1 → 6 are independent; then 5 → 7 reads what the first wrote, and 6 → 8 what
     # the second did, but not what the third wrote; the empty step joins any run.
     steps = [step([0], [5]), step([1], [6]), step([5], [7]), step([], []), step([6], [8])]
-    assert _independent_runs(steps) == [(0, 2), (2, 5)]
+    assert _independent_runs(Steps.of(steps)) == [(0, 2), (2, 5)]

@@ -363,8 +363,7 @@ class _Taken:
             for bl in _blocks(rounds, self.geo):
                 if self.items[bl.start] is None:
                     self._take(bl, False)
-        empty = np.zeros(0, np.int64)
-        idle = Items(empty, empty, empty, empty.astype(bool), empty, empty)
+        idle = Items.empty()
         return Reduction(self.columns, [idle if it is None else it for it in self.items])
 
     def _take(self, bl: _Block, single: bool) -> None:

@@ -84,6 +84,54 @@ class Items:
         """Some item lands at another position than it left (`into`)."""
         return bool(self.shift.any())
 
+    def part(self, start: int, end: int) -> Items:
+        return Items(self.src[start:end], self.dst[start:end], self.shift[start:end],
+                     self.copy[start:end], self.batch[start:end], self.transfer[start:end])
+
+    @staticmethod
+    def empty() -> Items:
+        none = np.zeros(0, np.int64)
+        return Items(none, none, none, none.astype(bool), none, none)
+
+
+@dataclass(frozen=True, eq=False)
+class Steps:
+    """Consecutive steps' items, one step after another in the same arrays: step k's are
+    `items.part(cuts[k], cuts[k + 1])`, so many small steps make no object each."""
+
+    items: Items
+    cuts: np.ndarray  # int64, one more than the steps
+
+    def __len__(self) -> int:
+        return len(self.cuts) - 1
+
+    def __getitem__(self, k: int) -> Items:
+        return self.items.part(int(self.cuts[k]), int(self.cuts[k + 1]))
+
+    @property
+    def owner(self) -> np.ndarray:
+        """The step of each item."""
+        return np.repeat(np.arange(len(self)), np.diff(self.cuts))
+
+    @classmethod
+    def of(cls, items: list[Items]) -> Steps:
+        """Steps of these items each."""
+        cuts = np.zeros(len(items) + 1, dtype=np.int64)
+        cuts[1:] = np.cumsum([len(it) for it in items])
+        return cls(_joined_items(items), cuts)
+
+    @classmethod
+    def joined(cls, parts: list[Steps]) -> Steps:
+        """The steps of `parts`, one after another."""
+        ends = np.cumsum([0] + [int(p.cuts[-1]) for p in parts])
+        cuts = np.concatenate([parts[0].cuts[:1]] + [p.cuts[1:] + e for p, e in zip(parts, ends)])
+        return cls(_joined_items([p.items for p in parts]), cuts)
+
+
+def _joined_items(parts: list[Items]) -> Items:
+    return Items(*(np.concatenate([getattr(it, name) for it in parts]) for name in
+                   ("src", "dst", "shift", "copy", "batch", "transfer")))
+
 
 # ---- segments ---------------------------------------------------------------------------------
 
@@ -210,15 +258,23 @@ def round_items(rnd: Round, geo: Geometry) -> Items:
 BLOCK_ITEMS = 1 << 20  # items made for a block of rounds at once; a larger block is split
 
 
-def items_by_round(rounds: Sequence[Round], geo: Geometry) -> list[Items]:
+def items_by_round(rounds: Sequence[Round], geo: Geometry) -> Steps:
     """The items of each round, from one pass of array work over all their transfers, so a
     schedule of many small rounds costs a few array operations per block of rounds rather
-    than per round; each round's items are slices of the block's arrays, in batch order."""
+    than per round."""
+    made = _block_items(rounds, geo, bounded=len(rounds) > 1)
+    if made is not None:
+        return made
+    half = len(rounds) // 2  # bounded memory: halve the block
+    return Steps.joined([items_by_round(rounds[:half], geo), items_by_round(rounds[half:], geo)])
+
+
+def _block_items(rounds: Sequence[Round], geo: Geometry, bounded: bool = True) -> Steps | None:
+    """The rounds' items in batch order, or None when `bounded` and they are too many."""
     batches = [(r, k, b) for r, rnd in enumerate(rounds) for k, b in enumerate(rnd.batches)
                if b.op != "send"]
     if not batches:
-        empty = np.zeros(0, np.int64)
-        return [Items(empty, empty, empty, empty.astype(bool), empty, empty)] * len(rounds)
+        return Steps(Items.empty(), np.zeros(len(rounds) + 1, dtype=np.int64))
     sizes = np.array([len(b) for _, _, b in batches], dtype=np.int64)
     each = sizes.tolist()
 
@@ -230,9 +286,8 @@ def items_by_round(rounds: Sequence[Round], geo: Geometry) -> list[Items]:
     end = start + np.concatenate([b.length for _, _, b in batches]) * f
     first = geo.segment(start)
     count = geo.segment(end) - first
-    if len(rounds) > 1 and int(count.sum()) > BLOCK_ITEMS:  # bounded memory: halve the block
-        half = len(rounds) // 2
-        return items_by_round(rounds[:half], geo) + items_by_round(rounds[half:], geo)
+    if bounded and int(count.sum()) > BLOCK_ITEMS:
+        return None
     if any(b.into_off is not None for _, _, b in batches):
         moved = per_transfer([b.into_off is not None for _, _, b in batches])
         into = np.concatenate([b.off if b.into_off is None else b.into_off
@@ -252,10 +307,8 @@ def items_by_round(rounds: Sequence[Round], geo: Geometry) -> list[Items]:
         step = np.arange(len(pick)) - np.repeat(np.cumsum(count) - count, count)
         src, dst, shift = src[pick] + step, dst[pick] + step, shift[pick]
         copy, batch, which, owner = copy[pick], batch[pick], which[pick], owner[pick]
-    cuts = [0, len(src)] if len(rounds) == 1 else \
-        np.searchsorted(owner, np.arange(len(rounds) + 1)).tolist()
-    return [Items(src[a:b], dst[a:b], shift[a:b], copy[a:b], batch[a:b], which[a:b])
-            for a, b in zip(cuts, cuts[1:])]
+    cuts = np.searchsorted(owner, np.arange(len(rounds) + 1))
+    return Steps(Items(src, dst, shift, copy, batch, which), cuts)
 
 
 # ---- the collective ---------------------------------------------------------------------------

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .dataflow import Items
+from .dataflow import Items, Steps
 
 MIXED = np.iinfo(np.int64).min  # the displacement of a cell mixing data of different positions
 CAP = 2**32  # the total multiplicity saturates here (no postcondition asks for as much)
@@ -40,55 +40,51 @@ class State:
         return cls(payload, total, np.zeros(cells, np.int64), np.zeros(cells, np.int64))
 
 
-def apply_steps(s: State, steps: list[Items]) -> tuple[int, int] | None:
+def apply_steps(s: State, steps: Steps) -> tuple[int, int] | None:
     """Apply consecutive steps; (which step, cell) of the first conflict, else None."""
     for start, end in _independent_runs(steps):
-        if end - start > 1 and _apply_together(s, steps[start:end]):
+        if end - start > 1 and _apply_together(s, steps, start, end):
             continue
         for k in range(start, end):
-            if len(steps[k]):
-                conflict = apply_round(s, steps[k])
+            it = steps[k]
+            if len(it):
+                conflict = apply_round(s, it)
                 if conflict is not None:
                     return k, conflict
     return None
 
 
-def _independent_runs(steps: list[Items]) -> list[tuple[int, int]]:
+def _independent_runs(steps: Steps) -> list[tuple[int, int]]:
     """The steps cut into runs in which no step reads a cell an earlier one writes."""
-    if len(steps) == 1:
-        return [(0, 1)]
-    sizes = np.array([len(it) for it in steps])
-    if not sizes.any():
-        return [(0, len(steps))]
-    owner = np.repeat(np.arange(len(steps)), sizes)
-    src = np.concatenate([it.src for it in steps])
-    dst = np.concatenate([it.dst for it in steps])
     n = len(steps)
-    writes = np.sort(dst * n + owner)
+    if n == 1 or not steps.cuts[-1]:
+        return [(0, n)]
+    owner, it = steps.owner, steps.items
+    writes = np.sort(it.dst * n + owner)
     # For each read, the last earlier step that writes its cell (-1: none does).
-    below = np.searchsorted(writes, src * n + owner) - 1
+    below = np.searchsorted(writes, it.src * n + owner) - 1
     found = writes[below.clip(0)]
-    last = np.where((below >= 0) & (found // n == src), found % n, -1)
+    last = np.where((below >= 0) & (found // n == it.src), found % n, -1)
     latest = np.full(n, -1)
     np.maximum.at(latest, owner, last)
     runs, begin = [], 0
-    for k, w in enumerate(latest.tolist()):
-        if w >= begin:
+    for k in np.flatnonzero(latest >= 0).tolist():  # (a step that reads no write starts none)
+        if latest[k] >= begin:
             runs.append((begin, k))
             begin = k
     runs.append((begin, n))
     return runs
 
 
-def _apply_together(s: State, steps: list[Items]) -> bool:
+def _apply_together(s: State, steps: Steps, start: int, end: int) -> bool:
     """Apply steps none of which reads what an earlier one writes; false (and nothing
     written) when some step may conflict, which `apply_round` then reports."""
-    sizes = [len(it) for it in steps]
-    if not any(sizes):
+    lo, hi = int(steps.cuts[start]), int(steps.cuts[end])
+    if lo == hi:
         return True
-    owner = np.repeat(np.arange(len(steps)), sizes)
-    src, dst, copy, moved = (np.concatenate([getattr(it, a) for it in steps])
-                             for a in ("src", "dst", "copy", "shift"))
+    it = steps.items.part(lo, hi)
+    owner = steps.owner[lo:hi]
+    src, dst, copy = it.src, it.dst, it.copy
     # A cell that a copy writes along with another transfer of its round: left to apply_round.
     key = np.sort(owner * len(s.total) + dst)
     twice = np.flatnonzero(key[1:] == key[:-1])
@@ -97,7 +93,7 @@ def _apply_together(s: State, steps: list[Items]) -> bool:
         if (clashing & copy).any():
             return False
     values, totals, shifts = s.payload[src], s.total[src], s.shift[src]
-    shifts = np.where(shifts != MIXED, shifts + moved, shifts)
+    shifts = np.where(shifts != MIXED, shifts + it.shift, shifts)
     order = np.lexsort((owner, dst))  # by cell, and in a cell by step
     cell = dst[order]
     first = np.flatnonzero(np.r_[True, cell[1:] != cell[:-1]])

@@ -40,7 +40,7 @@ from ..model.ir import Round, Schedule
 from ..session import Session
 from .columns import reduce_columns
 from .counterexample import Conflict, WrongResult, conflict_at, explain
-from .dataflow import Items, Spec, collective_spec, geometry, items_by_round, steps
+from .dataflow import Items, Spec, Steps, collective_spec, geometry, items_by_round, steps
 from .state import MIXED, State, apply_steps
 
 EXACT_NUMBERS = 2**22  # exact count vectors while the state holds at most this many numbers
@@ -122,7 +122,7 @@ def verify_schedule(schedule: Schedule, names: list[str], method: str = "auto",
 # ---- running ----------------------------------------------------------------------------------
 
 
-def _run(name: str, chunks: Iterable[list[Items]], count: int, slots: int, segments: int,
+def _run(name: str, chunks: Iterable[Steps], count: int, slots: int, segments: int,
          spec: Spec, embed: np.ndarray) -> State | tuple[int, int, Items]:
     """Run the `count` steps' items, given in chunks of consecutive steps, on a state of
     slots × segments cells (the first `spec.start` rows are the ranks'; in-network switches,
@@ -161,16 +161,16 @@ def _blocks(rounds: list[Round]) -> Iterator[list[Round]]:
         yield block
 
 
-def _chunks(items: list[Items]) -> Iterator[list[Items]]:
+def _chunks(items: list[Items]) -> Iterator[Steps]:
     """Consecutive steps' items, grouped until a group holds BLOCK_TRANSFERS items."""
     start, held = 0, 0
     for end, it in enumerate(items, 1):
         held += len(it)
         if held >= BLOCK_TRANSFERS:
-            yield items[start:end]
+            yield Steps.of(items[start:end])
             start, held = end, 0
     if start < len(items):
-        yield items[start:]
+        yield Steps.of(items[start:])
 
 
 def _first_wrong(state: State, spec: Spec, embed: np.ndarray) -> tuple[int, int, int] | None:
