@@ -301,8 +301,10 @@ class _RangeExtremes:
     def query(self, first: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         level = np.frexp(end - first)[1] - 1  # the largest power of two within the range
         low, high = np.empty(len(first), np.int64), np.empty(len(first), np.int64)
-        for k in np.unique(level):
+        for k in range(int(level.max(initial=0)) + 1):  # (not np.unique: it imports numpy.ma)
             at = level == k
+            if not at.any():
+                continue
             a, b = first[at], end[at] - (1 << int(k))
             low[at] = np.minimum(self.low[k][a], self.low[k][b])
             high[at] = np.maximum(self.high[k][a], self.high[k][b])
