@@ -30,8 +30,10 @@ untimed) and runs schedc and ASTRA-sim alternately, --repeat times each:
 Use the Congestion_Unaware binary: astra-network-analytical's congestion-aware backend accepts
 1-dimensional networks only. Params (alpha, B_L, B_N, V) are read from the .sched file.
 
-ASTRA-sim's simulated finish time ("sys[N] finished, C cycles"; a cycle is 1 ns in the
-analytical backend) is printed beside schedc's predicted time, as information only.
+ASTRA-sim's transfers/s counts schedc's transfers of the same collective (with one chunk, its
+ring sends as many messages). ASTRA-sim's simulated finish time ("sys[N] finished, C cycles";
+a cycle is 1 ns in the analytical backend) is printed beside schedc's predicted time, as
+information only.
 """
 
 from __future__ import annotations
@@ -306,8 +308,8 @@ def main() -> None:
     elif options.astra_workload_generator is not None:
         parser.error("--astra-workload-generator needs --astra")
 
-    m = machine()
-    if options.astra is not None and m.V % 2**20:
+    m = machine() if options.astra is not None else None
+    if m is not None and m.V % 2**20:
         parser.error("V must be a whole number of MiB (the Chakra generator's --coll-size)")
     subprocess.run([sys.executable, "-m", "compileall", "-q", str(ROOT / "schedc")], check=True)
     columns = f"{'min':>8} {'median':>8} {'peak':>10} {'transfers/s':>11}"
@@ -324,7 +326,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="schedc-astra-") as tmp:
         for number, case in enumerate(cases):
             astra, directory = None, None
-            if options.astra is not None:
+            if options.astra is not None and m is not None:
                 directory = Path(tmp) / f"case{number}"
                 astra = [str(options.astra.resolve()),
                          *astra_inputs(case, m, directory, options.astra_workload_generator)]
