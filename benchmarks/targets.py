@@ -6,21 +6,18 @@ process, several runs, min and median wall time and the peak resident memory of 
 
 The big cases live in benchmarks/cases/ (not under schedules/, which `check schedules/`
 compiles whole). Peak memory comes from wait4's ru_maxrss of each child, so every run is
-measured on its own.
+measured on its own (benchmarks/processes.py).
 """
 
 from __future__ import annotations
 
 import argparse
-import os
-import statistics
 import subprocess
 import sys
 import tempfile
-import time
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from processes import ROOT, run_once, schedc, summary
+
 CASES = "benchmarks/cases"
 SEED = "schedules/seed/nvlink_2x8.sched"
 BIG = ["--max-transfers", "40000000"]  # above the default limit of 20,000,000
@@ -52,18 +49,6 @@ TARGETS = [
 ]
 
 
-def run_once(args: list[str]) -> tuple[float, int]:
-    """Wall seconds and peak RSS (bytes) of one `schedc` process."""
-    start = time.perf_counter()
-    process = subprocess.Popen([sys.executable, "-m", "schedc", *args], cwd=ROOT,
-                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    _, status, usage = os.wait4(process.pid, 0)
-    wall = time.perf_counter() - start
-    if os.waitstatus_to_exitcode(status) != 0:
-        raise SystemExit(f"schedc {' '.join(args)} failed: {process.stderr.read().decode()}")
-    return wall, usage.ru_maxrss * 1024
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=5)
@@ -76,11 +61,10 @@ def main() -> None:
             if options.only and not any(name.startswith(o) for o in options.only):
                 continue
             args = [a.replace("{tmp}", tmp) for a in args]
-            runs = [run_once(args) for _ in range(options.repeat)]
-            walls = [w for w, _ in runs]
-            peak = max(m for _, m in runs)
-            rate = f"{transfers / min(walls) / 1e6:.2f} M" if transfers else "-"
-            print(f"{name:<42} {min(walls):>7.2f}s {statistics.median(walls):>7.2f}s "
+            fastest, median, peak = summary([run_once(schedc(*args))
+                                             for _ in range(options.repeat)])
+            rate = f"{transfers / fastest / 1e6:.2f} M" if transfers else "-"
+            print(f"{name:<42} {fastest:>7.2f}s {median:>7.2f}s "
                   f"{peak / 2**20:>6.0f} MiB {rate:>12}", flush=True)
 
 
