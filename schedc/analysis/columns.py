@@ -12,12 +12,12 @@ column s does. So one column per orbit of τ is run: the ring over p ranks runs 
 instead of p, and the hierarchical all-reduce over h hosts one in h.
 
 Finding the symmetry. Rotations g are tried over the divisors of p, smallest first, on the
-first batches; τ is read off the transfers: a transfer of one segment s whose rotated image
-is a transfer of segment s' says τ(s) = s'. Then every batch is checked: the rotated image of
-each of its transfers must be a transfer of the same batch (the entries rotate onto each
-other in a fixed order, or match one to one by their endpoints) moving τ's image of its
-segments. The checks are exact, on every transfer; when one fails the schedule is verified
-whole, as when there is no symmetry.
+first rounds; τ is read off the transfers: a transfer of one segment s whose rotated image
+is a transfer of segment s' says τ(s) = s'. Then every round is checked: the rotated image of
+each of its transfers must be a transfer of the same round, the two matched one to one (the
+entries rotate onto each other in a fixed order, batch by batch, or by their endpoints), and
+move τ's image of its segments. The checks are exact, on every transfer; when one fails the
+schedule is verified whole, as when there is no symmetry.
 """
 
 from __future__ import annotations
@@ -28,11 +28,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..model.collectives import KINDS
-from ..model.ir import Round, Schedule
+from ..model.ir import Batch, Round, Schedule
 from .dataflow import Geometry, Items
 
 SCREEN = 8  # rounds a candidate rotation must pass before the whole schedule is checked
-BLOCK = 65536  # transfers checked together: small rounds alike in shape, as one 2-d array
+BLOCK = 32768  # transfers checked together: small rounds alike in shape, as one 2-d array
 BATCHWISE = 64  # rounds of at most this many batches are first matched batch by batch
 PENDING = 1 << 22  # transfers kept for their items until τ is whole; past it, read again
 
@@ -128,9 +128,12 @@ def _block(rounds: list[Round], start: int, stop: int, kind: tuple, geo: Geometr
     def joined(values: list[np.ndarray]) -> np.ndarray:
         return (values[0] if len(values) == 1 else np.concatenate(values)).reshape(shape)
 
-    scaled = [geo.scale // b.den for b in batches]
-    first = geo.segment(joined([b.off * f for b, f in zip(batches, scaled)]))
-    end = geo.segment(joined([(b.off + b.length) * f for b, f in zip(batches, scaled)]))
+    def position(b: Batch, values: np.ndarray) -> np.ndarray:  # in 1/scale of the buffer
+        f = geo.scale // b.den
+        return values if f == 1 else values * f
+
+    first = geo.segment(joined([position(b, b.off) for b in batches]))
+    end = geo.segment(joined([position(b, b.off + b.length) for b in batches]))
     lengths = [length for _, length, _ in kind]
     return _Block(start, joined([b.src for b in batches]), joined([b.dst for b in batches]),
                   first, end, np.repeat([op == "copy" for _, _, op in kind], lengths),
