@@ -243,8 +243,13 @@ def _graph(topology: Topology, nominal: dict, ranks: frozenset[int]) -> nx.DiGra
     uses = Counter(r for _, hop in hops for r in set(hop.resources)
                    if topology.resources[r].effective_bandwidth is not None)
     bandwidths = {r: topology.resources[r].effective_bandwidth for r in uses}  # none is None
-    rates = {r: _exact(b.xreplace(nominal)) for r, b in bandwidths.items()}  # type: ignore[union-attr]
-    scale = lcm(*[v.denominator for v in rates.values()]) if rates else 1
+    rate_of: dict[sympy.Expr, Fraction] = {}  # thousands of resources share a few bandwidths
+    for b in bandwidths.values():
+        if b not in rate_of:
+            rate_of[b] = _exact(b.xreplace(nominal))  # type: ignore[union-attr]
+    scale = lcm(*[v.denominator for v in rate_of.values()]) if rate_of else 1
+    units = {r: rate_of[b].numerator * (scale // rate_of[b].denominator)  # type: ignore[index]
+             for r, b in bandwidths.items()}  # the capacity of each, an exact integer
     graph = nx.DiGraph(scale=scale)
     graph.add_nodes_from(d.id for d in topology.devices)
 
@@ -253,11 +258,13 @@ def _graph(topology: Topology, nominal: dict, ranks: frozenset[int]) -> nx.DiGra
             old = graph[u][v]["resources"]
             resources = () if not old or not resources else old + resources
             graph.remove_edge(u, v)
-        attrs = {}
-        if resources:
-            attrs["capacity"] = sum(int(rates[r] * scale) for r in resources)
-        bandwidth = sympy.Add(*[topology.resources[r].effective_bandwidth for r in resources])
-        graph.add_edge(u, v, resources=resources, bandwidth=bandwidth if resources else None, **attrs)
+        if not resources:
+            graph.add_edge(u, v, resources=resources, bandwidth=None)
+            return
+        bandwidth = bandwidths[resources[0]] if len(resources) == 1 else \
+            sympy.Add(*[bandwidths[r] for r in resources])
+        graph.add_edge(u, v, resources=resources, bandwidth=bandwidth,
+                       capacity=sum(units[r] for r in resources))
 
     for shared in sorted(r for r, n in uses.items() if n > 1):
         add(("in", shared), ("out", shared), (shared,))
