@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from test_bound import FOUR_HOSTS
 from test_bound_properties import machines
 
+from schedc.analysis import cuts as cuts_module
 from schedc.analysis.cuts import RankCuts
 from schedc.analysis.symmetry import least_rotation
 from schedc.elaborate.loader import load_program
@@ -22,11 +23,17 @@ MACHINES = sorted((SCHEDULES / "machines").glob("*.sched")) + [SCHEDULES / "seed
 RAILS = "link node[h].g[i] <-> rail[i] bw B_N class nic for h in 0..3 for i in 0..1"
 
 
-def _finder(path: Path) -> RankCuts:
+def _finder(path: Path, arrays: bool = False) -> RankCuts:
+    """The cut search of `path`'s collective; on arrays (scipy), or on networkx's residual
+    network, which small machines get anyway."""
     program = load_program(path)
     ranks = program.results[0].collective.ranks if program.results else \
         tuple(d.id for d in program.topology.devices if d.kind == "gpu")
-    return RankCuts(program.topology, program.nominal, ranks)
+    finder = RankCuts(program.topology, program.nominal, ranks)
+    finder.network.arrays = None
+    if arrays:
+        assert finder.network.solve_on_arrays()
+    return finder
 
 
 def _table(finder: RankCuts) -> list[tuple]:
@@ -72,11 +79,7 @@ def test_orbit_keys_are_shared_by_exactly_the_shifts_of_a_set(tmp_path):
 
 @pytest.mark.parametrize("path", MACHINES, ids=lambda p: p.stem)
 def test_array_max_flow_finds_the_cuts_networkx_finds(path):
-    arrays = _finder(path)
-    assert arrays.network.arrays is not None
-    plain = _finder(path)
-    plain.network.arrays = None  # networkx's shortest augmenting paths instead
-    assert _table(arrays) == _table(plain)
+    assert _table(_finder(path, arrays=True)) == _table(_finder(path))
 
 
 UNLIMITED = {
@@ -96,10 +99,8 @@ allreduce V over g
 @pytest.mark.parametrize("name", sorted(UNLIMITED))
 def test_array_max_flow_agrees_with_networkx_on_unlimited_links(tmp_path, name):
     path = write(tmp_path, f"{name}.sched", UNLIMITED[name])
-    arrays, plain = _finder(path), _finder(path)
-    plain.network.arrays = None
-    table = _table(arrays)
-    assert table == _table(plain)
+    table = _table(_finder(path, arrays=True))
+    assert table == _table(_finder(path))
     unlimited = [row for row in table if row[3][1] is None]
     assert bool(unlimited) == (name == "pair")  # g[0] | g[1] ... is joined without limit
 
@@ -110,15 +111,14 @@ def test_array_max_flow_agrees_with_networkx_on_random_machines(text):
     with tempfile.TemporaryDirectory() as directory:
         path = Path(directory) / "machine.sched"
         path.write_text(text)
-        arrays, plain = _finder(path), _finder(path)
-    plain.network.arrays = None
+        arrays, plain = _finder(path, arrays=True), _finder(path)
     assert _table(arrays) == _table(plain)
 
 
 def test_cuts_found_on_demand_through_the_shift_equal_cuts_solved_one_by_one(tmp_path):
     for path in (SCHEDULES / "seed" / "nvlink_2x8.sched", SCHEDULES / "machines" / "pcie_2x4.sched",
                  write(tmp_path, "four.sched", FOUR_HOSTS.format(nics=RAILS))):
-        shifted, plain = _finder(path), _finder(path)
+        shifted, plain = _finder(path, arrays=True), _finder(path, arrays=True)
         assert shifted.shift is not None
         plain.shift = None
         assert _table(shifted) == _table(plain)
@@ -130,9 +130,20 @@ def test_capacities_too_large_for_arrays_go_to_networkx(tmp_path):
     # far more than 2^29, so the int32 arrays are not used; the cuts are still exact.
     text = FOUR_HOSTS.format(nics=RAILS).replace("param B_N = 10 GB/s", "param B_N = 1000000007 B/s")
     finder = _finder(write(tmp_path, "large.sched", text))
-    assert finder.network.arrays is None
+    assert not finder.network.solve_on_arrays() and finder.network.arrays is None
     by_name = {c.name: c for c in finder.cuts()}
     host = by_name["node[0] | rest"].forward  # its two NICs
     assert str(host.bandwidth) == "2*B_N" and host.value == 2 * 1000000007
     rank = by_name["node[0].g[0] | rest"].forward  # its local link and its NIC
     assert str(rank.bandwidth) == "B_L + B_N" and rank.value == 100 * 10**9 + 1000000007
+
+
+def test_arrays_are_for_networks_where_they_pay(monkeypatch):
+    seed = SCHEDULES / "seed" / "nvlink_2x8.sched"
+    program = load_program(seed)
+    ranks = program.results[0].collective.ranks
+    small = RankCuts(program.topology, program.nominal, ranks)  # 80 edges × 10 problems
+    assert small.network.graph.number_of_edges() * small.work < cuts_module.ARRAYS_FROM
+    assert small.network.arrays is None
+    monkeypatch.setattr(cuts_module, "ARRAYS_FROM", 0)
+    assert RankCuts(program.topology, program.nominal, ranks).network.arrays is not None

@@ -32,6 +32,10 @@ from ..model.topology import Topology
 from .flow import ArrayFlow, NetworkxFlow
 from .symmetry import HostShift, host_shift
 
+# Edges × max-flow problems from which scipy's max-flow pays for importing it (~0.3 s): below,
+# networkx has solved them all first (the 1,024-rank ring: 4,112 edges × 12, 0.25 s).
+ARRAYS_FROM = 100_000
+
 
 @dataclass(frozen=True)
 class CutCapacity:
@@ -45,8 +49,8 @@ class CutCapacity:
 
 class FlowNetwork:
     """The machine as a flow network with a source and a sink that can be attached to any
-    ranks; max-flow on arrays (scipy) when the capacities allow, else on networkx's residual
-    network (see `flow`)."""
+    ranks; max-flow on networkx's residual network, or on arrays (scipy) once
+    `solve_on_arrays` says the capacities allow it (see `flow`)."""
 
     def __init__(self, topology: Topology, nominal: dict, ranks: tuple[int, ...]) -> None:
         self.topology = topology
@@ -54,9 +58,14 @@ class FlowNetwork:
         self.scale = graph.graph["scale"]
         self.symmetric = _symmetric(graph)
         self.graph = graph
-        self.arrays = ArrayFlow.of(graph)
+        self.arrays: ArrayFlow | None = None
         self._networkx: NetworkxFlow | None = None  # built on first use
         self._ranks = ranks
+
+    def solve_on_arrays(self) -> bool:
+        """Solve on arrays from now on, if the capacities fit them; whether they do."""
+        self.arrays = ArrayFlow.of(self.graph)
+        return self.arrays is not None
 
     def min_cut(self, sources: frozenset[int], sinks: frozenset[int]) -> CutCapacity:
         """The narrowest cut that separates `sources` from `sinks` (flow from the former)."""
@@ -105,6 +114,8 @@ class RankCuts:
         self.groups = _host_groups(topology, ranks)
         self.shift = host_shift(topology, [key for key, _, _ in self.groups], ranks)
         self.network = FlowNetwork(topology, nominal, ranks)
+        if self.network.graph.number_of_edges() * self.work >= ARRAYS_FROM:
+            self.network.solve_on_arrays()
         self.solved = 0  # max-flow problems solved so far
         # orbit key -> (the k of the side solved, its cut); see `HostShift.orbit`
         self._outward: dict[tuple, tuple[int, CutCapacity]] = {}
