@@ -259,7 +259,7 @@ def _graph(topology: Topology, nominal: dict, ranks: frozenset[int]) -> nx.DiGra
         if b not in rate_of:
             rate_of[b] = _exact(b.xreplace(nominal))  # type: ignore[union-attr]
     scale = lcm(*[v.denominator for v in rate_of.values()]) if rate_of else 1
-    units = {r: rate_of[b].numerator * (scale // rate_of[b].denominator)  # type: ignore[index]
+    units = {r: rate_of[b].numerator * (scale // rate_of[b].denominator)
              for r, b in bandwidths.items()}  # the capacity of each, an exact integer
     graph = nx.DiGraph(scale=scale)
     graph.add_nodes_from(d.id for d in topology.devices)
