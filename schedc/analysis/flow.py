@@ -3,7 +3,8 @@
 `ArrayFlow` runs scipy's Dinic on integer arrays: the capacities divided by their greatest
 common divisor, when they then fit its 32-bit counts with room to spare (a residual can reach
 twice a capacity). `NetworkxFlow` runs networkx's shortest augmenting paths on one residual
-network kept for every cut, for capacities too large for that. Either way the flow is exact
+network kept for every cut, for small networks (where importing scipy costs more than it
+saves) and for capacities too large for the arrays. Either way the flow is exact
 (integers) and the cut is the same: the devices the source still reaches once the flow is
 maximal are the same for every maximum flow (the sending side of the smallest minimum cut).
 """
@@ -93,7 +94,7 @@ class ArrayFlow:
 
 class NetworkxFlow:
     """The flow network as networkx's residual network, kept for every cut (each max-flow
-    resets its flows): for capacities too large for `ArrayFlow`."""
+    resets its flows): for small networks, and capacities too large for `ArrayFlow`."""
 
     def __init__(self, graph: nx.DiGraph, ranks: tuple[int, ...]) -> None:
         graph = graph.copy()
