@@ -118,7 +118,8 @@ def bound(session: Session, collective: Collective | None, names: list[str],
     found = finder.cuts()
     if collective is not None:
         _check_connected(found, collective, topology)
-    cuts = tuple(_cut_bound(c, collective, nominal) for c in found)
+    memo: dict = {}  # thousands of cuts share a handful of (bytes, bandwidth) pairs
+    cuts = tuple(_cut_bound(c, collective, nominal, memo) for c in found)
     binding = max(cuts, key=lambda c: c.value, default=None)  # max keeps the first of equals
     if binding is not None and not binding.value:
         binding = None  # nothing must cross a cut of finite bandwidth
@@ -179,18 +180,31 @@ def _ranks(topology, ranks: tuple[int, ...]) -> str:
     return names[0] if len(names) == 1 else f"{len(names)} ranks ({names[0]}, …)"
 
 
-def _crossing(size: LinearBytes, capacity: CutCapacity, nominal: dict) -> Crossing:
+def _crossing(size: LinearBytes, capacity: CutCapacity, nominal: dict, memo: dict) -> Crossing:
     if not size or capacity.bandwidth is None or capacity.value is None:
         return Crossing(size, capacity, sympy.Integer(0), Fraction(0))
-    value = linear_value(size, nominal) / capacity.value
-    return Crossing(size, capacity, linear_expr(size) / capacity.bandwidth, value)
+    key = ("bound", size, capacity.bandwidth, capacity.value)
+    found = memo.get(key)
+    if found is None:
+        found = memo[key] = (linear_expr(size) / capacity.bandwidth,
+                             linear_value(size, nominal) / capacity.value)
+    return Crossing(size, capacity, *found)
 
 
-def _cut_bound(cut: Cut, collective: Collective | None, nominal: dict) -> CutBound:
-    forward_bytes, backward_bytes = must_cross(collective, frozenset(cut.side)) if collective \
-        else ((), ())
-    forward = _crossing(forward_bytes, cut.forward, nominal)
-    backward = _crossing(backward_bytes, cut.backward or _mirror(cut.forward), nominal)
+def _cut_bound(cut: Cut, collective: Collective | None, nominal: dict,
+               memo: dict | None = None) -> CutBound:
+    """`memo` keeps what cuts of one collective share, across calls: the bytes that must
+    cross, by side size and root, and the bound of each (bytes, bandwidth) pair."""
+    memo = {} if memo is None else memo
+    if collective is None:
+        forward_bytes, backward_bytes = (), ()
+    else:
+        key = ("crosses", len(cut.side), collective.root in cut.side)  # all must_cross reads
+        if key not in memo:
+            memo[key] = must_cross(collective, frozenset(cut.side))
+        forward_bytes, backward_bytes = memo[key]
+    forward = _crossing(forward_bytes, cut.forward, nominal, memo)
+    backward = _crossing(backward_bytes, cut.backward or _mirror(cut.forward), nominal, memo)
     return CutBound(cut, forward, backward, "backward" if backward.value > forward.value else "forward")
 
 
@@ -254,14 +268,20 @@ def _moved_across(schedule: Schedule, side: frozenset[int], devices: int) -> tup
     """The bytes a schedule's transfers move from `side` to the other ranks, and back."""
     inside = np.zeros(devices, dtype=bool)
     inside[list(side)] = True
-    totals: dict[tuple[int, sympy.Expr], Fraction] = {}
+    moved: dict[tuple[int, int, LinearBytes], int] = {}  # integers first: exact, and cheap
     for rnd in schedule.rounds:
         for b in rnd.batches:
             src, dst = inside[b.src], inside[b.dst]
             for way, mask in ((0, src & ~dst), (1, ~src & dst)):
-                share = Fraction(int(b.length[mask].sum()), b.den)
-                for symbol, coeff in b.size if share else ():
-                    totals[(way, symbol)] = totals.get((way, symbol), Fraction(0)) + coeff * share
+                length = int(b.length[mask].sum())
+                if length:
+                    key = (way, b.den, b.size)
+                    moved[key] = moved.get(key, 0) + length
+    totals: dict[tuple[int, sympy.Expr], Fraction] = {}
+    for (way, den, size), length in moved.items():
+        share = Fraction(length, den)
+        for symbol, coeff in size:
+            totals[(way, symbol)] = totals.get((way, symbol), Fraction(0)) + coeff * share
     out, back = (tuple(sorted(((s, c) for (w, s), c in totals.items() if w == way and c),
                               key=lambda sc: str(sc[0]))) for way in (0, 1))
     return out, back

@@ -13,26 +13,28 @@ A shared node can join hops that do not meet in the machine (entering a shared s
 link and leaving it on another). That can only add paths, so a cut's bandwidth comes out at
 least as large as the machine's, and a bound computed from it is still a lower bound.
 
-Cuts are found numerically at the nominal point and reported symbolically: the sum of the
-effective bandwidths of the resources cut.
+Cuts are found at the nominal point by an exact integer max-flow (see `flow`) and reported
+symbolically: the sum of the effective bandwidths of the resources cut.
 """
 
 from __future__ import annotations
 
-from collections import Counter, deque
+from collections import Counter
 from dataclasses import dataclass, field
 from fractions import Fraction
 from math import lcm
 
 import networkx as nx
 import sympy
-from networkx.algorithms.flow import build_residual_network, shortest_augmenting_path
 
 from .. import progress
 from ..model.topology import Topology
+from .flow import ArrayFlow, NetworkxFlow
 from .symmetry import HostShift, host_shift
 
-_SOURCE, _SINK = "source", "sink"
+# Edges × max-flow problems from which scipy's max-flow pays for importing it (~0.3 s): below,
+# networkx has solved them all first (the 1,024-rank ring: 4,112 edges × 12, 0.25 s).
+ARRAYS_FROM = 100_000
 
 
 @dataclass(frozen=True)
@@ -47,60 +49,37 @@ class CutCapacity:
 
 class FlowNetwork:
     """The machine as a flow network with a source and a sink that can be attached to any
-    ranks; one residual network is reused for every cut (each max-flow resets its flows)."""
+    ranks; max-flow on networkx's residual network, or on arrays (scipy) once
+    `solve_on_arrays` says the capacities allow it (see `flow`)."""
 
     def __init__(self, topology: Topology, nominal: dict, ranks: tuple[int, ...]) -> None:
         self.topology = topology
         graph = _graph(topology, nominal, frozenset(ranks))
         self.scale = graph.graph["scale"]
         self.symmetric = _symmetric(graph)
-        for r in ranks:  # placeholders: the residual network keeps only edges with capacity
-            graph.add_edge(_SOURCE, r, capacity=1)
-            graph.add_edge(r, _SINK, capacity=1)
         self.graph = graph
-        self.residual = build_residual_network(graph, "capacity")
-        self.infinite = self.residual.graph["inf"]
-        self._sources: set[int] = set(ranks)
-        self._sinks: set[int] = set(ranks)
-        self._attach(set(), set())
+        self.arrays: ArrayFlow | None = None
+        self._networkx: NetworkxFlow | None = None  # built on first use
+        self._ranks = ranks
+
+    def solve_on_arrays(self) -> bool:
+        """Solve on arrays from now on, if the capacities fit them; whether they do."""
+        self.arrays = ArrayFlow.of(self.graph)
+        return self.arrays is not None
 
     def min_cut(self, sources: frozenset[int], sinks: frozenset[int]) -> CutCapacity:
         """The narrowest cut that separates `sources` from `sinks` (flow from the former)."""
-        self._attach(set(sources), set(sinks))
-        try:
-            shortest_augmenting_path(self.graph, _SOURCE, _SINK, residual=self.residual,
-                                     value_only=True)
-        except nx.NetworkXUnbounded:  # a path without any bandwidth limit
+        if self.arrays is not None:
+            solved = self.arrays.min_cut(sources, sinks)
+        else:
+            if self._networkx is None:
+                self._networkx = NetworkxFlow(self.graph, self._ranks)
+            solved = self._networkx.min_cut(sources, sinks)
+        if solved is None:  # a path without any bandwidth limit
             return CutCapacity((), None, None, frozenset())
-        flow = self.residual.graph["flow_value"]
-        reached = self._reachable()
-        devices = frozenset(n for n in reached if isinstance(n, int))
-        resources = sorted({r for u in reached for v, data in self.graph[u].items()
-                            if v not in reached and v != _SINK for r in data["resources"]})
+        flow, devices, resources = solved
         bandwidth = sympy.Add(*[self.topology.resources[r].effective_bandwidth for r in resources])
-        return CutCapacity(tuple(resources), bandwidth, Fraction(flow, self.scale), devices)
-
-    def _attach(self, sources: set[int], sinks: set[int]) -> None:
-        """Connect the source to `sources` and `sinks` to the sink, changing only what differs."""
-        R = self.residual
-        for r in self._sources ^ sources:
-            R[_SOURCE][r]["capacity"] = self.infinite if r in sources else 0
-        for r in self._sinks ^ sinks:
-            R[r][_SINK]["capacity"] = self.infinite if r in sinks else 0
-        self._sources, self._sinks = sources, sinks
-
-    def _reachable(self) -> frozenset:
-        """The devices the source still reaches in the residual network: the sending side."""
-        R = self.residual
-        seen, queue = {_SOURCE}, deque([_SOURCE])
-        while queue:
-            u = queue.popleft()
-            for v, e in R[u].items():
-                if v not in seen and e["capacity"] > e["flow"]:
-                    seen.add(v)
-                    queue.append(v)
-        seen.discard(_SOURCE)
-        return frozenset(seen)
+        return CutCapacity(resources, bandwidth, Fraction(flow, self.scale), devices)
 
 
 @dataclass(frozen=True)
@@ -135,9 +114,12 @@ class RankCuts:
         self.groups = _host_groups(topology, ranks)
         self.shift = host_shift(topology, [key for key, _, _ in self.groups], ranks)
         self.network = FlowNetwork(topology, nominal, ranks)
+        if self.network.graph.number_of_edges() * self.work >= ARRAYS_FROM:
+            self.network.solve_on_arrays()
         self.solved = 0  # max-flow problems solved so far
-        self._outward: dict[frozenset[int], CutCapacity] = {}
-        self._inward: dict[frozenset[int], CutCapacity] = {}
+        # orbit key -> (the k of the side solved, its cut); see `HostShift.orbit`
+        self._outward: dict[tuple, tuple[int, CutCapacity]] = {}
+        self._inward: dict[tuple, tuple[int, CutCapacity]] = {}
 
     @property
     def work(self) -> int:
@@ -225,19 +207,21 @@ class RankCuts:
 
     def _split(self, side: frozenset[int], outward: bool) -> CutCapacity:
         """The narrowest cut from `side` to the other ranks (outward) or back. A cut known up
-        to a shift of hosts is renamed rather than solved again."""
+        to a shift of hosts (the same orbit, found on demand) is renamed, not solved again."""
         cache = self._outward if outward else self._inward
-        found = cache.get(side)
-        if found is None:
+        shift = self.shift
+        key, k = shift.orbit(side) if shift is not None else ((side, ()), 0)
+        known = cache.get(key)
+        if known is None:
             rest = self.all - side  # only on a miss: p-sized
             self.solved += 1
             found = self.network.min_cut(side, rest) if outward else self.network.min_cut(rest, side)
-            cache[side] = found
-            shift = self.shift
-            for k in range(1, shift.order if shift is not None else 1):
-                assert shift is not None  # the loop is empty without a shift
-                cache.setdefault(shift.image(k, side), _renamed(found, shift, k))
-        return found
+            cache[key] = (k, found)
+            return found
+        solved_at, found = known
+        if shift is None or (k - solved_at) % shift.order == 0:
+            return found
+        return _renamed(found, shift, (k - solved_at) % shift.order)
 
 
 def _renamed(capacity: CutCapacity, shift: HostShift, k: int) -> CutCapacity:
@@ -270,8 +254,13 @@ def _graph(topology: Topology, nominal: dict, ranks: frozenset[int]) -> nx.DiGra
     uses = Counter(r for _, hop in hops for r in set(hop.resources)
                    if topology.resources[r].effective_bandwidth is not None)
     bandwidths = {r: topology.resources[r].effective_bandwidth for r in uses}  # none is None
-    rates = {r: _exact(b.xreplace(nominal)) for r, b in bandwidths.items()}  # type: ignore[union-attr]
-    scale = lcm(*[v.denominator for v in rates.values()]) if rates else 1
+    rate_of: dict[sympy.Expr, Fraction] = {}  # thousands of resources share a few bandwidths
+    for b in bandwidths.values():
+        if b not in rate_of:
+            rate_of[b] = _exact(b.xreplace(nominal))  # type: ignore[union-attr]
+    scale = lcm(*[v.denominator for v in rate_of.values()]) if rate_of else 1
+    units = {r: rate_of[b].numerator * (scale // rate_of[b].denominator)
+             for r, b in bandwidths.items()}  # the capacity of each, an exact integer
     graph = nx.DiGraph(scale=scale)
     graph.add_nodes_from(d.id for d in topology.devices)
 
@@ -280,11 +269,13 @@ def _graph(topology: Topology, nominal: dict, ranks: frozenset[int]) -> nx.DiGra
             old = graph[u][v]["resources"]
             resources = () if not old or not resources else old + resources
             graph.remove_edge(u, v)
-        attrs = {}
-        if resources:
-            attrs["capacity"] = sum(int(rates[r] * scale) for r in resources)
-        bandwidth = sympy.Add(*[topology.resources[r].effective_bandwidth for r in resources])
-        graph.add_edge(u, v, resources=resources, bandwidth=bandwidth if resources else None, **attrs)
+        if not resources:
+            graph.add_edge(u, v, resources=resources, bandwidth=None)
+            return
+        bandwidth = bandwidths[resources[0]] if len(resources) == 1 else \
+            sympy.Add(*[bandwidths[r] for r in resources])
+        graph.add_edge(u, v, resources=resources, bandwidth=bandwidth,
+                       capacity=sum(units[r] for r in resources))
 
     for shared in sorted(r for r, n in uses.items() if n > 1):
         add(("in", shared), ("out", shared), (shared,))

@@ -12,6 +12,11 @@ by hop, so a machine whose hosts differ simply has no symmetry.
 The shift by k hosts is the k-th power of that permutation, computed on demand from its
 cycles (an element's image is k places further round its cycle): memory stays linear in the
 machine however many hosts it has, where a table of every power would be quadratic.
+
+Which sets of devices are shifts of each other is found on demand too: `HostShift.orbit`
+gives a set a key shared by exactly its shifts (its rows of devices, host after host, read
+from the row where the least rotation of that cyclic sequence starts), so a cut solved for
+one set is found for any of its shifts without tabling every shift of it.
 """
 
 from __future__ import annotations
@@ -75,6 +80,45 @@ class HostShift:
         if not ids:
             return ids
         return tuple(sorted(self.resources.power(k, np.asarray(ids, np.int64)).tolist()))
+
+    def orbit(self, ids: frozenset[int]) -> tuple[tuple, int]:
+        """A key that the devices `ids` share with exactly their shifts, and the k such that
+        `ids` is the orbit's representative shifted by k hosts.
+
+        Every device on a host lies on a cycle of `order` devices (one per host) and moves one
+        place round it per shift; the others stay. Row j of a set holds its devices at place j
+        of their cycles; the set is its fixed devices and the cyclic sequence of its non-empty
+        rows, each with the distance to the next. The key starts that sequence at its least
+        rotation, whose row is k; equal sequences give one representative, so equal keys mean
+        the same orbit."""
+        if len(ids) == 1:  # a single rank: the start of its cycle, k places before it
+            (device,) = ids
+            if self.devices.length[device] == 1:
+                return (ids, ()), 0
+            row = ((int(self.devices.start[device]),), self.order)
+            return (frozenset(), (row,)), int(self.devices.position[device])
+        array = np.fromiter(ids, np.int64, len(ids))
+        moving = self.devices.length[array] > 1
+        fixed = frozenset(array[~moving].tolist())
+        array = array[moving]
+        place, cycle = self.devices.position[array], self.devices.start[array]
+        by_row = np.lexsort((cycle, place))
+        place, cycle = place[by_row].tolist(), cycle[by_row].tolist()
+        rows: list[int] = []
+        members: list[tuple[int, ...]] = []
+        begin = 0
+        for i in range(1, len(place) + 1):
+            if i == len(place) or place[i] != place[begin]:
+                rows.append(place[begin])
+                members.append(tuple(cycle[begin:i]))
+                begin = i
+        if not rows:
+            return (fixed, ()), 0
+        gaps = [(rows[(j + 1) % len(rows)] - rows[j]) % self.order or self.order
+                for j in range(len(rows))]
+        sequence = list(zip(members, gaps))
+        start = least_rotation(sequence)
+        return (fixed, tuple(sequence[start:] + sequence[:start])), rows[start]
 
 
 def host_shift(topology: Topology, hosts: list[int], ranks: tuple[int, ...]) -> HostShift | None:
@@ -142,3 +186,25 @@ def _resource_map(topology: Topology, device_map: np.ndarray) -> np.ndarray | No
     for r, s in mapping.items():
         table[r] = s
     return table
+
+
+def least_rotation(sequence: list) -> int:
+    """Where a lexicographically least rotation of `sequence` starts (Booth's algorithm,
+    linear in its length)."""
+    doubled = sequence + sequence
+    failure = [-1] * len(doubled)
+    start = 0
+    for j in range(1, len(doubled)):
+        item = doubled[j]
+        i = failure[j - start - 1]
+        while i != -1 and item != doubled[start + i + 1]:
+            if item < doubled[start + i + 1]:
+                start = j - i - 1
+            i = failure[i]
+        if item != doubled[start + i + 1]:  # then i == -1
+            if item < doubled[start]:
+                start = j
+            failure[j - start] = -1
+        else:
+            failure[j - start] = i + 1
+    return start

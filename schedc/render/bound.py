@@ -31,24 +31,28 @@ def _names(topology: Topology, resources) -> list[str]:
 # ---- JSON -----------------------------------------------------------------------------------
 
 
-def _crossing_json(c: Crossing, nominal: dict) -> dict:
-    return {
-        "bandwidth": json_number(c.capacity.value),
-        "bandwidth_formula": None if c.capacity.bandwidth is None else _str(c.capacity.bandwidth),
-        "bytes": json_number(_bytes(c.bytes, nominal)),
-        "bytes_formula": _str(linear_expr(c.bytes)) if c.bytes else "0",
-        "bound_s": json_number(c.value, integer=False),
-    }
+def _crossing_json(c: Crossing, nominal: dict, memo: dict) -> dict:
+    """One way of a cut; `memo` holds those already made (thousands of cuts share a few)."""
+    key = (c.capacity.value, c.capacity.bandwidth, c.bytes, c.value)
+    if key not in memo:
+        memo[key] = {
+            "bandwidth": json_number(c.capacity.value),
+            "bandwidth_formula": None if c.capacity.bandwidth is None else _str(c.capacity.bandwidth),
+            "bytes": json_number(_bytes(c.bytes, nominal)),
+            "bytes_formula": _str(linear_expr(c.bytes)) if c.bytes else "0",
+            "bound_s": json_number(c.value, integer=False),
+        }
+    return memo[key]
 
 
-def _cut_json(c: CutBound, nominal: dict) -> dict:
+def _cut_json(c: CutBound, nominal: dict, memo: dict) -> dict:
     return {
         "name": c.cut.name,
         "family": c.cut.family,
         "ranks": [len(c.cut.side), len(c.cut.ranks) - len(c.cut.side)],
-        "bound_s": json_number(c.value, integer=False),
-        "forward": _crossing_json(c.forward, nominal),
-        "backward": _crossing_json(c.backward, nominal),
+        "bound_s": _crossing_json(c.crossing, nominal, memo)["bound_s"],
+        "forward": _crossing_json(c.forward, nominal, memo),
+        "backward": _crossing_json(c.backward, nominal, memo),
     }
 
 
@@ -110,6 +114,7 @@ def bound_json(program: Program, groups: list[Bounds]) -> str:
 def _bounds_json(program: Program, b: Bounds) -> dict:
     topology, nominal = program.topology, program.nominal
     c = b.collective
+    memo: dict = {}
     end_host = None
     if b.end_host is not None:
         h = b.end_host
@@ -134,7 +139,7 @@ def _bounds_json(program: Program, b: Bounds) -> dict:
         "binding_cut": None if b.binding is None else _binding_json(b.binding, topology, nominal),
         "end_host": end_host,
         **({"end_host_not_applicable": _in_network_reason(b)} if b.in_network else {}),
-        "cuts": [_cut_json(k, nominal) for k in b.cuts],
+        "cuts": [_cut_json(k, nominal, memo) for k in b.cuts],
         "schedules": [_schedule_json(e, b, topology, nominal) for e in b.schedules],
     }
 
