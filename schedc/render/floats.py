@@ -26,7 +26,7 @@ K_MIN, K_MAX = -324, 292  # the decimal exponents k of the doubles' 2^q (10^k <=
 _U = np.uint64
 _MASK_32 = _U(0xFFFF_FFFF)
 _MASK_63 = _U((1 << 63) - 1)
-_ZERO, _DOT, _MINUS, _PLUS, _E = (ord(c) for c in "0.-+e")
+_ZERO, _DOT = ord("0"), ord(".")
 
 
 def reference_rows(columns: Sequence[Iterable[float]]) -> str:
@@ -86,6 +86,11 @@ def _in_order(piece: Callable[[int], str], starts: range) -> Iterator[str]:
             yield pending.popleft().result()
 
 
+def _pick(condition: np.ndarray, yes: np.ndarray, no: np.ndarray) -> np.ndarray:
+    """np.where for uint64 without its branches (twice as fast on unpredictable conditions)."""
+    return no + (yes - no) * condition
+
+
 def _text(words: np.ndarray) -> str:
     return words.astype("<u8", copy=False).tobytes().translate(None, b"\0").decode("ascii")
 
@@ -104,10 +109,9 @@ def _shortest(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     cbl = cb - _U(2) + irregular.astype(_U)
     cbr = cb + _U(2)
     # floor(log10(2^q)) or floor(log10(3/4 2^q)); then h makes the scaled values 4 x 10^-k
-    k = (q * 661_971_961_083 - np.where(irregular, 274_743_187_321, 0)) >> 41
+    k = (q * 661_971_961_083 - irregular * 274_743_187_321) >> 41
     h = (q + ((-k * 913_124_641_741) >> 38) + 2).astype(_U)
-    g1, g0 = (table[k - K_MIN] for table in _powers_of_ten())
-    vb, vbl, vbr = _round_to_odd(g1, g0, [v << h for v in (cb, cbl, cbr)])
+    vb, vbl, vbr = _scaled(k - K_MIN, h, [cb, cbl, cbr], irregular)
     s = vb >> _U(2)
     sp10 = (s // _U(10)) * _U(10)  # one digit fewer: the multiples of ten around s
     upin = vbl + odd <= sp10 << _U(2)
@@ -118,26 +122,60 @@ def _shortest(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     away = (vb > middle) | ((vb == middle) & (s & _U(1) == _U(1)))
     # exactly one of sp10, sp10 + 10 in the interval: it; else s or t = s + 1 (the one in
     # it, or the closer)
-    f = np.where(upin != wpin, sp10 + _U(10) * wpin,
-                 s + np.where(uin != win, win, away))
+    one = uin != win
+    f = _pick(upin != wpin, sp10 + _U(10) * wpin, s + ((one & win) | (~one & away)))
     return f, k
 
 
+def _scaled(row: np.ndarray, h: np.ndarray, cbs: list[np.ndarray],
+            irregular: np.ndarray) -> list[np.ndarray]:
+    """vb, vbl, vbr = rop(g cb' 2^h 2^-127) for cb' = cb, cbl, cbr. From the top 64 bits t of
+    g first: g cp 2^-127 = (t cp + e) 2^-65 with 0 <= e < cp < 2^60, so t cp alone gives the
+    floor, and a non-zero remainder, unless its low 65 bits are 0 or within 2^60 of 2^65;
+    those few get the paper's rop from all of g. t cbl and t cbr are t cb minus and plus t
+    shifted: one 128-bit product serves the three."""
+    top, top_lo, top_hi = (table[row] for table in _powers_of_ten()[2:])
+    cp = cbs[0] << h
+    hi = _multiply_high(top_lo, top_hi, cp & _MASK_32, cp >> _U(32))
+    lo = top * cp  # wraps: the low 64 bits
+    products = [(hi, lo)]
+    for step, sign in ((h + _U(1) - irregular.astype(_U), -1), (h + _U(1), 1)):  # 2 or 1 ulp
+        shifted_lo, shifted_hi = top << step, top >> (_U(64) - step)
+        if sign < 0:
+            products.append((hi - shifted_hi - (lo < shifted_lo), lo - shifted_lo))
+        else:
+            total = lo + shifted_lo
+            products.append((hi + shifted_hi + (total < lo), total))
+    scaled, unsure = [], np.zeros(len(row), dtype=bool)
+    for high, low in products:
+        odd = (high & _U(1)).astype(bool)
+        unsure |= (odd & (low >= _U(0xF << 60))) | (~odd & (low == _U(0)))
+        scaled.append((high >> _U(1)) | _U(1))
+    where = np.flatnonzero(unsure)
+    if len(where):
+        g1, g0 = (table[row[where]] for table in _powers_of_ten()[:2])
+        exact = _round_to_odd(g1, g0, [cb[where] << h[where] for cb in cbs])
+        for values, better in zip(scaled, exact):
+            values[where] = better
+    return scaled
+
+
 @cache
-def _powers_of_ten() -> tuple[np.ndarray, np.ndarray]:
-    """For each k, g = floor(10^-k 2^-r) + 1 with 2^125 <= g - 1 < 2^126, split into its high
-    and low 63 bits (section 9.8.3 of the paper), computed exactly with Python integers."""
-    high, low = [], []
+def _powers_of_ten() -> tuple[np.ndarray, ...]:
+    """For each k, g = floor(10^-k 2^-r) + 1 with 2^125 <= g - 1 < 2^126 (section 9.8.3 of
+    the paper), computed exactly with Python integers: its high and low 63 bits, its top 64
+    bits and their 32-bit halves."""
+    gs = []
     for k in range(K_MIN, K_MAX + 1):
         e = -k
         log2 = (10**e).bit_length() - 1 if e >= 0 else -(10**-e).bit_length()  # floor(log2 10^e)
         r = log2 - 125  # beta = floor(10^e / 2^r)
         beta = (10 ** max(e, 0) << max(-r, 0)) // (10 ** max(-e, 0) << max(r, 0))
         assert 1 << 125 <= beta < 1 << 126
-        g = beta + 1
-        high.append(g >> 63)
-        low.append(g & ((1 << 63) - 1))
-    return np.array(high, dtype=_U), np.array(low, dtype=_U)
+        gs.append(beta + 1)
+    return tuple(np.array(part, dtype=_U) for part in (
+        [g >> 63 for g in gs], [g & ((1 << 63) - 1) for g in gs], [g >> 62 for g in gs],
+        [(g >> 62) & 0xFFFF_FFFF for g in gs], [g >> 94 for g in gs]))
 
 
 def _round_to_odd(g1: np.ndarray, g0: np.ndarray, cps: list[np.ndarray]) -> list[np.ndarray]:
@@ -163,27 +201,48 @@ def _multiply_high(a_lo: np.ndarray, a_hi: np.ndarray, b_lo: np.ndarray,
 
 @cache
 def _tables() -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Four ASCII digits of 0..9999 (a uint64 each), their trailing zeros, the small numbers'
-    prefixes "0.", "0.0", "0.00", "0.000", and the exponents "e-05" of -400..400 with lengths."""
+    """Four ASCII digits of 0..9999 (a uint64 each), their trailing zeros, and the exponents
+    "e-05" of -400..400 (then "" at 801) with their lengths."""
     four = np.frombuffer("".join(f"{i:04d}" for i in range(10_000)).encode(), dtype="<u4")
     zeros = np.array([4 - len(f"{i:04d}".rstrip("0")) for i in range(10_000)], dtype=np.int64)
-    prefixes = np.array([0] + [_word(("0." + "0" * z).encode()) for z in range(4)], dtype=_U)
-    exponents = np.array([_word(f"e{e:+03d}".encode()) for e in range(-400, 401)], dtype=_U)
-    return four.astype(_U), zeros, prefixes, exponents
+    texts = [f"e{e:+03d}".encode() for e in range(-400, 401)] + [b""]
+    return (four.astype(_U), zeros, np.array([_word(t) for t in texts], dtype=_U),
+            np.array([len(t) for t in texts], dtype=np.int64))
+
+
+LAYOUT_POINTS = range(-4, 18)  # repr's decpt, clipped: below -3 and above 16 are scientific
+
+
+@cache
+def _layouts() -> dict[str, np.ndarray]:
+    """repr's layout (format_float_short of Python/pystrtod.c, mode 'r') for each decimal point
+    position and number of significant digits, row (point + 4) 18 + count: which digits
+    show, where the point goes (24: none), "-" and "0.000" before; as word masks and words."""
+    rows: dict[str, list[int]] = {name: [] for name in (
+        "scientific", "shown0", "shown1", "shown2", "below0", "below1", "below2",
+        "dot0", "dot1", "dot2", "prefix", "shift")}
+    for negative in (False, True):
+        for point in LAYOUT_POINTS:
+            for count in range(18):
+                scientific = not -3 <= point <= 16
+                small = not scientific and point <= 0  # 0.000ddd
+                positional = not scientific and not small  # ddd.ddd, "100.0"
+                shown = max(count, point + 1) if positional else count
+                dot = point if positional else 1 if scientific and count > 1 else 24
+                lead = ("-" if negative else "") + ("0." + "0" * -point if small else "")
+                rows["scientific"].append(scientific)
+                for i in range(3):
+                    rows[f"shown{i}"].append((1 << 8 * min(max(shown - 8 * i, 0), 8)) - 1)
+                    rows[f"below{i}"].append((1 << 8 * min(max(dot - 8 * i, 0), 8)) - 1)
+                    rows[f"dot{i}"].append(_DOT << 8 * (dot % 8) if dot // 8 == i else 0)
+                rows["prefix"].append(_word(lead.encode()))
+                rows["shift"].append(8 * len(lead))
+    return {name: np.array(values, dtype=bool if name == "scientific" else _U)
+            for name, values in rows.items()}
 
 
 def _word(text: bytes) -> int:
     return int.from_bytes(text, "little")
-
-
-def _mask(size: np.ndarray) -> np.ndarray:
-    """The low `size` bytes (0..8; beyond are clipped) of a word set."""
-    return _masks()[np.minimum(np.maximum(size, 0), 8)]
-
-
-@cache
-def _masks() -> np.ndarray:
-    return np.array([(1 << 8 * b) - 1 for b in range(9)], dtype=_U)
 
 
 def _words(values: np.ndarray, separators: np.ndarray) -> np.ndarray | None:
@@ -196,11 +255,11 @@ def _words(values: np.ndarray, separators: np.ndarray) -> np.ndarray | None:
     if not (np.isfinite(magnitude).all()
             and ((magnitude >= np.finfo(np.float64).smallest_normal) | zero).all()):
         return None
-    f, k = _shortest(np.where(zero, 1.0, magnitude))
-    four, trailing, prefixes, exponents = _tables()
+    f, k = _shortest(magnitude + zero)  # 0 as 1.0, then set right
+    four, trailing, exponents, lengths = _tables()
     long = f >= _U(10**16)  # f has 16 or 17 digits: pad it to 17
-    padded = np.where(long, f, f * _U(10))
-    point = k + 16 + long.astype(np.int64)  # the value is 0.DIGITS 10^point (repr's decpt)
+    padded = _pick(long, f, f * _U(10))
+    point = k + 16 + long  # the value is 0.DIGITS 10^point (repr's decpt)
     lead = padded // _U(10**16)
     rest = padded - lead * _U(10**16)
     high = rest // _U(10**8)
@@ -210,36 +269,30 @@ def _words(values: np.ndarray, separators: np.ndarray) -> np.ndarray | None:
     c = low // _U(10**4)
     d = low - c * _U(10**4)
     a, b, c, d = (part.view(np.int64) for part in (a, b, c, d))  # below 10^4: indices
-    count = np.where(d != 0, 17 - trailing[d], np.where(c != 0, 13 - trailing[c], np.where(
-        b != 0, 9 - trailing[b], np.where(a != 0, 5 - trailing[a], 1))))
+    zeros_high = trailing[b] + (b == 0) * trailing[a]  # the trailing zero digits: 0 is 4
+    count = 17 - (trailing[d] + (d == 0) * trailing[c] + (low == _U(0)) * zeros_high)
     a, b, c, d = four[a], four[b], four[c], four[d]
     digits = [(lead + _U(_ZERO)) | (a << _U(8)) | ((b & _U(0xFF_FFFF)) << _U(40)),
               (b >> _U(24)) | (c << _U(8)) | ((d & _U(0xFF_FFFF)) << _U(40)),
               d >> _U(24)]
     digits[0][zero], digits[1][zero], digits[2][zero] = _word(b"00"), 0, 0  # "0.0"
     count[zero], point[zero] = 1, 1
-    scientific = (point < -3) | (point > 16)  # repr: 1e-05, 0.0001, 1e+16
-    small = ~scientific & (point <= 0)
-    positional = ~scientific & ~small
-    shown = np.where(positional, np.maximum(count, point + 1), count)  # "100.0"
-    dot = np.where(positional, point, np.where(scientific & (count > 1), 1, 24))  # 24: none
+    layouts = _layouts()
+    row = ((np.minimum(np.maximum(point, LAYOUT_POINTS[0]), LAYOUT_POINTS[-1])
+            - LAYOUT_POINTS[0]) * 18 + count)
     line, carry = [], _U(0)
-    for i in range(3):  # drop the digits not shown; the bytes from `dot` on move up for "."
-        word = digits[i] & _mask(shown - 8 * i)
-        below = _mask(dot - 8 * i)
+    for i in range(3):  # drop the digits not shown; the bytes from the point on move up one
+        word = digits[i] & layouts[f"shown{i}"][row]
+        below = layouts[f"below{i}"][row]
         above = word & ~below
-        line.append((word & below) | (above << _U(8)) | carry | np.where(
-            dot >> 3 == i, _U(_DOT) << ((dot & 7) * 8).astype(_U), _U(0)))
+        line.append((word & below) | (above << _U(8)) | carry | layouts[f"dot{i}"][row])
         carry = above >> _U(56)
-    negative = np.signbit(values)
-    prefix = np.where(negative, _U(_MINUS), _U(0)) | (
-        prefixes[np.where(small, 1 - point, 0)] << (8 * negative).astype(_U))
-    shift = (8 * (negative + np.where(small, 2 - point, 0))).astype(_U)  # bytes before the digits
+    row += np.signbit(values) * (len(LAYOUT_POINTS) * 18)
+    prefix, shift = layouts["prefix"][row], layouts["shift"][row]
     words = np.empty((len(values), 4), dtype=_U)
     words[:, 0] = prefix | (line[0] << shift)
     words[:, 1] = (line[1] << shift) | (line[0] >> (_U(64) - shift))
     words[:, 2] = (line[2] << shift) | (line[1] >> (_U(64) - shift))
-    exponent = np.where(scientific, exponents[np.clip(point - 1, -400, 400) + 400], _U(0))
-    length = np.where(scientific, np.where(np.abs(point - 1) >= 100, 5, 4), 0)
-    words[:, 3] = exponent | (separators << (8 * length).astype(_U))
+    exponent = 801 + layouts["scientific"][row] * (point - 402)  # 801: none
+    words[:, 3] = exponents[exponent] | (separators << (lengths[exponent] * 8).astype(_U))
     return words
