@@ -239,13 +239,15 @@ def sensitivity_json(program: Program, rows) -> str:
 
 def sweep_text(result: Sweep) -> str:
     names = list(result.times)
+    columns = [np.asarray(result.times[n], dtype=float).tolist() for n in names]
+    fastest = (np.argmin(np.vstack([result.times[n] for n in names]), axis=0).tolist()
+               if names else [])  # the first of equal times, as min() picks
+    shown = ([str(int(v)) for v in result.values] if result.compiles else
+             [format_quantity(v, result.param.dim) for v in np.asarray(result.values).tolist()])
     rows = [(result.param.name, *names, "fastest")]
-    for k, value in enumerate(result.values):
-        times = [float(result.times[n][k]) for n in names]
-        fastest = names[min(range(len(names)), key=lambda j: times[j])] if names else "-"
-        shown = str(int(value)) if result.compiles else format_quantity(float(value),
-                                                                          result.param.dim)
-        rows.append((shown, *[format_seconds(t) for t in times], fastest))
+    for k, value in enumerate(shown):
+        rows.append((value, *[format_seconds(c[k]) for c in columns],
+                     names[fastest[k]] if names else "-"))
     text = "\n".join(table(rows, right=range(len(names) + 1))) + "\n"
     if result.compiles:
         text += (f"{result.param.name} is structural: compiled at {result.compiles} "
