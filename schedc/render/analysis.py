@@ -270,7 +270,7 @@ def sweep_json(program: Program, result: Sweep) -> str:
     })
 
 
-def sweep_csv(result: Sweep) -> Iterator[str]:
+def sweep_csv(result: Sweep) -> Iterator[str | bytes]:
     """The sweep as CSV in base units, a column per schedule, in pieces; floats as Python's
     shortest repr, so a value reads back exactly (`floats.csv_rows`: 10^6 rows in a second)."""
     unit = base_unit(result.param.dim)

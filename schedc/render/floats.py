@@ -35,19 +35,20 @@ def reference_rows(columns: Sequence[Iterable[float]]) -> str:
     return rows + "\n" if rows else ""
 
 
-def csv_rows(columns: Sequence[np.ndarray]) -> Iterator[str]:
-    """The rows of equally long float columns as CSV text, `repr` of each number, in pieces:
-    the same text as `reference_rows`."""
+def csv_rows(columns: Sequence[np.ndarray]) -> Iterator[bytes]:
+    """The rows of equally long float columns as CSV, `repr` of each number, in pieces of
+    ASCII bytes (for a file): `reference_rows`, encoded."""
     arrays = [np.asarray(c, dtype=np.float64) for c in columns]
     rows = len(arrays[0]) if arrays else 0
     step = max(1, BLOCK // max(1, len(arrays)))
     separators = np.full(len(arrays), _word(b","), dtype=_U)
     separators[-1:] = _word(b"\n")
+    every = np.tile(separators, step)
 
-    def piece(start: int) -> str:
+    def piece(start: int) -> bytes:
         parts = [a[start:start + step] for a in arrays]
-        words = _words(np.column_stack(parts).ravel(), np.tile(separators, len(parts[0])))
-        return reference_rows(parts) if words is None else _text(words)
+        words = _words(np.column_stack(parts).ravel(), every[:len(parts[0]) * len(arrays)])
+        return reference_rows(parts).encode() if words is None else _text(words)
 
     return _in_order(piece, range(0, rows, step))
 
@@ -60,15 +61,18 @@ def json_list(values: np.ndarray) -> str:
         raise ValueError("Out of range float values are not JSON compliant")
     comma = np.full(BLOCK, _word(b", "), dtype=_U)
 
-    def piece(start: int) -> str:
+    def piece(start: int) -> bytes:
         block = values[start:start + BLOCK]
         words = _words(block, comma[:len(block)])
-        return ", ".join(map(repr, block.tolist())) + ", " if words is None else _text(words)
+        return (", ".join(map(repr, block.tolist())) + ", ").encode() if words is None else (
+            _text(words))
 
-    return "[" + "".join(_in_order(piece, range(0, len(values), BLOCK)))[:-2] + "]"
+    pieces = [b"[", *_in_order(piece, range(0, len(values), BLOCK))]
+    pieces[-1] = pieces[-1][:-2]  # the last ", " (or the "[" of an empty list)
+    return b"".join([*pieces, b"]"]).decode("ascii") if len(pieces) > 1 else "[]"
 
 
-def _in_order(piece: Callable[[int], str], starts: range) -> Iterator[str]:
+def _in_order(piece: Callable[[int], bytes], starts: range) -> Iterator[bytes]:
     """piece(start) for each start, in order, made on every core the process may use (NumPy
     lets go of the GIL inside its loops) a few pieces ahead: memory stays bounded."""
     workers = min(len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
@@ -77,7 +81,7 @@ def _in_order(piece: Callable[[int], str], starts: range) -> Iterator[str]:
         yield from map(piece, starts)
         return
     with ThreadPoolExecutor(workers) as pool:
-        pending: deque[Future[str]] = deque()
+        pending: deque[Future[bytes]] = deque()
         for start in starts:
             pending.append(pool.submit(piece, start))
             if len(pending) > 2 * workers:
@@ -91,8 +95,9 @@ def _pick(condition: np.ndarray, yes: np.ndarray, no: np.ndarray) -> np.ndarray:
     return no + (yes - no) * condition
 
 
-def _text(words: np.ndarray) -> str:
-    return words.astype("<u8", copy=False).tobytes().translate(None, b"\0").decode("ascii")
+def _text(words: np.ndarray) -> bytes:
+    """The words' bytes in order, without the NULs."""
+    return words.astype("<u8", copy=False).tobytes().translate(None, b"\0")
 
 
 def _shortest(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

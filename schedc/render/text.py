@@ -60,7 +60,7 @@ def dump_json(document: dict) -> str:
         if isinstance(value, dict):
             return {k: mark(v) for k, v in value.items()}
         if numpy is not None and isinstance(value, numpy.ndarray):
-            if len(value) > INLINE_LIST and value.ndim == 1 and value.dtype.kind == "f":
+            if value.ndim == 1 and len(value) > INLINE_LIST and value.dtype.kind == "f":
                 from .floats import json_list
                 inline.append(json_list(value))
                 return f"\0{len(inline) - 1}"
@@ -72,10 +72,9 @@ def dump_json(document: dict) -> str:
             return [mark(v) for v in value]
         return value
 
-    text = json.dumps(mark(document), indent=2, allow_nan=False)
-    if inline:
-        text = re.sub(r'"\\u0000(\d+)"', lambda m: inline[int(m.group(1))], text)
-    return text + "\n"
+    pieces = re.split(r'"\\u0000(\d+)"', json.dumps(mark(document), indent=2, allow_nan=False))
+    pieces[1::2] = [inline[int(k)] for k in pieces[1::2]]
+    return "".join([*pieces, "\n"])  # one copy of a long document, not two
 
 
 def _class_json(c: RoundClass, topology: Topology, nominal: dict) -> dict:
