@@ -135,10 +135,10 @@ def _shortest(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def _scaled(row: np.ndarray, h: np.ndarray, cbs: list[np.ndarray],
             irregular: np.ndarray) -> list[np.ndarray]:
     """vb, vbl, vbr = rop(g cb' 2^h 2^-127) for cb' = cb, cbl, cbr. From the top 64 bits t of
-    g first: g cp 2^-127 = (t cp + e) 2^-65 with 0 <= e < cp < 2^60, so t cp alone gives the
-    floor, and a non-zero remainder, unless its low 65 bits are 0 or within 2^60 of 2^65;
-    those few get the paper's rop from all of g. t cbl and t cbr are t cb minus and plus t
-    shifted: one 128-bit product serves the three."""
+    g first: g cp 2^-127 = (t cp + e) 2^-65 with 0 <= e < cp <= cbr 2^h < 2^60, so t cp alone
+    gives the floor, and a non-zero remainder, unless its low 65 bits are 0 or within cbr 2^h
+    of 2^65; those few (about 1 in 20) get the paper's rop from all of g. t cbl and t cbr are
+    t cb minus and plus t shifted: one 128-bit product serves the three."""
     top, top_lo, top_hi = (table[row] for table in _powers_of_ten()[2:])
     cp = cbs[0] << h
     hi = _multiply_high(top_lo, top_hi, cp & _MASK_32, cp >> _U(32))
@@ -152,9 +152,10 @@ def _scaled(row: np.ndarray, h: np.ndarray, cbs: list[np.ndarray],
             total = lo + shifted_lo
             products.append((hi + shifted_hi + (total < lo), total))
     scaled, unsure = [], np.zeros(len(row), dtype=bool)
+    near = _U(0) - (cbs[2] << h)  # 2^64 - the largest cp: a low part above it may carry
     for high, low in products:
         odd = (high & _U(1)).astype(bool)
-        unsure |= (odd & (low >= _U(0xF << 60))) | (~odd & (low == _U(0)))
+        unsure |= (odd & (low >= near)) | (~odd & (low == _U(0)))
         scaled.append((high >> _U(1)) | _U(1))
     where = np.flatnonzero(unsure)
     if len(where):
