@@ -114,6 +114,16 @@ def test_csv_rows_equal_the_reference_across_blocks():
     assert b"".join(floats.csv_rows([np.array([])])) == floats.reference_rows([[]]).encode() == b""
 
 
+@pytest.mark.parametrize("load", [0.0, 9.0])  # idle cores: threads; busy ones: one thread
+def test_the_pieces_come_in_order_on_threads_or_not(monkeypatch, load):
+    monkeypatch.setattr(floats.os, "sched_getaffinity", lambda pid: {0, 1, 2, 3}, raising=False)
+    monkeypatch.setattr(floats.os, "getloadavg", lambda: (load, load, load), raising=False)
+    values = np.geomspace(1e-9, 1e9, 5 * floats.BLOCK + 3)
+    assert b"".join(floats.csv_rows([values, -values])).decode() == floats.reference_rows(
+        [values, -values])
+    assert floats.json_list(values) == json.dumps(values.tolist())
+
+
 def test_blocks_with_special_values_go_through_repr():
     # nan, infinities and subnormals are not the fast path's; their block is repr's
     special = np.array([1.5, np.nan, np.inf, -np.inf, 5e-324, -2.5e-310, 0.0])
