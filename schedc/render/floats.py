@@ -226,9 +226,10 @@ LAYOUT_POINTS = range(-4, 18)  # repr's decpt, clipped: below -3 and above 16 ar
 def _layouts() -> dict[str, np.ndarray]:
     """repr's layout (format_float_short of Python/pystrtod.c, mode 'r') for each decimal point
     position and number of significant digits, row (point + 4) 18 + count: which digits
-    show, where the point goes (24: none), "-" and "0.000" before; as word masks and words."""
+    show before and after the point (24: none), "-" and "0.000" before; as word masks and
+    words."""
     rows: dict[str, list[int]] = {name: [] for name in (
-        "scientific", "shown0", "shown1", "shown2", "below0", "below1", "below2",
+        "scientific", "before0", "before1", "before2", "after0", "after1", "after2",
         "dot0", "dot1", "dot2", "prefix", "shift")}
     for negative in (False, True):
         for point in LAYOUT_POINTS:
@@ -241,8 +242,10 @@ def _layouts() -> dict[str, np.ndarray]:
                 lead = ("-" if negative else "") + ("0." + "0" * -point if small else "")
                 rows["scientific"].append(scientific)
                 for i in range(3):
-                    rows[f"shown{i}"].append((1 << 8 * min(max(shown - 8 * i, 0), 8)) - 1)
-                    rows[f"below{i}"].append((1 << 8 * min(max(dot - 8 * i, 0), 8)) - 1)
+                    shown_mask = (1 << 8 * min(max(shown - 8 * i, 0), 8)) - 1
+                    before = (1 << 8 * min(max(dot - 8 * i, 0), 8)) - 1  # bytes before the point
+                    rows[f"before{i}"].append(shown_mask & before)
+                    rows[f"after{i}"].append(shown_mask & ~before)
                     rows[f"dot{i}"].append(_DOT << 8 * (dot % 8) if dot // 8 == i else 0)
                 rows["prefix"].append(_word(lead.encode()))
                 rows["shift"].append(8 * len(lead))
@@ -290,12 +293,11 @@ def _words(values: np.ndarray, separators: np.ndarray) -> np.ndarray | None:
     row = ((np.minimum(np.maximum(point, LAYOUT_POINTS[0]), LAYOUT_POINTS[-1])
             - LAYOUT_POINTS[0]) * 18 + count)
     line, carry = [], _U(0)
-    for i in range(3):  # drop the digits not shown; the bytes from the point on move up one
-        word = digits[i] & layouts[f"shown{i}"][row]
-        below = layouts[f"below{i}"][row]
-        above = word & ~below
-        line.append((word & below) | (above << _U(8)) | carry | layouts[f"dot{i}"][row])
-        carry = above >> _U(56)
+    for i in range(3):  # the digits shown; those from the point on move up a byte for "."
+        after = digits[i] & layouts[f"after{i}"][row]
+        line.append((digits[i] & layouts[f"before{i}"][row]) | (after << _U(8)) | carry
+                    | layouts[f"dot{i}"][row])
+        carry = after >> _U(56)
     row += np.signbit(values) * (len(LAYOUT_POINTS) * 18)
     prefix, shift = layouts["prefix"][row], layouts["shift"][row]
     words = np.empty((len(values), 4), dtype=_U)
