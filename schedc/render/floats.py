@@ -75,12 +75,9 @@ def json_list(values: np.ndarray) -> str:
 
 def _in_order(piece: Callable[[int], bytes], starts: range) -> Iterator[bytes]:
     """piece(start) for each start, in order, a few pieces ahead (memory stays bounded), on
-    the cores that are idle: NumPy lets go of the GIL inside its loops, but threads that
-    share a busy core spend more on handing the GIL over than they gain."""
-    cores = (len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
-             else os.cpu_count() or 1)
-    busy = os.getloadavg()[0] if hasattr(os, "getloadavg") else 0.0  # this process among them
-    workers = max(1, min(cores, 4, int(cores - busy + 1.5)))
+    the cores the process may use: NumPy lets go of the GIL inside its loops."""
+    workers = min(len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
+                  else os.cpu_count() or 1, 4)
     if workers < 2 or len(starts) < 2:
         yield from map(piece, starts)
         return
