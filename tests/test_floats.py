@@ -114,10 +114,12 @@ def test_csv_rows_equal_the_reference_across_blocks():
     assert b"".join(floats.csv_rows([np.array([])])) == floats.reference_rows([[]]).encode() == b""
 
 
-@pytest.mark.parametrize("cores", [{0}, {0, 1, 2, 3}])  # one thread, or four
-def test_the_pieces_come_in_order_on_threads_or_not(monkeypatch, cores):
+@pytest.mark.parametrize(("cores", "load"), [({0}, 0.0), ({0, 1, 2, 3}, 0.0),
+                                           ({0, 1, 2, 3}, 9.0)])  # 1, 4 and 1 threads
+def test_the_pieces_come_in_order_on_threads_or_not(monkeypatch, cores, load):
     monkeypatch.setattr(floats.os, "sched_getaffinity", lambda pid: cores, raising=False)
     monkeypatch.setattr(floats.os, "cpu_count", lambda: len(cores))
+    monkeypatch.setattr(floats.os, "getloadavg", lambda: (load, load, load), raising=False)
     values = np.geomspace(1e-9, 1e9, 5 * floats.BLOCK + 3)
     assert b"".join(floats.csv_rows([values, -values])).decode() == floats.reference_rows(
         [values, -values])
