@@ -142,8 +142,8 @@ def _scaled(row: np.ndarray, h: np.ndarray, cbs: list[np.ndarray],
     """vb, vbl, vbr = rop(g cb' 2^h 2^-127) for cb' = cb, cbl, cbr. From the top 64 bits t of
     g first: g cp 2^-127 = (t cp + e) 2^-65 with 0 <= e < cp <= cbr 2^h < 2^60, so t cp alone
     gives the floor, and a non-zero remainder, unless its low 65 bits are 0 or within cbr 2^h
-    of 2^65; those few (about 1 in 20) get the paper's rop from all of g. t cbl and t cbr are
-    t cb minus and plus t shifted: one 128-bit product serves the three."""
+    of 2^65; those few (1 in 60 to 80 of a sweep's numbers) get the paper's rop from all of
+    g. t cbl and t cbr are t cb minus and plus t shifted: one 128-bit product serves three."""
     top, top_lo, top_hi = (table[row] for table in _powers_of_ten()[2:])
     cp = cbs[0] << h
     hi = _multiply_high(top_lo, top_hi, cp & _MASK_32, cp >> _U(32))
