@@ -159,8 +159,8 @@ def _scaled(row: np.ndarray, h: np.ndarray, cbs: list[np.ndarray],
     scaled, unsure = [], np.zeros(len(row), dtype=bool)
     near = _U(0) - (cbs[2] << h)  # 2^64 - the largest cp: a low part above it may carry
     for high, low in products:
-        odd = (high & _U(1)).astype(bool)
-        unsure |= (odd & (low >= near)) | (~odd & (low == _U(0)))
+        # the low 65 bits R = (high & 1) 2^64 + low: 0 (or 2^64, needlessly) or a carry near
+        unsure |= ((low >= near) & (high << _U(63)).astype(bool)) | (low == _U(0))
         scaled.append((high >> _U(1)) | _U(1))
     where = np.flatnonzero(unsure)
     if len(where):
@@ -215,7 +215,7 @@ def _tables() -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Four ASCII digits of 0..9999 (a uint64 each), their trailing zeros, and the exponents
     "e-05" of -400..400 (then "" at 801) with their lengths."""
     four = np.frombuffer("".join(f"{i:04d}" for i in range(10_000)).encode(), dtype="<u4")
-    zeros = np.array([4 - len(f"{i:04d}".rstrip("0")) for i in range(10_000)], dtype=np.int64)
+    zeros = np.array([4 - len(f"{i:04d}".rstrip("0")) for i in range(10_000)], dtype=np.int8)
     texts = [f"e{e:+03d}".encode() for e in range(-400, 401)] + [b""]
     return (four.astype(_U), zeros, np.array([_word(t) for t in texts], dtype=_U),
             np.array([len(t) for t in texts], dtype=np.int64))
