@@ -127,7 +127,8 @@ def to_float(value: Fraction | float) -> float:
 
 def _beyond_floats(value: Fraction | float, v: float) -> bool:
     """Whether an exact nonzero value overflows or underflows as the float `v`."""
-    return isinstance(value, numbers.Rational) and (math.isinf(v) or (v == 0 and value != 0))
+    return (type(value) is not float  # a float is never exact, and the ABC check is slow
+            and isinstance(value, numbers.Rational) and (math.isinf(v) or (v == 0 and value != 0)))
 
 
 def _scientific(exact: Fraction, digits: int) -> str:

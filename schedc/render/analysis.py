@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import csv
 import io
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -31,6 +32,7 @@ from ..units import (
     format_seconds,
 )
 from . import schema
+from .floats import csv_rows
 from .text import dump_json, json_number, params_json, table
 from .verdict import verdict_json, verdict_text
 
@@ -237,13 +239,15 @@ def sensitivity_json(program: Program, rows) -> str:
 
 def sweep_text(result: Sweep) -> str:
     names = list(result.times)
+    columns = [np.asarray(result.times[n], dtype=float).tolist() for n in names]
+    fastest = (np.argmin(np.vstack([result.times[n] for n in names]), axis=0).tolist()
+               if names else [])  # the first of equal times, as min() picks
+    shown = ([str(int(v)) for v in result.values] if result.compiles else
+             [format_quantity(v, result.param.dim) for v in np.asarray(result.values).tolist()])
     rows = [(result.param.name, *names, "fastest")]
-    for k, value in enumerate(result.values):
-        times = [float(result.times[n][k]) for n in names]
-        fastest = names[min(range(len(names)), key=lambda j: times[j])] if names else "-"
-        shown = str(int(value)) if result.compiles else format_quantity(float(value),
-                                                                          result.param.dim)
-        rows.append((shown, *[format_seconds(t) for t in times], fastest))
+    for k, value in enumerate(shown):
+        rows.append((value, *[format_seconds(c[k]) for c in columns],
+                     names[fastest[k]] if names else "-"))
     text = "\n".join(table(rows, right=range(len(names) + 1))) + "\n"
     if result.compiles:
         text += (f"{result.param.name} is structural: compiled at {result.compiles} "
@@ -259,25 +263,23 @@ def sweep_json(program: Program, result: Sweep) -> str:
         "unit": base_unit(result.param.dim),
         "spacing": result.spacing,
         "values": [int(v) for v in result.values] if result.compiles
-                  else np.asarray(result.values, dtype=float).tolist(),  # finite: sweep checks
+                  else np.asarray(result.values, dtype=float),  # finite: sweep checks
         "compiles": result.compiles,
-        "schedules": {name: np.asarray(times, dtype=float).tolist()
+        "schedules": {name: np.asarray(times, dtype=float)
                       for name, times in result.times.items()},
     })
 
 
-def sweep_csv(result: Sweep) -> str:
-    """The sweep as CSV in base units, a column per schedule; floats as Python's shortest
-    repr, so a value reads back exactly. Whole columns at a time: 10^6 rows take a second."""
+def sweep_csv(result: Sweep) -> Iterator[str | bytes]:
+    """The sweep as CSV in base units, a column per schedule, in pieces; floats as Python's
+    shortest repr, so a value reads back exactly (`floats.csv_rows`: 10^6 rows in a second)."""
     unit = base_unit(result.param.dim)
     header = io.StringIO()
     csv.writer(header, lineterminator="\n").writerow(
         [f"{result.param.name} ({unit})" if unit else result.param.name,
          *[f"{name} (s)" for name in result.times]])
-    columns = [map(repr, np.asarray(c, dtype=float).tolist())
-               for c in (result.values, *result.times.values())]
-    rows = "\n".join(map(",".join, zip(*columns)))
-    return header.getvalue() + rows + ("\n" if rows else "")
+    yield header.getvalue()
+    yield from csv_rows([result.values, *result.times.values()])
 
 
 def sweep_summary(result: Sweep, path: Path) -> str:
