@@ -54,32 +54,83 @@ TARGETS = [
 # target -> (its start-up target, points): printed as points/s after start-up
 AFTER_START_UP = {"sweep 10^6 points, --csv": ("sweep 2 points, --csv", 10**6),
                   "sweep 10^6 points, --json": ("sweep 2 points, --json", 10**6)}
+HELP, COMPARE = "start-up: --help", "start-up: compare seed"
+BIG_CASES = (("ring 512x8", 33_546_240), ("hierarchical 1024x8", 16_875_520))
+MANY = "140,000 rounds x 8, verified"
+BOUND, BOUND_BASE = "bound hierarchical 1024x8, --no-verify", "hierarchical 1024x8, --no-verify"
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--only", nargs="*", help="Run only the targets whose name starts so.")
+    parser.add_argument("--markdown", action="store_true",
+                        help="Also print the checks as the README's Markdown table.")
     options = parser.parse_args()
     subprocess.run([sys.executable, "-m", "compileall", "-q", str(ROOT / "schedc")], check=True)
-    fastest: dict[str, float] = {}
+    median: dict[str, float] = {}
+    peak: dict[str, int] = {}
     with tempfile.TemporaryDirectory() as tmp:
         print(f"{'target':<42} {'min':>8} {'median':>8} {'peak':>9} {'transfers/s':>12}")
         for name, args, transfers in TARGETS:
             if options.only and not any(name.startswith(o) for o in options.only):
                 continue
             args = [a.replace("{tmp}", tmp) for a in args]
-            fastest, median, peak = summary([run_once(schedc(*args))
-                                             for _ in range(options.repeat)])
+            fastest, median[name], peak[name] = summary([run_once(schedc(*args))
+                                                         for _ in range(options.repeat)])
             rate = f"{transfers / fastest / 1e6:.2f} M" if transfers else "-"
-            print(f"{name:<42} {fastest:>7.2f}s {median:>7.2f}s "
-                  f"{peak / 2**20:>6.0f} MiB {rate:>12}", flush=True)
-            fastest[name] = min(walls)
+            print(f"{name:<42} {fastest:>7.2f}s {median[name]:>7.2f}s "
+                  f"{peak[name] / 2**20:>6.0f} MiB {rate:>12}", flush=True)
             start_up, points = AFTER_START_UP.get(name, (None, 0))
-            if start_up in fastest:
-                extra = fastest[name] - fastest[start_up]
-                print(f"  {'after start-up (min - min at 2 points)':<40} {extra:>7.2f}s "
+            if start_up in median:
+                extra = median[name] - median[start_up]
+                print(f"  {'after start-up (medians, less 2 points)':<40} {extra:>7.2f}s "
                       f"{points / max(extra, 1e-9) / 1e6:>8.2f} M points/s", flush=True)
+    checks = _checks(median, peak)
+    print(f"\n{'issue 14 target (on the medians)':<52} {'measured':>10} {'goal':>10}  met")
+    for what, measured, goal, met in checks:
+        print(f"{what:<52} {measured:>10} {goal:>10}  {'yes' if met else 'NO'}")
+    if options.markdown:
+        print("\n| target | measured (median of the runs) | goal | met |\n|---|---|---|---|")
+        for what, measured, goal, met in checks:
+            print(f"| {what} | {measured} | {goal} | {'yes' if met else '**no**'} |")
+
+
+def _checks(median: dict[str, float], peak: dict[str, int]) -> list[tuple[str, str, str, bool]]:
+    """Issue 14's targets, each on the medians just measured: (what, measured, goal, met)."""
+    out = []
+
+    def have(*names: str) -> bool:
+        return all(n in median for n in names)
+
+    for name, what, goal in ((HELP, "`schedc --help`", 0.15),
+                             (COMPARE, "`schedc compare` on the seed file", 0.5),
+                             (MANY, "140,000 rounds × 8 transfers, verified", 3.0)):
+        if have(name):
+            out.append((what, f"{median[name]:.2f} s", f"≤ {goal} s", median[name] <= goal))
+    for case, transfers in BIG_CASES:
+        verified, plain = f"{case}, verified", f"{case}, --no-verify"
+        if have(verified, plain):
+            ratio = median[verified] / median[plain]
+            out.append((f"{case}: verified / `--no-verify`", f"{ratio:.2f}×", "≤ 1.3×",
+                        ratio <= 1.3))
+            per = max(peak[verified], peak[plain]) / transfers
+            out.append((f"{case}: peak memory per transfer", f"{per:.0f} B", "≤ 80 B", per <= 80))
+    if have(BOUND, BOUND_BASE):
+        ratio = median[BOUND] / median[BOUND_BASE]
+        out.append(("`bound` / `time --no-verify`, hierarchical 1024x8", f"{ratio:.2f}×", "≤ 2×",
+                    ratio <= 2))
+    rates = {}
+    for name, (start_up, points) in AFTER_START_UP.items():
+        if have(name, start_up):
+            rates[name] = points / max(median[name] - median[start_up], 1e-9)
+            out.append((f"{name}: points/s after start-up", f"{rates[name] / 1e6:.2f} M",
+                        "≥ 1 M", rates[name] >= 1e6))
+    if len(rates) == 2:
+        csv, json = (rates[name] for name in AFTER_START_UP)
+        out.append(("sweep: JSON's time after start-up / CSV's", f"{csv / json:.2f}×", "≤ 3×",
+                    csv / json <= 3))
+    return out
 
 
 if __name__ == "__main__":
