@@ -141,7 +141,7 @@ def geometry(schedule: Schedule, devices: int, ran: list[Round] | None = None) -
     moved region lands on whole segments. `ran`: the schedule's steps, when known."""
     coll = schedule.collective
     p = len(coll.ranks)
-    ran = [rnd for _, rnd in steps(schedule)] if ran is None else ran
+    ran = step_rounds(schedule) if ran is None else ran
     batches = [b for r in ran for b in r.batches if b.op != "send"]
     scale = lcm(p, *{b.den for b in batches})
     if scale > MAX_SCALE:
@@ -243,12 +243,17 @@ def steps(schedule: Schedule) -> list[tuple[int, Round]]:
     local phases (copies within a rank) as a step of its own under the same number; local
     phases before the first round are numbered 0."""
     out = [(0, Round(phase)) for phase in schedule.prologue]
-    if not any(rnd.local for rnd in schedule.rounds):
-        return out + list(enumerate(schedule.rounds, 1))
     for number, rnd in enumerate(schedule.rounds, 1):
         out.append((number, rnd))
         out += [(number, Round(phase)) for phase in rnd.local]
     return out
+
+
+def step_rounds(schedule: Schedule) -> list[Round]:
+    """The transfers of each step of `steps`, in order."""
+    if schedule.prologue or any(rnd.local for rnd in schedule.rounds):
+        return [rnd for _, rnd in steps(schedule)]
+    return list(schedule.rounds)
 
 
 def round_items(rnd: Round, geo: Geometry) -> Items:

@@ -40,7 +40,7 @@ from ..model.ir import Round, Schedule
 from ..session import Session
 from .columns import reduce_columns
 from .counterexample import Conflict, WrongResult, conflict_at, explain
-from .dataflow import Items, Spec, Steps, collective_spec, geometry, items_by_round, steps
+from .dataflow import Items, Spec, Steps, collective_spec, geometry, items_by_round, step_rounds
 from .state import MIXED, State, apply_steps
 
 EXACT_NUMBERS = 2**22  # exact count vectors while the state holds at most this many numbers
@@ -87,7 +87,7 @@ def verify_schedule(schedule: Schedule, names: list[str], method: str = "auto",
     `method`: "auto", "exact" or "fingerprint"; `seed` fixes the fingerprints' random numbers
     (by default they are fresh for every run); `symmetry`: run one column per orbit when the
     schedule is symmetric (`analysis.columns`), else every column."""
-    ran = [rnd for _, rnd in steps(schedule)]
+    ran = step_rounds(schedule)
     geo = geometry(schedule, len(names), ran)
     p, segments = geo.ranks, geo.segments
     # One row per contribution: rank q's data (q < p) or rank q - p's uninitialised buffer.
