@@ -16,10 +16,11 @@ from hypothesis import strategies as st
 
 from schedc.analysis.columns import reduce_columns
 from schedc.analysis.dataflow import geometry, steps
-from schedc.analysis.verify import verify_schedule
+from schedc.analysis.verify import host_hints, verdict, verify_schedule
 from schedc.elaborate.loader import load_program
 from schedc.model.collectives import KINDS, Cells
 from schedc.model.ir import Batch, Round
+from schedc.session import Session
 
 BROKEN = Path(__file__).parent / "fixtures" / "broken"
 LIB = SCHEDULES / "lib"
@@ -184,22 +185,54 @@ def test_random_symmetric_schedules_verify_alike(tmp_path_factory, data):
 
 
 @pytest.mark.parametrize("kind", [k for k in KINDS.values() if k.rotates])
-def test_what_rotating_the_ranks_does_to_each_collective(kind):
-    """The `rotates` entry of the table, checked on the rule itself: renaming rank q as
-    q + g (and, for "parts", part j as j + g) maps the start state and the postcondition
-    onto themselves."""
-    p, g = 6, 2
+@pytest.mark.parametrize("seed", range(4))
+def test_what_renaming_the_ranks_does_to_each_collective(kind, seed):
+    """The `rotates` entry of the table, checked on the rule itself: renaming rank q as π(q)
+    (and, for "parts", part j as π(j)) maps the start state and the postcondition onto
+    themselves, for rotations and for other permutations."""
+    p = 6
+    pi = np.roll(np.arange(p), -2) if seed == 0 else np.random.default_rng(seed).permutation(p)
     part = np.tile(np.repeat(np.arange(p), 2), (p, 1))  # 12 segments, 2 per part
     spec = kind.flow(Cells(p, part, 2, None))
-    slots = (np.arange(p) + g) % p
-    moved = (part + g) % p if kind.rotates == "parts" else np.roll(part, 3, axis=1)
+    moved = pi[part] if kind.rotates == "parts" else np.roll(part, 3, axis=1)
     image = kind.flow(Cells(p, moved, 2, None))
 
-    def renamed(whose: np.ndarray) -> np.ndarray:  # contribution q (or q + p) as q + g
-        return (whose % p + g) % p + whose // p * p
+    def renamed(whose: np.ndarray) -> np.ndarray:  # contribution q (or q + p) as π(q)
+        return pi[whose % p] + whose // p * p
 
-    np.testing.assert_array_equal(image.start[slots], renamed(spec.start))
-    np.testing.assert_array_equal(image.required[slots], spec.required)
+    # Cell (q, s) is renamed (π(q), s') where part s' is π(part s): image row π(q).
+    np.testing.assert_array_equal(image.start[pi], renamed(spec.start))
+    np.testing.assert_array_equal(image.required[pi], spec.required)
     if not kind.reduces:
-        np.testing.assert_array_equal(image.owner[slots], renamed(spec.owner))
-    np.testing.assert_array_equal(image.shift[slots], spec.shift)
+        np.testing.assert_array_equal(image.owner[pi], renamed(spec.owner))
+    np.testing.assert_array_equal(image.shift[pi], spec.shift)
+
+
+def test_the_machines_host_shift_finds_what_no_rotation_does(tmp_path):
+    """Ranks listed GPU by GPU (rank 4i + k is host k's GPU i): reducing into each host's
+    first GPU, a ring over those and copying back is symmetric under moving every host to
+    the next, which is no rotation of that order; the machine's shift, as a hint, finds it."""
+    text = f'''import "{SCHEDULES / "machines" / "nvlink_hosts.sched"}"
+import "{LIB / "ring.sched"}"
+param V = 1 MiB
+let across = [node[k].g[i] for i in 0..7 for k in 0..hosts-1]
+allreduce V over across
+schedule star {{
+  round {{
+    for h in 0..hosts-1: for i in 1..7: reduce all from node[h].g[i] to node[h].g[0]
+  }}
+  ring_allreduce([node[h].g[0] for h in 0..hosts-1])
+  round {{
+    for h in 0..hosts-1: for i in 1..7: copy all from node[h].g[0] to node[h].g[i]
+  }}
+}}
+'''
+    session = Session.open(write(tmp_path, "across.sched", text), ["hosts=4"])
+    schedule, names = session.schedule("star"), _devices(session.program)
+    assert _columns(schedule, names) is None
+    hints = host_hints(session.program.topology, schedule.collective.ranks)
+    reduction = reduce_columns(schedule, geometry(schedule, len(names)),
+                               [rnd for _, rnd in steps(schedule)], hints)
+    assert reduction is not None and reduction.columns.tolist() == [0]  # 4 pieces, 4 hosts
+    assert verdict(session, "star").ok
+    assert _both(schedule, names).ok

@@ -2,22 +2,23 @@
 
 Without `into`, an item moves cell (slot a, segment s) to (slot b, segment s): each *column*
 (one segment, every slot) evolves on its own, and a schedule computes its collective iff
-every column ends as the postcondition asks. Many schedules are symmetric: rotating the slots
-by g (q → q + g mod p) and permuting the segments by some τ maps the transfers of every round
-onto the transfers of the same round (the ring: every rank one further on, every part one
-further on). Then column τ(s) runs exactly as column s does with every slot and every
-contribution renamed by the rotation; when the collective's start state and postcondition
-are unchanged by that renaming (see `CollectiveKind.rotates`), column τ(s) ends right iff
+every column ends as the postcondition asks. Many schedules are symmetric: renaming the
+ranks by some permutation π and permuting the segments by some τ maps the transfers of every
+round onto the transfers of the same round (the ring: every rank one further on, every part
+one further on). Then column τ(s) runs exactly as column s does with every slot and every
+contribution renamed by π; when the collective's start state and postcondition are
+unchanged by that renaming (see `CollectiveKind.rotates`), column τ(s) ends right iff
 column s does. So one column per orbit of τ is run: the ring over p ranks runs one column
 instead of p, and the hierarchical all-reduce over h hosts one in h.
 
-Finding the symmetry. Rotations g are tried over the divisors of p, smallest first, on the
-first rounds; τ is read off the transfers: a transfer of one segment s whose rotated image
-is a transfer of segment s' says τ(s) = s'. Then every round is checked: the rotated image of
-each of its transfers must be a transfer of the same round, the two matched one to one (the
-entries rotate onto each other in a fixed order, batch by batch, or by their endpoints), and
-move τ's image of its segments. The checks are exact, on every transfer; when one fails the
-schedule is verified whole, as when there is no symmetry.
+Finding the symmetry. The renamings tried are the rotations of the collective's order by
+each divisor g of p, smallest first, then the `hints` (the machine's shift of every host to
+the next), each on the first rounds; τ is read off the transfers: a transfer of one segment
+s whose renamed image is a transfer of segment s' says τ(s) = s'. Then every round is
+checked: the renamed image of each of its transfers must be a transfer of the same round,
+the two matched one to one (the entries rotate onto each other in a fixed order, batch by
+batch, or by their endpoints), and move τ's image of its segments. The checks are exact, on
+every transfer; when one fails the schedule is verified whole, as when there is no symmetry.
 """
 
 from __future__ import annotations
@@ -46,10 +47,12 @@ class Reduction:
     items: list[Items]
 
 
-def reduce_columns(schedule: Schedule, geo: Geometry, rounds: list[Round]) -> Reduction | None:
+def reduce_columns(schedule: Schedule, geo: Geometry, rounds: list[Round],
+                   hints: tuple[np.ndarray, ...] = ()) -> Reduction | None:
     """The columns that stand for all the others, or None when the schedule has no symmetry
     that saves work (or uses what the argument does not cover: `into`, switches that reduce,
-    separate buffers, a root)."""
+    separate buffers, a root). `hints`: more renamings of devices to try (device id → device
+    id), such as the machine's shift of every host to the next one."""
     coll = schedule.collective
     rotates = KINDS[coll.kind].rotates
     moving = [b for rnd in rounds for b in rnd.batches if b.op != "send"]
@@ -57,13 +60,19 @@ def reduce_columns(schedule: Schedule, geo: Geometry, rounds: list[Round]) -> Re
             or not moving or any(b.into_off is not None for b in moving)):
         return None
     p = geo.ranks
+    ranks = np.asarray(coll.ranks)
+    # Each candidate with its order (how many columns one stands for, at most): the larger
+    # first, so that the ring's rotation by one wins over the machine's shift of hosts.
+    candidates = [(p // g, _rotation_of(len(geo.slot), ranks, g)) for g in range(1, p)
+                  if p % g == 0] + [(_order(turn, int(ranks[0])), turn) for turn in hints]
     screen = list(_blocks(rounds[:SCREEN], geo))
-    for g in (d for d in range(1, p) if p % d == 0):
-        if all(_Symmetry(geo, g, coll.ranks).holds(bl) for bl in screen):
+    for _, turn in sorted(candidates, key=lambda c: -c[0]):
+        if np.array_equal(np.sort(geo.slot[turn[ranks]]), np.arange(p)) and \
+                all(_Symmetry(geo, turn).holds(bl) for bl in screen):
             break
     else:
         return None
-    symmetry = _Symmetry(geo, g, coll.ranks)
+    symmetry = _Symmetry(geo, turn)
     taken = _Taken(geo, len(rounds))
     for bl in _blocks(rounds, geo):
         if not symmetry.holds(bl):
@@ -74,9 +83,9 @@ def reduce_columns(schedule: Schedule, geo: Geometry, rounds: list[Round]) -> Re
     tau = symmetry.permutation()
     if tau is None or not symmetry.ranges_hold(tau):
         return None
-    if rotates == "parts":  # the postcondition moves with the parts: τ must move them by g
+    if rotates == "parts":  # the postcondition moves with the parts: τ must move them too
         part = geo.bounds[:-1] // (geo.scale // p)
-        if not np.array_equal(part[tau], (part + g) % p):
+        if not np.array_equal(part[tau], geo.slot[turn[ranks[part]]]):
             return None
     if taken.columns is None and not taken.fix(tau):
         return None
@@ -141,15 +150,28 @@ def _block(rounds: list[Round], start: int, stop: int, kind: tuple, geo: Geometr
                   np.concatenate([np.arange(length) for length in lengths]), tuple(lengths))
 
 
-class _Symmetry:
-    """Checks blocks of rounds against the rotation by g, building τ from the one-segment
-    transfers and keeping the wider ones to check once τ is known."""
+def _rotation_of(devices: int, ranks: np.ndarray, g: int) -> np.ndarray:
+    """The renaming of each rank as the rank g places further on in the collective's order."""
+    turn = np.arange(devices, dtype=np.int64)
+    turn[ranks] = np.roll(ranks, -g)
+    return turn
 
-    def __init__(self, geo: Geometry, g: int, ranks: tuple[int, ...]) -> None:
-        self.geo, self.g = geo, g
-        p = geo.ranks
-        self.turn = np.full(len(geo.slot), -1, dtype=np.int64)  # device -> rotated device
-        self.turn[list(ranks)] = np.asarray(ranks)[(np.arange(p) + g) % p]
+
+def _order(turn: np.ndarray, device: int) -> int:
+    """How many renamings bring `device` back to itself."""
+    count, at = 1, int(turn[device])
+    while at != device:
+        count, at = count + 1, int(turn[at])
+    return count
+
+
+class _Symmetry:
+    """Checks blocks of rounds against a renaming of the ranks (`turn`: device → device),
+    building τ from the one-segment transfers and keeping the wider ones to check once τ is
+    known."""
+
+    def __init__(self, geo: Geometry, turn: np.ndarray) -> None:
+        self.geo, self.turn = geo, turn
         self.tau = np.full(geo.segments, -1, dtype=np.int64)
         self.unknown = geo.segments  # segments whose image τ has not been told yet
         self.single = False  # every transfer of the last block checked moves one segment

@@ -127,7 +127,7 @@ def host_shift(topology: Topology, hosts: list[int], ranks: tuple[int, ...]) -> 
     order = len(hosts)
     if order < 2:
         return None
-    device_map = _device_map(topology, hosts)
+    device_map = device_shift(topology, hosts)
     if device_map is None:
         return None
     rank_set = set(ranks)
@@ -139,8 +139,10 @@ def host_shift(topology: Topology, hosts: list[int], ranks: tuple[int, ...]) -> 
     return HostShift(Cycles.of(device_map), Cycles.of(resource_map), order)
 
 
-def _device_map(topology: Topology, hosts: list[int]) -> np.ndarray | None:
-    """host k's `name.suffix` → host k+1's; devices outside these hosts stay."""
+def device_shift(topology: Topology, hosts: list[int]) -> np.ndarray | None:
+    """host k's `name.suffix` → host k+1's (device ids); devices outside these hosts stay.
+    None when the hosts' devices are not alike (by name, kind and forwarding); the links
+    are not checked here (`host_shift` does)."""
     members: list[dict[str, int]] = [{} for _ in hosts]
     position = {h: k for k, h in enumerate(hosts)}
     for d in topology.devices:

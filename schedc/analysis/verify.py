@@ -37,11 +37,13 @@ import numpy as np
 
 from .. import progress
 from ..model.ir import Round, Schedule
+from ..model.topology import Topology
 from ..session import Session
 from .columns import reduce_columns
 from .counterexample import Conflict, WrongResult, conflict_at, explain
 from .dataflow import Items, Spec, Steps, collective_spec, geometry, items_by_round, step_rounds
 from .state import MIXED, State, apply_steps
+from .symmetry import device_shift
 
 EXACT_NUMBERS = 2**22  # exact count vectors while the state holds at most this many numbers
 
@@ -71,9 +73,22 @@ class Verdict:
 
 def verdict(session: Session, name: str) -> Verdict:
     """The verdict on one result schedule, computed once per session."""
-    devices = [d.name for d in session.program.topology.devices]
-    return session.memo("verdict", name,
-                        lambda: verify_schedule(session.schedule(name), devices))
+    topology = session.program.topology
+    devices = [d.name for d in topology.devices]
+
+    def compute() -> Verdict:
+        schedule = session.schedule(name)
+        return verify_schedule(schedule, devices,
+                               hints=host_hints(topology, schedule.collective.ranks))
+    return session.memo("verdict", name, compute)
+
+
+def host_hints(topology: Topology, ranks: tuple[int, ...]) -> tuple[np.ndarray, ...]:
+    """The machine's shift of the ranks' hosts to the next host, as a renaming to try when
+    looking for a schedule's symmetry (`columns`); none when the hosts differ."""
+    hosts = sorted({d.host for d in (topology.devices[r] for r in ranks) if d.host is not None})
+    shift = device_shift(topology, hosts) if len(hosts) > 1 else None
+    return () if shift is None else (shift,)
 
 
 def verdicts(session: Session, names: tuple[str, ...] = ()) -> list[Verdict]:
@@ -82,11 +97,13 @@ def verdicts(session: Session, names: tuple[str, ...] = ()) -> list[Verdict]:
 
 
 def verify_schedule(schedule: Schedule, names: list[str], method: str = "auto",
-                    seed: int | None = None, symmetry: bool = True) -> Verdict:
+                    seed: int | None = None, symmetry: bool = True,
+                    hints: tuple[np.ndarray, ...] = ()) -> Verdict:
     """Verify one schedule's IR; `names` are the machine's devices, for counterexamples.
     `method`: "auto", "exact" or "fingerprint"; `seed` fixes the fingerprints' random numbers
     (by default they are fresh for every run); `symmetry`: run one column per orbit when the
-    schedule is symmetric (`analysis.columns`), else every column."""
+    schedule is symmetric (`analysis.columns`, which also tries the renamings `hints`), else
+    every column."""
     ran = step_rounds(schedule)
     geo = geometry(schedule, len(names), ran)
     p, segments = geo.ranks, geo.segments
@@ -101,7 +118,7 @@ def verify_schedule(schedule: Schedule, names: list[str], method: str = "auto",
         rng = np.random.default_rng(seed)
         embed = rng.integers(0, np.iinfo(np.uint64).max, size=(2 * p, 2), dtype=np.uint64,
                              endpoint=True)
-    reduction = reduce_columns(schedule, geo, ran) if symmetry else None
+    reduction = reduce_columns(schedule, geo, ran, hints) if symmetry else None
     if reduction is not None:  # one column per orbit stands for the rest (see `columns`)
         spec = collective_spec(schedule, geo, reduction.columns)
         outcome = _run(schedule.name, _chunks(reduction.items), len(ran), p,

@@ -92,9 +92,9 @@ class CollectiveKind:
     flow: Callable[[Cells], Spec]
     must_cross: Crossing
     end_host: Callable[[int], Fraction] | None  # p -> multiple of V; None: no end-host bound
-    # What renaming rank j as rank j + g (mod p) does to the start state and postcondition
+    # What renaming the ranks by a permutation π does to the start state and postcondition
     # (`analysis.columns` verifies symmetric schedules up to it): "any" leaves them as they
-    # are; "parts" does when part j of the buffer is renamed part j + g too; None: neither.
+    # are; "parts" does when part j of the buffer is renamed part π(j) too; None: neither.
     rotates: str | None = None
     by_parts: bool = True  # its start or end state differs from one p-th of V to another
 
