@@ -11,18 +11,20 @@ rule of each collective.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Sequence, Sized
 from dataclasses import dataclass
 from functools import cached_property
 from math import lcm
+from typing import TypeVar
 
 import numpy as np
 
 from ..errors import LimitError
 from ..limits import MAX_CELLS
 from ..model.collectives import KINDS, Cells, Spec
-from ..model.ir import Batch, Round, Schedule
+from ..model.ir import Round, Schedule
 
+T = TypeVar("T", bound=Sized)
 MAX_SCALE = 2**62  # the common denominator of all region boundaries
 _SKIP = " (--no-verify reports on the schedule without verifying it)"
 
@@ -155,7 +157,7 @@ def geometry(schedule: Schedule, devices: int, ran: list[Round] | None = None) -
         cuts.append(np.arange(p + 1, dtype=np.int64) * (scale // p))
     used = np.zeros(devices, dtype=bool)
     moves = []
-    for group in _groups(batches):
+    for group in grouped(batches, GROUP):
         factors = {scale // b.den for b in group}
         f: int | np.ndarray = factors.pop() if len(factors) == 1 else \
             np.repeat([scale // b.den for b in group], [len(b) for b in group])
@@ -198,15 +200,15 @@ MARKED_SCALE = 2**24  # up to this scale, a point's segment is found in a table 
 GROUP = 4096  # transfers of consecutive batches worked on together
 
 
-def _groups(batches: list[Batch]) -> Iterator[list[Batch]]:
-    """Consecutive batches, grouped until a group holds GROUP transfers: one array operation
-    for many small batches."""
-    group: list[Batch] = []
+def grouped(things: Sequence[T], limit: int) -> Iterator[list[T]]:
+    """Consecutive things (batches, rounds, steps' items), grouped until a group's lengths
+    add up to `limit`: one array operation for many small ones."""
+    group: list[T] = []
     held = 0
-    for b in batches:
-        group.append(b)
-        held += len(b)
-        if held >= GROUP:
+    for thing in things:
+        group.append(thing)
+        held += len(thing)
+        if held >= limit:
             yield group
             group, held = [], 0
     if group:

@@ -36,12 +36,21 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import progress
-from ..model.ir import Round, Schedule
+from ..model.ir import Schedule
 from ..model.topology import Topology
 from ..session import Session
 from .columns import reduce_columns
 from .counterexample import Conflict, WrongResult, conflict_at, explain
-from .dataflow import Items, Spec, Steps, collective_spec, geometry, items_by_round, step_rounds
+from .dataflow import (
+    Items,
+    Spec,
+    Steps,
+    collective_spec,
+    geometry,
+    grouped,
+    items_by_round,
+    step_rounds,
+)
 from .state import MIXED, State, apply_steps
 from .symmetry import device_shift
 
@@ -127,7 +136,7 @@ def verify_schedule(schedule: Schedule, names: list[str], method: str = "auto",
             return Verdict(schedule, method, segments, None)
         # A failure is found again on every column, so that it is reported as ever.
     spec = collective_spec(schedule, geo)
-    chunks = (items_by_round(block, geo) for block in _blocks(ran))
+    chunks = (items_by_round(block, geo) for block in grouped(ran, BLOCK_TRANSFERS))
     outcome = _run(schedule.name, chunks, len(ran), geo.slots, segments, spec, embed)
     if isinstance(outcome, tuple):
         return Verdict(schedule, method, segments, conflict_at(schedule, geo, *outcome, names))
@@ -164,30 +173,9 @@ BLOCK_TRANSFERS = 4096  # transfers whose items are made together (see `items_by
 # small rounds gain from it; a round this large already has array work worth its overhead
 
 
-def _blocks(rounds: list[Round]) -> Iterator[list[Round]]:
-    """Consecutive rounds, grouped until a group holds BLOCK_TRANSFERS transfers."""
-    block: list[Round] = []
-    held = 0
-    for rnd in rounds:
-        block.append(rnd)
-        held += len(rnd)
-        if held >= BLOCK_TRANSFERS:
-            yield block
-            block, held = [], 0
-    if block:
-        yield block
-
-
 def _chunks(items: list[Items]) -> Iterator[Steps]:
     """Consecutive steps' items, grouped until a group holds BLOCK_TRANSFERS items."""
-    start, held = 0, 0
-    for end, it in enumerate(items, 1):
-        held += len(it)
-        if held >= BLOCK_TRANSFERS:
-            yield Steps.of(items[start:end])
-            start, held = end, 0
-    if start < len(items):
-        yield Steps.of(items[start:])
+    return (Steps.of(group) for group in grouped(items, BLOCK_TRANSFERS))
 
 
 def _first_wrong(state: State, spec: Spec, embed: np.ndarray) -> tuple[int, int, int] | None:
