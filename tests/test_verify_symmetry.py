@@ -236,3 +236,23 @@ schedule star {{
     assert reduction is not None and reduction.columns.tolist() == [0]  # 4 pieces, 4 hosts
     assert verdict(session, "star").ok
     assert _both(schedule, names).ok
+
+
+def test_batches_matched_one_to_one(tmp_path):
+    """A round of batches A, A and B where renaming maps A onto B and B onto A is not
+    symmetric (it would become B, B, A): batch by batch, both copies of A find their image
+    in B, and the match is refused for not being one to one."""
+    program, ring = _ring(tmp_path, 4)
+    names = _devices(program)
+    ranks = np.asarray(ring.collective.ranks)
+    template = ring.rounds[0].batches[0]
+
+    def batch(src: int, dst: int, part: int) -> Batch:
+        return replace(template, op="reduce", src=ranks[[src]], dst=ranks[[dst]],
+                       off=np.array([part]), length=np.array([1]), den=4)
+
+    # The rotation by 2 maps one onto the other, and part j onto part j + 2 as in the ring.
+    a, b = batch(0, 1, 0), batch(2, 3, 2)
+    schedule = replace(ring, rounds=(Round((a, a, b)),) + ring.rounds)
+    assert _columns(schedule, names) is None
+    assert not _both(schedule, names).ok

@@ -175,6 +175,7 @@ class _Symmetry:
         self.tau = np.full(geo.segments, -1, dtype=np.int64)
         self.unknown = geo.segments  # segments whose image τ has not been told yet
         self.single = False  # every transfer of the last block checked moves one segment
+        self.last_match: np.ndarray | None = None  # the last entry correspondence found
         self.ranges: list[np.ndarray] = []  # rows (first, end, image's first, image's end)
 
     def known(self) -> bool:
@@ -200,8 +201,12 @@ class _Symmetry:
             matched = self._matches(bl, src2, dst2)
             if matched is None:
                 return False
-            first2 = np.take_along_axis(bl.first, matched, axis=1)
-            if not np.array_equal(width, np.take_along_axis(width, matched, axis=1)):
+            def moved(x: np.ndarray) -> np.ndarray:  # x of each entry's image
+                return x[:, matched] if matched.ndim == 1 else \
+                    np.take_along_axis(x, matched, axis=1)
+
+            first2 = moved(bl.first)
+            if not np.array_equal(width, moved(width)):
                 return False
         at, to = (bl.first, first2) if every else (bl.first[single], first2[single])
         if self.unknown:
@@ -219,17 +224,26 @@ class _Symmetry:
         return True
 
     def _matches(self, bl: _Block, src2: np.ndarray, dst2: np.ndarray) -> np.ndarray | None:
-        """Which entry is each entry's image, round by round: the first round's answer when it
-        serves the others."""
+        """Which entry is each entry's image: one answer (n,) for every round of the block when
+        the first round's serves the others, else one row per round."""
         def match(r: int) -> np.ndarray | None:
             found = _batchwise(bl, src2, dst2, r) if len(bl.sizes) <= BATCHWISE else None
             return _one_to_one(bl, src2, dst2, r, len(self.turn)) if found is None else found
 
-        first = match(0)
+        last = self.last_match  # the previous block's answer serves rounds alike in shape
+        first: np.ndarray | None = last
+        if last is None or len(last) != bl.src.shape[1] or \
+                not np.array_equal(bl.copy[last], bl.copy) or \
+                not np.array_equal(bl.src[0, last], src2[0]) or \
+                not np.array_equal(bl.dst[0, last], dst2[0]):
+            first = match(0)
         if first is None:
             return None
-        matched = np.tile(first, (bl.rounds, 1))
+        self.last_match = first
         alike = ((bl.src[:, first] == src2) & (bl.dst[:, first] == dst2)).all(axis=1)
+        if alike.all():
+            return first
+        matched = np.tile(first, (bl.rounds, 1))
         for r in np.flatnonzero(~alike):
             row = match(int(r))
             if row is None:
@@ -288,7 +302,9 @@ def _batchwise(bl: _Block, src2: np.ndarray, dst2: np.ndarray, r: int) -> np.nda
         if length != hi - lo:
             return None
         match[lo:hi] = start + (np.arange(length) + (int(hits[0]) - start)) % length
-    if (np.array_equal(src[match], src2[r]) and np.array_equal(dst[match], dst2[r])
+    seen = np.zeros(len(match), dtype=bool)
+    seen[match] = True  # one to one: two batches may not have their images in one
+    if (seen.all() and np.array_equal(src[match], src2[r]) and np.array_equal(dst[match], dst2[r])
             and np.array_equal(bl.copy[match], bl.copy)):
         return match
     return None

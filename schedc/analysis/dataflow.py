@@ -58,7 +58,10 @@ class Geometry:
 
     def segment(self, points: np.ndarray) -> np.ndarray:
         """The index of each of `points` (boundaries) among the boundaries: the segment that
-        starts there. A table lookup while the scale allows one."""
+        starts there. The points themselves when every position is a boundary (a ring's p
+        parts), else a table lookup while the scale allows one."""
+        if len(self.bounds) == self.scale + 1:
+            return points
         at = self._segment_at
         return np.searchsorted(self.bounds, points) if at is None else at[points]
 
