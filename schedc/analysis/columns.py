@@ -182,7 +182,7 @@ class _Symmetry:
         return not self.unknown
 
     def holds(self, bl: _Block) -> bool:
-        """Every round's transfers, rotated, are the same round's transfers: matched by the
+        """Every round's transfers, renamed, are the same round's transfers: matched by the
         first round's correspondence when it serves every round, else round by round."""
         src2, dst2 = self.turn[bl.src], self.turn[bl.dst]
         width = bl.end - bl.first
@@ -190,8 +190,9 @@ class _Symmetry:
         self.single = every = bool(single.all())
         k = _rotation(bl, src2, dst2)
         if k is not None and every and not self.unknown:
-            # The common case, without copies: entry i's image is entry i + k, one segment
-            # each, and τ already says where each segment goes.
+            # The common case, without copies: entry i's image is entry i + k (endpoints and
+            # operations checked by `_rotation`), one segment each, and τ already says where
+            # each segment goes.
             return _rotated(bl.first, self.tau[bl.first], k)
         if k is not None:
             if not every and not _rotated(width, width, k):
