@@ -114,8 +114,9 @@ class _Block:
 
 def _blocks(rounds: list[Round], geo: Geometry) -> Iterator[_Block]:
     """The rounds that move data, grouped into blocks of alike rounds."""
-    def shape(rnd: Round) -> tuple:
-        return tuple((k, len(b), b.op) for k, b in enumerate(rnd.batches) if b.op != "send")
+    def shape(rnd: Round) -> tuple:  # (sends move no part of the buffer; empty batches nothing)
+        return tuple((k, len(b), b.op) for k, b in enumerate(rnd.batches)
+                     if b.op != "send" and len(b))
 
     index = 0
     while index < len(rounds):
@@ -219,7 +220,7 @@ class _Symmetry:
         if not np.array_equal(self.tau[at], to):  # two images of one segment
             return False
         if not every:
-            wide = ~single
+            wide = width > 1  # (a transfer of no segment has no items, nor has its image)
             self.ranges.append(np.stack([bl.first[wide], bl.end[wide], first2[wide],
                                          first2[wide] + width[wide]]))
         return True
