@@ -9,7 +9,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from schedc.analysis.dataflow import Items, Steps
-from schedc.analysis.state import MIXED, State, _independent_runs, apply_round, apply_steps
+from schedc.analysis.state import (
+    MIXED,
+    State,
+    _apply_arrays,
+    _apply_one,
+    _independent_runs,
+    apply_round,
+    apply_steps,
+)
 
 CELLS = 10
 
@@ -65,3 +73,17 @@ def test_runs_end_where_a_step_reads_what_an_earlier_one_wrote():
     # the second did, but not what the third wrote; the empty step joins any run.
     steps = [step([0], [5]), step([1], [6]), step([5], [7]), step([], []), step([6], [8])]
     assert _independent_runs(Steps.of(steps)) == [(0, 2), (2, 5)]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(0, CELLS - 1), st.integers(0, CELLS - 1), st.booleans(),
+       st.sampled_from([0, 3, -3]), st.integers(0, 3))
+def test_a_round_of_one_item_on_scalars_as_on_arrays(src, dst, copy, shift, seed):
+    one, arrays = _state(seed), _state(seed)
+    one.total[src] = arrays.total[src] = 2**32 - 1  # near the cap, sometimes
+    it = Items(np.array([src]), np.array([dst]), np.array([shift]), np.array([copy]),
+               np.zeros(1, np.int64), np.zeros(1, np.int64))
+    _apply_one(one, it)
+    assert _apply_arrays(arrays, it) is None
+    for name in ("payload", "total", "shift"):
+        np.testing.assert_array_equal(getattr(one, name), getattr(arrays, name))

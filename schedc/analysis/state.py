@@ -121,6 +121,13 @@ def _apply_together(s: State, steps: Steps, start: int, end: int) -> bool:
 def apply_round(s: State, it: Items) -> int | None:
     """One round: read every source, then write. A cell that a copy writes along with another
     transfer is a conflict: its cell is returned, and nothing is written."""
+    if len(it) == 1:
+        _apply_one(s, it)
+        return None
+    return _apply_arrays(s, it)
+
+
+def _apply_arrays(s: State, it: Items) -> int | None:
     values, totals, shifts = s.payload[it.src], s.total[it.src], s.shift[it.src]
     if it.moved:
         shifts = np.where(shifts != MIXED, shifts + it.shift, shifts)
@@ -158,3 +165,21 @@ def apply_round(s: State, it: Items) -> int | None:
     np.maximum.at(high, inverse, shifts)
     s.shift[cells] = np.where(low == high, low, MIXED)
     return None
+
+
+def _apply_one(s: State, it: Items) -> None:
+    """A round of one item (a chain's step, as the columns of a symmetric ring make them), on
+    scalars: the array path's fixed cost is most of such a round's."""
+    src, dst = int(it.src[0]), int(it.dst[0])
+    shift = int(s.shift[src])
+    if shift != MIXED:
+        shift += int(it.shift[0])
+    if it.copy[0]:
+        s.payload[dst] = s.payload[src]
+        s.total[dst] = s.total[src]
+        s.shift[dst] = shift
+        return
+    s.payload[dst] += s.payload[src]
+    s.total[dst] = min(int(s.total[dst]) + int(s.total[src]), CAP)
+    if int(s.shift[dst]) != shift:
+        s.shift[dst] = MIXED
