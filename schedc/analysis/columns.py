@@ -189,16 +189,16 @@ class _Symmetry:
         width = bl.end - bl.first
         single = width == 1
         self.single = every = bool(single.all())
-        k = _rotation(bl, src2, dst2)
-        if k is not None and every and not self.unknown:
-            # The common case, without copies: entry i's image is entry i + k (endpoints and
-            # operations checked by `_rotation`), one segment each, and τ already says where
-            # each segment goes.
-            return _rotated(bl.first, self.tau[bl.first], k)
-        if k is not None:
-            if not every and not _rotated(width, width, k):
+        turn = _rotation(bl, src2, dst2)
+        if turn is not None and every and not self.unknown:
+            # The common case, without copies: entry i's image is entry i + k of its window
+            # (endpoints and operations checked by `_rotation`), one segment each, and τ
+            # already says where each segment goes.
+            return _rotated(bl.first, self.tau[bl.first], *turn)
+        if turn is not None:
+            if not every and not _rotated(width, width, *turn):
                 return False
-            first2 = np.roll(bl.first, -k, axis=1)
+            first2 = _rolled(bl.first, *turn)
         else:
             matched = self._matches(bl, src2, dst2)
             if matched is None:
@@ -270,23 +270,30 @@ class _Symmetry:
         return bool(np.array_equal(low, first2) and np.array_equal(high, end2 - 1))
 
 
-def _rotation(bl: _Block, src2: np.ndarray, dst2: np.ndarray) -> int | None:
-    """k when, in every round of the block, entry i's rotated image is entry i + k mod n
-    (the order a loop over the ranks writes them in)."""
-    hits = np.flatnonzero((bl.src[0] == src2[0, 0]) & (bl.dst[0] == dst2[0, 0]))
-    if not len(hits):
-        return None
-    k = int(hits[0])
-    if (_rotated(bl.src, src2, k) and _rotated(bl.dst, dst2, k)
-            and _rotated(bl.copy[None], bl.copy[None], k)):
-        return k
+def _rotation(bl: _Block, src2: np.ndarray, dst2: np.ndarray) -> tuple[int, int] | None:
+    """(k, w) when, in every round of the block, entry i's renamed image is the entry k
+    places further on in its window of w entries: the whole round (w = n: the order a loop
+    over the ranks writes them in) or, when the batches are all as long, each batch (the
+    rings of a `parallel for`)."""
+    n = bl.src.shape[1]
+    windows = [n] + ([bl.sizes[0]] if len(set(bl.sizes)) == 1 < len(bl.sizes) else [])
+    for w in windows:
+        hits = np.flatnonzero((bl.src[0, :w] == src2[0, 0]) & (bl.dst[0, :w] == dst2[0, 0]))
+        if len(hits) and all(_rotated(x, y, int(hits[0]), w) for x, y in (
+                (bl.src, src2), (bl.dst, dst2), (bl.copy[None], bl.copy[None]))):
+            return int(hits[0]), w
     return None
 
 
-def _rotated(x: np.ndarray, y: np.ndarray, k: int) -> bool:
-    """x[:, (i + k) mod n] == y[:, i] everywhere."""
-    n = x.shape[1]
-    return bool((x[:, k:] == y[:, :n - k]).all() and (x[:, :k] == y[:, n - k:]).all())
+def _rotated(x: np.ndarray, y: np.ndarray, k: int, w: int) -> bool:
+    """In every window of w entries of each row, x[(i + k) mod w] == y[i]."""
+    x, y = x.reshape(len(x), -1, w), y.reshape(len(y), -1, w)
+    return bool((x[..., k:] == y[..., :w - k]).all() and (x[..., :k] == y[..., w - k:]).all())
+
+
+def _rolled(x: np.ndarray, k: int, w: int) -> np.ndarray:
+    """x[(i + k) mod w] in every window of w entries of each row: each entry's image's."""
+    return np.roll(x.reshape(len(x), -1, w), -k, axis=2).reshape(x.shape)
 
 
 def _batchwise(bl: _Block, src2: np.ndarray, dst2: np.ndarray, r: int) -> np.ndarray | None:
