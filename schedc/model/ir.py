@@ -133,8 +133,9 @@ class Round:
     batches: tuple[Batch, ...]
     local: tuple[tuple[Batch, ...], ...] = ()
 
-    def __len__(self) -> int:
-        return sum(len(b) for b in self.batches)
+    def __len__(self) -> int:  # (asked of every round, many times: kept cheap)
+        batches = self.batches
+        return len(batches[0].src) if len(batches) == 1 else sum(len(b.src) for b in batches)
 
     def transfers(self) -> Iterator[Transfer]:
         for b in self.batches:
