@@ -87,3 +87,25 @@ def test_a_round_of_one_item_on_scalars_as_on_arrays(src, dst, copy, shift, seed
     assert _apply_arrays(arrays, it) is None
     for name in ("payload", "total", "shift"):
         np.testing.assert_array_equal(getattr(one, name), getattr(arrays, name))
+
+
+def test_blocks_halved_for_memory_verify_alike(monkeypatch):
+    """Items are made for a block of rounds at once, halving the block while it holds more
+    than BLOCK_ITEMS of them: a tiny bound gives the same verdicts, failures included."""
+    from conftest import ROOT
+
+    from schedc.analysis import dataflow
+    from schedc.analysis.verify import verify_schedule
+    from schedc.elaborate.loader import load_program
+
+    for path in (ROOT / "schedules/seed/nvlink_2x8.sched",
+                 ROOT / "tests/fixtures/broken/dropped.sched"):
+        program = load_program(path)
+        names = [d.name for d in program.topology.devices]
+        for result in program.results:
+            schedule = program.schedule(result.name)
+            whole = verify_schedule(schedule, names, seed=1, symmetry=False)
+            monkeypatch.setattr(dataflow, "BLOCK_ITEMS", 7)
+            halved = verify_schedule(schedule, names, seed=1, symmetry=False)
+            monkeypatch.undo()
+            assert (halved.ok, repr(halved.failure)) == (whole.ok, repr(whole.failure))
