@@ -24,7 +24,9 @@ vectors, for small groups) or two random 64-bit numbers, added with wraparound (
 for large groups). Equal multisets always give equal payloads, so a failure is never
 spurious. A wrong cell whose total multiplicity is right (at most p) passes the fingerprint
 check with probability at most 2^-2(64 - floor(log2 p)) — 2^-108 for 1,024 ranks. Work is on
-arrays per round, never per transfer in Python; a failing cell is then replayed exactly
+arrays, never per transfer in Python (`state`: rounds that do not depend on each other are
+applied together); a symmetric schedule runs one column per orbit (`columns`), and when
+that fails, every column runs again; a failing cell is then replayed exactly
 (`counterexample.replay`) to explain it.
 """
 
