@@ -113,9 +113,9 @@ class Steps:
     def __getitem__(self, k: int) -> Items:
         return self.items.part(int(self.cuts[k]), int(self.cuts[k + 1]))
 
-    @property
+    @cached_property
     def owner(self) -> np.ndarray:
-        """The step of each item."""
+        """The step of each item (made once: each run of steps applied together slices it)."""
         return np.repeat(np.arange(len(self)), np.diff(self.cuts))
 
     @classmethod
