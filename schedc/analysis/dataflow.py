@@ -22,7 +22,7 @@ import numpy as np
 from ..errors import LimitError
 from ..limits import MAX_CELLS
 from ..model.collectives import KINDS, Cells, Spec
-from ..model.ir import Round, Schedule
+from ..model.ir import Round, Schedule, joined
 
 T = TypeVar("T", bound=Sized)
 MAX_SCALE = 2**62  # the common denominator of all region boundaries
@@ -164,7 +164,7 @@ def geometry(schedule: Schedule, devices: int, ran: list[Round] | None = None) -
         factors = {scale // b.den for b in group}
         f: int | np.ndarray = factors.pop() if len(factors) == 1 else \
             np.repeat([scale // b.den for b in group], [len(b) for b in group])
-        start, length = _joined([b.off for b in group]), _joined([b.length for b in group])
+        start, length = joined([b.off for b in group]), joined([b.length for b in group])
         if not isinstance(f, int) or f != 1:
             start, length = start * f, length * f
         ends = [start, start + length]
@@ -178,8 +178,8 @@ def geometry(schedule: Schedule, devices: int, ran: list[Round] | None = None) -
         else:
             for points in ends:
                 mark[points] = True
-        used[_joined([b.src for b in group])] = True
-        used[_joined([b.dst for b in group])] = True
+        used[joined([b.src for b in group])] = True
+        used[joined([b.dst for b in group])] = True
     if mark is None:
         bounds = np.unique(np.concatenate(cuts))
     else:
@@ -216,10 +216,6 @@ def grouped(things: Sequence[T], limit: int) -> Iterator[list[T]]:
             group, held = [], 0
     if group:
         yield group
-
-
-def _joined(arrays: list[np.ndarray]) -> np.ndarray:
-    return arrays[0] if len(arrays) == 1 else np.concatenate(arrays)
 
 
 def _close_under_moves(bounds: np.ndarray, moves: np.ndarray, schedule: Schedule) -> np.ndarray:

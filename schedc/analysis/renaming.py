@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..model.ir import Batch, Round
+from ..model.ir import Batch, Round, joined
 from .dataflow import Geometry
 
 BLOCK = 32768  # transfers checked together: small rounds alike in shape, as one 2-d array
@@ -67,17 +67,17 @@ def _block(rounds: list[Round], start: int, stop: int, kind: tuple, geo: Geometr
     batches = [rounds[r].batches[k] for r in range(start, stop) for k, _, _ in kind]
     shape = (stop - start, -1)
 
-    def joined(values: list[np.ndarray]) -> np.ndarray:
-        return (values[0] if len(values) == 1 else np.concatenate(values)).reshape(shape)
+    def rows(values: list[np.ndarray]) -> np.ndarray:
+        return joined(values).reshape(shape)
 
     def position(b: Batch, values: np.ndarray) -> np.ndarray:  # in 1/scale of the buffer
         f = geo.scale // b.den
         return values if f == 1 else values * f
 
-    first = geo.segment(joined([position(b, b.off) for b in batches]))
-    end = geo.segment(joined([position(b, b.off + b.length) for b in batches]))
+    first = geo.segment(rows([position(b, b.off) for b in batches]))
+    end = geo.segment(rows([position(b, b.off + b.length) for b in batches]))
     lengths = [length for _, length, _ in kind]
-    return Block(start, joined([b.src for b in batches]), joined([b.dst for b in batches]),
+    return Block(start, rows([b.src for b in batches]), rows([b.dst for b in batches]),
                   first, end, np.repeat([op == "copy" for _, _, op in kind], lengths),
                   np.repeat([k for k, _, _ in kind], lengths),
                   np.concatenate([np.arange(length) for length in lengths]), tuple(lengths))

@@ -19,7 +19,7 @@ from math import lcm
 import numpy as np
 import sympy
 
-from ..model.ir import LinearBytes, Schedule
+from ..model.ir import LinearBytes, Schedule, joined
 from ..model.topology import Topology
 
 _INT64_SAFE = 2**62
@@ -69,8 +69,8 @@ def lower(schedule: Schedule, topology: Topology) -> Loads:
     counts = np.array([len(b) for _, b in batches], dtype=np.int64)
     shape_of_transfer = np.repeat(np.array([s for s, _ in batches], dtype=np.int64), counts)
     batch_of = np.repeat(np.arange(len(batches)), counts)
-    src = _concat([b.src for _, b in batches])
-    dst = _concat([b.dst for _, b in batches])
+    src = joined([b.src for _, b in batches])
+    dst = joined([b.dst for _, b in batches])
 
     # Integer weight of each transfer per size symbol: bytes = weight / denominator · symbol.
     multipliers = [[_multiplier(b, s, d) for _, b in batches] for s, d in zip(basis, denominators)]
@@ -78,7 +78,7 @@ def lower(schedule: Schedule, topology: Topology) -> Loads:
     largest = max((abs(m) * int(b.length.max(initial=0)) for column in multipliers
                    for m, (_, b) in zip(column, batches)), default=0)
     dtype = np.int64 if largest * per_round * 4 < _INT64_SAFE else object
-    lengths = _concat([b.length for _, b in batches]).astype(dtype)
+    lengths = joined([b.length for _, b in batches]).astype(dtype)
     weights = np.stack([lengths * np.repeat(np.array(col, dtype=dtype), counts)
                         for col in multipliers], axis=1) if basis else np.zeros((len(src), 0), dtype)
 
@@ -180,10 +180,6 @@ def _shape_latency(topology: Topology, pairs: np.ndarray, spans: list, pair_of_t
 def _multiplier(batch, symbol, denominator: int) -> int:
     c = dict(batch.size).get(symbol, Fraction(0))
     return c.numerator * (denominator // (batch.den * c.denominator)) if c else 0
-
-
-def _concat(arrays: list[np.ndarray]) -> np.ndarray:
-    return np.concatenate(arrays) if arrays else np.zeros(0, np.int64)
 
 
 def _sum_per_key(shapes, resources, weights, n_resources: int):

@@ -25,6 +25,14 @@ LinearBytes = tuple[tuple[sympy.Expr, Fraction], ...]
 Region = tuple[Fraction, Fraction]  # [start, end) of the buffer, as fractions of it
 
 
+def joined(arrays: list[np.ndarray]) -> np.ndarray:
+    """The batches' arrays one after another: the one array itself when there is one (no
+    copy: it is read, never written), none an empty int64 array."""
+    if len(arrays) == 1:
+        return arrays[0]
+    return np.concatenate(arrays) if arrays else np.zeros(0, np.int64)
+
+
 def linear_expr(form: LinearBytes) -> sympy.Expr:
     return sympy.Add(*[sympy.Rational(c.numerator, c.denominator) * s for s, c in form])
 
