@@ -24,13 +24,14 @@ no symmetry.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 from ..model.collectives import KINDS
 from ..model.ir import Round, Schedule
-from .dataflow import Geometry, Items
+from .dataflow import Geometry, Items, ran_batches
 from .renaming import Block, Symmetry, blocks, order, rotation_of
 
 SCREEN = 8  # rounds a candidate rotation must pass before the whole schedule is checked
@@ -46,7 +47,7 @@ class Reduction:
     items: list[Items]
 
 
-def reduce_columns(schedule: Schedule, geo: Geometry, rounds: list[Round],
+def reduce_columns(schedule: Schedule, geo: Geometry, rounds: Sequence[Round],
                    hints: tuple[np.ndarray, ...] = ()) -> Reduction | None:
     """The columns that stand for all the others, or None when the schedule has no symmetry
     that saves work (or uses what the argument does not cover: `into`, switches that reduce,
@@ -54,9 +55,10 @@ def reduce_columns(schedule: Schedule, geo: Geometry, rounds: list[Round],
     id), such as the machine's shift of every host to the next one."""
     coll = schedule.collective
     rotates = KINDS[coll.kind].rotates
-    moving = [b for rnd in rounds for b in rnd.batches if b.op != "send"]
-    if (rotates is None or coll.layout is not None or geo.in_network or geo.ranks < 2
-            or not moving or any(b.into_off is not None for b in moving)):
+    if rotates is None or coll.layout is not None or geo.in_network or geo.ranks < 2:
+        return None
+    moving = [b for b in ran_batches(rounds) if b.op != "send"]
+    if not moving or any(b.into_off is not None for b in moving):
         return None
     p = geo.ranks
     ranks = np.asarray(coll.ranks)
@@ -139,7 +141,7 @@ class _Taken:
             if sum(b.src.size for b in self.pending) > PENDING:
                 self.pending = None
 
-    def reduction(self, rounds: list[Round]) -> Reduction:
+    def reduction(self, rounds: Sequence[Round]) -> Reduction:
         assert self.columns is not None
         if self.pending is None:  # the blocks before τ was whole, read again
             for bl in blocks(rounds, self.geo):

@@ -22,7 +22,7 @@ import numpy as np
 from ..errors import LimitError
 from ..limits import MAX_CELLS
 from ..model.collectives import KINDS, Cells, Spec
-from ..model.ir import Round, Schedule, joined
+from ..model.ir import Batch, Round, Rounds, Schedule, Series, joined
 
 T = TypeVar("T", bound=Sized)
 MAX_SCALE = 2**62  # the common denominator of all region boundaries
@@ -141,13 +141,13 @@ def _joined_items(parts: list[Items]) -> Items:
 # ---- segments ---------------------------------------------------------------------------------
 
 
-def geometry(schedule: Schedule, devices: int, ran: list[Round] | None = None) -> Geometry:
+def geometry(schedule: Schedule, devices: int, ran: Ran | None = None) -> Geometry:
     """Cut the buffer at every boundary in use; cuts are closed under `into` moves, so a
     moved region lands on whole segments. `ran`: the schedule's steps, when known."""
     coll = schedule.collective
     p = len(coll.ranks)
     ran = step_rounds(schedule) if ran is None else ran
-    batches = [b for r in ran for b in r.batches if b.op != "send"]
+    batches = [b for b in ran_batches(ran) if b.op != "send"]
     scale = lcm(p, *{b.den for b in batches})
     if scale > MAX_SCALE:
         raise LimitError(f"regions are cut too finely to verify (1/{scale} of the buffer){_SKIP}",
@@ -250,11 +250,34 @@ def steps(schedule: Schedule) -> list[tuple[int, Round]]:
     return out
 
 
-def step_rounds(schedule: Schedule) -> list[Round]:
+Ran = Sequence[Round]  # the transfers of each step, in order: `Rounds` when steps are rounds
+
+
+def step_rounds(schedule: Schedule) -> Ran:
     """The transfers of each step of `steps`, in order."""
-    if schedule.prologue or any(rnd.local for rnd in schedule.rounds):
+    if schedule.prologue or any(rnd.local for part in schedule.rounds.parts
+                                if not isinstance(part, Series) for rnd in part):
         return [rnd for _, rnd in steps(schedule)]
-    return list(schedule.rounds)
+    return schedule.rounds
+
+
+def ran_batches(ran: Ran) -> Iterator[Batch]:
+    """Every batch of the steps, in order."""
+    return ran.batches() if isinstance(ran, Rounds) else (b for r in ran for b in r.batches)
+
+
+def step_chunks(ran: Ran, geo: Geometry, limit: int) -> Iterator[Steps]:
+    """The steps' items, in chunks of consecutive steps of about `limit` transfers (a round
+    larger than that is a chunk of its own): the rounds of a series are cut into items
+    straight from its batches."""
+    for part in ran.parts if isinstance(ran, Rounds) else (ran,):
+        if not isinstance(part, Series):
+            yield from (items_by_round(group, geo) for group in grouped(part, limit))
+            continue
+        held = np.cumsum(part.sizes()) // limit
+        ends = np.append(np.flatnonzero(np.diff(held)) + 1, len(part)).tolist()
+        for lo, hi in zip([0, *ends[:-1]], ends):
+            yield _series_items(part, lo, hi, geo)
 
 
 def round_items(rnd: Round, geo: Geometry) -> Items:
@@ -279,41 +302,78 @@ def _block_items(rounds: Sequence[Round], geo: Geometry, bounded: bool = True) -
     """The rounds' items in batch order, or None when `bounded` and they are too many."""
     batches = [(r, k, b) for r, rnd in enumerate(rounds) for k, b in enumerate(rnd.batches)
                if b.op != "send"]
-    if not batches:
-        return Steps(Items.empty(), np.zeros(len(rounds) + 1, dtype=np.int64))
     sizes = np.array([len(b) for _, _, b in batches], dtype=np.int64)
     each = sizes.tolist()
 
     def per_transfer(values: list) -> np.ndarray:
-        return np.repeat(np.array(values), each)
+        return np.repeat(np.array(values, dtype=np.int64), each)
 
-    f = per_transfer([geo.scale // b.den for _, _, b in batches])
-    start = np.concatenate([b.off for _, _, b in batches]) * f
-    end = start + np.concatenate([b.length for _, _, b in batches]) * f
+    which = np.arange(int(sizes.sum())) - np.repeat(np.cumsum(sizes) - sizes, each)
+    return _cut(geo, len(rounds), [b for _, _, b in batches], per_transfer, None,
+                per_transfer([k for _, k, _ in batches]), which,
+                per_transfer([r for r, _, _ in batches]), bounded)
+
+
+def _series_items(series: Series, lo: int, hi: int, geo: Geometry) -> Steps:
+    """The items of a series' rounds lo .. hi - 1, in the order `_block_items` gives them."""
+    starts = series.starts[:, lo:hi + 1]
+    counts = np.diff(starts, axis=1)
+    position = np.cumsum(counts > 0, axis=0) - 1  # a batch's place in each round's batches
+    taken = [(j, b.take(slice(int(starts[j, 0]), int(starts[j, -1]))))
+             for j, b in enumerate(series.batches) if b.op != "send" and starts[j, -1] > starts[j, 0]]
+    each = [len(b) for _, b in taken]
+    rounds = [np.repeat(np.arange(hi - lo), counts[j]) for j, _ in taken]
+    owner = joined(rounds)
+    batch = joined([position[j][r] for (j, _), r in zip(taken, rounds)])
+    which = joined([np.arange(len(b)) + starts[j, 0] - starts[j][r] for (j, b), r in zip(taken, rounds)])
+    order = None
+    if len(taken) > 1:  # round by round, batch after batch within a round
+        order = np.argsort(owner * len(series.batches) + np.repeat([j for j, _ in taken], each),
+                           kind="stable")
+        owner, batch, which = owner[order], batch[order], which[order]
+
+    def per_transfer(values: list) -> np.ndarray:
+        return np.repeat(np.array(values, dtype=np.int64), each)
+
+    made = _cut(geo, hi - lo, [b for _, b in taken], per_transfer, order, batch, which, owner, False)
+    assert made is not None  # (unbounded)
+    return made
+
+
+def _cut(geo: Geometry, count: int, batches: list[Batch], per_transfer, order: np.ndarray | None,
+         batch: np.ndarray, which: np.ndarray, owner: np.ndarray, bounded: bool) -> Steps | None:
+    """Items of `count` steps from the transfers of `batches` one after another (`order`
+    reorders them; `batch`, `which` and `owner` are already in that order): one item per
+    (transfer, segment moved), or None when `bounded` and they would be more than BLOCK_ITEMS."""
+    if not batches:
+        return Steps(Items.empty(), np.zeros(count + 1, dtype=np.int64))
+
+    def flat(values: np.ndarray) -> np.ndarray:
+        return values if order is None else values[order]
+
+    f = flat(per_transfer([geo.scale // b.den for b in batches]))
+    start = flat(joined([b.off for b in batches])) * f
+    end = start + flat(joined([b.length for b in batches])) * f
     first = geo.segment(start)
-    count = geo.segment(end) - first
-    if bounded and int(count.sum()) > BLOCK_ITEMS:
+    segments = geo.segment(end) - first
+    if bounded and int(segments.sum()) > BLOCK_ITEMS:
         return None
-    if any(b.into_off is not None for _, _, b in batches):
-        moved = per_transfer([b.into_off is not None for _, _, b in batches])
-        into = np.concatenate([b.off if b.into_off is None else b.into_off
-                               for _, _, b in batches]) * f
+    if any(b.into_off is not None for b in batches):
+        moved = flat(per_transfer([b.into_off is not None for b in batches])).astype(bool)
+        into = flat(joined([b.off if b.into_off is None else b.into_off for b in batches])) * f
         landing = np.where(moved, geo.segment(into), first)
         shift = np.where(moved, start - into, 0)
     else:
         landing, shift = first, np.zeros(len(first), np.int64)
-    src = geo.slot[np.concatenate([b.src for _, _, b in batches])] * geo.segments + first
-    dst = geo.slot[np.concatenate([b.dst for _, _, b in batches])] * geo.segments + landing
-    copy = per_transfer([b.op == "copy" for _, _, b in batches])
-    batch = per_transfer([k for _, k, _ in batches])
-    owner = per_transfer([r for r, _, _ in batches])
-    which = np.arange(len(src)) - np.repeat(np.cumsum(sizes) - sizes, each)
-    if not np.all(count == 1):  # a transfer of several segments: one item per segment
-        pick = np.repeat(np.arange(len(src)), count)
-        step = np.arange(len(pick)) - np.repeat(np.cumsum(count) - count, count)
+    src = geo.slot[flat(joined([b.src for b in batches]))] * geo.segments + first
+    dst = geo.slot[flat(joined([b.dst for b in batches]))] * geo.segments + landing
+    copy = flat(per_transfer([b.op == "copy" for b in batches])).astype(bool)
+    if not np.all(segments == 1):  # a transfer of several segments: one item per segment
+        pick = np.repeat(np.arange(len(src)), segments)
+        step = np.arange(len(pick)) - np.repeat(np.cumsum(segments) - segments, segments)
         src, dst, shift = src[pick] + step, dst[pick] + step, shift[pick]
         copy, batch, which, owner = copy[pick], batch[pick], which[pick], owner[pick]
-    cuts = np.searchsorted(owner, np.arange(len(rounds) + 1))
+    cuts = np.searchsorted(owner, np.arange(count + 1))
     return Steps(Items(src, dst, shift, copy, batch, which), cuts)
 
 

@@ -12,7 +12,7 @@ is known. Every check is exact.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -44,7 +44,7 @@ class Block:
         return len(self.src)
 
 
-def blocks(rounds: list[Round], geo: Geometry) -> Iterator[Block]:
+def blocks(rounds: Sequence[Round], geo: Geometry) -> Iterator[Block]:
     """The rounds that move data, grouped into blocks of alike rounds."""
     def shape(rnd: Round) -> tuple:  # (sends move no part of the buffer; empty batches nothing)
         return tuple((k, len(b), b.op) for k, b in enumerate(rnd.batches)
@@ -63,7 +63,7 @@ def blocks(rounds: list[Round], geo: Geometry) -> Iterator[Block]:
         index = stop
 
 
-def _block(rounds: list[Round], start: int, stop: int, kind: tuple, geo: Geometry) -> Block:
+def _block(rounds: Sequence[Round], start: int, stop: int, kind: tuple, geo: Geometry) -> Block:
     batches = [rounds[r].batches[k] for r in range(start, stop) for k, _, _ in kind]
     shape = (stop - start, -1)
 

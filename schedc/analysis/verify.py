@@ -50,7 +50,7 @@ from .dataflow import (
     collective_spec,
     geometry,
     grouped,
-    items_by_round,
+    step_chunks,
     step_rounds,
 )
 from .state import MIXED, State, apply_steps
@@ -138,7 +138,7 @@ def verify_schedule(schedule: Schedule, names: list[str], method: str = "auto",
             return Verdict(schedule, method, segments, None)
         # A failure is found again on every column, so that it is reported as ever.
     spec = collective_spec(schedule, geo)
-    chunks = (items_by_round(block, geo) for block in grouped(ran, BLOCK_TRANSFERS))
+    chunks = step_chunks(ran, geo, BLOCK_TRANSFERS)
     outcome = _run(schedule.name, chunks, len(ran), geo.slots, segments, spec, embed)
     if isinstance(outcome, tuple):
         return Verdict(schedule, method, segments, conflict_at(schedule, geo, *outcome, names))

@@ -19,7 +19,7 @@ from math import lcm
 import numpy as np
 import sympy
 
-from ..model.ir import LinearBytes, Schedule, joined
+from ..model.ir import LinearBytes, Round, Schedule, Series, joined
 from ..model.topology import Topology
 
 _INT64_SAFE = 2**62
@@ -62,7 +62,8 @@ class Loads:
 
 def lower(schedule: Schedule, topology: Topology) -> Loads:
     shape_of, representatives = _shapes(schedule)
-    batches = [(s, b) for s, r in enumerate(representatives) for b in schedule.rounds[r].batches]
+    shown = [schedule.rounds[r] for r in representatives]
+    batches = [(s, b) for s, rnd in enumerate(shown) for b in rnd.batches]
     basis = tuple(sorted({sym for _, b in batches for sym, _ in b.size}, key=str))
     denominators = tuple(lcm(*[b.den * c.denominator for _, b in batches
                                for s2, c in b.size if s2 == s] or [1]) for s in basis)
@@ -74,7 +75,7 @@ def lower(schedule: Schedule, topology: Topology) -> Loads:
 
     # Integer weight of each transfer per size symbol: bytes = weight / denominator · symbol.
     multipliers = [[_multiplier(b, s, d) for _, b in batches] for s, d in zip(basis, denominators)]
-    per_round = max((len(schedule.rounds[r]) for r in representatives), default=1)
+    per_round = max((len(rnd) for rnd in shown), default=1)
     largest = max((abs(m) * int(b.length.max(initial=0)) for column in multipliers
                    for m, (_, b) in zip(column, batches)), default=0)
     dtype = np.int64 if largest * per_round * 4 < _INT64_SAFE else object
@@ -141,7 +142,7 @@ def _shapes(schedule: Schedule) -> tuple[np.ndarray, list[int]]:
     """Number the distinct round shapes (who sends how many bytes to whom) in order of appearance."""
     index: dict[tuple, int] = {}
     representatives: list[int] = []
-    shape_of = np.empty(len(schedule.rounds), dtype=np.int64)
+    shapes: list[np.ndarray] = []
     sizes: dict[LinearBytes, int] = {}  # each distinct size as a number, quicker to hash
     numbered: dict[int, int] = {}  # ... looked up by the identity of the size object
 
@@ -150,14 +151,54 @@ def _shapes(schedule: Schedule) -> tuple[np.ndarray, list[int]]:
             numbered[id(size)] = sizes.setdefault(size, len(sizes))
         return numbered[id(size)]
 
-    for r, rnd in enumerate(schedule.rounds):
+    def shape(rnd: Round, r: int) -> int:
         key = tuple((b.src.tobytes(), b.dst.tobytes(), b.length.tobytes(), b.den, number(b.size))
                     for b in rnd.batches)
-        shape = index.setdefault(key, len(index))
-        if shape == len(representatives):
+        found = index.setdefault(key, len(index))
+        if found == len(representatives):
             representatives.append(r)
-        shape_of[r] = shape
-    return shape_of, representatives
+        return found
+
+    first = 0
+    for part in schedule.rounds.parts:
+        alike = _alike(part) if isinstance(part, Series) else None
+        if isinstance(part, Series) and alike is not None:
+            # the series' distinct rounds, in order of appearance, found by array work
+            where, which = alike
+            found = np.array([shape(part.round(int(k)), first + int(k)) for k in where],
+                             dtype=np.int64)
+            shapes.append(found[which])
+        else:
+            rounds = (part.round(k) for k in range(len(part))) if isinstance(part, Series) else part
+            shapes.append(np.array([shape(rnd, first + k) for k, rnd in enumerate(rounds)],
+                                   dtype=np.int64))
+        first += len(part)
+    return joined(shapes), representatives
+
+
+def _alike(series: Series) -> tuple[np.ndarray, np.ndarray] | None:
+    """Where a series' distinct rounds first appear and which of them each round is, when
+    every round takes as many transfers from each batch (else None): rounds compared as rows
+    of their sources, destinations and lengths."""
+    counts = np.diff(series.starts, axis=1)
+    if not len(series) or not np.all(counts == counts[:, :1]):
+        return None
+    columns = [x.reshape(len(series), -1) for b, c in zip(series.batches, counts[:, 0]) if c
+               for x in (b.src, b.dst, b.length)]
+    if not columns:
+        return None
+    rows = np.hstack(columns)
+    # Rows compared by a hash first (sorting 10^5 rows as rows is slow), which must then
+    # have put equal rows together, and only them.
+    weights = np.random.default_rng(0).integers(1, 2**63, size=rows.shape[1], dtype=np.uint64)
+    _, where, which = np.unique((rows.astype(np.uint64) * weights).sum(axis=1, dtype=np.uint64),
+                                return_index=True, return_inverse=True)
+    if not np.array_equal(rows[where][which], rows):
+        _, where, which = np.unique(rows, axis=0, return_index=True, return_inverse=True)
+    order = np.argsort(where)  # distinct rounds numbered in order of appearance
+    rank = np.empty_like(order)
+    rank[order] = np.arange(len(order))
+    return where[order], rank[which.reshape(-1)]
 
 
 def _shape_latency(topology: Topology, pairs: np.ndarray, spans: list, pair_of_transfer: np.ndarray,

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from fractions import Fraction
-from typing import Any
 
 import numpy as np
 
@@ -24,7 +23,7 @@ from ..errors import ElaborationError, LimitError, Span, did_you_mean
 from ..language import statements as st
 from ..language import syntax as ast
 from ..limits import Limits
-from ..model.ir import Collective, Round, Schedule
+from ..model.ir import Collective, Schedule, Series
 from ..model.values import (
     Devices,
     Integers,
@@ -35,7 +34,7 @@ from ..model.values import (
 )
 from .evaluate import evaluate
 from .lanes import Env, expand_lanes, filter_lanes
-from .transfers import RoundBuffer, merge_batches, transfer_batch
+from .transfers import RoundBuffer, RoundList, merge_batches, transfer_batch, zipped
 
 MAX_CALL_DEPTH = 100  # schedule calls in a chain; each costs a few frames of Python's stack
 
@@ -83,14 +82,14 @@ def elaborate_schedule(name: str, definition: ast.ScheduleDef, env: Env,
     ctx.stack.append(definition)
     rounds = _sequence(definition.body, env, ctx)
     ctx.stack.pop()
-    return Schedule(name, ctx.collective, tuple(Round(tuple(r)) for r in rounds if r), definition.span)
+    return Schedule(name, ctx.collective, rounds.rounds(), definition.span)
 
 
 # ---- sequential composition -------------------------------------------------------------------
 
 
-def _sequence(stmts: tuple[st.Stmt, ...], env: Env, ctx: ScheduleContext) -> list[RoundBuffer]:
-    rounds: list[RoundBuffer] = []
+def _sequence(stmts: tuple[st.Stmt, ...], env: Env, ctx: ScheduleContext) -> RoundList:
+    rounds = RoundList()
     for stmt in stmts:
         if isinstance(stmt, ast.Let):
             env = env.bind(stmt.name, evaluate(stmt.value, env))
@@ -98,16 +97,16 @@ def _sequence(stmts: tuple[st.Stmt, ...], env: Env, ctx: ScheduleContext) -> lis
             for iteration in _iterations(stmt, env, ctx):
                 rounds.extend(iteration)
         elif isinstance(stmt, st.RoundFor):
-            rounds.extend(_round_loop(stmt, env, ctx))
+            _round_loop(stmt, env, ctx, rounds)
         elif isinstance(stmt, st.RoundBlock):
             rounds.append(_round(stmt.body, env, ctx, stmt.span))
         elif isinstance(stmt, st.ParallelFor):
-            rounds.extend(_zip(_iterations(stmt, env, ctx)))
+            rounds.extend(zipped(_iterations(stmt, env, ctx)))
         elif isinstance(stmt, st.ParallelBlock):
             for branch in stmt.branches:
                 if isinstance(branch, ast.Let):
                     raise ElaborationError("a 'let' cannot be a branch of 'parallel'", branch.span)
-            rounds.extend(_zip([_sequence((b,), env, ctx) for b in stmt.branches]))
+            rounds.extend(zipped([_sequence((b,), env, ctx) for b in stmt.branches]))
         elif isinstance(stmt, st.If):
             taken = _scalar_condition(evaluate(stmt.cond, env), stmt.cond.span)
             rounds.extend(_sequence(stmt.then if taken else stmt.orelse, env, ctx))
@@ -164,12 +163,6 @@ def _bounded(values, ctx: ScheduleContext, span: Span, run) -> list:
     return results
 
 
-def _zip(branches: list[list[RoundBuffer]]) -> list[RoundBuffer]:
-    """Round-wise parallel composition: round j of every branch together make round j."""
-    depth = max((len(b) for b in branches), default=0)
-    return [[batch for b in branches if j < len(b) for batch in b[j]] for j in range(depth)]
-
-
 def _scalar_condition(value: object, span: Span) -> bool:
     if isinstance(value, (bool, np.bool_)):
         return bool(value)
@@ -179,7 +172,7 @@ def _scalar_condition(value: object, span: Span) -> bool:
 # ---- calls ------------------------------------------------------------------------------------
 
 
-def _call(call: ast.Call, env: Env, ctx: ScheduleContext) -> list[RoundBuffer]:
+def _call(call: ast.Call, env: Env, ctx: ScheduleContext) -> RoundList:
     definition = ctx.functions.get(call.func)
     if definition is None:
         raise ElaborationError(f"unknown schedule '{call.func}'"
@@ -285,9 +278,10 @@ def _round(stmts: tuple[st.Stmt, ...], env: Env, ctx: ScheduleContext, span: Spa
     return batches
 
 
-def _round_loop(stmt: st.RoundFor, env: Env, ctx: ScheduleContext) -> list[RoundBuffer]:
-    """`for v in R round {...}`: all iterations at once, one lane per (iteration, inner index);
-    transfers are then split by iteration. Falls back to one round at a time."""
+def _round_loop(stmt: st.RoundFor, env: Env, ctx: ScheduleContext, rounds: RoundList) -> None:
+    """`for v in R round {...}`: all iterations at once, one lane per (iteration, inner index),
+    kept as a series: each batch ordered by iteration, and where each iteration starts in it.
+    Falls back to one round at a time."""
     values = evaluate(stmt.iter, env)
     ctx.check_steps(len(_values(stmt.iter, env, values)), stmt.iter.span)
     try:
@@ -298,18 +292,19 @@ def _round_loop(stmt: st.RoundFor, env: Env, ctx: ScheduleContext) -> list[Round
         out: list = []
         _round_body(stmt.body, lanes, ctx, out)
     except NeedScalar:
-        return _bounded(_values(stmt.iter, env), ctx, stmt.span,
-                        lambda v: _round(stmt.body, env.bind(stmt.var, v), ctx, stmt.span))
-    rounds: list[RoundBuffer] = [[] for _ in range(count)]
+        for buffer in _bounded(_values(stmt.iter, env), ctx, stmt.span,
+                               lambda v: _round(stmt.body, env.bind(stmt.var, v), ctx, stmt.span)):
+            rounds.append(buffer)
+        return
+    batches, starts = [], []
     for batch, iteration in out:
-        ordered = bool(np.all(iteration[:-1] <= iteration[1:]))
-        order: Any = slice(None) if ordered else np.argsort(iteration, kind="stable")
-        bounds = np.searchsorted(iteration[order], np.arange(count + 1))
-        for k in np.flatnonzero(np.diff(bounds)):
-            lo, hi = bounds[k], bounds[k + 1]
-            rounds[k].append(batch.take(slice(lo, hi) if ordered else order[lo:hi]))
-    ctx.spend(count, sum(len(b) for b, _ in out), stmt.span)
-    return rounds
+        if not bool(np.all(iteration[:-1] <= iteration[1:])):
+            order = np.argsort(iteration, kind="stable")
+            batch, iteration = batch.take(order), iteration[order]
+        batches.append(batch)
+        starts.append(np.searchsorted(iteration, np.arange(count + 1)))
+    ctx.spend(count, sum(len(b) for b in batches), stmt.span)
+    rounds.add_series(Series(tuple(batches), np.array(starts, dtype=np.int64).reshape(len(starts), count + 1)))
 
 
 def _round_body(stmts, env: Env, ctx: ScheduleContext, out: list) -> None:

@@ -1,5 +1,6 @@
 """One transfer or send statement → a `Batch` of transfers (one per lane), its endpoints
-checked against the collective's ranks; and sizes as linear forms over size params."""
+checked against the collective's ranks; sizes as linear forms over size params; and the
+`RoundList` that statement sequences build."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ import sympy
 from ..errors import ElaborationError, Span
 from ..language import statements as st
 from ..language import syntax as ast
-from ..model.ir import Batch, LinearBytes
+from ..model.ir import Batch, LinearBytes, Round, Rounds, Series
 from ..model.values import (
     NeedScalar,
     Quantity,
@@ -33,6 +34,72 @@ if TYPE_CHECKING:  # the schedule elaborator passes its context in
     from .schedule import ScheduleContext
 
 RoundBuffer = list[Batch]
+
+
+class RoundList:
+    """The rounds a sequence of statements has made so far: round buffers, and the series of
+    round loops, kept whole unless a parallel composition must take them round by round."""
+
+    def __init__(self) -> None:
+        self.parts: list[list[RoundBuffer] | Series] = []
+        self.count = 0
+
+    def __len__(self) -> int:
+        return self.count
+
+    def append(self, buffer: RoundBuffer) -> None:
+        if not self.parts or isinstance(self.parts[-1], Series):
+            self.parts.append([])
+        self.parts[-1].append(buffer)  # type: ignore[union-attr]
+        self.count += 1
+
+    def extend(self, other: RoundList) -> None:
+        for part in other.parts:
+            if isinstance(part, Series):
+                self.parts.append(part)
+                self.count += len(part)
+            else:
+                for buffer in part:
+                    self.append(buffer)
+
+    def add_series(self, series: Series) -> None:
+        if len(series):
+            self.parts.append(series)
+            self.count += len(series)
+
+    def buffers(self) -> list[RoundBuffer]:
+        """Every round's batches, a series' rounds made one by one."""
+        out: list[RoundBuffer] = []
+        for part in self.parts:
+            if isinstance(part, Series):
+                out += [list(part.round(k).batches) for k in range(len(part))]
+            else:
+                out += part
+        return out
+
+    def rounds(self) -> Rounds:
+        """The IR's rounds, empty ones dropped."""
+        return Rounds([p.busy() if isinstance(p, Series) else tuple(Round(tuple(b)) for b in p if b)
+                       for p in self.parts])
+
+
+def zipped(branches: list[RoundList]) -> RoundList:
+    """Round-wise parallel composition: round j of every branch together make round j. Branches
+    that are each one series of the same length stay a series (of all their batches)."""
+    busy = [b for b in branches if len(b)]
+    out = RoundList()
+    if len(busy) == 1:
+        return busy[0]
+    if busy and all(len(b.parts) == 1 and isinstance(b.parts[0], Series) for b in busy) \
+            and len({len(b) for b in busy}) == 1:
+        series = [b.parts[0] for b in busy]
+        out.add_series(Series(tuple(x for s in series for x in s.batches),  # type: ignore[union-attr]
+                              np.concatenate([s.starts for s in series])))  # type: ignore[union-attr]
+        return out
+    lists = [b.buffers() for b in busy]
+    for j in range(max((len(b) for b in lists), default=0)):
+        out.append([batch for b in lists if j < len(b) for batch in b[j]])
+    return out
 
 
 def transfer_batch(stmt: st.Transfer | st.Send, env: Env, ctx: ScheduleContext) -> Batch:

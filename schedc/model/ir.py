@@ -1,9 +1,11 @@
-"""The IR: a `Schedule` is a tuple of `Round`s; a round holds `Batch`es of transfers.
+"""The IR: a `Schedule` is a sequence of `Round`s; a round holds `Batch`es of transfers.
 
 A batch is what one transfer statement produced in one round, stored as arrays (one entry
 per transfer) so that a million transfers cost a few arrays, not a million objects. Every
 batch keeps the span of its statement; `Batch.transfer(k)` materialises one `Transfer`, for
-printing and counterexamples.
+printing and counterexamples. The rounds of a round loop stay a `Series`, the loop's batches
+with where each round starts in them, so 10^5 small rounds are not 10^5 objects either:
+`Rounds` makes a round of a series only when it is asked for.
 
 Bytes are exact: a transfer moves `length/den` of `size`, where `size` is a linear form in
 the size params (`{V: 1}` for the collective's buffer V).
@@ -11,7 +13,7 @@ the size params (`{V: 1}` for the collective's buffer V).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 
@@ -152,16 +154,98 @@ class Round:
 
 
 @dataclass(frozen=True, eq=False)
+class Series:
+    """Consecutive rounds that one round loop made: its batches, each in round order, and
+    `starts` (batches × (rounds + 1)): round k holds batch j's transfers starts[j, k] ..
+    starts[j, k + 1]. (A schedule's series have no empty round; see `busy`.)"""
+
+    batches: tuple[Batch, ...]
+    starts: np.ndarray
+
+    def __len__(self) -> int:
+        return self.starts.shape[1] - 1
+
+    def round(self, k: int) -> Round:
+        lo, hi = self.starts[:, k].tolist(), self.starts[:, k + 1].tolist()
+        return Round(tuple(b.take(slice(a, z)) for b, a, z in zip(self.batches, lo, hi) if z > a))
+
+    def sizes(self) -> np.ndarray:
+        """The transfers of each round."""
+        return np.diff(self.starts, axis=1).sum(axis=0)
+
+    def busy(self) -> Series:
+        """This series without its empty rounds."""
+        kept = np.flatnonzero(self.sizes())
+        if len(kept) == len(self):
+            return self
+        # The rounds dropped hold nothing, so round k ends where the next one kept starts.
+        return Series(self.batches, self.starts[:, np.append(kept, kept[-1] + 1 if len(kept) else 0)])
+
+
+Part = tuple[Round, ...] | Series
+
+
+class Rounds(Sequence[Round]):
+    """A schedule's rounds: runs of rounds as such and series, in order. Indexing and
+    iterating give `Round`s (a series makes each anew, keeping none); slices are tuples."""
+
+    def __init__(self, parts: Sequence[Part] = ()) -> None:
+        self.parts: tuple[Part, ...] = tuple(p for p in parts if len(p))
+        self._ends = np.cumsum([len(p) for p in self.parts], dtype=np.int64)
+
+    def __len__(self) -> int:
+        return int(self._ends[-1]) if len(self._ends) else 0
+
+    def __getitem__(self, index):
+        if isinstance(index, slice):
+            return tuple(self[k] for k in range(*index.indices(len(self))))
+        k = int(index) + len(self) if index < 0 else int(index)
+        if not 0 <= k < len(self):
+            raise IndexError("round index out of range")
+        at = int(np.searchsorted(self._ends, k, side="right"))
+        part = self.parts[at]
+        k -= int(self._ends[at - 1]) if at else 0
+        return part.round(k) if isinstance(part, Series) else part[k]
+
+    def __iter__(self) -> Iterator[Round]:
+        for part in self.parts:
+            if isinstance(part, Series):
+                yield from (part.round(k) for k in range(len(part)))
+            else:
+                yield from part
+
+    def __add__(self, other: Sequence[Round]) -> tuple[Round, ...]:
+        return (*self, *other)
+
+    def __radd__(self, other: Sequence[Round]) -> tuple[Round, ...]:
+        return (*other, *self)
+
+    def batches(self) -> Iterator[Batch]:
+        """Every batch of every round, the batches of a series whole."""
+        for part in self.parts:
+            yield from part.batches if isinstance(part, Series) else (b for r in part for b in r.batches)
+
+    def sizes(self) -> np.ndarray:
+        """The transfers of each round."""
+        return joined([p.sizes() if isinstance(p, Series) else
+                       np.array([len(r) for r in p], dtype=np.int64) for p in self.parts])
+
+
+@dataclass(frozen=True, eq=False)
 class Schedule:
     name: str
     collective: Collective
-    rounds: tuple[Round, ...]
+    rounds: Rounds  # (given as a tuple of rounds, held as Rounds)
     span: Span = field(compare=False, repr=False)
     prologue: tuple[tuple[Batch, ...], ...] = ()  # local phases before the first round
 
+    def __post_init__(self) -> None:
+        if not isinstance(self.rounds, Rounds):
+            object.__setattr__(self, "rounds", Rounds((tuple(self.rounds),)))
+
     @property
     def transfer_count(self) -> int:
-        return sum(len(r) for r in self.rounds)
+        return int(self.rounds.sizes().sum())
 
 
 def part_text(region: Region) -> str:

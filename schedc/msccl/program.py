@@ -36,7 +36,7 @@ from ..elaborate.schedule import Limits
 from ..elaborate.topology import Namespace
 from ..errors import ElaborationError, SourceFile, Span, UsageError
 from ..language.parser import parse_expression
-from ..model.ir import Batch, Collective, Round, Schedule
+from ..model.ir import Batch, Collective, Round, Rounds, Schedule
 from ..model.topology import Device, Topology
 from ..model.values import Devices, Quantity, from_rational, kind_of
 from ..units import BYTES, dim_name
@@ -126,7 +126,8 @@ def build_schedule(algo: Algo, name: str, inplace: bool, size: sympy.Symbol,
             phases[-1].append(batch)
         last = operation.time
     return Schedule(name, collective,
-                    tuple(Round(tuple(b), tuple(tuple(p) for p in local)) for b, local in rounds),
+                    Rounds([tuple(Round(tuple(b), tuple(tuple(p) for p in local))
+                                  for b, local in rounds)]),
                     algo.span, tuple(tuple(p) for p in prologue))
 
 

@@ -1,0 +1,121 @@
+"""Round loops kept as series (`model.ir.Series`): the same rounds, loads, verdicts and
+counterexamples as the rounds written out one by one, which `for v in R { round {...} }`
+makes."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+from conftest import write
+from test_language import MACHINE, rounds_of
+
+from schedc.analysis.verify import verify_schedule
+from schedc.cost.lower import lower
+from schedc.elaborate.loader import load_program
+from schedc.model.ir import Rounds, Series
+from schedc.render.verdict import failure_lines, verdict_text
+
+# Each case: the loops over rounds of a schedule, as (header, body); compiled as written
+# (`for t in R round {...}`: a series) and with each round written out (`for t in R { round
+# {...} }`: rounds one by one).
+CASES = {
+    # every round alike in shape: one shape, found by array work
+    "ring": [("s in 0..6", "for j in 0..7: reduce part((j - s - 1) % 8 of 8) from g[j] to g[(j + 1) % 8]"),
+             ("s in 0..6", "for j in 0..7: copy part((j - s) % 8 of 8) from g[j] to g[(j + 1) % 8]")],
+    # rounds of as many transfers but different pairs: several shapes, in order
+    "pairs": [("t in 0..5", "copy all from g[t % 3] to g[7 - t % 2]\n"
+                            "copy part(t % 4 of 4) from g[6] to g[t % 5]")],
+    # rounds of different sizes, some empty, two statements: no array shortcut
+    "uneven": [("t in 0..7", "for j in 0..t - 1: if j % 3 != 2: copy part(j of 8) from g[j] to g[(j + t) % 8]\n"
+                             "if t == 5: reduce all from g[1] to g[2]")],
+}
+
+
+def _compiled(tmp_path, case: str, series: bool):
+    loops = [f"for {header} round {{\n{body}\n}}\n" if series else
+             f"for {header} {{\nround {{\n{body}\n}}\n}}\n" for header, body in CASES[case]]
+    directory = tmp_path / ("series" if series else "rounds")
+    directory.mkdir(exist_ok=True)
+    path = write(directory, "case.sched", MACHINE + "schedule x {\n" + "".join(loops) + "}\n")
+    program = load_program(path)
+    return program, program.schedule("x")
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_a_series_is_the_rounds_written_out(tmp_path, case):
+    program, series = _compiled(tmp_path, case, series=True)
+    _, explicit = _compiled(tmp_path, case, series=False)
+    assert any(isinstance(p, Series) for p in series.rounds.parts)
+    assert not any(isinstance(p, Series) for p in explicit.rounds.parts)
+    assert rounds_of(program, series) == rounds_of(program, explicit)
+    assert len(series.rounds) == len(explicit.rounds)
+    assert series.transfer_count == explicit.transfer_count
+    a, b = lower(series, program.topology), lower(explicit, program.topology)
+    for field in ("shape_of", "shape", "resource", "amount", "shape_cross"):
+        assert np.array_equal(getattr(a, field), getattr(b, field)), field
+    # By hand: the ring's rounds all move 1/8 from g[j] to g[j+1]; the pairs' 6 rounds all
+    # differ (sources t % 3 and 6, destinations 7 - t % 2 and t % 5).
+    assert len(set(a.shape_of.tolist())) == {"ring": 1, "pairs": 6}.get(case, len(a.shape_of))
+    names = [d.name for d in program.topology.devices]
+    assert _words(verify_schedule(series, names)) == _words(verify_schedule(explicit, names))
+
+
+def _words(verdict) -> list[str]:
+    """A verdict's text, but where it points in the file (the two files' lines differ)."""
+    lines = [verdict_text(verdict), *(failure_lines(verdict.failure) if verdict.failure else [])]
+    return [re.sub(r"at \S+case\.sched:\d+:\d+", "at <file>", line) for line in lines]
+
+
+def test_the_uneven_case_counts_what_it_should(tmp_path):
+    # By hand: round t has transfers for j < t with j % 3 != 2, plus one in round 5; round 0
+    # (and no other) is empty and dropped.
+    program, series = _compiled(tmp_path, "uneven", series=True)
+    per_round = [sum(1 for j in range(t) if j % 3 != 2) + (t == 5) for t in range(8)]
+    assert [len(r) for r in series.rounds] == [n for n in per_round if n]
+    assert lower(series, program.topology).rounds == 7
+
+
+def test_a_broken_series_fails_with_the_same_counterexample(tmp_path):
+    """The ring's last all-gather round dropped: the series and the rounds written out report
+    the same wrong cell, in the same words."""
+    program, series = _compiled(tmp_path, "ring", series=True)
+    _, explicit = _compiled(tmp_path, "ring", series=False)
+    names = [d.name for d in program.topology.devices]
+    texts = []
+    for schedule in (series, explicit):
+        cut = Rounds([tuple(schedule.rounds[:-1])])
+        broken = type(schedule)(schedule.name, schedule.collective, cut, schedule.span)
+        verdict = verify_schedule(broken, names)
+        assert not verdict.ok
+        texts.append(_words(verdict))
+    assert texts[0] == texts[1]
+
+
+def test_empty_rounds_of_a_series_keep_their_place_in_parallel(tmp_path):
+    """Branch a's first two rounds are empty, so b's rounds 0 and 1 run alone and its round 2
+    runs with a's third (by hand: rounds of 1, 1, 2, 1 transfers)."""
+    body = ("schedule x {\n parallel {\n  for t in 0..3 round {\n   if t >= 2: copy all from g[0] to g[t]\n"
+            "  }\n  for t in 0..2 {\n   round {\n    copy all from g[4] to g[5 + t]\n   }\n  }\n }\n}\n")
+    program = load_program(write(tmp_path, "case.sched", MACHINE + body))
+    schedule = program.schedule("x")
+    shown = rounds_of(program, schedule)
+    assert [len(r) for r in shown] == [1, 1, 2, 1]
+    assert ("copy", "g[0]", "g[2]") in [t[:3] for t in shown[2]]
+    assert ("copy", "g[4]", "g[7]") in [t[:3] for t in shown[2]]
+
+
+def test_rounds_read_as_a_sequence(tmp_path):
+    program, series = _compiled(tmp_path, "ring", series=True)
+    rounds = series.rounds
+    assert len(rounds) == 14
+    assert rounds_of(program, type(series)(series.name, series.collective, (rounds[-1],),
+                                          series.span)) == rounds_of(program, type(series)(
+        series.name, series.collective, (rounds[13],), series.span))
+    assert isinstance(rounds[2:5], tuple) and len(rounds[2:5]) == 3
+    assert len(rounds[:3] + rounds) == 17 and len(rounds + rounds[:1]) == 15
+    assert len((rounds[0],) + rounds) == 15
+    with pytest.raises(IndexError):
+        rounds[14]
+    assert len(list(series.rounds.batches())) == 2  # the two series' batches, whole
