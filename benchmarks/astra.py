@@ -18,7 +18,8 @@ untimed) and runs schedc and ASTRA-sim alternately, --repeat times each:
   message costs alpha + bytes / B, as one round does in schedc.
 - system (JSON): ring in every dimension, "localBWAware" (reduce-scatter in dimension 0,
   all-reduce in dimension 1, all-gather in dimension 0: the hierarchical schedule), one chunk
-  ("preferred-dataset-splits": 1, as schedc's schedules do not pipeline), endpoint-delay 0.
+  ("preferred-dataset-splits": 1, as schedc's schedules do not pipeline), endpoint-delay 1 (ns:
+  ASTRA-sim's event queue must move forward from time 0, so 0 aborts it, EventQueue.cpp:33).
 - remote memory (JSON): {"memory-type": "NO_MEMORY_EXPANSION"}.
 - workload: one Chakra execution trace per NPU, PREFIX.<npu>.et, each a single COMM_COLL_NODE
   with comm_type ALL_REDUCE and comm_size V bytes, as ASTRA-sim's
@@ -123,7 +124,7 @@ def system_json(dims: int) -> str:
     ring = ["ring"] * dims  # one implementation per dimension
     return json.dumps({
         "scheduling-policy": "LIFO",
-        "endpoint-delay": 0,
+        "endpoint-delay": 1,
         "active-chunks-per-dimension": 1,
         "preferred-dataset-splits": 1,
         "all-reduce-implementation": ring,

@@ -1,16 +1,19 @@
 """One measured child process, shared by the benchmark scripts (targets.py, astra.py): its wall
-time, its own peak resident memory (wait4's ru_maxrss, so every run is measured on its own, not
-the running maximum over all children) and, when asked, its standard output.
+time, its own peak resident memory and, when asked, its standard output.
+
+The peak is wait4's ru_maxrss, so every run is measured on its own (not the running maximum
+over all children). Linux counts in it what a child held before it exec'd its program: a
+child forked from this script would start at this script's size (about 90 MiB after a few
+runs). So a small launcher (`python -S`, about 10 MiB) forks the program and reports the
+program's wall time and ru_maxrss: peaks below the launcher's size read as its size.
 """
 
 from __future__ import annotations
 
-import os
 import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -29,21 +32,35 @@ def schedc(*args: str) -> list[str]:
     return [sys.executable, "-m", "schedc", *args]
 
 
+# argv: the file to write "exit code, wall seconds, ru_maxrss KiB" to, then the command
+LAUNCHER = """
+import os, sys, time
+start = time.perf_counter()
+pid = os.fork()
+if pid == 0:
+    os.execvp(sys.argv[2], sys.argv[2:])
+_, status, usage = os.wait4(pid, 0)
+wall = time.perf_counter() - start
+with open(sys.argv[1], "w") as report:
+    report.write(f"{os.waitstatus_to_exitcode(status)} {wall!r} {usage.ru_maxrss}")
+"""
+
+
 def run_once(command: list[str], cwd: Path = ROOT, capture: bool = False) -> Run:
     """Run `command` to its end. Standard output goes to a file (a pipe could fill up and stall
     the child while we wait for it); a non-zero exit stops the benchmark with the child's stderr."""
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-        start = time.perf_counter()
-        process = subprocess.Popen(command, cwd=cwd, stdout=out if capture else subprocess.DEVNULL,
-                                   stderr=err)
-        _, status, usage = os.wait4(process.pid, 0)
-        wall = time.perf_counter() - start
-        if os.waitstatus_to_exitcode(status) != 0:
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err, \
+            tempfile.TemporaryDirectory() as scratch:
+        report = Path(scratch) / "report"
+        subprocess.run([sys.executable, "-S", "-c", LAUNCHER, str(report), *command], cwd=cwd,
+                       stdout=out if capture else subprocess.DEVNULL, stderr=err, check=False)
+        code, wall, peak = report.read_text().split() if report.exists() else ("?", "0", "0")
+        if code != "0":
             err.seek(0)
             raise SystemExit(f"{' '.join(command)} failed: {err.read().decode(errors='replace')}")
         out.seek(0)
         text = out.read().decode(errors="replace") if capture else ""
-    return Run(wall, usage.ru_maxrss * 1024, text)
+    return Run(float(wall), int(peak) * 1024, text)
 
 
 def summary(runs: list[Run]) -> tuple[float, float, int]:

@@ -52,6 +52,9 @@ system = json.load(open(args["system-configuration"]))
 assert system["scheduling-policy"] in ("LIFO", "FIFO", "EXPLICIT")
 assert system["collective-optimization"] in ("baseline", "localBWAware")
 assert len(system["all-reduce-implementation"]) == dims
+# The first message events come endpoint-delay ns after time 0, and the event queue must move
+# forward (EventQueue.cpp:33 asserts it): a delay of 0 aborts the run. (Sys.cc's default: 10.)
+assert system.get("endpoint-delay", 10) >= 1, system
 assert json.load(open(args["remote-memory-configuration"])) == {{
     "memory-type": "NO_MEMORY_EXPANSION"}}
 npus = 1

@@ -68,6 +68,14 @@ def _words(verdict) -> list[str]:
     return [re.sub(r"at \S+case\.sched:\d+:\d+", "at <file>", line) for line in lines]
 
 
+def test_rows_that_hash_alike_are_told_apart(tmp_path, monkeypatch):
+    """With a hash that makes every row collide, the pairs' 6 distinct rounds are still 6."""
+    import schedc.cost.lower as lowering
+    monkeypatch.setattr(lowering, "row_weights", lambda width: np.zeros(width, np.uint64))
+    program, series = _compiled(tmp_path, "pairs", series=True)
+    assert len(set(lower(series, program.topology).shape_of.tolist())) == 6
+
+
 def test_the_uneven_case_counts_what_it_should(tmp_path):
     # By hand: round t has transfers for j < t with j % 3 != 2, plus one in round 5; round 0
     # (and no other) is empty and dropped.

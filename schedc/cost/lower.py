@@ -179,26 +179,46 @@ def _shapes(schedule: Schedule) -> tuple[np.ndarray, list[int]]:
 def _alike(series: Series) -> tuple[np.ndarray, np.ndarray] | None:
     """Where a series' distinct rounds first appear and which of them each round is, when
     every round takes as many transfers from each batch (else None): rounds compared as rows
-    of their sources, destinations and lengths."""
+    of their sources, destinations and lengths, a few rows at a time."""
     counts = np.diff(series.starts, axis=1)
     if not len(series) or not np.all(counts == counts[:, :1]):
         return None
-    columns = [x.reshape(len(series), -1) for b, c in zip(series.batches, counts[:, 0]) if c
-               for x in (b.src, b.dst, b.length)]
-    if not columns:
+    n = len(series)
+    views = [x.reshape(n, c) for b, c in zip(series.batches, counts[:, 0].tolist()) if c
+             for x in (b.src, b.dst, b.length)]
+    if not views:
         return None
-    rows = np.hstack(columns)
+    step = max(1, ROWS_AT_ONCE // sum(v.shape[1] for v in views))
+    blocks = [slice(lo, min(lo + step, n)) for lo in range(0, n, step)]
+
+    def rows(index: slice | np.ndarray) -> np.ndarray:
+        return np.hstack([v[index] for v in views])
+
+    first = rows(slice(0, 1))
+    if all(np.array_equal(rows(b), np.broadcast_to(first, (b.stop - b.start, first.shape[1])))
+           for b in blocks):  # (a ring's rounds: one shape)
+        return np.zeros(1, np.int64), np.zeros(n, np.int64)
     # Rows compared by a hash first (sorting 10^5 rows as rows is slow), which must then
     # have put equal rows together, and only them.
-    weights = np.random.default_rng(0).integers(1, 2**63, size=rows.shape[1], dtype=np.uint64)
-    _, where, which = np.unique((rows.astype(np.uint64) * weights).sum(axis=1, dtype=np.uint64),
-                                return_index=True, return_inverse=True)
-    if not np.array_equal(rows[where][which], rows):
-        _, where, which = np.unique(rows, axis=0, return_index=True, return_inverse=True)
+    weights = row_weights(first.shape[1])
+    keys = np.concatenate([(rows(b).astype(np.uint64) * weights).sum(axis=1, dtype=np.uint64)
+                           for b in blocks])
+    _, where, which = np.unique(keys, return_index=True, return_inverse=True)
+    which = which.reshape(-1)
+    if not all(np.array_equal(rows(b), rows(where[which[b]])) for b in blocks):
+        return None  # a collision: let the rounds be compared one by one
     order = np.argsort(where)  # distinct rounds numbered in order of appearance
     rank = np.empty_like(order)
     rank[order] = np.arange(len(order))
-    return where[order], rank[which.reshape(-1)]
+    return where[order], rank[which]
+
+
+ROWS_AT_ONCE = 1 << 20  # entries of the rows compared together, to bound the memory it takes
+
+
+def row_weights(width: int) -> np.ndarray:
+    """The weights of a row's hash (random, and always the same)."""
+    return np.random.default_rng(0).integers(1, 2**63, size=width, dtype=np.uint64)
 
 
 def _shape_latency(topology: Topology, pairs: np.ndarray, spans: list, pair_of_transfer: np.ndarray,
