@@ -127,3 +127,26 @@ def test_rounds_read_as_a_sequence(tmp_path):
     with pytest.raises(IndexError):
         rounds[14]
     assert len(list(series.rounds.batches())) == 2  # the two series' batches, whole
+
+
+def test_parallel_series_of_one_length_stay_one_series(tmp_path):
+    """Two branches of 3 rounds each, zipped: one series of both branches' batches, the same
+    rounds as the rounds written out (by hand: 3 rounds of 4 + 4 transfers)."""
+    def text(series: bool) -> str:
+        loop = ("for s in 0..2 round {\n for j in 0..3: copy part(s of 4) from g[4*h + j] "
+                "to g[4*h + (j + 1) % 4]\n }")
+        if not series:
+            loop = loop.replace(" round {\n", " {\n round {\n") + "\n }"
+        return MACHINE + f"schedule x {{\n parallel for h in 0..1 {{\n {loop}\n }}\n}}\n"
+
+    compiled = []
+    for series in (True, False):
+        directory = tmp_path / str(series)
+        directory.mkdir()
+        program = load_program(write(directory, "case.sched", text(series)))
+        compiled.append((program, program.schedule("x")))
+    (program, a), (_, b) = compiled
+    (part,) = a.rounds.parts
+    assert isinstance(part, Series) and len(part.batches) == 2
+    assert [len(r) for r in a.rounds] == [8, 8, 8]
+    assert rounds_of(program, a) == rounds_of(program, b)

@@ -48,9 +48,11 @@ class RoundList:
         return self.count
 
     def append(self, buffer: RoundBuffer) -> None:
-        if not self.parts or isinstance(self.parts[-1], Series):
-            self.parts.append([])
-        self.parts[-1].append(buffer)  # type: ignore[union-attr]
+        last = self.parts[-1] if self.parts else None
+        if not isinstance(last, list):
+            last = []
+            self.parts.append(last)
+        last.append(buffer)
         self.count += 1
 
     def extend(self, other: RoundList) -> None:
@@ -90,11 +92,10 @@ def zipped(branches: list[RoundList]) -> RoundList:
     out = RoundList()
     if len(busy) == 1:
         return busy[0]
-    if busy and all(len(b.parts) == 1 and isinstance(b.parts[0], Series) for b in busy) \
-            and len({len(b) for b in busy}) == 1:
-        series = [b.parts[0] for b in busy]
-        out.add_series(Series(tuple(x for s in series for x in s.batches),  # type: ignore[union-attr]
-                              np.concatenate([s.starts for s in series])))  # type: ignore[union-attr]
+    series = [p for b in busy if len(b.parts) == 1 for p in b.parts if isinstance(p, Series)]
+    if busy and len(series) == len(busy) and len({len(s) for s in series}) == 1:
+        out.add_series(Series(tuple(x for s in series for x in s.batches),
+                              np.concatenate([s.starts for s in series])))
         return out
     lists = [b.buffers() for b in busy]
     for j in range(max((len(b) for b in lists), default=0)):
