@@ -33,7 +33,7 @@ from ..units import (
 )
 from . import schema
 from .floats import csv_rows
-from .text import dump_json, json_number, params_json, table
+from .text import dump_json, dump_json_pieces, json_number, params_json, table
 from .verdict import verdict_json, verdict_text
 
 
@@ -255,8 +255,9 @@ def sweep_text(result: Sweep) -> str:
     return text
 
 
-def sweep_json(program: Program, result: Sweep) -> str:
-    return dump_json({
+def sweep_json(program: Program, result: Sweep) -> list[bytes]:
+    """The sweep's JSON document, in pieces of bytes (`dump_json_pieces`)."""
+    return dump_json_pieces({
         "schema": schema.SWEEP,
         "file": program.path,
         "param": result.param.name,
