@@ -46,15 +46,15 @@ def csv_rows(columns: Sequence[np.ndarray]) -> Iterator[bytes]:
     rows = len(arrays[0]) if arrays else 0
     firsts = _first_equal(arrays)
     unique = sorted(set(firsts))
-    step = max(1, BLOCK // max(1, len(unique)))
+    step = max(1, BLOCK)
     newline = _U(ord(",") ^ ord("\n")) << _U(56)  # the last separator: a slot's last byte
 
     def piece(start: int) -> bytes:
         parts = [a[start:start + step] for a in arrays]
         slots = {j: _slots(parts[j], b",") for j in unique}
-        if any(column is None for column in slots.values()):  # a nan, an infinity or a
-            return reference_rows(parts).encode()  # subnormal: repr's block
-        columns = [slots[first] for first in firsts]
+        columns = [column for column in (slots[first] for first in firsts) if column is not None]
+        if len(columns) < len(firsts):  # a nan, an infinity or a subnormal: repr's block
+            return reference_rows(parts).encode()
         words = np.empty((len(parts[0]), sum(c.shape[1] for c in columns)), dtype=_U)
         at = 0
         for column in columns:
@@ -223,7 +223,7 @@ def _slots(values: np.ndarray, separator: bytes) -> np.ndarray | None:
     clipped = np.clip(point, POINTS[0], POINTS[-1])
     row = (clipped - POINTS[0]) * 2 + dotted
     row += np.signbit(values) * (len(POINTS) * 2)
-    layout = _row_layout(row, clipped)
+    layout = _row_layout(row, clipped, dotted)
     line, carry = [], _U(0)
     for i in range(3):  # the digits; those from the point on move up a byte for "."
         before = digits[i] & layout["before" + str(i)]
@@ -234,9 +234,12 @@ def _slots(values: np.ndarray, separator: bytes) -> np.ndarray | None:
     width = 3 if layout["width"].ndim == 0 and layout["width"] * 8 + bits.max() <= 192 else 4
     slots = np.empty((len(values), width), dtype=_U)
     prefix, shift = layout["prefix"], layout["shift"]
-    slots[:, 0] = prefix | (line[0] << shift)
-    slots[:, 1] = (line[1] << shift) | (line[0] >> (_U(64) - shift))
-    slots[:, 2] = (line[2] << shift) | (line[1] >> (_U(64) - shift))
+    if shift.ndim == 0 and shift == 0:  # no sign, no "0.000": the digits as they are
+        slots[:, 0], slots[:, 1], slots[:, 2] = line
+    else:
+        slots[:, 0] = prefix | (line[0] << shift)
+        slots[:, 1] = (line[1] << shift) | (line[0] >> (_U(64) - shift))
+        slots[:, 2] = (line[2] << shift) | (line[1] >> (_U(64) - shift))
     if width == 3:
         slots[:, 2] |= tail << (_U(64) - bits)
     else:
@@ -251,7 +254,7 @@ def _digits(x: np.ndarray) -> tuple[list[np.ndarray], np.ndarray, np.ndarray]:
     f, k = shortest(x)
     digits_of = _tables()[0]
     long = f >= _U(10**16)  # f has 16 or 17 digits: pad it to 17
-    padded = np.where(long, f, f * _U(10))
+    padded = f * (_U(10) - _U(9) * long)
     point = k + 16 + long
     lead = padded // _U(10**16)
     rest = padded - lead * _U(10**16)
@@ -273,28 +276,33 @@ def _digits(x: np.ndarray) -> tuple[list[np.ndarray], np.ndarray, np.ndarray]:
 
 
 def _tail(scientific: np.ndarray, point: np.ndarray, separator: bytes
-          ) -> tuple[np.ndarray, np.ndarray]:
-    """The exponent ("e-05", or none) and the separator after it, as a word, and its bits."""
+          ) -> tuple[np.ndarray | np.uint64, np.ndarray | np.uint64]:
+    """The exponent ("e-05", or none) and the separator after it, as a word, and its bits
+    (for each number, or one for all)."""
     _, exponents, lengths = _tables()
     after = _U(_word(separator))
     bits = _U(8 * len(separator))
     if scientific.ndim == 0 and not scientific:  # positional, all of them: no exponent
-        return np.full(len(point), after), np.full(len(point), bits)
+        return after, bits
     if scientific.ndim == 0 and point[0] == point.min() == point.max():  # one exponent
         at = point[0] + 399
-        return (np.full(len(point), exponents[at] | (after << lengths[at])),
-                np.full(len(point), lengths[at] + bits))
+        return exponents[at] | (after << lengths[at]), lengths[at] + bits
     exponent = 801 + scientific.astype(np.int64) * (point - 402)  # 801: none
     length = lengths.take(exponent)
     return exponents.take(exponent) | (after << length), length + bits
 
 
-def _row_layout(row: np.ndarray, clipped: np.ndarray) -> dict[str, np.ndarray]:
-    """The layout's words for each number: one row's scalars when all numbers have it (or
-    differ only in being dotted, which only a scientific number shows), else gathered."""
+def _row_layout(row: np.ndarray, clipped: np.ndarray, dotted: np.ndarray
+                ) -> dict[str, np.ndarray]:
+    """The layout's words for each number: one row's scalars when all numbers have it, or
+    differ only in being dotted (which only a scientific number shows: then only its "."
+    differs, the digits after the first being NUL when there is none), else gathered."""
     layouts = _layouts()
     first, last = int(row.min()), int(row.max())
-    scientific = not POINTS[0] < clipped[0] < POINTS[-1]
-    if first == last or (last == first + 1 and first % 2 == 0 and not scientific):
-        return {name: table[last] for name, table in layouts.items()}
-    return {name: table.take(row) for name, table in layouts.items()}
+    if first // 2 != last // 2:
+        return {name: table.take(row) for name, table in layouts.items()}
+    layout = {name: table[last] for name, table in layouts.items()}
+    if first != last and not POINTS[0] < clipped[0] < POINTS[-1]:  # "1e-05" and "1.5e-05"
+        dot = layouts["or0"][last] ^ layouts["or0"][first]
+        layout["or0"] = layouts["or0"][first] | (dotted * dot)
+    return layout

@@ -50,8 +50,7 @@ def shortest(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     # exactly one of sp10, sp10 + 10 in the interval: it; else s or t = s + 1 (the one in
     # it, or the closer)
     f = s + (away ^ ((uin != win) & (win ^ away)))
-    np.copyto(f, sp10 + _U(10) * wpin, where=upin != wpin)
-    return f, k
+    return f + (sp10 + _U(10) * wpin - f) * (upin != wpin), k  # arithmetic: no masked copy
 
 
 def _scaled(row: np.ndarray, h: np.ndarray, cbs: list[np.ndarray],
