@@ -24,7 +24,9 @@ import numpy as np
 
 from .schubfach import K_MIN, _powers_of_ten, _round_to_odd, _scaled, shortest
 
-__all__ = ["K_MIN", "_powers_of_ten", "_round_to_odd", "_scaled"]  # the tests check them here
+__all__ = ["BLOCK", "csv_rows", "json_bytes", "json_list", "json_pieces", "reference_rows",
+           "same_bits",  # and, for the tests that check Schubfach's steps, from schubfach:
+           "K_MIN", "_powers_of_ten", "_round_to_odd", "_scaled"]
 
 BLOCK = 16_384  # numbers formatted at a time: the arrays stay in the cache
 _U = np.uint64
