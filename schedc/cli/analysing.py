@@ -138,7 +138,8 @@ def sweep_command(session, vary: str, linear: bool, csv_path: Path | None,
         from ..render.plot import save, sweep_figure
         save(sweep_figure(result), plot_path)
     if as_json:
-        click.echo(sweep_json(program, result), nl=False)
+        for piece in sweep_json(program, result):  # bytes: straight to the binary stdout
+            click.echo(piece, nl=False)
     else:
         text = sweep_text(result) if csv_path is None else sweep_summary(result, csv_path)
         click.echo(text, nl=False)

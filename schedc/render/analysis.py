@@ -33,7 +33,7 @@ from ..units import (
 )
 from . import schema
 from .floats import csv_rows
-from .text import dump_json, json_number, params_json, table
+from .text import dump_json, dump_json_pieces, json_number, params_json, table
 from .verdict import verdict_json, verdict_text
 
 
@@ -240,8 +240,7 @@ def sensitivity_json(program: Program, rows) -> str:
 def sweep_text(result: Sweep) -> str:
     names = list(result.times)
     columns = [np.asarray(result.times[n], dtype=float).tolist() for n in names]
-    fastest = (np.argmin(np.vstack([result.times[n] for n in names]), axis=0).tolist()
-               if names else [])  # the first of equal times, as min() picks
+    fastest = _fastest(result).tolist() if names else []
     shown = ([str(int(v)) for v in result.values] if result.compiles else
              [format_quantity(v, result.param.dim) for v in np.asarray(result.values).tolist()])
     rows = [(result.param.name, *names, "fastest")]
@@ -255,8 +254,9 @@ def sweep_text(result: Sweep) -> str:
     return text
 
 
-def sweep_json(program: Program, result: Sweep) -> str:
-    return dump_json({
+def sweep_json(program: Program, result: Sweep) -> list[bytes]:
+    """The sweep's JSON document, in pieces of bytes (`dump_json_pieces`)."""
+    return dump_json_pieces({
         "schema": schema.SWEEP,
         "file": program.path,
         "param": result.param.name,
@@ -282,6 +282,18 @@ def sweep_csv(result: Sweep) -> Iterator[str | bytes]:
     yield from csv_rows([result.values, *result.times.values()])
 
 
+def _fastest(result: Sweep) -> np.ndarray:
+    """The index of the fastest schedule at each point, the first of equal times (as min()
+    picks, and argmin over the stacked columns): a pass a column, not a strided argmin."""
+    columns = list(result.times.values())
+    best, fastest = np.asarray(columns[0], dtype=float), np.zeros(len(result.values), np.intp)
+    for k, column in enumerate(columns[1:], 1):
+        faster = column < best
+        best = np.where(faster, column, best)
+        fastest[faster] = k
+    return fastest
+
+
 def sweep_summary(result: Sweep, path: Path) -> str:
     """What `sweep --csv` prints instead of the table: what it wrote, and where the fastest
     schedule changes over the range."""
@@ -292,7 +304,7 @@ def sweep_summary(result: Sweep, path: Path) -> str:
              f"{format_quantity(float(values[-1]), dim)}, {result.spacing}) for "
              f"{len(names)} schedule{'s' * (len(names) != 1)} to {path}"]
     if names:
-        best = np.argmin(np.vstack([result.times[n] for n in names]), axis=0)
+        best = _fastest(result)
         starts = [0, *(np.flatnonzero(np.diff(best)) + 1).tolist()]
         lines.append("fastest: " + ", ".join(
             f"{names[best[k]]} from {format_quantity(float(values[k]), dim)}" for k in starts))

@@ -53,28 +53,52 @@ def dump_json(document: dict) -> str:
     numbers (a sweep's 10^6 points) go on one line, through json's C encoder: indenting
     runs in pure Python, a hundred times slower. A NumPy array of floats is such a list, written
     by `floats.json_list` with the same bytes, many times faster than json's float repr."""
-    inline: list[str] = []
+    return "".join(_json_pieces(document, as_bytes=False))  # one copy of a long document
+
+
+def dump_json_pieces(document: dict) -> list[bytes]:
+    """`dump_json` as ASCII bytes, in pieces to be written one after another: a sweep's
+    70 MB of numbers go out without a copy into one string (and back to bytes)."""
+    return _json_pieces(document, as_bytes=True)
+
+
+def _json_pieces(document: dict, as_bytes: bool) -> list:
+    """The text, or bytes, of `dump_json` in pieces: indented JSON and the inline lists."""
+    inline: list[list] = []  # the pieces of each inline list
     numpy = sys.modules.get("numpy")  # not imported: no value is an array
+    arrays: list = []  # (array, its index in inline): an array equal to an earlier one reuses it
 
     def mark(value):
         if isinstance(value, dict):
             return {k: mark(v) for k, v in value.items()}
         if numpy is not None and isinstance(value, numpy.ndarray):
             if value.ndim == 1 and len(value) > INLINE_LIST and value.dtype.kind == "f":
-                from .floats import json_list
-                inline.append(json_list(value))
-                return f"\0{len(inline) - 1}"
+                from .floats import json_pieces, same_bits
+                index = next((k for a, k in arrays if same_bits(a, value)), None)
+                if index is None:
+                    pieces = json_pieces(value)
+                    inline.append(pieces if as_bytes else [b"".join(pieces).decode("ascii")])
+                    index = len(inline) - 1
+                    arrays.append((value, index))
+                return f"\0{index}"
             value = value.tolist()
         if isinstance(value, list):
             if len(value) > INLINE_LIST and all(type(v) in (int, float) for v in value):
-                inline.append(json.dumps(value, allow_nan=False))
+                text = json.dumps(value, allow_nan=False)
+                inline.append([text.encode("ascii") if as_bytes else text])
                 return f"\0{len(inline) - 1}"
             return [mark(v) for v in value]
         return value
 
-    pieces = re.split(r'"\\u0000(\d+)"', json.dumps(mark(document), indent=2, allow_nan=False))
-    pieces[1::2] = [inline[int(k)] for k in pieces[1::2]]
-    return "".join([*pieces, "\n"])  # one copy of a long document, not two
+    text = json.dumps(mark(document), indent=2, allow_nan=False)
+    skeleton = re.split(r'"\\u0000(\d+)"', text + "\n")  # ASCII: json.dumps escapes the rest
+    pieces = []
+    for k, piece in enumerate(skeleton):
+        if k % 2:
+            pieces.extend(inline[int(piece)])
+        else:
+            pieces.append(piece.encode("ascii") if as_bytes else piece)
+    return pieces
 
 
 def _class_json(c: RoundClass, topology: Topology, nominal: dict) -> dict:
