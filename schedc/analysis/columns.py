@@ -74,7 +74,6 @@ def reduce_columns(schedule: Schedule, geo: Geometry, rounds: Sequence[Round],
     else:
         return None
     symmetry = Symmetry(geo, turn)
-    rounds = list(rounds)  # a series' rounds made once, as blocks are read round by round
     taken = _Taken(geo, len(rounds))
     for bl in blocks(rounds, geo):
         if not symmetry.holds(bl):

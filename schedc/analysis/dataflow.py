@@ -147,7 +147,9 @@ def geometry(schedule: Schedule, devices: int, ran: Ran | None = None) -> Geomet
     coll = schedule.collective
     p = len(coll.ranks)
     ran = step_rounds(schedule) if ran is None else ran
-    batches = [b for b in ran_batches(ran) if b.op != "send"]
+    # A series' batches come whole: cut into pieces whose arrays stay in the cache.
+    batches = [b.take(slice(lo, lo + GROUP)) if len(b) > GROUP else b
+               for b in ran_batches(ran) if b.op != "send" for lo in range(0, len(b), GROUP)]
     scale = lcm(p, *{b.den for b in batches})
     if scale > MAX_SCALE:
         raise LimitError(f"regions are cut too finely to verify (1/{scale} of the buffer){_SKIP}",
@@ -160,24 +162,28 @@ def geometry(schedule: Schedule, devices: int, ran: Ran | None = None) -> Geomet
         cuts.append(np.arange(p + 1, dtype=np.int64) * (scale // p))
     used = np.zeros(devices, dtype=bool)
     moves = []
-    for group in grouped(batches, GROUP):
-        factors = {scale // b.den for b in group}
-        f: int | np.ndarray = factors.pop() if len(factors) == 1 else \
-            np.repeat([scale // b.den for b in group], [len(b) for b in group])
-        start, length = joined([b.off for b in group]), joined([b.length for b in group])
-        if not isinstance(f, int) or f != 1:
-            start, length = start * f, length * f
-        ends = [start, start + length]
+    full = False  # every position is a boundary already (a ring's p parts): no more to mark
+    for k, group in enumerate(grouped(batches, GROUP)):
+        ends = []
         for b in group:
             if b.into_off is not None:  # where a moved region lands is cut too
                 g = scale // b.den
                 ends += [b.into_off * g, (b.into_off + b.length) * g]
                 moves.append(np.stack([b.off * g, b.length * g, b.into_off * g], axis=1))
+        if not full:
+            factors = {scale // b.den for b in group}
+            f: int | np.ndarray = factors.pop() if len(factors) == 1 else \
+                np.repeat([scale // b.den for b in group], [len(b) for b in group])
+            start, length = joined([b.off for b in group]), joined([b.length for b in group])
+            if not isinstance(f, int) or f != 1:
+                start, length = start * f, length * f
+            ends += [start, start + length]
         if mark is None:
             cuts += ends
         else:
             for points in ends:
                 mark[points] = True
+            full = full or (k % 64 == 63 and bool(mark.all()))
         used[joined([b.src for b in group])] = True
         used[joined([b.dst for b in group])] = True
     if mark is None:

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..model.ir import Batch, Round, joined
+from ..model.ir import Batch, Round, Rounds, Series, joined
 from .dataflow import Geometry
 
 BLOCK = 32768  # transfers checked together: small rounds alike in shape, as one 2-d array
@@ -45,7 +45,36 @@ class Block:
 
 
 def blocks(rounds: Sequence[Round], geo: Geometry) -> Iterator[Block]:
-    """The rounds that move data, grouped into blocks of alike rounds."""
+    """The rounds that move data, grouped into blocks of alike rounds: a series of one batch
+    and as many transfers in every round straight from its arrays, other rounds made once."""
+    parts = rounds.parts if isinstance(rounds, Rounds) else (tuple(rounds),)
+    offset = 0
+    for part in parts:
+        if isinstance(part, Series) and (each := _one_batch(part)):
+            yield from _series_blocks(part, each, offset, geo)
+        else:
+            made = [part.round(k) for k in range(len(part))] if isinstance(part, Series) else part
+            yield from _round_blocks(list(made), offset, geo)
+        offset += len(part)
+
+
+def _one_batch(series: Series) -> int:
+    """The transfers of each round of a series of one batch that moves data, as many in every
+    round (else 0)."""
+    counts = np.diff(series.starts, axis=1)
+    return int(counts[0, 0]) if (len(series.batches) == 1 and series.batches[0].op != "send"
+                                 and len(series) and np.all(counts == counts[0, 0])) else 0
+
+
+def _series_blocks(series: Series, n: int, offset: int, geo: Geometry) -> Iterator[Block]:
+    (b,) = series.batches
+    step = max(1, BLOCK // n)
+    for lo in range(0, len(series), step):
+        hi = min(lo + step, len(series))
+        yield _block(offset + lo, [b.take(slice(lo * n, hi * n))], hi - lo, ((0, n, b.op),), geo)
+
+
+def _round_blocks(rounds: list[Round], offset: int, geo: Geometry) -> Iterator[Block]:
     def shape(rnd: Round) -> tuple:  # (sends move no part of the buffer; empty batches nothing)
         return tuple((k, len(b), b.op) for k, b in enumerate(rnd.batches)
                      if b.op != "send" and len(b))
@@ -59,13 +88,14 @@ def blocks(rounds: Sequence[Round], geo: Geometry) -> Iterator[Block]:
                and shape(rounds[stop]) == kind):
             stop += 1
         if n:
-            yield _block(rounds, index, stop, kind, geo)
+            batches = [rounds[r].batches[k] for r in range(index, stop) for k, _, _ in kind]
+            yield _block(offset + index, batches, stop - index, kind, geo)
         index = stop
 
 
-def _block(rounds: Sequence[Round], start: int, stop: int, kind: tuple, geo: Geometry) -> Block:
-    batches = [rounds[r].batches[k] for r in range(start, stop) for k, _, _ in kind]
-    shape = (stop - start, -1)
+def _block(start: int, batches: list[Batch], count: int, kind: tuple, geo: Geometry) -> Block:
+    """`count` rounds of the shape `kind` from round `start` on: their batches in order."""
+    shape = (count, -1)
 
     def rows(values: list[np.ndarray]) -> np.ndarray:
         return joined(values).reshape(shape)
