@@ -67,3 +67,21 @@ def test_many_small_blocks_write_the_same_bytes(run, monkeypatch, tmp_path, name
     assert out == (EXPECTED / f"{name}.out").read_text()
     if csv is not None:
         assert csv == (EXPECTED / f"{name}.csv").read_text()
+
+
+def test_json_sweep_into_a_text_only_stdout():
+    """`schedc.cli.main` called with stdout a StringIO (no binary buffer), as a library user or
+    benchmarks/solve.py does: the JSON comes out as text, the same document."""
+    import contextlib
+    import io
+    import json
+
+    from schedc.cli import main
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), pytest.raises(SystemExit) as exited:
+        main(["sweep", str(SCHEDULES / "seed/nvlink_2x8.sched"), "--vary", "V=1KB:1MB:3",
+              "--json"])
+    assert exited.value.code == 0
+    document = json.loads(out.getvalue())
+    assert document["schema"] == "schedc.sweep/1"
+    assert document["values"] == [1000.0, 31622.7766017, 1000000.0]  # 1 kB·1000^(k/2)

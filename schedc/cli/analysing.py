@@ -3,6 +3,7 @@ self-checking ones, `eval` (a file's reports) and `check` (its expects)."""
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import click
@@ -138,8 +139,10 @@ def sweep_command(session, vary: str, linear: bool, csv_path: Path | None,
         from ..render.plot import save, sweep_figure
         save(sweep_figure(result), plot_path)
     if as_json:
-        for piece in sweep_json(program, result):  # bytes: straight to the binary stdout
-            click.echo(piece, nl=False)
+        # bytes: straight to the binary stdout, unless stdout is text only (a StringIO)
+        binary = getattr(sys.stdout, "buffer", None) is not None
+        for piece in sweep_json(program, result):
+            click.echo(piece if binary else piece.decode("utf-8"), nl=False)
     else:
         text = sweep_text(result) if csv_path is None else sweep_summary(result, csv_path)
         click.echo(text, nl=False)
