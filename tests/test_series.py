@@ -150,3 +150,59 @@ def test_parallel_series_of_one_length_stay_one_series(tmp_path):
     assert isinstance(part, Series) and len(part.batches) == 2
     assert [len(r) for r in a.rounds] == [8, 8, 8]
     assert rounds_of(program, a) == rounds_of(program, b)
+
+
+def _loop(header: str, body: str, series: bool) -> str:
+    return (f"for {header} round {{\n{body}\n}}" if series else
+            f"for {header} {{\nround {{\n{body}\n}}\n}}")
+
+
+# Compositions around round loops, each with its loops as series or written out round by
+# round: iterations left empty by an `if` inside `parallel` next to explicit rounds and loops
+# of other lengths, sends and `into` in loop bodies, a round written out next to a series of
+# the same shape, and `parallel for`s of loops of unequal lengths (rounds one by one) and of
+# equal lengths (one series).
+COMPOSITIONS = {
+    "gaps": lambda s: "parallel {\n" + _loop("t in 0..5", "if t % 2 == 0: copy part(0 of 8) from g[0] to g[t + 1]", s)
+    + "\nfor u in 0..1 { round { copy part(2 of 8) from g[2] to g[(u + 3) % 8] } }\n"
+    + _loop("t in 0..2", "copy part(5 of 8) from g[5] to g[(t + 6) % 8]", s)
+    + "\nround { send 1 MiB from g[7] to g[0] }\n}\n"
+    + _loop("t in 0..4", "if t > 9: copy part(1 of 8) from g[1] to g[2]", s) + "\n"
+    + _loop("t in 0..3", "if t == 1 or t == 3: copy part(1 of 8) from g[1] to g[t + 4]", s) + "\n",
+    "sends_into": lambda s: _loop("t in 0..6", "send 1 MiB from g[t] to g[(t + 3) % 8]\n"
+                                  "for j in 0..7: copy part((j - t) % 8 of 8) from g[j] to g[(j + 1) % 8]"
+                                  " into part((j - t) % 8 of 8)", s) + "\n",
+    "shared_shapes": lambda s: "round { copy part(0 of 8) from g[0] to g[1] }\n"
+    + _loop("t in 0..5", "copy part(t % 2 of 8) from g[t % 2] to g[t % 2 + 1]", s)
+    + "\nround { copy part(1 of 8) from g[1] to g[2] }\n",
+    "unequal": lambda s: "parallel for h in 0..3: "
+    + _loop("t in 0..h", "copy part(h of 8) from g[h] to g[(h + t + 1) % 8]", s)
+    + "\nparallel for h in 4..7: "
+    + _loop("t in 0..2", "copy part(h of 8) from g[h] to g[(h + t + 1) % 8]", s) + "\n",
+}
+
+
+@pytest.mark.parametrize("case", sorted(COMPOSITIONS))
+def test_compositions_keep_every_transfer_in_order(tmp_path, case):
+    """Not only the same transfers per round: the same ones in the same order (which
+    listings, MSCCL XML and counterexamples show), the same shapes and the same verdict."""
+    compiled = []
+    for series in (True, False):
+        directory = tmp_path / str(series)
+        directory.mkdir()
+        text = MACHINE.replace("allreduce", "allgather") + "schedule x {\n" + COMPOSITIONS[case](series) + "}\n"
+        program = load_program(write(directory, "case.sched", text))
+        compiled.append((program, program.schedule("x")))
+    (program, a), (_, b) = compiled
+    assert any(isinstance(p, Series) for p in a.rounds.parts)
+    assert not any(isinstance(p, Series) for p in b.rounds.parts)
+
+    def listed(schedule) -> list[list[tuple]]:
+        return [[(t.op, t.src, t.dst, t.region, t.into, t.bytes) for t in r.transfers()]
+                for r in schedule.rounds]
+    assert listed(a) == listed(b)
+    la, lb = lower(a, program.topology), lower(b, program.topology)
+    for field in ("shape_of", "shape", "resource", "amount", "shape_cross"):
+        assert np.array_equal(getattr(la, field), getattr(lb, field)), field
+    names = [d.name for d in program.topology.devices]
+    assert _words(verify_schedule(a, names)) == _words(verify_schedule(b, names))
