@@ -127,6 +127,22 @@ def test_a_broadcast_cannot_be_written(run, tmp_path):
     assert not out.exists()
 
 
+def test_too_many_steps_are_refused_before_the_work(run, tmp_path):
+    """A ring over 160 ranks (318 rounds): every gpu sends to its successor in all 318, so each
+    thread block would have 318 steps or more (by hand), past the executors' 256; refused
+    at once, whatever the channels, and no file written."""
+    path = write(tmp_path, "r.sched", flat_machine(160) + f'import "{SCHEDULES}/lib/ring.sched"\n'
+                 "allreduce V over ranks\n"
+                 "schedule ring = ring_allreduce(ranks)\n")
+    out = tmp_path / "r.xml"
+    for channels in ("1", "4"):
+        code, text, err = run("export", "msccl", path, "-s", "ring", "--channels", channels,
+                              "--no-verify", "-o", out)
+        assert (code, text) == (2, "")
+        assert "at least 318 steps (a gpu sends to the same peer in 318 rounds)" in err
+        assert not out.exists()
+
+
 def _senders_idle_before(schedule) -> bool:
     """Some rank sends in round k > 1 without taking part in round k - 1: nothing in the XML
     can hold its send back to round k."""

@@ -29,8 +29,10 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from math import lcm
 
+import numpy as np
+
 from ..errors import UsageError
-from ..model.ir import Schedule
+from ..model.ir import Schedule, Series, joined
 
 PROTOCOLS = ("Simple", "LL", "LL128")
 KINDS = {"allreduce": "allreduce", "allgather": "allgather", "alltoall": "alltoall",
@@ -84,6 +86,10 @@ def export_msccl(schedule: Schedule, name: str | None = None, proto: str = "Simp
     if any(b.op == "send" for b in batches):
         raise UsageError(f"'{schedule.name}' has `send` transfers, which move no data of the "
                          "collective; MSCCL XML cannot say them")
+    busiest = _busiest_pair(schedule)
+    if busiest > MAX_STEPS:  # refused before the work, which grows with rounds × transfers
+        raise UsageError(f"a thread block would have at least {busiest} steps (a gpu sends to "
+                         f"the same peer in {busiest} rounds); the executors allow {MAX_STEPS}")
     chunks = lcm(*(b.den for b in batches), p if coll.kind != "allreduce" else 1) * channels
     blocks: dict[tuple, _Block] = {}
     last_write: dict[tuple[int, int], _Step] = {}
@@ -129,6 +135,26 @@ def export_msccl(schedule: Schedule, name: str | None = None, proto: str = "Simp
                 step.deps.append(next((s for s in earlier if s.type == "s"), earlier[0]))
     return _write(schedule, name or schedule.name, proto, chunks, executor, min_bytes, max_bytes,
                   p, blocks)
+
+
+def _busiest_pair(schedule: Schedule) -> int:
+    """The most rounds in which one gpu sends to one peer: every such round gives the pair's
+    thread block on each channel a step at least."""
+    rounds = max(len(schedule.rounds), 1)
+    devices = 1 + max((int(max(b.src.max(initial=0), b.dst.max(initial=0)))
+                       for b in schedule.rounds.batches()), default=0)
+    keys, first = [], 0
+    for part in schedule.rounds.parts:
+        if isinstance(part, Series):
+            for j, b in enumerate(part.batches):
+                at = first + np.repeat(np.arange(len(part)), np.diff(part.starts[j]))
+                keys.append((b.src * devices + b.dst) * rounds + at)
+        else:
+            keys += [(b.src * devices + b.dst) * rounds + first + k
+                     for k, rnd in enumerate(part) for b in rnd.batches]
+        first += len(part)
+    pairs = np.unique(joined(keys)) // rounds  # each (pair, round) once
+    return int(np.unique(pairs, return_counts=True)[1].max(initial=0))
 
 
 @dataclass(frozen=True)
