@@ -309,15 +309,10 @@ def _block_items(rounds: Sequence[Round], geo: Geometry, bounded: bool = True) -
     batches = [(r, k, b) for r, rnd in enumerate(rounds) for k, b in enumerate(rnd.batches)
                if b.op != "send"]
     sizes = np.array([len(b) for _, _, b in batches], dtype=np.int64)
-    each = sizes.tolist()
-
-    def per_transfer(values: list) -> np.ndarray:
-        return np.repeat(np.array(values, dtype=np.int64), each)
-
-    which = np.arange(int(sizes.sum())) - np.repeat(np.cumsum(sizes) - sizes, each)
-    return _cut(geo, len(rounds), [b for _, _, b in batches], per_transfer, None,
-                per_transfer([k for _, k, _ in batches]), which,
-                per_transfer([r for r, _, _ in batches]), bounded)
+    which = np.arange(int(sizes.sum())) - np.repeat(np.cumsum(sizes) - sizes, sizes)
+    batch = np.repeat(np.array([k for _, k, _ in batches], dtype=np.int64), sizes)
+    owner = np.repeat(np.array([r for r, _, _ in batches], dtype=np.int64), sizes)
+    return _cut(geo, len(rounds), [b for _, _, b in batches], None, batch, which, owner, bounded)
 
 
 def _series_items(series: Series, lo: int, hi: int, geo: Geometry) -> Steps:
@@ -337,16 +332,12 @@ def _series_items(series: Series, lo: int, hi: int, geo: Geometry) -> Steps:
         order = np.argsort(owner * len(series.batches) + np.repeat([j for j, _ in taken], each),
                            kind="stable")
         owner, batch, which = owner[order], batch[order], which[order]
-
-    def per_transfer(values: list) -> np.ndarray:
-        return np.repeat(np.array(values, dtype=np.int64), each)
-
-    made = _cut(geo, hi - lo, [b for _, b in taken], per_transfer, order, batch, which, owner, False)
+    made = _cut(geo, hi - lo, [b for _, b in taken], order, batch, which, owner, False)
     assert made is not None  # (unbounded)
     return made
 
 
-def _cut(geo: Geometry, count: int, batches: list[Batch], per_transfer, order: np.ndarray | None,
+def _cut(geo: Geometry, count: int, batches: list[Batch], order: np.ndarray | None,
          batch: np.ndarray, which: np.ndarray, owner: np.ndarray, bounded: bool) -> Steps | None:
     """Items of `count` steps from the transfers of `batches` one after another (`order`
     reorders them; `batch`, `which` and `owner` are already in that order): one item per
@@ -356,6 +347,11 @@ def _cut(geo: Geometry, count: int, batches: list[Batch], per_transfer, order: n
 
     def flat(values: np.ndarray) -> np.ndarray:
         return values if order is None else values[order]
+
+    each = [len(b) for b in batches]
+
+    def per_transfer(values: list) -> np.ndarray:
+        return np.repeat(np.array(values, dtype=np.int64), each)
 
     f = flat(per_transfer([geo.scale // b.den for b in batches]))
     start = flat(joined([b.off for b in batches])) * f
