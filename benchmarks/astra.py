@@ -39,7 +39,6 @@ information only.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import re
@@ -50,7 +49,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
 
-from processes import ROOT, Run, run_once, schedc, summary
+from processes import ROOT, Run, arguments, chosen, run_once, schedc, summary
 
 sys.path.insert(0, str(ROOT))  # this checkout's schedc in-process too (its children run from ROOT)
 
@@ -279,9 +278,7 @@ def verdict(rows: list[Measured]) -> str:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeat", type=int, default=5)
-    parser.add_argument("--only", nargs="*", help="Run only the cases whose name starts so.")
+    parser = arguments(__doc__, "cases")
     parser.add_argument("--no-verify", action="store_true",
                         help="Pass --no-verify to schedc (ASTRA-sim does not verify).")
     parser.add_argument("--astra", type=Path, help="An ASTRA-sim analytical binary "
@@ -290,10 +287,7 @@ def main() -> None:
                         help="ASTRA-sim's examples/workload/microbenchmarks/generator_scripts/"
                         "all_reduce.py, to write the Chakra traces (else the chakra package).")
     options = parser.parse_args()
-    if options.repeat < 1:
-        parser.error("--repeat must be at least 1")
-    cases = [c for c in CASES if not options.only
-             or any(c.name.startswith(o) for o in options.only)]
+    cases = [c for c in CASES if chosen(c.name, options.only)]
     if not cases:
         parser.error(f"--only matches no case; the cases: {', '.join(c.name for c in CASES)}")
     if options.astra is not None:

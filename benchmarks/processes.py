@@ -10,6 +10,7 @@ program's wall time and ru_maxrss: peaks below the launcher's size read as its s
 
 from __future__ import annotations
 
+import argparse
 import statistics
 import subprocess
 import sys
@@ -18,6 +19,25 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+
+
+def arguments(doc: str, what: str) -> argparse.ArgumentParser:
+    """The options of a script that measures named cases (`what`): --repeat, the runs of
+    each, and --only, the cases whose name starts so."""
+    def runs(text: str) -> int:
+        if not text.isdigit() or int(text) < 1:
+            raise argparse.ArgumentTypeError("must be a whole number, at least 1")
+        return int(text)
+
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
+    parser.add_argument("--repeat", type=runs, default=5, help=f"Runs of each {what[:-1]}.")
+    parser.add_argument("--only", nargs="*", help=f"Run only the {what} whose name starts so.")
+    return parser
+
+
+def chosen(name: str, only: list[str] | None) -> bool:
+    """Whether --only lets the case `name` run."""
+    return not only or any(name.startswith(o) for o in only)
 
 
 @dataclass(frozen=True)

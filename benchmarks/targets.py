@@ -11,12 +11,11 @@ measured on its own (benchmarks/processes.py).
 
 from __future__ import annotations
 
-import argparse
 import subprocess
 import sys
 import tempfile
 
-from processes import ROOT, run_once, schedc, summary
+from processes import ROOT, arguments, chosen, run_once, schedc, summary
 
 CASES = "benchmarks/cases"
 SEED = "schedules/seed/nvlink_2x8.sched"
@@ -61,9 +60,7 @@ BOUND, BOUND_BASE = "bound hierarchical 1024x8, --no-verify", "hierarchical 1024
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeat", type=int, default=5)
-    parser.add_argument("--only", nargs="*", help="Run only the targets whose name starts so.")
+    parser = arguments(__doc__, "targets")
     parser.add_argument("--markdown", action="store_true",
                         help="Also print the checks as the README's Markdown table.")
     options = parser.parse_args()
@@ -73,7 +70,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         print(f"{'target':<42} {'min':>8} {'median':>8} {'peak':>9} {'transfers/s':>12}")
         for name, args, transfers in TARGETS:
-            if options.only and not any(name.startswith(o) for o in options.only):
+            if not chosen(name, options.only):
                 continue
             args = [a.replace("{tmp}", tmp) for a in args]
             fastest, median[name], peak[name] = summary([run_once(schedc(*args))
