@@ -323,7 +323,7 @@ def _series_items(series: Series, lo: int, hi: int, geo: Geometry) -> Steps:
     taken = [(j, b.take(slice(int(starts[j, 0]), int(starts[j, -1]))))
              for j, b in enumerate(series.batches) if b.op != "send" and starts[j, -1] > starts[j, 0]]
     each = [len(b) for _, b in taken]
-    rounds = [np.repeat(np.arange(hi - lo), counts[j]) for j, _ in taken]
+    rounds = [series.round_of(j, lo, hi) for j, _ in taken]
     owner = joined(rounds)
     batch = joined([position[j][r] for (j, _), r in zip(taken, rounds)])
     which = joined([np.arange(len(b)) + starts[j, 0] - starts[j][r] for (j, b), r in zip(taken, rounds)])

@@ -173,6 +173,12 @@ class Series:
         """The transfers of each round."""
         return np.diff(self.starts, axis=1).sum(axis=0)
 
+    def round_of(self, batch: int, lo: int = 0, hi: int | None = None) -> np.ndarray:
+        """The round, counted from `lo`, of each of batch `batch`'s transfers in rounds
+        lo .. hi - 1 (all rounds by default)."""
+        hi = len(self) if hi is None else hi
+        return np.repeat(np.arange(hi - lo), np.diff(self.starts[batch, lo:hi + 1]))
+
     def busy(self) -> Series:
         """This series without its empty rounds."""
         kept = np.flatnonzero(self.sizes())

@@ -147,7 +147,7 @@ def _busiest_pair(schedule: Schedule) -> int:
     for part in schedule.rounds.parts:
         if isinstance(part, Series):
             for j, b in enumerate(part.batches):
-                at = first + np.repeat(np.arange(len(part)), np.diff(part.starts[j]))
+                at = first + part.round_of(j)
                 keys.append((b.src * devices + b.dst) * rounds + at)
         else:
             keys += [(b.src * devices + b.dst) * rounds + first + k
