@@ -52,6 +52,12 @@ def schedc(*args: str) -> list[str]:
     return [sys.executable, "-m", "schedc", *args]
 
 
+# What a schedc command that prints formulas cannot start faster than: importing the libraries
+# it uses and SymPy's first addition (which imports sympy.tensor), with no schedc code at all.
+LIBRARIES_CODE = "import lark, networkx, numpy, sympy; sympy.Symbol('x') + 1"
+LIBRARIES_ALONE = [sys.executable, "-c", LIBRARIES_CODE]
+
+
 # argv: the file to write "exit code, wall seconds, ru_maxrss KiB" to, then the command
 LAUNCHER = """
 import os, sys, time

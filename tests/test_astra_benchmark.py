@@ -143,6 +143,13 @@ def test_with_astra_it_runs_both_and_prints_the_ratio(fakes):
     # Only the ring has more than 100,000 transfers; the double takes far less than schedc.
     assert out[-1].startswith("target (schedc's wall <= ASTRA-sim's for every case over "
                               "100,000 transfers): NOT met: ring 128x8")
+    # The floor, measured as often as the cases: schedc's libraries imported without schedc.
+    floor = next(line for line in out if line.startswith("schedc's start-up floor"))
+    assert "import lark, networkx, numpy, sympy" in floor
+    floor_min = float(re.search(r"min ([0-9.]+) s, median [0-9.]+ s$", floor).group(1))
+    astra_min = float(rows["ring 128x8"].split("|")[1].split()[0].rstrip("s"))
+    below = f"shorter than importing schedc's libraries ({floor_min:.3f} s) for ring 128x8"
+    assert (below in out[-1]) == (astra_min < floor_min), (out[-1], astra_min)
     # One run of each case: ASTRA-sim's inputs, as the double read them.
     seen = [json.loads(line) for line in log.read_text().splitlines()]
     assert len(seen) == 2

@@ -179,6 +179,12 @@ COMPOSITIONS = {
     + _loop("t in 0..h", "copy part(h of 8) from g[h] to g[(h + t + 1) % 8]", s)
     + "\nparallel for h in 4..7: "
     + _loop("t in 0..2", "copy part(h of 8) from g[h] to g[(h + t + 1) % 8]", s) + "\n",
+    # branches of two loops each, of the same lengths (two series of both branches' batches),
+    # with a send beside the copies in every round
+    "sequences": lambda s: "parallel for h in 0..1 {\n"
+    + _loop("t in 0..2", "send 1 MiB from g[4*h] to g[4*h + 3]\n"
+            "for j in 0..3: copy part(4*h + (j - t) % 4 of 8) from g[4*h + j] to g[4*h + (j + 1) % 4]", s)
+    + "\n" + _loop("t in 0..1", "copy part(4*h + t of 8) from g[4*h + t] to g[4*h + t + 2]", s) + "\n}\n",
 }
 
 
@@ -206,3 +212,37 @@ def test_compositions_keep_every_transfer_in_order(tmp_path, case):
         assert np.array_equal(getattr(la, field), getattr(lb, field)), field
     names = [d.name for d in program.topology.devices]
     assert _words(verify_schedule(a, names)) == _words(verify_schedule(b, names))
+
+
+def test_blocks_of_a_series_are_its_rounds_blocks(tmp_path):
+    """Verification reads a series whose batches give every round as many transfers straight
+    from the batches' arrays: round by round the same rows (endpoints, segments, copies, each
+    transfer's batch and place in it) as the rounds written out give."""
+    from schedc.analysis.dataflow import geometry
+    from schedc.analysis.renaming import blocks
+
+    compiled = []
+    for series in (True, False):
+        directory = tmp_path / str(series)
+        directory.mkdir()
+        text = (MACHINE.replace("allreduce", "allgather") + "schedule x {\n"
+                + COMPOSITIONS["sequences"](series) + "}\n")
+        program = load_program(write(directory, "case.sched", text))
+        compiled.append(program.schedule("x"))
+    a, b = compiled
+    assert [len(p.batches) for p in a.rounds.parts] == [4, 2]  # (send, copies) × 2; copies × 2
+    devices = len(program.topology.devices)
+    geo = geometry(a, devices)
+
+    def rows(schedule) -> list[tuple]:
+        out = []
+        for bl in blocks(schedule.rounds, geo):
+            for r in range(bl.rounds):
+                out.append((bl.start + r, *(tuple(x[r].tolist()) for x in (bl.src, bl.dst, bl.first, bl.end)),
+                            tuple(bl.copy.tolist()), tuple(bl.batch.tolist()), tuple(bl.transfer.tolist())))
+        return out
+    assert rows(a) == rows(b)
+    # By hand: rounds 0-2 hold 2·4 copies each, in the batches after each branch's send (places
+    # 1 and 3 of the round); rounds 3-4 one copy per branch.
+    assert [r[0] for r in rows(a)] == [0, 1, 2, 3, 4]
+    assert rows(a)[0][6] == (1,) * 4 + (3,) * 4 and rows(a)[3][6] == (0, 1)

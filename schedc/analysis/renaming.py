@@ -45,12 +45,12 @@ class Block:
 
 
 def blocks(rounds: Sequence[Round], geo: Geometry) -> Iterator[Block]:
-    """The rounds that move data, grouped into blocks of alike rounds: a series of one batch
-    and as many transfers in every round straight from its arrays, other rounds made once."""
+    """The rounds that move data, grouped into blocks of alike rounds: a series whose batches
+    give as many transfers to every round straight from its arrays, other rounds made once."""
     parts = rounds.parts if isinstance(rounds, Rounds) else (tuple(rounds),)
     offset = 0
     for part in parts:
-        if isinstance(part, Series) and (each := _one_batch(part)):
+        if isinstance(part, Series) and (each := _even(part)):
             yield from _series_blocks(part, each, offset, geo)
         else:
             made = [part.round(k) for k in range(len(part))] if isinstance(part, Series) else part
@@ -58,20 +58,28 @@ def blocks(rounds: Sequence[Round], geo: Geometry) -> Iterator[Block]:
         offset += len(part)
 
 
-def _one_batch(series: Series) -> int:
-    """The transfers of each round of a series of one batch that moves data, as many in every
-    round (else 0)."""
+def _even(series: Series) -> list[int]:
+    """The transfers each batch of a series gives every round, when that is the same in every
+    round and some batch moves data (else [])."""
     counts = np.diff(series.starts, axis=1)
-    return int(counts[0, 0]) if (len(series.batches) == 1 and series.batches[0].op != "send"
-                                 and len(series) and np.all(counts == counts[0, 0])) else 0
+    if not len(series) or not np.all(counts == counts[:, :1]):
+        return []
+    each = counts[:, 0].tolist()
+    moving = any(c and b.op != "send" for b, c in zip(series.batches, each))
+    return each if moving else []
 
 
-def _series_blocks(series: Series, n: int, offset: int, geo: Geometry) -> Iterator[Block]:
-    (b,) = series.batches
-    step = max(1, BLOCK // n)
+def _series_blocks(series: Series, each: list[int], offset: int, geo: Geometry) -> Iterator[Block]:
+    # a batch's place in a round counts the batches that have transfers there, sends too
+    placed = [(k, b, c, int(series.starts[j, 0])) for k, (j, b, c) in
+              enumerate((j, b, c) for j, (b, c) in enumerate(zip(series.batches, each)) if c)]
+    moving = [(k, b, c, at) for k, b, c, at in placed if b.op != "send"]
+    kind = tuple((k, c, b.op) for k, b, c, _ in moving)
+    step = max(1, BLOCK // sum(c for _, _, c, _ in moving))
     for lo in range(0, len(series), step):
         hi = min(lo + step, len(series))
-        yield _block(offset + lo, [b.take(slice(lo * n, hi * n))], hi - lo, ((0, n, b.op),), geo)
+        pieces = [b.take(slice(at + lo * c, at + hi * c)) for _, b, c, at in moving]
+        yield _block(offset + lo, pieces, hi - lo, kind, geo, by_batch=True)
 
 
 def _round_blocks(rounds: list[Round], offset: int, geo: Geometry) -> Iterator[Block]:
@@ -93,12 +101,14 @@ def _round_blocks(rounds: list[Round], offset: int, geo: Geometry) -> Iterator[B
         index = stop
 
 
-def _block(start: int, batches: list[Batch], count: int, kind: tuple, geo: Geometry) -> Block:
-    """`count` rounds of the shape `kind` from round `start` on: their batches in order."""
-    shape = (count, -1)
-
+def _block(start: int, batches: list[Batch], count: int, kind: tuple, geo: Geometry,
+           by_batch: bool = False) -> Block:
+    """`count` rounds of the shape `kind` from round `start` on: their batches in order, round
+    after round, or (`by_batch`) one batch per entry of `kind`, each holding all the rounds."""
     def rows(values: list[np.ndarray]) -> np.ndarray:
-        return joined(values).reshape(shape)
+        if by_batch and len(values) > 1:
+            return np.hstack([v.reshape(count, -1) for v in values])
+        return joined(values).reshape(count, -1)
 
     def position(b: Batch, values: np.ndarray) -> np.ndarray:  # in 1/scale of the buffer
         f = geo.scale // b.den

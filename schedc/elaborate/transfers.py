@@ -87,15 +87,17 @@ class RoundList:
 
 def zipped(branches: list[RoundList]) -> RoundList:
     """Round-wise parallel composition: round j of every branch together make round j. Branches
-    that are each one series of the same length stay a series (of all their batches)."""
+    made of series alone, of the same lengths in the same order, stay series (each of all the
+    branches' batches)."""
     busy = [b for b in branches if len(b)]
     out = RoundList()
     if len(busy) == 1:
         return busy[0]
-    series = [p for b in busy if len(b.parts) == 1 for p in b.parts if isinstance(p, Series)]
-    if busy and len(series) == len(busy) and len({len(s) for s in series}) == 1:
-        out.add_series(Series(tuple(x for s in series for x in s.batches),
-                              np.concatenate([s.starts for s in series])))
+    shapes = {tuple(len(p) if isinstance(p, Series) else None for p in b.parts) for b in busy}
+    if len(shapes) == 1 and None not in next(iter(shapes)):
+        for parts in zip(*(b.parts for b in busy)):
+            out.add_series(Series(tuple(x for s in parts for x in s.batches),
+                                  np.concatenate([s.starts for s in parts])))
         return out
     lists = [b.buffers() for b in busy]
     for j in range(max((len(b) for b in lists), default=0)):

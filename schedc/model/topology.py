@@ -127,6 +127,9 @@ class Topology:
         self._links = {(u, v): [(index, v) for index in indices]
                        for u, n in enumerate(by_neighbour) for v, indices in n.items()}
         self._fabrics[None] = self.graph.subgraph(self.forwarding).reverse(copy=True)
+        self._forwarding_of: dict[int | None, list[int]] = {}  # host -> its forwarding devices
+        for d in sorted(self.forwarding):
+            self._forwarding_of.setdefault(self.devices[d].host, []).append(d)
         # A device outside every host counts as a host of its own for "cross-host".
         self.host_key = np.array([d.host if d.host is not None else -1 - d.id for d in self.devices],
                                  dtype=np.int64)
@@ -206,7 +209,7 @@ class Topology:
         """The forwarding devices (of one host, for a host scope), links reversed."""
         found = self._fabrics.get(scope)
         if found is None:
-            members = [d for d in self.forwarding if self.devices[d].host == scope]
+            members = self._forwarding_of.get(scope, [])
             found = self._fabrics[scope] = self._fabrics[None].subgraph(members).copy()
         return found
 
