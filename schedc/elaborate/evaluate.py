@@ -324,11 +324,9 @@ def _index(node: ast.Index, env: Env) -> object:
 def index_devices(devices: Devices, index, span: Span) -> Devices:
     n = len(devices)
     check_index(index, n, span, f"group of {n}")
-    if isinstance(index, np.ndarray):
-        if devices.lanes:
-            return Devices(devices.ids[np.arange(len(index)), index], True)
-        return Devices(devices.ids[index], True)
-    return Devices(devices.ids[:, index] if devices.lanes else devices.ids[index], devices.lanes)
+    if devices.lanes:
+        return Devices(devices.pick(index), True)
+    return Devices(devices.ids[index], isinstance(index, np.ndarray))
 
 
 def check_index(index, n: int, span: Span, what: str) -> None:

@@ -91,6 +91,8 @@ def elaborate_schedule(name: str, definition: ast.ScheduleDef, env: Env,
 def _sequence(stmts: tuple[st.Stmt, ...], env: Env, ctx: ScheduleContext) -> RoundList:
     rounds = RoundList()
     for stmt in stmts:
+        if env.lanes is not None and not isinstance(stmt, _IN_LANES):
+            raise NeedScalar  # (a `parallel for` run as lanes: see _parallel_for)
         if isinstance(stmt, ast.Let):
             env = env.bind(stmt.name, evaluate(stmt.value, env))
         elif isinstance(stmt, st.For):
@@ -101,14 +103,17 @@ def _sequence(stmts: tuple[st.Stmt, ...], env: Env, ctx: ScheduleContext) -> Rou
         elif isinstance(stmt, st.RoundBlock):
             rounds.append(_round(stmt.body, env, ctx, stmt.span))
         elif isinstance(stmt, st.ParallelFor):
-            rounds.extend(zipped(_iterations(stmt, env, ctx)))
+            rounds.extend(_parallel_for(stmt, env, ctx))
         elif isinstance(stmt, st.ParallelBlock):
             for branch in stmt.branches:
                 if isinstance(branch, ast.Let):
                     raise ElaborationError("a 'let' cannot be a branch of 'parallel'", branch.span)
             rounds.extend(zipped([_sequence((b,), env, ctx) for b in stmt.branches]))
         elif isinstance(stmt, st.If):
-            taken = _scalar_condition(evaluate(stmt.cond, env), stmt.cond.span)
+            cond = evaluate(stmt.cond, env)
+            if isinstance(cond, np.ndarray):
+                raise NeedScalar  # it differs between the lanes' iterations
+            taken = _scalar_condition(cond, stmt.cond.span)
             rounds.extend(_sequence(stmt.then if taken else stmt.orelse, env, ctx))
         elif isinstance(stmt, (st.Transfer, st.Send)):
             rounds.append(_round((stmt,), env, ctx, stmt.span))
@@ -125,6 +130,33 @@ def _iterations(stmt: st.For | st.ParallelFor, env: Env, ctx: ScheduleContext) -
     """The rounds of each iteration of a sequential or parallel loop."""
     return _bounded(_values(stmt.iter, env), ctx, stmt.span,
                     lambda value: _sequence(stmt.body, env.bind(stmt.var, value), ctx))
+
+
+# What a `parallel for` run as lanes may hold (in its body and the schedules it calls).
+_IN_LANES = (ast.Let, st.CallStmt, st.RoundFor, st.If)
+
+
+def _parallel_for(stmt: st.ParallelFor, env: Env, ctx: ScheduleContext) -> RoundList:
+    """`parallel for v in R: body`, zipped. When the body is lets, calls, ifs on values all
+    iterations share and round loops as long in every iteration, the iterations run at once,
+    one lane each, and every round loop is one series of all of them: the same rounds and
+    transfers in the same order as one iteration at a time, which anything else takes (and
+    which reports an error at the iteration that makes it)."""
+    if env.lanes is not None:
+        raise NeedScalar  # a parallel loop inside one run as lanes
+    values = evaluate(stmt.iter, env)
+    count = len(_values(stmt.iter, env, values))
+    if count > 1:
+        spent = ctx.steps, ctx.transfers
+        try:
+            ctx.check_steps(count, stmt.span)
+            lanes = expand_lanes(replace(env, lanes=1, max_lanes=ctx.room), stmt.var, values,
+                                 stmt.iter.span)
+            ctx.spend(count, 0, stmt.span)  # its iterations, as _bounded counts them
+            return _sequence(stmt.body, lanes, ctx)
+        except (NeedScalar, ElaborationError):
+            ctx.steps, ctx.transfers = spent
+    return zipped(_iterations(stmt, env, ctx))
 
 
 def _values(iter_expr: ast.Expr, env: Env, value: object = None) -> list | range:
@@ -202,7 +234,7 @@ def _call(call: ast.Call, env: Env, ctx: ScheduleContext) -> RoundList:
             if formal.default is None:
                 raise ElaborationError(f"'{call.func}' needs argument '{formal.name}'", call.span)
             bound[formal.name] = evaluate(formal.default, replace(callee, local=dict(bound)))
-    ctx.spend(1, 0, call.span)
+    ctx.spend(env.lanes or 1, 0, call.span)  # a call per lane
     if len(ctx.calls) >= MAX_CALL_DEPTH:
         raise LimitError(f"schedule calls nest more than {MAX_CALL_DEPTH} deep here",
                          call.span, (f"the chain starts at {ctx.calls[0].func} ({ctx.calls[0].span})",))
@@ -281,30 +313,56 @@ def _round(stmts: tuple[st.Stmt, ...], env: Env, ctx: ScheduleContext, span: Spa
 def _round_loop(stmt: st.RoundFor, env: Env, ctx: ScheduleContext, rounds: RoundList) -> None:
     """`for v in R round {...}`: all iterations at once, one lane per (iteration, inner index),
     kept as a series: each batch ordered by iteration, and where each iteration starts in it.
-    Falls back to one round at a time."""
+    Falls back to one round at a time. In a `parallel for` run as lanes, every lane of it (a
+    branch) runs the loop: the series holds each branch's batches, branch after branch."""
+    branches = env.lanes or 1
     values = evaluate(stmt.iter, env)
-    ctx.check_steps(len(_values(stmt.iter, env, values)), stmt.iter.span)
+    per = _per_branch(stmt.iter, env, values)
+    ctx.check_steps(per * branches, stmt.iter.span)
     try:
-        lanes = expand_lanes(replace(env, lanes=1, max_lanes=ctx.room), stmt.var, values,
+        lanes = expand_lanes(replace(env, lanes=branches, max_lanes=ctx.room), stmt.var, values,
                              stmt.iter.span)
-        count = lanes.lanes or 0  # expand_lanes counts them
+        count = lanes.lanes or 0  # expand_lanes counts them: per in each branch
         lanes = lanes.bind(_ITERATION, np.arange(count))
         out: list = []
         _round_body(stmt.body, lanes, ctx, out)
     except NeedScalar:
+        if env.lanes is not None:
+            raise
         for buffer in _bounded(_values(stmt.iter, env), ctx, stmt.span,
                                lambda v: _round(stmt.body, env.bind(stmt.var, v), ctx, stmt.span)):
             rounds.append(buffer)
         return
-    batches, starts = [], []
+    ordered = []
     for batch, iteration in out:
         if not bool(np.all(iteration[:-1] <= iteration[1:])):
             order = np.argsort(iteration, kind="stable")
             batch, iteration = batch.take(order), iteration[order]
-        batches.append(batch)
-        starts.append(np.searchsorted(iteration, np.arange(count + 1)))
-    ctx.spend(count, sum(len(b) for b in batches), stmt.span)
-    rounds.add_series(Series(tuple(batches), np.array(starts, dtype=np.int64).reshape(len(starts), count + 1)))
+        ordered.append((batch, np.searchsorted(iteration, np.arange(count + 1))))
+    batches, starts = [], []
+    for b in range(branches):
+        for batch, at in ordered:
+            lo, hi = int(at[b * per]), int(at[(b + 1) * per])
+            if branches == 1 or hi > lo:  # (a branch of no transfers here has no batch)
+                batches.append(batch if branches == 1 else batch.take(slice(lo, hi)))
+                starts.append(at[b * per:(b + 1) * per + 1] - lo)
+    ctx.spend(count, sum(len(b) for b, _ in ordered), stmt.span)
+    rounds.add_series(Series(tuple(batches), np.array(starts, dtype=np.int64).reshape(len(starts), per + 1)))
+
+
+def _per_branch(expr: ast.Expr, env: Env, values: object) -> int:
+    """A round loop's iterations; in a `parallel for` run as lanes, in each of its branches,
+    which must all make as many (else NeedScalar)."""
+    if env.lanes is None:
+        return len(_values(expr, env, values))
+    if isinstance(values, IntRange) and all(isinstance(end, (int, np.integer, np.ndarray))
+                                            for end in (values.lo, values.hi)):
+        counts = np.maximum(np.asarray(values.hi) - np.asarray(values.lo) + 1, 0)
+        if np.all(counts == counts.flat[0]):
+            return int(counts.flat[0])
+    elif isinstance(values, Integers) or (isinstance(values, Devices) and values.rank >= 1):
+        return len(values)
+    raise NeedScalar
 
 
 def _round_body(stmts, env: Env, ctx: ScheduleContext, out: list) -> None:

@@ -40,18 +40,30 @@ class Quantity:
 class Devices:
     """Device ids: a device (rank 0), a group (rank 1), a list of groups (rank 2) …
 
-    With `lanes`, axis 0 of `ids` is the lane axis and does not count in the rank.
+    With `lanes`, axis 0 of `ids` is the lane axis and does not count in the rank. Groups
+    that many lanes share (a branch's group, carried into the loops of a round) are kept once
+    in `table`: lane k's ids are table[rows[k]], made only when asked for.
     """
 
-    ids: np.ndarray
+    table: np.ndarray
     lanes: bool = False
+    rows: np.ndarray | None = None
+
+    @property
+    def ids(self) -> np.ndarray:
+        return self.table if self.rows is None else self.table[self.rows]
 
     @property
     def rank(self) -> int:
-        return self.ids.ndim - int(self.lanes)
+        return self.table.ndim - int(self.lanes)
 
     def __len__(self) -> int:
-        return self.ids.shape[int(self.lanes)]
+        return self.table.shape[int(self.lanes)]
+
+    def pick(self, index) -> np.ndarray:
+        """Member `index` (a number, or one per lane) of each lane's group."""
+        lanes = np.arange(len(self.table)) if self.rows is None else self.rows
+        return self.table[lanes, index]
 
 
 @dataclass(frozen=True, eq=False)
@@ -171,7 +183,9 @@ def take_lanes(value: object, index: np.ndarray) -> object:
     if isinstance(value, np.ndarray):
         return value[index]
     if isinstance(value, Devices) and value.lanes:
-        return Devices(value.ids[index], True)
+        if value.rank == 0:
+            return Devices(value.ids[index], True)
+        return Devices(value.table, True, index if value.rows is None else value.rows[index])
     if isinstance(value, Region) and value.lanes:
         off = value.off[index] if isinstance(value.off, np.ndarray) else value.off
         length = value.length[index] if isinstance(value.length, np.ndarray) else value.length
