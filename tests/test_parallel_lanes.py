@@ -76,13 +76,20 @@ def _listed(schedule) -> list[list[tuple]]:
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
-def test_lanes_make_the_rounds_of_one_iteration_at_a_time(tmp_path, monkeypatch, case):
+@pytest.mark.parametrize("at_once", [1 << 20, 1, 9])
+def test_lanes_make_the_rounds_of_one_iteration_at_a_time(tmp_path, monkeypatch, case, at_once):
+    """Also when the branches run a few at a time, their groups zipped (`at_once` transfers:
+    one branch at a time, or a few, by the first branch's count)."""
+    monkeypatch.setattr(elaboration, "BRANCH_TRANSFERS", at_once)
     body, runs_as_lanes = CASES[case]
-    zips = []
-    real_zipped = elaboration.zipped
-    monkeypatch.setattr(elaboration, "zipped", lambda branches: zips.append(1) or real_zipped(branches))
+    one_at_a_time = []  # the parallel loops elaborated one iteration at a time
+    iterations = elaboration._iterations
+    monkeypatch.setattr(elaboration, "_iterations", lambda stmt, env, ctx: (
+        one_at_a_time.append(stmt) if isinstance(stmt, elaboration.st.ParallelFor) else None)
+        or iterations(stmt, env, ctx))
     a = _program(tmp_path, body, True, monkeypatch).schedule("x")
-    assert (not zips) == runs_as_lanes  # zipped is what one iteration at a time ends in
+    if at_once == 1 << 20:  # (a branch alone makes loops of one length)
+        assert (not one_at_a_time) == runs_as_lanes
     b = _program(tmp_path, body, False, monkeypatch).schedule("x")
     assert _listed(a) == _listed(b)
     assert a.transfer_count == b.transfer_count

@@ -14,6 +14,7 @@ that all of it would exceed a budget is refused before it runs on.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from fractions import Fraction
 
@@ -134,6 +135,10 @@ def _iterations(stmt: st.For | st.ParallelFor, env: Env, ctx: ScheduleContext) -
 
 # What a `parallel for` run as lanes may hold (in its body and the schedules it calls).
 _IN_LANES = (ast.Let, st.CallStmt, st.RoundFor, st.If)
+# Transfers that the branches of a `parallel for` run as lanes together make at once, about:
+# enough to share out the Python work of many small branches, while big branches still run
+# one by one (in memory, one branch's lanes at a time).
+BRANCH_TRANSFERS = 1 << 20
 
 
 def _parallel_for(stmt: st.ParallelFor, env: Env, ctx: ScheduleContext) -> RoundList:
@@ -150,13 +155,29 @@ def _parallel_for(stmt: st.ParallelFor, env: Env, ctx: ScheduleContext) -> Round
         spent = ctx.steps, ctx.transfers
         try:
             ctx.check_steps(count, stmt.span)
-            lanes = expand_lanes(replace(env, lanes=1, max_lanes=ctx.room), stmt.var, values,
+            every = expand_lanes(replace(env, lanes=1, max_lanes=ctx.room), stmt.var, values,
                                  stmt.iter.span)
             ctx.spend(count, 0, stmt.span)  # its iterations, as _bounded counts them
-            return _sequence(stmt.body, lanes, ctx)
+            return zipped(list(_branch_groups(stmt, every, ctx)))
         except (NeedScalar, ElaborationError):
             ctx.steps, ctx.transfers = spent
     return zipped(_iterations(stmt, env, ctx))
+
+
+def _branch_groups(stmt: st.ParallelFor, every: Env, ctx: ScheduleContext) -> Iterator[RoundList]:
+    """The branches (lanes of `every`) run a group at a time: the first alone, then as many at
+    once as make about BRANCH_TRANSFERS transfers, judged by the first."""
+    count = every.lanes or 0
+    branch = np.arange(count)
+    lo, size = 0, 1
+    while lo < count:
+        hi = min(lo + size, count)
+        made = ctx.transfers
+        yield _sequence(stmt.body, filter_lanes(every, (branch >= lo) & (branch < hi), stmt.span),
+                        ctx)
+        if lo == 0:
+            size = max(1, BRANCH_TRANSFERS // max(ctx.transfers - made, 1))
+        lo = hi
 
 
 def _values(iter_expr: ast.Expr, env: Env, value: object = None) -> list | range:
