@@ -24,6 +24,8 @@ CASES = {
     # every round alike in shape: one shape, found by array work
     "ring": [("s in 0..6", "for j in 0..7: reduce part((j - s - 1) % 8 of 8) from g[j] to g[(j + 1) % 8]"),
              ("s in 0..6", "for j in 0..7: copy part((j - s) % 8 of 8) from g[j] to g[(j + 1) % 8]")],
+    # a ring's pairs in every round, but parts that no renaming of the ranks carries along
+    "skewed": [("s in 0..6", "for j in 0..7: reduce part((j*j + s) % 8 of 8) from g[j] to g[(j + 1) % 8]")],
     # rounds of as many transfers but different pairs: several shapes, in order
     "pairs": [("t in 0..5", "copy all from g[t % 3] to g[7 - t % 2]\n"
                             "copy part(t % 4 of 4) from g[6] to g[t % 5]")],
@@ -57,7 +59,7 @@ def test_a_series_is_the_rounds_written_out(tmp_path, case):
         assert np.array_equal(getattr(a, field), getattr(b, field)), field
     # By hand: the ring's rounds all move 1/8 from g[j] to g[j+1]; the pairs' 6 rounds all
     # differ (sources t % 3 and 6, destinations 7 - t % 2 and t % 5).
-    assert len(set(a.shape_of.tolist())) == {"ring": 1, "pairs": 6}.get(case, len(a.shape_of))
+    assert len(set(a.shape_of.tolist())) == {"ring": 1, "skewed": 1, "pairs": 6}.get(case, len(a.shape_of))
     names = [d.name for d in program.topology.devices]
     assert _words(verify_schedule(series, names)) == _words(verify_schedule(explicit, names))
 
@@ -246,3 +248,29 @@ def test_blocks_of_a_series_are_its_rounds_blocks(tmp_path):
     # 1 and 3 of the round); rounds 3-4 one copy per branch.
     assert [r[0] for r in rows(a)] == [0, 1, 2, 3, 4]
     assert rows(a)[0][6] == (1,) * 4 + (3,) * 4 and rows(a)[3][6] == (0, 1)
+
+
+@pytest.mark.parametrize("case", ["ring", "skewed"])
+def test_a_renaming_holds_on_a_series_as_on_its_rounds(tmp_path, case):
+    """A series whose rounds all join the same pairs has its endpoints checked once, on the
+    first round: every renaming of the ranks (a rotation by g) holds, or not, as on the
+    rounds written out, which are checked in full. By hand: the ring's rounds rotate with
+    the ranks; the skewed one's do not: renamed by g = 1, round 0 needs part 1 to become
+    part 4 (rank 1 sends 1, rank 2 sends 4) and part 0 (rank 3 sends 9 % 8 = 1, rank 4 sends
+    16 % 8 = 0). Only g = 4 holds for it: (j + 4)² = j² + 8j + 16, the same part mod 8."""
+    from schedc.analysis.dataflow import geometry
+    from schedc.analysis.renaming import Symmetry, blocks, rotation_of
+
+    program, series = _compiled(tmp_path, case, series=True)
+    _, explicit = _compiled(tmp_path, case, series=False)
+    devices = len(program.topology.devices)
+    geo = geometry(series, devices)
+    ranks = np.asarray(series.collective.ranks)
+    assert all(bl.uniform for bl in blocks(series.rounds, geo))
+    assert not any(bl.uniform for bl in blocks(explicit.rounds, geo))
+    verdicts = []
+    for schedule in (series, explicit):
+        verdicts.append([all(Symmetry(geo, rotation_of(devices, ranks, g)).holds(bl)
+                             for bl in blocks(schedule.rounds, geo)) for g in range(1, 8)])
+    assert verdicts[0] == verdicts[1]
+    assert verdicts[0] == [case == "ring" or g == 4 for g in range(1, 8)]

@@ -165,8 +165,8 @@ class _Taken:
             column = low.reshape(-1)[pick] + step
         row, at = np.divmod(pick, bl.src.shape[1])
         width = int(before[-1])
-        src = geo.slot[bl.src.reshape(-1)[pick]] * width + column
-        dst = geo.slot[bl.dst.reshape(-1)[pick]] * width + column
+        src = geo.slot[bl.src[row, at]] * width + column
+        dst = geo.slot[bl.dst[row, at]] * width + column
         cuts = np.searchsorted(row, np.arange(bl.rounds + 1)).tolist()
         for r, (a, b) in enumerate(zip(cuts, cuts[1:])):
             self.items[bl.start + r] = Items(src[a:b], dst[a:b], np.zeros(b - a, np.int64),

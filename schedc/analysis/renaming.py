@@ -20,7 +20,7 @@ import numpy as np
 from ..model.ir import Batch, Round, Rounds, Series, joined
 from .dataflow import Geometry
 
-BLOCK = 32768  # transfers checked together: small rounds alike in shape, as one 2-d array
+BLOCK = 65536  # transfers checked together: small rounds alike in shape, as one 2-d array
 BATCHWISE = 64  # rounds of at most this many batches are first matched batch by batch
 
 
@@ -38,10 +38,19 @@ class Block:
     batch: np.ndarray  # (n,): each transfer's batch in its round, and place in the batch
     transfer: np.ndarray
     sizes: tuple[int, ...]  # the lengths of the batches that move data
+    uniform: bool = False  # every round has the first one's endpoints (src, dst: its, repeated)
 
     @property
     def rounds(self) -> int:
         return len(self.src)
+
+    def endpoints(self) -> Block:
+        """The block whose endpoints say where every round's go: itself, or (uniform) its
+        first round."""
+        if not self.uniform:
+            return self
+        return Block(self.start, self.src[:1], self.dst[:1], self.first[:1], self.end[:1],
+                     self.copy, self.batch, self.transfer, self.sizes)
 
 
 def blocks(rounds: Sequence[Round], geo: Geometry) -> Iterator[Block]:
@@ -110,6 +119,9 @@ def _block(start: int, batches: list[Batch], count: int, kind: tuple, geo: Geome
             return np.hstack([v.reshape(count, -1) for v in values])
         return joined(values).reshape(count, -1)
 
+    repeated = _repeated(batches, count) if by_batch and count > 1 else None
+    src, dst = repeated or (rows([b.src for b in batches]), rows([b.dst for b in batches]))
+
     def position(b: Batch, values: np.ndarray) -> np.ndarray:  # in 1/scale of the buffer
         f = geo.scale // b.den
         return values if f == 1 else values * f
@@ -117,10 +129,24 @@ def _block(start: int, batches: list[Batch], count: int, kind: tuple, geo: Geome
     first = geo.segment(rows([position(b, b.off) for b in batches]))
     end = geo.segment(rows([position(b, b.off + b.length) for b in batches]))
     lengths = [length for _, length, _ in kind]
-    return Block(start, rows([b.src for b in batches]), rows([b.dst for b in batches]),
-                  first, end, np.repeat([op == "copy" for _, _, op in kind], lengths),
-                  np.repeat([k for k, _, _ in kind], lengths),
-                  np.concatenate([np.arange(length) for length in lengths]), tuple(lengths))
+    return Block(start, src, dst, first, end, np.repeat([op == "copy" for _, _, op in kind], lengths),
+                 np.repeat([k for k, _, _ in kind], lengths),
+                 np.concatenate([np.arange(length) for length in lengths]), tuple(lengths),
+                 repeated is not None)
+
+
+def _repeated(batches: list[Batch], count: int) -> tuple[np.ndarray, np.ndarray] | None:
+    """When every one of `count` rounds (each batch holding all of them) has the first one's
+    endpoints, as a ring's do: the first round's sources and destinations, repeated without
+    a copy, so that they are checked once."""
+    out = []
+    for side in ("src", "dst"):
+        rows = [getattr(b, side).reshape(count, -1) for b in batches]
+        if not all(bool((x == x[:1]).all()) for x in rows):
+            return None
+        first = np.hstack([x[:1] for x in rows])
+        out.append(np.broadcast_to(first, (count, first.shape[1])))
+    return out[0], out[1]
 
 
 def rotation_of(devices: int, ranks: np.ndarray, g: int) -> np.ndarray:
@@ -157,11 +183,12 @@ class Symmetry:
     def holds(self, bl: Block) -> bool:
         """Every round's transfers, renamed, are the same round's transfers: matched by the
         first round's correspondence when it serves every round, else round by round."""
-        src2, dst2 = self.turn[bl.src], self.turn[bl.dst]
+        ends = bl.endpoints()
+        src2, dst2 = self.turn[ends.src], self.turn[ends.dst]
         width = bl.end - bl.first
         single = width == 1
         self.single = every = bool(single.all())
-        turn = _rotation(bl, src2, dst2)
+        turn = _rotation(ends, src2, dst2)
         if turn is not None and every and not self.unknown:
             # The common case, without copies: entry i's image is entry i + k of its window
             # (endpoints and operations checked by `_rotation`), one segment each, and τ
@@ -172,7 +199,7 @@ class Symmetry:
                 return False
             first2 = _rolled(bl.first, *turn)
         else:
-            matched = self._matches(bl, src2, dst2)
+            matched = self._matches(ends, src2, dst2)
             if matched is None:
                 return False
             def moved(x: np.ndarray) -> np.ndarray:  # x of each entry's image
