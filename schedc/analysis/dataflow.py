@@ -147,9 +147,10 @@ def geometry(schedule: Schedule, devices: int, ran: Ran | None = None) -> Geomet
     coll = schedule.collective
     p = len(coll.ranks)
     ran = step_rounds(schedule) if ran is None else ran
+    whole = [b for b in ran_batches(ran) if b.op != "send"]
     # A series' batches come whole: cut into pieces whose arrays stay in the cache.
     batches = [b.take(slice(lo, lo + GROUP)) if len(b) > GROUP else b
-               for b in ran_batches(ran) if b.op != "send" for lo in range(0, len(b), GROUP)]
+               for b in whole for lo in range(0, len(b), GROUP)]
     scale = lcm(p, *{b.den for b in batches})
     if scale > MAX_SCALE:
         raise LimitError(f"regions are cut too finely to verify (1/{scale} of the buffer){_SKIP}",
@@ -161,9 +162,15 @@ def geometry(schedule: Schedule, devices: int, ran: Ran | None = None) -> Geomet
     if KINDS[coll.kind].by_parts:  # its start or end state differs from part to part
         cuts.append(np.arange(p + 1, dtype=np.int64) * (scale // p))
     used = np.zeros(devices, dtype=bool)
+    for b in whole:  # (a table of the devices: in the cache however long the batch)
+        used[b.src] = True
+        used[b.dst] = True
     moves = []
     full = False  # every position is a boundary already (a ring's p parts): no more to mark
+    moving = any(b.into_off is not None for b in whole)
     for k, group in enumerate(grouped(batches, GROUP)):
+        if full and not moving:
+            break
         ends = []
         for b in group:
             if b.into_off is not None:  # where a moved region lands is cut too
@@ -184,8 +191,6 @@ def geometry(schedule: Schedule, devices: int, ran: Ran | None = None) -> Geomet
             for points in ends:
                 mark[points] = True
             full = full or (k % 64 == 63 and bool(mark.all()))
-        used[joined([b.src for b in group])] = True
-        used[joined([b.dst for b in group])] = True
     if mark is None:
         bounds = np.unique(np.concatenate(cuts))
     else:
