@@ -274,3 +274,15 @@ def test_a_renaming_holds_on_a_series_as_on_its_rounds(tmp_path, case):
                              for bl in blocks(schedule.rounds, geo)) for g in range(1, 8)])
     assert verdicts[0] == verdicts[1]
     assert verdicts[0] == [case == "ring" or g == 4 for g in range(1, 8)]
+
+
+def test_same_pairs_by_hand(tmp_path):
+    """A ring's and the skewed ring's rounds join g[j] -> g[j + 1] in every round; the pairs'
+    rounds join other devices from round to round; the uneven rounds differ in size."""
+    found = {}
+    for case in ("ring", "skewed", "pairs", "uneven"):
+        directory = tmp_path / case
+        directory.mkdir()
+        _, series = _compiled(directory, case, series=True)
+        found[case] = [p.same_pairs for p in series.rounds.parts if isinstance(p, Series)]
+    assert found == {"ring": [True, True], "skewed": [True], "pairs": [False], "uneven": [False]}

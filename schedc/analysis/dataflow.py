@@ -162,7 +162,7 @@ def geometry(schedule: Schedule, devices: int, ran: Ran | None = None) -> Geomet
     if KINDS[coll.kind].by_parts:  # its start or end state differs from part to part
         cuts.append(np.arange(p + 1, dtype=np.int64) * (scale // p))
     used = np.zeros(devices, dtype=bool)
-    for b in whole:  # (a table of the devices: in the cache however long the batch)
+    for b in _endpoint_batches(ran):
         used[b.src] = True
         used[b.dst] = True
     moves = []
@@ -270,6 +270,17 @@ def step_rounds(schedule: Schedule) -> Ran:
                                 if not isinstance(part, Series) for rnd in part):
         return [rnd for _, rnd in steps(schedule)]
     return schedule.rounds
+
+
+def _endpoint_batches(ran: Ran) -> Iterator[Batch]:
+    """Batches that move data between every pair of devices the steps' do: of a series whose
+    rounds all join the same pairs, its first round's."""
+    for part in ran.parts if isinstance(ran, Rounds) else (tuple(ran),):
+        if isinstance(part, Series):
+            batches = part.round(0).batches if part.same_pairs else part.batches
+        else:
+            batches = tuple(b for r in part for b in r.batches)
+        yield from (b for b in batches if b.op != "send")
 
 
 def ran_batches(ran: Ran) -> Iterator[Batch]:

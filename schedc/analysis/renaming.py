@@ -84,11 +84,13 @@ def _series_blocks(series: Series, each: list[int], offset: int, geo: Geometry) 
               enumerate((j, b, c) for j, (b, c) in enumerate(zip(series.batches, each)) if c)]
     moving = [(k, b, c, at) for k, b, c, at in placed if b.op != "send"]
     kind = tuple((k, c, b.op) for k, b, c, _ in moving)
+    # A ring's rounds all join the same pairs: their endpoints are then checked once.
+    head = [b.take(slice(at, at + c)) for _, b, c, at in moving] if series.same_pairs else None
     step = max(1, BLOCK // sum(c for _, _, c, _ in moving))
     for lo in range(0, len(series), step):
         hi = min(lo + step, len(series))
         pieces = [b.take(slice(at + lo * c, at + hi * c)) for _, b, c, at in moving]
-        yield _block(offset + lo, pieces, hi - lo, kind, geo, by_batch=True)
+        yield _block(offset + lo, pieces, hi - lo, kind, geo, by_batch=True, endpoints=head)
 
 
 def _round_blocks(rounds: list[Round], offset: int, geo: Geometry) -> Iterator[Block]:
@@ -111,16 +113,20 @@ def _round_blocks(rounds: list[Round], offset: int, geo: Geometry) -> Iterator[B
 
 
 def _block(start: int, batches: list[Batch], count: int, kind: tuple, geo: Geometry,
-           by_batch: bool = False) -> Block:
+           by_batch: bool = False, endpoints: list[Batch] | None = None) -> Block:
     """`count` rounds of the shape `kind` from round `start` on: their batches in order, round
-    after round, or (`by_batch`) one batch per entry of `kind`, each holding all the rounds."""
-    def rows(values: list[np.ndarray]) -> np.ndarray:
+    after round, or (`by_batch`) one batch per entry of `kind`, each holding all the rounds.
+    `endpoints`: one round's batches, whose sources and destinations every round has."""
+    def rows(values: list[np.ndarray], rounds: int = count) -> np.ndarray:
         if by_batch and len(values) > 1:
-            return np.hstack([v.reshape(count, -1) for v in values])
-        return joined(values).reshape(count, -1)
+            return np.hstack([v.reshape(rounds, -1) for v in values])
+        return joined(values).reshape(rounds, -1)
 
-    repeated = _repeated(batches, count) if by_batch and count > 1 else None
-    src, dst = repeated or (rows([b.src for b in batches]), rows([b.dst for b in batches]))
+    def ends(side: str) -> np.ndarray:
+        if endpoints is None:
+            return rows([getattr(b, side) for b in batches])
+        row = rows([getattr(b, side) for b in endpoints], 1)
+        return np.broadcast_to(row, (count, row.shape[1]))  # (repeated, not copied)
 
     def position(b: Batch, values: np.ndarray) -> np.ndarray:  # in 1/scale of the buffer
         f = geo.scale // b.den
@@ -129,24 +135,11 @@ def _block(start: int, batches: list[Batch], count: int, kind: tuple, geo: Geome
     first = geo.segment(rows([position(b, b.off) for b in batches]))
     end = geo.segment(rows([position(b, b.off + b.length) for b in batches]))
     lengths = [length for _, length, _ in kind]
-    return Block(start, src, dst, first, end, np.repeat([op == "copy" for _, _, op in kind], lengths),
+    return Block(start, ends("src"), ends("dst"), first, end,
+                 np.repeat([op == "copy" for _, _, op in kind], lengths),
                  np.repeat([k for k, _, _ in kind], lengths),
                  np.concatenate([np.arange(length) for length in lengths]), tuple(lengths),
-                 repeated is not None)
-
-
-def _repeated(batches: list[Batch], count: int) -> tuple[np.ndarray, np.ndarray] | None:
-    """When every one of `count` rounds (each batch holding all of them) has the first one's
-    endpoints, as a ring's do: the first round's sources and destinations, repeated without
-    a copy, so that they are checked once."""
-    out = []
-    for side in ("src", "dst"):
-        rows = [getattr(b, side).reshape(count, -1) for b in batches]
-        if not all(bool((x == x[:1]).all()) for x in rows):
-            return None
-        first = np.hstack([x[:1] for x in rows])
-        out.append(np.broadcast_to(first, (count, first.shape[1])))
-    return out[0], out[1]
+                 endpoints is not None)
 
 
 def rotation_of(devices: int, ranks: np.ndarray, g: int) -> np.ndarray:

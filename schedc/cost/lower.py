@@ -194,10 +194,10 @@ def _alike(series: Series) -> tuple[np.ndarray, np.ndarray] | None:
     def rows(index: slice | np.ndarray) -> np.ndarray:
         return np.hstack([v[index] for v in views])
 
-    first = rows(slice(0, 1))
-    if all(np.array_equal(rows(b), np.broadcast_to(first, (b.stop - b.start, first.shape[1])))
-           for b in blocks):  # (a ring's rounds: one shape)
+    if series.same_pairs and all(np.array_equal(v, np.broadcast_to(v[:1], v.shape))
+                                 for v in views[2::3]):  # (a ring's rounds: one shape)
         return np.zeros(1, np.int64), np.zeros(n, np.int64)
+    first = rows(slice(0, 1))
     # Rows compared by a hash first (sorting 10^5 rows as rows is slow), which must then
     # have put equal rows together, and only them.
     weights = row_weights(first.shape[1])

@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
+from functools import cached_property
 
 import numpy as np
 import sympy
@@ -172,6 +173,21 @@ class Series:
     def sizes(self) -> np.ndarray:
         """The transfers of each round."""
         return np.diff(self.starts, axis=1).sum(axis=0)
+
+    @cached_property
+    def same_pairs(self) -> bool:
+        """Whether every round has the first one's sources and destinations: each batch gives
+        every round as many transfers, between the pairs of its first round (a ring's rounds).
+        Asked by lowering and by verification, found once."""
+        counts = np.diff(self.starts, axis=1)
+        if not len(self) or not np.all(counts == counts[:, :1]):
+            return False
+        for b, c, at in zip(self.batches, counts[:, 0].tolist(), self.starts[:, 0].tolist()):
+            for x in (b.src, b.dst) if c else ():
+                rows = x[at:at + c * len(self)].reshape(len(self), c)
+                if not bool((rows == rows[:1]).all()):
+                    return False
+        return True
 
     def round_of(self, batch: int, lo: int = 0, hi: int | None = None) -> np.ndarray:
         """The round, counted from `lo`, of each of batch `batch`'s transfers in rounds
