@@ -76,6 +76,7 @@ def main() -> None:
     options = parser.parse_args()
     subprocess.run([sys.executable, "-m", "compileall", "-q", str(ROOT / "schedc")], check=True)
     median: dict[str, float] = {}
+    least: dict[str, float] = {}  # the min of the runs: the same checks, less moved by noise
     peak: dict[str, int] = {}
     with tempfile.TemporaryDirectory() as tmp:
         print(f"{'target':<42} {'min':>8} {'median':>8} {'peak':>9} {'transfers/s':>12}")
@@ -85,10 +86,10 @@ def main() -> None:
             at = next(k for k, (name, _, _) in enumerate(commands) if name == COMPARE)
             commands.insert(at, (FLOOR, LIBRARIES_ALONE, None))
         for name, command, transfers in commands:
-            fastest, median[name], peak[name] = summary([run_once(command)
-                                                         for _ in range(options.repeat)])
-            rate = f"{transfers / fastest / 1e6:.2f} M" if transfers else "-"
-            print(f"{name:<42} {fastest:>7.2f}s {median[name]:>7.2f}s "
+            least[name], median[name], peak[name] = summary([run_once(command)
+                                                             for _ in range(options.repeat)])
+            rate = f"{transfers / least[name] / 1e6:.2f} M" if transfers else "-"
+            print(f"{name:<42} {least[name]:>7.2f}s {median[name]:>7.2f}s "
                   f"{peak[name] / 2**20:>6.0f} MiB {rate:>12}", flush=True)
             start_up, points = AFTER_START_UP.get(name, (None, 0))
             if start_up in median:
@@ -96,20 +97,25 @@ def main() -> None:
                 print(f"  {'after start-up (medians, less 2 points)':<40} {extra:>7.2f}s "
                       f"{points / max(extra, 1e-9) / 1e6:>8.2f} M points/s", flush=True)
     checks = _checks(median, peak)
-    print(f"\n{'issue 14 target (on the medians)':<52} {'measured':>10} {'goal':>10}  met")
-    for what, measured, goal, met in checks:
-        print(f"{what:<52} {measured:>10} {goal:>10}  {'yes' if met else 'NO'}")
+    on_mins = _checks(least, peak)  # the same checks in the same order
+    print(f"\n{'issue 14 target':<52} {'medians':>10} {'mins':>10} {'goal':>10}  met (medians, mins)")
+    for (what, measured, goal, met), (_, fastest, _, met_fastest) in zip(checks, on_mins):
+        print(f"{what:<52} {measured:>10} {fastest:>10} {goal:>10}  "
+              f"{'yes' if met else 'NO'}, {'yes' if met_fastest else 'NO'}")
     if FLOOR in median:
         print(f"\n`compare` cannot start faster than its libraries: `python -c \"{LIBRARIES_CODE}\"` "
               f"takes {median[FLOOR]:.2f} s (median), `compare` {median[COMPARE]:.2f} s.")
     if options.markdown:
-        print("\n| target | measured (median of the runs) | goal | met |\n|---|---|---|---|")
-        for what, measured, goal, met in checks:
-            print(f"| {what} | {measured} | {goal} | {'yes' if met else '**no**'} |")
+        print("\n| target | medians of the runs | mins | goal | met (medians, mins) |\n"
+              "|---|---|---|---|---|")
+        for (what, measured, goal, met), (_, fastest, _, met_fastest) in zip(checks, on_mins):
+            print(f"| {what} | {measured} | {fastest} | {goal} | "
+                  f"{'yes' if met else '**no**'}, {'yes' if met_fastest else '**no**'} |")
 
 
 def _checks(median: dict[str, float], peak: dict[str, int]) -> list[tuple[str, str, str, bool]]:
-    """Issue 14's targets, each on the medians just measured: (what, measured, goal, met)."""
+    """Issue 14's targets, each on the walls given (the runs' medians, or their mins):
+    (what, measured, goal, met)."""
     out = []
 
     def have(*names: str) -> bool:
