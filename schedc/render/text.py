@@ -87,6 +87,8 @@ def _json_pieces(document: dict, as_bytes: bool) -> list:
                 text = json.dumps(value, allow_nan=False)
                 inline.append([text.encode("ascii") if as_bytes else text])
                 return f"\0{len(inline) - 1}"
+            if all(type(v) is str for v in value):  # (names: a cut's sides list thousands)
+                return value
             return [mark(v) for v in value]
         return value
 
