@@ -167,9 +167,9 @@ def geometry(schedule: Schedule, devices: int, ran: Ran | None = None) -> Geomet
         used[b.dst] = True
     moves = []
     full = False  # every position is a boundary already (a ring's p parts): no more to mark
-    moving = any(b.into_off is not None for b in whole)
+    relocating = any(b.into_off is not None for b in whole)  # (its landing places are cut)
     for k, group in enumerate(grouped(batches, GROUP)):
-        if full and not moving:
+        if full and not relocating:
             break
         ends = []
         for b in group:

@@ -45,8 +45,8 @@ class Block:
         return len(self.src)
 
     def endpoints(self) -> Block:
-        """The block whose endpoints say where every round's go: itself, or (uniform) its
-        first round."""
+        """The rounds whose endpoints are every round's: this block, or when uniform its
+        first round alone."""
         if not self.uniform:
             return self
         return Block(self.start, self.src[:1], self.dst[:1], self.first[:1], self.end[:1],
@@ -79,10 +79,10 @@ def _even(series: Series) -> list[int]:
 
 
 def _series_blocks(series: Series, each: list[int], offset: int, geo: Geometry) -> Iterator[Block]:
-    # a batch's place in a round counts the batches that have transfers there, sends too
-    placed = [(k, b, c, int(series.starts[j, 0])) for k, (j, b, c) in
-              enumerate((j, b, c) for j, (b, c) in enumerate(zip(series.batches, each)) if c)]
-    moving = [(k, b, c, at) for k, b, c, at in placed if b.op != "send"]
+    present = [(j, b, c) for j, (b, c) in enumerate(zip(series.batches, each)) if c]
+    # a batch's place k in a round counts the batches that have transfers there, sends too
+    moving = [(k, b, c, int(series.starts[j, 0])) for k, (j, b, c) in enumerate(present)
+              if b.op != "send"]
     kind = tuple((k, c, b.op) for k, b, c, _ in moving)
     # A ring's rounds all join the same pairs: their endpoints are then checked once.
     head = [b.take(slice(at, at + c)) for _, b, c, at in moving] if series.same_pairs else None

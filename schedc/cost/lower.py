@@ -194,8 +194,9 @@ def _alike(series: Series) -> tuple[np.ndarray, np.ndarray] | None:
     def rows(index: slice | np.ndarray) -> np.ndarray:
         return np.hstack([v[index] for v in views])
 
+    lengths = views[2::3]  # (each batch's src, dst and length, in turn)
     if series.same_pairs and all(np.array_equal(v, np.broadcast_to(v[:1], v.shape))
-                                 for v in views[2::3]):  # (a ring's rounds: one shape)
+                                 for v in lengths):  # (a ring's rounds: one shape)
         return np.zeros(1, np.int64), np.zeros(n, np.int64)
     first = rows(slice(0, 1))
     # Rows compared by a hash first (sorting 10^5 rows as rows is slow), which must then
