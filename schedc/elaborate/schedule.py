@@ -112,7 +112,7 @@ def _sequence(stmts: tuple[st.Stmt, ...], env: Env, ctx: ScheduleContext) -> Rou
             rounds.extend(zipped([_sequence((b,), env, ctx) for b in stmt.branches]))
         elif isinstance(stmt, st.If):
             cond = evaluate(stmt.cond, env)
-            if isinstance(cond, np.ndarray):
+            if isinstance(cond, np.ndarray) and env.lanes is not None:
                 raise NeedScalar  # it differs between the lanes' iterations
             taken = _scalar_condition(cond, stmt.cond.span)
             rounds.extend(_sequence(stmt.then if taken else stmt.orelse, env, ctx))
