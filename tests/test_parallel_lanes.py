@@ -61,8 +61,11 @@ CASES = {
 }
 
 
+IN_LANES = elaboration._IN_LANES  # none of them: every parallel loop one iteration at a time
+
+
 def _program(tmp_path, body: str, lanes: bool, monkeypatch, limits: Limits | None = None):
-    monkeypatch.setattr(elaboration, "_IN_LANES", elaboration._IN_LANES if lanes else ())
+    monkeypatch.setattr(elaboration, "_IN_LANES", IN_LANES if lanes else ())
     directory = tmp_path / str(lanes)
     directory.mkdir(exist_ok=True)
     text = MACHINE.replace("allreduce", "allgather") + RING + "schedule x {\n" + body + "\n}\n"
