@@ -70,10 +70,7 @@ def blocks(rounds: Sequence[Round], geo: Geometry) -> Iterator[Block]:
 def _even(series: Series) -> list[int]:
     """The transfers each batch of a series gives every round, when that is the same in every
     round and some batch moves data (else [])."""
-    counts = np.diff(series.starts, axis=1)
-    if not len(series) or not np.all(counts == counts[:, :1]):
-        return []
-    each = counts[:, 0].tolist()
+    each = series.per_round() or []
     moving = any(c and b.op != "send" for b, c in zip(series.batches, each))
     return each if moving else []
 

@@ -180,11 +180,11 @@ def _alike(series: Series) -> tuple[np.ndarray, np.ndarray] | None:
     """Where a series' distinct rounds first appear and which of them each round is, when
     every round takes as many transfers from each batch (else None): rounds compared as rows
     of their sources, destinations and lengths, a few rows at a time."""
-    counts = np.diff(series.starts, axis=1)
-    if not len(series) or not np.all(counts == counts[:, :1]):
+    each = series.per_round()
+    if each is None:
         return None
     n = len(series)
-    views = [x.reshape(n, c) for b, c in zip(series.batches, counts[:, 0].tolist()) if c
+    views = [x.reshape(n, c) for b, c in zip(series.batches, each) if c
              for x in (b.src, b.dst, b.length)]
     if not views:
         return None

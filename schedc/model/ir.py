@@ -174,15 +174,23 @@ class Series:
         """The transfers of each round."""
         return np.diff(self.starts, axis=1).sum(axis=0)
 
+    def per_round(self) -> list[int] | None:
+        """The transfers each batch gives every round, when that is the same in every round
+        (else None)."""
+        counts = np.diff(self.starts, axis=1)
+        if not len(self) or not np.all(counts == counts[:, :1]):
+            return None
+        return counts[:, 0].tolist()
+
     @cached_property
     def same_pairs(self) -> bool:
         """Whether every round has the first one's sources and destinations: each batch gives
         every round as many transfers, between the pairs of its first round (a ring's rounds).
         Asked by lowering and by verification, found once."""
-        counts = np.diff(self.starts, axis=1)
-        if not len(self) or not np.all(counts == counts[:, :1]):
+        each = self.per_round()
+        if each is None:
             return False
-        for b, c, at in zip(self.batches, counts[:, 0].tolist(), self.starts[:, 0].tolist()):
+        for b, c, at in zip(self.batches, each, self.starts[:, 0].tolist()):
             for x in (b.src, b.dst) if c else ():
                 rows = x[at:at + c * len(self)].reshape(len(self), c)
                 if not bool((rows == rows[:1]).all()):
