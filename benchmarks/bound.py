@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from schedc.analysis import cuts  # noqa: E402
-from schedc.analysis.cuts import RankCuts  # noqa: E402
+from schedc.analysis.bound.cuts import RankCuts  # noqa: E402
 from schedc.elaborate.loader import load_program  # noqa: E402
 
 CASES = [

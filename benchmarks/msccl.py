@@ -31,7 +31,7 @@ def main() -> None:
         sys.exit(f"no MSCCL XML files in {DATA}")
     largest = files[-1]
     sys.path.insert(0, str(ROOT))
-    from schedc.analysis.verify import verify_schedule
+    from schedc.analysis.verify.verdict import verify_schedule
     from schedc.session import Session
 
     def load():

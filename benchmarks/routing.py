@@ -64,7 +64,7 @@ CASES = [("1 spine", 1, ""), ("8 spines", 8, ""), ("8 spines, routing first", 8,
 
 def stages(path: Path) -> dict[str, float]:
     """Seconds per stage, in-process (imports excluded)."""
-    from schedc.analysis.verify import host_hints, verify_schedule
+    from schedc.analysis.verify.verdict import host_hints, verify_schedule
     from schedc.cost.formula import cost
     from schedc.cost.lower import lower
     from schedc.elaborate.loader import load_program

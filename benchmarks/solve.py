@@ -25,7 +25,7 @@ import sympy
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from schedc.analysis.solve import Side, solve  # noqa: E402
+from schedc.analysis.solve.roots import Side, solve  # noqa: E402
 from schedc.cli import main  # noqa: E402
 from schedc.deadline import TimeLimit  # noqa: E402
 from schedc.errors import SourceFile, Span  # noqa: E402

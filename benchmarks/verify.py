@@ -22,7 +22,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from schedc.analysis.verify import verify_schedule  # noqa: E402
+from schedc.analysis.verify.verdict import verify_schedule  # noqa: E402
 from schedc.elaborate.loader import load_program  # noqa: E402
 
 RING_1024 = ROOT / "schedules" / "scale" / "ring_1024.sched"

@@ -23,9 +23,9 @@ if TYPE_CHECKING:
     from collections.abc import Iterable
     from pathlib import Path
 
-    from .analysis.bound import Bounds
-    from .analysis.solve import Solution
-    from .analysis.verify import Verdict
+    from .analysis.bound.bounds import Bounds
+    from .analysis.solve.roots import Solution
+    from .analysis.verify.verdict import Verdict
     from .cost.timing import Timing
     from .errors import SchedcError
     from .session import Session
@@ -50,13 +50,13 @@ def time(session: Session, schedule: str) -> Timing:
 
 def verify(session: Session, schedules: Iterable[str] = ()) -> list[Verdict]:
     """Does each named result schedule (default: all) compute its collective?"""
-    from .analysis.verify import verdicts
+    from .analysis.verify.verdict import verdicts
     return verdicts(session, tuple(schedules))
 
 
 def solve(session: Session, equation: str, param: str, timeout: float = 10.0) -> Solution:
     """Every solution of `equation` (e.g. "time(hierarchical) = time(ring)") for `param`."""
-    from .analysis.equations import Equations
+    from .analysis.solve.equations import Equations
     from .errors import SourceFile, Span
     from .language.parser import parse_equation
     relation = parse_equation(SourceFile("equation", equation))
@@ -66,7 +66,7 @@ def solve(session: Session, equation: str, param: str, timeout: float = 10.0) ->
 
 def bound(session: Session, schedules: Iterable[str] = ()) -> list[Bounds]:
     """Cut-set and end-host bounds of each collective, and each schedule against them."""
-    from .analysis.bound import bound_all
+    from .analysis.bound.bounds import bound_all
     return bound_all(session, session.selected(tuple(schedules), required=False))
 
 

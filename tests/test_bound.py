@@ -12,8 +12,8 @@ from conftest import ROOT, SCHEDULES, MiB, expr, golden, write
 from test_window import TWO_GPUS
 
 import schedc
-from schedc.analysis import cuts as cuts_module
-from schedc.analysis.bound import must_cross
+from schedc.analysis.bound import cuts as cuts_module
+from schedc.analysis.bound.bounds import must_cross
 from schedc.elaborate.loader import load_program
 from schedc.model.ir import Collective, linear_expr
 

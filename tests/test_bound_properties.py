@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import schedc
-from schedc.analysis.cuts import RankCuts
+from schedc.analysis.bound.cuts import RankCuts
 from schedc.elaborate.loader import load_program
 
 RING = (SCHEDULES / "lib" / "ring.sched").as_posix()

@@ -14,7 +14,7 @@ import sympy
 from conftest import SCHEDULES, SHARED_DATA, write
 
 import schedc
-from schedc.analysis.calibrate import calibrate, compare
+from schedc.analysis.calibrate.calibration import calibrate, compare
 from schedc.measure.nccl_tests import read_log
 
 LOGS = SHARED_DATA / "nccl-tests"

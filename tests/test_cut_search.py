@@ -14,10 +14,10 @@ from hypothesis import strategies as st
 from test_bound import FOUR_HOSTS
 from test_bound_properties import machines
 
-from schedc.analysis import cuts as cuts_module
-from schedc.analysis.cuts import RankCuts
-from schedc.analysis.symmetry import least_rotation
+from schedc.analysis.bound import cuts as cuts_module
+from schedc.analysis.bound.cuts import RankCuts
 from schedc.elaborate.loader import load_program
+from schedc.model.symmetry import least_rotation
 
 MACHINES = sorted((SCHEDULES / "machines").glob("*.sched")) + [SCHEDULES / "seed" / "nvlink_2x8.sched"]
 RAILS = "link node[h].g[i] <-> rail[i] bw B_N class nic for h in 0..3 for i in 0..1"

@@ -11,7 +11,7 @@ import json
 import numpy as np
 import pytest
 
-from schedc.analysis.sweep import _significant
+from schedc.analysis.solve.sweep import _significant
 from schedc.render import floats
 from schedc.render.analysis import _fastest
 

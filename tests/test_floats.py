@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import schedc
-from schedc.analysis.sweep import parse_vary, sweep
+from schedc.analysis.solve.sweep import parse_vary, sweep
 from schedc.errors import UsageError
 from schedc.render import floats
 from schedc.render.files import write_atomically

@@ -174,8 +174,8 @@ def test_a_plot_needs_svg_or_png(run, tmp_path):
 def test_long_work_reports_progress():
     """The bound's cuts and the verification's rounds tick; the bar draws on its stream once
     the delay has passed, and ends its line."""
-    from schedc.analysis.bound import bound_all
-    from schedc.analysis.verify import verdicts
+    from schedc.analysis.bound.bounds import bound_all
+    from schedc.analysis.verify.verdict import verdicts
     stream = io.StringIO()
     calls: list[tuple[str, int, int]] = []
     bar = TerminalBar(stream, delay=0)
@@ -197,6 +197,6 @@ def test_long_work_reports_progress():
 
 
 def test_no_listener_no_output(capsys):
-    from schedc.analysis.verify import verdicts
+    from schedc.analysis.verify.verdict import verdicts
     verdicts(Session.open(NVLINK))
     assert capsys.readouterr() == ("", "")

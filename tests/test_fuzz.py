@@ -10,10 +10,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import schedc
-from schedc.analysis.bound import bound_all
+from schedc.analysis.bound.bounds import bound_all
 from schedc.analysis.check import check_program
-from schedc.analysis.equations import Equations
-from schedc.analysis.sweep import Vary, sweep
+from schedc.analysis.solve.equations import Equations
+from schedc.analysis.solve.sweep import Vary, sweep
 from schedc.elaborate.loader import load_program
 from schedc.elaborate.schedule import Limits
 from schedc.errors import SchedcError, SourceFile

@@ -14,6 +14,9 @@ from conftest import ROOT
 PACKAGE = ROOT / "schedc"
 MAX_LINES = 450
 
+WINGS = ("schedc.analysis.verify", "schedc.analysis.bound", "schedc.analysis.solve",
+         "schedc.analysis.calibrate")
+
 # Lowest first; a module may import its own layer and the layers before it.
 LAYERS = (
     ("schedc.errors", "schedc.units", "schedc.deadline", "schedc.limits", "schedc.progress",
@@ -23,8 +26,11 @@ LAYERS = (
     ("schedc.elaborate", "schedc.msccl"),  # .sched programs and MSCCL XML algorithms → IR
     ("schedc.cost",),
     ("schedc.session",),
-    ("schedc.analysis",),
-    ("schedc.render",),
+    WINGS,  # the analyses, side by side: none imports another
+    ("schedc.analysis.scale",),  # closed forms in n, from compiled instances and their bounds
+    ("schedc.analysis",),  # the drivers above the wings: `check`, `report`'s overview
+    ("schedc.render",),  # presentation only: text, JSON, Markdown, LaTeX, HTML, plots
+    ("schedc.export",),  # files for other tools: MSCCL XML, tuner tables
     ("schedc.cli", "schedc.__main__"),
     ("schedc",),  # the public API, schedc/__init__.py
 )
@@ -69,7 +75,9 @@ def _imports(module: str, path: Path) -> list[tuple[str, int]]:
 def test_every_module_is_in_a_layer():
     assert [_layer(m) for m in ("schedc.units", "schedc.language.parser", "schedc.model.ir",
                                 "schedc.elaborate.program", "schedc.cost.lower", "schedc.session",
-                                "schedc.analysis.bound", "schedc.render.text", "schedc.cli",
+                                "schedc.analysis.bound.cuts", "schedc.analysis.scale.forms",
+                                "schedc.analysis.check", "schedc.render.text",
+                                "schedc.export.tuner", "schedc.cli",
                                 "schedc")] == list(range(len(LAYERS)))
     for module in MODULES:
         _layer(module)
@@ -83,6 +91,18 @@ def test_imports_point_down_the_pipeline(module):
     assert upward == [], f"{module} (layer {LAYERS[here][0]}) imports from above it"
 
 
+def _wing(module: str) -> str | None:
+    return next((w for w in WINGS if module == w or module.startswith(w + ".")), None)
+
+
+@pytest.mark.parametrize("wing", WINGS)
+def test_wings_never_import_each_other(wing):
+    crossing = [f"{module} line {line}: {name}" for module, path in MODULES.items()
+                if _wing(module) == wing for name, line in _imports(module, path)
+                if _wing(name) not in (None, wing)]
+    assert crossing == []
+
+
 def test_analysis_never_imports_render():
     for module, path in MODULES.items():
         if module.startswith("schedc.analysis"):
@@ -92,11 +112,11 @@ def test_analysis_never_imports_render():
 def test_the_check_sees_relative_and_lazy_imports():
     """The parser of imports finds what the layering rests on (so the tests above can fail)."""
     found = dict(_imports("schedc.cli.analysing", MODULES["schedc.cli.analysing"]))
-    assert "schedc.analysis.equations" in found  # `from ..analysis.equations import ...` in a function
+    assert "schedc.analysis.solve.equations" in found  # `from ..analysis.solve.equations import ...` in a function
     assert "schedc.language.syntax" in dict(_imports("schedc.language.parser",
                                                      MODULES["schedc.language.parser"]))
     api = dict(_imports("schedc", MODULES["schedc"]))  # the API's lazy imports reach the top
-    assert _layer("schedc.cli") < _layer("schedc") and "schedc.analysis.verify" in api
+    assert _layer("schedc.cli") < _layer("schedc") and "schedc.analysis.verify.verdict" in api
 
 
 @pytest.mark.parametrize("module", sorted(MODULES))

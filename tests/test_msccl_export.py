@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from test_library import _imports, _suite
 
 import schedc
-from schedc.render.msccl_xml import export_msccl
+from schedc.export.msccl_xml import export_msccl
 
 EXPORTABLE = ("allreduce", "allgather", "reduce_scatter", "alltoall")
 

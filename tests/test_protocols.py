@@ -11,7 +11,7 @@ import sympy
 from conftest import write
 
 import schedc
-from schedc.analysis.protocols import protocol_spans
+from schedc.analysis.solve.protocols import protocol_spans
 
 RING8 = """\
 import "{lib}"

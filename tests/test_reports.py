@@ -10,7 +10,7 @@ from conftest import ROOT, SCHEDULES, write
 
 import schedc
 from schedc.analysis.check import check_program
-from schedc.analysis.reports import evaluate_reports, report_values
+from schedc.analysis.solve.reports import evaluate_reports, report_values
 from schedc.elaborate.loader import load_program
 from schedc.elaborate.program import parse_override
 from schedc.language import syntax as ast

@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_topology import MACHINE
 
-from schedc.analysis.bound import bound_all
+from schedc.analysis.bound.bounds import bound_all
 from schedc.elaborate.loader import load_program
 from schedc.render.emit import schedule_pairs
 from schedc.session import Session

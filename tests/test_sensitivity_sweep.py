@@ -10,7 +10,7 @@ import sympy
 from conftest import SCHEDULES, timings
 
 import schedc
-from schedc.analysis.sensitivity import sensitivities
+from schedc.analysis.solve.sensitivity import sensitivities
 from schedc.deadline import TimeLimit
 
 pytestmark = pytest.mark.usefixtures("reuse_shipped")  # the shipped files compile once

@@ -11,7 +11,7 @@ import pytest
 from conftest import write
 from test_language import MACHINE, rounds_of
 
-from schedc.analysis.verify import verify_schedule
+from schedc.analysis.verify.verdict import verify_schedule
 from schedc.cost.lower import lower
 from schedc.elaborate.loader import load_program
 from schedc.model.ir import Rounds, Series
@@ -220,8 +220,8 @@ def test_blocks_of_a_series_are_its_rounds_blocks(tmp_path):
     """Verification reads a series whose batches give every round as many transfers straight
     from the batches' arrays: round by round the same rows (endpoints, segments, copies, each
     transfer's batch and place in it) as the rounds written out give."""
-    from schedc.analysis.dataflow import geometry
-    from schedc.analysis.renaming import blocks
+    from schedc.analysis.verify.dataflow import geometry
+    from schedc.analysis.verify.renaming import blocks
 
     compiled = []
     for series in (True, False):
@@ -258,8 +258,8 @@ def test_a_renaming_holds_on_a_series_as_on_its_rounds(tmp_path, case):
     the ranks; the skewed one's do not: renamed by g = 1, round 0 needs part 1 to become
     part 4 (rank 1 sends 1, rank 2 sends 4) and part 0 (rank 3 sends 9 % 8 = 1, rank 4 sends
     16 % 8 = 0). Only g = 4 holds for it: (j + 4)² = j² + 8j + 16, the same part mod 8."""
-    from schedc.analysis.dataflow import geometry
-    from schedc.analysis.renaming import Symmetry, blocks, rotation_of
+    from schedc.analysis.verify.dataflow import geometry
+    from schedc.analysis.verify.renaming import Symmetry, blocks, rotation_of
 
     program, series = _compiled(tmp_path, case, series=True)
     _, explicit = _compiled(tmp_path, case, series=False)

@@ -12,8 +12,8 @@ from conftest import ROOT, SCHEDULES, examples, golden
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-import schedc.analysis.solve
-from schedc.analysis.solve import Side, solve
+import schedc.analysis.solve.roots
+from schedc.analysis.solve.roots import Side, solve
 from schedc.cost.regimes import key, pieces
 from schedc.deadline import TimeLimit
 from schedc.errors import SourceFile, Span
@@ -152,7 +152,7 @@ def test_a_solve_that_cannot_finish_is_reported(run, monkeypatch):
         while True:
             pass
 
-    monkeypatch.setattr(schedc.analysis.solve, "pieces", forever)
+    monkeypatch.setattr(schedc.analysis.solve.roots, "pieces", forever)
     code, out, err = run("solve", PCIE, "time(hierarchical) = time(ring)", "--for", "B_L",
                          "--timeout", "0.2")
     assert code == 2 and out == ""

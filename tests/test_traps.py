@@ -356,7 +356,7 @@ def test_a_wrong_formula_that_agrees_at_the_nominal_point_fails_the_check(run, t
 def test_difference_near_decides_ties_by_a_point_inside_a_regime():
     import sympy
 
-    from schedc.analysis.identity import difference_near
+    from schedc.analysis.solve.identity import difference_near
     x, y, z = sympy.symbols("x y z", positive=True)
     at = {x: 1, y: 1, z: 1}  # every Max below ties here
     assert difference_near(sympy.Max(x, y), x, at) is None          # on the regime x >= y

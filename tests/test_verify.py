@@ -11,9 +11,9 @@ import pytest
 from conftest import MACHINES, ROOT, SCHEDULES, flat_machine, write
 
 import schedc
-from schedc.analysis import dataflow
-from schedc.analysis.counterexample import WrongResult
-from schedc.analysis.verify import verify_schedule as verify_ir
+from schedc.analysis.verify import dataflow
+from schedc.analysis.verify.counterexample import WrongResult
+from schedc.analysis.verify.verdict import verify_schedule as verify_ir
 from schedc.elaborate.loader import load_program
 
 BROKEN = Path(__file__).parent / "fixtures" / "broken"

@@ -8,8 +8,8 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from schedc.analysis.dataflow import Items, Steps
-from schedc.analysis.state import (
+from schedc.analysis.verify.dataflow import Items, Steps
+from schedc.analysis.verify.state import (
     MIXED,
     State,
     _apply_arrays,
@@ -94,8 +94,8 @@ def test_blocks_halved_for_memory_verify_alike(monkeypatch):
     than BLOCK_ITEMS of them: a tiny bound gives the same verdicts, failures included."""
     from conftest import ROOT
 
-    from schedc.analysis import dataflow
-    from schedc.analysis.verify import verify_schedule
+    from schedc.analysis.verify import dataflow
+    from schedc.analysis.verify.verdict import verify_schedule
     from schedc.elaborate.loader import load_program
 
     for path in (ROOT / "schedules/seed/nvlink_2x8.sched",

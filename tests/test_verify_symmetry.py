@@ -14,9 +14,9 @@ from conftest import SCHEDULES, compiled, flat_machine, write
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from schedc.analysis.columns import reduce_columns
-from schedc.analysis.dataflow import geometry, steps
-from schedc.analysis.verify import host_hints, verdict, verify_schedule
+from schedc.analysis.verify.columns import reduce_columns
+from schedc.analysis.verify.dataflow import geometry, steps
+from schedc.analysis.verify.verdict import host_hints, verdict, verify_schedule
 from schedc.elaborate.loader import load_program
 from schedc.model.collectives import KINDS, Cells
 from schedc.model.ir import Batch, Round

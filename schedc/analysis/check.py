@@ -36,10 +36,10 @@ from ..language import syntax as ast
 from ..model.values import NoneValue, Quantity, kind_of, quantity_of
 from ..session import Session
 from ..units import DIMENSIONLESS, dim_name, format_quantity
-from .equations import Equations, Values, source_text
-from .identity import Undecided, difference_near
-from .reports import ReportValue
-from .verify import Verdict, verdicts
+from .solve.equations import Equations, Values, source_text
+from .solve.identity import Undecided, difference_near
+from .solve.reports import ReportValue
+from .verify.verdict import Verdict, verdicts
 
 
 @dataclass(frozen=True)

@@ -24,11 +24,11 @@ from ..errors import SchedcError, UsageError
 from ..model.ir import Collective
 from ..session import Session
 from ..units import BYTES, RATE, SECONDS, Dim
-from .bound import Bounds, bound
+from .bound.bounds import Bounds, bound
 from .check import ProgramCheck, check_program
-from .solve import Side, Solution, solve
-from .sweep import Sweep, Vary, sweep
-from .verify import Verdict, verdicts
+from .solve.roots import Side, Solution, solve
+from .solve.sweep import Sweep, Vary, sweep
+from .verify.verdict import Verdict, verdicts
 
 CURVE_POINTS = 161
 MAX_BINS = 240  # a busy map shows at most this many round columns, and resource rows

@@ -42,7 +42,7 @@ def solve_command(session, equation: str, param: str, as_json: bool, plot_path: 
     """Solve EQUATION for one param, regime by regime: every solution, and which side is
     smaller in between (e.g. 'time(hierarchical) = time(ring, B_L = 32 GB/s)' --for B_L).
     A structural param (hosts) is searched over the integers, compiling at each value."""
-    from ..analysis.equations import Equations, name_span
+    from ..analysis.solve.equations import Equations, name_span
     from ..deadline import OutOfTime, TimeLimit
     from ..errors import SolveError, SourceFile, Span
     from ..language.parser import parse_equation
@@ -65,7 +65,7 @@ def solve_command(session, equation: str, param: str, as_json: bool, plot_path: 
     param_span = Span(SourceFile("--for", param), 1, 1, 1, len(param) + 1)
     equations = Equations(session, limit)
     if equations.param(param.strip(), param_span).structural:  # a search over the integers
-        from ..analysis.instances import search
+        from ..analysis.solve.instances import search
         from ..render.scale import search_json, search_text
         found = search(session, relation, param.strip(), param_span, timeout,
                        lambda at: verified_timings(at, list(timed), no_verify))
@@ -73,7 +73,7 @@ def solve_command(session, equation: str, param: str, as_json: bool, plot_path: 
         click.echo(show(session.program, equation, found), nl=False)
         return EXIT_OK
     solution = equations.solve(relation, param.strip(), param_span)
-    from ..analysis.protocols import protocol_spans
+    from ..analysis.solve.protocols import protocol_spans
     symbol = session.program.params[solution.param].symbol
     switches = {name: spans for name in timed
                 if (spans := protocol_spans(session.timing(name), symbol))}
@@ -94,7 +94,7 @@ def solve_command(session, equation: str, param: str, as_json: bool, plot_path: 
 @no_verify_option
 def sensitivity_command(session, schedules, as_json: bool, timeout: float, no_verify: bool) -> int:
     """dT/dp and the elasticity (p/T)·dT/dp of each schedule's time, for every param."""
-    from ..analysis.sensitivity import sensitivities
+    from ..analysis.solve.sensitivity import sensitivities
     from ..deadline import TimeLimit
     from ..render.analysis import sensitivity_json, sensitivity_text
     program = session.program
@@ -121,7 +121,7 @@ def sweep_command(session, vary: str, linear: bool, csv_path: Path | None,
                   plot_path: Path | None, schedules, as_json: bool, no_verify: bool) -> int:
     """Each schedule's time over a range of one param, from its compiled formula; a
     structural param (a unitless integer such as a host count) is compiled at each point."""
-    from ..analysis.sweep import instance_sweep, parse_vary, sweep
+    from ..analysis.solve.sweep import instance_sweep, parse_vary, sweep
     from ..render.analysis import sweep_csv, sweep_json, sweep_summary, sweep_text
     from ..render.files import write_atomically
     program = session.program
@@ -162,7 +162,7 @@ def bound_command(session, schedules, as_json: bool, output_format: str, max_cut
     """How far each schedule of FILE is from the physical limit: cut-set and end-host lower
     bounds, the overlapped bound, and what holds each schedule back. A machine file without
     schedules shows its cuts."""
-    from ..analysis.bound import bound_all
+    from ..analysis.bound.bounds import bound_all
     from ..render.bound import bound_json
     show = formatted(output_format, as_json, "bound", bound_json)
     names = session.selected(schedules, required=False)
@@ -178,7 +178,7 @@ def bound_command(session, schedules, as_json: bool, output_format: str, max_cut
 @timeout_option
 def eval_command(session, as_json: bool, timeout: float) -> int:
     """Evaluate and print every `report NAME = EXPR` of FILE, in readable units."""
-    from ..analysis.equations import Equations
+    from ..analysis.solve.equations import Equations
     from ..render.analysis import reports_json, reports_text
     program = session.program
     values = Equations(session, timeout).reports().values

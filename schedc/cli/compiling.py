@@ -31,7 +31,7 @@ def verified_timings(session, names: list[str], no_verify: bool) -> list:
     its say by then, since timing compiles everything)."""
     timings = [session.timing(n) for n in names]
     if not no_verify:
-        from ..analysis.verify import verdicts
+        from ..analysis.verify.verdict import verdicts
         failures = [v for v in verdicts(session, tuple(names)) if not v.ok]
         if failures:
             from ..errors import VerificationFailed
@@ -150,7 +150,7 @@ def verify(file: Path, schedules, sets, as_json: bool, limits, machine, ranks) -
     schedules, such as machines and libraries, are skipped). FILE may be an MSCCL XML
     algorithm (.xml): no machine is needed. Exit 1 if one fails.
     """
-    from ..analysis.verify import verdicts
+    from ..analysis.verify.verdict import verdicts
     from ..errors import SchedcError, UsageError
     from ..render.errors import error_entry
     from ..render.text import dump_json

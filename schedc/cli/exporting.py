@@ -39,13 +39,13 @@ def export_msccl_command(session, name: str, output: Path | None, proto: str, ch
                          executor: str, min_bytes: int, max_bytes: int, no_verify: bool) -> int:
     """A schedule of FILE as an MSCCL XML algorithm, verified first."""
     from ..errors import UsageError
+    from ..export.msccl_xml import export_msccl
     from ..render.files import write_atomically
-    from ..render.msccl_xml import export_msccl
     if max_bytes < min_bytes:
         raise UsageError("--max-bytes is less than --min-bytes")
     name = session.selected((name,))[0]
     if not no_verify:
-        from ..analysis.verify import verdict
+        from ..analysis.verify.verdict import verdict
         found = verdict(session, name)
         if not found.ok:
             from ..errors import VerificationFailed
@@ -86,8 +86,8 @@ def tune(session, collective: str, sizes: str, output: Path | None, channels: in
     """The fastest schedule of FILE per size range, from exact crossovers, as a table for
     NCCL's example tuner plugin (nccl_tuner.conf). A schedule stands for an NCCL algorithm
     and protocol with `schedule NAME as ring/simple = ...`; the others are listed, not written."""
+    from ..export.tuner import tune_json, tune_table, tune_text, tuner_csv
     from ..render.files import write_atomically
-    from ..render.tuner import tune_json, tune_table, tune_text, tuner_csv
     per_nodes, counts = _node_counts(session, nodes, nodes_param)
     sessions = [session] if per_nodes is None else [session.at({per_nodes: n}) for n in counts]
     found = [_tune_at(at, collective, sizes, timeout, no_verify) for at in sessions]
@@ -134,10 +134,10 @@ def _node_counts(session, nodes: str | None, param: str | None) -> tuple[str | N
 
 def _tune_at(session, collective: str, sizes: str, timeout: float, no_verify: bool):
     """(envelope, NCCL names, schedule names, nNodes, nRanks) of one compiled machine."""
-    from ..analysis.crossovers import fastest
-    from ..analysis.sweep import parse_range
+    from ..analysis.solve.crossovers import fastest
+    from ..analysis.solve.sweep import parse_range
     from ..errors import ElaborationError, SourceFile, UsageError
-    from ..render.tuner import ALGORITHMS, PROTOCOLS
+    from ..export.tuner import ALGORITHMS, PROTOCOLS
     program = session.program
     names = [r.name for r in program.results if r.collective.kind == collective]
     if len(names) < 1:

@@ -58,7 +58,7 @@ def calibrate_command(logs, machine: Path, schedule, fit, every: int, in_place: 
                       write_path, sets, limits, as_json: bool, no_verify: bool) -> int:
     """Fit FILE's params to nccl-tests LOGs by least squares on log time; show every row's
     measured and predicted time, and the error on fit and held-out rows."""
-    from ..analysis.calibrate import calibrate
+    from ..analysis.calibrate.calibration import calibrate
     from ..render.calibration import calibration_json, calibration_sched, calibration_text
     from ..session import Session
     session = Session.open(machine, sets, limits)
@@ -111,7 +111,7 @@ def _fitted_sets(path: Path) -> list[str]:
 def predict_command(file: Path, logs, schedule, plot, in_place: bool, fitted, sets, limits,
                     as_json: bool, no_verify: bool) -> int:
     """FILE's predicted time against measured rows of nccl-tests LOGs, without fitting."""
-    from ..analysis.calibrate import compare, size_symbol
+    from ..analysis.calibrate.calibration import compare, size_symbol
     from ..render.calibration import comparison_json, comparison_text
     from ..session import Session
     sets = (*(_fitted_sets(fitted) if fitted else ()), *sets)
@@ -121,13 +121,13 @@ def predict_command(file: Path, logs, schedule, plot, in_place: bool, fitted, se
     tables = _tables(logs)
     result = compare(session, name, tables, _place(in_place))
     if plot is not None:
-        from ..analysis.protocols import protocol_spans
+        from ..analysis.solve.protocols import protocol_spans
         from ..measure.nccl_tests import BUSBW_FACTORS
         from ..render.measured_plot import plot_comparison
         spans = protocol_spans(session.timing(name), size_symbol(session, name))
         switches = [(float(b.lo), a.protocol, b.protocol) for a, b in zip(spans, spans[1:])]
         collective = session.program.result(name).collective
-        from ..analysis.calibrate import COLLECTIVE_BINARIES
+        from ..analysis.calibrate.calibration import COLLECTIVE_BINARIES
         factor = BUSBW_FACTORS[COLLECTIVE_BINARIES[collective.kind]](len(collective.ranks))
         plot_comparison(result, plot, factor, switches)
     click.echo(comparison_json(result) if as_json else comparison_text(result), nl=False)

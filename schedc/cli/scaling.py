@@ -27,7 +27,7 @@ def scale_command(session, param: str, start: int, no_bound: bool, at_values: tu
     """Each schedule's time as a formula in a structural param: fitted exactly on compiled
     instances, checked on others (one at least 8x larger), with its bounds, the ratio
     time/bound, the limits as PARAM grows, and a knob's optimum."""
-    from ..analysis.scale import Scaler
+    from ..analysis.scale.forms import Scaler
     from ..render.scale import scale_json, scale_text
     names = session.selected(schedules)
     scaler = Scaler(session, param.strip(), names, start, not no_bound,

@@ -15,11 +15,11 @@ import numpy as np
 import sympy
 
 from ..analysis.check import FileCheck, Outcome
-from ..analysis.reports import ReportValue
-from ..analysis.sensitivity import Sensitivity
-from ..analysis.solve import Interval, Regime, Solution
-from ..analysis.sweep import Sweep
-from ..analysis.verify import Verdict
+from ..analysis.solve.reports import ReportValue
+from ..analysis.solve.roots import Interval, Regime, Solution
+from ..analysis.solve.sensitivity import Sensitivity
+from ..analysis.solve.sweep import Sweep
+from ..analysis.verify.verdict import Verdict
 from ..elaborate.program import Param, Program
 from ..units import (
     BYTES,

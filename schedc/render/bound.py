@@ -5,7 +5,7 @@ from __future__ import annotations
 from fractions import Fraction
 from functools import lru_cache
 
-from ..analysis.bound import Bounds, Crossing, CutBound, Efficiency
+from ..analysis.bound.bounds import Bounds, Crossing, CutBound, Efficiency
 from ..elaborate.program import Program
 from ..model.ir import LinearBytes, linear_expr, linear_value
 from ..model.topology import Topology

@@ -7,7 +7,7 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-from ..analysis.calibrate import Calibration, Comparison, FittedParam
+from ..analysis.calibrate.calibration import Calibration, Comparison, FittedParam
 from ..units import BYTES, RATE, SECONDS, base_unit, format_bytes, format_quantity, format_seconds
 from . import schema
 from .text import dump_json, json_number, table

@@ -9,7 +9,7 @@ from html import escape
 import sympy
 
 from .. import __version__
-from ..analysis.bound import Bounds
+from ..analysis.bound.bounds import Bounds
 from ..analysis.overview import Curves, Group, Overview
 from ..cost.formula import nominal_value
 from ..cost.timing import Timing

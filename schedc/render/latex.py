@@ -8,7 +8,7 @@ from collections.abc import Collection, Sequence
 
 import sympy
 
-from ..analysis.bound import Bounds
+from ..analysis.bound.bounds import Bounds
 from ..cost.formula import nominal_value
 from ..cost.timing import Timing
 from ..elaborate.program import Program

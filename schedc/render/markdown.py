@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Sequence
 
-from ..analysis.bound import Bounds
+from ..analysis.bound.bounds import Bounds
 from ..cost.formula import nominal_value
 from ..cost.timing import Timing
 from ..elaborate.program import Program

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..analysis.calibrate import Comparison
+from ..analysis.calibrate.calibration import Comparison
 from ..errors import UsageError
 from .calibration import write_whole
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from ..analysis.overview import Busy, Curves, SideCurves
-from ..analysis.sweep import Sweep
+from ..analysis.solve.sweep import Sweep
 from ..errors import UsageError
 from ..model.topology import Topology
 from ..units import SECONDS, Dim, format_quantity

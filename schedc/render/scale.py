@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-from ..analysis.instances import IntegerSearch
-from ..analysis.scale import Piece, Scaling
+from ..analysis.scale.forms import Piece, Scaling
+from ..analysis.solve.instances import IntegerSearch
 from ..elaborate.program import Program
 from ..units import format_quantity, format_seconds
 from . import schema

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from ..analysis.counterexample import Conflict, Write, WrongResult
-from ..analysis.verify import Verdict
+from ..analysis.verify.counterexample import Conflict, Write, WrongResult
+from ..analysis.verify.verdict import Verdict
 from ..model.ir import BufferLayout, Region, buffer_text
 from .text import listing
 

@@ -19,10 +19,10 @@ from typing import TypeVar
 
 import numpy as np
 
-from ..errors import LimitError
-from ..limits import MAX_CELLS
-from ..model.collectives import KINDS, Cells, Spec
-from ..model.ir import Batch, Round, Rounds, Schedule, Series, joined
+from ...errors import LimitError
+from ...limits import MAX_CELLS
+from ...model.collectives import KINDS, Cells, Spec
+from ...model.ir import Batch, Round, Rounds, Schedule, Series, joined
 
 T = TypeVar("T", bound=Sized)
 MAX_SCALE = 2**62  # the common denominator of all region boundaries

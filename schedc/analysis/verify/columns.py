@@ -29,8 +29,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..model.collectives import KINDS
-from ..model.ir import Round, Schedule
+from ...model.collectives import KINDS
+from ...model.ir import Round, Schedule
 from .dataflow import Geometry, Items, ran_batches
 from .renaming import Block, Symmetry, blocks, order, rotation_of
 

@@ -24,10 +24,10 @@ from fractions import Fraction
 import numpy as np
 import sympy
 
-from ..errors import SchedcError, UsageError
-from ..measure.nccl_tests import Row, Table
-from ..session import Session
-from ..units import DIMENSIONLESS
+from ...errors import SchedcError, UsageError
+from ...measure.nccl_tests import Row, Table
+from ...session import Session
+from ...units import DIMENSIONLESS
 
 # nccl-tests' binary per collective of the language.
 COLLECTIVE_BINARIES = {"allreduce": "all_reduce", "reduce_scatter": "reduce_scatter",
@@ -163,7 +163,7 @@ class Model:
         for name in fit:
             param = program.params.get(name)
             if param is None:
-                from ..errors import did_you_mean
+                from ...errors import did_you_mean
                 raise UsageError(f"--fit {name}: no param named '{name}'"
                                  + (did_you_mean(name, list(program.params), "params") or ""))
             if param.symbol == self.size:

@@ -27,10 +27,10 @@ from math import lcm
 import networkx as nx
 import sympy
 
-from .. import progress
-from ..model.topology import Topology
+from ... import progress
+from ...model.symmetry import HostShift, host_shift
+from ...model.topology import Topology
 from .flow import ArrayFlow, NetworkxFlow
-from .symmetry import HostShift, host_shift
 
 # Edges × max-flow problems from which scipy's max-flow pays for importing it (~0.3 s): below,
 # networkx has solved them all first (the 1,024-rank ring: 4,112 edges × 12, 0.25 s).

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..model.topology import Topology
+from .topology import Topology
 
 
 @dataclass(frozen=True, eq=False)

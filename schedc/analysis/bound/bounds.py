@@ -28,14 +28,14 @@ from fractions import Fraction
 import numpy as np
 import sympy
 
-from ..cost.formula import RoundClass, cost, nominal_value
-from ..cost.lower import merged
-from ..cost.timing import Timing
-from ..errors import LimitError, TopologyError
-from ..limits import MAX_CUTS
-from ..model.collectives import KINDS
-from ..model.ir import Collective, LinearBytes, Schedule, linear_expr, linear_scale, linear_value
-from ..session import Session
+from ...cost.formula import RoundClass, cost, nominal_value
+from ...cost.lower import merged
+from ...cost.timing import Timing
+from ...errors import LimitError, TopologyError
+from ...limits import MAX_CUTS
+from ...model.collectives import KINDS
+from ...model.ir import Collective, LinearBytes, Schedule, linear_expr, linear_scale, linear_value
+from ...session import Session
 from .cuts import Cut, CutCapacity, RankCuts
 
 

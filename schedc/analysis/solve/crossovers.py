@@ -17,11 +17,11 @@ from itertools import combinations
 
 import sympy
 
-from ..deadline import DEFAULT_TIMEOUT
-from ..elaborate.program import Param
-from ..errors import SourceFile, Span
-from ..language.parser import parse_equation
-from ..session import Session
+from ...deadline import DEFAULT_TIMEOUT
+from ...elaborate.program import Param
+from ...errors import SourceFile, Span
+from ...language.parser import parse_equation
+from ...session import Session
 from .equations import Equations
 
 DIGITS = 50  # roots are ordered by approximations this precise, as `solve` orders them

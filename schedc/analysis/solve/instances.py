@@ -13,11 +13,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from fractions import Fraction
 
-from ..errors import LimitError, SchedcError, SolveError, Span, VerificationFailed
-from ..language import syntax as ast
-from ..model.values import from_rational
-from ..session import Session
-from ..units import Dim
+from ...errors import LimitError, SchedcError, SolveError, Span, VerificationFailed
+from ...language import syntax as ast
+from ...model.values import from_rational
+from ...session import Session
+from ...units import Dim
 from .equations import Equations, source_text
 
 DENSE = 16  # every integer up to here

@@ -25,9 +25,9 @@ from fractions import Fraction
 
 import sympy
 
-from ..errors import CostError, SchedcError, UsageError, VerificationFailed, did_you_mean
-from ..session import Session
-from .bound import bound
+from ...errors import CostError, SchedcError, UsageError, VerificationFailed, did_you_mean
+from ...session import Session
+from ..bound.bounds import bound
 from .fitting import (
     FAMILIES,
     Family,

@@ -13,13 +13,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from fractions import Fraction
 
-from ..elaborate.evaluate import evaluate
-from ..elaborate.lanes import Env, Names
-from ..elaborate.program import Program
-from ..errors import ElaborationError, Span
-from ..language import syntax as ast
-from ..model.values import Quantity, as_number, kind_of, settle
-from ..units import DIMENSIONLESS, Dim
+from ...elaborate.evaluate import evaluate
+from ...elaborate.lanes import Env, Names
+from ...elaborate.program import Program
+from ...errors import ElaborationError, Span
+from ...language import syntax as ast
+from ...model.values import Quantity, as_number, kind_of, settle
+from ...units import DIMENSIONLESS, Dim
 
 Handlers = dict[type, Callable[[ast.Node, Env], object]]
 

@@ -37,10 +37,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .. import progress
-from ..model.ir import Schedule
-from ..model.topology import Topology
-from ..session import Session
+from ... import progress
+from ...model.ir import Schedule
+from ...model.symmetry import device_shift
+from ...model.topology import Topology
+from ...session import Session
 from .columns import reduce_columns
 from .counterexample import Conflict, WrongResult, conflict_at, explain
 from .dataflow import (
@@ -54,7 +55,6 @@ from .dataflow import (
     step_rounds,
 )
 from .state import MIXED, State, apply_steps
-from .symmetry import device_shift
 
 EXACT_NUMBERS = 2**22  # exact count vectors while the state holds at most this many numbers
 

@@ -17,12 +17,12 @@ import math
 
 import sympy
 
-from ..analysis.crossovers import Envelope
+from ..analysis.solve.crossovers import Envelope
 from ..cost.regimes import key
 from ..language.syntax import NcclName
+from ..render.schema import TUNE
+from ..render.text import dump_json, json_number, table
 from ..units import format_bytes
-from .schema import TUNE
-from .text import dump_json, json_number, table
 
 COLLECTIVES = {"allreduce": "allreduce", "allgather": "allgather",
                "reduce_scatter": "reducescatter", "broadcast": "broadcast", "reduce": "reduce"}

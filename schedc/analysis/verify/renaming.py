@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..model.ir import Batch, Round, Rounds, Series, joined
+from ...model.ir import Batch, Round, Rounds, Series, joined
 from .dataflow import Geometry
 
 BLOCK = 65536  # transfers checked together: small rounds alike in shape, as one 2-d array

@@ -15,16 +15,16 @@ from fractions import Fraction
 import numpy as np
 import sympy
 
-from ..cost.timing import Timing
-from ..elaborate.evaluate import evaluate
-from ..elaborate.lanes import Env
-from ..elaborate.program import Param, Program
-from ..errors import SchedcError, SourceFile, Span, UsageError, did_you_mean
-from ..language.parser import parse_expression
-from ..limits import DEFAULT_POINTS
-from ..model.values import Quantity, as_number, from_rational
-from ..session import Session
-from ..units import DIMENSIONLESS, base_unit, dim_name, format_quantity
+from ...cost.timing import Timing
+from ...elaborate.evaluate import evaluate
+from ...elaborate.lanes import Env
+from ...elaborate.program import Param, Program
+from ...errors import SchedcError, SourceFile, Span, UsageError, did_you_mean
+from ...language.parser import parse_expression
+from ...limits import DEFAULT_POINTS
+from ...model.values import Quantity, as_number, from_rational
+from ...session import Session
+from ...units import DIMENSIONLESS, base_unit, dim_name, format_quantity
 
 MAX_POINTS = 1_000_000
 MAX_COMPILES = 200  # a sweep of a structural param compiles once per distinct integer

@@ -18,7 +18,7 @@ from itertools import pairwise
 
 import sympy
 
-from ..cost.regimes import (
+from ...cost.regimes import (
     NotRational,
     Piece,
     at_least,
@@ -30,9 +30,9 @@ from ..cost.regimes import (
     sample,
     zeros,
 )
-from ..deadline import OutOfTime, TimeLimit
-from ..errors import SolveError, Span
-from ..units import Dim, dim_name
+from ...deadline import OutOfTime, TimeLimit
+from ...errors import SolveError, Span
+from ...units import Dim, dim_name
 
 
 @dataclass(frozen=True)

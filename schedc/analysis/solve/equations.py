@@ -19,18 +19,18 @@ from dataclasses import dataclass, replace
 
 import sympy
 
-from ..cost.timing import Timing
-from ..deadline import DEFAULT_TIMEOUT, TimeLimit
-from ..elaborate.evaluate import evaluate
-from ..elaborate.lanes import Env
-from ..elaborate.program import Param
-from ..errors import ElaborationError, SolveError, Span, UnitError, did_you_mean
-from ..language import syntax as ast
-from ..model.values import NoneValue, Quantity, kind_of, quantity_of
-from ..session import Session
-from ..units import DIMENSIONLESS, SECONDS, dim_name, format_quantity
+from ...cost.timing import Timing
+from ...deadline import DEFAULT_TIMEOUT, TimeLimit
+from ...elaborate.evaluate import evaluate
+from ...elaborate.lanes import Env
+from ...elaborate.program import Param
+from ...errors import ElaborationError, SolveError, Span, UnitError, did_you_mean
+from ...language import syntax as ast
+from ...model.values import NoneValue, Quantity, kind_of, quantity_of
+from ...session import Session
+from ...units import DIMENSIONLESS, SECONDS, dim_name, format_quantity
 from .reports import NominalNames, Reports, evaluate_reports
-from .solve import Side, Solution, solve
+from .roots import Side, Solution, solve
 
 
 @dataclass(frozen=True)

@@ -13,11 +13,11 @@ from dataclasses import dataclass
 
 import sympy
 
-from ..cost.regimes import NotRational, key, pieces, same
-from ..cost.timing import Timing
-from ..deadline import OutOfTime, TimeLimit
-from ..elaborate.program import Param, Program
-from ..errors import CostError
+from ...cost.regimes import NotRational, key, pieces, same
+from ...cost.timing import Timing
+from ...deadline import OutOfTime, TimeLimit
+from ...elaborate.program import Param, Program
+from ...errors import CostError
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,7 @@ from itertools import product
 import sympy
 from sympy.solvers.simplex import linprog
 
-from ..cost.regimes import abs_as_max, same
+from ...cost.regimes import abs_as_max, same
 
 _EXTREMA = (sympy.Max, sympy.Min)
 MAX_REGIMES = 256  # regimes meeting at the nominal point that are tried, at most

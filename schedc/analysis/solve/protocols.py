@@ -13,8 +13,8 @@ from dataclasses import dataclass
 
 import sympy
 
-from ..cost.regimes import pieces, sample
-from ..cost.timing import Timing
+from ...cost.regimes import pieces, sample
+from ...cost.timing import Timing
 
 
 @dataclass(frozen=True)
