@@ -5,7 +5,8 @@ The convention (docs/contributing.md, "Examples in the documentation"):
 
 - A fenced block whose first line starts with `$ ` is an example. `$ schedc ARGS` runs
   `schedc ARGS` in-process; the lines up to the next `$ ` line are exactly what it prints
-  (stdout, then stderr). A line `...` stands for any number of lines, none included.
+  (stdout, then stderr). A line `...` (spaces around it allowed) stands for any number of
+  lines, none included.
 - `$ cat NAME` shows the file NAME: when no earlier command of the block wrote it, the test
   first creates it with the lines that follow. A block with a `$ cat` runs in a fresh folder
   holding links to the repository's `schedules/` and `tests/`; any other block runs in the
@@ -51,7 +52,7 @@ class Block:
     line: int  # of the opening fence, 1-based
     info: str
     body: str  # between the fences, ending in a newline
-    span: tuple[int, int]  # of `body` in the page's text
+    span: tuple[int, int]  # of the whole block, fences included, in the page's text
 
     @property
     def exit_code(self) -> int:
@@ -70,7 +71,7 @@ class Block:
 
 def blocks(text: str) -> list[Block]:
     return [Block(text.count("\n", 0, m.start()) + 1, m.group(1).strip(), m.group(2),
-                  (m.start(2), m.end(2))) for m in FENCE.finditer(text)]
+                  (m.start(), m.end())) for m in FENCE.finditer(text)]
 
 
 def examples(text: str) -> list[Block]:
@@ -82,7 +83,7 @@ def doctests(text: str) -> list[Block]:
 
 
 def matches(expected: list[str], actual: list[str]) -> bool:
-    pattern = "".join(r"(?:.*\n)*?" if line == ELLIPSIS else re.escape(line) + r"\n"
+    pattern = "".join(r"(?:.*\n)*?" if line.strip() == ELLIPSIS else re.escape(line) + r"\n"
                       for line in expected)
     return re.fullmatch(pattern, "".join(line + "\n" for line in actual)) is not None
 
@@ -94,10 +95,15 @@ def updated(expected: list[str], actual: list[str]) -> list[str]:
         return expected
     result: list[str] = []
     for tag, i1, i2, j1, j2 in SequenceMatcher(None, expected, actual, autojunk=False).get_opcodes():
-        if tag == "equal" or ELLIPSIS not in expected[i1:i2]:
-            result += actual[j1:j2]
-        elif result[-1:] != [ELLIPSIS]:
-            result.append(ELLIPSIS)
+        shown, printed = expected[i1:i2], actual[j1:j2]
+        elided = [i for i, line in enumerate(shown) if line.strip() == ELLIPSIS]
+        if tag == "equal" or not elided:
+            result += printed
+            continue
+        # as many lines as were shown before the first `...` and after the last one
+        head = min(elided[0], len(printed))
+        tail = min(len(shown) - 1 - elided[-1], len(printed) - head)
+        result += printed[:head] + [shown[elided[0]]] + printed[len(printed) - tail:]
     return result
 
 
@@ -111,13 +117,14 @@ def _workdir(tmp_path: Path, block: Block) -> Path:
     return folder
 
 
-def _run_example(block: Block, run, monkeypatch, tmp_path) -> tuple[list[str], str | None]:
-    """Run one example: (its body as it should read, a failure message or None)."""
+def _run_example(block: Block, run, monkeypatch, tmp_path) -> tuple[str, str | None]:
+    """Run one example: (the block as it should read, a failure message or None)."""
     folder = _workdir(tmp_path, block)
     monkeypatch.chdir(folder)
     written: set[str] = set()
     body: list[str] = []
     failures: list[str] = []
+    codes: set[int] = set()
     for step in block.steps():
         body.append("$ " + step.command)
         words = shlex.split(step.command)
@@ -129,6 +136,7 @@ def _run_example(block: Block, run, monkeypatch, tmp_path) -> tuple[list[str], s
         elif words[0] == "schedc":
             before = {p.name for p in folder.iterdir()}
             code, out, err = run(*words[1:])
+            codes.add(code)
             written |= {p.name for p in folder.iterdir()} - before
             actual = (out + err).splitlines()
             if code != block.exit_code:
@@ -140,7 +148,11 @@ def _run_example(block: Block, run, monkeypatch, tmp_path) -> tuple[list[str], s
             diff = unified_diff(step.lines, actual, "shown", "printed", lineterm="")
             failures.append(f"`$ {step.command}` printed otherwise:\n" + "\n".join(diff))
         body += updated(step.lines, actual)
-    return body, ("\n".join(failures) or None)
+    info = re.sub(r"\s*\bexit=\d+\b", "", block.info)
+    if len(codes) == 1 and codes != {0}:
+        info = f"{info} exit={codes.pop()}".strip()
+    text = "".join(line + "\n" for line in [f"```{' ' if info else ''}{info}", *body, "```"])
+    return text, ("\n".join(failures) or None)
 
 
 @pytest.mark.parametrize("page", PAGES, ids=[p.relative_to(ROOT).as_posix() for p in PAGES])
@@ -155,10 +167,10 @@ def test_the_examples_print_what_they_show(page, run, monkeypatch, tmp_path, reu
         body, failure = _run_example(block, run, monkeypatch, tmp_path)
         if failure:
             failures.append(f"{page.name}:{block.line}: {failure}")
-            edits.append((block.span, "".join(line + "\n" for line in body)))
+            edits.append((block.span, body))
     if UPDATE and edits:
         for (start, end), body in reversed(edits):
-            text = text[:start] + body + text[end:]
+            text = text[:start] + body.rstrip("\n") + text[end:]
         page.write_text(text)
         failures = []
     assert not failures, "\n\n".join(failures)
@@ -183,7 +195,7 @@ def test_the_python_examples_run(page, monkeypatch):
 
 def test_there_are_examples_on_the_pages_that_show_output():
     counts = {p.relative_to(ROOT).as_posix(): len(examples(p.read_text())) for p in PAGES}
-    assert sum(counts.values()) >= 40, counts
+    assert sum(counts.values()) >= 30, counts
     assert all(counts[f"docs/{name}.md"] for name in (
         "tutorial", "language", "model", "commands", "verification", "library", "bounds",
         "routing", "msccl-and-tuner", "reports", "scale")), counts
