@@ -15,6 +15,9 @@ The convention (docs/contributing.md, "Examples in the documentation"):
   (```` ``` exit=2 ````).
 - A ```` ```python ```` block holding `>>> ` is a doctest (ELLIPSIS on), run in the root; a
   page's doctests share one namespace, in order.
+- A block opened with ```` ```excerpt PATH ```` shows lines of the file PATH (from the root),
+  in order: each line's code, the text before a `#`, is a line's code in PATH; blank lines
+  and comments are the page's own.
 
 `SCHEDC_UPDATE_DOCS=1 pytest tests/test_docs.py` (or `python tests/test_docs.py --update`)
 rewrites the expected output of every command example from what the commands print now,
@@ -193,6 +196,21 @@ def test_the_python_examples_run(page, monkeypatch):
         runner.run(test)
         globs = test.globs
     assert runner.failures == 0 and runner.tries > 0
+
+
+def _code(line: str) -> str:
+    return line.split("#")[0].rstrip()
+
+
+@pytest.mark.parametrize("page", PAGES, ids=[p.relative_to(ROOT).as_posix() for p in PAGES])
+def test_the_excerpts_are_the_files(page):
+    for block in blocks(page.read_text()):
+        if block.info.split()[:1] != ["excerpt"]:
+            continue
+        (path,) = block.info.split()[1:]
+        remaining = iter([_code(line) for line in (ROOT / path).read_text().splitlines()])
+        for shown in filter(None, map(_code, block.body.splitlines())):
+            assert shown in remaining, f"{page.name}:{block.line}: not in {path} (in order): {shown!r}"
 
 
 def test_there_are_examples_on_the_pages_that_show_output():
