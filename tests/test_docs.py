@@ -289,5 +289,6 @@ def test_every_page_of_docs_is_reachable_from_the_index():
 if __name__ == "__main__":
     if sys.argv[1:] != ["--update"]:
         sys.exit("usage: python tests/test_docs.py --update")
-    os.environ["SCHEDC_UPDATE_DOCS"] = "1"
-    sys.exit(pytest.main([__file__, "-q", "-k", "examples_print"]))
+    import subprocess
+    sys.exit(subprocess.run([sys.executable, "-m", "pytest", "-q", __file__, "-k", "examples_print"],
+                            cwd=ROOT, env={**os.environ, "SCHEDC_UPDATE_DOCS": "1"}).returncode)
