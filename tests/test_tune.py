@@ -92,7 +92,8 @@ def test_nodes_are_the_hosts_of_the_ranks(run, tmp_path):
                           "-o", out)
     assert code == 0, err
     assert "(nRanks 16, nNodes 2)" in text
-    # The seed's hierarchical beats the ring at every size on this machine (docs/tutorial.md, seed §3):
+    # The seed's hierarchical beats the ring at every size on this machine (docs/tutorial.md,
+    # seed §3):
     # no range is the ring's, so the table has no line.
     assert "never fastest in the range: ring" in text
     assert plugin_rows(out.read_text()) == []
