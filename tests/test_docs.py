@@ -8,9 +8,9 @@ The convention (docs/contributing.md, "Examples in the documentation"):
   (stdout, then stderr). A line `...` (spaces around it allowed) stands for any number of
   lines, none included.
 - `$ cat NAME` shows the file NAME (a plain name): when no earlier command of the block
-  wrote it, the test first creates it with the lines that follow. A block with a `$ cat` runs in a fresh folder
-  holding links to the repository's `schedules/` and `tests/`; any other block runs in the
-  repository's root.
+  wrote it, the test first creates it with the lines that follow. A block with a `$ cat`
+  runs in a fresh folder holding links to the repository's `schedules/` and `tests/`; any
+  other block runs in the repository's root.
 - The exit status of every command is 0, unless the block's info string says otherwise
   (```` ``` exit=2 ````).
 - A ```` ```python ```` block holding `>>> ` is a doctest (ELLIPSIS on), run in the root; a
@@ -97,7 +97,8 @@ def updated(expected: list[str], actual: list[str]) -> list[str]:
     if matches(expected, actual):
         return expected
     result: list[str] = []
-    for tag, i1, i2, j1, j2 in SequenceMatcher(None, expected, actual, autojunk=False).get_opcodes():
+    opcodes = SequenceMatcher(None, expected, actual, autojunk=False).get_opcodes()
+    for tag, i1, i2, j1, j2 in opcodes:
         shown, printed = expected[i1:i2], actual[j1:j2]
         elided = [i for i, line in enumerate(shown) if line.strip() == ELLIPSIS]
         if tag == "equal" or not elided:
@@ -210,7 +211,8 @@ def test_the_excerpts_are_the_files(page):
         (path,) = block.info.split()[1:]
         remaining = iter([_code(line) for line in (ROOT / path).read_text().splitlines()])
         for shown in filter(None, map(_code, block.body.splitlines())):
-            assert shown in remaining, f"{page.name}:{block.line}: not in {path} (in order): {shown!r}"
+            where = f"{page.name}:{block.line}"
+            assert shown in remaining, f"{where}: not in {path}, in order: {shown!r}"
 
 
 def test_there_are_examples_on_the_pages_that_show_output():
@@ -290,5 +292,6 @@ if __name__ == "__main__":
     if sys.argv[1:] != ["--update"]:
         sys.exit("usage: python tests/test_docs.py --update")
     import subprocess
-    sys.exit(subprocess.run([sys.executable, "-m", "pytest", "-q", __file__, "-k", "examples_print"],
-                            cwd=ROOT, env={**os.environ, "SCHEDC_UPDATE_DOCS": "1"}).returncode)
+    command = [sys.executable, "-m", "pytest", "-q", __file__, "-k", "examples_print"]
+    environment = {**os.environ, "SCHEDC_UPDATE_DOCS": "1"}
+    sys.exit(subprocess.run(command, cwd=ROOT, env=environment).returncode)
