@@ -125,18 +125,18 @@ def test_modules_stay_readable(module):
     assert lines <= MAX_LINES, f"{module} has {lines} lines; split it (at most {MAX_LINES})"
 
 
-ARCHITECTURE = (ROOT / "README.md").read_text().split("\n## Architecture\n")[1].split("\n## ")[0]
+ARCHITECTURE = (ROOT / "docs" / "architecture.md").read_text()
 
 
-def test_the_readme_architecture_names_every_stage():
+def test_the_architecture_page_names_every_stage():
     packages = sorted({p.parent.relative_to(ROOT).as_posix() for p in PACKAGE.glob("*/__init__.py")})
     assert packages and all(f"`{p}/`" in ARCHITECTURE for p in packages), packages
 
 
-def test_the_readme_api_example_runs(monkeypatch):
+def test_the_architecture_pages_api_example_runs(monkeypatch):
     monkeypatch.chdir(ROOT)  # its paths are relative to the repository root
     (block,) = re.findall(r"```python\n(.*?)```", ARCHITECTURE, re.S)
-    test = doctest.DocTestParser().get_doctest(block, {}, "README architecture", "README.md", 0)
+    test = doctest.DocTestParser().get_doctest(block, {}, "architecture", "docs/architecture.md", 0)
     runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS)
     runner.run(test)
     assert runner.failures == 0 and runner.tries >= 10

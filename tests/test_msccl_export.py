@@ -206,7 +206,8 @@ def test_an_odd_pairwise_alltoall_runs_earlier_on_import(tmp_path):
 
 
 def test_the_export_is_deterministic(run):
-    # The README's round-trip example reads this file; the same input gives the same bytes.
+    # The round-trip example of docs/msccl-and-tuner.md reads this file; the same input gives
+    # the same bytes.
     code, text, err = run("export", "msccl", SCHEDULES / "seed" / "nvlink_2x8.sched",
                           "-s", "hierarchical")
     assert (code, err) == (0, "")

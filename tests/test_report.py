@@ -171,7 +171,7 @@ CHROMIUM_FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first
 def test_the_page_in_chromium(page, tmp_path, width):
     """Loads with no console error and no request leaving the file; every plot and formula
     is drawn with a size; nothing is wider than the viewport. The screenshots go to
-    $SCHEDC_SCREENSHOTS if set (docs/ holds the README's), else to a temporary folder."""
+    $SCHEDC_SCREENSHOTS if set (docs/ holds those of docs/reports.md), else to a temporary folder."""
     sync_api = pytest.importorskip("playwright.sync_api", reason="needs the playwright package")
     if CHROMIUM is None:
         pytest.skip("needs Chromium (Debian: apt-get install chromium)")

@@ -402,9 +402,9 @@ def test_declaration_order_changes_no_time_or_formula(machine):
     assert formula_a == formula_b or sympy.simplify(formula_a - formula_b) == 0
 
 
-def test_the_readme_route_error_is_real(run, tmp_path):
-    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
-    block = readme.split("$ cat case.sched\n")[-1].split("```")[0]
+def test_the_documented_route_error_is_real(run, tmp_path):
+    page = (Path(__file__).resolve().parent.parent / "docs" / "routing.md").read_text()
+    block = page.split("$ cat case.sched\n")[-1].split("```")[0]
     text, shown = block.split("$ schedc time case.sched\n")
     text = text.replace('"schedules/', f'"{SCHEDULES.as_posix()}/')
     code, out, err = run("time", write(tmp_path, "case.sched", text))

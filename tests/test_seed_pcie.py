@@ -69,7 +69,8 @@ def test_pcie_seed_threshold():
 
 
 def test_pcie_full_crossover_has_two_solutions():
-    """With the ring's own GPU links at B_L too, the sides cross twice (README, item 8)."""
+    """With the ring's own GPU links at B_L too, the sides cross twice (docs/tutorial.md, the
+    full crossover)."""
     program, s = solve(PCIE, "time(hierarchical) = time(ring)")
     assert values(s) == [pytest.approx(8.00634e9, rel=1e-5), pytest.approx(63.9325e9, rel=1e-6)]
     low, high = s.roots

@@ -158,7 +158,8 @@ def test_log_sweep_needs_a_positive_range(run):
 
 def test_sweep_csv_prints_a_summary_of_where_the_fastest_changes(run, tmp_path):
     # PCIe seed: hierarchical below 8.0063 GB/s, the ring up to 63.933 GB/s, hierarchical
-    # above (README's full crossover); 4, 8, 16, 32, 64, 128 GB/s straddle both solutions.
+    # above (the full crossover of docs/tutorial.md); 4, 8, 16, 32, 64, 128 GB/s straddle both
+    # solutions.
     out_csv = tmp_path / "sweep.csv"
     code, out, err = run("sweep", PCIE, "--vary", "B_L=4GB/s:128GB/s:6", "--csv", out_csv)
     assert code == 0, err

@@ -261,7 +261,7 @@ def test_check_set_on_a_file_without_the_param_is_an_error(run, tmp_path, monkey
 
 
 def test_every_compiling_command_takes_set_and_the_limits():
-    # The README: "Every command that compiles a file takes --set NAME=VALUE ... and
+    # docs/commands.md: "Every command that compiles a file takes --set NAME=VALUE ... and
     # --max-transfers / --max-rounds". Every schedc command compiles files.
     import click
 

@@ -92,7 +92,8 @@ def test_nodes_are_the_hosts_of_the_ranks(run, tmp_path):
                           "-o", out)
     assert code == 0, err
     assert "(nRanks 16, nNodes 2)" in text
-    # The seed's hierarchical beats the ring at every size on this machine (README, seed §3):
+    # The seed's hierarchical beats the ring at every size on this machine (docs/tutorial.md,
+    # seed §3):
     # no range is the ring's, so the table has no line.
     assert "never fastest in the range: ring" in text
     assert plugin_rows(out.read_text()) == []
@@ -100,7 +101,7 @@ def test_nodes_are_the_hosts_of_the_ranks(run, tmp_path):
 
 def test_a_table_per_node_count(run, tmp_path):
     # The seed's machine with `hosts` as a structural param: the hierarchical all-reduce beats
-    # the ring at every size and host count (README: the seed's question, in hosts), so each
+    # the ring at every size and host count (docs/scale.md: the seed's question, in hosts), so each
     # node count gets one line, the whole range, nNodes = n and nRanks = 8 n.
     path = write(tmp_path, "t.sched", f'import "{SCHEDULES}/machines/nvlink_hosts.sched"\n'
                  f'import "{SCHEDULES}/lib/ring.sched"\nimport "{SCHEDULES}/lib/hierarchical.sched"\n'
