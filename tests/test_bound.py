@@ -462,6 +462,18 @@ def test_work_beyond_the_limit_is_refused(run, tmp_path):
                                    "max-flow problems; the limit is 3 (raise it with --max-cuts)")
 
 
+
+def test_work_beyond_the_limit_without_schedules_points_at_the_gpus(run):
+    # A machine file alone asks for the cuts between its GPUs: the refusal points at the GPUs'
+    # declaration (line 13 of the machine: `gpu g[8]`), as any bad input does.
+    machine = SCHEDULES / "machines" / "nvlink_2x8.sched"
+    code, out, err = run("bound", machine, "--max-cuts", "1")
+    assert (code, out) == (2, "")
+    assert err.splitlines() == [
+        f"{machine}:13:5: error: bounding the cuts between its GPUs takes up to 11 max-flow "
+        "problems; the limit is 1 (raise it with --max-cuts)",
+        "      gpu g[8]", "      ^~~~~~~~"]
+
 def test_schedules_of_different_collectives(run, tmp_path):
     path = write(tmp_path, "two.sched", f"""import "{RING}"
 param V = 1 MiB

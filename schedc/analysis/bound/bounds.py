@@ -112,9 +112,11 @@ def bound(session: Session, collective: Collective | None, names: list[str],
     ranks = collective.ranks if collective else tuple(d.id for d in topology.devices if d.kind == "gpu")
     finder = RankCuts(topology, nominal, ranks)
     if finder.work > max_cuts:
-        raise LimitError(f"bounding this collective takes up to {finder.work:,} max-flow problems; "
-                         f"the limit is {max_cuts:,} (raise it with --max-cuts)",
-                         collective.span if collective else None)
+        # Without a collective, the GPUs' declaration is what asks for the cuts.
+        where = collective.span if collective else topology.devices[ranks[0]].span if ranks else None
+        raise LimitError(f"bounding {'this collective' if collective else 'the cuts between its GPUs'}"
+                         f" takes up to {finder.work:,} max-flow problems; "
+                         f"the limit is {max_cuts:,} (raise it with --max-cuts)", where)
     found = finder.cuts()
     if collective is not None:
         _check_connected(found, collective, topology)
