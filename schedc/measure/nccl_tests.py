@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import SchedcError, SourceFile, Span
+from ..files import read_input_text
 
 # nccl-tests' busbw = algbw × this factor (doc/PERFORMANCE.md), n ranks.
 BUSBW_FACTORS = {
@@ -122,14 +123,7 @@ class Log:
 def read_log(path: str | Path) -> Log:
     """Read an nccl-tests log: JSON if it parses as a JSON document, else the text table."""
     shown = str(path)
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise LogError(f"no such file: {shown}") from None
-    except IsADirectoryError:
-        raise LogError(f"{shown} is a directory, not an nccl-tests log") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise LogError(f"cannot read {shown}: {exc}") from None
+    text = read_input_text(path, "an nccl-tests log")
     source = SourceFile(shown, text)
     if text.lstrip().startswith("{"):
         return Log(shown, "json", parse_json(source))
