@@ -22,6 +22,7 @@ from ..deadline import TimeLimit
 from ..elaborate.program import Param, Program
 from ..errors import SchedcError, UsageError
 from ..model.ir import Collective
+from ..model.values import FLOAT_MAX
 from ..session import Session
 from ..units import BYTES, RATE, SECONDS, Dim
 from .bound.bounds import Bounds, bound
@@ -121,7 +122,8 @@ def curves(session: Session, timings: list[Timing], param: Param, timeout: float
             lo, hi = min(lo, Fraction(value) / 2), max(hi, Fraction(value) * 2)
         else:
             notes.append(f"{c.left} = {c.right} at {param.name} = {value:.5g}, outside the plot")
-    result = sweep(program, timings, Vary(param, lo, hi, CURVE_POINTS), "log")
+    hi = min(hi, FLOAT_MAX)  # a value near the float limit: the curves stop at it
+    result = sweep(program, timings, Vary(param, min(lo, hi / 2), hi, CURVE_POINTS), "log")
     return Curves(param, result, tuple(inside), tuple(equal), tuple(notes))
 
 

@@ -31,6 +31,7 @@ from ..model.values import (
     Devices,
     Quantity,
     as_number,
+    check_float_range,
     check_positive,
     expect_device,
     expect_quantity,
@@ -263,6 +264,10 @@ class _Loader:
 
     def _constant(self, expr: ast.Expr, env: Env, what: str):
         value = evaluate(expr, env)
+        exact = (from_rational(value.expr) if value.expr.is_Rational else None) \
+            if isinstance(value, Quantity) else as_number(value)
+        if exact is not None:
+            check_float_range(exact, expr.span, what)
         if isinstance(value, Quantity) and not value.is_symbolic:
             return value
         if as_number(value) is not None:
