@@ -166,7 +166,7 @@ def check_output(path: str | Path, option: str = "") -> Path:
     """Refuse an output path before any work: one naming an input of the run, a directory, a
     block device or a socket, or one in a missing folder. Returns the path."""
     path = Path(path)
-    name = f"{option} {path}".strip()
+    name = str(path)  # (the option is not named: the path says which)
     try:
         info = os.stat(path)
     except FileNotFoundError:

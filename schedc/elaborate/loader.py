@@ -31,7 +31,6 @@ from ..model.values import (
     Devices,
     Quantity,
     as_number,
-    check_float_range,
     check_positive,
     expect_device,
     expect_quantity,
@@ -264,10 +263,6 @@ class _Loader:
 
     def _constant(self, expr: ast.Expr, env: Env, what: str):
         value = evaluate(expr, env)
-        exact = (from_rational(value.expr) if value.expr.is_Rational else None) \
-            if isinstance(value, Quantity) else as_number(value)
-        if exact is not None:
-            check_float_range(exact, expr.span, what)
         if isinstance(value, Quantity) and not value.is_symbolic:
             return value
         if as_number(value) is not None:

@@ -292,12 +292,13 @@ def check_positive(q: Quantity, nominal: dict, span: Span, what: str, zero_ok: b
 FLOAT_MAX = Fraction(sys.float_info.max)
 
 
-def check_float_range(number: int | Fraction, span: Span, what: str) -> None:
-    """A param's value is exact, but sweeps, plots, fits and reports compute with floats:
-    refuse one a float cannot hold (about 1.8e308 in base units) where it is given."""
+def check_float_range(number: int | Fraction, span: Span | None, what: str) -> None:
+    """Values are exact, but sweeps, plots and report curves compute with floats: refuse
+    `what` where a float cannot hold it (about 1.8e308 in base units)."""
     if abs(number) > FLOAT_MAX:
-        digits = len(str(abs(int(number)))) - 1
-        raise ElaborationError(f"{what} is about 1e{digits} in base units, beyond the "
+        shown = sympy.Float(sympy.Rational(Fraction(number).numerator,
+                                           Fraction(number).denominator), 3)
+        raise ElaborationError(f"{what} is {str(shown).lower()} in base units, beyond the "
                                "floating-point range (about 1.8e308) analyses compute in", span)
 
 

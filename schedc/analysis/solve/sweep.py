@@ -127,6 +127,8 @@ def _end(text: str, span: Span, param: Param, program: Program) -> Fraction:
 
 def sweep(program: Program, timings: list[Timing], vary: Vary, spacing: str = "log") -> Sweep:
     """Evaluate every timing's formula over the grid."""
+    for end in (vary.lo, vary.hi):
+        check_float_range(end, None, f"{vary.param.name} in a sweep (or a report's curves)")
     if spacing == "log":
         if vary.lo <= 0:
             raise UsageError(f"a log sweep needs a positive range; {vary.param.name} starts at "
