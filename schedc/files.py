@@ -113,8 +113,9 @@ def read_input(path: str | Path, what: str, span: Span | None = None, shown: str
             data = handle.read(budget + 1)
         except OSError as exc:
             raise LoadError(f"cannot read {shown}: {exc.strerror or exc}", span) from None
-    if len(data) > budget:
-        raise LoadError(_too_big(shown, len(data), budget, limit, run), span)
+    if len(data) > budget:  # it grew since fstat
+        raise LoadError(f"{shown} has more than {budget:,} bytes; inputs are limited to "
+                        f"{_mib(limit)}", span)
     if info.st_size == 0 and data:  # /proc, /sys: a size of 0 that is not the file's
         raise LoadError(f"{shown} is a pseudo-file whose size is not known, not {what}", span)
     if run is not None:
@@ -140,7 +141,7 @@ def _too_big(shown: str, size: int, budget: int, limit: int, run: Run | None) ->
     if budget < limit and run is not None:
         return (f"{shown}: the inputs of this run would exceed {_mib(MAX_INPUT_BYTES)} "
                 f"({_mib(run.read)} read before it, and it has {size:,} bytes)")
-    return f"{shown} has {size:,} bytes or more; inputs are limited to {_mib(limit)}"
+    return f"{shown} has {size:,} bytes; inputs are limited to {_mib(limit)}"
 
 
 def _mib(count: int) -> str:
@@ -173,10 +174,17 @@ def check_output(path: str | Path, option: str = "") -> Path:
         info = None
     except OSError as exc:
         raise UsageError(f"cannot write {name}: {exc.strerror or exc}") from None
-    if info is None:
+    if info is None or stat.S_ISREG(info.st_mode) and not _descriptor_alias(path):
+        # it is replaced through a file made beside it: that must be possible
         folder = Path(os.path.realpath(path)).parent
         if not folder.is_dir():
             raise UsageError(f"cannot write {name}: no such directory {path.parent}")
+        try:
+            fd, probe = tempfile.mkstemp(prefix=f".{path.name}.", dir=folder)
+        except OSError as exc:
+            raise UsageError(f"cannot write {name}: {exc.strerror or exc}") from None
+        os.close(fd)
+        os.unlink(probe)
     elif stat.S_ISDIR(info.st_mode):
         raise UsageError(f"cannot write {name}: it is a directory")
     elif not (stat.S_ISREG(info.st_mode) or stat.S_ISFIFO(info.st_mode)

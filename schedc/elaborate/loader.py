@@ -140,7 +140,7 @@ class _Loader:
         if len(self.active) >= MAX_IMPORT_DEPTH:
             raise LoadError(f"imports nest more than {MAX_IMPORT_DEPTH} files deep here", stmt.span)
         shown = str(Path(stmt.span.source.path).parent / stmt.path)
-        if target.suffix != ".sched":  # never read (nor show a line of) what is not schedc's
+        if Path(stmt.path).suffix != ".sched":  # never read (nor show a line of) what is not schedc's
             raise LoadError(f"import reads .sched files; {stmt.path!r} is not one", stmt.span)
         self._module(self._read(target, shown, stmt.span), target, is_main=False)
 

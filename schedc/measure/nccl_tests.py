@@ -218,7 +218,7 @@ def parse_text(source: SourceFile) -> tuple[Table, ...]:
             meta, pending = pending, _Pending()
             columns, header_span = width.split(), None
         if len(rows) + sum(len(t.rows) for t in tables) >= MAX_LOG_ROWS:
-            raise LogError(f"more than {MAX_LOG_ROWS:,} rows; a log is limited to that",
+            raise LogError(f"row {MAX_LOG_ROWS + 1:,}: a log is limited to {MAX_LOG_ROWS:,} rows",
                            Span(source, number, tokens[0][1], number, len(raw) + 1))
         rows.append(_row(source, number, raw, tokens, columns))
     close()
