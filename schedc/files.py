@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import os
 import stat
+import sys
 import tempfile
 from collections.abc import Iterable
 from contextvars import ContextVar
@@ -209,8 +210,16 @@ def write_output(path: str | Path, content: str | bytes | Iterable[str | bytes])
         info = None
     if info is not None and not stat.S_ISREG(info.st_mode):
         _write_through(path, pieces, os.O_WRONLY)
-    elif info is not None and _descriptor_alias(path):  # /dev/stdout into a file: add to it
-        _write_through(path, pieces, os.O_WRONLY | os.O_APPEND)
+    elif info is not None and _descriptor_alias(path):  # /dev/stdout into a file
+        stream = _own_stream(info)
+        if stream is None:
+            _write_through(path, pieces, os.O_WRONLY | os.O_APPEND)
+        else:  # through our own stream, in order with what else it prints
+            binary = getattr(stream, "buffer", None)
+            stream.flush()
+            for data in _encoded(pieces):
+                binary.write(data) if binary is not None else stream.write(data.decode())
+            stream.flush()
     else:
         _replace(Path(os.path.realpath(path)), path, pieces)
 
@@ -233,6 +242,17 @@ def _descriptor_alias(path: Path) -> bool:
 
 
 _STANDARD_STREAMS = ("/dev/stdin", "/dev/stdout", "/dev/stderr")
+
+
+def _own_stream(info: os.stat_result):
+    """sys.stdout or sys.stderr when `info` is the file it writes to, else None."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            if os.path.samestat(info, os.fstat(stream.fileno())):
+                return stream
+        except (AttributeError, OSError, ValueError):  # a StringIO, a closed stream
+            continue
+    return None
 
 
 def _write_through(path: Path, pieces: Iterable[str | bytes], flags: int) -> None:

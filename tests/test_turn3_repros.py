@@ -316,6 +316,21 @@ def test_a_symlink_to_a_regular_file_has_its_target_replaced_and_is_kept(run, tm
     assert target.read_bytes() == (tmp_path / "plain.csv").read_bytes()
 
 
+def test_standard_output_named_as_a_file_is_written_in_order(tmp_path):
+    # /dev/fd/1 (as /dev/stdout) when stdout is a regular file: written through the process's
+    # own stream, so the CSV and the summary printed after it are both there, in order
+    import subprocess
+    import sys
+    out = tmp_path / "out.txt"
+    with open(out, "wb") as handle:
+        subprocess.run([sys.executable, "-m", "schedc", "sweep", PCIE, "--vary", "V=1MB:1GB:3",
+                        "--csv", "/dev/fd/1"], stdout=handle, check=True, cwd=tmp_path,
+                       env={**os.environ, "PYTHONPATH": str(ROOT)})
+    lines = out.read_text().splitlines()
+    assert lines[0] == "V (B),ring (s),hierarchical (s)" and len(lines) == 6
+    assert lines[4].startswith("wrote 3 points of V") and lines[4].endswith("to /dev/fd/1")
+
+
 def test_a_directory_output_is_refused(run, tmp_path):
     code, err = _tune(run, tmp_path)
     assert code == 2 and "is a directory" in err
