@@ -295,9 +295,9 @@ FLOAT_MAX = Fraction(sys.float_info.max)
 def check_float_range(number: int | Fraction, span: Span | None, what: str) -> None:
     """Values are exact, but sweeps, plots and report curves compute with floats: refuse
     `what` where a float cannot hold it (about 1.8e308 in base units)."""
-    if abs(number) > FLOAT_MAX:
-        shown = sympy.Float(sympy.Rational(Fraction(number).numerator,
-                                           Fraction(number).denominator), 3)
+    exact = Fraction(number)
+    if abs(exact) > FLOAT_MAX:
+        shown = sympy.Float(sympy.Rational(exact.numerator, exact.denominator), 3)
         raise ElaborationError(f"{what} is {str(shown).lower()} in base units, beyond the "
                                "floating-point range (about 1.8e308) analyses compute in", span)
 
