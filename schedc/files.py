@@ -40,7 +40,7 @@ class Run:
     """The files one command line reads and writes, by identity."""
 
     inputs: dict[Identity, str] = field(default_factory=dict)
-    outputs: dict[Identity, str] = field(default_factory=dict)
+    outputs: dict[Identity | str, str] = field(default_factory=dict)  # str: a new file's path
     read: int = 0  # bytes of input read so far
 
     def add_input(self, path: str | Path, identity: Identity, span: Span | None = None) -> None:
@@ -48,16 +48,16 @@ class Run:
             raise LoadError(_clobber(self.outputs[identity], str(path)), span)
         self.inputs.setdefault(identity, str(path))
 
-    def add_output(self, path: str | Path) -> None:
-        identity = _identity(path)
-        if identity is None:
-            return
-        if identity in self.inputs:
-            raise UsageError(_clobber(str(path), self.inputs[identity]))
-        if identity in self.outputs and self.outputs[identity] != str(path):
-            raise UsageError(f"{path} and {self.outputs[identity]} are the same file: "
-                             "two outputs cannot share it")
-        self.outputs.setdefault(identity, str(path))
+    def add_output(self, path: str | Path, again: bool = False) -> None:
+        """Note an output; `again`: the same output checked once more, as it is written."""
+        found = _identity(path)
+        if found is not None and found in self.inputs:
+            raise UsageError(_clobber(str(path), self.inputs[found]))
+        key: Identity | str = os.path.realpath(path) if found is None else found  # new: its name
+        if key in self.outputs and not (again and self.outputs[key] == str(path)):
+            raise UsageError(f"{path} is named twice as an output ({self.outputs[key]}); two "
+                             "outputs cannot share a file")
+        self.outputs.setdefault(key, str(path))
 
 
 RUN: ContextVar[Run | None] = ContextVar("schedc_run", default=None)
@@ -141,7 +141,7 @@ def read_input_text(path: str | Path, what: str, span: Span | None = None,
 def _too_big(shown: str, size: int, budget: int, limit: int, run: Run | None) -> str:
     if budget < limit and run is not None:
         return (f"{shown}: the inputs of this run would exceed {_mib(MAX_INPUT_BYTES)} "
-                f"({_mib(run.read)} read before it, and it has {size:,} bytes)")
+                f"({run.read:,} bytes read before it, and it has {size:,} bytes)")
     return f"{shown} has {size:,} bytes; inputs are limited to {_mib(limit)}"
 
 
@@ -165,8 +165,10 @@ def _kind(mode: int) -> str:
 
 
 def check_output(path: str | Path, option: str = "") -> Path:
-    """Refuse an output path before any work: one naming an input of the run, a directory, a
-    block device or a socket, or one in a missing folder. Returns the path."""
+    """Refuse an output path before any work: one naming an input of the run or another
+    output, a directory, a block device or a socket, or one in a missing or unwritable folder.
+    `option`: the option naming it, when checked as the command line is parsed (without it,
+    the same output is being checked again as it is written). Returns the path."""
     path = Path(path)
     name = str(path)  # (the option is not named: the path says which)
     try:
@@ -193,7 +195,7 @@ def check_output(path: str | Path, option: str = "") -> Path:
         raise UsageError(f"cannot write {name}: it is {_kind(info.st_mode)}")
     run = RUN.get()
     if run is not None:
-        run.add_output(path)
+        run.add_output(path, again=not option)
     return path
 
 

@@ -420,3 +420,29 @@ def test_real_world_machines_stay_under_the_device_cap(tmp_path):
                  "  switch spine\n  link node[h].n[i] <-> rail[i] bw B for h in 0..1023 "
                  "for i in 0..7\n  link rail[i] <-> spine bw B for i in 0..7\n}\n")
     assert len(load_program(path).topology.devices) == 1024 * 17 + 9 <= MAX_DEVICES
+
+
+# ---- more of the policy -------------------------------------------------------------------------
+
+def test_two_outputs_naming_one_file_are_refused(run, tmp_path):
+    target = tmp_path / "o.svg"
+    code, out, err = run("sweep", PCIE, "--vary", "V=1MB:1GB:3", "--csv", target, "--plot", target)
+    assert code == 2 and out == "" and not target.exists()
+    assert err.strip() == (f"error: {target} is named twice as an output ({target}); two "
+                           "outputs cannot share a file")
+
+
+def test_the_inputs_of_a_run_share_one_size_budget(tmp_path):
+    from schedc.errors import LoadError
+    from schedc.files import RUN, Run, read_input
+    path = write(tmp_path, "a.sched", "param V = 1 MiB\n")  # 16 bytes
+    token = RUN.set(Run(read=MAX_INPUT_BYTES - 10))
+    try:
+        with pytest.raises(LoadError) as caught:
+            read_input(path, "a .sched file")
+    finally:
+        RUN.reset(token)
+    assert caught.value.message == (f"{path}: the inputs of this run would exceed "
+                                    f"{MAX_INPUT_BYTES // 2**20} MiB ({MAX_INPUT_BYTES - 10:,} "
+                                    "bytes read before it, and it has 16 bytes)")
+    assert read_input(path, "a .sched file") == b"param V = 1 MiB\n"  # outside a run: per file
