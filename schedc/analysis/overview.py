@@ -126,7 +126,7 @@ def curves(session: Session, timings: list[Timing], param: Param, timeout: float
         else:
             shown = f"{float(value):.5g}" if value is not None else f"{sympy.Float(c.value, 5)}"
             notes.append(f"{c.left} = {c.right} at {param.name} = {shown}, outside the plot")
-    hi = min(hi, max(FLOAT_MAX, 2 * lo))  # near the float limit the curves stop at it
+    hi = min(hi, max(FLOAT_MAX / 2**64, 2 * lo))  # near the float limit: room for the axes
     result = sweep(program, timings, Vary(param, lo, hi, CURVE_POINTS), "log")
     return Curves(param, result, tuple(inside), tuple(equal), tuple(notes))
 
