@@ -1,5 +1,7 @@
 """Fuzz every subcommand in-process: grammar-generated programs, mutations of the shipped
-`schedules/` files and random arguments, through `schedc.cli.main` with small work limits.
+`schedules/` files and random arguments, through `schedc.cli.main` with small work limits;
+and the other front ends (benchmarks/fuzz_fronts.py): MSCCL XML, NCCL topology-like XML,
+nccl-tests logs, and outputs onto the input, links to it, FIFOs, /dev/null, missing folders.
 
 Each input is one command on one file; the run is classified by its exit code and checked:
 - exit 70 (an internal error): recorded with the innermost schedc frame that raised it;
@@ -7,7 +9,9 @@ Each input is one command on one file; the run is classified by its exit code an
 - a diagnostic `FILE:LINE:COL: error: ...` about the fuzzed file whose excerpt is not line
   LINE of the file, or whose caret is not under the character or token the message names
   (a wrong-line caret);
-- an "out of memory" or "nested too deeply" message (bad input reported without a position).
+- an "out of memory" or "nested too deeply" message (bad input reported without a position);
+- a file broken by a run: an input changed, a FIFO or device replaced, an output onto an
+  input or into a missing folder not refused (a clobber).
 
     python benchmarks/fuzz.py --examples 100000 [--seed 1] [--out DIR] [--time-limit 10]
     python benchmarks/fuzz.py --replay DIR/internal_000123   # one finding again, traceback on
@@ -46,6 +50,9 @@ from hypothesis import strategies as st  # noqa: E402
 
 import schedc.elaborate.topology as topology_stage  # noqa: E402
 from schedc.cli import main  # noqa: E402
+
+sys.path.insert(0, str(ROOT / "benchmarks"))
+import fuzz_fronts as fronts  # noqa: E402
 
 SCHEDULES = ROOT / "schedules"
 SMALL_LIMITS = ["--max-transfers", "20000", "--max-rounds", "2000"]
@@ -235,7 +242,11 @@ COMMANDS = ["emit", "time", "compare", "verify", "solve", "sensitivity", "sweep"
 @st.composite
 def cases(draw) -> tuple[str, str, str, list[str]]:
     """(how it was made, file path relative to schedules/, text, command line after FILE)."""
-    how = draw(st.sampled_from(["grammar", "mutation", "mutation", "tokens"]))
+    how = ("output", "grammar", "mutation", "mutation", "tokens", "xml", "log", "output", "log",
+           "grammar")[draw(st.integers(0, 9))]
+    if how in ("xml", "log", "output"):  # (how, name, text, argv with placeholders, target)
+        return draw({"xml": fronts.xml_cases(), "log": fronts.log_cases(),
+                     "output": fronts.output_cases()}[how])
     if how == "grammar":
         relative, text = "seed/fuzz_input.sched", draw(programs())
     elif how == "mutation":
@@ -244,7 +255,7 @@ def cases(draw) -> tuple[str, str, str, list[str]]:
         relative = "seed/fuzz_input.sched"
         text = " ".join(draw(st.lists(st.sampled_from(TOKENS), max_size=60)))
     command = draw(st.sampled_from(COMMANDS))
-    return how, relative, text, [command] + _arguments(draw, command)
+    return how, relative, text, [command] + _arguments(draw, command), None
 
 
 # ---- running and checking ---------------------------------------------------------------------
@@ -263,6 +274,7 @@ class Tally:
     slow: list = field(default_factory=list)
     wrong_line: list = field(default_factory=list)
     unlocated: collections.Counter = field(default_factory=collections.Counter)
+    clobbered: list = field(default_factory=list)
     slowest: float = 0.0
     seconds: float = 0.0
 
@@ -273,6 +285,7 @@ class Tally:
                 "internal_error_sites": dict(self.internal.most_common()),
                 "past_time_limit": len(self.slow), "wrong_line_carets": len(self.wrong_line),
                 "unlocated_memory_or_depth": dict(self.unlocated),
+                "files_broken": len(self.clobbered),
                 "slowest_run_s": round(self.slowest, 2), "total_s": round(self.seconds, 1)}
 
 
@@ -349,12 +362,12 @@ def fuzz(examples: int, seed: int, time_limit: float, out: Path | None,
     settings changed for the run (SCHEDC_DEBUG, the topology limit, the memory cap) are
     restored at the end."""
     saved = (os.environ.get("SCHEDC_DEBUG"), topology_stage.MAX_TOPOLOGY_ITEMS,
-             resource.getrlimit(resource.RLIMIT_AS))
+             resource.getrlimit(resource.RLIMIT_AS), topology_stage.MAX_DEVICES)
     os.environ["SCHEDC_DEBUG"] = "1"
     if memory_gb:
         cap = int(memory_gb * 2**30)
         resource.setrlimit(resource.RLIMIT_AS, (cap, saved[2][1]))
-    topology_stage.MAX_TOPOLOGY_ITEMS = TOPOLOGY_ITEMS
+    topology_stage.MAX_TOPOLOGY_ITEMS = topology_stage.MAX_DEVICES = TOPOLOGY_ITEMS
     try:
         return _campaign(examples, seed, time_limit, out, progress)
     finally:
@@ -362,7 +375,7 @@ def fuzz(examples: int, seed: int, time_limit: float, out: Path | None,
             os.environ.pop("SCHEDC_DEBUG", None)
         else:
             os.environ["SCHEDC_DEBUG"] = saved[0]
-        topology_stage.MAX_TOPOLOGY_ITEMS = saved[1]
+        topology_stage.MAX_TOPOLOGY_ITEMS, topology_stage.MAX_DEVICES = saved[1], saved[3]
         resource.setrlimit(resource.RLIMIT_AS, saved[2])
 
 
@@ -387,16 +400,29 @@ def _campaign(examples: int, seed: int, time_limit: float, out: Path | None,
               derandomize=False, suppress_health_check=list(HealthCheck))
     @given(cases())
     def one(case):
-        how, relative, text, args = case
-        path = tree / relative
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path = path.with_name("fuzz_input.sched")
-        path.write_text(text, encoding="utf-8")
-        argv = [args[0], *(args[1:2] if args[0] == "emit" else []), str(path),
-                *(args[2:] if args[0] == "emit" else args[1:])]
-        if args[0] != "emit" or args[1] != "ast":
-            argv += SMALL_LIMITS
+        how, relative, text, args, target = case
+        if "{input}" in args:  # another front end: placeholders in the arguments
+            path, scratch = _front_input(work, tree, relative, text)
+            suffix = ".svg" if "--plot" in args else ".csv"
+            out, state = fronts.prepare(target, scratch, path, str(scratch / f"out{suffix}"))
+            argv = [a.replace("{input}", str(path)).replace("{schedules}", str(tree))
+                    .replace("{out}", out) for a in args] + SMALL_LIMITS
+            text = text if text is not None else path.read_text(encoding="utf-8")
+        else:
+            path = tree / relative
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path = path.with_name("fuzz_input.sched")
+            path.write_text(text, encoding="utf-8")
+            argv = [args[0], *(args[1:2] if args[0] == "emit" else []), str(path),
+                    *(args[2:] if args[0] == "emit" else args[1:])]
+            if args[0] != "emit" or args[1] != "ast":
+                argv += SMALL_LIMITS
+            state = None
         code, _, stderr, wall, site = run_one(argv, cpu_seconds=6 * time_limit)
+        if state is not None:
+            for problem in fronts.violations(target, code, out, state):
+                tally.clobbered.append(problem)
+                keep("clobbered", relative, text, argv, problem)
         tally.runs += 1
         tally.by_how[how] += 1
         tally.exit_codes[code] += 1
@@ -421,6 +447,17 @@ def _campaign(examples: int, seed: int, time_limit: float, out: Path | None,
     tally.seconds = time.perf_counter() - began
     shutil.rmtree(work, ignore_errors=True)
     return tally
+
+
+def _front_input(work: Path, tree: Path, relative: str, text: str | None) -> tuple[Path, Path]:
+    """(the input file, an empty scratch folder for outputs) of one front-end case: the
+    shipped file itself when `text` is None (an output case), else `text` in a new file."""
+    scratch = Path(tempfile.mkdtemp(dir=work, prefix="case-"))
+    if text is None:
+        return tree / relative, scratch
+    path = scratch / relative
+    path.write_text(text, encoding="utf-8", errors="surrogateescape")
+    return path, scratch
 
 
 def replay(folder: Path) -> None:
@@ -453,6 +490,8 @@ def _main() -> None:
     print(json.dumps(tally.summary(), indent=2))
     for problem in tally.wrong_line[:20]:
         print("wrong line:", problem)
+    for problem in tally.clobbered[:20]:
+        print("file broken:", problem)
     for wall, command in tally.slow[:20]:
         print(f"slow: {command} {wall} s")
 

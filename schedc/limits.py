@@ -12,6 +12,13 @@ MAX_LANES = 20_000_000  # the default limit on transfers (and lanes) of one sche
 MAX_CUTS = 2_000  # max-flow problems one bound may take
 DEFAULT_POINTS = 20  # sweep points when --vary gives no count
 MAX_CELLS = 2**26  # (rank, segment) cells of a verification; more are refused
+# Inputs: the bytes of all the files one run reads (the largest shipped or published input,
+# an MSCCL XML of 48 ranks, has 127 KB), the rows of one nccl-tests log (a run prints ~30),
+# and the devices of one machine (1,024 hosts of 8 GPUs, NVSwitches and NICs are ~18,000;
+# each device costs elaboration and `bound` about a millisecond).
+MAX_INPUT_BYTES = 16 * 2**20
+MAX_LOG_ROWS = 10_000
+MAX_DEVICES = 65_536
 
 
 @dataclass(frozen=True)

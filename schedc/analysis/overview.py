@@ -22,6 +22,7 @@ from ..deadline import TimeLimit
 from ..elaborate.program import Param, Program
 from ..errors import SchedcError, UsageError
 from ..model.ir import Collective
+from ..model.values import FLOAT_MAX
 from ..session import Session
 from ..units import BYTES, RATE, SECONDS, Dim
 from .bound.bounds import Bounds, bound
@@ -114,13 +115,18 @@ def curves(session: Session, timings: list[Timing], param: Param, timeout: float
     ticker.finish()
     lo, hi = nominal / 4096, nominal * 64
     inside = []
-    for c in found:
-        value = float(c.value)
-        if nominal / SPAN <= value <= nominal * SPAN:
+    for c in found:  # compared as fractions: a value beyond the float range is no error here
+        try:
+            value: Fraction | None = Fraction(float(c.value))
+        except (OverflowError, ValueError):
+            value = None
+        if value is not None and nominal / int(SPAN) <= value <= nominal * int(SPAN):
             inside.append(c)
-            lo, hi = min(lo, Fraction(value) / 2), max(hi, Fraction(value) * 2)
+            lo, hi = min(lo, value / 2), max(hi, value * 2)
         else:
-            notes.append(f"{c.left} = {c.right} at {param.name} = {value:.5g}, outside the plot")
+            shown = f"{float(value):.5g}" if value is not None else f"{sympy.Float(c.value, 5)}"
+            notes.append(f"{c.left} = {c.right} at {param.name} = {shown}, outside the plot")
+    hi = min(hi, max(FLOAT_MAX / 2**64, 2 * lo))  # near the float limit: room for the axes
     result = sweep(program, timings, Vary(param, lo, hi, CURVE_POINTS), "log")
     return Curves(param, result, tuple(inside), tuple(equal), tuple(notes))
 

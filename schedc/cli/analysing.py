@@ -27,6 +27,7 @@ from .options import (
     set_option,
     timeout_option,
 )
+from .paths import OutputPath
 
 
 @click.command("solve")
@@ -111,7 +112,7 @@ def sensitivity_command(session, schedules, as_json: bool, timeout: float, no_ve
 @click.option("--vary", required=True, metavar="NAME=LO:HI[:N]",
               help=f"The param and its range, with units; N points (default {DEFAULT_POINTS}).")
 @click.option("--linear", is_flag=True, help="Space the points linearly (default: logarithmically).")
-@click.option("--csv", "csv_path", type=click.Path(dir_okay=False, path_type=Path),
+@click.option("--csv", "csv_path", type=OutputPath(),
               help="Write the sweep to this CSV file (base units); print a summary, not the table.")
 @plot_option
 @schedule_option

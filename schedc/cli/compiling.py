@@ -54,7 +54,7 @@ def verified_timings(session, names: list[str], no_verify: bool) -> list:
 def emit(stage: str, file: Path, schedules, sets, limits, pair, max_lines: int, machine,
          ranks) -> int:
     """Dump one pipeline stage: ast, ir, loads, formula, or the routes each schedule uses."""
-    from ..errors import LimitError, ParseError, SourceFile, UsageError
+    from ..errors import LimitError, SourceFile, UsageError
     from ..render import emit as dumps
     if pair and stage != "routes":
         raise UsageError("--pair goes with `emit routes`")
@@ -62,11 +62,9 @@ def emit(stage: str, file: Path, schedules, sets, limits, pair, max_lines: int, 
         if file.suffix.lower() == ".xml":
             raise UsageError("an MSCCL XML file has no syntax tree of the .sched language; "
                              "try `emit ir`")
+        from ..files import read_input_text
         from ..language.parser import parse_module
-        try:
-            text = file.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            raise ParseError(f"cannot read {file}: {exc}") from None
+        text = read_input_text(file, "a .sched file")
         click.echo(dumps.emit_ast(parse_module(SourceFile(str(file), text))), nl=False)
         return EXIT_OK
     from ..session import Session

@@ -10,6 +10,7 @@ import click
 from ..render import schema
 from .compiling import verified_timings
 from .options import EXIT_OK, compiling, json_option, no_verify_option, timeout_option
+from .paths import OutputPath
 
 
 @click.group()
@@ -21,7 +22,7 @@ def export() -> None:
 @compiling
 @click.option("--schedule", "-s", "name", required=True, metavar="NAME",
               help="The schedule to write.")
-@click.option("--output", "-o", type=click.Path(dir_okay=False, path_type=Path),
+@click.option("--output", "-o", type=OutputPath(),
               help="Write the XML here (atomically) instead of printing it.")
 @click.option("--proto", type=click.Choice(("Simple", "LL", "LL128")), default="Simple",
               show_default=True, help="The NCCL protocol the executor runs it with.")
@@ -68,7 +69,7 @@ def export_msccl_command(session, name: str, output: Path | None, proto: str, ch
               help="The schedules of FILE that compute this collective compete.")
 @click.option("--sizes", required=True, metavar="LO:HI",
               help="The range of message sizes (NCCL's nBytes; schedc's V), e.g. 8B:16GB.")
-@click.option("--output", "-o", type=click.Path(dir_okay=False, path_type=Path),
+@click.option("--output", "-o", type=OutputPath(),
               help="Write the tuner table (CSV) here, atomically.")
 @click.option("--channels", type=click.IntRange(min=-1), default=-1, show_default=True,
               help="The channels column (-1: NCCL's default).")

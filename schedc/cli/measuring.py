@@ -17,6 +17,7 @@ from .options import (
     no_verify_option,
     set_option,
 )
+from .paths import InputPath, OutputPath
 
 
 def _tables(paths) -> list:
@@ -38,8 +39,8 @@ def _place(in_place: bool) -> str:
 
 
 @click.command("calibrate")
-@click.argument("logs", nargs=-1, required=True, type=click.Path(path_type=Path))
-@click.option("--machine", "machine", required=True, type=click.Path(path_type=Path),
+@click.argument("logs", nargs=-1, required=True, type=InputPath())
+@click.option("--machine", "machine", required=True, type=InputPath(),
               help="The .sched file: machine, collective and the schedule NCCL runs.")
 @click.option("--schedule", "-s", "schedule", metavar="NAME",
               help="The schedule to fit (default: the file's only one).")
@@ -48,7 +49,7 @@ def _place(in_place: bool) -> str:
 @click.option("--every", type=click.IntRange(min=1), default=4, show_default=True,
               help="Fit on one size in this many (and the largest); the rest are held out.")
 @click.option("--in-place", is_flag=True, help="Use the in-place times (default: out-of-place).")
-@click.option("--write", "write_path", type=click.Path(dir_okay=False, path_type=Path),
+@click.option("--write", "write_path", type=OutputPath(),
               help="Write the fitted params as a .sched file a machine file can import.")
 @set_option
 @limit_options
@@ -94,15 +95,15 @@ def _fitted_sets(path: Path) -> list[str]:
 
 
 @click.command("predict")
-@click.argument("file", type=click.Path(dir_okay=True, path_type=Path))
-@click.option("--against", "logs", multiple=True, required=True, type=click.Path(path_type=Path),
+@click.argument("file", type=InputPath(dir_okay=True))
+@click.option("--against", "logs", multiple=True, required=True, type=InputPath(),
               metavar="LOG", help="An nccl-tests log (repeatable).")
 @click.option("--schedule", "-s", "schedule", metavar="NAME",
               help="The schedule (default: the file's only one).")
-@click.option("--plot", "plot", type=click.Path(dir_okay=False, path_type=Path),
+@click.option("--plot", "plot", type=OutputPath(),
               help="Also plot time and busbw over size, measured and predicted (.png or .svg).")
 @click.option("--in-place", is_flag=True, help="Use the in-place times (default: out-of-place).")
-@click.option("--fitted", type=click.Path(dir_okay=False, path_type=Path),
+@click.option("--fitted", type=InputPath(),
               help="Set params to the values in this file (from calibrate --write).")
 @set_option
 @limit_options

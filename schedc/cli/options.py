@@ -11,12 +11,13 @@ import click
 
 from ..deadline import DEFAULT_TIMEOUT
 from ..limits import Limits
+from .paths import InputPath, OutputPath
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_INTERNAL = 0, 1, 2, 70
 
 
 def file_argument(func):
-    return click.argument("file", type=click.Path(dir_okay=True, path_type=Path))(func)
+    return click.argument("file", type=InputPath(dir_okay=True))(func)
 
 
 def set_option(func):
@@ -73,7 +74,7 @@ def formatted(output_format: str, as_json: bool, what: str, json_renderer):
 
 
 def plot_option(func):
-    return click.option("--plot", "plot_path", type=click.Path(dir_okay=False, path_type=Path),
+    return click.option("--plot", "plot_path", type=OutputPath(),
                         metavar="OUT.svg|OUT.png",
                         help="Also draw a plot into this file (SVG or PNG, by its suffix).")(func)
 
@@ -107,7 +108,7 @@ def machine_options(func):
     func = click.option("--ranks", metavar="EXPR",
                         help="For an .xml FILE: the devices of the machine its gpus 0, 1, ... "
                              "are (default: the machine's `ranks`).")(func)
-    return click.option("--machine", type=click.Path(dir_okay=False, path_type=Path),
+    return click.option("--machine", type=InputPath(),
                         metavar="M.sched",
                         help="For an .xml FILE (MSCCL algorithm): the machine it runs on.")(func)
 

@@ -9,6 +9,7 @@ import click
 from ..limits import MAX_CUTS
 from .compiling import verified_timings
 from .options import EXIT_OK, compiling, no_verify_option, timeout_option
+from .paths import OutputPath
 
 
 def default_output(source: str) -> Path:
@@ -18,7 +19,7 @@ def default_output(source: str) -> Path:
 
 @click.command("report")
 @compiling
-@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path),
+@click.option("-o", "--output", type=OutputPath(),
               help="The HTML file to write (default: FILE's stem + .html, here).")
 @timeout_option
 @click.option("--max-cuts", type=click.IntRange(min=1), default=MAX_CUTS, show_default=True,
@@ -30,13 +31,12 @@ def report_command(session, output: Path | None, timeout: float, max_cuts: int,
     each param with the crossovers marked, each schedule round by round, the bounds, and
     the file's reports and expects. Self-contained: no network, no JavaScript."""
     from ..analysis.overview import overview
+    from ..files import check_output
     from ..render.files import write_atomically
     from ..render.html import report_html
     program = session.program
     target = output or default_output(program.path)
-    if not (target.parent if str(target.parent) else Path(".")).is_dir():
-        from ..errors import UsageError
-        raise UsageError(f"cannot write {target}: no such directory {target.parent}")
+    check_output(target)
     timings = verified_timings(session, session.selected(), no_verify)
     page = report_html(program, overview(session, timings, timeout, max_cuts))
     data = page.encode("utf-8")

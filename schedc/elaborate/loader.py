@@ -21,6 +21,7 @@ from ..errors import (
     UsageError,
     did_you_mean,
 )
+from ..files import read_input_text
 from ..language import syntax as ast
 from ..language.parser import parse_module
 from ..model.collectives import collective_kind, collective_names
@@ -121,14 +122,7 @@ class _Loader:
     # ---- files
 
     def _read(self, path: Path, shown: str, span: Span | None) -> ast.Module:
-        try:
-            text = path.read_text(encoding="utf-8")
-        except FileNotFoundError:
-            raise LoadError(f"no such file: {shown}", span) from None
-        except IsADirectoryError:
-            raise LoadError(f"{shown} is a directory, not a .sched file", span) from None
-        except (OSError, UnicodeDecodeError) as exc:
-            raise LoadError(f"cannot read {shown}: {exc}", span) from None
+        text = read_input_text(path, "a .sched file", span, shown)
         if (shown, text) not in self.parsed:
             self.parsed[shown, text] = parse_module(SourceFile(shown, text))
         return self.parsed[shown, text]
@@ -146,6 +140,8 @@ class _Loader:
         if len(self.active) >= MAX_IMPORT_DEPTH:
             raise LoadError(f"imports nest more than {MAX_IMPORT_DEPTH} files deep here", stmt.span)
         shown = str(Path(stmt.span.source.path).parent / stmt.path)
+        if Path(stmt.path).suffix != ".sched":  # never read (nor show a line of) what is not schedc's
+            raise LoadError(f"import reads .sched files; {stmt.path!r} is not one", stmt.span)
         self._module(self._read(target, shown, stmt.span), target, is_main=False)
 
     def _module(self, module: ast.Module, path: Path, is_main: bool) -> None:

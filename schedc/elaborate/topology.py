@@ -16,6 +16,7 @@ import sympy
 
 from ..errors import ElaborationError, LimitError, Span, did_you_mean
 from ..language import syntax as ast
+from ..limits import MAX_DEVICES
 from ..model.routing import POLICIES
 from ..model.topology import FORWARDING_KINDS, Device, Hop, Resource, Topology
 from ..model.values import (
@@ -35,7 +36,7 @@ from .evaluate import check_index, evaluate, lanewise
 from .lanes import Env, expand_lanes, filter_lanes, lane_array
 from .routes import pinned_routes
 
-MAX_TOPOLOGY_ITEMS = 1_000_000  # devices, hosts or links (each takes microseconds)
+MAX_TOPOLOGY_ITEMS = 1_000_000  # hosts, links or routes (each takes microseconds)
 
 
 @dataclass(frozen=True)
@@ -138,6 +139,7 @@ class TopologyBuilder:
         self.host_names: list[str] = []
         self.shared: list[tuple[int, int]] = []  # (forward, reverse) resource ids
         self.links = 0
+        self.planned = 0  # devices of every family declared so far, in all of its hosts
         self.policy: tuple[str, Span] | None = None  # a `routing` statement's policy
         self.pinned: list[tuple[tuple[int, ...], Span]] = []  # `route` statements' devices
         self.positive: set[tuple[sympy.Expr, bool]] = set()  # (expr, zero_ok) already checked
@@ -194,10 +196,16 @@ class TopologyBuilder:
             return existing
         outer = self._sized(prefix)
         items = math.prod(outer) * (size if size is not None else 1)
-        if (len(self.devices) if kind != "host" else 0) + items > MAX_TOPOLOGY_ITEMS:
-            what = "hosts" if kind == "host" else "devices"
-            raise LimitError(f"the topology would have more than {MAX_TOPOLOGY_ITEMS:,} {what}",
-                             decl.count.span if decl.count is not None else decl.span)
+        where = decl.count.span if decl.count is not None else decl.span
+        if kind == "host" and items > MAX_TOPOLOGY_ITEMS:
+            raise LimitError(f"the topology would have more than {MAX_TOPOLOGY_ITEMS:,} hosts",
+                             where)
+        if kind != "host":  # counted when declared, so a family in every host counts whole
+            if self.planned + items > MAX_DEVICES:
+                here = f" ({items:,} here)" if self.planned else ""
+                raise LimitError(f"the topology would have {self.planned + items:,} devices"
+                                 f"{here}; the limit is {MAX_DEVICES:,}", where)
+            self.planned += items
         fam = Family(kind, size, decl.span)
         families[decl.name] = fam
         fam.table = np.full((*outer, *([size] if size is not None else [])), -1, dtype=np.int64)
@@ -213,8 +221,8 @@ class TopologyBuilder:
         if fam.size is None:
             fam.table[outer] = make(base + decl.name)
             return
-        if len(self.devices) + fam.size > MAX_TOPOLOGY_ITEMS:
-            raise LimitError(f"the topology would have more than {MAX_TOPOLOGY_ITEMS:,} devices",
+        if len(self.devices) + fam.size > MAX_DEVICES:
+            raise LimitError(f"the topology would have more than {MAX_DEVICES:,} devices",
                              decl.span)
         for i in range(fam.size):
             fam.table[(*outer, i)] = make(f"{base}{decl.name}[{i}]")

@@ -21,11 +21,14 @@ at its line and column, never skipped.
 from __future__ import annotations
 
 import json
+import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import SchedcError, SourceFile, Span
+from ..files import read_input_text
+from ..limits import MAX_LOG_ROWS
 
 # nccl-tests' busbw = algbw × this factor (doc/PERFORMANCE.md), n ranks.
 BUSBW_FACTORS = {
@@ -42,6 +45,7 @@ _RANK = re.compile(r"^#\s+Rank\s+(\d+)\s")
 _STARTING = re.compile(r"^#\s*Collective test starting:\s*(\S+)")
 _TOKEN = re.compile(r"\S+")
 _INT = re.compile(r"^\d+$")
+_NEGATIVE = re.compile(r"^-\d+$")
 # Header-less tables (pasted excerpts) are told apart by their width.
 _HEADERLESS = {
     11: "size count type time algbw busbw error time algbw busbw error",
@@ -50,6 +54,22 @@ _HEADERLESS = {
 }
 _WRONG = ("#wrong", "error")
 _TIME = ("time", "cputime")
+# What a measurement may be: a time in microseconds, as nccl-tests prints it, from 1 ns to
+# about 11.6 days (0 or 1e-300 would make every relative error meaningless), and sizes and
+# counts within nccl-tests' 64-bit integers.
+MIN_TIME_US, MAX_TIME_US = 1e-3, 1e12
+MAX_SIZE = 2**63 - 1
+
+
+def _figure_problem(key: str, figure: float) -> str | None:
+    """Why `figure` cannot be the value of the `key` column ("time", "algbw", ...), if so."""
+    if not math.isfinite(figure):
+        return "must be a finite number"
+    if key == "time" and not MIN_TIME_US <= figure <= MAX_TIME_US:
+        return f"must be from {MIN_TIME_US:g} us to 10^{math.log10(MAX_TIME_US):.0f} us"
+    if figure < 0:
+        return "must be a non-negative number"
+    return None
 
 
 class LogError(SchedcError):
@@ -122,14 +142,7 @@ class Log:
 def read_log(path: str | Path) -> Log:
     """Read an nccl-tests log: JSON if it parses as a JSON document, else the text table."""
     shown = str(path)
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise LogError(f"no such file: {shown}") from None
-    except IsADirectoryError:
-        raise LogError(f"{shown} is a directory, not an nccl-tests log") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise LogError(f"cannot read {shown}: {exc}") from None
+    text = read_input_text(path, "an nccl-tests log")
     source = SourceFile(shown, text)
     if text.lstrip().startswith("{"):
         return Log(shown, "json", parse_json(source))
@@ -187,6 +200,11 @@ def parse_text(source: SourceFile) -> tuple[Table, ...]:
                 close()
             continue
         if not _INT.match(words[0]):
+            if columns is not None and _NEGATIVE.match(words[0]) and len(words) > 1 \
+                    and _INT.match(words[1].lstrip("-")):
+                raise LogError(f"size must be a whole number of bytes, got '{words[0]}'",
+                               Span(source, number, tokens[0][1], number,
+                                    tokens[0][1] + len(words[0])))
             continue  # prose, NCCL INFO lines, launcher noise
         if columns is None:
             if len(words) < 2 or not _INT.match(words[1]):
@@ -199,6 +217,9 @@ def parse_text(source: SourceFile) -> tuple[Table, ...]:
                                                       len(raw) + 1))
             meta, pending = pending, _Pending()
             columns, header_span = width.split(), None
+        if len(rows) + sum(len(t.rows) for t in tables) >= MAX_LOG_ROWS:
+            raise LogError(f"row {MAX_LOG_ROWS + 1:,}: a log is limited to {MAX_LOG_ROWS:,} rows",
+                           Span(source, number, tokens[0][1], number, len(raw) + 1))
         rows.append(_row(source, number, raw, tokens, columns))
     close()
     return tuple(tables)
@@ -270,8 +291,9 @@ def _row(source: SourceFile, number: int, raw: str, tokens: list[tuple[str, int]
                 figure = float(text)
             except ValueError:
                 raise LogError(f"expected a number for {name}, got '{text}'", at(k)) from None
-            if figure < 0 or figure != figure:
-                raise LogError(f"{name} must be a non-negative number, got '{text}'", at(k))
+            problem = _figure_problem(key, figure)
+            if problem:
+                raise LogError(f"{name} {problem}, got '{text}'", at(k))
             place[-1][key] = figure
         elif not place:
             values[name], value_col[name] = text, k
@@ -280,6 +302,9 @@ def _row(source: SourceFile, number: int, raw: str, tokens: list[tuple[str, int]
             k = value_col.get(name, 0)
             raise LogError(f"expected a whole number of {'bytes' if name == 'size' else 'elements'}"
                            f" for {name}, got '{tokens[k][0]}'", at(k))
+        if int(values[name]) > MAX_SIZE:
+            raise LogError(f"{name} must be at most {MAX_SIZE:,} (nccl-tests counts in 64 bits), "
+                           f"got {len(values[name])} digits", at(value_col[name]))
     root = values.get("root")
     if root is not None and not re.match(r"^-?\d+$", root):
         raise LogError(f"expected a rank number for root, got '{root}'", at(value_col["root"]))
@@ -305,6 +330,8 @@ def parse_json(source: SourceFile) -> tuple[Table, ...]:
     except json.JSONDecodeError as exc:
         raise LogError(f"not valid JSON: {exc.msg}",
                        Span(source, exc.lineno, exc.colno, exc.lineno, exc.colno + 1)) from None
+    except ValueError as exc:  # an integer of more digits than Python converts
+        raise LogError(f"not valid JSON: {exc}", Span(source, 1, 1, 1, 2)) from None
     top = Span(source, 1, 1, 1, 2)
     if not isinstance(document, dict) or not isinstance(document.get("results"), list):
         raise LogError("an nccl-tests JSON document is an object with a 'results' list", top)
@@ -313,6 +340,9 @@ def parse_json(source: SourceFile) -> tuple[Table, ...]:
     found = document.get("config")
     config: dict = found if isinstance(found, dict) else {}
     rows = []
+    if len(document["results"]) > MAX_LOG_ROWS:
+        raise LogError(f"{len(document['results']):,} results; a log is limited to "
+                       f"{MAX_LOG_ROWS:,} rows", top)
     for k, result in enumerate(document["results"]):
         span = _offset_span(source, starts[k]) if k < len(starts) else top
         rows.append(_json_row(result, k, span))
@@ -336,7 +366,7 @@ def _json_row(result: object, k: int, span: Span) -> Row:
         raise LogError(f"{where} must be an object", span)
     for key in ("size", "count"):
         if not isinstance(result.get(key), int) or isinstance(result.get(key), bool) \
-                or result[key] < 0:
+                or not 0 <= result[key] <= MAX_SIZE:
             raise LogError(f"{where}.{key} must be a whole number, got {result.get(key)!r}", span)
     root = result.get("root")
     root_text = str(root).strip() if root is not None else None
@@ -361,8 +391,15 @@ def _json_measurement(value: object, where: str, span: Span) -> Measurement | No
     numbers = {}
     for key in (time_key, "alg_bw", "bus_bw"):
         number = value.get(key)
-        if not isinstance(number, (int, float)) or isinstance(number, bool) or number < 0:
+        if not isinstance(number, (int, float)) or isinstance(number, bool):
             raise LogError(f"{where}.{key} must be a non-negative number, got {number!r}", span)
+        try:
+            problem = _figure_problem("time" if key == time_key else key, float(number))
+        except OverflowError:  # an integer of hundreds of digits
+            problem = "must be a finite number"
+        if problem:
+            shown = repr(number) if len(repr(number)) < 30 else f"{len(repr(number))} digits"
+            raise LogError(f"{where}.{key} {problem}, got {shown}", span)
         numbers[key] = float(number)
     wrong = value.get("nwrong")
     return Measurement(numbers[time_key], numbers["alg_bw"], numbers["bus_bw"],

@@ -8,6 +8,7 @@ an array whose first axis is the lane axis.
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 from fractions import Fraction
 
@@ -279,10 +280,26 @@ def check_positive(q: Quantity, nominal: dict, span: Span, what: str, zero_ok: b
     """`q` must be positive (or zero, with `zero_ok`) at the nominal point: a bandwidth, a
     message size, a buffer."""
     value = q.expr.xreplace(nominal)
+    wanted = "zero or more" if zero_ok else "positive"
+    if value.is_number and not (value.is_extended_real and value.is_finite):  # x/0, 0/0
+        raise ElaborationError(f"{what} must be {wanted}; this one is not a finite number (a "
+                               "division by zero, at these values of its params?)", span)
     if not value.is_number or not (value >= 0 if zero_ok else value > 0):
         shown = format_quantity(float(value), q.dim) if value.is_number else str(value)
-        wanted = "zero or more" if zero_ok else "positive"
         raise ElaborationError(f"{what} must be {wanted}; this one is {shown}", span)
+
+
+FLOAT_MAX = Fraction(sys.float_info.max)
+
+
+def check_float_range(number: int | Fraction, span: Span | None, what: str) -> None:
+    """Values are exact, but sweeps, plots and report curves compute with floats: refuse
+    `what` where a float cannot hold it (about 1.8e308 in base units)."""
+    exact = Fraction(number)
+    if abs(exact) > FLOAT_MAX:
+        shown = sympy.Float(sympy.Rational(exact.numerator, exact.denominator), 3)
+        raise ElaborationError(f"{what} is {str(shown).lower()} in base units, beyond the "
+                               "floating-point range (about 1.8e308) analyses compute in", span)
 
 
 def expect_device(value: object, span: Span, what: str) -> Devices:

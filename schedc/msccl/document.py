@@ -18,6 +18,7 @@ from typing import Any
 from xml.parsers import expat
 
 from ..errors import ElaborationError, LoadError, ParseError, SourceFile, Span
+from ..files import read_input
 
 STEP_TYPES = ("s", "r", "rcs", "rrs", "rrc", "rrcs", "cpy", "re", "nop")
 BUFFERS = {"i": "input", "o": "output", "s": "scratch"}
@@ -114,12 +115,7 @@ class _Element:
 
 
 def read_algo(path: str | Path) -> Algo:
-    try:
-        data = Path(path).read_bytes()
-    except FileNotFoundError:
-        raise LoadError(f"no such file: {path}") from None
-    except OSError as exc:
-        raise LoadError(f"cannot read {path}: {exc}") from None
+    data = read_input(path, "an MSCCL XML file")
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:

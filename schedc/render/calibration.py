@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import os
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
 from ..analysis.calibrate.calibration import Calibration, Comparison, FittedParam
+from ..files import write_output_with
 from ..units import BYTES, RATE, SECONDS, base_unit, format_bytes, format_quantity, format_seconds
 from . import schema
 from .text import dump_json, json_number, table
@@ -150,16 +149,5 @@ def comparison_json(c: Comparison) -> str:
 
 def write_whole(path: Path, write: Callable[[str], object]) -> None:
     """`write(temporary path)`, then move the file into place: all of it or nothing, with the
-    usual mode under the umask (mkstemp makes files private)."""
-    directory = path.parent if str(path.parent) else Path(".")
-    handle, temporary = tempfile.mkstemp(suffix=path.suffix, dir=directory)
-    os.close(handle)
-    try:
-        write(temporary)
-        mask = os.umask(0)
-        os.umask(mask)
-        os.chmod(temporary, 0o666 & ~mask)
-        os.replace(temporary, path)
-    finally:
-        if os.path.exists(temporary):
-            os.unlink(temporary)
+    usual mode under the umask, by `schedc.files`' policy (never over an input of the run)."""
+    write_output_with(path, write)

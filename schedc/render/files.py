@@ -1,42 +1,17 @@
-"""Writing output files: whole or not at all."""
+"""Writing output files: whole or not at all, by `schedc.files`' policy (never over an input
+of the run, never replacing a FIFO or a device)."""
 
 from __future__ import annotations
 
-import os
-import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 
-from ..errors import UsageError
+from ..files import write_output
 
 
 def write_atomically(path: Path, content: str | bytes | Iterable[str | bytes]) -> None:
     """Write `content` (or its pieces, in order: a large file need not be in memory whole) to
-    `path` through a temporary file in the same folder and a rename, so a failure, of the
-    disk or of the code making the pieces, leaves no partial file (and an existing file
-    untouched)."""
-    path = Path(path)
-    directory = path.parent if str(path.parent) else Path(".")
-    pieces = [content] if isinstance(content, (str, bytes)) else content
-    try:
-        fd, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=directory)
-    except OSError as exc:
-        raise UsageError(f"cannot write {path}: {exc.strerror or exc}") from None
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            for piece in pieces:
-                handle.write(piece.encode("utf-8") if isinstance(piece, str) else piece)
-        os.chmod(temporary, 0o666 & ~_umask())
-        os.replace(temporary, path)
-    except OSError as exc:
-        Path(temporary).unlink(missing_ok=True)
-        raise UsageError(f"cannot write {path}: {exc.strerror or exc}") from None
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
+    `path`: a regular file through a temporary file in the same folder and a rename, so a
+    failure, of the disk or of the code making the pieces, leaves no partial file (and an
+    existing file untouched); a FIFO or character device written through."""
+    write_output(path, content)

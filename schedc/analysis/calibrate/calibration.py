@@ -160,7 +160,9 @@ class Model:
         if not fit:
             fit = tuple(p.name for p in program.params.values()
                         if p.symbol != self.size and p.name in depends)
-        for name in fit:
+        for k, name in enumerate(fit):
+            if name in fit[:k]:  # one unknown each: a param twice would be two of the same
+                raise UsageError(f"--fit names {name} twice")
             param = program.params.get(name)
             if param is None:
                 from ...errors import did_you_mean

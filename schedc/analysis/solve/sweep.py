@@ -22,7 +22,7 @@ from ...elaborate.program import Param, Program
 from ...errors import SchedcError, SourceFile, Span, UsageError, did_you_mean
 from ...language.parser import parse_expression
 from ...limits import DEFAULT_POINTS
-from ...model.values import Quantity, as_number, from_rational
+from ...model.values import Quantity, as_number, check_float_range, from_rational
 from ...session import Session
 from ...units import DIMENSIONLESS, base_unit, dim_name, format_quantity
 
@@ -113,6 +113,7 @@ def _end(text: str, span: Span, param: Param, program: Program) -> Fraction:
         number, dim = as_number(value), DIMENSIONLESS
     if number is None:
         raise UsageError("an end of the range must be a constant", span)
+    check_float_range(number, span, "an end of the range")
     if dim != param.dim:
         raise UsageError(f"{param.name} is {dim_name(param.dim)}; this is {dim_name(dim)}", span)
     if param.structural and Fraction(number).denominator != 1:
@@ -126,6 +127,8 @@ def _end(text: str, span: Span, param: Param, program: Program) -> Fraction:
 
 def sweep(program: Program, timings: list[Timing], vary: Vary, spacing: str = "log") -> Sweep:
     """Evaluate every timing's formula over the grid."""
+    for end in (vary.lo, vary.hi):
+        check_float_range(end, None, f"{vary.param.name} in a sweep (or a report's curves)")
     if spacing == "log":
         if vary.lo <= 0:
             raise UsageError(f"a log sweep needs a positive range; {vary.param.name} starts at "
