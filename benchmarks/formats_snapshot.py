@@ -2,11 +2,17 @@
 two versions of the render layer (`diff -r before after`): a refactor of the writers must
 leave every byte as it was.
 
-    PYTHONPATH=$PWD python benchmarks/formats_snapshot.py OUT_DIR
+    PYTHONPATH=$PWD python benchmarks/formats_snapshot.py OUT_DIR [--in-process] [NAME...]
+
+`--in-process` runs the commands in this process (three times faster: one import), NAMEs
+only the files whose path contains one of them.
 """
 
 from __future__ import annotations
 
+import contextlib
+import io
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -16,9 +22,28 @@ COMMANDS = ("time", "compare", "bound")
 FORMATS = ("text", "markdown", "latex")
 
 
-def main(out: Path) -> None:
+def _run(args: list[str], in_process: bool) -> tuple[int, str, str]:
+    if not in_process:
+        done = subprocess.run([sys.executable, "-m", "schedc", *args], cwd=ROOT,
+                              capture_output=True, text=True)
+        return done.returncode, done.stdout, done.stderr
+    from schedc.cli import main
+    out, err = io.StringIO(), io.StringIO()
+    code = 0
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            main(args)
+        except SystemExit as stop:
+            code = stop.code if isinstance(stop.code, int) else 1
+    return code, out.getvalue(), err.getvalue()
+
+
+def main(out: Path, in_process: bool, names: list[str]) -> None:
     out.mkdir(parents=True, exist_ok=True)
-    files = sorted((ROOT / "schedules").rglob("*.sched"))
+    if in_process:  # the paths are relative to the checkout
+        os.chdir(ROOT)
+    files = [p for p in sorted((ROOT / "schedules").rglob("*.sched"))
+             if not names or any(n in str(p) for n in names)]
     for path in files:
         name = str(path.relative_to(ROOT / "schedules")).replace("/", "__")
         relative = str(path.relative_to(ROOT))  # the same text in any checkout
@@ -26,12 +51,12 @@ def main(out: Path) -> None:
                 for cmd in COMMANDS for fmt in FORMATS]
         runs.append((f"{name}.report", ["report", relative, "-o", str(out / f"{name}.html")]))
         for label, args in runs:
-            done = subprocess.run([sys.executable, "-m", "schedc", *args], cwd=ROOT,
-                                  capture_output=True, text=True)
-            (out / label).write_text(f"exit {done.returncode}\n{done.stdout}\n--- stderr\n"
-                                     f"{done.stderr}")
+            code, stdout, stderr = _run(args, in_process)
+            (out / label).write_text(f"exit {code}\n{stdout}\n--- stderr\n{stderr}")
         print(name, flush=True)
 
 
 if __name__ == "__main__":
-    main(Path(sys.argv[1]))
+    flags = [a for a in sys.argv[2:] if a.startswith("--")]
+    main(Path(sys.argv[1]), "--in-process" in flags,
+         [a for a in sys.argv[2:] if not a.startswith("--")])
