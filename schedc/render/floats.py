@@ -22,11 +22,10 @@ from functools import cache
 
 import numpy as np
 
-from .schubfach import K_MIN, _powers_of_ten, _round_to_odd, _scaled, shortest
+from .schubfach import shortest
 
 __all__ = ["BLOCK", "csv_rows", "json_bytes", "json_list", "json_pieces", "reference_rows",
-           "same_bits",  # and, for the tests that check Schubfach's steps, from schubfach:
-           "K_MIN", "_powers_of_ten", "_round_to_odd", "_scaled"]
+           "same_bits"]
 
 BLOCK = 16_384  # numbers formatted at a time: the arrays stay in the cache
 _U = np.uint64
@@ -143,12 +142,6 @@ def _text(words: np.ndarray) -> bytes:
 
 def _word(text: bytes) -> int:
     return int.from_bytes(text, "little")
-
-
-def _words(values: np.ndarray, separators: np.ndarray) -> np.ndarray | None:
-    """`_slots` with the separator given as a word: the first one, for every value."""
-    separator = int(separators[0]).to_bytes(8, "little").rstrip(b"\0") if len(separators) else b","
-    return _slots(values, separator)
 
 
 @cache
