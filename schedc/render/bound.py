@@ -13,6 +13,10 @@ from ..model.topology import Topology
 from ..units import format_bytes, format_rate, format_seconds
 from . import schema
 from .document import (
+    LATEX,
+    MARKDOWN,
+    PAGES,
+    TEXT,
     Block,
     Document,
     Equation,
@@ -25,9 +29,6 @@ from .document import (
     Table,
 )
 from .text import dump_json, json_number, listing, params_json
-
-TEXT, PAGES = frozenset({"text"}), frozenset({"markdown", "latex", "html"})
-LATEX, MARKDOWN = frozenset({"latex"}), frozenset({"markdown"})
 
 
 @lru_cache(maxsize=4096)

@@ -21,6 +21,10 @@ import sympy
 
 LEFT, RIGHT = "l", "r"
 
+# The `formats` of blocks that only some formats show.
+TEXT, LATEX, MARKDOWN = frozenset({"text"}), frozenset({"latex"}), frozenset({"markdown"})
+PAGES = frozenset({"markdown", "latex", "html"})  # documents, not a terminal
+
 
 @dataclass(frozen=True)
 class Math:

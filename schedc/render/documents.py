@@ -17,8 +17,12 @@ from ..model.topology import Topology
 from ..units import format_bytes, format_seconds
 from .bound import bound_document
 from .document import (
+    LATEX,
     LEFT,
+    MARKDOWN,
+    PAGES,
     RIGHT,
+    TEXT,
     Block,
     Document,
     Equation,
@@ -33,9 +37,6 @@ from .document import (
 )
 from .text import bottleneck_class, listing, term_class
 from .writers import write
-
-TEXT, PAGES = frozenset({"text"}), frozenset({"markdown", "latex", "html"})
-LATEX, MARKDOWN = frozenset({"latex"}), frozenset({"markdown"})
 
 
 def class_bottleneck(c: RoundClass, topology: Topology) -> tuple[str, str]:
