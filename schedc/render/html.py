@@ -19,7 +19,7 @@ from ..units import format_bytes, format_quantity, format_seconds
 from . import plot
 from .analysis import report_text
 from .bound import SCHEDULE_HEADER, best_text, binding_text, crossing_rows, cut_rows, schedule_rows
-from .document import LEFT, Formulas, Heading, Math, Table
+from .document import LEFT, Block, Formulas, Heading, Math, Table
 from .documents import (
     COMPARE_ALIGN,
     COMPARE_HEADER,
@@ -79,9 +79,14 @@ def report_html(program: Program, overview: Overview) -> str:
             + "\n".join(body) + "\n</main>\n</body>\n</html>\n")
 
 
+def _write(block: Block) -> str:
+    """A block without figures, by the HTML writer."""
+    return element(block, Figures())
+
+
 def _params(program: Program) -> str:
     rows = [(p.name, format_quantity(p.nominal, p.dim)) for p in program.params.values()]
-    return "<h2 id=\"params\">Params</h2>" + table(("param", "nominal"), rows, numeric=(1,))
+    return "<h2 id=\"params\">Params</h2>" + _write(Table(header=("param", "nominal"), rows=tuple(rows), align="lr"))
 
 
 def _group(program: Program, group: Group, overview: Overview, figure, index: int) -> list[str]:
@@ -177,8 +182,8 @@ def _bound(program: Program, b: Bounds, suffix: str) -> list[str]:
     out = [f'<h3 id="bound{suffix}">How far from the physical limit</h3>']
     if not b.cuts:
         return out + ["<p>No cut: fewer than two ranks to split.</p>"]
-    out.append(table(("cut", "bandwidth", "must cross", "bound"), cut_rows(b, nominal),
-                      wide=(0,)))
+    out.append(_write(Table(header=("cut", "bandwidth", "must cross", "bound"),
+                            rows=tuple(cut_rows(b, nominal)), wide=(0,))))
     if b.binding is not None:
         out.append(f"<p>Binding cut: {escape(binding_text(b, topology))}.</p>")
     if b.end_host is not None:
@@ -186,14 +191,16 @@ def _bound(program: Program, b: Bounds, suffix: str) -> list[str]:
                    + mathml(b.end_host.bound, "<mi>T</mi>", "≥"))
     out.append(f"<p><strong>{escape(best_text(b))}</strong></p>")
     if b.schedules:
-        out.append(table(SCHEDULE_HEADER, schedule_rows(b, topology, nominal), numeric=(1, 2, 3),
-                          wide=(4,)))
+        out.append(_write(Table(header=SCHEDULE_HEADER,
+                                rows=tuple(schedule_rows(b, topology, nominal)), align="lrrrl",
+                                wide=(4,))))
         crossing = crossing_rows(b, nominal)
         if crossing:
             assert b.binding is not None  # crossing rows exist only with a binding cut
             out.append(f"<p>Across the binding cut {escape(b.binding.cut.name)}:</p>")
-            out.append(table(("schedule", "moves", "of the minimum", "over"),
-                              [(n, m, f.strip("()"), o) for n, m, f, o in crossing]))
+            out.append(_write(Table(header=("schedule", "moves", "of the minimum", "over"),
+                                    rows=tuple((n, m, f.strip("()"), o)
+                                               for n, m, f, o in crossing))))
     return out
 
 
@@ -204,8 +211,8 @@ def _checks(overview: Overview) -> list[str]:
         return out + ["<p>This file has no <code>report</code> or <code>expect</code> "
                       "statements.</p>"]
     if check.reports:
-        out.append(table(("report", "value"), [(r.name, report_text(r)) for r in check.reports],
-                          numeric=(1,)))
+        out.append(_write(Table(header=("report", "value"), align="lr",
+                                rows=tuple((r.name, report_text(r)) for r in check.reports))))
     if check.outcomes:
         rows = []
         for o in check.outcomes:
