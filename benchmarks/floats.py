@@ -194,6 +194,11 @@ def main() -> None:
     options = parser.parse_args()
     columns = sweep_columns(options.points)
     picked = [c for c in CANDIDATES if chosen(c[0], options.only)]
+    try:
+        import orjson  # noqa: F401  (not one of schedc's dependencies)
+    except ImportError:
+        print("orjson is not installed (pip install orjson): its candidates are left out")
+        picked = [c for c in picked if "orjson" not in c[0]]
     references: dict[Callable, bytes] = {}
     identical: dict[str, str] = {}
     for name, candidate, reference in picked:

@@ -132,6 +132,7 @@ def test_listing_and_an_empty_document():
     assert writers.write("html", listing) == "<pre>  a  b\n  c</pre>\n"
     for name in writers.WRITERS:
         assert writers.write(name, Document()) == ""
+    assert writers.write("text", Document((Table(rows=()),))) == "\n"  # a block of no lines
 
 
 def test_the_registry():

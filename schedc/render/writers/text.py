@@ -44,6 +44,8 @@ def lines(block: Block) -> list[str]:
                  if block.alignment(k) == RIGHT]
         if block.header is not None:
             rows.insert(0, block.header)
+        if not rows:
+            return []
         return table(rows, right=right, underline=block.header is not None,
                      indent=" " * block.indent)
     if isinstance(block, Fields):
