@@ -19,7 +19,7 @@ from ..units import format_bytes, format_quantity, format_seconds
 from . import plot
 from .analysis import report_text
 from .bound import SCHEDULE_HEADER, best_text, binding_text, crossing_rows, cut_rows, schedule_rows
-from .document import LEFT, Block, Formulas, Heading, Math, Table
+from .document import LEFT, Block, Figure, Formulas, Heading, Math, Table
 from .documents import (
     COMPARE_ALIGN,
     COMPARE_HEADER,
@@ -105,7 +105,8 @@ def _group(program: Program, group: Group, overview: Overview, figure, index: in
         out += _formulas(program, t, figure)
     out.append(f'<h3 id="plots{suffix}">Time against each param</h3>')
     for curves in group.curves:
-        out.append(figure(plot.curves_figure(curves), _curves_caption(curves), "curves"))
+        out.append(element(Figure(figure=plot.curves_figure(curves), caption=_curves_caption(curves),
+                                  kind="curves"), figure))
         out += _crossovers(curves)
     out.append(f'<h3 id="rounds{suffix}">Round by round: how busy each resource is</h3>')
     out.append('<p class="muted">Rounds across, resources down (grouped by class; each '
@@ -113,8 +114,9 @@ def _group(program: Program, group: Group, overview: Overview, figure, index: in
                "(α + its slowest resource) that the resource is busy: the resource the round "
                "waits for is at 1 less α's share, an idle one at 0.</p>")
     for busy in group.busy:
-        out.append(figure(plot.busy_figure(busy, program.topology),
-                          f"{escape(busy.name)}: busy fraction per round and resource.", "busy"))
+        out.append(element(Figure(figure=plot.busy_figure(busy, program.topology),
+                                  caption=f"{busy.name}: busy fraction per round and resource.",
+                                  kind="busy"), figure))
     out += _bound(program, group.bounds, suffix)
     return out
 
@@ -138,7 +140,7 @@ def _formulas(program: Program, t: Timing, figure: Figures) -> list[str]:
 
 def _curves_caption(curves: Curves) -> str:
     p = curves.param
-    text = (f"Time of each schedule against {escape(p.name)} (log axes), the other params "
+    text = (f"Time of each schedule against {p.name} (log axes), the other params "
             "at their nominal values; the dotted line is the nominal value")
     if curves.crossovers:
         text += "; dots mark where two schedules take equal time (found by solve)"
