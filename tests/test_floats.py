@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 import schedc
 from schedc.analysis.solve.sweep import parse_vary, sweep
 from schedc.errors import UsageError
-from schedc.render import floats
+from schedc.render import floats, schubfach  # schubfach: its steps, checked one by one
 from schedc.render.files import write_atomically
 from schedc.render.text import dump_json
 
@@ -26,11 +26,10 @@ NVLINK = SCHEDULES / "seed" / "nvlink_2x8.sched"
 
 
 def reprs(values) -> list[str]:
-    """The fast path's text of each value, split at a separator repr never writes."""
-    values = np.asarray(values, dtype=np.float64)
-    words = floats._words(values, np.full(len(values), floats._word(b"|"), dtype=np.uint64))
-    assert words is not None
-    return floats._text(words).decode().split("|")[:-1]
+    """The text `floats.json_list` gives each value (its fast path: the values of
+    `assert_like_repr` are normal, zero or negative zero, none that it leaves to repr)."""
+    text = floats.json_list(np.asarray(values, dtype=np.float64))
+    return text[1:-1].split(", ") if text != "[]" else []
 
 
 def assert_like_repr(values) -> None:
@@ -98,9 +97,9 @@ def test_the_one_product_scaling_is_the_papers_rop():
     cbs = [cb, cb - u(2) + irregular.astype(u), cb + u(2)]
     k = ((biased - 1075) * 661_971_961_083 - irregular * 274_743_187_321) >> 41
     h = (biased - 1075 + ((-k * 913_124_641_741) >> 38) + 2).astype(u)
-    g1, g0 = (table[k - floats.K_MIN] for table in floats._powers_of_ten()[:2])
-    fast = floats._scaled(k - floats.K_MIN, h, cbs, irregular)
-    for got, expected in zip(fast, floats._round_to_odd(g1, g0, [v << h for v in cbs])):
+    g1, g0 = (table[k - schubfach.K_MIN] for table in schubfach._powers_of_ten()[:2])
+    fast = schubfach._scaled(k - schubfach.K_MIN, h, cbs, irregular)
+    for got, expected in zip(fast, schubfach._round_to_odd(g1, g0, [v << h for v in cbs])):
         assert np.array_equal(got, expected)
 
 

@@ -60,17 +60,16 @@ def format_option(func):
 
 def formatted(output_format: str, as_json: bool, what: str, json_renderer):
     """The renderer of `what` ("time", "compare", "bound") in the chosen format: the
-    function `<what>_<format>` of render.text (bound: render.bound), render.markdown or
-    render.latex, imported only when chosen; `json_renderer` with `--json`, which excludes
-    the other formats."""
+    command's document (`render.documents.DOCUMENTS`) written by the format's writer
+    (`render.writers.WRITERS`); `json_renderer` with `--json`, which excludes the other
+    formats."""
     if as_json:
         if output_format != "text":
             from ..errors import UsageError
             raise UsageError("--json and --format exclude each other")
         return json_renderer
-    import importlib
-    module = {"text": "bound" if what == "bound" else "text"}.get(output_format, output_format)
-    return getattr(importlib.import_module(f"schedc.render.{module}"), f"{what}_{output_format}")
+    from ..render.documents import render
+    return functools.partial(render, what, output_format)
 
 
 def plot_option(func):

@@ -1,4 +1,5 @@
-"""`schedc bound` results → text and JSON (schema `schedc.bound/1`, see the README)."""
+"""`schedc bound` results → JSON (schema `schedc.bound/1`, see the README) and the document
+that every `--format` writes."""
 
 from __future__ import annotations
 
@@ -11,7 +12,23 @@ from ..model.ir import LinearBytes, linear_expr, linear_value
 from ..model.topology import Topology
 from ..units import format_bytes, format_rate, format_seconds
 from . import schema
-from .text import dump_json, json_number, listing, params_json, table
+from .document import (
+    LATEX,
+    MARKDOWN,
+    PAGES,
+    TEXT,
+    Block,
+    Document,
+    Equation,
+    Escaped,
+    Formulas,
+    Heading,
+    Inline,
+    Math,
+    Paragraph,
+    Table,
+)
+from .text import dump_json, json_number, listing, params_json
 
 
 @lru_cache(maxsize=4096)
@@ -194,49 +211,109 @@ def cut_rows(b: Bounds, nominal: dict) -> list[tuple[str, str, str, str]]:
     return rows
 
 
-def bound_text(program: Program, groups: list[Bounds]) -> str:
+def _bytes_of(b: Bounds, nominal: dict) -> str:
+    assert b.collective is not None
+    return format_bytes(_bytes(b.collective.size, nominal))
+
+
+def bound_document(program: Program, groups: list[Bounds]) -> Document:
     """One section per collective."""
-    return "\n".join(_bounds_text(program, b) for b in groups)
+    return Document(tuple(block for b in groups for block in _bound_blocks(program, b)))
 
 
-def _bounds_text(program: Program, b: Bounds) -> str:
+def _bound_blocks(program: Program, b: Bounds) -> list[Block]:
     topology, nominal = program.topology, program.nominal
     c = b.collective
-    out = []
     if c is None:
-        out.append(f"{program.path}: no schedules, so no collective to bound; the cuts "
-                   f"between its {len(b.ranks)} GPUs")
+        out: list[Block] = [
+            Heading(text=f"{program.path}: no schedules, so no collective to bound; the cuts "
+                         f"between its {len(b.ranks)} GPUs", formats=TEXT),
+            Heading(text=f"{program.path}: no schedules; the cuts between its {len(b.ranks)} GPUs",
+                    formats=PAGES)]
     else:
-        out.append(f"{program.path}: {c.kind} of {format_bytes(_bytes(c.size, nominal))} over "
-                   f"{len(c.ranks)} ranks")
-    out.append("")
+        out = [Heading(text=f"{program.path}: {c.kind} of {_bytes_of(b, nominal)} over "
+                            f"{len(c.ranks)} ranks")]
     if not b.cuts:
-        out.append("no cut: fewer than two ranks to split")
-        return "\n".join(out) + "\n"
+        return out + [Paragraph(parts=("no cut: fewer than two ranks to split",), formats=TEXT),
+                      Paragraph(parts=("No cut: fewer than two ranks to split.",), formats=PAGES)]
     if c is None:
-        out += table([("cut", "bandwidth")] + [row[:2] for row in cut_rows(b, nominal)],
-                     indent="  ")
-        out.append(f"  narrowest: {narrowest_text(b)}")
-        return "\n".join(out) + "\n"
-    out.append("cut-set bounds: the bytes every schedule must move across a cut, over its bandwidth")
-    out += table([("cut", "bandwidth", "must cross", "bound")] + cut_rows(b, nominal), indent="  ")
+        return out + [
+            Table(header=("cut", "bandwidth"), rows=tuple(row[:2] for row in cut_rows(b, nominal)),
+                  indent=2),
+            Paragraph(parts=(f"  narrowest: {narrowest_text(b)}",), formats=TEXT, tight=True),
+            Paragraph(parts=("Narrowest: ", Escaped(narrowest_text(b)), "."), formats=PAGES)]
+    out += [Paragraph(parts=("cut-set bounds: the bytes every schedule must move across a cut, "
+                             "over its bandwidth",), formats=TEXT),
+            Table(header=("cut", "bandwidth", "must cross", "bound"),
+                  rows=tuple(cut_rows(b, nominal)), indent=2, tight=True)]
     if b.binding is not None:
-        out.append(f"  binding cut: {binding_text(b, topology)}")
+        out += [Paragraph(parts=(f"  binding cut: {binding_text(b, topology)}",), formats=TEXT,
+                          tight=True),
+                Paragraph(parts=(f"Binding cut: {binding_text(b, topology)}.",), formats=PAGES)]
+    out += _end_host_blocks(b, nominal)
+    out.append(Paragraph(parts=best_parts(b)))
+    if b.schedules:
+        out += _schedule_blocks(b, topology, nominal)
+    return out
+
+
+def _end_host_blocks(b: Bounds, nominal: dict) -> list[Block]:
+    """The end-host bound, in words; in LaTeX the cut's and the end host's bounds as
+    inequalities."""
+    c = b.collective
+    assert c is not None
+    out: list[Block] = []
     if b.end_host is not None:
         h = b.end_host
-        p = len(c.ranks)
-        out += ["",
-                f"end-host bound (Patarasuk & Yuan 2009): the {p} ranks send, and receive, "
-                f"2(p-1)·V = {format_bytes(_bytes(h.total, nominal))} in all",
-                f"  through their own links (out: {h.egress}; in: {h.ingress}): "
-                f"{format_seconds(h.value)} = {h.bound}"]
-    elif b.in_network and c is not None and c.kind == "allreduce":
-        out += ["", f"end-host bound: does not apply: {_in_network_reason(b)}"]
-    if c is not None:
-        out += ["", best_text(b)]
-    if b.schedules:
-        out += [""] + _schedule_lines(b, topology, nominal)
-    return "\n".join(out) + "\n"
+        total = format_bytes(_bytes(h.total, nominal))
+        out += [Paragraph(parts=(f"end-host bound (Patarasuk & Yuan 2009): the {len(c.ranks)} "
+                                 f"ranks send, and receive, 2(p-1)·V = {total} in all\n"
+                                 f"  through their own links (out: {h.egress}; in: {h.ingress}): "
+                                 f"{format_seconds(h.value)} = {h.bound}",), formats=TEXT),
+                Paragraph(parts=(f"End-host bound: {total} sent and received in all, "
+                                 f"{format_seconds(h.value)} = ", Math.of(h.bound), "."),
+                          formats=MARKDOWN)]
+    elif b.in_network and c.kind == "allreduce":
+        out.append(Paragraph(parts=(f"end-host bound: does not apply: {_in_network_reason(b)}",),
+                             formats=TEXT))
+    bounds = []
+    if b.binding is not None and b.binding.value:
+        bounds.append(Equation("cut", b.binding.crossing.bound, "≥",
+                               note=format_seconds(b.binding.value)))
+    if b.end_host is not None:
+        bounds.append(Equation("end-host", b.end_host.bound, "≥",
+                               note=format_seconds(b.end_host.value)))
+    if bounds:
+        out.append(Formulas(equations=tuple(bounds), formats=LATEX))
+    return out
+
+
+def best_parts(b: Bounds) -> tuple[Inline, ...]:
+    """`best_text` with its formula as a formula."""
+    text = best_text(b)
+    if b.binds == "none":
+        return (text,)
+    before, after = text.split(f"= {b.best}", 1)
+    return (before + "= ", Math.of(b.best), after)
+
+
+def _schedule_blocks(b: Bounds, topology: Topology, nominal: dict) -> list[Block]:
+    out: list[Block] = [Table(header=SCHEDULE_HEADER, rows=tuple(schedule_rows(b, topology, nominal)),
+                              align="lrrrl", indent=2)]
+    crossing = crossing_rows(b, nominal)
+    if b.binding is not None and crossing:
+        name = b.binding.cut.name
+        out += [Paragraph(parts=(f"across the binding cut {name} (at least "
+                                 f"{_must_cross(b.binding, nominal)}):",), formats=TEXT),
+                Table(rows=tuple(crossing), indent=2, tight=True, formats=TEXT),
+                Paragraph(parts=(f"Across the binding cut {name}:",), formats=PAGES),
+                Table(header=("schedule", "moves", "of the minimum", "over"),
+                      rows=tuple((n, m, f.strip("()"), o) for n, m, f, o in crossing),
+                      formats=PAGES)]
+    out.append(Paragraph(parts=("overlapped: max over resources of Σ_rounds bytes/bandwidth, the "
+                                "time if rounds\noverlapped perfectly; ratio: time / best bound",),
+                         formats=TEXT))
+    return out
 
 
 def _in_network_reason(b: Bounds) -> str:
@@ -304,15 +381,3 @@ def binding_text(b: Bounds, topology: Topology) -> str:
     classes = sorted({topology.resources[r].cls for r in cap.resources})
     return (f"{b.binding.cut.name}, {len(cap.resources)} × {'+'.join(classes)} "
             f"({listing(_names(topology, cap.resources))})")
-
-
-def _schedule_lines(b: Bounds, topology: Topology, nominal: dict) -> list[str]:
-    rows = [SCHEDULE_HEADER, *schedule_rows(b, topology, nominal)]
-    lines = table(rows, right=(1, 2, 3), indent="  ")
-    if b.binding is not None:
-        lines += ["", f"across the binding cut {b.binding.cut.name} (at least "
-                      f"{_must_cross(b.binding, nominal)}):"]
-        lines += table(crossing_rows(b, nominal), underline=False, indent="  ")
-    lines += ["", "overlapped: max over resources of Σ_rounds bytes/bandwidth, the time if rounds",
-              "overlapped perfectly; ratio: time / best bound"]
-    return lines

@@ -1,7 +1,30 @@
 """Python's `repr` of floats for whole arrays: the bytes `repr(float(v))` gives, 5 times faster.
 
-A sweep writes 10^6 rows of floats; Python's repr runs David Gay's bignum dtoa, about 0.65 µs
-a number on the development machine, against about 0.13 µs here on one core. The shortest
+Why hand-written: `benchmarks/floats.py` measured the library alternatives on the seed's
+10^6-point sweep (4 columns, 4·10^6 numbers), in turns in one window, 3 runs each, on the
+2-core machine at a load of about 8 (so every figure is several times its quiet value; the
+ratios are what counts), min / median seconds:
+
+    CSV rows                     min     median   bytes as schedc writes them
+    this module                  3.54    4.20     yes
+    repr of each number         17.2    19.0      (the reference)
+    numpy savetxt "%s"          30.0    48.9      yes
+    numpy format_float_*        33.2    47.1      yes (positional or scientific as repr)
+    orjson                       2.02    3.47     no: 0.0000249375 for 2.49375e-05
+    orjson + regex fix-ups      17.6    20.8      yes
+    orjson + repr spliced in    15.8    16.1      yes
+    JSON lists: this module 4.45 / 4.64; json.dumps 17.6 / 20.9; orjson 1.78 / 2.45 (not
+    identical: 1e16 for 1e+16, 1.5e-7 for 1.5e-07, 0.00001 for 1e-05); orjson + fix-ups
+    17.9 / 17.9; np.array2string(floatmode="unique") 3,845 points/s at 2·10^4 points, and not
+    identical (one layout for the whole array: 1.00000000000e+03).
+
+orjson alone is 1.8 times faster but writes other bytes than the `repr` digits schedc has
+always written (its exponents, and positional numbers down to 1e-5); made identical, by
+rewriting those numbers, it is as slow as repr, 5 times slower than this module, far from
+the sweep target (10^6 points/s). So the routine stays.
+
+How: Python's repr runs David Gay's bignum dtoa, about 0.65 µs a number on the development
+machine, against about 0.13 µs here on one core. The shortest
 decimal comes from `schubfach`; its 16 or 17 digits are written four at a time from a table,
 trailing zeros NUL, and laid out as repr lays them out: positional for 1e-4 <= |v| < 1e16
 ("0.0001", "1000.0"), else "1.5e-05", "1e+16". Each number and its separator fill a slot of
@@ -22,11 +45,10 @@ from functools import cache
 
 import numpy as np
 
-from .schubfach import K_MIN, _powers_of_ten, _round_to_odd, _scaled, shortest
+from .schubfach import shortest
 
 __all__ = ["BLOCK", "csv_rows", "json_bytes", "json_list", "json_pieces", "reference_rows",
-           "same_bits",  # and, for the tests that check Schubfach's steps, from schubfach:
-           "K_MIN", "_powers_of_ten", "_round_to_odd", "_scaled"]
+           "same_bits"]
 
 BLOCK = 16_384  # numbers formatted at a time: the arrays stay in the cache
 _U = np.uint64
@@ -143,12 +165,6 @@ def _text(words: np.ndarray) -> bytes:
 
 def _word(text: bytes) -> int:
     return int.from_bytes(text, "little")
-
-
-def _words(values: np.ndarray, separators: np.ndarray) -> np.ndarray | None:
-    """`_slots` with the separator given as a word: the first one, for every value."""
-    separator = int(separators[0]).to_bytes(8, "little").rstrip(b"\0") if len(separators) else b","
-    return _slots(values, separator)
 
 
 @cache

@@ -19,7 +19,15 @@ from ..units import format_bytes, format_quantity, format_seconds
 from . import plot
 from .analysis import report_text
 from .bound import SCHEDULE_HEADER, best_text, binding_text, crossing_rows, cut_rows, schedule_rows
-from .text import COMPARE_HEADER, class_bottleneck, compare_rows
+from .document import LEFT, Block, Figure, Formulas, Heading, Math, Table
+from .documents import (
+    COMPARE_ALIGN,
+    COMPARE_HEADER,
+    class_bottleneck,
+    compare_rows,
+    timing_equation,
+)
+from .writers.html import Figures, element, mathml, table
 
 CSS = """
 :root { color-scheme: light; --ink: #1d232b; --muted: #5b6570; --rule: #d9dee4; --band: #f4f6f8; }
@@ -60,7 +68,7 @@ def report_html(program: Program, overview: Overview) -> str:
             '<a href="#plots">plots</a><a href="#rounds">rounds</a><a href="#bound">bound</a>'
             '<a href="#checks">checks</a></nav>',
             _params(program)]
-    figure = _Figures()
+    figure = Figures()
     for k, group in enumerate(overview.groups):
         body += _group(program, group, overview, figure, k)
     body += _checks(overview)
@@ -71,47 +79,14 @@ def report_html(program: Program, overview: Overview) -> str:
             + "\n".join(body) + "\n</main>\n</body>\n</html>\n")
 
 
-class _Figures:
-    """Numbers the figures of a page, which keeps the ids inside their SVGs apart."""
-
-    def __init__(self) -> None:
-        self.count = 0
-
-    def __call__(self, figure, caption: str, kind: str) -> str:
-        self.count += 1
-        svg = plot.svg(figure, f"f{self.count}")
-        return (f'<figure class="plot {kind}" id="figure-{self.count}">{svg}'
-                f"<figcaption>Figure {self.count}. {caption}</figcaption></figure>")
-
-
-def _table(header, rows, numeric=(), raw=(), wide=()) -> str:
-    """A table in a scrolling box; cells of columns in `raw` are HTML already; columns in
-    `wide` hold long text, which wraps but keeps a readable width."""
-    def cell(tag: str, k: int, text: str) -> str:
-        css = ' class="num"' if k in numeric else ' class="wide"' if k in wide else ""
-        return f"<{tag}{css}>{text if k in raw and tag == 'td' else escape(text)}</{tag}>"
-
-    head = "".join(cell("th", k, h) for k, h in enumerate(header))
-    lines = ["".join(cell("td", k, c) for k, c in enumerate(row)) for row in rows]
-    return ('<div class="scroll"><table><thead><tr>' + head + "</tr></thead><tbody>"
-            + "".join(f"<tr>{line}</tr>" for line in lines) + "</tbody></table></div>")
-
-
-def mathml(expr: sympy.Basic, lhs: str = "", relation: str = "=") -> str:
-    """A formula as block MathML, optionally `lhs =` (or another relation) before it."""
-    inner = sympy.mathml(expr, printer="presentation")
-    if lhs:
-        inner = f"<mrow>{lhs}<mo>{relation}</mo>{inner}</mrow>"
-    return f'<div class="formula"><math display="block">{inner}</math></div>'
-
-
-def _time_of(name: str) -> str:
-    return f"<msub><mi>T</mi><mtext>{escape(name)}</mtext></msub>"
+def _write(block: Block) -> str:
+    """A block without figures, by the HTML writer."""
+    return element(block, Figures())
 
 
 def _params(program: Program) -> str:
     rows = [(p.name, format_quantity(p.nominal, p.dim)) for p in program.params.values()]
-    return "<h2 id=\"params\">Params</h2>" + _table(("param", "nominal"), rows, numeric=(1,))
+    return "<h2 id=\"params\">Params</h2>" + _write(Table(header=("param", "nominal"), rows=tuple(rows), align="lr"))
 
 
 def _group(program: Program, group: Group, overview: Overview, figure, index: int) -> list[str]:
@@ -119,16 +94,19 @@ def _group(program: Program, group: Group, overview: Overview, figure, index: in
     nominal = program.nominal
     suffix = f"-{index}" if index else ""
     verdicts = {v.name: v for v in overview.verdicts}
-    out = [f'<h2 id="compare{suffix}">{escape(c.kind)} of '
-           f"{escape(format_bytes(linear_value(c.size, nominal)))} over {len(c.ranks)} ranks</h2>"]
     rows = [(*row, _verified(verdicts.get(row[0]))) for row in compare_rows(program, list(group.timings))]
-    out.append(_table((*COMPARE_HEADER, "verified"), rows, numeric=range(1, 6)))
-    out.append(f'<h3 id="formulas{suffix}">Formulas</h3>')
+    out = [element(Heading(text=f"{c.kind} of {format_bytes(linear_value(c.size, nominal))} over "
+                                f"{len(c.ranks)} ranks", level=2, anchor=f"compare{suffix}"),
+                   figure),
+           element(Table(header=(*COMPARE_HEADER, "verified"), rows=tuple(rows),
+                         align=COMPARE_ALIGN + LEFT), figure),
+           f'<h3 id="formulas{suffix}">Formulas</h3>']
     for t in group.timings:
-        out += _formulas(program, t)
+        out += _formulas(program, t, figure)
     out.append(f'<h3 id="plots{suffix}">Time against each param</h3>')
     for curves in group.curves:
-        out.append(figure(plot.curves_figure(curves), _curves_caption(curves), "curves"))
+        out.append(element(Figure(figure=plot.curves_figure(curves), caption=_curves_caption(curves),
+                                  kind="curves"), figure))
         out += _crossovers(curves)
     out.append(f'<h3 id="rounds{suffix}">Round by round: how busy each resource is</h3>')
     out.append('<p class="muted">Rounds across, resources down (grouped by class; each '
@@ -136,8 +114,9 @@ def _group(program: Program, group: Group, overview: Overview, figure, index: in
                "(α + its slowest resource) that the resource is busy: the resource the round "
                "waits for is at 1 less α's share, an idle one at 0.</p>")
     for busy in group.busy:
-        out.append(figure(plot.busy_figure(busy, program.topology),
-                          f"{escape(busy.name)}: busy fraction per round and resource.", "busy"))
+        out.append(element(Figure(figure=plot.busy_figure(busy, program.topology),
+                                  caption=f"{busy.name}: busy fraction per round and resource.",
+                                  kind="busy"), figure))
     out += _bound(program, group.bounds, suffix)
     return out
 
@@ -150,28 +129,18 @@ def _verified(verdict) -> str:
     return "yes" if verdict.method == "exact" else f"yes (fingerprints, < 2^-{verdict.false_pass_bits})"
 
 
-def _formulas(program: Program, t: Timing) -> list[str]:
-    c = t.cost
-    out = [f"<h3>{escape(t.name)}</h3>", mathml(c.formula, _time_of(t.name))]
-    if c.regime_formula != c.formula:
-        out.append(mathml(c.regime_formula, _time_of(t.name)))
-        if c.conditions:
-            out.append('<p class="muted">regime form, while</p>'
-                       + "".join(mathml(r) for r in c.conditions))
-    rows = []
-    for k in c.classes:
-        cls, carriers = class_bottleneck(k, program.topology)
-        rows.append((str(k.count), format_seconds(nominal_value(k.time, t.nominal)),
-                     f"<math>{sympy.mathml(k.time, printer='presentation')}</math>",
-                     escape(cls), escape(carriers)))
-    out.append(_table(("rounds", "each", "round class", "bottleneck", "resources"), rows,
-                      numeric=(0, 1), raw=(2, 3, 4), wide=(4,)))
-    return out
+def _formulas(program: Program, t: Timing, figure: Figures) -> list[str]:
+    classes = [(str(k.count), format_seconds(nominal_value(k.time, t.nominal)), Math.of(k.time),
+                *class_bottleneck(k, program.topology)) for k in t.cost.classes]
+    blocks = (Heading(text=t.name), Formulas(equations=(timing_equation(t),)),
+              Table(header=("rounds", "each", "round class", "bottleneck", "resources"),
+                    rows=tuple(classes), align="rrlll", wide=(4,)))
+    return [element(block, figure) for block in blocks]
 
 
 def _curves_caption(curves: Curves) -> str:
     p = curves.param
-    text = (f"Time of each schedule against {escape(p.name)} (log axes), the other params "
+    text = (f"Time of each schedule against {p.name} (log axes), the other params "
             "at their nominal values; the dotted line is the nominal value")
     if curves.crossovers:
         text += "; dots mark where two schedules take equal time (found by solve)"
@@ -215,8 +184,8 @@ def _bound(program: Program, b: Bounds, suffix: str) -> list[str]:
     out = [f'<h3 id="bound{suffix}">How far from the physical limit</h3>']
     if not b.cuts:
         return out + ["<p>No cut: fewer than two ranks to split.</p>"]
-    out.append(_table(("cut", "bandwidth", "must cross", "bound"), cut_rows(b, nominal),
-                      wide=(0,)))
+    out.append(_write(Table(header=("cut", "bandwidth", "must cross", "bound"),
+                            rows=tuple(cut_rows(b, nominal)), wide=(0,))))
     if b.binding is not None:
         out.append(f"<p>Binding cut: {escape(binding_text(b, topology))}.</p>")
     if b.end_host is not None:
@@ -224,14 +193,16 @@ def _bound(program: Program, b: Bounds, suffix: str) -> list[str]:
                    + mathml(b.end_host.bound, "<mi>T</mi>", "≥"))
     out.append(f"<p><strong>{escape(best_text(b))}</strong></p>")
     if b.schedules:
-        out.append(_table(SCHEDULE_HEADER, schedule_rows(b, topology, nominal), numeric=(1, 2, 3),
-                          wide=(4,)))
+        out.append(_write(Table(header=SCHEDULE_HEADER,
+                                rows=tuple(schedule_rows(b, topology, nominal)), align="lrrrl",
+                                wide=(4,))))
         crossing = crossing_rows(b, nominal)
         if crossing:
             assert b.binding is not None  # crossing rows exist only with a binding cut
             out.append(f"<p>Across the binding cut {escape(b.binding.cut.name)}:</p>")
-            out.append(_table(("schedule", "moves", "of the minimum", "over"),
-                              [(n, m, f.strip("()"), o) for n, m, f, o in crossing]))
+            out.append(_write(Table(header=("schedule", "moves", "of the minimum", "over"),
+                                    rows=tuple((n, m, f.strip("()"), o)
+                                               for n, m, f, o in crossing))))
     return out
 
 
@@ -242,8 +213,8 @@ def _checks(overview: Overview) -> list[str]:
         return out + ["<p>This file has no <code>report</code> or <code>expect</code> "
                       "statements.</p>"]
     if check.reports:
-        out.append(_table(("report", "value"), [(r.name, report_text(r)) for r in check.reports],
-                          numeric=(1,)))
+        out.append(_write(Table(header=("report", "value"), align="lr",
+                                rows=tuple((r.name, report_text(r)) for r in check.reports))))
     if check.outcomes:
         rows = []
         for o in check.outcomes:
@@ -251,6 +222,6 @@ def _checks(overview: Overview) -> list[str]:
             found = o.found + (f" vs {o.expected}" if o.computed_right or not o.passed else "")
             rows.append((str(o.span.line), verdict, f"<code>expect {escape(o.text)}</code>",
                          escape(found + (f"; {o.note}" if o.note else ""))))
-        out.append(_table(("line", "", "expect", "found"), rows, numeric=(0,), raw=(1, 2, 3),
+        out.append(table(("line", "", "expect", "found"), rows, numeric=(0,), raw=(1, 2, 3),
                           wide=(2,)))
     return out

@@ -1,6 +1,7 @@
 """The shortest decimal of each of an array of doubles, in 64-bit integer array arithmetic:
 Giulietti's Schubfach algorithm ("The Schubfach way to render doubles", 2020; the method of
-JDK 19's Double.toString), for `floats`, which lays the digits out as Python's repr does.
+JDK 19's Double.toString), for `floats`, which lays the digits out as Python's repr does (kept
+because no library gives those bytes as fast: the figures are in `floats`' docstring).
 
 The shortest decimal that reads back to the same float (the closest one when several are as
 short, ties to an even digit) is what repr picks. Each step is one NumPy operation over the

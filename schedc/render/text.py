@@ -1,4 +1,5 @@
-"""Results → text and JSON.
+"""Results → JSON, and the plain-text table and list that several writers share (the
+documents of `time`, `compare` and `bound` are in `documents`, their writers in `writers`).
 
 The JSON schema (`schedc.time/1`) is shared by `schedc time` and `schedc compare`; see the
 README. Formulas are SymPy strings in base units (bytes, seconds, bytes/s) that
@@ -20,9 +21,9 @@ from ..cost.formula import RoundClass, nominal_value
 from ..cost.regimes import key
 from ..cost.timing import Timing
 from ..elaborate.program import Program
-from ..model.ir import LinearBytes, linear_expr
+from ..model.ir import linear_expr
 from ..model.topology import Topology
-from ..units import base_unit, format_bytes, format_quantity, format_seconds, to_float
+from ..units import base_unit, format_quantity, to_float
 from . import schema
 
 
@@ -110,25 +111,20 @@ def _class_json(c: RoundClass, topology: Topology, nominal: dict) -> dict:
         "time_s": json_number(nominal_value(c.time, nominal), integer=False),
         "formula": str(c.time),
         "regime_formula": str(c.regime_time),
-        "bottleneck": _bottleneck_class(c, topology),
+        "bottleneck": bottleneck_class(c, topology),
         "bottleneck_resources": [topology.resources[r].name for r in carriers],
-        "tied_bottlenecks": [{"class": _term_class(c, k, topology),
+        "tied_bottlenecks": [{"class": term_class(c, k, topology),
                               "resources": [topology.resources[r].name for r in c.terms[k].resources]}
                              for k in c.tied],
     }
 
 
-def _bottleneck_terms(c: RoundClass) -> tuple[int, ...]:
-    """The dominant term, then every term tied with it at the nominal point."""
-    return () if c.dominant is None else (c.dominant, *c.tied)
-
-
-def _term_class(c: RoundClass, term: int, topology: Topology) -> str:
+def term_class(c: RoundClass, term: int, topology: Topology) -> str:
     return "+".join(sorted({topology.resources[r].cls for r in c.terms[term].resources}))
 
 
-def _bottleneck_class(c: RoundClass, topology: Topology) -> str | None:
-    return None if c.dominant is None else _term_class(c, c.dominant, topology)
+def bottleneck_class(c: RoundClass, topology: Topology) -> str | None:
+    return None if c.dominant is None else term_class(c, c.dominant, topology)
 
 
 def params_json(program: Program) -> dict:
@@ -203,116 +199,3 @@ def listing(names: Sequence[str], shown: int = 2) -> str:
     `a, b, … 6 more`."""
     more = f", … {len(names) - shown} more" if len(names) > shown else ""
     return ", ".join(names[:shown]) + more
-
-
-def _bytes_text(t: Timing, form: LinearBytes) -> str:
-    """The bytes at the nominal point, and their formula when they depend on params."""
-    value = format_bytes(t.bytes_value(form))
-    symbolic = linear_expr(form)
-    return f"{value}  ({symbolic})" if symbolic.free_symbols else value
-
-
-def time_rows(t: Timing, hosts: bool) -> list[tuple[str, str]]:
-    """(label, value) of one schedule as `schedc time` shows it, before its round classes;
-    `hosts`: whether the machine declares hosts (else no cross-host figures)."""
-    c = t.cost
-    rows = [("time", format_seconds(t.time))]
-    if c.protocol is not None:
-        each = ", ".join(f"{p.name} {format_seconds(p.value)}" for p in c.protocol_times)
-        rows.append(("protocol", f"{c.protocol} wins at the nominal point ({each})"))
-    rows += [("formula", str(c.formula)),
-             ("regime" if c.protocol is None else f"regime ({c.protocol})", str(c.regime_formula))]
-    if c.conditions:
-        rows.append(("  valid while", ", ".join(str(r) for r in c.conditions)))
-    return rows + [
-        ("rounds", f"{c.rounds} ({c.cross_rounds} cross-host)" if hosts else str(c.rounds)),
-        ("transfers", f"{t.schedule.transfer_count:,}"),
-        ("bytes cross-host", _bytes_text(t, c.bytes_cross)) if hosts else
-        ("hosts", "none declared, so nothing is counted as crossing hosts"),
-        ("bytes logical", _bytes_text(t, c.bytes_logical)),
-    ]
-
-
-def formula_row(label: str) -> bool:
-    """Whether a row of `time_rows` holds formulas (documents typeset those apart)."""
-    return label in ("formula", "  valid while") or label.startswith("regime")
-
-
-def time_heading(t: Timing) -> str:
-    coll = t.schedule.collective
-    size = format_bytes(t.bytes_value(coll.size))
-    return f"{t.name}: {coll.kind} of {size} over {len(coll.ranks)} ranks"
-
-
-def time_text(program: Program, timings: list[Timing]) -> str:
-    out = []
-    hosts = bool(program.topology.host_names)
-    for t in timings:
-        out.append(time_heading(t))
-        out.extend(f"  {label:<18}{value}" for label, value in time_rows(t, hosts))
-        out.append("  round classes" if t.cost.protocol is None
-                   else "  round classes (each round's own terms, before any protocol)")
-        for k in t.cost.classes:
-            out.append(_class_line(k, program.topology, t.nominal))
-        out.append("")
-    return "\n".join(out)
-
-
-def _class_line(c: RoundClass, topology: Topology, nominal: dict) -> str:
-    each = format_seconds(nominal_value(c.time, nominal))
-    line = f"    {c.count:>5} × {each:<12} {c.time}"
-    for k in _bottleneck_terms(c):
-        carriers = listing([topology.resources[r].name for r in c.terms[k].resources])
-        label = "bottleneck:" if k == c.dominant else "  tied with:"
-        line += f"\n{'':>25}{label} {_term_class(c, k, topology)} ({carriers})"
-        if k == c.dominant and c.window_limited:
-            line += ", window-limited: window/latency < bw"
-    return line
-
-
-COMPARE_HEADER = ("schedule", "rounds", "cross-host rounds", "cross-host bytes", "logical bytes",
-                  "time", "bottleneck")
-
-
-def compare_rows(program: Program, timings: list[Timing]) -> list[tuple[str, ...]]:
-    """The seed's §3 table, one row per schedule (without the header); without `host` blocks
-    the cross-host cells are `-` (every device would count as its own host)."""
-    rows: list[tuple[str, ...]] = []
-    hosts = bool(program.topology.host_names)
-    for t in timings:
-        c = t.cost
-        bottlenecks = []
-        for k in c.classes:
-            name = _bottleneck_class(k, program.topology)
-            if name and name not in bottlenecks:
-                bottlenecks.append(name)
-        cross = (str(c.cross_rounds), format_bytes(t.bytes_value(c.bytes_cross))) if hosts \
-            else ("-", "-")
-        rows.append((t.name, str(c.rounds), *cross, format_bytes(t.bytes_value(c.bytes_logical)),
-                     format_seconds(t.time), ", ".join(bottlenecks) or "-"))
-    return rows
-
-
-def class_bottleneck(c: RoundClass, topology: Topology) -> tuple[str, str]:
-    """A round class's bottleneck: its class(es) and the resources carrying it."""
-    if c.dominant is None:
-        return "-", ""
-    carriers = listing([topology.resources[r].name for r in c.terms[c.dominant].resources])
-    return _bottleneck_class(c, topology) or "-", carriers
-
-
-def compare_text(program: Program, timings: list[Timing]) -> str:
-    header = COMPARE_HEADER
-    rows = [header, *compare_rows(program, timings)]
-    hosts = bool(program.topology.host_names)
-    lines = table(rows, right=range(1, len(header) - 1))
-    if not hosts:  # a flat machine: every device would count as its own host
-        lines.append("hosts: none declared, so no cross-host figures (declare 'host' blocks)")
-    lines.append("")
-    for t in timings:
-        lines.append(f"{t.name}:")
-        lines.append(f"  T = {t.cost.formula}")
-        if t.cost.regime_formula != t.cost.formula:
-            cond = ", ".join(str(r) for r in t.cost.conditions)
-            lines.append(f"    = {t.cost.regime_formula}" + (f"   while {cond}" if cond else ""))
-    return "\n".join(lines) + "\n"
