@@ -25,18 +25,19 @@ from ..language import syntax as ast
 from ..language.parser import parse_module
 from ..model.collectives import collective_kind, collective_names
 from ..model.ir import Collective
-from ..model.protocol import Protocol
+from ..model.protocol import MAX_EFF, Protocol
 from ..model.values import (
     Devices,
     Quantity,
     as_number,
+    check_at_most,
     check_positive,
     expect_device,
     expect_quantity,
     from_rational,
     kind_of,
 )
-from ..units import BYTES, DIMENSIONLESS, RATE, SECONDS, dim_name
+from ..units import BYTES, DIMENSIONLESS, RATE, SECONDS, dim_name, format_seconds
 from .evaluate import evaluate
 from .lanes import Env
 from .program import (
@@ -170,6 +171,8 @@ class _Loader:
                                            stmt.span)
                 value = expect_quantity(evaluate(stmt.value, env), SECONDS, stmt.value.span,
                                         "the per-round start-up")
+                check_positive(value, self.nominal, stmt.value.span, "the per-round start-up",
+                               zero_ok=True)
                 self.startup = (value, stmt.span)
             elif isinstance(stmt, ast.CollectiveDecl):
                 collective = self._collective(stmt, env)
@@ -250,6 +253,11 @@ class _Loader:
                                  override.value.span, (declared_at(stmt.name, stmt.span),))
             value = new
         nominal = _exact(value)
+        if stmt.name == "alpha" and dim == SECONDS and nominal < 0:  # a latency: >= 0
+            error = UsageError if override is not None else ElaborationError
+            given = override or revalue or stmt
+            raise error(f"'alpha' is the per-round start-up, so it must be zero or more; this one "
+                        f"is {format_seconds(nominal)}", given.value.span)
         if structural:
             symbol = sympy.Symbol(stmt.name, integer=True, **(
                 {"positive": True} if nominal > 0 else {"nonnegative": True} if nominal == 0
@@ -356,8 +364,11 @@ class _Loader:
                          "eff": (DIMENSIONLESS, "a protocol's share of the bandwidth"),
                          "cap": (RATE, "a protocol's rate cap")}[attr.kind]
             quantity = expect_quantity(evaluate(attr.value, env), dim, attr.value.span, what)
-            if attr.kind != "alpha":
-                check_positive(quantity, self.nominal, attr.value.span, what)
+            # The physical ranges (model/protocol.py): a start-up >= 0, a share in (0, 1].
+            check_positive(quantity, self.nominal, attr.value.span, what, zero_ok=attr.kind == "alpha")
+            if attr.kind == "eff":
+                check_at_most(quantity, MAX_EFF, self.nominal, attr.value.span, what,
+                              "all of the link's bandwidth")
             if attr.cls is None:
                 values[attr.kind] = quantity.expr
             else:

@@ -15,7 +15,7 @@ import numpy as np
 import sympy
 
 from ..errors import ElaborationError, Span, UnitError
-from ..units import DIMENSIONLESS, Dim, dim_name, format_quantity
+from ..units import DIMENSIONLESS, Dim, dim_name, format_quantity, to_float
 
 Number = int | Fraction
 
@@ -283,6 +283,16 @@ def check_positive(q: Quantity, nominal: dict, span: Span, what: str, zero_ok: b
         shown = format_quantity(float(value), q.dim) if value.is_number else str(value)
         wanted = "zero or more" if zero_ok else "positive"
         raise ElaborationError(f"{what} must be {wanted}; this one is {shown}", span)
+
+
+def check_at_most(q: Quantity, bound: int, nominal: dict, span: Span, what: str, why: str) -> None:
+    """`q` must be at most `bound` at the nominal point (a share of a link's bandwidth)."""
+    value = q.expr.xreplace(nominal)
+    if value.is_number and value > bound:
+        shown = format_quantity(to_float(value), q.dim)
+        if shown == format_quantity(bound, q.dim):  # 1.0000001 is not '1': every digit then
+            shown = repr(to_float(value))
+        raise ElaborationError(f"{what} must be at most {bound} ({why}); this one is {shown}", span)
 
 
 def expect_device(value: object, span: Span, what: str) -> Devices:
