@@ -90,7 +90,7 @@ schedule two {
   round { copy all from h[1].g[0] to h[0].g[0] }
   round { copy all from h[0].g[0] to h[0].g[1]; copy all from h[1].g[0] to h[1].g[1] }
 }
-protocol P alpha 1 us eff 1 class nic alpha 5 us
+protocol Simple alpha 1 us eff 1 class nic alpha 5 us
 """)
     timing = schedc.time(schedc.load(path), "two")
     # Two local rounds at 1 µs + V/100 GB/s, two cross rounds at 5 µs + V/10 GB/s.
@@ -162,3 +162,35 @@ def test_a_set_that_takes_a_share_out_of_range_is_refused_where_it_is_used(tmp_p
     code, _, err = run("check", path, "--set", "alpha=-2us")
     assert (code, err) == (2, "--set alpha:1:1: error: 'alpha' is the per-round start-up, so it "
                               "must be zero or more; this one is -2 µs\n  -2us\n  ^~~~\n")
+
+
+# ---- names: NCCL's own, as src/init.cc spells them (ncclProtoStr = {"LL", "LL128", "Simple"}).
+# Before, any name was a protocol of its own, so a typo (LL218) passed silently.
+
+_NCCL_NOTE = "  note: a protocol is one of NCCL's, spelt as NCCL spells them: LL, LL128, Simple\n"
+
+
+@pytest.mark.parametrize("line, expected", [
+    ("protocol LL218 alpha 1 us eff 0.5",
+     "4:10: error: unknown protocol 'LL218'; did you mean 'LL128'?\n"
+     "  protocol LL218 alpha 1 us eff 0.5\n           ^~~~~\n" + _NCCL_NOTE),
+    ("protocol ll eff 0.5",  # NCCL's case, found whatever the case written
+     "4:10: error: unknown protocol 'll'; did you mean 'LL'?\n"
+     "  protocol ll eff 0.5\n           ^~\n" + _NCCL_NOTE),
+    ("protocol SIMPLE eff 1",
+     "4:10: error: unknown protocol 'SIMPLE'; did you mean 'Simple'?\n"
+     "  protocol SIMPLE eff 1\n           ^~~~~~\n" + _NCCL_NOTE),
+    ("protocol Fast eff 0.5",
+     "4:10: error: unknown protocol 'Fast' (NCCL's protocols: LL, LL128, Simple)\n"
+     "  protocol Fast eff 0.5\n           ^~~~\n"),
+])
+def test_a_protocol_name_that_is_not_nccls_is_refused(tmp_path, run, line, expected):
+    path = write(tmp_path, "name.sched", f"{_MACHINE}{line}\n")
+    code, _, err = run("check", path)
+    assert (code, err) == (2, f"{path}:{expected}")
+
+
+def test_nccls_three_protocols_are_accepted(tmp_path, run):
+    path = write(tmp_path, "all.sched", f"{_MACHINE}protocol LL eff 0.5\nprotocol LL128 eff 0.9375\n"
+                 "protocol Simple eff 1\n")
+    assert run("check", path)[0] == 0

@@ -25,7 +25,7 @@ from ..language import syntax as ast
 from ..language.parser import parse_module
 from ..model.collectives import collective_kind, collective_names
 from ..model.ir import Collective
-from ..model.protocol import MAX_EFF, Protocol
+from ..model.protocol import MAX_EFF, NCCL_PROTOCOLS, Protocol
 from ..model.values import (
     Devices,
     Quantity,
@@ -347,6 +347,13 @@ class _Loader:
         self.names.schedules[stmt.name] = stmt
 
     def _protocol(self, stmt: ast.Protocol, env: Env) -> Protocol:
+        if stmt.name not in NCCL_PROTOCOLS:  # a typo (LL218) would be a protocol of its own
+            same = [p for p in NCCL_PROTOCOLS if p.lower() == stmt.name.lower()]
+            hint = (f"; did you mean '{same[0]}'?" if same
+                    else did_you_mean(stmt.name, list(NCCL_PROTOCOLS), "NCCL's protocols"))
+            raise ElaborationError(f"unknown protocol '{stmt.name}'{hint}", stmt.name_span or stmt.span,
+                                   ("a protocol is one of NCCL's, spelt as NCCL spells them: "
+                                    f"{', '.join(NCCL_PROTOCOLS)}",) if hint.startswith(";") else ())
         earlier = next((p for p in self.protocols if p.name == stmt.name), None)
         if earlier is not None:
             raise ElaborationError(f"protocol '{stmt.name}' is already declared at {earlier.span}",
