@@ -128,7 +128,7 @@ Value = (
 
 def kind_of(value: object) -> str:
     """What a value is called in error messages."""
-    if isinstance(value, (bool, np.bool_)) or (isinstance(value, np.ndarray) and value.dtype == bool):
+    if is_condition(value):
         return "a condition"
     if isinstance(value, (int, Fraction, np.ndarray)):
         return "a number"
@@ -249,7 +249,26 @@ def check_numeric(value: object, span: Span) -> None:
     ok = (isinstance(value, (int, Fraction)) and not isinstance(value, bool)) or (
         isinstance(value, np.ndarray) and value.dtype != bool)
     if not ok:
-        raise ElaborationError(f"expected a number, not {kind_of(value)}", span)
+        notes = (condition_note(span),) if is_condition(value) else ()
+        raise ElaborationError(f"expected a number, not {kind_of(value)}", span, notes)
+
+
+def condition_note(span: Span, hint: str | None = None) -> str:
+    """How to choose a number by the condition at `span` (true is not 1): `hint`, else
+    `(1 if CONDITION else 0)`."""
+    hint = hint or f"(1 if {span_text(span)} else 0)"
+    return f"a condition is not a number; choose a number by it with `if … else`: {hint}"
+
+
+def is_condition(value: object) -> bool:
+    return isinstance(value, (bool, np.bool_)) or (isinstance(value, np.ndarray) and value.dtype == bool)
+
+
+def span_text(span: Span) -> str:
+    """The source text of a span on one line (for a hint), else '...'."""
+    if span.line != span.end_line:
+        return "..."
+    return span.source.line(span.line)[span.col - 1:span.end_col - 1]
 
 
 def as_condition(value: object, span: Span) -> bool | np.ndarray:
