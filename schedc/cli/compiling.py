@@ -54,7 +54,7 @@ def verified_timings(session, names: list[str], no_verify: bool) -> list:
 def emit(stage: str, file: Path, schedules, sets, limits, pair, max_lines: int, machine,
          ranks) -> int:
     """Dump one pipeline stage: ast, ir, loads, formula, or the routes each schedule uses."""
-    from ..errors import LimitError, ParseError, SourceFile, UsageError
+    from ..errors import LimitError, ParseError, UsageError, decode_source
     from ..render import emit as dumps
     if pair and stage != "routes":
         raise UsageError("--pair goes with `emit routes`")
@@ -64,10 +64,10 @@ def emit(stage: str, file: Path, schedules, sets, limits, pair, max_lines: int, 
                              "try `emit ir`")
         from ..language.parser import parse_module
         try:
-            text = file.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
+            data = file.read_bytes()
+        except OSError as exc:
             raise ParseError(f"cannot read {file}: {exc}") from None
-        click.echo(dumps.emit_ast(parse_module(SourceFile(str(file), text))), nl=False)
+        click.echo(dumps.emit_ast(parse_module(decode_source(str(file), data, ParseError))), nl=False)
         return EXIT_OK
     from ..session import Session
     session = Session.open(file, sets, limits, machine, ranks)

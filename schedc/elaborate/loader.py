@@ -19,6 +19,7 @@ from ..errors import (
     Span,
     UnitError,
     UsageError,
+    decode_source,
     did_you_mean,
 )
 from ..language import syntax as ast
@@ -123,13 +124,14 @@ class _Loader:
 
     def _read(self, path: Path, shown: str, span: Span | None) -> ast.Module:
         try:
-            text = path.read_text(encoding="utf-8")
+            data = path.read_bytes()
         except FileNotFoundError:
             raise LoadError(f"no such file: {shown}", span) from None
         except IsADirectoryError:
             raise LoadError(f"{shown} is a directory, not a .sched file", span) from None
-        except (OSError, UnicodeDecodeError) as exc:
+        except OSError as exc:
             raise LoadError(f"cannot read {shown}: {exc}", span) from None
+        text = decode_source(shown, data, LoadError).text
         if (shown, text) not in self.parsed:
             self.parsed[shown, text] = parse_module(SourceFile(shown, text))
         return self.parsed[shown, text]

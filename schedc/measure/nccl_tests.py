@@ -25,7 +25,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..errors import SchedcError, SourceFile, Span
+from ..errors import SchedcError, SourceFile, Span, decode_source
 
 # nccl-tests' busbw = algbw × this factor (doc/PERFORMANCE.md), n ranks.
 BUSBW_FACTORS = {
@@ -123,14 +123,15 @@ def read_log(path: str | Path) -> Log:
     """Read an nccl-tests log: JSON if it parses as a JSON document, else the text table."""
     shown = str(path)
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        data = Path(path).read_bytes()
     except FileNotFoundError:
         raise LogError(f"no such file: {shown}") from None
     except IsADirectoryError:
         raise LogError(f"{shown} is a directory, not an nccl-tests log") from None
-    except (OSError, UnicodeDecodeError) as exc:
+    except OSError as exc:
         raise LogError(f"cannot read {shown}: {exc}") from None
-    source = SourceFile(shown, text)
+    source = decode_source(shown, data, LogError)
+    text = source.text
     if text.lstrip().startswith("{"):
         return Log(shown, "json", parse_json(source))
     return Log(shown, "text", parse_text(source))

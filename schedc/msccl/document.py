@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 from xml.parsers import expat
 
-from ..errors import ElaborationError, LoadError, ParseError, SourceFile, Span
+from ..errors import ElaborationError, LoadError, ParseError, SourceFile, Span, decode_source
 
 STEP_TYPES = ("s", "r", "rcs", "rrs", "rrc", "rrcs", "cpy", "re", "nop")
 BUFFERS = {"i": "input", "o": "output", "s": "scratch"}
@@ -120,11 +120,7 @@ def read_algo(path: str | Path) -> Algo:
         raise LoadError(f"no such file: {path}") from None
     except OSError as exc:
         raise LoadError(f"cannot read {path}: {exc}") from None
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise LoadError(f"cannot read {path}: {exc}") from None
-    source = SourceFile(str(path), text)
+    source = decode_source(str(path), data, LoadError)
     return _algo(_parse(source, data), source)
 
 
