@@ -13,8 +13,8 @@ The physical ranges, checked where a protocol is declared (elaborate/loader.py):
   4 bytes of data (`union ncclLLFifoLine` in src/include/devcomm.h), 1/2; LL128 one flag word
   in each 128-byte line (`NCCL_LL128_DATAELEMS = NCCL_LL128_LINEELEMS - 1`), 15/16; Simple all.
 - alpha and every class's alpha >= 0: a start-up is time spent before the first byte moves
-  (NCCL's baseLat and hwLat in tuning.cc are such latencies, in µs); a negative one would make
-  a round end before it starts.
+  (NCCL's baseLat and hwLat tables in its tuning code are such latencies, in µs, and baseLat
+  holds 0 for Tree/Simple, so 0 is allowed); a negative one would end a round before it starts.
 - cap > 0: a rate.
 """
 
