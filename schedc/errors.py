@@ -145,3 +145,16 @@ def did_you_mean(name: str, known: list[str], listing: str | None = None) -> str
         return f"; did you mean '{close[0]}'?"
     return f" ({listing}: {', '.join(known)})" if listing and known else ""
 
+
+def decode_source(path: str, data: bytes, error: type[SchedcError]) -> SourceFile:
+    """The UTF-8 text of an input, or `error` at the line and column of its first byte that is
+    not UTF-8 (a binary file): the line shown with U+FFFD where the bad bytes are."""
+    try:
+        return SourceFile(path, data.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        before = SourceFile(path, data[:exc.start].decode("utf-8"))  # lines end as the lexer's
+        line = before.text.count("\n") + 1
+        col = len(before.text) - before.text.rfind("\n")  # characters, as the lexer counts
+        shown = SourceFile(path, data.decode("utf-8", errors="replace"))
+        raise error(f"byte 0x{data[exc.start]:02x} is not UTF-8 text ({exc.reason}); "
+                    "schedc reads UTF-8 text files", Span(shown, line, col, line, col + 1)) from None

@@ -29,7 +29,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .errors import LoadError, SchedcError, Span, UsageError
+from .errors import LoadError, SchedcError, SourceFile, Span, UsageError, decode_source
 from .limits import MAX_INPUT_BYTES
 
 Identity = tuple[int, int]  # (st_dev, st_ino): a file, whatever path names it
@@ -124,18 +124,11 @@ def read_input(path: str | Path, what: str, span: Span | None = None, shown: str
     return data
 
 
-def read_input_text(path: str | Path, what: str, span: Span | None = None,
-                    shown: str | None = None) -> str:
-    """`read_input` decoded as UTF-8; a file that is not UTF-8 is refused by position, not
-    shown (it is likely not text at all)."""
-    data = read_input(path, what, span, shown)
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line = data.count(b"\n", 0, exc.start) + 1
-        col = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
-        raise LoadError(f"{shown or path}:{line}:{col}: not UTF-8 text (byte 0x"
-                        f"{data[exc.start]:02x}), not {what}", span) from None
+def read_source(path: str | Path, what: str, error: type[SchedcError] = LoadError,
+                span: Span | None = None, shown: str | None = None) -> SourceFile:
+    """`read_input` decoded as UTF-8 text; a file that is not UTF-8 is `error` at the line and
+    column of its first bad byte (see `errors.decode_source`)."""
+    return decode_source(shown or str(path), read_input(path, what, span, shown), error)
 
 
 def _too_big(shown: str, size: int, budget: int, limit: int, run: Run | None) -> str:
@@ -310,5 +303,5 @@ def _umask() -> int:
     return mask
 
 
-__all__ = ["RUN", "Run", "SchedcError", "check_output", "read_input", "read_input_text",
+__all__ = ["RUN", "Run", "SchedcError", "check_output", "read_input", "read_source",
            "write_output", "write_output_with"]

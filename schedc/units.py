@@ -158,9 +158,12 @@ def _significant(value: Fraction | float, digits: int = 5) -> str:
     text = f"{v:.{digits}g}"
     if "e" in text:
         return text
-    whole, _, frac = text.partition(".")
-    grouped = f"{int(whole):,}" if whole.lstrip("-").isdigit() else whole
-    return grouped + ("." + frac if frac else "")
+    sign, digits_text = ("-", text[1:]) if text.startswith("-") else ("", text)
+    whole, _, frac = digits_text.partition(".")
+    grouped = f"{int(whole):,}" if whole.isdigit() else whole
+    if not frac and grouped == "0":  # -0.0 prints as 0; -0.5 keeps its sign ("-0" has no frac)
+        sign = ""
+    return sign + grouped + ("." + frac if frac else "")
 
 
 def format_bytes(value: Fraction | float) -> str:

@@ -17,7 +17,7 @@ from schedc.session import Session
 
 ROOT = Path(__file__).resolve().parent.parent
 SCHEDULES = ROOT / "schedules"
-SHARED_DATA = ROOT.parent / "shared" / "data"
+SHARED_DATA = ROOT.parent / "shared" / "data"  # third-party data, never part of the project
 MACHINES = Path(__file__).resolve().parent / "fixtures" / "machines"  # small test machines
 MiB = 2**20
 
@@ -32,6 +32,30 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE")
 def examples(n: int) -> int:
     """`n` examples in a local run, scaled by the profile loaded."""
     return max(1, n * settings.default.max_examples // 100)
+
+
+# ---- third-party data: tests that read it skip, naming what is missing, when it is absent ----
+
+SHARED_DATA_ABSENT = "needs the third-party data in "  # the start of every such skip's reason
+
+
+def needs_shared_data(*parts: str) -> Path:
+    """SHARED_DATA / parts, or skip the test with one reason naming the missing path: the
+    folder itself when it is absent (every such test then gives the same reason, counted at
+    the end of the run), else the file or folder within it."""
+    path = SHARED_DATA.joinpath(*parts)
+    missing = SHARED_DATA if not SHARED_DATA.exists() else path
+    if not missing.exists():
+        pytest.skip(f"{SHARED_DATA_ABSENT}{SHARED_DATA}: {missing} is absent")
+    return path
+
+
+def pytest_terminal_summary(terminalreporter) -> None:
+    skipped = [r for r in terminalreporter.stats.get("skipped", [])
+               if SHARED_DATA_ABSENT in str(getattr(r, "longrepr", ""))]
+    if skipped:
+        terminalreporter.write_line(f"{len(skipped)} tests skipped: they need the third-party "
+                                    f"data in {SHARED_DATA}, which is absent here")
 
 
 # ---- the shipped schedules, compiled once ---------------------------------------------------

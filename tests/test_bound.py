@@ -259,7 +259,8 @@ schedule one { copy all from node[0].g[0] to node[1].g[0] }
     assert by_name["node[0] | rest"].forward.capacity.bandwidth == expr(program, "2*B_N")
     assert by_name["node[0] … node[1] | node[2] … node[3]"].forward.capacity.bandwidth == \
         expr(program, "4*B_N")
-    found = by_name["min cut node[0] → node[1]"]
+    # named by its two sides (before: "min cut node[0] → node[1]", the pair it separates)
+    found = by_name["min cut node[0, 2] | node[1, 3]"]
     names = program.topology.devices
     assert [names[r].name for r in found.cut.side] == \
         ["node[0].g[0]", "node[0].g[1]", "node[2].g[0]", "node[2].g[1]"]
@@ -498,3 +499,73 @@ schedule b = ring_allgather(g)
     code, out, err = run("bound", path, "-s", "b")
     assert code == 0, err
     assert "allgather of 1 MiB over 2 ranks" in out
+
+
+# ---- the min-cut row names the cut's two sides (before, the pair of hosts it separated).
+
+LEAVES = """param V = 1 MiB
+param B_N = 10 GB/s
+param B_up = 5 GB/s
+topology {{
+  host node[{hosts}] {{ gpu g[2] }}
+  switch leaf[2]
+  switch spine
+  link node[h].g[i] <-> leaf[h % 2] bw B_N class nic for h in 0..{last} for i in 0..1
+  link leaf[i] <-> spine bw B_up class uplink for i in 0..1
+}}
+let ranks = [node[h].g[i] for h in 0..{last} for i in 0..1]
+allreduce V over ranks
+schedule one {{ copy all from node[0].g[0] to node[1].g[0] }}
+"""
+
+
+@pytest.mark.parametrize("hosts, name", [
+    (4, "min cut node[0, 2] | node[1, 3]"),
+    (16, "min cut node[0, 2, …, 14] | node[1, 3, …, 15]"),  # even hosts hang off leaf 0
+])
+def test_the_min_cut_row_names_the_two_sides(tmp_path, run, hosts, name):
+    path = write(tmp_path, "leaves.sched", LEAVES.format(hosts=hosts, last=hosts - 1))
+    code, out, _ = run("bound", path, "--no-verify")  # (`one` is no all-reduce)
+    assert code == 0
+    rows = [line for line in out.splitlines() if line.startswith("  min cut")]
+    # the slow uplink of 5 GB/s each way, which V = 1 MiB must cross: V/B_up = 209.72 µs
+    assert len(rows) == 1 and rows[0].startswith(f"  {name}  ")
+    assert rows[0].split("  ")[-1] == "209.72 µs = V/B_up"
+    assert f"  binding cut: {name}, 1 × uplink (leaf[0]->spine)\n" in out
+
+
+class _Devices:
+    def __init__(self, names):
+        self.devices = [type("Device", (), {"name": n})() for n in names]
+
+
+@pytest.mark.parametrize("side, expected", [
+    (range(0, 4), "g[0..3] | g[4..7]"),
+    ([0, 2, 4, 6], "g[0, 2, …, 6] | g[1, 3, …, 7]"),
+    ([0, 1, 5], "g[0, 1, 5] | g[2..4, 6, 7]"),  # runs of two as two indices
+])
+def test_sides_are_named_compactly(side, expected):
+    from schedc.analysis.bound.naming import sides_text
+    topology = _Devices([f"g[{i}]" for i in range(8)])
+    assert sides_text(topology, [], frozenset(side), list(range(8))) == expected  # type: ignore[arg-type]
+
+
+def test_a_side_of_many_families_is_cut_and_counted():
+    from schedc.analysis.bound.naming import sides_text
+    topology = _Devices([f"{c}[0]" for c in "abcdefgh"])
+    text = sides_text(topology, [], frozenset(range(6)), list(range(8)))  # type: ignore[arg-type]
+    assert text == "a[0], b[0], c[0], …, f[0] (6 ranks) | g[0], h[0]"
+
+
+def test_thousands_of_devices_are_named_in_a_line():
+    from schedc.analysis.bound.naming import sides_text
+    names = [f"node[{h}].g[{i}]" for h in range(1024) for i in range(8)]
+    topology = _Devices(names)
+    hosts = [(f"node[{h}]", frozenset(range(8 * h, 8 * h + 8))) for h in range(1024)]
+    odd = frozenset(r for r in range(8192) if (r // 8) % 3 == 0 or r == 8)
+    text = sides_text(topology, hosts, odd, list(range(8192)))  # type: ignore[arg-type]
+    # hosts 0, 3, …, 1023 (a stride) whole, and node[1].g[0]; the other side: the other hosts
+    # but node[1], whose runs 2 | 4, 5 | 7, 8 | … | 1021, 1022 are cut to the first three and
+    # the last, and node[1].g[1..7]
+    assert text == ("node[0, 3, …, 1023], node[1].g[0] | node[2, 4, 5, 7, 8, …, 1021, 1022], "
+                    "node[1].g[1..7]")

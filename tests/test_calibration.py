@@ -11,7 +11,7 @@ import json
 
 import pytest
 import sympy
-from conftest import SCHEDULES, SHARED_DATA, write
+from conftest import SCHEDULES, SHARED_DATA, needs_shared_data, write
 
 import schedc
 from schedc.analysis.calibrate.calibration import calibrate, compare
@@ -29,10 +29,7 @@ SWEEPS = {
 
 
 def _log(name: str):
-    path = LOGS / f"{name}.txt"
-    if not path.exists():
-        pytest.skip(f"{path} is absent")
-    return path
+    return needs_shared_data("nccl-tests", f"{name}.txt")
 
 
 @pytest.fixture(scope="module")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import write
+from conftest import ROOT, write
 
 ERRORS = Path(__file__).parent / "errors"
 HEAD = 'import "machine.sched"\nallreduce V over ranks\n'
@@ -233,3 +233,46 @@ def test_time_with_a_pinned_zero_start_up_is_fine(run, tmp_path):
     code, out, err = run("solve", case, "time(x, alpha = 0 s) = 1 ms", "--for", "V", "--no-verify")
     assert code == 0, err
     assert "V = 100 MB" in out
+
+
+# ---- binary input: the position of the first byte that is not UTF-8 as line:col (characters,
+# as the lexer counts), with the line shown (U+FFFD where the bad bytes are) and the caret.
+# Before: "cannot read F: 'utf-8' codec can't decode byte 0xff in position 28: ...".
+
+_NOT_UTF8 = "schedc reads UTF-8 text files"
+
+
+@pytest.mark.parametrize("data, expected", [
+    (b"param V = 1 MiB\nparam B = 2 \xff\xfe GB/s\n",
+     f"2:13: error: byte 0xff is not UTF-8 text (invalid start byte); {_NOT_UTF8}\n"
+     "  param B = 2 \ufffd\ufffd GB/s\n              ^\n"),
+    # two-byte characters count once; \r\n ends a line as \n does; 0xe9 alone (Latin-1 é)
+    (b"# \xe2\x82\xac\r\nparam V = 1 MiB  # caf\xc3\xa9 \xe9 x\n",
+     f"2:25: error: byte 0xe9 is not UTF-8 text (invalid continuation byte); {_NOT_UTF8}\n"
+     "  param V = 1 MiB  # caf\u00e9 \ufffd x\n                          ^\n"),
+    (b"\x7fELF\x02\x01\x01\x00\x00",  # NULs are UTF-8: the lexer refuses the first character
+     "1:1: error: unexpected character '\\x7f'; expected "),
+])
+def test_a_binary_file_is_refused_at_its_first_bad_byte(tmp_path, run, data, expected):
+    path = tmp_path / "binary.sched"
+    path.write_bytes(data)
+    code, _, err = run("check", path)
+    assert code == 2 and err.startswith(f"{path}:{expected}")
+    if "UTF-8" in expected:  # the same from the other readers of a .sched file
+        assert run("emit", "ast", path) == (2, "", f"{path}:{expected}")
+        importer = tmp_path / "importer.sched"
+        importer.write_text('import "binary.sched"\n')
+        assert run("time", importer) == (2, "", f"{path}:{expected}")
+
+
+def test_binary_xml_and_logs_are_refused_at_their_first_bad_byte(tmp_path, run):
+    xml = tmp_path / "algo.xml"
+    xml.write_bytes(b'<algo name="x" proto="Simple">\n  <gpu \xff/>\n</algo>\n')
+    assert run("emit", "ir", xml) == (2, "", f"{xml}:2:8: error: byte 0xff is not UTF-8 text "
+                                      f"(invalid start byte); {_NOT_UTF8}\n    <gpu \ufffd/>\n         ^\n")
+    log = tmp_path / "nccl.log"
+    log.write_bytes(b"# nccl-tests\n#  size \xc3")  # cut in the middle of a character
+    machine = ROOT / "schedules" / "calibration" / "nvidia_dgxc_1node_8xH100_nvlink_allreduce.sched"
+    assert run("predict", machine, "--against", log) == (
+        2, "", f"{log}:2:9: error: byte 0xc3 is not UTF-8 text (unexpected end of data); "
+        f"{_NOT_UTF8}\n  #  size \ufffd\n          ^\n")

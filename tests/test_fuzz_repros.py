@@ -180,11 +180,14 @@ def test_fractions_that_are_whole_are_integers(run, files):
 
 # ---- verify: `copy ... into` landing between the cuts of the buffer ------------------------------
 
+LINKED_PAIR = "topology { gpu g[2]; switch s; link g[i] <-> s bw 1 GB/s for i in 0..1 }"
+
 def test_verify_copy_into_a_quarter_over_two_ranks(run, files):
     # allreduce over 2 ranks; the only transfer copies g[0]'s part 0 of 4 into g[1]'s part 3.
     # By hand: g[0] receives nothing, so on all of the buffer it holds its own data only and
     # lacks g[1]'s. Before, verify crashed (IndexError: the landing [3/4, 1) was not a cut).
-    path = files("param V = 1 MiB\ntopology { gpu g[2] }\nallreduce V over g\n"
+    # (The GPUs are linked: verify reports a transfer with no route as the cause, first.)
+    path = files(f"param V = 1 MiB\n{LINKED_PAIR}\nallreduce V over g\n"
                  "schedule s { copy part(0 of 4) from g[0] to g[1] into part(3 of 4) }\n")
     code, out, err = run("verify", path)
     assert code == 1, err
@@ -202,7 +205,7 @@ def test_verify_an_alltoall_moved_in_quarters(run, files):
     # with g[1]'s part 0 in its part 1. One round does it, g[1]'s half in two quarters
     # landing on [2/4, 3/4) and [3/4, 1): a correct schedule, so it passes. The landing cut
     # at 3/4 is no boundary of any region sent: the old geometry crashed on it.
-    path = files("param V = 1 MiB\ntopology { gpu g[2] }\nalltoall V over g\n"
+    path = files(f"param V = 1 MiB\n{LINKED_PAIR}\nalltoall V over g\n"
                  "schedule s = round {\n"
                  "  copy part(1 of 2) from g[0] to g[1] into part(0 of 2)\n"
                  "  copy part(0 of 4) from g[1] to g[0] into part(2 of 4)\n"

@@ -245,3 +245,38 @@ def test_lane_arithmetic_does_not_wrap_around(tmp_path):
     program, s = compile_text(tmp_path, "schedule x { round { for j in 1..2: "
                                         "copy all from g[(j * 2**62) % 3 + 1] to g[0] } }\n")
     assert [src for _, src, _, _ in rounds_of(program, s)[0]] == ["g[2]", "g[3]"]
+
+
+# ---- a condition used as a number: refused (true is not 1), with the `if … else` that says it.
+# Before, `(3<4)*5` said only "expected a number, not a condition".
+
+_IF_ELSE = "  note: a condition is not a number; choose a number by it with `if … else`: "
+
+
+@pytest.mark.parametrize("line, expected", [
+    ("report x = (3<4)*5", "1:13: error: expected a number, not a condition\n"
+     "  report x = (3<4)*5\n              ^~~\n" + _IF_ELSE + "(5 if 3<4 else 0)\n"),
+    ("report x = 5 * (3<4)", "1:17: error: expected a number, not a condition\n"
+     "  report x = 5 * (3<4)\n                  ^~~\n" + _IF_ELSE + "(5 if 3<4 else 0)\n"),
+    ("param V = 1 MiB\nreport y = 2 us * (V > 1 KiB)",  # the zero of the other's unit
+     "2:20: error: expected a number or a quantity, not a condition\n"
+     "  report y = 2 us * (V > 1 KiB)\n                     ^~~~~~~~~\n"
+     + _IF_ELSE + "(2 us if V > 1 KiB else 0 s)\n"),
+    ("report w = 5 + (1 == 1)", "1:17: error: expected a number, not a condition\n"
+     "  report w = 5 + (1 == 1)\n                  ^~~~~~\n" + _IF_ELSE + "(1 if 1 == 1 else 0)\n"),
+    ("report z = -(3 < 4)", "1:14: error: expected a number, not a condition\n"
+     "  report z = -(3 < 4)\n               ^~~~~\n" + _IF_ELSE + "(1 if 3 < 4 else 0)\n"),
+    ("report v = max(1 < 2, 3)", "1:16: error: expected a number, not a condition\n"
+     "  report v = max(1 < 2, 3)\n                 ^~~~~\n" + _IF_ELSE + "(1 if 1 < 2 else 0)\n"),
+    ("report u = (3<4) < 5", "1:13: error: expected a number, not a condition\n"  # at the operand
+     "  report u = (3<4) < 5\n              ^~~\n" + _IF_ELSE + "(1 if 3<4 else 0)\n"),
+])
+def test_a_condition_used_as_a_number_suggests_if_else(tmp_path, run, line, expected):
+    path = write(tmp_path, "cond.sched", line + "\n")
+    assert run("eval", path) == (2, "", f"{path}:{expected}")
+
+
+def test_the_suggested_if_else_is_accepted(tmp_path, run):
+    path = write(tmp_path, "fixed.sched", "param V = 1 MiB\nreport x = (5 if 3<4 else 0)\n"
+                 "report y = (2 us if V > 1 KiB else 0 s) + 1 us\nreport w = 5 + (1 if 1 == 1 else 0)\n")
+    assert run("eval", path) == (0, "x  5\ny  3 µs\nw  6\n", "")

@@ -7,7 +7,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 import sympy
-from conftest import SCHEDULES, SHARED_DATA, expr, write
+from conftest import SCHEDULES, SHARED_DATA, expr, needs_shared_data, write
 
 import schedc
 
@@ -18,9 +18,7 @@ SENDING = {"s", "rcs", "rrs", "rrcs"}
 
 
 def real_files():
-    if not MSCCL.is_dir():
-        pytest.skip("no shared data (../shared/data/msccl)")
-    return sorted(MSCCL.glob("*.xml"))
+    return sorted(needs_shared_data("msccl").glob("*.xml"))
 
 
 def machine_for(path):
@@ -46,9 +44,7 @@ def test_every_real_file_verifies_and_has_a_time_on_its_machine():
 
 
 def test_the_ndv4_ring_takes_the_textbook_ring_time():
-    path = MSCCL / "ndv4_r48ll.xml"
-    if not path.exists():
-        pytest.skip("no shared data")
+    path = needs_shared_data("msccl", "ndv4_r48ll.xml")
     session = schedc.load(path, machine=MACHINES["ndv4"])
     timing = schedc.time(session, "allreduce_ring_4channelsperring")
     # A ring all-reduce over p = 8 GPUs: 2(p-1) = 14 rounds, each moving V/p out of every GPU
@@ -57,9 +53,7 @@ def test_the_ndv4_ring_takes_the_textbook_ring_time():
 
 
 def test_ranks_map_the_xml_gpus_onto_other_devices(run):
-    path = MSCCL / "ndv4_r48ll.xml"
-    if not path.exists():
-        pytest.skip("no shared data")
+    path = needs_shared_data("msccl", "ndv4_r48ll.xml")
     # Eight GPUs that alternate between two hosts: every ring hop crosses the NICs.
     code, out, err = run("time", path, "--machine", SCHEDULES / "machines" / "nvlink_2x8.sched",
                          "--ranks", "[node[i % 2].g[i // 2] for i in 0..7]")

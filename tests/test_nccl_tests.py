@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import SHARED_DATA
+from conftest import SHARED_DATA, needs_shared_data
 
 from schedc.errors import SchedcError
 from schedc.measure.nccl_tests import LogError, read_log
@@ -17,14 +17,15 @@ ALL_LOGS = sorted(LOGS.glob("*.txt")) if LOGS.is_dir() else []
 
 
 def _log(name: str):
-    path = LOGS / name
-    if not path.exists():
-        pytest.skip(f"{path} is absent")
-    return read_log(path)
+    return read_log(needs_shared_data("nccl-tests", name))
 
 
-@pytest.mark.parametrize("path", ALL_LOGS, ids=lambda p: p.name)
+# Without the folder, one case that skips saying so (an empty parameter set would not name it).
+@pytest.mark.parametrize("path", ALL_LOGS or [LOGS], ids=lambda p: p.name)
 def test_every_real_log_reads_and_its_algbw_is_bytes_over_time(path):
+    if not ALL_LOGS:
+        needs_shared_data("nccl-tests")
+        pytest.skip(f"{LOGS} holds no logs")
     log = read_log(path)
     assert log.tables
     for table in log.tables:
@@ -39,8 +40,9 @@ def test_every_real_log_reads_and_its_algbw_is_bytes_over_time(path):
 
 
 def test_empty_folder_is_skipped_not_passed():
+    needs_shared_data("nccl-tests")
     if not ALL_LOGS:
-        pytest.skip("no logs")
+        pytest.skip(f"{LOGS} holds no logs")
     assert len(ALL_LOGS) >= 4
 
 

@@ -90,7 +90,7 @@ schedule two {
   round { copy all from h[1].g[0] to h[0].g[0] }
   round { copy all from h[0].g[0] to h[0].g[1]; copy all from h[1].g[0] to h[1].g[1] }
 }
-protocol P alpha 1 us eff 1 class nic alpha 5 us
+protocol Simple alpha 1 us eff 1 class nic alpha 5 us
 """)
     timing = schedc.time(schedc.load(path), "two")
     # Two local rounds at 1 µs + V/100 GB/s, two cross rounds at 5 µs + V/10 GB/s.
@@ -112,3 +112,85 @@ def test_bad_protocols(tmp_path, run, line, message):
                  f"  link g[i] <-> s bw 1 GB/s class nvlink for i in 0..1 }}\n{line}\n")
     code, _, err = run("check", path)
     assert code == 2 and message in err and f"{path}:" in err
+
+
+# ---- physical ranges (model/protocol.py): eff in (0, 1], every start-up >= 0. Before, `eff 100`
+# made every link 100 times faster and a negative start-up made rounds end before they began.
+
+_MACHINE = "param V = 1 MiB\ntopology { gpu g[2]; switch s\n" \
+           "  link g[i] <-> s bw 1 GB/s class nvlink for i in 0..1 }\n"
+_SHARE = "a protocol's share of the bandwidth must be"
+
+
+@pytest.mark.parametrize("line, where, message", [
+    ("protocol Simple eff 100", "4:21",
+     f"{_SHARE} at most 1 (all of the link's bandwidth); this one is 100"),
+    ("protocol LL eff 1.0000001", "4:17",  # printed in full: '1' would look in range
+     f"{_SHARE} at most 1 (all of the link's bandwidth); this one is 1.0000001"),
+    ("protocol LL eff -0.5", "4:17", f"{_SHARE} positive; this one is -0.5"),
+    ("protocol Simple alpha -3 us", "4:23", "a protocol's start-up must be zero or more; this one "
+     "is -3 µs"),
+    ("protocol LL alpha 1 us class nvlink alpha -0.5 us", "4:43",
+     "a protocol's start-up must be zero or more; this one is -500 ns"),
+    ("param e = 0.5\nprotocol LL eff 2 * e + 0.5", "5:17",
+     f"{_SHARE} at most 1 (all of the link's bandwidth); this one is 1.5"),
+    ("startup -1 ns", "4:9", "the per-round start-up must be zero or more; this one is -1 ns"),
+    ("param alpha = -1 us", "4:15", "'alpha' is the per-round start-up, so it must be zero or "
+     "more; this one is -1 µs"),
+])
+def test_protocol_values_out_of_their_physical_range(tmp_path, run, line, where, message):
+    path = write(tmp_path, "range.sched", f"{_MACHINE}{line}\n")
+    code, out, err = run("check", path)
+    assert code == 2
+    assert f"{path}:{where}: error: {message}\n" in err
+
+
+@pytest.mark.parametrize("line", ["protocol LL alpha 0 s eff 1", "protocol LL128 eff 0.0001",
+                                  "startup 0 us", "param alpha = 0 us"])
+def test_the_edges_of_the_ranges_are_accepted(tmp_path, run, line):
+    path = write(tmp_path, "edge.sched", f"{_MACHINE}{line}\n")
+    assert run("check", path)[0] == 0
+
+
+def test_a_set_that_takes_a_share_out_of_range_is_refused_where_it_is_used(tmp_path, run):
+    path = write(tmp_path, "set.sched", f"{_MACHINE}param e = 0.5\nprotocol LL eff e\n")
+    code, _, err = run("check", path, "--set", "e=1.25")
+    assert code == 2 and err.startswith(
+        f"{path}:5:17: error: {_SHARE} at most 1 (all of the link's bandwidth); this one is 1.25\n"
+        "  protocol LL eff e\n                  ^\n")
+    path = write(tmp_path, "alpha.sched", f"{_MACHINE}param alpha = 1 us\n")
+    code, _, err = run("check", path, "--set", "alpha=-2us")
+    assert (code, err) == (2, "--set alpha:1:1: error: 'alpha' is the per-round start-up, so it "
+                              "must be zero or more; this one is -2 µs\n  -2us\n  ^~~~\n")
+
+
+# ---- names: NCCL's own, as src/init.cc spells them (ncclProtoStr = {"LL", "LL128", "Simple"}).
+# Before, any name was a protocol of its own, so a typo (LL218) passed silently.
+
+_NCCL_NOTE = "  note: a protocol is one of NCCL's, spelt as NCCL spells them: LL, LL128, Simple\n"
+
+
+@pytest.mark.parametrize("line, expected", [
+    ("protocol LL218 alpha 1 us eff 0.5",
+     "4:10: error: unknown protocol 'LL218'; did you mean 'LL128'?\n"
+     "  protocol LL218 alpha 1 us eff 0.5\n           ^~~~~\n" + _NCCL_NOTE),
+    ("protocol ll eff 0.5",  # NCCL's case, found whatever the case written
+     "4:10: error: unknown protocol 'll'; did you mean 'LL'?\n"
+     "  protocol ll eff 0.5\n           ^~\n" + _NCCL_NOTE),
+    ("protocol SIMPLE eff 1",
+     "4:10: error: unknown protocol 'SIMPLE'; did you mean 'Simple'?\n"
+     "  protocol SIMPLE eff 1\n           ^~~~~~\n" + _NCCL_NOTE),
+    ("protocol Fast eff 0.5",
+     "4:10: error: unknown protocol 'Fast' (NCCL's protocols: LL, LL128, Simple)\n"
+     "  protocol Fast eff 0.5\n           ^~~~\n"),
+])
+def test_a_protocol_name_that_is_not_nccls_is_refused(tmp_path, run, line, expected):
+    path = write(tmp_path, "name.sched", f"{_MACHINE}{line}\n")
+    code, _, err = run("check", path)
+    assert (code, err) == (2, f"{path}:{expected}")
+
+
+def test_nccls_three_protocols_are_accepted(tmp_path, run):
+    path = write(tmp_path, "all.sched", f"{_MACHINE}protocol LL eff 0.5\nprotocol LL128 eff 0.9375\n"
+                 "protocol Simple eff 1\n")
+    assert run("check", path)[0] == 0

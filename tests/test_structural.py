@@ -41,10 +41,34 @@ def test_non_integer_value_points_at_the_set_and_the_declaration(run):
 
 
 def test_out_of_range_value_points_at_the_set(run):
+    # hosts = 0 empties `host node[hosts]`; before, the error was about a member of it,
+    # "host 'node' has no member 'g' (members: none)", at a link that used it.
     code, out, err = run("time", HOSTS, "--set", "hosts=0")
-    assert code == 2 and out == ""
-    assert err.startswith("--set hosts:1:1: error: hosts = 0 is out of range for this file: ")
-    assert "note: hosts is declared at" in err and "note: where it fails:" in err
+    machine = SEED / ".." / "machines" / "nvlink_hosts.sched"
+    assert (code, out) == (2, "")
+    assert err == (
+        "--set hosts:1:1: error: hosts = 0 is out of range for this file: the host family "
+        "'node[hosts]' is empty (hosts = 0); a family has at least one host\n  0\n  ^\n"
+        f"  note: hosts is declared at {machine}:10:1: param hosts = 2          # structural: "
+        "`--set hosts=16` compiles 16 hosts\n"
+        f"  note: where it fails: {machine}:13:13: host node[hosts] {{\n")
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("param n = 0\ntopology { host h[n] { gpu g[2] }; switch s }\n",
+     "2:19: error: the host family 'h[n]' is empty (n = 0); a family has at least one host\n"
+     "  topology { host h[n] { gpu g[2] }; switch s }\n                    ^\n"),
+    ("topology { gpu g[0]; switch s }\n",
+     "1:18: error: the gpu family 'g[0]' is empty; a family has at least one gpu\n"
+     "  topology { gpu g[0]; switch s }\n                   ^\n"),
+    ("param k = 2\ntopology { host h[2] { switch s[k - 2] } }\n",
+     "2:33: error: the switch family 's[k - 2]' is empty (k - 2 = 0); a family has at least one "
+     "switch\n  topology { host h[2] { switch s[k - 2] } }\n                                  ^~~~~\n"),
+])
+def test_an_empty_family_is_refused_at_its_declaration(tmp_path, run, text, expected):
+    path = write(tmp_path, "empty.sched", text)
+    code, _, err = run("check", path)
+    assert (code, err) == (2, f"{path}:{expected}")
 
 
 def test_structural_sweep_compiles_each_integer_once(run):

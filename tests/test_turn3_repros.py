@@ -371,12 +371,16 @@ def test_a_special_file_as_the_main_input_is_refused(run):
                            "are regular files")
 
 
-def test_a_sched_file_that_is_not_utf8_is_refused_by_position_unshown(run, tmp_path):
+def test_a_sched_file_that_is_not_utf8_is_refused_by_position(run, tmp_path):
+    # A file named as .sched text is shown as any bad input is (the bad bytes as U+FFFD), with
+    # the caret under the first bad byte (tests/test_diagnostics.py has more of these).
     path = tmp_path / "a.sched"
     path.write_bytes(b"param V = 1 MiB\nparam \xff\xfe secret\n")
     code, _, err = run("time", path)
     assert code == 2
-    assert err.strip() == f"error: {path}:2:7: not UTF-8 text (byte 0xff), not a .sched file"
+    assert err.splitlines() == [f"{path}:2:7: error: byte 0xff is not UTF-8 text (invalid start "
+                                "byte); schedc reads UTF-8 text files",
+                                "  param \ufffd\ufffd secret", "        ^"]
 
 
 def test_an_input_over_the_size_cap_is_refused_before_reading(run, tmp_path):

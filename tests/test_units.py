@@ -5,11 +5,28 @@ from __future__ import annotations
 from fractions import Fraction
 
 import pytest
+from conftest import MACHINES
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from schedc.elaborate.evaluate import evaluate
+from schedc.elaborate.lanes import Env, Names
 from schedc.errors import ParseError, SourceFile
 from schedc.language import syntax as ast
 from schedc.language.parser import parse_expression
-from schedc.units import BYTES, RATE, SECONDS, UNITS, format_bytes, format_rate, format_seconds
+from schedc.model.values import Quantity
+from schedc.units import (
+    BYTES,
+    DIMENSIONLESS,
+    RATE,
+    SECONDS,
+    UNITS,
+    format_bytes,
+    format_number,
+    format_quantity,
+    format_rate,
+    format_seconds,
+)
 
 
 @pytest.mark.parametrize("name", sorted(UNITS))
@@ -80,3 +97,64 @@ def test_format_rate_and_seconds():
     assert format_rate(450 * 10**9) == "450 GB/s"
     assert format_seconds(Fraction(75746472, 10**10)) == "7.5746 ms"
     assert format_seconds(Fraction(83, 10**8)) == "830 ns"
+
+
+# ---- signs: a negative value smaller than 1 in its printed unit kept its digits but lost its
+# sign ('-0.5' was split at the point and its whole part '-0' printed as int('-0') = 0).
+
+
+def test_a_negative_value_below_one_unit_keeps_its_sign(run, tmp_path):
+    # 1 us - 1.0005 us = -0.0005 us = -0.5 ns; -5 B stays -5 B; -0.5 B/s and -0.3 as they are.
+    path = tmp_path / "neg.sched"
+    path.write_text("param a = 1 us\nreport e = a - 1.0005 us\nreport f = -5 B\n"
+                    "report g = -0.5 B/s\nreport h = -0.3\nreport z = 0 * -1\n")
+    assert run("eval", path) == (0, "e  -0.5 ns\nf  -5 B\ng  -0.5 B/s\nh  -0.3\nz  0\n", "")
+
+
+@pytest.mark.parametrize("value, text", [
+    (-0.5, "-0.5"), (-0.0, "0"), (0.0, "0"), (-1234.5, "-1,234.5"), (-0.00012345, "-0.00012345"),
+])
+def test_format_number_signs(value, text):
+    assert format_number(value) == text
+
+
+def test_a_negative_share_of_the_bandwidth_is_named_as_negative(run, tmp_path):
+    path = tmp_path / "p.sched"
+    path.write_text(f'import "{MACHINES / "flat_8.sched"}"\nprotocol LL alpha 1 us eff -0.5\n')
+    code, out, err = run("time", path)
+    assert (code, out) == (2, "")
+    assert err.startswith(f"{path}:2:28: error: a protocol's share of the bandwidth must be "
+                          "positive; this one is -0.5\n")
+
+
+class _NoNames(Names):
+    def lookup(self, name: str) -> object | None:
+        return None
+
+
+def _parse_quantity(text: str) -> tuple[Fraction, tuple[int, int]]:
+    """A printed quantity read back by the language ('1,024' without its digit grouping)."""
+    node = parse_expression(SourceFile("<printed>", text.replace(",", "")))
+    value = evaluate(node, Env(_NoNames()))
+    if isinstance(value, Quantity):
+        return Fraction(str(value.expr)), value.dim
+    return Fraction(value), DIMENSIONLESS  # type: ignore[arg-type]
+
+
+_DIMS = st.sampled_from([BYTES, SECONDS, RATE, DIMENSIONLESS])
+_VALUES = st.one_of(
+    st.floats(allow_nan=False, allow_infinity=False, min_value=-1e300, max_value=1e300),
+    st.fractions(max_denominator=10**12).filter(lambda f: abs(f) < 10**30),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_VALUES, _DIMS)
+def test_formatting_then_parsing_keeps_the_sign(value, dim):
+    text = format_quantity(value, dim)
+    parsed, parsed_dim = _parse_quantity(text)
+    exact = Fraction(value)
+    assert parsed_dim == dim, text
+    assert (parsed > 0) == (exact > 0) and (parsed < 0) == (exact < 0), (value, text)
+    # and the value to the five significant digits it is printed with
+    assert abs(parsed - exact) <= abs(exact) * Fraction(1, 10**4), (value, text)

@@ -301,3 +301,65 @@ schedule junk { round {
     assert (failure.rank, failure.region) == ("g[0]", (Fraction(1, 4), Fraction(1, 2)))
     assert failure.holds == (("uninitialised data of g[2]", 1),)
     assert failure.missing == (("g[1]", 1),)
+
+
+# ---- a transfer the machine cannot carry is the verdict's cause. Before, verify ran the data
+# flow alone: it passed a schedule with no route, or (here) blamed the data that never arrived:
+# "lonely ends with the wrong [0, 1) (all) of the buffer ... missing g[0], g[1]".
+
+NO_ROUTE = """\
+param V = 1 MiB
+topology {
+  gpu g[2]
+  gpu lonely
+  switch s
+  link g[i] <-> s bw 10 GB/s for i in 0..1
+}
+allreduce V over [g[0], g[1], lonely]
+schedule x {
+  round { reduce all from g[1] to g[0]; reduce all from lonely to g[0] }
+  round { copy all from g[0] to g[1]%s }
+}
+"""
+
+
+@pytest.mark.parametrize("last", ["", "; copy all from g[0] to lonely"])  # data flow wrong, right
+def test_a_transfer_with_no_route_is_the_cause(tmp_path, run, last):
+    path = write(tmp_path, "route.sched", NO_ROUTE % last)
+    code, out, err = run("verify", path)
+    assert (code, err) == (1, "")
+    # the first such transfer in round order: round 1's second, at line 10, column 41
+    assert out == ("x: allreduce over 3 ranks: FAILS\n"
+                   "  no route from lonely to g[0]: the machine cannot carry this transfer\n"
+                   f"    round 1: reduce [0, 1) (all) from lonely to g[0]   at {path}:10:41\n"
+                   "    note: lonely is linked to: nothing\n")
+    code, out, _ = run("verify", path, "--json")
+    example = json.loads(out)["files"][0]["schedules"][0]["counterexample"]
+    assert code == 1 and example == {
+        "kind": "no_route", "round": 1, "op": "reduce", "src": "lonely", "dst": "g[0]",
+        "region": ["0", "1"], "at": f"{path}:10:41", "reason": "no route from lonely to g[0]",
+        "notes": ["lonely is linked to: nothing"]}
+    # time, which routes while lowering, still refuses it as bad input (exit 2), as before
+    code, out, err = run("time", path)
+    assert (code, out) == (2, "") and err.startswith(f"{path}:1") and ": error: no route from " in err
+
+
+def test_the_first_unrouted_transfer_of_a_loop_of_rounds_is_found(tmp_path, run):
+    # g[2] is linked to nothing: the ring's first transfer into it is in round 1 (r = 0), that of
+    # i = 1, g[1] -> g[2], part (1 - 0) % 4 = 1 of 4; `copy` starts at column 41 of line 9.
+    path = write(tmp_path, "ring.sched", """\
+param V = 1 MiB
+topology {
+  gpu g[4]
+  switch s
+  link g[i] <-> s bw 10 GB/s for i in [0, 1, 3]
+}
+allreduce V over g
+schedule x {
+  for r in 0..5: round { for i in 0..3: copy part((i - r) % 4 of 4) from g[i] to g[(i + 1) % 4] }
+}
+""")
+    code, out, _ = run("verify", path)
+    assert code == 1 and out.splitlines()[1:3] == [
+        "  no route from g[1] to g[2]: the machine cannot carry this transfer",
+        f"    round 1: copy [1/4, 1/2) (part 1 of 4) from g[1] to g[2]   at {path}:9:41"]

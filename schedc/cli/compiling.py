@@ -54,7 +54,7 @@ def verified_timings(session, names: list[str], no_verify: bool) -> list:
 def emit(stage: str, file: Path, schedules, sets, limits, pair, max_lines: int, machine,
          ranks) -> int:
     """Dump one pipeline stage: ast, ir, loads, formula, or the routes each schedule uses."""
-    from ..errors import LimitError, SourceFile, UsageError
+    from ..errors import LimitError, ParseError, UsageError
     from ..render import emit as dumps
     if pair and stage != "routes":
         raise UsageError("--pair goes with `emit routes`")
@@ -62,10 +62,10 @@ def emit(stage: str, file: Path, schedules, sets, limits, pair, max_lines: int, 
         if file.suffix.lower() == ".xml":
             raise UsageError("an MSCCL XML file has no syntax tree of the .sched language; "
                              "try `emit ir`")
-        from ..files import read_input_text
+        from ..files import read_source
         from ..language.parser import parse_module
-        text = read_input_text(file, "a .sched file")
-        click.echo(dumps.emit_ast(parse_module(SourceFile(str(file), text))), nl=False)
+        source = read_source(file, "a .sched file", ParseError)
+        click.echo(dumps.emit_ast(parse_module(source)), nl=False)
         return EXIT_OK
     from ..session import Session
     session = Session.open(file, sets, limits, machine, ranks)

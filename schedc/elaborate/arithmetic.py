@@ -24,10 +24,13 @@ from ..model.values import (
     as_number,
     as_quantity,
     check_numeric,
+    condition_note,
+    is_condition,
     normalize,
     settle,
+    span_text,
 )
-from ..units import DIMENSIONLESS, Dim, dim_name
+from ..units import BYTES, DIMENSIONLESS, RATE, SECONDS, Dim, dim_name
 
 MAX_EXPONENT = 4096  # 2 ** 10**12 would never finish; refuse instead
 INT64_SAFE = 2**62  # lane values stay below this, or the round runs on exact Python ints
@@ -48,6 +51,7 @@ def within_bound(value: object, span: Span) -> object:
 
 def apply_binop(op: str, left: Any, right: Any, node: ast.BinOp) -> object:
     # `Any`: numbers (ints, Fractions, lane arrays) once check_numeric has passed them
+    _refuse_conditions(op, left, right, node)
     if isinstance(left, Quantity) or isinstance(right, Quantity):
         return _quantity_op(op, left, right, node)
     check_numeric(left, node.left.span)
@@ -114,6 +118,25 @@ def _power(base, exponent, node: ast.BinOp):
     if (magnitude.bits(base) - 1) * abs(exponent) > magnitude.MAX_BITS:
         raise LimitError(magnitude.TOO_LARGE, node.span)
     return normalize(Fraction(base) ** exponent)
+
+
+_ZEROS = {DIMENSIONLESS: "0", BYTES: "0 B", SECONDS: "0 s", RATE: "0 B/s"}
+
+
+def _refuse_conditions(op: str, left: object, right: object, node: ast.BinOp) -> None:
+    """A condition in arithmetic (`(3<4)*5`) is refused, with the `if … else` that says it:
+    `(5 if 3<4 else 0)` for a product, `(1 if 3<4 else 0)` otherwise."""
+    for value, side, other, other_value in ((left, node.left, node.right, right),
+                                            (right, node.right, node.left, left)):
+        if is_condition(value):
+            hint = None
+            zero = ("0" if not isinstance(other_value, Quantity)
+                    else _ZEROS.get(other_value.dim))  # `else 0` of the other's dimension
+            if op == "*" and not is_condition(other_value) and zero:
+                hint = f"({span_text(other.span)} if {span_text(side.span)} else {zero})"
+            what = "a number or a quantity" if isinstance(other_value, Quantity) else "a number"
+            raise ElaborationError(f"expected {what}, not a condition", side.span,
+                                   (condition_note(side.span, hint),))
 
 
 def _quantity_op(op: str, left: object, right: object, node: ast.BinOp) -> Quantity | int | Fraction:

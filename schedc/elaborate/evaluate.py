@@ -31,6 +31,7 @@ from ..model.values import (
     as_condition,
     as_number,
     check_numeric,
+    is_condition,
     kind_of,
     normalize,
     one_lane,
@@ -271,6 +272,9 @@ def _binop(node: ast.BinOp, env: Env) -> object:
 def _compare(node: ast.Compare, env: Env) -> object:
     left = evaluate(node.left, env)
     right = evaluate(node.right, env)
+    for value, side in ((left, node.left), (right, node.right)):
+        if is_condition(value):  # `(3<4) < 5`: the caret under the condition, and the hint
+            check_numeric(value, side.span)
     return compare_values(node.op, left, right, node.span)
 
 

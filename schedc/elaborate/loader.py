@@ -21,23 +21,24 @@ from ..errors import (
     UsageError,
     did_you_mean,
 )
-from ..files import read_input_text
+from ..files import read_source
 from ..language import syntax as ast
 from ..language.parser import parse_module
 from ..model.collectives import collective_kind, collective_names
 from ..model.ir import Collective
-from ..model.protocol import Protocol
+from ..model.protocol import MAX_EFF, NCCL_PROTOCOLS, Protocol
 from ..model.values import (
     Devices,
     Quantity,
     as_number,
+    check_at_most,
     check_positive,
     expect_device,
     expect_quantity,
     from_rational,
     kind_of,
 )
-from ..units import BYTES, DIMENSIONLESS, RATE, SECONDS, dim_name
+from ..units import BYTES, DIMENSIONLESS, RATE, SECONDS, dim_name, format_seconds
 from .evaluate import evaluate
 from .lanes import Env
 from .program import (
@@ -122,7 +123,7 @@ class _Loader:
     # ---- files
 
     def _read(self, path: Path, shown: str, span: Span | None) -> ast.Module:
-        text = read_input_text(path, "a .sched file", span, shown)
+        text = read_source(path, "a .sched file", LoadError, span, shown).text
         if (shown, text) not in self.parsed:
             self.parsed[shown, text] = parse_module(SourceFile(shown, text))
         return self.parsed[shown, text]
@@ -166,6 +167,8 @@ class _Loader:
                                            stmt.span)
                 value = expect_quantity(evaluate(stmt.value, env), SECONDS, stmt.value.span,
                                         "the per-round start-up")
+                check_positive(value, self.nominal, stmt.value.span, "the per-round start-up",
+                               zero_ok=True)
                 self.startup = (value, stmt.span)
             elif isinstance(stmt, ast.CollectiveDecl):
                 collective = self._collective(stmt, env)
@@ -246,6 +249,11 @@ class _Loader:
                                  override.value.span, (declared_at(stmt.name, stmt.span),))
             value = new
         nominal = _exact(value)
+        if stmt.name == "alpha" and dim == SECONDS and nominal < 0:  # a latency: >= 0
+            error = UsageError if override is not None else ElaborationError
+            given = override or revalue or stmt
+            raise error(f"'alpha' is the per-round start-up, so it must be zero or more; this one "
+                        f"is {format_seconds(nominal)}", given.value.span)
         if structural:
             symbol = sympy.Symbol(stmt.name, integer=True, **(
                 {"positive": True} if nominal > 0 else {"nonnegative": True} if nominal == 0
@@ -335,6 +343,13 @@ class _Loader:
         self.names.schedules[stmt.name] = stmt
 
     def _protocol(self, stmt: ast.Protocol, env: Env) -> Protocol:
+        if stmt.name not in NCCL_PROTOCOLS:  # a typo (LL218) would be a protocol of its own
+            same = [p for p in NCCL_PROTOCOLS if p.lower() == stmt.name.lower()]
+            hint = (f"; did you mean '{same[0]}'?" if same
+                    else did_you_mean(stmt.name, list(NCCL_PROTOCOLS), "NCCL's protocols"))
+            raise ElaborationError(f"unknown protocol '{stmt.name}'{hint}", stmt.name_span or stmt.span,
+                                   ("a protocol is one of NCCL's, spelt as NCCL spells them: "
+                                    f"{', '.join(NCCL_PROTOCOLS)}",) if hint.startswith(";") else ())
         earlier = next((p for p in self.protocols if p.name == stmt.name), None)
         if earlier is not None:
             raise ElaborationError(f"protocol '{stmt.name}' is already declared at {earlier.span}",
@@ -352,8 +367,11 @@ class _Loader:
                          "eff": (DIMENSIONLESS, "a protocol's share of the bandwidth"),
                          "cap": (RATE, "a protocol's rate cap")}[attr.kind]
             quantity = expect_quantity(evaluate(attr.value, env), dim, attr.value.span, what)
-            if attr.kind != "alpha":
-                check_positive(quantity, self.nominal, attr.value.span, what)
+            # The physical ranges (model/protocol.py): a start-up >= 0, a share in (0, 1].
+            check_positive(quantity, self.nominal, attr.value.span, what, zero_ok=attr.kind == "alpha")
+            if attr.kind == "eff":
+                check_at_most(quantity, MAX_EFF, self.nominal, attr.value.span, what,
+                              "all of the link's bandwidth")
             if attr.cls is None:
                 values[attr.kind] = quantity.expr
             else:

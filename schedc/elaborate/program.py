@@ -89,6 +89,12 @@ class Program:
     def require_machine(self, name: str) -> None:
         """Refuse to time `name` without a machine (a `.sched` program always has one)."""
 
+    @property
+    def has_machine(self) -> bool:
+        """Whether the topology is a machine that routes transfers (an MSCCL algorithm read
+        without --machine has devices only)."""
+        return True
+
     def schedule(self, name: str, span: Span | None = None) -> Schedule:
         """Elaborate a result schedule to IR (`Session.schedule` does it once per run)."""
         result = self.result(name, span)

@@ -30,6 +30,7 @@ from ..model.values import (
     expect_quantity,
     kind_of,
     one_lane,
+    span_text,
 )
 from ..units import BYTES, RATE, SECONDS
 from .evaluate import check_index, evaluate, lanewise
@@ -189,6 +190,11 @@ class TopologyBuilder:
         size = None
         if decl.count is not None:
             size = _count(evaluate(decl.count, env), decl.count.span)
+            if size == 0:  # nothing would be declared, and every use of it fail far from here
+                count = span_text(decl.count.span)
+                value = "" if count == "0" else f" ({count} = 0)"
+                raise ElaborationError(f"the {kind} family '{decl.name}[{count}]' is empty{value}; "
+                                       f"a family has at least one {kind}", decl.count.span)
         if existing is not None:  # a later instance of a host family: same shape
             if existing.size != size:
                 raise ElaborationError(f"'{decl.name}' has {existing.size} items in the first "

@@ -357,6 +357,7 @@ class ProtocolAttr(Node):
 class Protocol(Node):
     name: str
     attrs: tuple[ProtocolAttr, ...]
+    name_span: Span | None = field(default=None, repr=False, compare=False)
 
 
 TopStmt = (
@@ -379,7 +380,7 @@ def walk(node: object):
     elif isinstance(node, (Node, LinkAttrs)):
         yield node
         for f in fields(node):
-            if f.name != "span":
+            if not f.name.endswith("span"):
                 yield from walk(getattr(node, f.name))
 
 
@@ -394,7 +395,7 @@ def dump(node: object, indent: int = 0) -> str:
         return pad + repr(node) if not isinstance(node, Fraction) else pad + str(node)
     simple, nested = [], []
     for f in fields(node):
-        if f.name == "span":
+        if f.name.endswith("span"):  # span, name_span
             continue
         value = getattr(node, f.name)
         if isinstance(value, (Node, LinkAttrs)) or (isinstance(value, tuple) and value):

@@ -116,7 +116,7 @@ class _ToAst(Transformer):
                               span=span)
 
     def protocol_stmt(self, c, span):
-        return ast.Protocol(str(c[0]), tuple(c[1:]), span=span)
+        return ast.Protocol(str(c[0]), tuple(c[1:]), token_span(_SOURCE.get(), c[0]), span=span)
 
     def proto_alpha(self, c, span):
         return ast.ProtocolAttr("alpha", None, c[0], span=span)

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import SchedcError, SourceFile, Span
-from ..files import read_input_text
+from ..files import read_source
 from ..limits import MAX_LOG_ROWS
 
 # nccl-tests' busbw = algbw × this factor (doc/PERFORMANCE.md), n ranks.
@@ -142,8 +142,8 @@ class Log:
 def read_log(path: str | Path) -> Log:
     """Read an nccl-tests log: JSON if it parses as a JSON document, else the text table."""
     shown = str(path)
-    text = read_input_text(path, "an nccl-tests log")
-    source = SourceFile(shown, text)
+    source = read_source(path, "an nccl-tests log", LogError, shown=shown)
+    text = source.text
     if text.lstrip().startswith("{"):
         return Log(shown, "json", parse_json(source))
     return Log(shown, "text", parse_text(source))

@@ -6,6 +6,16 @@ With protocols declared, a schedule's time is the minimum over them of
 A round that uses a link of a class with its own start-up (`class nic alpha 14 us`) starts up
 in the largest of those; a class with a cap (`class nvlink cap 141 GB/s`, NCCL's llMaxBw)
 runs at min(eff_p · B_e, cap) on its links.
+
+The physical ranges, checked where a protocol is declared (elaborate/loader.py):
+- eff in (0, 1]: the share of a link's bandwidth that carries the protocol's payload. A
+  protocol runs on the link, never faster than it: NCCL's LL sends a 4-byte flag with every
+  4 bytes of data (`union ncclLLFifoLine` in src/include/devcomm.h), 1/2; LL128 one flag word
+  in each 128-byte line (`NCCL_LL128_DATAELEMS = NCCL_LL128_LINEELEMS - 1`), 15/16; Simple all.
+- alpha and every class's alpha >= 0: a start-up is time spent before the first byte moves
+  (NCCL's baseLat and hwLat tables in its tuning code are such latencies, in µs, and baseLat
+  holds 0 for Tree/Simple, so 0 is allowed); a negative one would end a round before it starts.
+- cap > 0: a rate.
 """
 
 from __future__ import annotations
@@ -15,6 +25,12 @@ from dataclasses import dataclass, field
 import sympy
 
 from ..errors import Span
+
+MAX_EFF = 1  # a protocol's share of a link's bandwidth is at most all of it (see above)
+
+# NCCL's protocols as NCCL spells them: `ncclProtoStr[NCCL_NUM_PROTOCOLS] = {"LL", "LL128",
+# "Simple"}` (NVIDIA/nccl src/init.cc), indexed by NCCL_PROTO_LL/LL128/SIMPLE (devcomm.h).
+NCCL_PROTOCOLS = ("LL", "LL128", "Simple")
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ import numpy as np
 import sympy
 
 from ..errors import ElaborationError, Span, UnitError
-from ..units import DIMENSIONLESS, Dim, dim_name, format_quantity
+from ..units import DIMENSIONLESS, Dim, dim_name, format_quantity, to_float
 
 Number = int | Fraction
 
@@ -129,7 +129,7 @@ Value = (
 
 def kind_of(value: object) -> str:
     """What a value is called in error messages."""
-    if isinstance(value, (bool, np.bool_)) or (isinstance(value, np.ndarray) and value.dtype == bool):
+    if is_condition(value):
         return "a condition"
     if isinstance(value, (int, Fraction, np.ndarray)):
         return "a number"
@@ -250,7 +250,26 @@ def check_numeric(value: object, span: Span) -> None:
     ok = (isinstance(value, (int, Fraction)) and not isinstance(value, bool)) or (
         isinstance(value, np.ndarray) and value.dtype != bool)
     if not ok:
-        raise ElaborationError(f"expected a number, not {kind_of(value)}", span)
+        notes = (condition_note(span),) if is_condition(value) else ()
+        raise ElaborationError(f"expected a number, not {kind_of(value)}", span, notes)
+
+
+def condition_note(span: Span, hint: str | None = None) -> str:
+    """How to choose a number by the condition at `span` (true is not 1): `hint`, else
+    `(1 if CONDITION else 0)`."""
+    hint = hint or f"(1 if {span_text(span)} else 0)"
+    return f"a condition is not a number; choose a number by it with `if … else`: {hint}"
+
+
+def is_condition(value: object) -> bool:
+    return isinstance(value, (bool, np.bool_)) or (isinstance(value, np.ndarray) and value.dtype == bool)
+
+
+def span_text(span: Span) -> str:
+    """The source text of a span on one line (for a hint), else '...'."""
+    if span.line != span.end_line:
+        return "..."
+    return span.source.line(span.line)[span.col - 1:span.end_col - 1]
 
 
 def as_condition(value: object, span: Span) -> bool | np.ndarray:
@@ -300,6 +319,16 @@ def check_float_range(number: int | Fraction, span: Span | None, what: str) -> N
         shown = sympy.Float(sympy.Rational(exact.numerator, exact.denominator), 3)
         raise ElaborationError(f"{what} is {str(shown).lower()} in base units, beyond the "
                                "floating-point range (about 1.8e308) analyses compute in", span)
+
+
+def check_at_most(q: Quantity, bound: int, nominal: dict, span: Span, what: str, why: str) -> None:
+    """`q` must be at most `bound` at the nominal point (a share of a link's bandwidth)."""
+    value = q.expr.xreplace(nominal)
+    if value.is_number and value > bound:
+        shown = format_quantity(to_float(value), q.dim)
+        if shown == format_quantity(bound, q.dim):  # 1.0000001 is not '1': every digit then
+            shown = repr(to_float(value))
+        raise ElaborationError(f"{what} must be at most {bound} ({why}); this one is {shown}", span)
 
 
 def expect_device(value: object, span: Span, what: str) -> Devices:

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 from xml.parsers import expat
 
-from ..errors import ElaborationError, LoadError, ParseError, SourceFile, Span
+from ..errors import ElaborationError, LoadError, ParseError, SourceFile, Span, decode_source
 from ..files import read_input
 
 STEP_TYPES = ("s", "r", "rcs", "rrs", "rrc", "rrcs", "cpy", "re", "nop")
@@ -116,11 +116,7 @@ class _Element:
 
 def read_algo(path: str | Path) -> Algo:
     data = read_input(path, "an MSCCL XML file")
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise LoadError(f"cannot read {path}: {exc}") from None
-    source = SourceFile(str(path), text)
+    source = decode_source(str(path), data, LoadError)
     return _algo(_parse(source, data), source)
 
 

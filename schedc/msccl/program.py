@@ -60,6 +60,10 @@ class AlgorithmProgram(Program):
         assert self.imported is not None, "load_algorithm gives every algorithm program its IR"
         return self.imported[name]
 
+    @property
+    def has_machine(self) -> bool:
+        return self.machine is not None
+
     def require_machine(self, name: str) -> None:
         if self.machine is None:
             raise UsageError(f"{self.path}: the time of '{name}' depends on the machine it runs "

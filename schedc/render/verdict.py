@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ..analysis.verify.counterexample import Conflict, Write, WrongResult
+from ..analysis.verify.routes import NoRoute
 from ..analysis.verify.verdict import Verdict
 from ..model.ir import BufferLayout, Region, buffer_text
 from .text import listing
@@ -45,7 +46,15 @@ def not_reporting(failures: list[Verdict]) -> str:
 # ---- counterexamples --------------------------------------------------------------------------
 
 
-def failure_lines(failure: WrongResult | Conflict, layout: BufferLayout | None = None) -> list[str]:
+def failure_lines(failure: WrongResult | Conflict | NoRoute,
+                  layout: BufferLayout | None = None) -> list[str]:
+    if isinstance(failure, NoRoute):
+        region = f" {buffer_text(failure.region, layout)}" if failure.region else ""
+        origin = f" ({failure.origin})" if failure.origin else ""
+        return [f"{failure.reason}: the machine cannot carry this transfer",
+                f"  round {failure.round}: {failure.op}{region} from {failure.src} to "
+                f"{failure.dst}   at {failure.span}{origin}",
+                *(f"  note: {note}" for note in failure.notes)]
     if isinstance(failure, Conflict):
         return [f"round {failure.round} writes {failure.rank}'s "
                 f"{buffer_text(failure.region, layout)} with {len(failure.writes)} transfers, "
@@ -70,7 +79,15 @@ def failure_lines(failure: WrongResult | Conflict, layout: BufferLayout | None =
     return lines
 
 
-def failure_json(failure: WrongResult | Conflict) -> dict:
+def failure_json(failure: WrongResult | Conflict | NoRoute) -> dict:
+    if isinstance(failure, NoRoute):
+        found = {"kind": "no_route", "round": failure.round, "op": failure.op, "src": failure.src,
+                 "dst": failure.dst,
+                 "region": None if failure.region is None else _fractions(failure.region),
+                 "at": str(failure.span), "reason": failure.reason, "notes": list(failure.notes)}
+        if failure.origin:
+            found["origin"] = failure.origin
+        return found
     if isinstance(failure, Conflict):
         return {"kind": "conflict", "round": failure.round, "rank": failure.rank,
                 "region": _fractions(failure.region),

@@ -31,6 +31,7 @@ from ... import progress
 from ...model.symmetry import HostShift, host_shift
 from ...model.topology import Topology
 from .flow import ArrayFlow, NetworkxFlow
+from .naming import sides_text
 
 # Edges × max-flow problems from which scipy's max-flow pays for importing it (~0.3 s): below,
 # networkx has solved them all first (the 1,024-rank ring: 4,112 edges × 12, 0.25 s).
@@ -183,26 +184,26 @@ class RankCuts:
         return self._split(frozenset(cut.side), outward=False)
 
     def _min_cuts(self, names: list[str], members: list[frozenset[int]]) -> list[tuple[str, str, frozenset[int]]]:
-        """The narrowest cut between consecutive hosts: its ranks on the first host's side."""
+        """The narrowest cut between consecutive hosts (or, with fewer than two hosts, between
+        the two halves of the ranks), named by its own two sides."""
         if len(members) >= 2:
-            pairs = [(names[k], members[k], names[k + 1], members[k + 1]) for k in range(len(members) - 1)]
+            pairs = [(members[k], members[k + 1]) for k in range(len(members) - 1)]
         else:
             half = len(self.ranks) // 2
-            device = self.topology.devices
-            low, high = ([device[r].name for r in part]
-                         for part in (self.ranks[:half], self.ranks[half:]))
-            pairs = [(_span(low), frozenset(self.ranks[:half]),
-                      _span(high), frozenset(self.ranks[half:]))]
+            pairs = [(frozenset(self.ranks[:half]), frozenset(self.ranks[half:]))]
         found = []
         first = None
-        for k, (a, ga, b, gb) in enumerate(pairs):
+        hosts = list(zip(names, members))
+        for k, (ga, gb) in enumerate(pairs):
             if self.shift is not None and first is not None:  # host k, k+1: host 0, 1 shifted by k
                 cut = _renamed(first, self.shift, k)
             else:
                 self.solved += 1
                 cut = first = self.network.min_cut(ga, gb)
             if cut.bandwidth is not None:  # else no finite cut separates them
-                found.append(("min-cut", f"min cut {a} → {b}", cut.side & self.all))
+                side = cut.side & self.all  # the cut's own sides, not the pair it separates
+                found.append(("min-cut", f"min cut {sides_text(self.topology, hosts, side, self.ranks)}",
+                              side))
         return found
 
     def _split(self, side: frozenset[int], outward: bool) -> CutCapacity:

@@ -54,6 +54,7 @@ from .dataflow import (
     step_chunks,
     step_rounds,
 )
+from .routes import NoRoute, missing_route
 from .state import MIXED, State, apply_steps
 
 EXACT_NUMBERS = 2**22  # exact count vectors while the state holds at most this many numbers
@@ -64,7 +65,7 @@ class Verdict:
     schedule: Schedule
     method: str  # "exact" | "fingerprint"
     segments: int
-    failure: WrongResult | Conflict | None
+    failure: WrongResult | Conflict | NoRoute | None
 
     @property
     def ok(self) -> bool:
@@ -89,6 +90,10 @@ def verdict(session: Session, name: str) -> Verdict:
 
     def compute() -> Verdict:
         schedule = session.schedule(name)
+        # A transfer the machine cannot carry is the cause, whatever the data flow would say.
+        missing = missing_route(schedule, topology) if session.program.has_machine else None
+        if missing is not None:
+            return Verdict(schedule, "exact", 0, missing)
         return verify_schedule(schedule, devices,
                                hints=host_hints(topology, schedule.collective.ranks))
     return session.memo("verdict", name, compute)
