@@ -48,6 +48,7 @@ from .dataflow import (
     Items,
     Spec,
     Steps,
+    check_declared,
     collective_spec,
     geometry,
     grouped,
@@ -88,10 +89,21 @@ def verdict(session: Session, name: str) -> Verdict:
     devices = [d.name for d in topology.devices]
 
     def compute() -> Verdict:
+        check_verifiable(session, (name,))
         schedule = session.schedule(name)
         return verify_schedule(schedule, devices,
                                hints=host_hints(topology, schedule.collective.ranks))
     return session.memo("verdict", name, compute)
+
+
+def check_verifiable(session: Session, names: tuple[str, ...] = ()) -> None:
+    """Refuse, before they are compiled, the named result schedules (all by default) whose
+    verification their collectives' declarations show too big (`dataflow.check_declared`):
+    a command that verifies before it reports calls this first."""
+    for name in session.selected(names, required=False):
+        result = session.program.result(name)
+        if result.definition is not None:  # (None: an MSCCL algorithm, its IR read whole)
+            check_declared(result.collective, result.definition.span)
 
 
 def host_hints(topology: Topology, ranks: tuple[int, ...]) -> tuple[np.ndarray, ...]:
