@@ -32,7 +32,7 @@ that fails, every column runs again; a failing cell is then replayed exactly
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 import numpy as np
@@ -42,6 +42,7 @@ from ...model.ir import Schedule
 from ...model.symmetry import device_shift
 from ...model.topology import Topology
 from ...session import Session
+from . import repeats
 from .columns import reduce_columns
 from .counterexample import Conflict, WrongResult, conflict_at, explain
 from .dataflow import (
@@ -51,7 +52,6 @@ from .dataflow import (
     check_declared,
     collective_spec,
     geometry,
-    grouped,
     step_chunks,
     step_rounds,
 )
@@ -144,14 +144,16 @@ def verify_schedule(schedule: Schedule, names: list[str], method: str = "auto",
     reduction = reduce_columns(schedule, geo, ran, hints) if symmetry else None
     if reduction is not None:  # one column per orbit stands for the rest (see `columns`)
         spec = collective_spec(schedule, geo, reduction.columns)
-        outcome = _run(schedule.name, _chunks(reduction.items), len(ran), p,
-                       len(reduction.columns), spec, embed)
+        items = reduction.items
+        outcome = _run(schedule.name, lambda state: repeats.chunks(items, state, BLOCK_TRANSFERS),
+                       len(ran), p, len(reduction.columns), spec, embed)
         if not isinstance(outcome, tuple) and _first_wrong(outcome, spec, embed) is None:
             return Verdict(schedule, method, segments, None)
         # A failure is found again on every column, so that it is reported as ever.
     spec = collective_spec(schedule, geo)
     chunks = step_chunks(ran, geo, BLOCK_TRANSFERS)
-    outcome = _run(schedule.name, chunks, len(ran), geo.slots, segments, spec, embed)
+    outcome = _run(schedule.name, lambda state: chunks, len(ran), geo.slots, segments, spec,
+                   embed)
     if isinstance(outcome, tuple):
         return Verdict(schedule, method, segments, conflict_at(schedule, geo, *outcome, names))
     bad = _first_wrong(outcome, spec, embed)
@@ -162,16 +164,16 @@ def verify_schedule(schedule: Schedule, names: list[str], method: str = "auto",
 # ---- running ----------------------------------------------------------------------------------
 
 
-def _run(name: str, chunks: Iterable[Steps], count: int, slots: int, segments: int,
-         spec: Spec, embed: np.ndarray) -> State | tuple[int, int, Items]:
-    """Run the `count` steps' items, given in chunks of consecutive steps, on a state of
-    slots × segments cells (the first `spec.start` rows are the ranks'; in-network switches,
-    after them, hold nothing at the start): the final state, or (step, cell, items) of a
-    conflict."""
+def _run(name: str, chunks: Callable[[State], Iterable[Steps]], count: int, slots: int,
+         segments: int, spec: Spec, embed: np.ndarray) -> State | tuple[int, int, Items]:
+    """Run the `count` steps' items, given in chunks of consecutive steps (made as they are
+    applied to the state, which `chunks` is given), on a state of slots × segments cells (the
+    first `spec.start` rows are the ranks'; in-network switches, after them, hold nothing at
+    the start): the final state, or (step, cell, items) of a conflict."""
     state = State.start(slots * segments, embed[spec.start.reshape(-1)])
     ticker = progress.ticker(f"verify {name}: rounds", count)
     index = 0
-    for chunk in chunks:
+    for chunk in chunks(state):
         conflict = apply_steps(state, chunk)
         if conflict is not None:
             ticker.finish()
@@ -185,11 +187,6 @@ def _run(name: str, chunks: Iterable[Steps], count: int, slots: int, segments: i
 
 BLOCK_TRANSFERS = 4096  # transfers whose items are made together (see `items_by_round`):
 # small rounds gain from it; a round this large already has array work worth its overhead
-
-
-def _chunks(items: list[Items]) -> Iterator[Steps]:
-    """Consecutive steps' items, grouped until a group holds BLOCK_TRANSFERS items."""
-    return (Steps.of(group) for group in grouped(items, BLOCK_TRANSFERS))
 
 
 def _first_wrong(state: State, spec: Spec, embed: np.ndarray) -> tuple[int, int, int] | None:
