@@ -10,7 +10,7 @@ from conftest import ROOT, flat_machine, write
 
 import schedc.analysis.verify.repeats as repeats
 from schedc.analysis.verify import verdict
-from schedc.analysis.verify.dataflow import Items, Steps
+from schedc.analysis.verify.dataflow import Items, Steps, grouped
 from schedc.analysis.verify.verdict import verify_schedule
 from schedc.session import Session
 
@@ -60,8 +60,8 @@ def test_skipping_repeats_gives_the_verdict_of_every_step(tmp_path, monkeypatch,
     skipped = []
     chunks = repeats.chunks
 
-    def spied(items, state, block):
-        for chunk in chunks(items, state, block):
+    def spied(parts, state, block):
+        for chunk in chunks(parts, state, block):
             if len(chunk) and not len(chunk.items):
                 skipped.append(len(chunk))
             yield chunk
@@ -70,7 +70,7 @@ def test_skipping_repeats_gives_the_verdict_of_every_step(tmp_path, monkeypatch,
     monkeypatch.setattr(verdict, "BLOCK_TRANSFERS", 64)
     fast = verify_schedule(schedule, names, method, seed=5)
     assert bool(skipped) == skips
-    monkeypatch.setattr(repeats, "period_of", lambda items: None)
+    monkeypatch.setattr(repeats, "period_of", lambda steps: None)
     every = verify_schedule(schedule, names, method, seed=5)
     assert (fast.ok, fast.method, fast.segments, fast.failure) == \
         (every.ok, every.method, every.segments, every.failure)
@@ -87,11 +87,20 @@ def _items(*cells: int) -> Items:
 
 def test_the_period_is_the_first_recurrence_of_the_first_step():
     a, b, c = _items(1), _items(2), _items(3, 4)
-    assert repeats.period_of([a, b, c] * 6) == 3
-    assert repeats.period_of([a] * 6) == 1
-    assert repeats.period_of([a, b, a, c] * 6) is None  # a recurs inside the period
-    assert repeats.period_of([a, b, c] * 4) is None  # too few periods to be worth it
-    assert repeats.period_of([Items.empty()] * 10) is None
+    assert repeats.period_of(Steps.of([a, b, c] * 6)) == 3
+    assert repeats.period_of(Steps.of([a] * 6)) == 1
+    assert repeats.period_of(Steps.of([a, b, a, c] * 6)) is None  # a recurs inside the period
+    assert repeats.period_of(Steps.of([a, b, c] * 4)) is None  # too few periods to be worth it
+    assert repeats.period_of(Steps.of([Items.empty()] * 10)) is None
+    assert repeats.period_of(Steps.of([a, _items(1, 2), a] * 6)) is None  # (a's start, not a)
+
+
+@pytest.mark.parametrize("start, limit", [(0, 4), (0, 1), (3, 100), (2, 5), (6, 2)])
+def test_steps_in_groups_as_grouped_makes_them(start, limit):
+    items = [_items(*range(n)) for n in (1, 2, 3, 9, 1, 1, 1, 4)]
+    steps = Steps.of(items)
+    made = [g.cuts.tolist() for g in steps.groups(start, limit)]
+    assert made == [Steps.of(g).cuts.tolist() for g in grouped(items[start:], limit)]
 
 
 def test_a_block_repeats_a_period_only_when_every_field_does():

@@ -118,6 +118,20 @@ class Steps:
         """The step of each item (made once: each run of steps applied together slices it)."""
         return np.repeat(np.arange(len(self)), np.diff(self.cuts))
 
+    def part(self, start: int, end: int) -> Steps:
+        """Steps start .. end - 1."""
+        lo = int(self.cuts[start])
+        return Steps(self.items.part(lo, int(self.cuts[end])), self.cuts[start:end + 1] - lo)
+
+    def groups(self, start: int, limit: int) -> Iterator[Steps]:
+        """Steps from `start` on, consecutive ones together until they hold `limit` items (as
+        `grouped` groups them)."""
+        cuts, k = self.cuts, start
+        while k < len(self):
+            end = min(max(int(np.searchsorted(cuts, cuts[k] + limit)), k + 1), len(self))
+            yield self.part(k, end)
+            k = end
+
     @classmethod
     def of(cls, items: list[Items]) -> Steps:
         """Steps of these items each."""

@@ -14,29 +14,12 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from .dataflow import Items, Steps, grouped
+from .dataflow import Items, Steps
 from .state import State
 
 MAX_PERIOD = 4096  # steps: longer periods are not looked for
 TRIES = 3  # periods run, after the first, waiting for one that changes nothing
 _FIELDS = ("src", "dst", "shift", "copy", "batch", "transfer")
-
-
-def _same(a: Items, b: Items) -> bool:
-    return len(a) == len(b) and all(np.array_equal(getattr(a, f), getattr(b, f)) for f in _FIELDS)
-
-
-def period_of(items: list[Items]) -> int | None:
-    """The least P such that step P's items are step 0's, when the first two periods are the
-    same and there are at least TRIES + 2 periods; else None. (The rest is checked as it runs.)"""
-    if not items or not len(items[0]):
-        return None
-    for period in range(1, min(MAX_PERIOD, len(items) // (TRIES + 2)) + 1):
-        if _same(items[period], items[0]):
-            if all(_same(items[period + k], items[k]) for k in range(1, period)):
-                return period
-            return None  # (only the first candidate: a period's first step may recur inside it)
-    return None
 
 
 def _repeats(block: Steps, one: Steps, times: int) -> bool:
@@ -49,6 +32,26 @@ def _repeats(block: Steps, one: Steps, times: int) -> bool:
         for f in _FIELDS)
 
 
+def period_of(steps: Steps) -> int | None:
+    """The least P such that step P's items are step 0's, when the first two periods are the
+    same and there are at least TRIES + 2 periods; else None. (The rest is checked as it runs.)"""
+    sizes = np.diff(steps.cuts)
+    limit = min(MAX_PERIOD, len(steps) // (TRIES + 2))
+    if not limit or not sizes[0]:
+        return None
+    first = steps.cuts[1:limit + 1]  # (where steps 1 .. limit start)
+    items = steps.items
+    alike = (sizes[1:limit + 1] == sizes[0]) & \
+        (items.src[first.clip(max=len(items) - 1)] == items.src[0]) & \
+        (items.dst[first.clip(max=len(items) - 1)] == items.dst[0])
+    for period in (np.flatnonzero(alike) + 1).tolist():
+        if _repeats(steps.part(period, period + 1), steps.part(0, 1), 1):
+            # (only the first recurrence of step 0: it may recur inside a period)
+            return period if _repeats(steps.part(period, 2 * period), steps.part(0, period), 1) \
+                else None
+    return None
+
+
 def _snapshot(state: State) -> tuple[np.ndarray, ...]:
     return state.payload.copy(), state.total.copy(), state.shift.copy()
 
@@ -58,33 +61,36 @@ def _unchanged(state: State, before: tuple[np.ndarray, ...]) -> bool:
                zip((state.payload, state.total, state.shift), before))
 
 
-def chunks(items: list[Items], state: State, block: int) -> Iterator[Steps]:
-    """The steps' items in chunks of consecutive steps (groups of about `block` items), as the
-    verifier applies them to `state` one by one; periods that a fixed point of `state` would
-    repeat come as chunks of no items (as many steps)."""
-    period = period_of(items)
-    start = 0
+def chunks(parts: list[Steps], state: State, block: int) -> Iterator[Steps]:
+    """The steps of `parts` (consecutive steps each, one after another) in chunks of
+    consecutive ones (of about `block` items), as the verifier applies them to `state` one by
+    one; periods that a fixed point of `state` would repeat come as chunks of no items (as
+    many steps)."""
+    for steps in parts:
+        yield from _chunks(steps, state, block)
+
+
+def _chunks(steps: Steps, state: State, block: int) -> Iterator[Steps]:
+    period = period_of(steps)
+    start, total = 0, len(steps)
     if period is not None:
-        one = Steps.of(items[:period])
-        width = int(one.cuts[-1])
+        one = steps.part(0, period)
         yield one
         start = period
-        times = max(1, block // max(width, 1))  # periods compared at once
+        times = max(1, block // max(int(one.cuts[-1]), 1))  # periods compared at once
         for _ in range(TRIES):
-            if start + period > len(items) or not _repeats(Steps.of(items[start:start + period]),
-                                                           one, 1):
+            if start + period > total or not _repeats(steps.part(start, start + period), one, 1):
                 break
             before = _snapshot(state)
             yield one
             start += period
             if not _unchanged(state, before):
                 continue
-            while start + period <= len(items):  # a fixed point: skip what repeats it
-                count = min(times, (len(items) - start) // period)
-                steps = Steps.of(items[start:start + count * period])
-                if not _repeats(steps, one, count):
+            while start + period <= total:  # a fixed point: skip what repeats it
+                count = min(times, (total - start) // period)
+                if not _repeats(steps.part(start, start + count * period), one, count):
                     break
                 yield Steps(Items.empty(), np.zeros(count * period + 1, dtype=np.int64))
                 start += count * period
             break
-    yield from (Steps.of(group) for group in grouped(items[start:], block))
+    yield from steps.groups(start, block)

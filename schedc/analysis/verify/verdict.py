@@ -144,8 +144,8 @@ def verify_schedule(schedule: Schedule, names: list[str], method: str = "auto",
     reduction = reduce_columns(schedule, geo, ran, hints) if symmetry else None
     if reduction is not None:  # one column per orbit stands for the rest (see `columns`)
         spec = collective_spec(schedule, geo, reduction.columns)
-        items = reduction.items
-        outcome = _run(schedule.name, lambda state: repeats.chunks(items, state, BLOCK_TRANSFERS),
+        taken = reduction.steps
+        outcome = _run(schedule.name, lambda state: repeats.chunks(taken, state, BLOCK_TRANSFERS),
                        len(ran), p, len(reduction.columns), spec, embed)
         if not isinstance(outcome, tuple) and _first_wrong(outcome, spec, embed) is None:
             return Verdict(schedule, method, segments, None)
