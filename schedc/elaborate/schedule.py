@@ -196,7 +196,7 @@ def _loop_as_lanes(stmt: st.For, env: Env, ctx: ScheduleContext) -> RoundList | 
     if count <= 1:
         return None
     spent = ctx.steps, ctx.transfers
-    groups = []
+    groups: list[Series] = []
     try:
         ctx.check_steps(count, stmt.span)
         every = expand_lanes(replace(env, lanes=1, max_lanes=ctx.room, sequential=True),
@@ -205,10 +205,11 @@ def _loop_as_lanes(stmt: st.For, env: Env, ctx: ScheduleContext) -> RoundList | 
         for lanes, made in _lane_groups(stmt, every, ctx):
             if not groups and spent[1] + (ctx.transfers - spent[1]) * count > ctx.limits.transfers:
                 raise NeedScalar  # refused after its first iteration, as _bounded words it
-            if any(len(part) % lanes for part in made.parts):  # (every part is a round loop's)
-                raise NeedScalar
-            if made.parts:
-                groups.append(interleaved(made.parts, lanes))
+            series = [part for part in made.parts if isinstance(part, Series)]
+            if len(series) < len(made.parts) or any(len(part) % lanes for part in series):
+                raise NeedScalar  # (every part is a round loop's series, of every lane's rounds)
+            if series:
+                groups.append(interleaved(series, lanes))
     except (NeedScalar, ElaborationError):
         ctx.steps, ctx.transfers = spent
         return None

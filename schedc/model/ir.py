@@ -217,8 +217,9 @@ def _joined_batch(parts: list[Batch]) -> Batch:
     if len(parts) == 1:
         return parts[0]
     first = parts[0]
-    return Batch(first.op, *(np.concatenate([getattr(b, name) for b in parts])
-                             for name in ("src", "dst", "off", "length")), first.den,
+    src, dst, off, length = (np.concatenate([getattr(b, name) for b in parts])
+                             for name in ("src", "dst", "off", "length"))
+    return Batch(first.op, src, dst, off, length, first.den,
                  None if first.into_off is None else np.concatenate([b.into_off for b in parts]),
                  first.size, first.span, first.origin)
 
