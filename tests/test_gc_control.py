@@ -51,7 +51,7 @@ def test_memory_stays_bounded_without_the_collector():
     assert peak <= base + PER_TRANSFER * transfers, (peak, base, transfers)
 
 
-@pytest.mark.parametrize("args", [("compare", str(SEED)), ("time", str(SEED), "--json"),
+@pytest.mark.parametrize("args", [("compare", str(SEED)),
                                   ("verify", str(SCHEDULES / "seed" / "pcie_2x4.sched")),
                                   ("time", str(SEED), "--set", "hosts=x"), ("--help",),
                                   ("no-such-command",)])
