@@ -56,6 +56,7 @@ from processes import (
     Run,
     arguments,
     chosen,
+    recorded,
     run_once,
     schedc,
     summary,
@@ -301,6 +302,11 @@ def main() -> None:
                         help="ASTRA-sim's examples/workload/microbenchmarks/generator_scripts/"
                         "all_reduce.py, to write the Chakra traces (else the chakra package).")
     options = parser.parse_args()
+    with recorded(options.results, "astra.py"):
+        _compare(parser, options)
+
+
+def _compare(parser, options) -> None:
     cases = [c for c in CASES if chosen(c.name, options.only)]
     if not cases:
         parser.error(f"--only matches no case; the cases: {', '.join(c.name for c in CASES)}")

@@ -11,10 +11,16 @@ program's wall time and ru_maxrss: peaks below the launcher's size read as its s
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
+import os
+import shlex
 import statistics
 import subprocess
 import sys
 import tempfile
+import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -32,7 +38,60 @@ def arguments(doc: str, what: str) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=doc.splitlines()[0])
     parser.add_argument("--repeat", type=runs, default=5, help=f"Runs of each {what[:-1]}.")
     parser.add_argument("--only", nargs="*", help=f"Run only the {what} whose name starts so.")
+    parser.add_argument("--results", type=Path, metavar="FILE",
+                        help="Also append what is printed to FILE (benchmarks/RESULTS.md) as a "
+                        "dated section with the machine's load and the commit measured.")
     return parser
+
+
+class _Tee(io.TextIOBase):
+    def __init__(self, *streams) -> None:
+        self.streams = streams
+
+    def write(self, text: str) -> int:
+        for stream in self.streams:
+            stream.write(text)
+        return len(text)
+
+    def flush(self) -> None:
+        for stream in self.streams:
+            stream.flush()
+
+
+def _commit() -> str:
+    """The commit measured, with "+ changes" when the working tree differs from it."""
+    def git(*args: str) -> str:
+        done = subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True)
+        return done.stdout.strip() if done.returncode == 0 else ""
+    commit = git("rev-parse", "--short", "HEAD") or "unknown"
+    return commit + (" + changes" if git("status", "--porcelain", "--", "schedc", "benchmarks")
+                     else "")
+
+
+@contextlib.contextmanager
+def recorded(path: Path | None, script: str) -> Iterator[None]:
+    """Print as usual; with `path`, append a dated section to it when done: the command, the
+    commit, the load averages before and after (the machine is shared: ratios measured in one
+    run are what count) and everything printed, as a block."""
+    if path is None:
+        yield
+        return
+    started, load = time.gmtime(), os.getloadavg()
+    out = io.StringIO()
+    with contextlib.redirect_stdout(_Tee(sys.stdout, out)):
+        yield
+    after = os.getloadavg()
+    section = (f"\n## {time.strftime('%Y-%m-%d %H:%M', started)} UTC: `{script}`\n\n"
+               f"`python benchmarks/{script} {shlex.join(sys.argv[1:])}` at commit {_commit()}; "
+               f"load averages (1, 5, 15 min) {load[0]:.2f}, {load[1]:.2f}, {load[2]:.2f} "
+               f"before, {after[0]:.2f}, {after[1]:.2f}, {after[2]:.2f} after; "
+               f"{os.cpu_count()} cores.\n\n```\n{out.getvalue().rstrip()}\n```\n")
+    if not path.exists():
+        path.write_text("# Benchmark results\n\nDated runs of `benchmarks/targets.py` and "
+                        "`benchmarks/astra.py`, appended by the scripts (`--results`). The "
+                        "machine may be shared: compare ratios within one run.\n")
+    with path.open("a") as results:
+        results.write(section)
 
 
 def chosen(name: str, only: list[str] | None) -> bool:
@@ -56,6 +115,9 @@ def schedc(*args: str) -> list[str]:
 # it uses and SymPy's first addition (which imports sympy.tensor), with no schedc code at all.
 LIBRARIES_CODE = "import lark, networkx, numpy, sympy; sympy.Symbol('x') + 1"
 LIBRARIES_ALONE = [sys.executable, "-c", LIBRARIES_CODE]
+# Issue 25's yardstick for `compare`: importing those libraries alone, as written there.
+IMPORTS_CODE = "import lark, networkx, numpy, sympy"
+IMPORTS_ALONE = [sys.executable, "-c", IMPORTS_CODE]
 
 
 # argv: the file to write "exit code, wall seconds, ru_maxrss KiB" to, then the command
@@ -72,16 +134,17 @@ with open(sys.argv[1], "w") as report:
 """
 
 
-def run_once(command: list[str], cwd: Path = ROOT, capture: bool = False) -> Run:
+def run_once(command: list[str], cwd: Path = ROOT, capture: bool = False, exit_code: int = 0) -> Run:
     """Run `command` to its end. Standard output goes to a file (a pipe could fill up and stall
-    the child while we wait for it); a non-zero exit stops the benchmark with the child's stderr."""
+    the child while we wait for it); an exit other than `exit_code` stops the benchmark with the
+    child's stderr."""
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err, \
             tempfile.TemporaryDirectory() as scratch:
         report = Path(scratch) / "report"
         subprocess.run([sys.executable, "-S", "-c", LAUNCHER, str(report), *command], cwd=cwd,
                        stdout=out if capture else subprocess.DEVNULL, stderr=err, check=False)
         code, wall, peak = report.read_text().split() if report.exists() else ("?", "0", "0")
-        if code != "0":
+        if code != str(exit_code):
             err.seek(0)
             raise SystemExit(f"{' '.join(command)} failed: {err.read().decode(errors='replace')}")
         out.seek(0)

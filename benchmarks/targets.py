@@ -1,8 +1,10 @@
-"""The performance targets of "fast at both ends" (start-up, verified compiles at scale, many
-small rounds, bounds at scale, sweeps), each measured as a user meets it: a fresh `schedc`
-process, several runs, min and median wall time and the peak resident memory of the run.
+"""The performance targets of issues 14 and 25 (start-up, verified compiles at scale, many
+small rounds and many small calls, bounds at scale, sweeps, an early refusal), each measured
+as a user meets it: a fresh `schedc` process, several runs, min and median wall time and the
+peak resident memory of the run. Targets that compare two commands run them alternately (one
+run of each in turn), so that the machine's load moves both alike.
 
-    python benchmarks/targets.py [--repeat N] [--only NAME ...]
+    python benchmarks/targets.py [--repeat N] [--only NAME ...] [--results benchmarks/RESULTS.md]
 
 The big cases live in benchmarks/cases/ (not under schedules/, which `check schedules/`
 compiles whole). Peak memory comes from wait4's ru_maxrss of each child, so every run is
@@ -16,11 +18,14 @@ import sys
 import tempfile
 
 from processes import (
+    IMPORTS_ALONE,
+    IMPORTS_CODE,
     LIBRARIES_ALONE,
     LIBRARIES_CODE,
     ROOT,
     arguments,
     chosen,
+    recorded,
     run_once,
     schedc,
     summary,
@@ -34,6 +39,15 @@ BIG = ["--max-transfers", "40000000"]  # above the default limit of 20,000,000
 TARGETS = [
     ("start-up: --help", ["--help"], None),
     ("start-up: compare seed", ["compare", SEED], None),
+    # refused: 16,384 ranks × 16,384 pieces is past verification's 2^26 cells (exit 2)
+    ("refused: verify hierarchical 2048x8", ["time", f"{CASES}/hierarchical_16384.sched", "--json",
+                                             "--max-transfers", "80000000"], None),
+    # 20,000 calls of the library's 7-round ring all-gather on 8 GPUs, and the same rounds as one
+    # round loop
+    ("20,000 calls x 7 rounds, verified", ["time", f"{CASES}/many_calls.sched", "--json"],
+     1_120_000),
+    ("the same rounds as one loop, verified", ["time", f"{CASES}/many_calls_loop.sched", "--json"],
+     1_120_000),
     ("ring 128x8, verified", ["time", "schedules/scale/ring_1024.sched", "--json"], 2_095_104),
     ("ring 128x8, --no-verify", ["time", "schedules/scale/ring_1024.sched", "--json",
                                  "--no-verify"], 2_095_104),
@@ -64,6 +78,11 @@ AFTER_START_UP = {"sweep 10^6 points, --csv": ("sweep 2 points, --csv", 10**6),
                   "sweep 10^6 points, --json": ("sweep 2 points, --json", 10**6)}
 HELP, COMPARE = "start-up: --help", "start-up: compare seed"
 FLOOR = "start-up floor: the libraries alone"  # measured with COMPARE, before it
+IMPORTS = "importing the libraries alone"  # measured alternately with COMPARE
+REFUSED = "refused: verify hierarchical 2048x8"
+EXIT = {REFUSED: 2}  # the exit codes expected, where not 0
+CALLS, LOOP = "20,000 calls x 7 rounds, verified", "the same rounds as one loop, verified"
+ALTERNATE = {COMPARE: IMPORTS, LOOP: CALLS}  # target -> the one it runs alternately with
 BIG_CASES = (("ring 512x8", 33_546_240), ("hierarchical 1024x8", 16_875_520))
 MANY = "140,000 rounds x 8, verified"
 BOUND, BOUND_BASE = "bound hierarchical 1024x8, --no-verify", "hierarchical 1024x8, --no-verify"
@@ -74,6 +93,11 @@ def main() -> None:
     parser.add_argument("--markdown", action="store_true",
                         help="Also print the checks as the README's Markdown table.")
     options = parser.parse_args()
+    with recorded(options.results, "targets.py"):
+        _measure(options)
+
+
+def _measure(options) -> None:
     subprocess.run([sys.executable, "-m", "compileall", "-q", str(ROOT / "schedc")], check=True)
     median: dict[str, float] = {}
     least: dict[str, float] = {}  # the min of the runs: the same checks, less moved by noise
@@ -84,27 +108,39 @@ def main() -> None:
                     for name, args, transfers in TARGETS if chosen(name, options.only)]
         if any(name == COMPARE for name, _, _ in commands):
             at = next(k for k, (name, _, _) in enumerate(commands) if name == COMPARE)
-            commands.insert(at, (FLOOR, LIBRARIES_ALONE, None))
-        for name, command, transfers in commands:
-            least[name], median[name], peak[name] = summary([run_once(command)
-                                                             for _ in range(options.repeat)])
-            rate = f"{transfers / least[name] / 1e6:.2f} M" if transfers else "-"
-            print(f"{name:<42} {least[name]:>7.2f}s {median[name]:>7.2f}s "
-                  f"{peak[name] / 2**20:>6.0f} MiB {rate:>12}", flush=True)
-            start_up, points = AFTER_START_UP.get(name, (None, 0))
-            if start_up in median:
-                extra = median[name] - median[start_up]
-                print(f"  {'after start-up (medians, less 2 points)':<40} {extra:>7.2f}s "
-                      f"{points / max(extra, 1e-9) / 1e6:>8.2f} M points/s", flush=True)
+            commands[at:at] = [(FLOOR, LIBRARIES_ALONE, None), (IMPORTS, IMPORTS_ALONE, None)]
+        blocks: list[list[tuple[str, list[str], int | None]]] = []  # each run alternately
+        for command in commands:
+            partner = ALTERNATE.get(command[0])
+            if partner and blocks and any(name == partner for name, _, _ in blocks[-1]):
+                blocks[-1].append(command)
+            else:
+                blocks.append([command])
+        for block in blocks:
+            runs: dict[str, list] = {name: [] for name, _, _ in block}
+            for _ in range(options.repeat):
+                for name, command, _ in block:
+                    runs[name].append(run_once(command, exit_code=EXIT.get(name, 0)))
+            for name, _, transfers in block:
+                least[name], median[name], peak[name] = summary(runs[name])
+                rate = f"{transfers / least[name] / 1e6:.2f} M" if transfers else "-"
+                print(f"{name:<42} {least[name]:>7.2f}s {median[name]:>7.2f}s "
+                      f"{peak[name] / 2**20:>6.0f} MiB {rate:>12}", flush=True)
+                start_up, points = AFTER_START_UP.get(name, (None, 0))
+                if start_up in median:
+                    extra = median[name] - median[start_up]
+                    print(f"  {'after start-up (medians, less 2 points)':<40} {extra:>7.2f}s "
+                          f"{points / max(extra, 1e-9) / 1e6:>8.2f} M points/s", flush=True)
     checks = _checks(median, peak)
     on_mins = _checks(least, peak)  # the same checks in the same order
-    print(f"\n{'issue 14 target':<52} {'medians':>10} {'mins':>10} {'goal':>10}  met (medians, mins)")
+    print(f"\n{'target':<52} {'medians':>10} {'mins':>10} {'goal':>10}  met (medians, mins)")
     for (what, measured, goal, met), (_, fastest, _, met_fastest) in zip(checks, on_mins):
         print(f"{what:<52} {measured:>10} {fastest:>10} {goal:>10}  "
               f"{'yes' if met else 'NO'}, {'yes' if met_fastest else 'NO'}")
     if FLOOR in median:
         print(f"\n`compare` cannot start faster than its libraries: `python -c \"{LIBRARIES_CODE}\"` "
-              f"takes {median[FLOOR]:.2f} s (median), `compare` {median[COMPARE]:.2f} s.")
+              f"takes {median[FLOOR]:.2f} s (median), `python -c \"{IMPORTS_CODE}\"` "
+              f"{median[IMPORTS]:.2f} s, `compare` {median[COMPARE]:.2f} s.")
     if options.markdown:
         print("\n| target | medians of the runs | mins | goal | met (medians, mins) |\n"
               "|---|---|---|---|---|")
@@ -114,8 +150,8 @@ def main() -> None:
 
 
 def _checks(median: dict[str, float], peak: dict[str, int]) -> list[tuple[str, str, str, bool]]:
-    """Issue 14's targets, each on the walls given (the runs' medians, or their mins):
-    (what, measured, goal, met)."""
+    """Issues 14's and 25's targets, each on the walls given (the runs' medians, or their
+    mins): (what, measured, goal, met)."""
     out = []
 
     def have(*names: str) -> bool:
@@ -123,9 +159,17 @@ def _checks(median: dict[str, float], peak: dict[str, int]) -> list[tuple[str, s
 
     for name, what, goal in ((HELP, "`schedc --help`", 0.15),
                              (COMPARE, "`schedc compare` on the seed file", 0.5),
-                             (MANY, "140,000 rounds × 8 transfers, verified", 3.0)):
+                             (MANY, "140,000 rounds × 8 transfers, verified", 3.0),
+                             (REFUSED, "refused verification, hierarchical 2048x8", 2.0),
+                             (CALLS, "20,000 calls of a 7-round schedule, verified", 3.0)):
         if have(name):
             out.append((what, f"{median[name]:.2f} s", f"≤ {goal} s", median[name] <= goal))
+    for name, base, what, goal in (
+            (COMPARE, IMPORTS, "`compare` / importing its libraries (alternated)", 1.1),
+            (CALLS, LOOP, "20,000 calls / the same rounds as one loop (alternated)", 1.5)):
+        if have(name, base):
+            ratio = median[name] / median[base]
+            out.append((what, f"{ratio:.2f}×", f"≤ {goal}×", ratio <= goal))
     for case, transfers in BIG_CASES:
         verified, plain = f"{case}, verified", f"{case}, --no-verify"
         if have(verified, plain):

@@ -29,6 +29,9 @@ MAX_EMIT_LINES = 200_000  # formatting takes about 50 µs a line
 def verified_timings(session, names: list[str], no_verify: bool) -> list:
     """The schedules' timings, verified first unless --no-verify (bad input, exit 2, has had
     its say by then, since timing compiles everything)."""
+    if not no_verify:  # what verification refuses from the declarations, before compiling
+        from ..analysis.verify.verdict import check_verifiable
+        check_verifiable(session, tuple(names))
     timings = [session.timing(n) for n in names]
     if not no_verify:
         from ..analysis.verify.verdict import verdicts

@@ -49,6 +49,9 @@ class Env:
     local: dict[str, object] = field(default_factory=dict)
     lanes: int | None = None  # None: scalar context; else the number of lanes
     max_lanes: int = MAX_LANES
+    # The lanes are consecutive iterations of a sequential loop (else branches of a parallel
+    # one): a round loop keeps their rounds one after another instead of side by side.
+    sequential: bool = False
     # Handlers for node kinds that only some contexts allow (time(...) and solve(...) in
     # equations and checks); they take precedence over the built-in ones.
     extra: dict[type, Callable[..., object]] = field(default_factory=dict)

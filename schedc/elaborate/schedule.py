@@ -16,7 +16,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
-from fractions import Fraction
 
 import numpy as np
 
@@ -24,16 +23,16 @@ from ..errors import ElaborationError, LimitError, Span, did_you_mean
 from ..language import statements as st
 from ..language import syntax as ast
 from ..limits import Limits
-from ..model.ir import Collective, Schedule, Series
+from ..model.ir import Collective, Schedule, Series, in_sequence, interleaved
 from ..model.values import (
     Devices,
     Integers,
     IntRange,
     NeedScalar,
-    Quantity,
     kind_of,
 )
 from .evaluate import evaluate
+from .failures import at_the_call, fail
 from .lanes import Env, expand_lanes, filter_lanes
 from .transfers import RoundBuffer, RoundList, merge_batches, transfer_batch, zipped
 
@@ -97,7 +96,8 @@ def _sequence(stmts: tuple[st.Stmt, ...], env: Env, ctx: ScheduleContext) -> Rou
         if isinstance(stmt, ast.Let):
             env = env.bind(stmt.name, evaluate(stmt.value, env))
         elif isinstance(stmt, st.For):
-            for iteration in _iterations(stmt, env, ctx):
+            at_once = _loop_as_lanes(stmt, env, ctx) if env.lanes is None else None
+            for iteration in [at_once] if at_once is not None else _iterations(stmt, env, ctx):
                 rounds.extend(iteration)
         elif isinstance(stmt, st.RoundFor):
             _round_loop(stmt, env, ctx, rounds)
@@ -113,7 +113,9 @@ def _sequence(stmts: tuple[st.Stmt, ...], env: Env, ctx: ScheduleContext) -> Rou
         elif isinstance(stmt, st.If):
             cond = evaluate(stmt.cond, env)
             if isinstance(cond, np.ndarray) and env.lanes is not None:
-                raise NeedScalar  # it differs between the lanes' iterations
+                if not cond.size or not bool((cond == cond.flat[0]).all()):
+                    raise NeedScalar  # it differs between the lanes' iterations
+                cond = cond.flat[0]  # every lane takes it the same way
             taken = _scalar_condition(cond, stmt.cond.span)
             rounds.extend(_sequence(stmt.then if taken else stmt.orelse, env, ctx))
         elif isinstance(stmt, (st.Transfer, st.Send)):
@@ -121,7 +123,7 @@ def _sequence(stmts: tuple[st.Stmt, ...], env: Env, ctx: ScheduleContext) -> Rou
         elif isinstance(stmt, st.CallStmt):
             rounds.extend(_call(stmt.call, env, ctx))
         elif isinstance(stmt, st.Fail):
-            _fail(stmt, env, ctx)
+            fail(stmt, env, ctx)
         else:  # pragma: no cover - the parser produces no other statements
             raise ElaborationError(f"unexpected statement {type(stmt).__name__}", stmt.span)
     return rounds
@@ -158,26 +160,63 @@ def _parallel_for(stmt: st.ParallelFor, env: Env, ctx: ScheduleContext) -> Round
             every = expand_lanes(replace(env, lanes=1, max_lanes=ctx.room), stmt.var, values,
                                  stmt.iter.span)
             ctx.spend(count, 0, stmt.span)  # its iterations, as _bounded counts them
-            return zipped(list(_branch_groups(stmt, every, ctx)))
+            return zipped([rounds for _, rounds in _lane_groups(stmt, every, ctx)])
         except (NeedScalar, ElaborationError):
             ctx.steps, ctx.transfers = spent
     return zipped(_iterations(stmt, env, ctx))
 
 
-def _branch_groups(stmt: st.ParallelFor, every: Env, ctx: ScheduleContext) -> Iterator[RoundList]:
+def _lane_groups(stmt: st.ParallelFor | st.For, every: Env,
+                 ctx: ScheduleContext) -> Iterator[tuple[int, RoundList]]:
     """The branches (lanes of `every`) run a group at a time: the first alone, then as many at
-    once as make about BRANCH_TRANSFERS transfers, judged by the first."""
+    once as make about BRANCH_TRANSFERS transfers, judged by the first. Yields each group's
+    lanes and rounds."""
     count = every.lanes or 0
     branch = np.arange(count)
     lo, size = 0, 1
     while lo < count:
         hi = min(lo + size, count)
         made = ctx.transfers
-        yield _sequence(stmt.body, filter_lanes(every, (branch >= lo) & (branch < hi), stmt.span),
-                        ctx)
+        yield hi - lo, _sequence(stmt.body, filter_lanes(every, (branch >= lo) & (branch < hi),
+                                                         stmt.span), ctx)
         if lo == 0:
             size = max(1, BRANCH_TRANSFERS // max(ctx.transfers - made, 1))
         lo = hi
+
+
+def _loop_as_lanes(stmt: st.For, env: Env, ctx: ScheduleContext) -> RoundList | None:
+    """A sequential `for` whose body `parallel for` could run as lanes (a loop of calls): its
+    iterations run so too, a group at a time, but each round loop keeps their rounds one after
+    another, and the groups' series are joined into one — the rounds and transfers, in order,
+    of one iteration at a time, elaborated once per group instead of once per call. None when
+    it cannot (one iteration at a time then runs it, and reports any error, or a loop its first
+    iteration shows too big, at the iteration that makes it)."""
+    values = evaluate(stmt.iter, env)
+    count = len(_values(stmt.iter, env, values))
+    if count <= 1:
+        return None
+    spent = ctx.steps, ctx.transfers
+    groups: list[Series] = []
+    try:
+        ctx.check_steps(count, stmt.span)
+        every = expand_lanes(replace(env, lanes=1, max_lanes=ctx.room, sequential=True),
+                             stmt.var, values, stmt.iter.span)
+        ctx.spend(count, 0, stmt.span)  # its iterations, as _bounded counts them
+        for lanes, made in _lane_groups(stmt, every, ctx):
+            if not groups and spent[1] + (ctx.transfers - spent[1]) * count > ctx.limits.transfers:
+                raise NeedScalar  # refused after its first iteration, as _bounded words it
+            series = [part for part in made.parts if isinstance(part, Series)]
+            if len(series) < len(made.parts) or any(len(part) % lanes for part in series):
+                raise NeedScalar  # (every part is a round loop's series, of every lane's rounds)
+            if series:
+                groups.append(interleaved(series, lanes))
+    except (NeedScalar, ElaborationError):
+        ctx.steps, ctx.transfers = spent
+        return None
+    out = RoundList()
+    if groups:
+        out.add_series(in_sequence(groups))
+    return out
 
 
 def _values(iter_expr: ast.Expr, env: Env, value: object = None) -> list | range:
@@ -264,54 +303,10 @@ def _call(call: ast.Call, env: Env, ctx: ScheduleContext) -> RoundList:
     try:
         return _sequence(definition.body, replace(callee, local=bound), ctx)
     except ElaborationError as exc:
-        raise _at_the_call(exc, ctx) from None
+        raise at_the_call(exc, ctx) from None
     finally:
         ctx.stack.pop()
         ctx.calls.pop()
-
-
-def _at_the_call(exc: ElaborationError, ctx: ScheduleContext) -> ElaborationError:
-    """An error inside a schedule of another file (a library's index out of range, a rank not
-    in the collective), moved to the outermost call, the line the user wrote, with notes naming
-    where it was raised and the call chain, as `error` statements are reported. Done once, by
-    the innermost call; an error in the user's own file stays where it is."""
-    user = ctx.calls[0].span
-    if getattr(exc, "at_call", False) or exc.span is None or exc.span.source is user.source:
-        return exc
-    notes = (f"raised at {exc.span} in '{ctx.stack[-1].name}'",
-             "called as " + " -> ".join(f"{c.func} ({c.span})" for c in ctx.calls), *exc.notes)
-    moved = type(exc)(exc.message, user, notes)
-    moved.at_call = True  # a mark for the calls outside
-    return moved
-
-
-def _fail(stmt: st.Fail, env: Env, ctx: ScheduleContext) -> None:
-    """`error "text", values...`: reported at the outermost call, the one the user wrote."""
-    words = [stmt.message] + [v.value if isinstance(v, ast.String) else _shown(evaluate(v, env), ctx)
-                              for v in stmt.values]
-    where = ctx.calls[0].span if ctx.calls else stmt.span
-    notes = [f"raised by the 'error' at {stmt.span} in '{ctx.stack[-1].name}'"] if ctx.calls else []
-    if len(ctx.calls) > 1:
-        notes.append("called as " + " -> ".join(f"{c.func} ({c.span})" for c in ctx.calls))
-    error = ElaborationError(" ".join(w for w in words if w), where, tuple(notes))
-    error.at_call = True  # already at the user's call
-    raise error
-
-
-def _shown(value: object, ctx: ScheduleContext) -> str:
-    """A value in an `error` message: numbers as numbers, devices by name."""
-    if isinstance(value, (np.ndarray, np.integer)) and np.size(value) == 1:
-        value = int(np.ravel(value)[0])
-    if isinstance(value, (bool, np.bool_)):
-        return str(bool(value)).lower()
-    if isinstance(value, (int, Fraction)):
-        return str(value)
-    if isinstance(value, Quantity):
-        return str(value.expr)
-    if isinstance(value, Devices) and not value.lanes:
-        names = [ctx.device_names[int(i)] for i in np.ravel(value.ids)]
-        return names[0] if value.rank == 0 else "[" + ", ".join(names) + "]"
-    return kind_of(value)
 
 
 # ---- one round --------------------------------------------------------------------------------
@@ -361,14 +356,18 @@ def _round_loop(stmt: st.RoundFor, env: Env, ctx: ScheduleContext, rounds: Round
             batch, iteration = batch.take(order), iteration[order]
         ordered.append((batch, np.searchsorted(iteration, np.arange(count + 1))))
     batches, starts = [], []
-    for b in range(branches):
+    # Branches side by side, each its own batches; iterations of a sequential loop one after
+    # another, as one branch of all their rounds.
+    sides, width = (1, count) if env.sequential else (branches, per)
+    for b in range(sides):
         for batch, at in ordered:
-            lo, hi = int(at[b * per]), int(at[(b + 1) * per])
-            if branches == 1 or hi > lo:  # (a branch of no transfers here has no batch)
-                batches.append(batch if branches == 1 else batch.take(slice(lo, hi)))
-                starts.append(at[b * per:(b + 1) * per + 1] - lo)
+            lo, hi = int(at[b * width]), int(at[(b + 1) * width])
+            if sides == 1 or hi > lo:  # (a branch of no transfers here has no batch)
+                batches.append(batch if sides == 1 else batch.take(slice(lo, hi)))
+                starts.append(at[b * width:(b + 1) * width + 1] - lo)
     ctx.spend(count, sum(len(b) for b, _ in ordered), stmt.span)
-    rounds.add_series(Series(tuple(batches), np.array(starts, dtype=np.int64).reshape(len(starts), per + 1)))
+    rounds.add_series(Series(tuple(batches),
+                             np.array(starts, dtype=np.int64).reshape(len(starts), width + 1)))
 
 
 def _per_branch(expr: ast.Expr, env: Env, values: object) -> int:
@@ -415,7 +414,7 @@ def _round_body(stmts, env: Env, ctx: ScheduleContext, out: list) -> None:
         elif isinstance(stmt, st.Fail):
             if env.lanes is not None and env.lanes > 1:
                 raise NeedScalar  # report it for one iteration, with that iteration's values
-            _fail(stmt, env, ctx)
+            fail(stmt, env, ctx)
         else:
             what = {st.CallStmt: "a call", st.RoundFor: "a round loop", st.RoundBlock: "a round",
                     st.ParallelFor: "parallel", st.ParallelBlock: "parallel"}[type(stmt)]

@@ -212,6 +212,76 @@ class Series:
         return Series(self.batches, self.starts[:, np.append(kept, kept[-1] + 1 if len(kept) else 0)])
 
 
+def _joined_batch(parts: list[Batch]) -> Batch:
+    """One statement's batches of consecutive rounds, one after another."""
+    if len(parts) == 1:
+        return parts[0]
+    first = parts[0]
+    src, dst, off, length = (np.concatenate([getattr(b, name) for b in parts])
+                             for name in ("src", "dst", "off", "length"))
+    return Batch(first.op, src, dst, off, length, first.den,
+                 None if first.into_off is None else np.concatenate([b.into_off for b in parts]),
+                 first.size, first.span, first.origin)
+
+
+def in_sequence(parts: Sequence[Series]) -> Series:
+    """Consecutive series as one, their rounds one after another (the iterations of a loop of
+    calls, made a group of iterations at a time). A statement's batches are joined: the k-th
+    batch that an op, span, size and denominator make in one part continues the k-th such batch
+    of the parts before; a batch a part lacks holds nothing in that part's rounds."""
+    if len(parts) == 1:
+        return parts[0]
+    index: dict[tuple, int] = {}
+    rows = []  # per part, the joined batch of each of its batches
+    for part in parts:
+        seen: dict[tuple, int] = {}
+        row = []
+        for b in part.batches:
+            kind = (b.op, b.span, b.den, b.size, b.into_off is None, b.origin)
+            seen[kind] = seen.get(kind, 0) + 1
+            row.append(index.setdefault((kind, seen[kind]), len(index)))
+        rows.append(row)
+    members: list[list[Batch]] = [[] for _ in index]
+    starts = np.zeros((len(index), sum(len(p) for p in parts) + 1), dtype=np.int64)
+    filled = np.zeros(len(index), dtype=np.int64)  # transfers of each joined batch so far
+    at = 0
+    for part, row in zip(parts, rows):
+        n = len(part)
+        starts[:, at:at + n] = filled[:, None]
+        for j, k in enumerate(row):
+            lo, hi = int(part.starts[j, 0]), int(part.starts[j, n])
+            starts[k, at:at + n] += part.starts[j, :n] - lo
+            b = part.batches[j]
+            members[k].append(b if (lo, hi) == (0, len(b)) else b.take(slice(lo, hi)))
+            filled[k] += hi - lo
+        at += n
+    starts[:, at] = filled
+    return Series(tuple(_joined_batch(m) for m in members), starts)
+
+
+def interleaved(parts: Sequence[Series], count: int) -> Series:
+    """Series that each hold `count` iterations' rounds, iteration after iteration (what the
+    round loops of a loop's body make when its iterations run as lanes), as one series in the
+    order of one iteration at a time: iteration 0's rounds of every part, in order, then
+    iteration 1's, and so on. Each part's batches hold nothing in the other parts' rounds."""
+    if len(parts) == 1:
+        return parts[0]
+    per = [len(p) // count for p in parts]
+    width = sum(per)
+    step, iteration = np.arange(width), np.arange(count)[:, None]
+    batches: list[Batch] = []
+    starts = []
+    offset = 0
+    for part, n in zip(parts, per):
+        # Round (i, o) of the whole reads the part's round boundary i * n + (o - offset),
+        # clipped to the part's rounds of iteration i: outside them it holds nothing.
+        local = (iteration * n + np.clip(step - offset, 0, n)).reshape(-1)
+        starts.append(part.starts[:, np.append(local, count * n)])
+        batches += part.batches
+        offset += n
+    return Series(tuple(batches), np.concatenate(starts))
+
+
 Part = tuple[Round, ...] | Series
 
 

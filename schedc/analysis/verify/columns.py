@@ -31,7 +31,7 @@ import numpy as np
 
 from ...model.collectives import KINDS
 from ...model.ir import Round, Schedule
-from .dataflow import Geometry, Items, ran_batches
+from .dataflow import Geometry, Items, Steps, ran_batches
 from .renaming import Block, Symmetry, blocks, order, rotation_of
 
 SCREEN = 8  # rounds a candidate rotation must pass before the whole schedule is checked
@@ -44,7 +44,7 @@ class Reduction:
     slot * len(columns) + the column's index."""
 
     columns: np.ndarray
-    items: list[Items]
+    steps: list[Steps]  # every step's, a block of consecutive steps at a time
 
 
 def reduce_columns(schedule: Schedule, geo: Geometry, rounds: Sequence[Round],
@@ -112,7 +112,8 @@ class _Taken:
 
     def __init__(self, geo: Geometry, steps: int) -> None:
         self.geo = geo
-        self.items: list[Items | None] = [None] * steps
+        self.steps = steps
+        self.taken: dict[int, Steps] = {}  # each block's steps, by its first step
         self.columns: np.ndarray | None = None
         self.chosen = np.zeros(0, dtype=bool)  # per segment: is it a chosen column
         self.before = np.zeros(0, dtype=np.int64)  # chosen columns before each segment
@@ -145,10 +146,16 @@ class _Taken:
         assert self.columns is not None
         if self.pending is None:  # the blocks before τ was whole, read again
             for bl in blocks(rounds, self.geo):
-                if self.items[bl.start] is None:
+                if bl.start not in self.taken:
                     self._take(bl, False)
-        idle = Items.empty()
-        return Reduction(self.columns, [idle if it is None else it for it in self.items])
+        parts, at = [], 0
+        for start in sorted(self.taken):  # steps no block holds have no items
+            parts += [Steps(Items.empty(), np.zeros(start - at + 1, dtype=np.int64))] * (start > at)
+            parts.append(self.taken[start])
+            at = start + len(self.taken[start])
+        if at < self.steps:
+            parts.append(Steps(Items.empty(), np.zeros(self.steps - at + 1, dtype=np.int64)))
+        return Reduction(self.columns, parts)
 
     def _take(self, bl: Block, single: bool) -> None:
         geo, before = self.geo, self.before
@@ -167,8 +174,6 @@ class _Taken:
         width = int(before[-1])
         src = geo.slot[bl.src[row, at]] * width + column
         dst = geo.slot[bl.dst[row, at]] * width + column
-        cuts = np.searchsorted(row, np.arange(bl.rounds + 1)).tolist()
-        for r, (a, b) in enumerate(zip(cuts, cuts[1:])):
-            self.items[bl.start + r] = Items(src[a:b], dst[a:b], np.zeros(b - a, np.int64),
-                                             bl.copy[at[a:b]], bl.batch[at[a:b]],
-                                             bl.transfer[at[a:b]])
+        self.taken[bl.start] = Steps(Items(src, dst, np.zeros(len(src), np.int64), bl.copy[at],
+                                           bl.batch[at], bl.transfer[at]),
+                                     np.searchsorted(row, np.arange(bl.rounds + 1)))

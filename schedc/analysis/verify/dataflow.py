@@ -19,10 +19,10 @@ from typing import TypeVar
 
 import numpy as np
 
-from ...errors import LimitError
+from ...errors import LimitError, Span
 from ...limits import MAX_CELLS
 from ...model.collectives import KINDS, Cells, Spec
-from ...model.ir import Batch, Round, Rounds, Schedule, Series, joined
+from ...model.ir import Batch, Collective, Round, Rounds, Schedule, Series, joined
 
 T = TypeVar("T", bound=Sized)
 MAX_SCALE = 2**62  # the common denominator of all region boundaries
@@ -118,6 +118,20 @@ class Steps:
         """The step of each item (made once: each run of steps applied together slices it)."""
         return np.repeat(np.arange(len(self)), np.diff(self.cuts))
 
+    def part(self, start: int, end: int) -> Steps:
+        """Steps start .. end - 1."""
+        lo = int(self.cuts[start])
+        return Steps(self.items.part(lo, int(self.cuts[end])), self.cuts[start:end + 1] - lo)
+
+    def groups(self, start: int, limit: int) -> Iterator[Steps]:
+        """Steps from `start` on, consecutive ones together until they hold `limit` items (as
+        `grouped` groups them)."""
+        cuts, k = self.cuts, start
+        while k < len(self):
+            end = min(max(int(np.searchsorted(cuts, cuts[k] + limit)), k + 1), len(self))
+            yield self.part(k, end)
+            k = end
+
     @classmethod
     def of(cls, items: list[Items]) -> Steps:
         """Steps of these items each."""
@@ -204,10 +218,26 @@ def geometry(schedule: Schedule, devices: int, ran: Ran | None = None) -> Geomet
     # Elaboration admits only ranks and reducing switches as endpoints.
     in_network = tuple(int(d) for d in np.flatnonzero(used & (slot < 0)))
     slot[list(in_network)] = p + np.arange(len(in_network))
-    if (p + len(in_network)) * (len(bounds) - 1) > MAX_CELLS:
-        raise LimitError(f"verifying this needs {p:,} ranks × {len(bounds) - 1:,} pieces of the "
-                         f"buffer; the limit is {MAX_CELLS:,} in all{_SKIP}", schedule.span)
+    check_cells(p, len(in_network), len(bounds) - 1, schedule.span)
     return Geometry(slot, bounds, scale, p, in_network)
+
+
+def check_cells(ranks: int, switches: int, pieces: int, span: Span | None) -> None:
+    """Refuse a verification of more than MAX_CELLS cells: (ranks + reducing switches) × pieces
+    of the buffer."""
+    if (ranks + switches) * pieces > MAX_CELLS:
+        raise LimitError(f"verifying this needs {ranks:,} ranks × {pieces:,} pieces of the "
+                         f"buffer; the limit is {MAX_CELLS:,} in all{_SKIP}", span)
+
+
+def check_declared(collective: Collective, span: Span | None) -> None:
+    """Before the schedule `span` is compiled, refuse what its verification will refuse from
+    its collective's declaration alone: every rank, and the p parts of the buffer whose start
+    or end states differ (an all-gather's or a reduce-scatter's: `geometry` cuts there
+    whatever the schedule does), else the whole buffer as one piece."""
+    if collective.layout is None:  # (an MSCCL layout's tables are checked as it is read)
+        p = len(collective.ranks)
+        check_cells(p, 0, p if KINDS[collective.kind].by_parts else 1, span)
 
 
 MARKED_SCALE = 2**24  # up to this scale, a point's segment is found in a table of every position

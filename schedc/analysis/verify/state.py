@@ -96,9 +96,14 @@ def _apply_together(s: State, steps: Steps, start: int, end: int) -> bool:
     shifts = np.where(shifts != MIXED, shifts + it.shift, shifts)
     order = np.lexsort((owner, dst))  # by cell, and in a cell by step
     cell = dst[order]
-    first = np.flatnonzero(np.r_[True, cell[1:] != cell[:-1]])
+    starts = np.empty(len(cell), dtype=bool)  # (np.r_ costs ~20 µs a call; runs are many)
+    starts[0] = True
+    np.not_equal(cell[1:], cell[:-1], out=starts[1:])
+    first = np.flatnonzero(starts)
     cells = cell[first]
-    counts = np.diff(np.r_[first, len(cell)])
+    counts = np.empty_like(first)
+    counts[:-1] = first[1:] - first[:-1]
+    counts[-1] = len(cell) - first[-1]
     copy, values, totals, shifts = copy[order], values[order], totals[order], shifts[order]
     place = np.arange(len(cell))
     last_copy = np.maximum.reduceat(np.where(copy, place, -1), first)

@@ -32,7 +32,7 @@ that fails, every column runs again; a failing cell is then replayed exactly
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 import numpy as np
@@ -42,15 +42,16 @@ from ...model.ir import Schedule
 from ...model.symmetry import device_shift
 from ...model.topology import Topology
 from ...session import Session
+from . import repeats
 from .columns import reduce_columns
 from .counterexample import Conflict, WrongResult, conflict_at, explain
 from .dataflow import (
     Items,
     Spec,
     Steps,
+    check_declared,
     collective_spec,
     geometry,
-    grouped,
     step_chunks,
     step_rounds,
 )
@@ -89,6 +90,7 @@ def verdict(session: Session, name: str) -> Verdict:
     devices = [d.name for d in topology.devices]
 
     def compute() -> Verdict:
+        check_verifiable(session, (name,))
         schedule = session.schedule(name)
         # A transfer the machine cannot carry is the cause, whatever the data flow would say.
         missing = missing_route(schedule, topology) if session.program.has_machine else None
@@ -97,6 +99,16 @@ def verdict(session: Session, name: str) -> Verdict:
         return verify_schedule(schedule, devices,
                                hints=host_hints(topology, schedule.collective.ranks))
     return session.memo("verdict", name, compute)
+
+
+def check_verifiable(session: Session, names: tuple[str, ...] = ()) -> None:
+    """Refuse, before they are compiled, the named result schedules (all by default) whose
+    verification their collectives' declarations show too big (`dataflow.check_declared`):
+    a command that verifies before it reports calls this first."""
+    for name in session.selected(names, required=False):
+        result = session.program.result(name)
+        if result.definition is not None:  # (None: an MSCCL algorithm, its IR read whole)
+            check_declared(result.collective, result.definition.span)
 
 
 def host_hints(topology: Topology, ranks: tuple[int, ...]) -> tuple[np.ndarray, ...]:
@@ -137,14 +149,16 @@ def verify_schedule(schedule: Schedule, names: list[str], method: str = "auto",
     reduction = reduce_columns(schedule, geo, ran, hints) if symmetry else None
     if reduction is not None:  # one column per orbit stands for the rest (see `columns`)
         spec = collective_spec(schedule, geo, reduction.columns)
-        outcome = _run(schedule.name, _chunks(reduction.items), len(ran), p,
-                       len(reduction.columns), spec, embed)
+        taken = reduction.steps
+        outcome = _run(schedule.name, lambda state: repeats.chunks(taken, state, BLOCK_TRANSFERS),
+                       len(ran), p, len(reduction.columns), spec, embed)
         if not isinstance(outcome, tuple) and _first_wrong(outcome, spec, embed) is None:
             return Verdict(schedule, method, segments, None)
         # A failure is found again on every column, so that it is reported as ever.
     spec = collective_spec(schedule, geo)
     chunks = step_chunks(ran, geo, BLOCK_TRANSFERS)
-    outcome = _run(schedule.name, chunks, len(ran), geo.slots, segments, spec, embed)
+    outcome = _run(schedule.name, lambda state: chunks, len(ran), geo.slots, segments, spec,
+                   embed)
     if isinstance(outcome, tuple):
         return Verdict(schedule, method, segments, conflict_at(schedule, geo, *outcome, names))
     bad = _first_wrong(outcome, spec, embed)
@@ -155,16 +169,16 @@ def verify_schedule(schedule: Schedule, names: list[str], method: str = "auto",
 # ---- running ----------------------------------------------------------------------------------
 
 
-def _run(name: str, chunks: Iterable[Steps], count: int, slots: int, segments: int,
-         spec: Spec, embed: np.ndarray) -> State | tuple[int, int, Items]:
-    """Run the `count` steps' items, given in chunks of consecutive steps, on a state of
-    slots × segments cells (the first `spec.start` rows are the ranks'; in-network switches,
-    after them, hold nothing at the start): the final state, or (step, cell, items) of a
-    conflict."""
+def _run(name: str, chunks: Callable[[State], Iterable[Steps]], count: int, slots: int,
+         segments: int, spec: Spec, embed: np.ndarray) -> State | tuple[int, int, Items]:
+    """Run the `count` steps' items, given in chunks of consecutive steps (made as they are
+    applied to the state, which `chunks` is given), on a state of slots × segments cells (the
+    first `spec.start` rows are the ranks'; in-network switches, after them, hold nothing at
+    the start): the final state, or (step, cell, items) of a conflict."""
     state = State.start(slots * segments, embed[spec.start.reshape(-1)])
     ticker = progress.ticker(f"verify {name}: rounds", count)
     index = 0
-    for chunk in chunks:
+    for chunk in chunks(state):
         conflict = apply_steps(state, chunk)
         if conflict is not None:
             ticker.finish()
@@ -178,11 +192,6 @@ def _run(name: str, chunks: Iterable[Steps], count: int, slots: int, segments: i
 
 BLOCK_TRANSFERS = 4096  # transfers whose items are made together (see `items_by_round`):
 # small rounds gain from it; a round this large already has array work worth its overhead
-
-
-def _chunks(items: list[Items]) -> Iterator[Steps]:
-    """Consecutive steps' items, grouped until a group holds BLOCK_TRANSFERS items."""
-    return (Steps.of(group) for group in grouped(items, BLOCK_TRANSFERS))
 
 
 def _first_wrong(state: State, spec: Spec, embed: np.ndarray) -> tuple[int, int, int] | None:

@@ -1,0 +1,86 @@
+"""The command line's control of the garbage collector (`schedc.cli.main`) and its exit
+without teardown (`schedc.cli.entry`): memory stays bounded on a big case, output and exit
+codes are those of `main`, and a program that calls `main` in-process keeps its collector."""
+
+from __future__ import annotations
+
+import gc
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+from conftest import ROOT, SCHEDULES
+
+SEED = SCHEDULES / "seed" / "nvlink_2x8.sched"
+BIG = SCHEDULES / "scale" / "ring_1024.sched"  # 2,046 rounds of 1,024 transfers
+PER_TRANSFER = 80  # bytes: the peak-memory target of benchmarks/targets.py, per transfer
+
+# A small launcher forks the program and reports wait4's ru_maxrss of that child alone: a
+# child forked from pytest itself would count pytest's memory (see benchmarks/processes.py).
+LAUNCHER = """
+import os, sys
+pid = os.fork()
+if pid == 0:
+    os.execvp(sys.argv[1], sys.argv[1:])
+_, status, usage = os.wait4(pid, 0)
+sys.stderr.write(f"\\n{os.waitstatus_to_exitcode(status)} {usage.ru_maxrss}")
+"""
+
+
+def _program(*args: str) -> tuple[int, str, int]:
+    """(exit code, stdout, peak resident bytes) of `python -m schedc args` from the root."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    done = subprocess.run([sys.executable, "-S", "-c", LAUNCHER, sys.executable, "-m", "schedc",
+                           *args], cwd=ROOT, env=env, capture_output=True, text=True, check=False)
+    code, peak = done.stderr.rsplit("\n", 1)[-1].split()
+    return int(code), done.stdout, int(peak) * 1024
+
+
+def test_memory_stays_bounded_without_the_collector():
+    """Without cyclic collection during the command, the peak of a 2.1 M-transfer compile and
+    verification stays within what the transfers need (80 B each, the benchmarks' target)
+    above the peak of a command that imports everything and compiles almost nothing."""
+    code, out, peak = _program("time", str(BIG), "--json")
+    assert code == 0
+    transfers = json.loads(out)["schedules"][0]["transfers"]
+    assert transfers == 2 * 1023 * 1024
+    code, _, base = _program("compare", str(SEED))
+    assert code == 0
+    assert peak <= base + PER_TRANSFER * transfers, (peak, base, transfers)
+
+
+@pytest.mark.parametrize("args", [("compare", str(SEED)),
+                                  ("verify", str(SCHEDULES / "seed" / "pcie_2x4.sched")),
+                                  ("time", str(SEED), "--set", "hosts=x"), ("--help",),
+                                  ("no-such-command",)])
+def test_program_prints_and_exits_as_main(run, args):
+    """The program's exit without teardown loses nothing: stdout, stderr and the exit code are
+    those of `main` run in-process, byte for byte."""
+    here = os.getcwd()
+    os.chdir(ROOT)
+    try:
+        expected = run(*args)
+    finally:
+        os.chdir(here)
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    done = subprocess.run([sys.executable, "-m", "schedc", *args], cwd=ROOT, env=env,
+                          capture_output=True, text=True, check=False)
+    assert (done.returncode, done.stdout, done.stderr) == expected
+
+
+def test_main_in_process_keeps_the_collector(run):
+    """`main` turns the collector off only while its command runs, and only raises
+    SystemExit: an in-process caller's collector is as it was, on or off."""
+    assert gc.isenabled()
+    code, out, _ = run("compare", SEED)
+    assert code == 0 and out
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        assert run("compare", "no-such-file.sched")[0] == 2
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+
