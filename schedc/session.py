@@ -28,7 +28,7 @@ from .elaborate.program import (
     declared_at,
     parse_override,
 )
-from .elaborate.schedule import Limits
+from .elaborate.schedule import Limits, Watch
 from .errors import LimitError, SchedcError, Span, UsageError
 from .model.ir import Schedule
 
@@ -108,10 +108,11 @@ class Session:
                 raise _blame(error, *self.origin, (kind, name), self._parsed) from None
         return self._memo[key]  # type: ignore[return-value]
 
-    def schedule(self, name: str, span: Span | None = None) -> Schedule:
-        """The IR of a result schedule."""
+    def schedule(self, name: str, span: Span | None = None, watch: Watch | None = None) -> Schedule:
+        """The IR of a result schedule; `watch` sees its round loops as they are made, if it
+        is made now."""
         self.program.result(name, span)  # a clear error for an unknown name
-        return self.memo("ir", name, lambda: self.program.schedule(name))
+        return self.memo("ir", name, lambda: self.program.schedule(name, watch=watch))
 
     def loads(self, name: str) -> Loads:
         self.program.require_machine(name)

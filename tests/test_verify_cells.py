@@ -40,7 +40,7 @@ def test_a_collective_by_parts_is_refused_before_its_schedules_compile(tmp_path,
     with pytest.raises(LimitError) as after:
         verify_schedule(schedule, [d.name for d in late.program.topology.devices])
 
-    def never(self, name, span=None):
+    def never(self, name, span=None, watch=None):
         raise AssertionError("compiled")
 
     monkeypatch.setattr(Program, "schedule", never)
@@ -72,7 +72,7 @@ def test_a_large_allgather_is_refused_without_elaborating(tmp_path, monkeypatch,
     the 67 M transfers of its ring are made."""
     path = _file(tmp_path, 8200, "allgather")
 
-    def never(self, name, span=None):
+    def never(self, name, span=None, watch=None):
         raise AssertionError("compiled")
 
     monkeypatch.setattr(Program, "schedule", never)
@@ -81,3 +81,48 @@ def test_a_large_allgather_is_refused_without_elaborating(tmp_path, monkeypatch,
     assert "verifying this needs 8,200 ranks × 8,200 pieces of the buffer; the limit is " \
            "67,108,864 in all" in err
     assert err.startswith(f"{path}:")
+
+
+# ---- while elaborating: `early.PiecesSeen` -----------------------------------------------------
+
+import schedc.analysis.verify.early as early  # noqa: E402
+from schedc.analysis.verify.dataflow import geometry  # noqa: E402
+
+
+@pytest.mark.parametrize("path", ["schedules/seed/nvlink_2x8.sched", "schedules/seed/pcie_2x4.sched",
+                                  "schedules/seed/nvlink_hosts.sched"])
+def test_the_pieces_seen_while_elaborating_are_at_most_those_verification_cuts(path, monkeypatch):
+    """The watch counts a lower bound (so it refuses only what `geometry` refuses): on the
+    shipped schedules its count never exceeds geometry's exact count, and equals it where the
+    first transfers of each loop touch every boundary (a ring's first rounds)."""
+    monkeypatch.chdir(ROOT)
+    session = Session.open(path)
+    for name in session.selected(required=False):
+        result = session.program.result(name)
+        seen = early.PiecesSeen(result.collective, None)
+        schedule = session.schedule(name, watch=seen)
+        exact = len(geometry(schedule, len(session.program.topology.devices)).bounds) - 1
+        assert 1 <= len(seen.points) - 1 <= exact, (path, name)
+
+
+def test_a_ring_is_refused_at_its_first_loop(tmp_path, monkeypatch, run):
+    """8 ranks and a limit of 56 cells: 7 pieces at most. The ring all-reduce's reduce-scatter
+    loop cuts 8 (one part per rank, all in its first round): refused there, with the pieces
+    seen, before its all-gather loop is made (the watch sees one loop)."""
+    path = _file(tmp_path, 8, "allreduce")
+    monkeypatch.setattr(early, "MAX_CELLS", 56)
+    shown = []
+    original = early.PiecesSeen.__call__
+
+    def counted(self, batches):
+        shown.append(len(batches))
+        original(self, batches)
+
+    monkeypatch.setattr(early.PiecesSeen, "__call__", counted)
+    code, out, err = run("time", path)
+    assert (code, out, len(shown)) == (2, "", 1)
+    assert err.splitlines()[0] == (f"{path}:14:1: error: verifying this needs 8 ranks × at least 8 "
+                                   "pieces of the buffer (counted in the part elaborated so far); "
+                                   "the limit is 56 in all (--no-verify reports on the schedule "
+                                   "without verifying it)")
+    assert run("time", path, "--no-verify")[0] == 0  # only verification refuses

@@ -23,7 +23,7 @@ from ..model.topology import Topology
 from ..model.values import TopoRef
 from ..units import Dim
 from .lanes import Env, Names
-from .schedule import Limits, ScheduleContext, elaborate_schedule
+from .schedule import Limits, ScheduleContext, Watch, elaborate_schedule
 from .topology import Namespace
 
 DEFAULT_LIMITS = Limits()
@@ -95,12 +95,13 @@ class Program:
         without --machine has devices only)."""
         return True
 
-    def schedule(self, name: str, span: Span | None = None) -> Schedule:
-        """Elaborate a result schedule to IR (`Session.schedule` does it once per run)."""
+    def schedule(self, name: str, span: Span | None = None, watch: Watch | None = None) -> Schedule:
+        """Elaborate a result schedule to IR (`Session.schedule` does it once per run); `watch`
+        is shown each round loop's batches as they are made."""
         result = self.result(name, span)
         ctx = ScheduleContext(self.functions, result.collective,
                               [d.name for d in self.topology.devices], self.limits, self.nominal,
-                              tuple(d.id for d in self.topology.devices if d.reduces))
+                              tuple(d.id for d in self.topology.devices if d.reduces), watch=watch)
         env = Env(self.names, max_lanes=self.limits.transfers)
         return elaborate_schedule(name, result.definition, env, ctx)
 

@@ -14,7 +14,7 @@ that all of it would exceed a budget is refused before it runs on.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -23,7 +23,7 @@ from ..errors import ElaborationError, LimitError, Span, did_you_mean
 from ..language import statements as st
 from ..language import syntax as ast
 from ..limits import Limits
-from ..model.ir import Collective, Schedule, Series, in_sequence, interleaved
+from ..model.ir import Batch, Collective, Schedule, Series, in_sequence, interleaved
 from ..model.values import (
     Devices,
     Integers,
@@ -37,6 +37,8 @@ from .lanes import Env, expand_lanes, filter_lanes
 from .transfers import RoundBuffer, RoundList, merge_batches, transfer_batch, zipped
 
 MAX_CALL_DEPTH = 100  # schedule calls in a chain; each costs a few frames of Python's stack
+
+Watch = Callable[[Sequence[Batch]], None]
 
 
 @dataclass
@@ -53,6 +55,8 @@ class ScheduleContext:
     steps: int = 0
     stack: list[ast.ScheduleDef] = field(default_factory=list)  # the schedules being elaborated
     calls: list[ast.Call] = field(default_factory=list)  # the calls that led there
+    # Shown each round loop's batches as they are made (verification's early refusal).
+    watch: Watch | None = None
 
     def __post_init__(self) -> None:
         self.is_rank = np.zeros(len(self.device_names), dtype=bool)
@@ -366,6 +370,8 @@ def _round_loop(stmt: st.RoundFor, env: Env, ctx: ScheduleContext, rounds: Round
                 batches.append(batch if sides == 1 else batch.take(slice(lo, hi)))
                 starts.append(at[b * width:(b + 1) * width + 1] - lo)
     ctx.spend(count, sum(len(b) for b, _ in ordered), stmt.span)
+    if ctx.watch is not None:
+        ctx.watch(batches)
     rounds.add_series(Series(tuple(batches),
                              np.array(starts, dtype=np.int64).reshape(len(starts), width + 1)))
 

@@ -55,8 +55,8 @@ class AlgorithmProgram(Program):
     imported: dict[str, Schedule] | None = None
     machine: str | None = None
 
-    def schedule(self, name: str, span: Span | None = None) -> Schedule:
-        self.result(name, span)
+    def schedule(self, name: str, span: Span | None = None, watch: object = None) -> Schedule:
+        self.result(name, span)  # (read whole already: nothing left to watch)
         assert self.imported is not None, "load_algorithm gives every algorithm program its IR"
         return self.imported[name]
 

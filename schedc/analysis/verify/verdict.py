@@ -55,6 +55,7 @@ from .dataflow import (
     step_chunks,
     step_rounds,
 )
+from .early import PiecesSeen
 from .routes import NoRoute, missing_route
 from .state import MIXED, State, apply_steps
 
@@ -104,11 +105,14 @@ def verdict(session: Session, name: str) -> Verdict:
 def check_verifiable(session: Session, names: tuple[str, ...] = ()) -> None:
     """Refuse, before they are compiled, the named result schedules (all by default) whose
     verification their collectives' declarations show too big (`dataflow.check_declared`):
-    a command that verifies before it reports calls this first."""
+    a command that verifies before it reports calls this first. Each is then elaborated
+    under `early.PiecesSeen`, which refuses as soon as the regions made so far cut the buffer
+    into too many pieces (before lowering and timing, and before the rest is elaborated)."""
     for name in session.selected(names, required=False):
         result = session.program.result(name)
         if result.definition is not None:  # (None: an MSCCL algorithm, its IR read whole)
             check_declared(result.collective, result.definition.span)
+            session.schedule(name, watch=PiecesSeen(result.collective, result.definition.span))
 
 
 def host_hints(topology: Topology, ranks: tuple[int, ...]) -> tuple[np.ndarray, ...]:
