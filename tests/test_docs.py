@@ -36,7 +36,7 @@ from difflib import SequenceMatcher, unified_diff
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, SHARED_DATA
+from conftest import ROOT, SHARED_DATA, needs_shared_data
 
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 ELLIPSIS = "..."
@@ -180,9 +180,8 @@ def test_the_examples_print_what_they_show(page, run, monkeypatch, tmp_path, reu
         page.write_text(text)
         failures = []
     assert not failures, "\n\n".join(failures)
-    if skipped:
-        pytest.skip(f"{skipped} of {len(found)} examples read {SHARED_DATA}, which is absent "
-                    f"(the other {len(found) - skipped} print what they show)")
+    if skipped:  # the others ran and printed what they show
+        needs_shared_data()
 
 
 @pytest.mark.parametrize("page", [p for p in PAGES if doctests(p.read_text())],
