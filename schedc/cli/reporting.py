@@ -6,8 +6,7 @@ from pathlib import Path
 
 import click
 
-from ..limits import MAX_CUTS
-from .compiling import verified_timings
+from ..api import MAX_CUTS
 from .options import EXIT_OK, compiling, no_verify_option, timeout_option
 
 
@@ -29,16 +28,14 @@ def report_command(session, output: Path | None, timeout: float, max_cuts: int,
     """One HTML page about FILE: the comparison table, every formula typeset, time against
     each param with the crossovers marked, each schedule round by round, the bounds, and
     the file's reports and expects. Self-contained: no network, no JavaScript."""
-    from ..analysis.overview import overview
+    from ..api import report
     from ..render.files import write_atomically
-    from ..render.html import report_html
     program = session.program
     target = output or default_output(program.path)
     if not (target.parent if str(target.parent) else Path(".")).is_dir():
         from ..errors import UsageError
         raise UsageError(f"cannot write {target}: no such directory {target.parent}")
-    timings = verified_timings(session, session.selected(), no_verify)
-    page = report_html(program, overview(session, timings, timeout, max_cuts))
+    page = report(session, timeout=timeout, max_cuts=max_cuts, verify=not no_verify)
     data = page.encode("utf-8")
     write_atomically(target, data)
     click.echo(f"wrote {target} ({len(data) / 1024:,.0f} KiB)")
