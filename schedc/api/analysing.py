@@ -161,14 +161,14 @@ def bound(session: Session, schedules: Iterable[str] = (), *, max_cuts: int = MA
     return groups
 
 
-def evaluate(session: Session, *, timeout: float = DEFAULT_TIMEOUT) -> list[ReportValue]:
+def evaluate(session: Session, *, timeout: float = DEFAULT_TIMEOUT) -> tuple[ReportValue, ...]:
     """Every `report NAME = EXPR` of the file, evaluated at the nominal point, in order.
 
         >>> [r.name for r in schedc.evaluate(session)]
         [...]
     """
     from ..analysis.solve.equations import Equations
-    return list(Equations(session, timeout).reports().values)
+    return Equations(session, timeout).reports().values
 
 
 def check(paths: str | Path | Iterable[str | Path], sets: Iterable[str] = (), *,

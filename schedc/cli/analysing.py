@@ -69,7 +69,7 @@ def sensitivity_command(session, schedules, as_json: bool, timeout: float, no_ve
     from ..render.analysis import sensitivity_json, sensitivity_text
     rows = sensitivity(session, schedules, timeout=timeout, verify=not no_verify)
     show = sensitivity_json if as_json else sensitivity_text
-    click.echo(show(session.program, rows), nl=False)
+    click.echo(show(session.program, [(r.name, r.time, r.params) for r in rows]), nl=False)
     return EXIT_OK
 
 
