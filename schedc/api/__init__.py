@@ -28,6 +28,7 @@ from .analysing import (
     evaluate,
     plot_solution,
     protocol_switches,
+    scale,
     sensitivity,
     solve,
     sweep,
@@ -44,7 +45,6 @@ from .compiling import (
 )
 from .exporting import TunedTable, Tuning, export_msccl, report, tune
 from .measuring import calibrate, fitted_sets, plot_prediction, predict
-from .scaling import scale
 
 if TYPE_CHECKING:
     from ..analysis.bound.bounds import Bounds

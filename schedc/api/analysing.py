@@ -1,4 +1,4 @@
-"""Analyses of times: `solve`, `sensitivity`, `sweep`, `bound`; and a file's own checks,
+"""Analyses of times: `solve`, `sensitivity`, `sweep`, `bound`, `scale`; and a file's own checks,
 `evaluate` (its `report`s) and `check` (its `expect`s).
 
 Each verifies the schedules it reports on first (`verify=False` skips that) and bounds its
@@ -20,6 +20,7 @@ if TYPE_CHECKING:
 
     from ..analysis.bound.bounds import Bounds
     from ..analysis.check import FileCheck
+    from ..analysis.scale.forms import Scaling
     from ..analysis.solve.instances import IntegerSearch
     from ..analysis.solve.protocols import ProtocolSpan
     from ..analysis.solve.reports import ReportValue
@@ -161,6 +162,25 @@ def bound(session: Session, schedules: Iterable[str] = (), *, max_cuts: int = MA
     return groups
 
 
+def scale(session: Session, param: str, schedules: Iterable[str] = (), *, start: int = 2,
+          bounds: bool = True, verify: bool = True) -> list[Scaling]:
+    """Each schedule's time as a formula in the structural `param`, fitted from `param` =
+    `start` up and checked on an instance at least 8x larger, with its bounds (unless
+    `bounds=False`), the limits as `param` grows, and a knob's optimum. Every instance
+    compiled is verified first unless `verify=False`. `Scaling.time_at(n, nominal)`
+    evaluates a form at any n without compiling; `session.compiles` counts the instances.
+
+        >>> hosts = schedc.load("schedules/seed/nvlink_hosts.sched")
+        >>> [s.name for s in schedc.scale(hosts, "hosts", bounds=False)]
+        ['ring', 'hierarchical']
+    """
+    from ..analysis.scale.forms import Scaler
+    names = session.selected(tuple(schedules))
+    scaler = Scaler(session, param.strip(), names, start, bounds,
+                    lambda at, name: verified_timings(at, [name], verify))
+    return [scaler.scale(name) for name in names]
+
+
 def evaluate(session: Session, *, timeout: float = DEFAULT_TIMEOUT) -> tuple[ReportValue, ...]:
     """Every `report NAME = EXPR` of the file, evaluated at the nominal point, in order.
 
@@ -192,5 +212,5 @@ def check(paths: str | Path | Iterable[str | Path], sets: Iterable[str] = (), *,
             for path in sched_files([Path(p) for p in paths])]
 
 
-__all__ = ["bound", "check", "evaluate", "load", "plot_solution", "protocol_switches",
+__all__ = ["bound", "check", "evaluate", "load", "plot_solution", "protocol_switches", "scale",
            "sensitivity", "solve", "sweep"]
