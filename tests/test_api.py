@@ -48,8 +48,9 @@ def test_time_json_is_the_api_timing(run, reuse_shipped, path):
         assert close(entry["time_s"], schedc.time(session, timing.name).time)
 
 
-def test_solve_for_a_structural_param_searches_the_integers(run):
-    """The issue's example: `schedc solve ... --for hosts` answered, the API raised."""
+def test_solve_for_a_structural_param_searches_the_integers(run, reuse_shipped):
+    """The issue's example: `schedc solve ... --for hosts` answered, the API raised. (The
+    command reuses the compiled instances: `reuse_shipped`.)"""
     path = SEED / "nvlink_hosts.sched"
     found = schedc.solve(schedc.load(path), HOSTS, "hosts")
     assert isinstance(found, schedc.api.IntegerSearch)
@@ -93,7 +94,7 @@ def test_the_api_verifies_before_reporting_as_the_commands_do(run):
     assert code == 0 and close(json.loads(out)["schedules"][0]["time_s"], unverified.time)
 
 
-def test_verify_verdicts_match(run):
+def test_verify_verdicts_match(run, reuse_shipped):
     document = _json(run, "verify", "--json", SCHEDULES)
     files = schedc.verify_files(SCHEDULES)
     assert [d["file"] for d in document["files"]] == [str(f.path) for f in files if not f.error]
@@ -200,8 +201,9 @@ def test_limits_apply_to_the_api():
         schedc.load(SEED / "nvlink_2x8.sched", max_transfers=10).timing("ring")
 
 
-def test_the_api_examples_run(monkeypatch):
-    """The docstrings' examples, with `session` the seed's nvlink_2x8 (paths from the root)."""
+def test_the_api_examples_run(monkeypatch, reuse_shipped):
+    """The docstrings' examples, with `session` the seed's nvlink_2x8 (paths from the root;
+    a shipped file is compiled once, with its instances)."""
     monkeypatch.chdir(ROOT)
     finder, runner = doctest.DocTestFinder(), doctest.DocTestRunner(optionflags=doctest.ELLIPSIS)
     session = schedc.load("schedules/seed/nvlink_2x8.sched")
