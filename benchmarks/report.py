@@ -40,14 +40,14 @@ def run(path: str, target: Path) -> tuple[float, float]:
 
 def stages(path: str) -> list[tuple[str, float]]:
     """Seconds per stage of one report, in this process (imports already paid for the first)."""
+    from schedc import compare
     from schedc.analysis.overview import overview
-    from schedc.cli.compiling import verified_timings
     from schedc.render.html import report_html
     from schedc.session import Session
     out = []
     start = time.perf_counter()
     session = Session.open(ROOT / path)
-    timings = verified_timings(session, session.selected(), False)
+    timings = compare(session)  # verified, as the command does
     out.append(("compile and verify", time.perf_counter() - start))
     start = time.perf_counter()
     found = overview(session, timings, 10.0, 2000)

@@ -1,6 +1,8 @@
 """schedc: a declarative compiler for collective-communication schedules.
 
-The Python API, for notebooks and scripts (the command line uses the same pieces):
+The Python API, for notebooks and scripts; the command line is a thin layer over it, so the
+same policies apply (verification before reporting, the integer search of structural params,
+deadlines and limits):
 
     import schedc
     session = schedc.load("schedules/seed/nvlink_2x8.sched", sets=["B_L=300GB/s"])
@@ -9,72 +11,73 @@ The Python API, for notebooks and scripts (the command line uses the same pieces
     schedc.solve(session, "time(hierarchical) = time(ring)", "B_L")
     schedc.bound(session)                             # one Bounds per collective
 
-Each function imports its stage when called, so `import schedc` stays cheap.
+Every name is looked up in `schedc.api` on first use, and each function imports its stage
+when called, so `import schedc` stays cheap. `__version__` comes from the package metadata.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-__version__ = "0.1.0"
-__all__ = ["__version__", "SchedcError", "Session", "bound", "load", "solve", "time", "verify"]
+__all__ = ["DEFAULT_TIMEOUT", "Limits", "SchedcError", "Session", "VerificationFailed",
+           "__version__", "bound", "calibrate", "check", "compare", "emit", "evaluate",
+           "export_msccl", "fitted_sets", "load", "predict", "report", "scale", "sensitivity",
+           "solve", "sweep", "time", "tune", "verify", "verify_files"]
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable
-    from pathlib import Path
-
-    from .analysis.bound.bounds import Bounds
-    from .analysis.solve.roots import Solution
-    from .analysis.verify.verdict import Verdict
-    from .cost.timing import Timing
-    from .errors import SchedcError
+    from .api import (
+        DEFAULT_TIMEOUT,
+        Limits,
+        SchedcError,
+        VerificationFailed,
+        bound,
+        calibrate,
+        check,
+        compare,
+        emit,
+        evaluate,
+        export_msccl,
+        fitted_sets,
+        load,
+        predict,
+        report,
+        scale,
+        sensitivity,
+        solve,
+        sweep,
+        time,
+        tune,
+        verify,
+        verify_files,
+    )
     from .session import Session
 
-
-def load(path: str | Path, sets: Iterable[str] = (), *, max_transfers: int | None = None,
-         max_rounds: int | None = None, machine: str | Path | None = None,
-         ranks: str | None = None) -> Session:
-    """Compile a `.sched` file with `NAME=VALUE` overrides (as `--set` takes them), or an
-    MSCCL XML algorithm (`.xml`) on the `machine` of a `.sched` file. Raises `SchedcError`
-    (with `.render()` for the positioned message) on bad input."""
-    from .elaborate.schedule import Limits
-    from .session import Session
-    limits = Limits(max_transfers or Limits.transfers, max_rounds or Limits.steps)
-    return Session.open(path, sets, limits, machine, ranks)
+    __version__: str
 
 
-def time(session: Session, schedule: str) -> Timing:
-    """A result schedule's formula, regime form and nominal time (not verified: see `verify`)."""
-    return session.timing(schedule)
-
-
-def verify(session: Session, schedules: Iterable[str] = ()) -> list[Verdict]:
-    """Does each named result schedule (default: all) compute its collective?"""
-    from .analysis.verify.verdict import verdicts
-    return verdicts(session, tuple(schedules))
-
-
-def solve(session: Session, equation: str, param: str, timeout: float = 10.0) -> Solution:
-    """Every solution of `equation` (e.g. "time(hierarchical) = time(ring)") for `param`."""
-    from .analysis.solve.equations import Equations
-    from .errors import SourceFile, Span
-    from .language.parser import parse_equation
-    relation = parse_equation(SourceFile("equation", equation))
-    return Equations(session, timeout).solve(relation, param,
-                                             Span(SourceFile("param", param), 1, 1, 1, len(param) + 1))
-
-
-def bound(session: Session, schedules: Iterable[str] = ()) -> list[Bounds]:
-    """Cut-set and end-host bounds of each collective, and each schedule against them."""
-    from .analysis.bound.bounds import bound_all
-    return bound_all(session, session.selected(tuple(schedules), required=False))
+def _version() -> str:
+    """The installed distribution's version (`pip install .` and editable installs both
+    record it); from a source tree that is not installed, pyproject.toml's."""
+    from importlib.metadata import PackageNotFoundError, version  # ~30 ms: only when asked
+    try:
+        return version("schedc")
+    except PackageNotFoundError:
+        import re
+        from pathlib import Path
+        pyproject = Path(__file__).resolve().parent.parent / "pyproject.toml"
+        found = re.search(r'^version = "([^"]+)"', pyproject.read_text(encoding="utf-8"),
+                          re.M) if pyproject.is_file() else None
+        return found.group(1) if found else "0+unknown"
 
 
 def __getattr__(name: str):
+    if name == "__version__":
+        value = globals()[name] = _version()
+        return value
     if name == "Session":
         from .session import Session
         return Session
-    if name == "SchedcError":
-        from .errors import SchedcError
-        return SchedcError
+    if name in __all__:
+        from . import api
+        return getattr(api, name)
     raise AttributeError(f"module 'schedc' has no attribute {name!r}")

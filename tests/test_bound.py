@@ -25,7 +25,7 @@ GB = 10**9
 
 def compute(path, *sets, names=None):
     session = schedc.load(path, sets)
-    (b,) = schedc.bound(session, names or ())
+    (b,) = schedc.bound(session, names or (), verify=False)  # some compute nothing: bounds only
     return session.program, b
 
 

@@ -31,9 +31,14 @@ LAYERS = (
     ("schedc.analysis",),  # the drivers above the wings: `check`, `report`'s overview
     ("schedc.render",),  # presentation only: text, JSON, Markdown, LaTeX, HTML, plots
     ("schedc.export",),  # files for other tools: MSCCL XML, tuner tables
-    ("schedc.cli", "schedc.__main__"),
-    ("schedc",),  # the public API, schedc/__init__.py
+    ("schedc.api", "schedc"),  # the public API, and the root package that re-exports it
+    ("schedc.cli", "schedc.__main__"),  # the command line, over the public API
 )
+
+# What the command line may import: the public API, presentation, the writers of files for
+# other tools, and the errors it turns into messages (and its own modules).
+CLI_IMPORTS = ("schedc", "schedc.api", "schedc.render", "schedc.export", "schedc.errors",
+               "schedc.cli")
 
 
 def _name(path: Path) -> str:
@@ -77,8 +82,9 @@ def test_every_module_is_in_a_layer():
                                 "schedc.elaborate.program", "schedc.cost.lower", "schedc.session",
                                 "schedc.analysis.bound.cuts", "schedc.analysis.scale.forms",
                                 "schedc.analysis.check", "schedc.render.text",
-                                "schedc.export.tuner", "schedc.cli",
-                                "schedc")] == list(range(len(LAYERS)))
+                                "schedc.export.tuner", "schedc.api.compiling",
+                                "schedc.cli")] == list(range(len(LAYERS)))
+    assert _layer("schedc") == _layer("schedc.api")
     for module in MODULES:
         _layer(module)
 
@@ -111,12 +117,32 @@ def test_analysis_never_imports_render():
 
 def test_the_check_sees_relative_and_lazy_imports():
     """The parser of imports finds what the layering rests on (so the tests above can fail)."""
-    found = dict(_imports("schedc.cli.analysing", MODULES["schedc.cli.analysing"]))
+    found = dict(_imports("schedc.api.analysing", MODULES["schedc.api.analysing"]))
     assert "schedc.analysis.solve.equations" in found  # `from ..analysis.solve.equations import ...` in a function
     assert "schedc.language.syntax" in dict(_imports("schedc.language.parser",
                                                      MODULES["schedc.language.parser"]))
-    api = dict(_imports("schedc", MODULES["schedc"]))  # the API's lazy imports reach the top
-    assert _layer("schedc.cli") < _layer("schedc") and "schedc.analysis.verify.verdict" in api
+    api = dict(_imports("schedc.api.compiling", MODULES["schedc.api.compiling"]))
+    assert "schedc.analysis.verify.verdict" in api  # the API's lazy imports are seen
+    assert _layer("schedc.api") < _layer("schedc.cli")
+
+
+def _allowed_in_cli(name: str) -> bool:
+    return any(name == p or (p != "schedc" and name.startswith(p + ".")) for p in CLI_IMPORTS)
+
+
+@pytest.mark.parametrize("module", sorted(m for m in MODULES if m.startswith("schedc.cli")))
+def test_the_command_line_imports_only_the_public_api(module):
+    """Every policy a command applies lives in the API (`schedc.api`), so a script gets what
+    the command line gets; cli only parses options, calls the API and presents the result."""
+    stages = [f"line {line}: {name}" for name, line in _imports(module, MODULES[module])
+              if not _allowed_in_cli(name)]
+    assert stages == [], f"{module} reaches past the public API"
+
+
+def test_the_cli_check_can_fail():
+    assert not _allowed_in_cli("schedc.analysis.verify.verdict")
+    assert not _allowed_in_cli("schedc.session") and not _allowed_in_cli("schedc.limits")
+    assert _allowed_in_cli("schedc.api.compiling") and _allowed_in_cli("schedc")
 
 
 @pytest.mark.parametrize("module", sorted(MODULES))

@@ -21,14 +21,24 @@ from typing import NoReturn
 
 import click
 
-from .. import __version__
 from ..errors import SchedcError
 from . import analysing, compiling, exporting, measuring, reporting, scaling
 from .options import EXIT_BAD_INPUT, EXIT_INTERNAL, EXIT_OK, JSON_REQUESTED
 
 
+def _show_version(ctx: click.Context, param: click.Parameter, value: bool) -> None:
+    """`--version`, read from the package metadata only when asked (importlib.metadata
+    costs about 30 ms, which `--help` and every command would pay otherwise)."""
+    if not value or ctx.resilient_parsing:
+        return
+    import schedc
+    click.echo(f"schedc, version {schedc.__version__}")
+    ctx.exit()
+
+
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(__version__, prog_name="schedc")
+@click.option("--version", is_flag=True, expose_value=False, is_eager=True,
+              callback=_show_version, help="Show the version and exit.")
 def cli() -> None:
     """schedc: compile collective-communication schedules to closed-form times.
 

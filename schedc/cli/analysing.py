@@ -8,9 +8,8 @@ from pathlib import Path
 
 import click
 
-from ..limits import DEFAULT_POINTS, MAX_CUTS
+from ..api import DEFAULT_POINTS, MAX_CUTS
 from ..render import schema
-from .compiling import verified_timings
 from .options import (
     EXIT_BAD_INPUT,
     EXIT_FAILED,
@@ -43,45 +42,17 @@ def solve_command(session, equation: str, param: str, as_json: bool, plot_path: 
     """Solve EQUATION for one param, regime by regime: every solution, and which side is
     smaller in between (e.g. 'time(hierarchical) = time(ring, B_L = 32 GB/s)' --for B_L).
     A structural param (hosts) is searched over the integers, compiling at each value."""
-    from ..analysis.solve.equations import Equations, name_span
-    from ..deadline import OutOfTime, TimeLimit
-    from ..errors import SolveError, SourceFile, Span
-    from ..language.parser import parse_equation
-    from ..language.syntax import TimeOf, walk
+    from ..api import IntegerSearch, plot_solution, protocol_switches, solve
     from ..render.analysis import solve_json, solve_text
-    relation = parse_equation(SourceFile("equation", equation))
-    timed: dict[str, TimeOf] = {}
-    for node in walk(relation):
-        if isinstance(node, TimeOf):
-            timed.setdefault(node.schedule, node)
-    for name, node in timed.items():  # an unknown name points into EQUATION
-        session.program.result(name, name_span(node.span, name))
-    limit = TimeLimit(timeout)  # one budget: deriving the times, then solving
-    try:
-        with limit.running():
-            verified_timings(session, list(timed), no_verify)
-    except OutOfTime:
-        raise SolveError(f"could not derive the times within {limit}", relation.span,
-                         ("raise the limit with --timeout",)) from None
-    param_span = Span(SourceFile("--for", param), 1, 1, 1, len(param) + 1)
-    equations = Equations(session, limit)
-    if equations.param(param.strip(), param_span).structural:  # a search over the integers
-        from ..analysis.solve.instances import search
-        from ..render.scale import search_json, search_text
-        found = search(session, relation, param.strip(), param_span, timeout,
-                       lambda at: verified_timings(at, list(timed), no_verify))
+    from ..render.scale import search_json, search_text
+    solution = solve(session, equation, param, timeout=timeout, verify=not no_verify)
+    if isinstance(solution, IntegerSearch):  # a structural param, searched over the integers
         show = search_json if as_json else search_text
-        click.echo(show(session.program, equation, found), nl=False)
+        click.echo(show(session.program, equation, solution), nl=False)
         return EXIT_OK
-    solution = equations.solve(relation, param.strip(), param_span)
-    from ..analysis.solve.protocols import protocol_spans
-    symbol = session.program.params[solution.param].symbol
-    switches = {name: spans for name in timed
-                if (spans := protocol_spans(session.timing(name), symbol))}
+    switches = protocol_switches(session, equation, solution.param)
     if plot_path is not None:
-        from ..analysis.overview import side_curves
-        from ..render.plot import save, solve_figure
-        save(solve_figure(side_curves(session.program, solution)), plot_path)
+        plot_solution(session, solution, plot_path)
     show_solution = solve_json if as_json else solve_text
     click.echo(show_solution(session.program, equation, solution, switches), nl=False)
     return EXIT_OK
@@ -95,15 +66,11 @@ def solve_command(session, equation: str, param: str, as_json: bool, plot_path: 
 @no_verify_option
 def sensitivity_command(session, schedules, as_json: bool, timeout: float, no_verify: bool) -> int:
     """dT/dp and the elasticity (p/T)·dT/dp of each schedule's time, for every param."""
-    from ..analysis.solve.sensitivity import sensitivities
-    from ..deadline import TimeLimit
+    from ..api import sensitivity
     from ..render.analysis import sensitivity_json, sensitivity_text
-    program = session.program
-    rows = [(t.name, t.cost.formula.xreplace(program.nominal),
-             sensitivities(program, t, TimeLimit(timeout)))
-            for t in verified_timings(session, session.selected(schedules), no_verify)]
+    rows = sensitivity(session, schedules, timeout=timeout, verify=not no_verify)
     show = sensitivity_json if as_json else sensitivity_text
-    click.echo(show(program, rows), nl=False)
+    click.echo(show(session.program, [(r.name, r.time, r.params) for r in rows]), nl=False)
     return EXIT_OK
 
 
@@ -122,18 +89,11 @@ def sweep_command(session, vary: str, linear: bool, csv_path: Path | None,
                   plot_path: Path | None, schedules, as_json: bool, no_verify: bool) -> int:
     """Each schedule's time over a range of one param, from its compiled formula; a
     structural param (a unitless integer such as a host count) is compiled at each point."""
-    from ..analysis.solve.sweep import instance_sweep, parse_vary, sweep
+    from ..api import sweep
     from ..render.analysis import sweep_csv, sweep_json, sweep_summary, sweep_text
     from ..render.files import write_atomically
     program = session.program
-    plan = parse_vary(vary, program)
-    names = session.selected(schedules)
-    spacing = "linear" if linear else "log"
-    if plan.param.structural:  # another machine or schedule at every point: compile each
-        result = instance_sweep(session, plan, spacing,
-                                lambda at: verified_timings(at, names, no_verify))
-    else:
-        result = sweep(program, verified_timings(session, names, no_verify), plan, spacing)
+    result = sweep(session, vary, schedules, linear=linear, verify=not no_verify)
     if csv_path is not None:
         write_atomically(csv_path, sweep_csv(result))
     if plot_path is not None:
@@ -163,12 +123,10 @@ def bound_command(session, schedules, as_json: bool, output_format: str, max_cut
     """How far each schedule of FILE is from the physical limit: cut-set and end-host lower
     bounds, the overlapped bound, and what holds each schedule back. A machine file without
     schedules shows its cuts."""
-    from ..analysis.bound.bounds import bound_all
+    from ..api import bound
     from ..render.bound import bound_json
     show = formatted(output_format, as_json, "bound", bound_json)
-    names = session.selected(schedules, required=False)
-    groups = bound_all(session, names, max_cuts)  # bad input (exit 2) before verification
-    verified_timings(session, names, no_verify)
+    groups = bound(session, schedules, max_cuts=max_cuts, verify=not no_verify)
     click.echo(show(session.program, groups), nl=False)
     return EXIT_OK
 
@@ -179,10 +137,10 @@ def bound_command(session, schedules, as_json: bool, output_format: str, max_cut
 @timeout_option
 def eval_command(session, as_json: bool, timeout: float) -> int:
     """Evaluate and print every `report NAME = EXPR` of FILE, in readable units."""
-    from ..analysis.solve.equations import Equations
+    from ..api import evaluate
     from ..render.analysis import reports_json, reports_text
     program = session.program
-    values = Equations(session, timeout).reports().values
+    values = evaluate(session, timeout=timeout)
     click.echo(reports_json(program, values) if as_json else reports_text(values), nl=False)
     return EXIT_OK
 
@@ -201,10 +159,9 @@ def check_command(paths: tuple[Path, ...], sets, as_json: bool, timeout: float, 
     declare the param.
 
     Exit 0 when all hold, 1 when one fails, 2 when a file has bad input."""
-    from ..analysis.check import check_file, sched_files
+    from ..api import check
     from ..render.analysis import check_json, check_line, check_summary, report_line, verdict_lines
-    files = [check_file(path, timeout, limits, sets, machine, ranks)
-             for path in sched_files(list(paths))]
+    files = check(paths, sets, timeout=timeout, **limits, machine=machine, ranks=ranks)
     if as_json:
         click.echo(check_json(files), nl=False)
         for checked in files:  # the diagnostics on stderr, as without --json

@@ -8,7 +8,6 @@ from pathlib import Path
 import click
 
 from ..render import schema
-from .compiling import verified_timings
 from .options import EXIT_OK, compiling, json_option, no_verify_option, timeout_option
 from .paths import OutputPath
 
@@ -39,21 +38,10 @@ def export() -> None:
 def export_msccl_command(session, name: str, output: Path | None, proto: str, channels: int,
                          executor: str, min_bytes: int, max_bytes: int, no_verify: bool) -> int:
     """A schedule of FILE as an MSCCL XML algorithm, verified first."""
-    from ..errors import UsageError
-    from ..export.msccl_xml import export_msccl
+    from ..api import export_msccl
     from ..render.files import write_atomically
-    if max_bytes < min_bytes:
-        raise UsageError("--max-bytes is less than --min-bytes")
-    name = session.selected((name,))[0]
-    if not no_verify:
-        from ..analysis.verify.verdict import verdict
-        found = verdict(session, name)
-        if not found.ok:
-            from ..errors import VerificationFailed
-            from ..render.verdict import not_reporting
-            raise VerificationFailed(not_reporting([found]))
-    text = export_msccl(session.schedule(name), name, proto, channels, executor, min_bytes,
-                        max_bytes)
+    text = export_msccl(session, name, proto=proto, channels=channels, executor=executor,
+                        min_bytes=min_bytes, max_bytes=max_bytes, verify=not no_verify)
     if output is None:
         click.echo(text, nl=False)
     else:
@@ -87,12 +75,12 @@ def tune(session, collective: str, sizes: str, output: Path | None, channels: in
     """The fastest schedule of FILE per size range, from exact crossovers, as a table for
     NCCL's example tuner plugin (nccl_tuner.conf). A schedule stands for an NCCL algorithm
     and protocol with `schedule NAME as ring/simple = ...`; the others are listed, not written."""
+    from ..api import tune as tuned
     from ..export.tuner import tune_json, tune_table, tune_text, tuner_csv
     from ..render.files import write_atomically
-    per_nodes, counts = _node_counts(session, nodes, nodes_param)
-    sessions = [session] if per_nodes is None else [session.at({per_nodes: n}) for n in counts]
-    found = [_tune_at(at, collective, sizes, timeout, no_verify) for at in sessions]
-    source = session.program.path
+    tuning = tuned(session, collective, sizes, nodes=nodes, nodes_param=nodes_param,
+                   timeout=timeout, verify=not no_verify)
+    found, source, per_nodes = tuning.tables, tuning.source, tuning.per_nodes
     if output is not None:
         write_atomically(output, "".join(
             tuner_csv(envelope, collective, nccl, channels, n, ranks, source, header=k == 0)
@@ -105,67 +93,6 @@ def tune(session, collective: str, sizes: str, output: Path | None, channels: in
         click.echo("\n".join(tune_text(envelope, collective, nccl, names, n, ranks)
                              for envelope, nccl, names, n, ranks in found), nl=False)
     return EXIT_OK
-
-
-def _node_counts(session, nodes: str | None, param: str | None) -> tuple[str | None, list[int]]:
-    """The structural param and its values that --nodes asks for (None: one table)."""
-    from ..errors import UsageError, did_you_mean
-    if nodes is None:
-        if param is not None:
-            raise UsageError("--nodes-param goes with --nodes")
-        return None, []
-    try:
-        counts = sorted({int(n) for n in nodes.split(",")})
-    except ValueError:
-        raise UsageError(f"--nodes expects node counts like 1,2,4, got {nodes!r}") from None
-    if not counts or counts[0] < 1:
-        raise UsageError("--nodes: node counts start at 1")
-    structural = [p.name for p in session.program.params.values() if p.structural]
-    if param is None:
-        if len(structural) != 1:
-            raise UsageError("--nodes needs the file's host count as its one structural param "
-                             f"(`param hosts = 2`); it has {len(structural) or 'none'}"
-                             + (": name it with --nodes-param" if structural else ""))
-        param = structural[0]
-    elif param not in structural:
-        raise UsageError(f"--nodes-param {param}: not a structural param of the file"
-                         + did_you_mean(param, structural, "structural params"))
-    return param, counts
-
-
-def _tune_at(session, collective: str, sizes: str, timeout: float, no_verify: bool):
-    """(envelope, NCCL names, schedule names, nNodes, nRanks) of one compiled machine."""
-    from ..analysis.solve.crossovers import fastest
-    from ..analysis.solve.sweep import parse_range
-    from ..errors import ElaborationError, SourceFile, UsageError
-    from ..export.tuner import ALGORITHMS, PROTOCOLS
-    program = session.program
-    names = [r.name for r in program.results if r.collective.kind == collective]
-    if len(names) < 1:
-        raise UsageError(f"{program.path} has no {collective} schedules")
-    verified_timings(session, names, no_verify)
-    results = [program.result(n) for n in names]
-    sizes_of = {r.collective.size for r in results}
-    size = next(iter(sizes_of))
-    if len(sizes_of) != 1 or len(size) != 1 or size[0][1] != 1 or size[0][0] == 1:
-        raise UsageError(f"the {collective} schedules must all be of one size, a param (like "
-                         "`allreduce V over ranks`), for a table over sizes")
-    param = next(p for p in program.params.values() if p.symbol == size[0][0])
-    lo, hi = parse_range(sizes, param, program, SourceFile("--sizes", sizes))
-    nccl = {}
-    for r in results:
-        choice = getattr(r.definition, "nccl", None)
-        if choice is not None:
-            for value, known, what in ((choice.algorithm, ALGORITHMS, "algorithm"),
-                                       (choice.protocol, PROTOCOLS, "protocol")):
-                if value not in known:
-                    raise ElaborationError(f"'{value}' is not an NCCL {what} the tuner knows "
-                                           f"({', '.join(known)})", choice.span)
-        nccl[r.name] = choice
-    ranks = results[0].collective.ranks
-    hosts = {program.topology.devices[d].host for d in ranks}
-    nodes = -1 if None in hosts else len(hosts)
-    return fastest(session, names, param, lo, hi, timeout), nccl, names, nodes, len(ranks)
 
 
 COMMANDS = (export, tune)

@@ -8,7 +8,6 @@ from pathlib import Path
 import click
 
 from ..render import schema
-from .compiling import verified_timings
 from .options import (
     EXIT_FAILED,
     EXIT_OK,
@@ -18,24 +17,6 @@ from .options import (
     set_option,
 )
 from .paths import InputPath, OutputPath
-
-
-def _tables(paths) -> list:
-    from ..measure.nccl_tests import read_log
-    return [(str(path), read_log(path).table()) for path in paths]
-
-
-def _schedule(session, name: str | None) -> str:
-    names = session.selected((name,) if name else ())
-    if len(names) > 1:
-        from ..errors import UsageError
-        raise UsageError(f"{session.program.path} has {len(names)} schedules "
-                         f"({', '.join(names)}); choose one with -s")
-    return names[0]
-
-
-def _place(in_place: bool) -> str:
-    return "in" if in_place else "out"
 
 
 @click.command("calibrate")
@@ -59,16 +40,15 @@ def calibrate_command(logs, machine: Path, schedule, fit, every: int, in_place: 
                       write_path, sets, limits, as_json: bool, no_verify: bool) -> int:
     """Fit FILE's params to nccl-tests LOGs by least squares on log time; show every row's
     measured and predicted time, and the error on fit and held-out rows."""
-    from ..analysis.calibrate.calibration import calibrate
+    from ..api import calibrate, load
     from ..render.calibration import calibration_json, calibration_sched, calibration_text
-    from ..session import Session
-    session = Session.open(machine, sets, limits)
-    name = _schedule(session, schedule)
-    verified_timings(session, [name], no_verify)
+    session = load(machine, sets, **limits)
     names = tuple(n.strip() for item in fit for n in item.split(",") if n.strip())
-    result = calibrate(session, name, _tables(logs), names, every, _place(in_place))
+    result = calibrate(session, logs, schedule, fit=names, every=every, in_place=in_place,
+                       verify=not no_verify)
+    name = result.comparison.schedule
     click.echo(calibration_json(result) if as_json
-               else calibration_text(result, _place(in_place)), nl=False)
+               else calibration_text(result, "in" if in_place else "out"), nl=False)
     trusted = result.converged and not result.undetermined
     if write_path is not None:
         if not trusted:
@@ -83,15 +63,6 @@ def calibrate_command(logs, machine: Path, schedule, fit, every: int, in_place: 
             text = calibration_sched(result, command)
             write_whole(write_path, lambda temporary: Path(temporary).write_text(text, "utf-8"))
     return EXIT_OK if trusted else EXIT_FAILED
-
-
-def _fitted_sets(path: Path) -> list[str]:
-    """The params of a `calibrate --write` file as `--set` overrides."""
-    from ..elaborate.loader import load_program
-    from ..units import base_unit
-    program = load_program(path)
-    return [f"{p.name}={float(p.nominal)!r} {base_unit(p.dim)}".rstrip()
-            for p in program.params.values()]
 
 
 @click.command("predict")
@@ -112,25 +83,13 @@ def _fitted_sets(path: Path) -> list[str]:
 def predict_command(file: Path, logs, schedule, plot, in_place: bool, fitted, sets, limits,
                     as_json: bool, no_verify: bool) -> int:
     """FILE's predicted time against measured rows of nccl-tests LOGs, without fitting."""
-    from ..analysis.calibrate.calibration import compare, size_symbol
+    from ..api import fitted_sets, load, plot_prediction, predict
     from ..render.calibration import comparison_json, comparison_text
-    from ..session import Session
-    sets = (*(_fitted_sets(fitted) if fitted else ()), *sets)
-    session = Session.open(file, sets, limits)
-    name = _schedule(session, schedule)
-    verified_timings(session, [name], no_verify)
-    tables = _tables(logs)
-    result = compare(session, name, tables, _place(in_place))
+    sets = (*(fitted_sets(fitted) if fitted else ()), *sets)
+    session = load(file, sets, **limits)
+    result = predict(session, logs, schedule, in_place=in_place, verify=not no_verify)
     if plot is not None:
-        from ..analysis.solve.protocols import protocol_spans
-        from ..measure.nccl_tests import BUSBW_FACTORS
-        from ..render.measured_plot import plot_comparison
-        spans = protocol_spans(session.timing(name), size_symbol(session, name))
-        switches = [(float(b.lo), a.protocol, b.protocol) for a, b in zip(spans, spans[1:])]
-        collective = session.program.result(name).collective
-        from ..analysis.calibrate.calibration import COLLECTIVE_BINARIES
-        factor = BUSBW_FACTORS[COLLECTIVE_BINARIES[collective.kind]](len(collective.ranks))
-        plot_comparison(result, plot, factor, switches)
+        plot_prediction(session, result, plot)
     click.echo(comparison_json(result) if as_json else comparison_text(result), nl=False)
     return EXIT_OK
 

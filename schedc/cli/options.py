@@ -9,8 +9,7 @@ from pathlib import Path
 
 import click
 
-from ..deadline import DEFAULT_TIMEOUT
-from ..limits import Limits
+from ..api import DEFAULT_TIMEOUT, Limits
 from .paths import InputPath, OutputPath
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_INTERNAL = 0, 1, 2, 70
@@ -79,7 +78,8 @@ def plot_option(func):
 
 
 def limit_options(func):
-    """`--max-transfers` and `--max-rounds`, passed on as one `limits` argument."""
+    """`--max-transfers` and `--max-rounds`, passed on as one `limits` argument: the keyword
+    arguments of `schedc.load` that set them."""
     @click.option("--max-transfers", type=click.IntRange(min=1), default=Limits.transfers,
                   show_default=True, help="Refuse a schedule making more transfers.")
     @click.option("--max-rounds", type=click.IntRange(min=1), default=Limits.steps,
@@ -87,7 +87,8 @@ def limit_options(func):
                   help="Refuse a schedule making more rounds and loop iterations.")
     @functools.wraps(func)
     def wrapper(*args, max_transfers: int, max_rounds: int, **kwargs):
-        return func(*args, limits=Limits(max_transfers, max_rounds), **kwargs)
+        return func(*args, limits={"max_transfers": max_transfers, "max_rounds": max_rounds},
+                    **kwargs)
     return wrapper
 
 
@@ -120,8 +121,9 @@ def compiling(func):
     @limit_options
     @machine_options
     @functools.wraps(func)
-    def wrapper(*args, file: Path, sets: tuple[str, ...], limits: Limits, machine: Path | None,
-                ranks: str | None, **kwargs):
-        from ..session import Session
-        return func(*args, session=Session.open(file, sets, limits, machine, ranks), **kwargs)
+    def wrapper(*args, file: Path, sets: tuple[str, ...], limits: dict[str, int],
+                machine: Path | None, ranks: str | None, **kwargs):
+        from ..api import load
+        return func(*args, session=load(file, sets, **limits, machine=machine, ranks=ranks),
+                    **kwargs)
     return wrapper

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import click
 
-from ..files import RUN, Run, check_output
+from ..api import RUN, Run, check_output
 
 
 def current_run(ctx: click.Context | None) -> Run:

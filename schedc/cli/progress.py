@@ -8,7 +8,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from ..progress import listening
+from ..api import listening
 
 DELAY = 1.0  # seconds of work before a bar appears
 WIDTH = 30

@@ -6,8 +6,7 @@ from pathlib import Path
 
 import click
 
-from ..limits import MAX_CUTS
-from .compiling import verified_timings
+from ..api import MAX_CUTS
 from .options import EXIT_OK, compiling, no_verify_option, timeout_option
 from .paths import OutputPath
 
@@ -30,15 +29,12 @@ def report_command(session, output: Path | None, timeout: float, max_cuts: int,
     """One HTML page about FILE: the comparison table, every formula typeset, time against
     each param with the crossovers marked, each schedule round by round, the bounds, and
     the file's reports and expects. Self-contained: no network, no JavaScript."""
-    from ..analysis.overview import overview
-    from ..files import check_output
+    from ..api import check_output, report
     from ..render.files import write_atomically
-    from ..render.html import report_html
     program = session.program
     target = output or default_output(program.path)
     check_output(target)
-    timings = verified_timings(session, session.selected(), no_verify)
-    page = report_html(program, overview(session, timings, timeout, max_cuts))
+    page = report(session, timeout=timeout, max_cuts=max_cuts, verify=not no_verify)
     data = page.encode("utf-8")
     write_atomically(target, data)
     click.echo(f"wrote {target} ({len(data) / 1024:,.0f} KiB)")

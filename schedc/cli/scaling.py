@@ -6,7 +6,6 @@ from __future__ import annotations
 import click
 
 from ..render import schema
-from .compiling import verified_timings
 from .options import EXIT_OK, compiling, json_option, no_verify_option, schedule_option
 
 
@@ -27,12 +26,10 @@ def scale_command(session, param: str, start: int, no_bound: bool, at_values: tu
     """Each schedule's time as a formula in a structural param: fitted exactly on compiled
     instances, checked on others (one at least 8x larger), with its bounds, the ratio
     time/bound, the limits as PARAM grows, and a knob's optimum."""
-    from ..analysis.scale.forms import Scaler
+    from ..api import scale
     from ..render.scale import scale_json, scale_text
-    names = session.selected(schedules)
-    scaler = Scaler(session, param.strip(), names, start, not no_bound,
-                    lambda at, name: verified_timings(at, [name], no_verify))
-    results = [scaler.scale(name) for name in names]
+    results = scale(session, param, schedules, start=start, bounds=not no_bound,
+                    verify=not no_verify)
     program = session.program
     at = {r.name: [(n, r.time_at(n, program.nominal)) for n in at_values] for r in results}
     click.echo(scale_json(program, results, session.compiles, at) if as_json

@@ -1,0 +1,90 @@
+"""The public API: every command of `schedc` as a function that returns results, not text.
+
+The command line (`schedc.cli`) is a thin layer over these functions: it parses options,
+calls one of them and renders what it returns. Whatever a command decides before it reports
+(verify first, search a structural param over the integers, refuse work past a limit or a
+deadline) is decided here, so a script gets the same answers:
+
+    >>> import schedc
+    >>> session = schedc.load("schedules/seed/nvlink_hosts.sched")
+    >>> schedc.solve(session, "time(hierarchical) = time(ring)", "hosts").roots
+    (1,)
+
+Importing this package is cheap: each function imports its stages when called.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..deadline import DEFAULT_TIMEOUT
+from ..errors import SchedcError, VerificationFailed
+from ..files import RUN, Run, check_output  # what a run reads and writes (see files.py)
+from ..limits import DEFAULT_POINTS, MAX_CUTS, Limits
+from ..progress import listening
+from .analysing import (
+    Sensitivities,
+    bound,
+    check,
+    evaluate,
+    plot_solution,
+    protocol_switches,
+    scale,
+    sensitivity,
+    solve,
+    sweep,
+)
+from .compiling import (
+    MAX_EMIT_LINES,
+    VerifiedFile,
+    compare,
+    emit,
+    load,
+    time,
+    verify,
+    verify_files,
+)
+from .exporting import TunedTable, Tuning, export_msccl, report, tune
+from .measuring import calibrate, fitted_sets, plot_prediction, predict
+
+if TYPE_CHECKING:
+    from ..analysis.bound.bounds import Bounds
+    from ..analysis.calibrate.calibration import Calibration, Comparison
+    from ..analysis.check import FileCheck
+    from ..analysis.scale.forms import Scaling
+    from ..analysis.solve.instances import IntegerSearch
+    from ..analysis.solve.reports import ReportValue
+    from ..analysis.solve.roots import Solution
+    from ..analysis.solve.sweep import Sweep
+    from ..analysis.verify.verdict import Verdict
+    from ..cost.timing import Timing
+    from ..session import Session
+
+# The result types, for isinstance and annotations; imported on first use (they bring SymPy).
+RESULT_TYPES = {
+    "Session": "schedc.session", "Timing": "schedc.cost.timing",
+    "Verdict": "schedc.analysis.verify.verdict", "Bounds": "schedc.analysis.bound.bounds",
+    "Solution": "schedc.analysis.solve.roots", "IntegerSearch": "schedc.analysis.solve.instances",
+    "Sweep": "schedc.analysis.solve.sweep", "Scaling": "schedc.analysis.scale.forms",
+    "Calibration": "schedc.analysis.calibrate.calibration",
+    "Comparison": "schedc.analysis.calibrate.calibration", "FileCheck": "schedc.analysis.check",
+    "ReportValue": "schedc.analysis.solve.reports",
+}
+
+
+def __getattr__(name: str):
+    if name in RESULT_TYPES:
+        import importlib
+        return getattr(importlib.import_module(RESULT_TYPES[name]), name)
+    raise AttributeError(f"module 'schedc.api' has no attribute {name!r}")
+
+
+__all__ = [
+    "Bounds", "Calibration", "Comparison", "FileCheck", "IntegerSearch", "ReportValue",
+    "Scaling", "Session", "Solution", "Sweep", "Timing", "Verdict",
+    "RUN", "Run", "check_output", "DEFAULT_POINTS", "DEFAULT_TIMEOUT", "MAX_CUTS", "MAX_EMIT_LINES", "Limits", "SchedcError",
+    "Sensitivities", "TunedTable", "Tuning", "VerifiedFile", "VerificationFailed", "bound", "calibrate", "check", "compare", "emit", "evaluate",
+    "export_msccl", "fitted_sets", "listening", "load", "plot_prediction", "plot_solution",
+    "predict", "protocol_switches", "report", "scale", "sensitivity", "solve", "sweep", "time",
+    "tune", "verify", "verify_files",
+]

@@ -1,0 +1,204 @@
+"""Compiling and checking a file: `load`, `time`, `compare`, `verify`, `emit`.
+
+The one policy every reporting function shares lives here: `verified_timings` derives the
+schedules' times and refuses (`VerificationFailed`, exit code 1 on the command line) to report
+on one that does not compute its collective, unless asked not to verify.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ..errors import SchedcError
+
+if TYPE_CHECKING:
+    from ..analysis.verify.verdict import Verdict
+    from ..cost.timing import Timing
+    from ..session import Session
+
+MAX_EMIT_LINES = 200_000  # formatting takes about 50 µs a line
+STAGES = ("ast", "ir", "loads", "formula", "routes")
+
+
+def load(path: str | Path, sets: Iterable[str] = (), *, max_transfers: int | None = None,
+         max_rounds: int | None = None, machine: str | Path | None = None,
+         ranks: str | None = None) -> Session:
+    """Compile a `.sched` file with `NAME=VALUE` overrides (as `--set` takes them), or an
+    MSCCL XML algorithm (`.xml`) on the `machine` of a `.sched` file. Raises `SchedcError`
+    (with `.render()` for the positioned message) on bad input.
+
+        >>> session = schedc.load("schedules/seed/nvlink_2x8.sched", ["B_L=300GB/s"])
+        >>> session.selected()
+        ['ring', 'interleaved', 'hierarchical']
+    """
+    from ..limits import Limits
+    from ..session import Session
+    limits = Limits(max_transfers or Limits.transfers, max_rounds or Limits.steps)
+    return Session.open(path, tuple(sets), limits, machine, ranks)
+
+
+def verified_timings(session: Session, names: Sequence[str], verify: bool = True) -> list[Timing]:
+    """The schedules' timings, verified first unless `verify` is false (bad input has had
+    its say by then, since timing compiles everything)."""
+    if verify:  # what verification would refuse, before the compile or while it elaborates
+        from ..analysis.verify.verdict import check_verifiable
+        check_verifiable(session, tuple(names))
+    timings = [session.timing(n) for n in names]
+    if verify:
+        from ..analysis.verify.verdict import verdicts
+        failures = [v for v in verdicts(session, tuple(names)) if not v.ok]
+        if failures:
+            raise refusal(failures)
+    return timings
+
+
+def refusal(failures: list[Verdict]) -> SchedcError:
+    """The refusal to report on schedules that fail verification, with their counterexamples."""
+    from ..errors import VerificationFailed
+    from ..render.verdict import not_reporting
+    return VerificationFailed(not_reporting(failures))
+
+
+def time(session: Session, schedule: str, *, verify: bool = True) -> Timing:
+    """A result schedule's formula, regime form and nominal time (`.time`, a Fraction of
+    seconds), as `schedc time` reports it: verified first (raises `VerificationFailed`
+    with the counterexample unless `verify=False`).
+
+        >>> float(schedc.time(session, "ring").time)
+        0.0075746...
+    """
+    return verified_timings(session, [schedule], verify)[0]
+
+
+def compare(session: Session, schedules: Iterable[str] = (), *, verify: bool = True
+            ) -> list[Timing]:
+    """The timings of the named result schedules (default: every one of the file), verified
+    first, as `schedc compare` and `schedc time` show them.
+
+        >>> [t.name for t in schedc.compare(session)]
+        ['ring', 'interleaved', 'hierarchical']
+    """
+    return verified_timings(session, session.selected(tuple(schedules)), verify)
+
+
+def verify(session: Session, schedules: Iterable[str] = ()) -> list[Verdict]:
+    """Does each named result schedule (default: all) compute its collective? One `Verdict`
+    per schedule (`.ok`, and the counterexample when not).
+
+        >>> all(v.ok for v in schedc.verify(session))
+        True
+    """
+    from ..analysis.verify.verdict import verdicts
+    return verdicts(session, tuple(schedules))
+
+
+@dataclass(frozen=True)
+class VerifiedFile:
+    """The verdicts of one file of a `verify_files` run, or the error that stopped it."""
+
+    path: Path
+    verdicts: tuple[Verdict, ...] = ()
+    error: SchedcError | None = None
+
+
+def verify_files(path: str | Path, sets: Iterable[str] = (), schedules: Iterable[str] = (),
+                 *, max_transfers: int | None = None, max_rounds: int | None = None,
+                 machine: str | Path | None = None, ranks: str | None = None
+                 ) -> list[VerifiedFile]:
+    """`schedc verify FILE`: the verdicts of a file, or of every `.sched` file under a
+    directory (files without result schedules left out; a file with bad input gives its
+    error, and the others are still verified). A single file with bad input raises.
+
+        >>> [f.path.name for f in schedc.verify_files("schedules/seed")]
+        ['nvlink_2x8.sched', 'nvlink_hosts.sched', 'pcie_2x4.sched']
+    """
+    from ..errors import UsageError
+    path, sets, schedules = Path(path), tuple(sets), tuple(schedules)
+    if path.is_dir():
+        if schedules or sets:
+            raise UsageError("--schedule and --set need one FILE, not a directory")
+        paths = sorted(path.rglob("*.sched"))
+    else:
+        paths = [path]
+    found = []
+    for each in paths:
+        try:
+            session = load(each, sets, max_transfers=max_transfers, max_rounds=max_rounds,
+                           machine=machine, ranks=ranks)
+            verdicts = verify(session, schedules)
+        except SchedcError as exc:
+            if not path.is_dir():
+                raise
+            found.append(VerifiedFile(each, error=exc))
+            continue
+        if verdicts:
+            found.append(VerifiedFile(each, tuple(verdicts)))
+    return found
+
+
+def emit(stage: str, path: str | Path, schedules: Iterable[str] = (), *, sets: Iterable[str] = (),
+         pair: tuple[str, str] | None = None, max_lines: int = MAX_EMIT_LINES,
+         max_transfers: int | None = None, max_rounds: int | None = None,
+         machine: str | Path | None = None, ranks: str | None = None) -> str:
+    """One pipeline stage of a file as text: "ast", "ir", "loads", "formula", or "routes"
+    (with `pair`, only the route between two devices). An ir or loads dump longer than
+    `max_lines` is refused before it is formatted.
+
+        >>> print(schedc.emit("formula", "schedules/seed/pcie_2x4.sched", ["ring"]), end="")
+        ring:
+          T = 14*alpha + 14*Max(V/(8*B_L), V/(16*B_port), V/(8*B_slot))
+          regime: 14*alpha + 7*V/(4*B_slot)
+            while B_L >= B_slot
+            while 2*B_port >= B_slot
+    """
+    from ..errors import LimitError, ParseError, UsageError
+    from ..render import emit as dumps
+    if stage not in STAGES:
+        raise UsageError(f"no stage {stage!r}; the stages are {', '.join(STAGES)}")
+    path = Path(path)
+    if pair and stage != "routes":
+        raise UsageError("--pair goes with `emit routes`")
+    if stage == "ast":
+        if path.suffix.lower() == ".xml":
+            raise UsageError("an MSCCL XML file has no syntax tree of the .sched language; "
+                             "try `emit ir`")
+        from ..files import read_source
+        from ..language.parser import parse_module
+        return dumps.emit_ast(parse_module(read_source(path, "a .sched file", ParseError)))
+    session = load(path, sets, max_transfers=max_transfers, max_rounds=max_rounds,
+                   machine=machine, ranks=ranks)
+    program, out = session.program, []
+    topology = program.topology
+    if pair:
+        a, b = (_device_named(topology, name) for name in pair)
+        return dumps.emit_routes(topology, None, [(a, b, None)])
+    lines = 0
+    for name in session.selected(tuple(schedules)):
+        if stage in ("ir", "loads"):  # counted before anything is formatted: it is slow
+            lines += dumps.line_count(stage, session.schedule(name),
+                                      session.loads(name) if stage == "loads" else None)
+            if lines > max_lines:
+                raise LimitError(f"emit {stage} would print {lines:,} lines or more; the limit "
+                                 f"is {max_lines:,} (raise it with --max-lines, or pick "
+                                 "schedules with -s)")
+        if stage == "routes":
+            pairs = dumps.schedule_pairs(session.schedule(name), len(topology.devices))
+            out.append(dumps.emit_routes(topology, name, pairs))
+        elif stage == "ir":
+            out.append(dumps.emit_ir(program, session.schedule(name)))
+        elif stage == "loads":
+            out.append(dumps.emit_loads(program, session.schedule(name), session.loads(name)))
+        else:
+            out.append(dumps.emit_formula(session.timing(name)))
+    return "".join(out)
+
+
+def _device_named(topology, name: str) -> int:
+    from ..errors import UsageError, did_you_mean
+    names = [d.name for d in topology.devices]
+    if name not in names:
+        raise UsageError(f"--pair: no device '{name}' in the topology" + did_you_mean(name, names))
+    return names.index(name)

@@ -1,0 +1,162 @@
+"""What other systems read, and the report page: `export_msccl` (a schedule as an MSCCL XML
+algorithm), `tune` (NCCL tuner tables from the solved crossovers), `report` (one HTML page)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, NamedTuple
+
+from ..deadline import DEFAULT_TIMEOUT
+from ..limits import MAX_CUTS
+from .compiling import refusal, verified_timings
+
+if TYPE_CHECKING:
+    from ..analysis.solve.crossovers import Envelope
+    from ..language.syntax import NcclName
+    from ..session import Session
+
+MAX_BYTES = 2**63 - 1  # the executor's default upper size: any
+
+
+def export_msccl(session: Session, schedule: str, *, proto: str = "Simple", channels: int = 1,
+                 executor: str = "msccl-executor-nccl", min_bytes: int = 0,
+                 max_bytes: int = MAX_BYTES, verify: bool = True) -> str:
+    """A schedule as an MSCCL XML algorithm (the text), verified first: `proto` the NCCL
+    protocol it runs with, every transfer cut into `channels` pieces, for message sizes
+    from `min_bytes` to `max_bytes`; `executor` "msccl" writes reduce-scatter as
+    msccl-tools names it.
+
+        >>> xml = schedc.export_msccl(session, "ring")
+        >>> xml.splitlines()[0]
+        '<algo name="ring" ...'
+    """
+    from ..errors import UsageError
+    from ..export.msccl_xml import export_msccl as write_xml
+    if max_bytes < min_bytes:
+        raise UsageError("--max-bytes is less than --min-bytes")
+    name = session.selected((schedule,))[0]
+    if verify:
+        from ..analysis.verify.verdict import verdict
+        found = verdict(session, name)
+        if not found.ok:
+            raise refusal([found])
+    return write_xml(session.schedule(name), name, proto, channels, executor, min_bytes,
+                     max_bytes)
+
+
+class TunedTable(NamedTuple):
+    """The fastest schedule per size range on one compiled machine."""
+
+    envelope: Envelope
+    nccl: dict[str, NcclName | None]  # schedule → the NCCL algorithm/protocol it stands for
+    names: list[str]  # the schedules that competed
+    nodes: int  # nNodes (-1: any)
+    ranks: int  # nRanks
+
+
+@dataclass(frozen=True)
+class Tuning:
+    collective: str
+    source: str  # the file
+    per_nodes: str | None  # the structural param of a table per node count (None: one table)
+    tables: tuple[TunedTable, ...]
+
+
+def tune(session: Session, collective: str, sizes: str, *, nodes: str | Iterable[int] | None = None,
+         nodes_param: str | None = None, timeout: float = DEFAULT_TIMEOUT, verify: bool = True
+         ) -> Tuning:
+    """The fastest schedule of the file per message-size range ("8B:16GB", as `--sizes`),
+    among those computing `collective`, from exact crossovers. With `nodes` ("1,2,4" or a
+    list of ints), one table per value of the file's structural param (`nodes_param`,
+    default its only one), each compiled at that value. Write it with
+    `schedc.export.tuner.tuner_csv`.
+
+        >>> flat = schedc.load("schedules/examples/tuner_flat_8.sched")
+        >>> tuning = schedc.tune(flat, "allreduce", "8B:16GB")
+        >>> [s.fastest for s in tuning.tables[0].envelope.stretches]
+        ['doubling', 'ring']
+    """
+    per_nodes, counts = _node_counts(session, nodes, nodes_param)
+    sessions = [session] if per_nodes is None else [session.at({per_nodes: n}) for n in counts]
+    tables = tuple(_tune_at(at, collective, sizes, timeout, verify) for at in sessions)
+    return Tuning(collective, session.program.path, per_nodes, tables)
+
+
+def _node_counts(session: Session, nodes: str | Iterable[int] | None, param: str | None
+                 ) -> tuple[str | None, list[int]]:
+    """The structural param and its values that --nodes asks for (None: one table)."""
+    from ..errors import UsageError, did_you_mean
+    if nodes is None:
+        if param is not None:
+            raise UsageError("--nodes-param goes with --nodes")
+        return None, []
+    try:
+        counts = sorted({int(n) for n in (nodes.split(",") if isinstance(nodes, str) else nodes)})
+    except ValueError:
+        raise UsageError(f"--nodes expects node counts like 1,2,4, got {nodes!r}") from None
+    if not counts or counts[0] < 1:
+        raise UsageError("--nodes: node counts start at 1")
+    structural = [p.name for p in session.program.params.values() if p.structural]
+    if param is None:
+        if len(structural) != 1:
+            raise UsageError("--nodes needs the file's host count as its one structural param "
+                             f"(`param hosts = 2`); it has {len(structural) or 'none'}"
+                             + (": name it with --nodes-param" if structural else ""))
+        param = structural[0]
+    elif param not in structural:
+        raise UsageError(f"--nodes-param {param}: not a structural param of the file"
+                         + did_you_mean(param, structural, "structural params"))
+    return param, counts
+
+
+def _tune_at(session: Session, collective: str, sizes: str, timeout: float,
+             verify: bool) -> TunedTable:
+    from ..analysis.solve.crossovers import fastest
+    from ..analysis.solve.sweep import parse_range
+    from ..errors import ElaborationError, SourceFile, UsageError
+    from ..export.tuner import ALGORITHMS, PROTOCOLS
+    program = session.program
+    names = [r.name for r in program.results if r.collective.kind == collective]
+    if len(names) < 1:
+        raise UsageError(f"{program.path} has no {collective} schedules")
+    verified_timings(session, names, verify)
+    results = [program.result(n) for n in names]
+    sizes_of = {r.collective.size for r in results}
+    size = next(iter(sizes_of))
+    if len(sizes_of) != 1 or len(size) != 1 or size[0][1] != 1 or size[0][0] == 1:
+        raise UsageError(f"the {collective} schedules must all be of one size, a param (like "
+                         "`allreduce V over ranks`), for a table over sizes")
+    param = next(p for p in program.params.values() if p.symbol == size[0][0])
+    lo, hi = parse_range(sizes, param, program, SourceFile("--sizes", sizes))
+    nccl = {}
+    for r in results:
+        choice = getattr(r.definition, "nccl", None)
+        if choice is not None:
+            for value, known, what in ((choice.algorithm, ALGORITHMS, "algorithm"),
+                                       (choice.protocol, PROTOCOLS, "protocol")):
+                if value not in known:
+                    raise ElaborationError(f"'{value}' is not an NCCL {what} the tuner knows "
+                                           f"({', '.join(known)})", choice.span)
+        nccl[r.name] = choice
+    ranks = results[0].collective.ranks
+    hosts = {program.topology.devices[d].host for d in ranks}
+    nodes = -1 if None in hosts else len(hosts)
+    return TunedTable(fastest(session, names, param, lo, hi, timeout), nccl, names, nodes,
+                      len(ranks))
+
+
+def report(session: Session, *, timeout: float = DEFAULT_TIMEOUT, max_cuts: int = MAX_CUTS,
+           verify: bool = True) -> str:
+    """`schedc report`: one self-contained HTML page about the file (the comparison table,
+    every formula typeset, time against each param with the crossovers marked, each
+    schedule round by round, the bounds, the reports and expects), verified first.
+
+        >>> page = schedc.report(schedc.load("schedules/seed/pcie_2x4.sched"))
+        >>> page.startswith("<!DOCTYPE html>")
+        True
+    """
+    from ..analysis.overview import overview
+    from ..render.html import report_html
+    timings = verified_timings(session, session.selected(), verify)
+    return report_html(session.program, overview(session, timings, timeout, max_cuts))
