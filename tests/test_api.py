@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, SCHEDULES, SHARED_DATA, compiled
+from conftest import ROOT, SCHEDULES, compiled, needs_shared_data
 
 import schedc
 import schedc.api
@@ -182,10 +182,9 @@ def test_export_emit_tune_and_report_are_the_api_text(run, tmp_path):
     assert code == 0 and page.read_text(encoding="utf-8") == schedc.report(schedc.load(pcie))
 
 
-@pytest.mark.skipif(not (SHARED_DATA / "nccl-tests").is_dir(), reason="needs ../shared/data")
 def test_predict_and_calibrate_match(run):
     name = "nvidia_dgxc_1node_8xH100_nvlink_allreduce"
-    machine, log = SCHEDULES / "calibration" / f"{name}.sched", SHARED_DATA / "nccl-tests" / f"{name}.txt"
+    machine, log = SCHEDULES / "calibration" / f"{name}.sched", needs_shared_data("nccl-tests", f"{name}.txt")
     compared = schedc.predict(schedc.load(machine), [log])
     document = _json(run, "predict", "--json", machine, "--against", log)
     assert [r["predicted_s"] for r in document["rows"]] == pytest.approx(list(compared.predicted))

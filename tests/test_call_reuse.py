@@ -103,7 +103,7 @@ def test_a_loop_of_calls_makes_the_rounds_of_one_iteration_at_a_time(tmp_path, m
         assert len(a_schedule.rounds.parts) <= 1 and \
             all(isinstance(p, Series) for p in a_schedule.rounds.parts)
     if a_schedule.transfer_count:
-        ta, tb = schedc.time(a, "x"), schedc.time(b, "x")
+        ta, tb = schedc.time(a, "x", verify=False), schedc.time(b, "x", verify=False)  # verdicts below
         assert ta.time == tb.time and repr(ta.cost) == repr(tb.cost)
         va, vb = verdicts(a)[0], verdicts(b)[0]
         assert (va.ok, va.method, va.segments, va.failure) == \
