@@ -31,7 +31,7 @@ from ... import progress
 from ...model.symmetry import HostShift, host_shift
 from ...model.topology import Topology
 from .flow import ArrayFlow, NetworkxFlow
-from .naming import sides_text
+from .naming import SideNames
 
 # Edges × max-flow problems from which scipy's max-flow pays for importing it (~0.3 s): below,
 # networkx has solved them all first (the 1,024-rank ring: 4,112 edges × 12, 0.25 s).
@@ -193,7 +193,7 @@ class RankCuts:
             pairs = [(frozenset(self.ranks[:half]), frozenset(self.ranks[half:]))]
         found = []
         first = None
-        hosts = list(zip(names, members))
+        namer = SideNames(self.topology, list(zip(names, members)), self.ranks)
         for k, (ga, gb) in enumerate(pairs):
             if self.shift is not None and first is not None:  # host k, k+1: host 0, 1 shifted by k
                 cut = _renamed(first, self.shift, k)
@@ -202,8 +202,7 @@ class RankCuts:
                 cut = first = self.network.min_cut(ga, gb)
             if cut.bandwidth is not None:  # else no finite cut separates them
                 side = cut.side & self.all  # the cut's own sides, not the pair it separates
-                found.append(("min-cut", f"min cut {sides_text(self.topology, hosts, side, self.ranks)}",
-                              side))
+                found.append(("min-cut", f"min cut {namer.sides(side)}", side))
         return found
 
     def _split(self, side: frozenset[int], outward: bool) -> CutCapacity:
