@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from fractions import Fraction
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
-from ..analysis.bound.bounds import Bounds, Crossing, CutBound, Efficiency
 from ..elaborate.program import Program
 from ..model.ir import LinearBytes, linear_expr, linear_value
 from ..model.topology import Topology
@@ -29,6 +29,9 @@ from .document import (
     Table,
 )
 from .text import dump_json, json_number, listing, params_json
+
+if TYPE_CHECKING:  # (only annotations: `compare` need not import the bounds)
+    from ..analysis.bound.bounds import Bounds, Crossing, CutBound, Efficiency
 
 
 @lru_cache(maxsize=4096)
