@@ -54,7 +54,8 @@ class Run:
         if found is not None and found in self.inputs:
             raise UsageError(_clobber(str(path), self.inputs[found]))
         key: Identity | str = os.path.realpath(path) if found is None else found  # new: its name
-        if key in self.outputs and not (again and self.outputs[key] == str(path)):
+        shared = found is not None and _is_device(path)  # /dev/null named twice
+        if key in self.outputs and not shared and not (again and self.outputs[key] == str(path)):
             raise UsageError(f"{path} is named twice as an output ({self.outputs[key]}); two "
                              "outputs cannot share a file")
         self.outputs.setdefault(key, str(path))
@@ -67,6 +68,14 @@ def _clobber(output: str, source: str) -> str:
     same = "" if output == source else f" ({source})"
     return (f"refusing to write {output}: it is an input of this run{same}; "
             "name another output file")
+
+
+def _is_device(path: str | Path) -> bool:
+    """A character device (/dev/null, a terminal): written through, so outputs may share it."""
+    try:
+        return stat.S_ISCHR(os.stat(path).st_mode)
+    except (OSError, ValueError):
+        return False
 
 
 def _identity(path: str | Path) -> Identity | None:
@@ -204,6 +213,8 @@ def write_output(path: str | Path, content: str | bytes | Iterable[str | bytes])
     except OSError:
         info = None
     if info is not None and not stat.S_ISREG(info.st_mode):
+        for stream in (sys.stdout, sys.stderr):  # (a pipe of ours: what we printed comes first)
+            stream.flush()
         _write_through(path, pieces, os.O_WRONLY)
     elif info is not None and _descriptor_alias(path):  # /dev/stdout into a file
         stream = _own_stream(info)
@@ -215,8 +226,9 @@ def write_output(path: str | Path, content: str | bytes | Iterable[str | bytes])
             for data in _encoded(pieces):
                 binary.write(data) if binary is not None else stream.write(data.decode())
             stream.flush()
-    else:
-        _replace(Path(os.path.realpath(path)), path, pieces)
+    else:  # an existing file keeps its mode; a new one gets the umask's
+        mode = stat.S_IMODE(info.st_mode) if info is not None else 0o666 & ~_umask()
+        _replace(Path(os.path.realpath(path)), path, pieces, mode)
 
 
 def _encoded(pieces: Iterable[str | bytes]) -> Iterable[bytes]:
@@ -262,9 +274,9 @@ def _write_through(path: Path, pieces: Iterable[str | bytes], flags: int) -> Non
         raise UsageError(f"cannot write {path}: {exc.strerror or exc}") from None
 
 
-def _replace(target: Path, shown: Path, pieces: Iterable[str | bytes]) -> None:
+def _replace(target: Path, shown: Path, pieces: Iterable[str | bytes], mode: int) -> None:
     """Through a temporary file beside `target` (the real file, behind any symbolic links)
-    and a rename; the mode a new file gets under the umask."""
+    and a rename, the file then of `mode`."""
     try:
         fd, temporary = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
     except OSError as exc:
@@ -273,7 +285,7 @@ def _replace(target: Path, shown: Path, pieces: Iterable[str | bytes]) -> None:
         with os.fdopen(fd, "wb") as handle:
             for data in _encoded(pieces):
                 handle.write(data)
-        os.chmod(temporary, 0o666 & ~_umask())
+        os.chmod(temporary, mode)
         os.replace(temporary, target)
     except OSError as exc:
         Path(temporary).unlink(missing_ok=True)

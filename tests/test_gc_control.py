@@ -84,3 +84,17 @@ def test_main_in_process_keeps_the_collector(run):
     finally:
         gc.enable()
 
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
+@pytest.mark.parametrize("args", [("--version",), ("compare", str(SEED))])
+def test_output_that_cannot_be_written_is_said_not_a_bug(args):
+    """stdout on a full device: exit 120, as CPython exits when it cannot flush stdout, with
+    what happened on stderr, whether the write fails while the command runs (a long output)
+    or only at the exit's flush (a short one)."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    with open("/dev/full", "w") as full:
+        done = subprocess.run([sys.executable, "-m", "schedc", *args], cwd=ROOT, env=env,
+                              stdout=full, stderr=subprocess.PIPE, text=True, check=False)
+    assert done.returncode == 120
+    assert done.stderr == "schedc: cannot write the output: No space left on device\n"

@@ -89,6 +89,16 @@ def test_a_log_time_out_of_range_is_refused_at_its_column(run, tmp_path, time, m
     assert caret == "  " + " " * (starts["time"] - 1) + "^" + "~" * (len(time) - 1)
 
 
+def test_a_log_size_past_pythons_digit_limit_is_refused(run, tmp_path):
+    # int() refuses strings of over 4,300 digits (a ValueError, exit 70, before the check)
+    size = "1" + "0" * 5000
+    log, line, _ = _log(tmp_path, _row(size)[0])
+    code, _, err = run("predict", DGX, "--against", log)
+    assert code == 2 and err.splitlines()[0] == (
+        f"{log}:{line}:1: error: size must be at most 9,223,372,036,854,775,807 (nccl-tests "
+        "counts in 64 bits), got 5001 digits")
+
+
 def test_a_log_size_of_401_digits_is_refused_by_predict_and_calibrate(run, tmp_path):
     # r02: OverflowError (int too large to convert to float), exit 70
     size = "1" + "0" * 400
@@ -450,3 +460,24 @@ def test_the_inputs_of_a_run_share_one_size_budget(tmp_path):
                                     f"{MAX_INPUT_BYTES // 2**20} MiB ({MAX_INPUT_BYTES - 10:,} "
                                     "bytes read before it, and it has 16 bytes)")
     assert read_input(path, "a .sched file") == b"param V = 1 MiB\n"  # outside a run: per file
+
+
+def test_a_replaced_output_keeps_its_mode(run, tmp_path):
+    # The temporary file that replaces an output takes the old file's permission bits: a
+    # private file stays private, an executable one executable.
+    import os
+    import stat
+    out = tmp_path / "out.xml"
+    out.write_text("old")
+    out.chmod(0o600)
+    code, _, err = run("export", "msccl", PCIE, "-s", "ring", "-o", out)
+    assert code == 0, err
+    assert stat.S_IMODE(os.stat(out).st_mode) == 0o600 and out.read_text() != "old"
+
+
+def test_a_device_may_be_named_by_two_outputs():
+    from schedc.files import Run
+    run = Run()
+    run.add_output("/dev/null")
+    run.add_output("/dev/null")  # written through twice: nothing to clobber
+    assert list(run.outputs.values()) == ["/dev/null"]

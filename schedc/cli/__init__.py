@@ -25,6 +25,8 @@ from ..errors import SchedcError
 from . import analysing, compiling, exporting, measuring, reporting, scaling
 from .options import EXIT_BAD_INPUT, EXIT_INTERNAL, EXIT_OK, JSON_REQUESTED
 
+EXIT_UNWRITTEN = 120  # as CPython exits when it cannot flush stdout at exit
+
 
 def _show_version(ctx: click.Context, param: click.Parameter, value: bool) -> None:
     """`--version`, read from the package metadata only when asked (importlib.metadata
@@ -84,6 +86,11 @@ def main(argv: list[str] | None = None) -> None:
     except BrokenPipeError:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         code = EXIT_OK
+    except OSError as exc:  # writing stdout failed (a full disk): not a bug in schedc
+        if exc.filename is not None:
+            raise  # (an error about a named file is a bug: files go through schedc.files)
+        _say_lost(exc)
+        code = EXIT_UNWRITTEN
     except Exception as exc:  # a bug, not bad input: say so instead of a traceback
         if os.environ.get("SCHEDC_DEBUG"):
             raise
@@ -109,15 +116,25 @@ def entry() -> NoReturn:
         main()
     except SystemExit as exc:  # (main's code is always an int)
         code = exc.code if isinstance(exc.code, int) else EXIT_OK
+    atexit._run_exitfuncs()  # (first: what a handler prints is flushed below)
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()
         except BrokenPipeError:  # the reader went away: as `main` treats it
             os.dup2(os.open(os.devnull, os.O_WRONLY), stream.fileno())
-        except (OSError, ValueError):  # closed or unwritable: what the interpreter would lose
-            pass
-    atexit._run_exitfuncs()
+        except (OSError, ValueError) as exc:  # a full disk, a closed stream: output is lost
+            if stream is sys.stdout:
+                _say_lost(exc)
+                code = code or EXIT_UNWRITTEN
     os._exit(code)
+
+
+def _say_lost(exc: Exception) -> None:
+    try:
+        print(f"schedc: cannot write the output: {getattr(exc, 'strerror', None) or exc}",
+              file=sys.stderr, flush=True)
+    except (OSError, ValueError):
+        pass
 
 
 def _report(error: SchedcError) -> int:

@@ -41,7 +41,7 @@ BUSBW_FACTORS = {
 }
 
 _PREFIX = re.compile(r"^(\s*\d+:\s|\s*\[\d+,\d+\]<std(?:out|err)>:)")
-_RANK = re.compile(r"^#\s+Rank\s+(\d+)\s")
+_RANK = re.compile(r"^#\s+Rank\s+(\d{1,9})\s")  # (longer: not a rank line)
 _STARTING = re.compile(r"^#\s*Collective test starting:\s*(\S+)")
 _TOKEN = re.compile(r"\S+")
 _INT = re.compile(r"^\d+$")
@@ -302,11 +302,12 @@ def _row(source: SourceFile, number: int, raw: str, tokens: list[tuple[str, int]
             k = value_col.get(name, 0)
             raise LogError(f"expected a whole number of {'bytes' if name == 'size' else 'elements'}"
                            f" for {name}, got '{tokens[k][0]}'", at(k))
-        if int(values[name]) > MAX_SIZE:
+        digits = values[name].lstrip("0")  # (int() refuses strings of over 4,300 digits)
+        if len(digits) > len(str(MAX_SIZE)) or int(digits or "0") > MAX_SIZE:
             raise LogError(f"{name} must be at most {MAX_SIZE:,} (nccl-tests counts in 64 bits), "
                            f"got {len(values[name])} digits", at(value_col[name]))
     root = values.get("root")
-    if root is not None and not re.match(r"^-?\d+$", root):
+    if root is not None and not re.match(r"^-?\d{1,9}$", root):
         raise LogError(f"expected a rank number for root, got '{root}'", at(value_col["root"]))
     placements = []
     for p in place:  # only "wrong" is ever None (N/A); the others are numbers when present
