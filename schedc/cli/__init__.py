@@ -14,6 +14,7 @@ never a traceback.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import gc
 import os
 import sys
@@ -130,11 +131,9 @@ def entry() -> NoReturn:
 
 
 def _say_lost(exc: Exception) -> None:
-    try:
+    with contextlib.suppress(OSError, ValueError):  # (stderr may be gone too)
         print(f"schedc: cannot write the output: {getattr(exc, 'strerror', None) or exc}",
               file=sys.stderr, flush=True)
-    except (OSError, ValueError):
-        pass
 
 
 def _report(error: SchedcError) -> int:
