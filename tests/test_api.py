@@ -48,10 +48,12 @@ def test_time_json_is_the_api_timing(run, reuse_shipped, path):
         assert close(entry["time_s"], schedc.time(session, timing.name).time)
 
 
-def test_solve_for_a_structural_param_searches_the_integers(run, reuse_shipped):
+def test_solve_for_a_structural_param_searches_the_integers(run, reuse_shipped, monkeypatch):
     """The issue's example: `schedc solve ... --for hosts` answered, the API raised. (The
-    command reuses the compiled instances: `reuse_shipped`.)"""
-    path = SEED / "nvlink_hosts.sched"
+    command reuses the compiled instances: `reuse_shipped`; spelled as the API's docstring
+    spells the file, so that its example reuses them too.)"""
+    monkeypatch.chdir(ROOT)
+    path = "schedules/seed/nvlink_hosts.sched"
     found = schedc.solve(schedc.load(path), HOSTS, "hosts")
     assert isinstance(found, schedc.api.IntegerSearch)
     document = _json(run, "solve", "--json", path, HOSTS, "--for", "hosts")
