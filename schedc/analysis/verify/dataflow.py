@@ -26,7 +26,7 @@ from ...model.ir import Batch, Collective, Round, Rounds, Schedule, Series, join
 
 T = TypeVar("T", bound=Sized)
 MAX_SCALE = 2**62  # the common denominator of all region boundaries
-_SKIP = " (--no-verify reports on the schedule without verifying it)"
+NO_VERIFY_HINT = " (--no-verify reports on the schedule without verifying it)"
 
 
 @dataclass(frozen=True, eq=False)
@@ -167,7 +167,7 @@ def geometry(schedule: Schedule, devices: int, ran: Ran | None = None) -> Geomet
                for b in whole for lo in range(0, len(b), GROUP)]
     scale = lcm(p, *{b.den for b in batches})
     if scale > MAX_SCALE:
-        raise LimitError(f"regions are cut too finely to verify (1/{scale} of the buffer){_SKIP}",
+        raise LimitError(f"regions are cut too finely to verify (1/{scale} of the buffer){NO_VERIFY_HINT}",
                          schedule.span)
     # Points are marked group by group of batches (no array of every transfer's ends at once)
     # while a mark per position is small; past that they are collected and sorted.
@@ -227,7 +227,7 @@ def check_cells(ranks: int, switches: int, pieces: int, span: Span | None) -> No
     of the buffer."""
     if (ranks + switches) * pieces > MAX_CELLS:
         raise LimitError(f"verifying this needs {ranks:,} ranks × {pieces:,} pieces of the "
-                         f"buffer; the limit is {MAX_CELLS:,} in all{_SKIP}", span)
+                         f"buffer; the limit is {MAX_CELLS:,} in all{NO_VERIFY_HINT}", span)
 
 
 def check_declared(collective: Collective, span: Span | None) -> None:
@@ -276,7 +276,7 @@ def _close_under_moves(bounds: np.ndarray, moves: np.ndarray, schedule: Schedule
             return bounds
         if len(grown) > MAX_CELLS:
             raise LimitError("the regions moved by 'into' cut the buffer too finely to verify"
-                             + _SKIP, schedule.span)
+                             + NO_VERIFY_HINT, schedule.span)
         bounds = grown
 
 

@@ -23,7 +23,7 @@ from ...errors import LimitError, Span
 from ...limits import MAX_CELLS
 from ...model.collectives import KINDS
 from ...model.ir import Batch, Collective
-from .dataflow import _SKIP, MAX_SCALE
+from .dataflow import NO_VERIFY_HINT, MAX_SCALE
 
 SAMPLE = 1 << 16  # transfers of a batch looked at: a ring's first rounds touch all its parts
 
@@ -58,4 +58,4 @@ class PiecesSeen:
         if pieces > self.most:
             raise LimitError(f"verifying this needs {self.ranks:,} ranks × at least {pieces:,} "
                              f"pieces of the buffer (counted in the part elaborated so far); the "
-                             f"limit is {MAX_CELLS:,} in all{_SKIP}", self.span)
+                             f"limit is {MAX_CELLS:,} in all{NO_VERIFY_HINT}", self.span)
