@@ -23,7 +23,7 @@ from ...errors import LimitError, Span
 from ...limits import MAX_CELLS
 from ...model.collectives import KINDS
 from ...model.ir import Batch, Collective
-from .dataflow import NO_VERIFY_HINT, MAX_SCALE
+from .dataflow import MAX_SCALE, NO_VERIFY_HINT
 
 SAMPLE = 1 << 16  # transfers of a batch looked at: a ring's first rounds touch all its parts
 
