@@ -144,18 +144,23 @@ def test_an_error_in_a_called_schedule_is_reported_where_one_at_a_time_reports_i
     assert words in messages[0][0]
 
 
+def _outcomes(tmp_path, monkeypatch, case: str, limits: Limits) -> list[str]:
+    """"ok" or the rendered refusal of the case under `limits`, with reuse and without."""
+    outcomes = []
+    for reuse in (True, False):
+        try:
+            _session(tmp_path, CASES[case][0], reuse, monkeypatch, limits).schedule("x")
+            outcomes.append("ok")
+        except SchedcError as error:
+            outcomes.append(error.render().replace(str(tmp_path / str(reuse)), "<dir>"))
+    return outcomes
+
+
 @pytest.mark.parametrize("steps", range(1, 60, 2))
 def test_work_is_counted_as_one_iteration_at_a_time(tmp_path, monkeypatch, steps):
     """Under step limits around the loop's (4 iterations × (1 + a call + 7 rounds) ...), the
     lanes refuse or accept as one iteration at a time, with the same message."""
-    outcomes = []
-    for reuse in (True, False):
-        try:
-            _session(tmp_path, CASES["regions"][0], reuse, monkeypatch,
-                     Limits(steps=steps)).schedule("x")
-            outcomes.append("ok")
-        except SchedcError as error:
-            outcomes.append(error.render().replace(str(tmp_path / str(reuse)), "<dir>"))
+    outcomes = _outcomes(tmp_path, monkeypatch, "regions", Limits(steps=steps))
     assert outcomes[0] == outcomes[1]
     assert outcomes[-1] == "ok" or "step" in outcomes[-1] or "iteration" in outcomes[-1]
 
@@ -165,14 +170,7 @@ def test_a_transfer_limit_refuses_as_one_iteration_at_a_time(tmp_path, monkeypat
     """`filtered` makes 2 + 2 transfers in iterations 0 and 2, 0 + 2 in 1 and 3: 12 in all.
     One iteration at a time refuses a loop whose first iteration's count × 4 (16) passes the
     limit, even where the whole loop (12) fits: so do the lanes."""
-    outcomes = []
-    for reuse in (True, False):
-        try:
-            _session(tmp_path, CASES["filtered"][0], reuse, monkeypatch,
-                     Limits(transfers=transfers)).schedule("x")
-            outcomes.append("ok")
-        except SchedcError as error:
-            outcomes.append(error.render().replace(str(tmp_path / str(reuse)), "<dir>"))
+    outcomes = _outcomes(tmp_path, monkeypatch, "filtered", Limits(transfers=transfers))
     assert outcomes[0] == outcomes[1]
     assert (outcomes[0] == "ok") == (transfers >= 16)
     if 12 <= transfers < 16:
