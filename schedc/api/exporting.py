@@ -53,7 +53,7 @@ def export_astra(session: Session, schedule: str, *, prefix: str | None = None,
     first: per-rank Chakra traces of its sends and receives, the workload that calls it and
     the system, network and memory configurations (`.files()` makes them).
 
-        >>> astra = schedc.export_astra(session, "ring")
+        >>> astra = schedc.export_astra(session, "hierarchical")
         >>> astra.ranks, [d.npus for d in astra.network.dimensions]
         (16, [8, 2])
     """
