@@ -27,12 +27,13 @@ class _Part:
     fill: Fill
 
 
+_VARINT_STEPS = np.array([1 << bits for bits in range(7, 64, 7)], dtype=np.uint64)
+_POWERS_OF_TEN = np.array([10**k for k in range(1, 19)], dtype=np.int64)
+
+
 def varint_lengths(values: np.ndarray) -> np.ndarray:
-    """Bytes of each value's varint: one per 7 bits of its binary length (frexp gives that
-    length exactly for values below 2^53, beyond any id, size or count written here)."""
-    assert not len(values) or int(values.max()) < 2**53
-    bits = np.frexp(values.astype(np.float64))[1]
-    return np.maximum(1, (bits + 6) // 7).astype(np.int64)
+    """Bytes of each value's varint: one, and one more per 7 bits past the first 7."""
+    return np.searchsorted(_VARINT_STEPS, values.astype(np.uint64), side="right") + 1
 
 
 def _varint_fill(values: np.ndarray, lengths: np.ndarray) -> Fill:
@@ -51,6 +52,8 @@ class Records:
         self.parts: list[_Part] = []
 
     def lengths(self) -> np.ndarray:
+        """Bytes of each record (summed when asked: parts are only ever appended, and a
+        record's sum is asked of once by its parent)."""
         total = np.zeros(self.count, dtype=np.int64)
         for part in self.parts:
             total += part.lengths
@@ -94,9 +97,7 @@ class Records:
 
     def decimal(self, values: np.ndarray) -> Records:
         """Each record's value (≥ 0) in decimal ASCII digits."""
-        digits = np.ones(len(values), dtype=np.int64)
-        for power in range(1, 19):
-            digits += values >= 10**power
+        digits = np.searchsorted(_POWERS_OF_TEN, values, side="right") + 1
 
         def fill(data: np.ndarray, mask: np.ndarray) -> None:
             powers = 10 ** np.arange(19, dtype=np.int64)
