@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 
 __all__ = ["DEFAULT_TIMEOUT", "Limits", "SchedcError", "Session", "VerificationFailed",
            "__version__", "bound", "calibrate", "check", "compare", "emit", "evaluate",
-           "export_msccl", "fitted_sets", "load", "predict", "report", "scale", "sensitivity",
+           "export_astra", "export_msccl", "fitted_sets", "load", "predict", "report", "scale", "sensitivity",
            "solve", "sweep", "time", "tune", "verify", "verify_files"]
 
 if TYPE_CHECKING:
@@ -36,6 +36,7 @@ if TYPE_CHECKING:
         compare,
         emit,
         evaluate,
+        export_astra,
         export_msccl,
         fitted_sets,
         load,

@@ -21,6 +21,7 @@ input is refused however late the input is met (an import is checked as it is re
 from __future__ import annotations
 
 import os
+import shutil
 import stat
 import sys
 import tempfile
@@ -309,11 +310,61 @@ def write_output_with(path: str | Path, write, suffix: str = "") -> None:
         Path(temporary).unlink(missing_ok=True)
 
 
+def check_output_folder(path: str | Path, force: bool) -> Path:
+    """Refuse an output folder before any work: one that is a file, or in a missing folder,
+    or that exists and holds anything, unless `force` (then the files written replace theirs,
+    and any other file stays)."""
+    path = Path(path)
+    if path.exists() and not path.is_dir():
+        raise UsageError(f"cannot write into {path}: it is not a directory")
+    if path.is_dir() and any(path.iterdir()) and not force:
+        raise UsageError(f"{path} exists and is not empty; give --force to replace the files "
+                         "written there")
+    if not Path(os.path.realpath(path)).parent.is_dir():
+        raise UsageError(f"cannot write into {path}: no such directory {path.parent}")
+    return path
+
+
+def write_folder(path: str | Path, files: Iterable[tuple[str, Iterable[bytes]]],
+                 force: bool) -> list[str]:
+    """Write `files` ((name, pieces) each) into the folder `path`: all of them first into a
+    new folder beside it, so an error leaves nothing; then that folder renamed to `path` when
+    `path` does not exist, else (`force`) each file moved in whole. Returns the names."""
+    path = check_output_folder(path, force)
+    real = Path(os.path.realpath(path))
+    try:
+        staging = Path(tempfile.mkdtemp(prefix=f".{real.name}.", dir=real.parent))
+    except OSError as exc:
+        raise UsageError(f"cannot write into {path}: {exc.strerror or exc}") from None
+    names: list[str] = []
+    try:
+        for name, pieces in files:
+            if real.is_dir():  # never over an input of this run
+                check_output(real / name)
+            with open(staging / name, "wb") as handle:
+                for data in pieces:
+                    handle.write(data)
+            names.append(name)
+        if real.is_dir():
+            for name in names:
+                os.replace(staging / name, real / name)
+            staging.rmdir()
+        else:
+            os.rename(staging, real)
+    except OSError as exc:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise UsageError(f"cannot write into {path}: {exc.strerror or exc}") from None
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return names
+
+
 def _umask() -> int:
     mask = os.umask(0)
     os.umask(mask)
     return mask
 
 
-__all__ = ["RUN", "Run", "SchedcError", "check_output", "read_input", "read_source",
-           "write_output", "write_output_with"]
+__all__ = ["RUN", "Run", "SchedcError", "check_output", "check_output_folder", "read_input",
+           "read_source", "write_folder", "write_output", "write_output_with"]

@@ -7,8 +7,9 @@ The convention (docs/contributing.md, "Examples in the documentation"):
   `schedc ARGS` in-process; the lines up to the next `$ ` line are exactly what it prints
   (stdout, then stderr). A line `...` (spaces around it allowed) stands for any number of
   lines, none included.
-- `$ cat NAME` shows the file NAME (a plain name): when no earlier command of the block
-  wrote it, the test first creates it with the lines that follow. A block with a `$ cat`
+- `$ cat NAME` shows the file NAME (a plain name, or DIR/NAME in a folder DIR that an
+  earlier command of the block wrote): when no earlier command of the block wrote it, the
+  test first creates it with the lines that follow. A block with a `$ cat`
   runs in a fresh folder holding links to the repository's `schedules/` and `tests/`; any
   other block runs in the repository's root.
 - The exit status of every command is 0, unless the block's info string says otherwise
@@ -133,10 +134,13 @@ def _run_example(block: Block, run, monkeypatch, tmp_path) -> tuple[str, str | N
         body.append("$ " + step.command)
         words = shlex.split(step.command)
         if words[0] == "cat" and len(words) == 2:
-            # a plain name: a path through the folder's links would write into the repository
-            assert "/" not in words[1], f"line {block.line}: `$ cat` names a file of the folder"
+            # a plain name, or a file in a folder the block wrote: a path through the
+            # folder's links would write into the repository
+            top = words[1].split("/")[0]
+            assert "/" not in words[1] or top in written, \
+                f"line {block.line}: `$ cat` names a file of the folder or of one it wrote"
             path = folder / words[1]
-            if words[1] not in written:
+            if top not in written:
                 path.write_text("".join(line + "\n" for line in step.lines))
             actual = path.read_text().splitlines()
         elif words[0] == "schedc":

@@ -19,7 +19,12 @@ from typing import TYPE_CHECKING
 
 from ..deadline import DEFAULT_TIMEOUT
 from ..errors import SchedcError, VerificationFailed
-from ..files import RUN, Run, check_output  # what a run reads and writes (see files.py)
+from ..files import (  # what a run reads and writes (see files.py)
+    RUN,
+    Run,
+    check_output,
+    check_output_folder,
+)
 from ..limits import DEFAULT_POINTS, MAX_CUTS, Limits
 from ..progress import listening
 from .analysing import (
@@ -44,7 +49,7 @@ from .compiling import (
     verify,
     verify_files,
 )
-from .exporting import TunedTable, Tuning, export_msccl, report, tune
+from .exporting import TunedTable, Tuning, export_astra, export_msccl, report, tune
 from .measuring import calibrate, fitted_sets, plot_prediction, predict
 
 if TYPE_CHECKING:
@@ -82,9 +87,9 @@ def __getattr__(name: str):
 __all__ = [
     "Bounds", "Calibration", "Comparison", "FileCheck", "IntegerSearch", "ReportValue",
     "Scaling", "Session", "Solution", "Sweep", "Timing", "Verdict",
-    "RUN", "Run", "check_output", "DEFAULT_POINTS", "DEFAULT_TIMEOUT", "MAX_CUTS", "MAX_EMIT_LINES", "Limits", "SchedcError",
+    "RUN", "Run", "check_output", "check_output_folder", "DEFAULT_POINTS", "DEFAULT_TIMEOUT", "MAX_CUTS", "MAX_EMIT_LINES", "Limits", "SchedcError",
     "Sensitivities", "TunedTable", "Tuning", "VerifiedFile", "VerificationFailed", "bound", "calibrate", "check", "compare", "emit", "evaluate",
-    "export_msccl", "fitted_sets", "listening", "load", "plot_prediction", "plot_solution",
+    "export_astra", "export_msccl", "fitted_sets", "listening", "load", "plot_prediction", "plot_solution",
     "predict", "protocol_switches", "report", "scale", "sensitivity", "solve", "sweep", "time",
     "tune", "verify", "verify_files",
 ]

@@ -1,5 +1,6 @@
 """What other systems read, and the report page: `export_msccl` (a schedule as an MSCCL XML
-algorithm), `tune` (NCCL tuner tables from the solved crossovers), `report` (one HTML page)."""
+algorithm), `export_astra` (as an ASTRA-sim custom collective), `tune` (NCCL tuner tables
+from the solved crossovers), `report` (one HTML page)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from .compiling import refusal, verified_timings
 
 if TYPE_CHECKING:
     from ..analysis.solve.crossovers import Envelope
+    from ..export.astra import AstraExport
     from ..language.syntax import NcclName
     from ..session import Session
 
@@ -43,6 +45,30 @@ def export_msccl(session: Session, schedule: str, *, proto: str = "Simple", chan
             raise refusal([found])
     return write_xml(session.schedule(name), name, proto, channels, executor, min_bytes,
                      max_bytes)
+
+
+def export_astra(session: Session, schedule: str, *, prefix: str | None = None,
+                 verify: bool = True) -> AstraExport:
+    """A schedule as an ASTRA-sim custom collective at the file's nominal point, verified
+    first: per-rank Chakra traces of its sends and receives, the workload that calls it and
+    the system, network and memory configurations (`.files()` makes them).
+
+        >>> astra = schedc.export_astra(session, "hierarchical")
+        >>> astra.ranks, [d.npus for d in astra.network.dimensions]
+        (16, [8, 2])
+    """
+    from ..export.astra import export_astra as astra_files
+    name = session.selected((schedule,))[0]
+    if verify:
+        from ..analysis.verify.verdict import verdict
+        found = verdict(session, name)
+        if not found.ok:
+            raise refusal([found])
+    program = session.program
+    program.require_machine(name)
+    timing = session.timing(name)
+    return astra_files(session.schedule(name), program.topology, program.alpha,
+                       program.nominal, timing.time, prefix)
 
 
 class TunedTable(NamedTuple):

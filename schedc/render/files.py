@@ -6,7 +6,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
-from ..files import write_output
+from ..files import write_folder, write_output
+
+__all__ = ["write_atomically", "write_folder"]
 
 
 def write_atomically(path: Path, content: str | bytes | Iterable[str | bytes]) -> None:
