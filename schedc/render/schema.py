@@ -13,4 +13,4 @@ CALIBRATE = "schedc.calibrate/1"
 PREDICT = "schedc.predict/1"
 TUNE = "schedc.tune/1"
 SOLVE_INTEGERS = "schedc.solve-integers/1"  # solve --for a structural param
-SCALE = "schedc.scale/1"
+SCALE = "schedc.scale/2"  # /2: status, valid_to, checked_at; --at method
