@@ -21,7 +21,7 @@ over-approximates: a name is taken to depend on n wherever any of its bindings d
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from fractions import Fraction
 from math import lcm
 
@@ -179,18 +179,14 @@ class _Reader:
         return list(seen.values())
 
     def _visit(self, node: object) -> None:
-        for x in ast.walk(node):
-            if isinstance(x, st.If) and all(isinstance(s, st.Fail) for s in x.then) and x.then:
-                continue
-            if isinstance(x, (st.If, ast.Conditional)):
-                self._condition(x.cond)
-            elif isinstance(x, ast.CompFor) and x.cond is not None:
+        for x in _nodes(node):
+            if isinstance(x, (st.If, ast.Conditional)) or (
+                    isinstance(x, ast.CompFor) and x.cond is not None):
                 self._condition(x.cond)
             elif isinstance(x, ast.BinOp):
                 self._binop(x)
             elif isinstance(x, ast.Call) and x.func not in self.schedules:
                 self._call(x)
-        # an `error` precondition's condition may use shifts and `&` (power-of-two checks)
 
     def _record(self, node: ast.Node, kind: str, detail: str) -> None:
         span = node.span
@@ -292,6 +288,22 @@ class _Reader:
                 self._boundaries(x, [int(sympy.floor(root)) + 1], x.func)
         elif x.func not in ("len", "abs"):
             self._record(x, "checked", f"{x.func}() of a value depending on {self.param}")
+
+
+def _nodes(node: object):
+    """Every node, depth first, except inside the condition of an `if` whose only statements
+    are `error`s: a precondition (`if k & (k - 1) != 0: error ...`) leaves the time alone."""
+    if isinstance(node, st.If) and node.then and all(isinstance(s, st.Fail) for s in node.then):
+        yield from _nodes(node.orelse)
+        return
+    if isinstance(node, tuple):
+        for item in node:
+            yield from _nodes(item)
+    elif isinstance(node, (ast.Node, ast.LinkAttrs)):
+        yield node
+        for f in fields(node):
+            if not f.name.endswith("span"):
+                yield from _nodes(getattr(node, f.name))
 
 
 def _constant(node: ast.Expr) -> Fraction | None:

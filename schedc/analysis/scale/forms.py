@@ -25,12 +25,12 @@ from fractions import Fraction
 
 import sympy
 
+from ...elaborate.structure import dependence
 from ...errors import CostError, SchedcError, UsageError, VerificationFailed, did_you_mean
 from ...session import Session
-from ...elaborate.structure import dependence
 from ..bound.bounds import bound
-from .ends import dominance, end_of
 from .asymptotics import leading, limit, tidy, with_optimum
+from .ends import dominance, end_of
 from .fitting import (
     INTEGERS,
     POWERS,
