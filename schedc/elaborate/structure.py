@@ -201,8 +201,15 @@ class _Reader:
     def _compare(self, x: ast.Compare) -> None:
         a, b = self._affine(x.left), self._affine(x.right)
         if a is None or b is None:
-            self._record(x, "checked", f"a comparison depending on {self.param} (not of an "
-                                       f"affine function of {self.param} alone): not solved")
+            moduli: list[int] = []
+            left, right = self._quasi(x.left, moduli), self._quasi(x.right, moduli)
+            period = lcm(*moduli) if moduli else 1
+            if left is None or right is None or period > MAX_PERIOD:
+                self._record(x, "checked", f"a comparison depending on {self.param} (not of "
+                                           f"a quasi-affine function of {self.param} alone): "
+                                           "not solved")
+                return
+            self._residue_boundaries(x, lambda m: left(m) - right(m), period)
             return
         difference = sympy.expand(a - b)  # c·n + d, compared with 0
         c = difference.coeff(self.n)
@@ -216,6 +223,55 @@ class _Reader:
         truth = {m: bool(relation(difference.subs(self.n, m), 0)) for m in near}
         self._boundaries(x, [m for m in near if m - 1 in truth and truth[m] != truth[m - 1]],
                          "a comparison")
+
+    def _quasi(self, node: ast.Expr, moduli: list[int], depth: int = 0):
+        """`node` as a function of n, if it is built from n, constants, + - and `*` by a
+        constant, `%` and `//` by a constant (whose moduli go to `moduli`); else None."""
+        if depth > 50:
+            return None
+        affine = self._affine(node)
+        if affine is not None:
+            return lambda m: Fraction(str(affine.subs(self.n, m)))
+        if isinstance(node, ast.Name) and node.id in self.lets:
+            return self._quasi(self.lets[node.id], moduli, depth + 1)
+        if isinstance(node, ast.BinOp) and node.op in ("%", "//", "+", "-", "*"):
+            a = self._quasi(node.left, moduli, depth + 1)
+            q = _constant(node.right)
+            if node.op in ("%", "//"):
+                if a is None or q is None or q.denominator != 1 or q < 1:
+                    return None
+                moduli.append(int(q))
+                return (lambda m: a(m) % q) if node.op == "%" else (lambda m: a(m) // q)
+            b = self._quasi(node.right, moduli, depth + 1)
+            if a is None or b is None:
+                return None
+            if node.op == "*" and not (_constant(node.left) or q):
+                return None
+            return {"+": lambda m: a(m) + b(m), "-": lambda m: a(m) - b(m),
+                    "*": lambda m: a(m) * b(m)}[node.op]
+        return None
+
+    def _residue_boundaries(self, x: ast.Compare, difference, period: int) -> None:
+        """On each residue class mod `period` a quasi-affine difference is affine: where the
+        comparison's truth changes from one member of the class to the next, a piece starts."""
+        relation = {"<": lambda v: v < 0, "<=": lambda v: v <= 0, ">": lambda v: v > 0,
+                    ">=": lambda v: v >= 0, "==": lambda v: v == 0, "!=": lambda v: v != 0}[x.op]
+        cuts = []
+        for r in range(period):
+            first = 2 * period + r
+            c = (difference(first + period) - difference(first)) / period
+            d = difference(first) - c * first
+            if difference(first + 2 * period) != c * (first + 2 * period) + d:
+                self._record(x, "checked", "a comparison not affine on a residue class: "
+                                           "not solved")
+                return
+            if c == 0:
+                continue
+            k = int((-d / c - r) // period)
+            members = [r + period * j for j in range(max(k - 2, 0), k + 3)]
+            truth = [relation(c * m + d) for m in members]
+            cuts += [m for m, before, now in zip(members[1:], truth, truth[1:]) if before != now]
+        self._boundaries(x, sorted(cuts), f"a comparison (period {period})")
 
     def _boundaries(self, node: ast.Node, cuts: list[int], what: str) -> None:
         cuts = [c for c in cuts if 1 < c <= MAX_BOUNDARY]
@@ -259,8 +315,14 @@ class _Reader:
             return
         c = affine.coeff(self.n)
         d = affine.subs(self.n, 0)
-        # x = c·n + d steps at every multiple of q: n = (q·m - d)/c; the first few past 1.
-        cuts = sorted({int(sympy.ceiling((period * m - d) / c)) for m in range(0, 64)})
+        # floor(x/q), x // q and x % q step where x = c·n + d reaches a multiple of q, ceil(x/q)
+        # just after: n = (q·m + step - d)/c; the first few past 1.
+        step = 1 if isinstance(node, ast.Call) and node.func == "ceil" else 0
+        if c <= 0:
+            self._record(node, "checked", f"period {period} of a value decreasing in "
+                                          f"{self.param}: not fitted")
+            return
+        cuts = sorted({int(sympy.ceiling((period * m + step - d) / c)) for m in range(0, 64)})
         self._boundaries(node, [c_ for c_ in cuts if c_ > 1][:8], f"period {period}")
 
     def _call(self, x: ast.Call) -> None:

@@ -242,6 +242,7 @@ class Scaler:
         self.structure = dependence(self.session.modules, self.param, (definition,))
         notes: list[str] = list(self.structure.notes)
         pieces: list[Piece] = []
+        fitted = -1
         for group in self._families():
             attempt: list[Piece] = []
             try:
@@ -250,8 +251,10 @@ class Scaler:
             except _Refused as refused:
                 notes.append(f"over the {group[0].name}: {refused.args[0]}")
                 continue
-            pieces = attempt
-            if all(p.regime is not None for p in pieces):
+            if sum(p.regime is not None for p in attempt) > fitted:  # keep the best attempt
+                pieces, fitted = attempt, sum(p.regime is not None for p in attempt)
+            if all(p.regime is not None for p in attempt):
+                pieces = attempt
                 break
             notes.append(f"over the {group[0].name}: no closed form in the basis "
                          f"{_basis_text(group[0], self.symbol)}")
@@ -371,10 +374,19 @@ class Scaler:
                            family, n)
         if regime is None:
             return None
-        formula = fit_slots({p: by_n[p].formula for p in (*fit_n, *check_n)}, fit_n, check_n,
+        # Where two terms of the full formula are equal (a tie between regimes), they are one
+        # load there, and its shape differs: such an instance is checked by its time instead.
+        shape = by_n[fit_n[0]].formula
+        alike = [p for p in check_n if by_n[p].formula.key == shape.key]
+        formula = fit_slots({p: by_n[p].formula for p in (*fit_n, *alike)}, fit_n, alike,
                             family, n)
         parts = regime_parts(by_n[fit_n[0]].regime, regime)
-        classes = None if formula is None else classes_terms(by_n[fit_n[0]].formula, formula)
+        classes = None if formula is None else classes_terms(shape, formula)
+        if formula is not None and any(
+                classes_form(shape, formula).xreplace(self.others).xreplace({n: p})
+                != sympy.Rational(by_n[p].time.numerator, by_n[p].time.denominator)
+                for p in check_n if p not in alike):
+            formula = classes = None
         return (*parts, classes, regime, formula)
 
     def _unfitted(self, family: Family, points: list[int], sample: dict, why: str) -> Piece:
