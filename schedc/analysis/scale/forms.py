@@ -25,7 +25,7 @@ from fractions import Fraction
 
 import sympy
 
-from ...elaborate.structure import dependence
+from ...elaborate.structure import Structure, dependence
 from ...errors import CostError, SchedcError, UsageError, VerificationFailed, did_you_mean
 from ...session import Session
 from ..bound.bounds import bound
@@ -170,7 +170,7 @@ class Scaler:
         self.start, self.with_bounds, self.prepare = start, with_bounds, prepare
         self._seen: dict[tuple[int, str], Observation | SchedcError] = {}
         self.others = {s: v for s, v in session.program.nominal.items() if str(s) != param}
-        self.structure = dependence(session.modules, param)  # set per schedule in `scale`
+        self.structure = Structure(param)  # what the source says: read per schedule in `scale`
 
     # ---- instances
 
