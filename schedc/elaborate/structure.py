@@ -180,9 +180,9 @@ class _Reader:
 
     def _visit(self, node: object) -> None:
         for x in _nodes(node):
-            if isinstance(x, (st.If, ast.Conditional)) or (
-                    isinstance(x, ast.CompFor) and x.cond is not None):
-                self._condition(x.cond)
+            if isinstance(x, (st.If, ast.Conditional, ast.CompFor)):
+                if x.cond is not None:
+                    self._condition(x.cond)
             elif isinstance(x, ast.BinOp):
                 self._binop(x)
             elif isinstance(x, ast.Call) and x.func not in self.schedules:

@@ -9,7 +9,8 @@ from typing import TYPE_CHECKING
 import sympy
 
 if TYPE_CHECKING:
-    from .forms import Piece, Scaler
+    from .forms import Scaler
+    from .pieces import Piece
 
 
 def tidy(expr: sympy.Expr) -> sympy.Expr:
@@ -39,7 +40,7 @@ def with_optimum(piece: Piece, scaler: Scaler, name: str) -> Piece:
     """A stationary point of the time inside the piece: the knob's optimum (`c*`), with the
     two integers around it (its floor and ceiling) compiled to find the best."""
     from ...errors import SchedcError
-    from .forms import Optimum
+    from .pieces import Optimum
     assert piece.regime is not None  # called only on a piece with a closed form
     n = scaler.symbol
     x = sympy.Symbol(str(n), positive=True)  # solved over the reals, then rounded

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 import sympy
 
 POWERS_REACH = 62  # over the powers of two, conditions are evaluated at 2^k for k up to this
+SCAN = 4096  # a condition that is not a relation of rational functions: evaluated this far
 
 
 @dataclass(frozen=True)
@@ -34,7 +35,8 @@ def first_failure(relation: sympy.Expr, n: sympy.Symbol, others: dict, start: in
                   powers: bool = False) -> int | None:
     """The first n >= start (a power of two, if `powers`) at which `relation` is false, with
     the other params at `others`; None if it holds at every such n (over the powers of two:
-    up to 2^POWERS_REACH)."""
+    up to 2^POWERS_REACH; for a relation that is not between rational functions of n, up to
+    start + SCAN: the piece is checked, never proved, so its far check still applies)."""
     lhs = sympy.sympify(relation.lhs).xreplace(others)
     rhs = sympy.sympify(relation.rhs).xreplace(others)
     strict = isinstance(relation, (sympy.StrictGreaterThan, sympy.StrictLessThan))
@@ -53,8 +55,11 @@ def first_failure(relation: sympy.Expr, n: sympy.Symbol, others: dict, start: in
         return next((2**j for j in range(k, POWERS_REACH + 1) if not holds(2**j)), None)
     numerator, denominator = sympy.fraction(difference)
     candidates = {start}
-    for part in (numerator, denominator):
-        poly = sympy.Poly(part, n)
+    try:
+        polys = [sympy.Poly(part, n) for part in (numerator, denominator)]
+    except sympy.PolynomialError:  # a Min or Max left in it (a window): evaluated one by one
+        return next((m for m in range(start, start + SCAN) if not holds(m)), None)
+    for poly in polys:
         if poly.degree() < 1:
             continue
         for root in poly.real_roots():

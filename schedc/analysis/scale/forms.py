@@ -6,22 +6,28 @@ other params (α, V/B_N, ...). Every coefficient is written as an exact rational
 of a basis of functions of n — 1, n, 1/n, n² over the integers; 1, log2 n, n, 1/n over the
 powers of two, where log2 n is an integer — fitted by solving the exact linear system on as
 many instances as the basis has functions. The result is then CHECKED, coefficient by
-coefficient and exactly, at instances not used for the fit: the next two, and one at least
-8× larger than the largest fit point. A form that fails a check is never reported; the times
+coefficient and exactly, at instances not used for the fit: the next two, and one at the
+piece's end or, for the last piece, at least 8× larger than the largest fit point. A form that fails a check is never reported; the times
 at the instances are reported instead. The same fit is made of the full formula (its round
 classes: count × (start-up + Max of terms)), of the bounds of `analysis.bound`, and the ratio
 time / bound follows from the fitted forms, with its limit as n → ∞.
 
-Where the regime (its monomials or its conditions) changes with n, the axis is cut into
-pieces, each fitted on its own: the change between the small instances and the far check is
-located by bisection over n.
+Pieces. A piece ends where a condition of its regime form, or the dominance of one term of
+the full formula over the others, fails (solved exactly in n: `ends`), at a boundary read
+from the source (`elaborate.structure`: a comparison `p > 48`, a `ceil(p/64)`), or where the
+regime changes between the small instances and the far check (located by bisection). A
+period read from the source (`p % 9`) is fitted one residue class at a time.
+
+Status. Every piece is `checked`: it equals the compiles at `checked_at` and is claimed only
+between its first and last; past the last piece's last compile it is an extrapolation
+(`Scaling.form_at`, `--extrapolate`). Nothing here proves a form for every n: `proved`
+(with its `argument`) is for a proof that the fitted form cannot change past the compiles,
+which is not derived yet (see docs/scale.md, "Limits").
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
-from fractions import Fraction
 
 import sympy
 
@@ -46,112 +52,11 @@ from .fitting import (
     regime_parts,
     regime_shape,
 )
+from .pieces import AtValue, Observation, Piece, Scaling
 from .terms import full_shape
 
 MAX_PIECES = 4
-@dataclass(frozen=True)
-class Observation:
-    """What one schedule is at one instance."""
-
-    n: int
-    time: Fraction
-    regime: Shape
-    formula: Shape
-    bounds: dict[str, Shape]  # "bound" (the best), "cut-set", "end-host"; empty if not asked
-
-
-@dataclass(frozen=True)
-class Piece:
-    valid_from: int
-    valid_to: int | None  # None (unbounded) only for a proved piece
-    family: Family
-    fit_points: tuple[int, ...]
-    check_points: tuple[int, ...]
-    regime: sympy.Expr | None  # None: no closed form in the basis (see `times`)
-    conditions: tuple[str, ...]
-    formula: sympy.Expr | None
-    limit: sympy.Expr | None  # as n -> oo: only for the last piece (extrapolated unless proved)
-    bounds: dict[str, sympy.Expr | None]
-    ratio: sympy.Expr | None  # time / bound
-    ratio_limit: sympy.Expr | None
-    times: tuple[tuple[int, Fraction], ...]  # every instance of the piece that was compiled
-    # As n -> oo: each monomial (α, V/B_N, ...), the constant k and the function f(n) of
-    # the leading term k·f(n) of its coefficient (f: n², n·log2 n, n, log2 n or 1); empty
-    # but for the last piece.
-    asymptote: tuple[tuple[sympy.Expr, sympy.Expr, sympy.Expr], ...] = ()
-    optimum: Optimum | None = None
-    status: str = "checked"  # "proved": for every n in the range; "checked": at `checked_at`
-    argument: str | None = None  # with "proved": why it holds for every n
-    ends: str | None = None  # why the piece ends at valid_to
-    last: bool = False  # the last piece: beyond valid_to the form is an extrapolation
-    notes: tuple[str, ...] = ()
-
-    @property
-    def checked_at(self) -> tuple[int, ...]:
-        return tuple(n for n, _ in self.times)
-
-    def holds_at(self, value: int) -> bool:
-        if self.family.name == "powers of two" and value & (value - 1):
-            return False
-        if self.family.step > 1 and value % self.family.step != self.family.offset:
-            return False
-        return value >= self.valid_from and (self.valid_to is None or value <= self.valid_to)
-
-
-@dataclass(frozen=True)
-class Optimum:
-    """A knob's best value: the stationary point of the closed form, and the best integer."""
-
-    stationary: sympy.Expr  # n* from dT/dn = 0, in the other params
-    value: sympy.Expr  # n* at the nominal point
-    best: int  # the better of floor(n*) and ceil(n*), each compiled
-    best_time: Fraction
-    neighbours: tuple[tuple[int, Fraction], ...]
-
-
-@dataclass(frozen=True)
-class AtValue:
-    """`scale --at N`: the time at n, and how it was found."""
-
-    n: int
-    time: Fraction
-    method: str  # "formula" | "compiled" | "extrapolated"
-
-
-@dataclass(frozen=True)
-class Scaling:
-    name: str
-    param: str
-    symbol: sympy.Symbol
-    pieces: tuple[Piece, ...]
-    notes: tuple[str, ...]
-    at: tuple[AtValue, ...] = ()
-
-    def form_at(self, value: int, nominal: dict, extrapolate: bool = False
-                ) -> tuple[Fraction, str] | None:
-        """The time at `value` from the form of the piece holding it, and "formula"; past
-        the last piece's range, with `extrapolate`, from that piece and "extrapolated";
-        else None (compile there)."""
-        for piece in self.pieces:
-            if piece.regime is not None and piece.holds_at(value):
-                return _evaluate(piece, self, value, nominal), "formula"
-        last = self.pieces[-1] if self.pieces else None
-        if (extrapolate and last is not None and last.regime is not None and last.last
-                and last.valid_to is not None and value > last.valid_to
-                and (last.family.name != "powers of two" or not value & (value - 1))):
-            return _evaluate(last, self, value, nominal), "extrapolated"
-        return None
-
-
-def _evaluate(piece: Piece, scaling: Scaling, value: int, nominal: dict) -> Fraction:
-    assert piece.regime is not None
-    others = {s: v for s, v in nominal.items() if str(s) != scaling.param}
-    exact = piece.regime.xreplace(others).xreplace({scaling.symbol: value})
-    if not exact.is_Rational:  # log(2^k)/log(2) at a power of two: exactly k
-        exact = sympy.nsimplify(sympy.expand_log(exact, force=True))
-    return Fraction(int(exact.p), int(exact.q))
-
-
+REACH_FACTOR = 4  # a piece that ends is checked at its end if that is within 4× the far check
 class Scaler:
     """Fits the schedules of one session in one structural param."""
 
@@ -320,10 +225,10 @@ class Scaler:
         key = sample[index].regime.key
         change = next((i for i in small if sample[i].regime.key != key), None)
         if change is not None or len(small) < size + 1:
-            cut = change if change is not None else small[-1] + 1
-            why = (f"the regime changes at {self.param} = {family.point(cut)}"
-                   if change is not None else self.structure.why(family.point(cut)))
-            return self._unfitted(family, [i for i in small if i < cut], sample, why), \
+            early = change if change is not None else small[-1] + 1
+            why = (f"the regime changes at {self.param} = {family.point(early)}"
+                   if change is not None else self.structure.why(family.point(early)))
+            return self._unfitted(family, [i for i in small if i < early], sample, why), \
                 (change if change is not None else stop)
         provisional = self._fit(family, small[:size], small[size:], sample)
         if provisional is None:
@@ -337,9 +242,13 @@ class Scaler:
             end = None  # cannot happen for conditions true at `first`; never cut before it
         end_index = None if end is None else family.last_index(end.last)
         reach = min([x for x in (top, end_index) if x is not None], default=None)
-        target = family.far(small[size - 1]) if reach is None else reach
+        target = family.far(small[size - 1])
+        if reach is not None and reach <= REACH_FACTOR * target:  # checked at its very end
+            target = reach
+        elif reach is not None:
+            target = min(target, reach)
         far = self._far(name, family, small[-1], target, sample) if target > small[-1] else None
-        cut = None
+        cut: int | None = None
         if far is not None and sample[far].regime.key != key:  # the first index of another
             lo, hi = small[-1], far
             while hi - lo > 1:
@@ -350,6 +259,8 @@ class Scaler:
             if cut - 1 not in sample:
                 sample[cut - 1] = self._sample(name, family, cut - 1)
         points = sorted(i for i in sample if cut is None or i < cut)
+        why: str | None
+        next_index: int | None
         if cut is not None:
             why, next_index, last = (f"the regime changes at {self.param} = {family.point(cut)} "
                                      f"(found by bisection)"), cut, False
