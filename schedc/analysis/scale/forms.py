@@ -226,9 +226,9 @@ class Scaler:
         change = next((i for i in small if sample[i].regime.key != key), None)
         if change is not None or len(small) < size + 1:
             early = change if change is not None else small[-1] + 1
-            why = (f"the regime changes at {self.param} = {family.point(early)}"
-                   if change is not None else self.structure.why(family.point(early)))
-            return self._unfitted(family, [i for i in small if i < early], sample, why), \
+            reason = (f"the regime changes at {self.param} = {family.point(early)}"
+                      if change is not None else self.structure.why(family.point(early)))
+            return self._unfitted(family, [i for i in small if i < early], sample, reason), \
                 (change if change is not None else stop)
         provisional = self._fit(family, small[:size], small[size:], sample)
         if provisional is None:
