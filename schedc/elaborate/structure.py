@@ -59,7 +59,14 @@ class Structure:
 
     @property
     def notes(self) -> tuple[str, ...]:
-        return tuple(f"{d.line}: `{d.text}`: {d.detail}" for d in self.dependences)
+        """One note per source line, with what each of its dependences gives."""
+        by_line: dict[tuple[str, str], list[str]] = {}
+        for d in self.dependences:
+            details = by_line.setdefault((d.line, d.text), [])
+            if d.detail not in details:
+                details.append(d.detail)
+        return tuple(f"{line}: `{text}`: {'; '.join(details)}"
+                     for (line, text), details in by_line.items())
 
     def next_start(self, n: int) -> int | None:
         return next((b for b in self.boundaries if b > n), None)
@@ -83,8 +90,13 @@ class _Reader:
         self.param = param
         self.n = sympy.Symbol(param, positive=True, integer=True)
         self.modules = modules
-        self.schedules = {s.name: s for m in modules for s in m.body
-                          if isinstance(s, ast.ScheduleDef)}
+        # By name, every definition: a result may share its name with the library function
+        # it calls (`schedule rd_allreduce = rd_allreduce(ranks)`).
+        self.schedules: dict[str, list[ast.ScheduleDef]] = {}
+        for m in modules:
+            for stmt in m.body:
+                if isinstance(stmt, ast.ScheduleDef):
+                    self.schedules.setdefault(stmt.name, []).append(stmt)
         self.lets: dict[str, ast.Expr] = {s.name: s.value for m in modules for s in m.body
                                           if isinstance(s, ast.Let)}
         self.tainted = self._taint()
@@ -103,8 +115,9 @@ class _Reader:
             elif isinstance(node, (st.For, st.RoundFor, st.ParallelFor, ast.CompFor)):
                 out.append((node.var, node.iter))
             elif isinstance(node, ast.Call) and node.func in self.schedules:
-                formals = self.schedules[node.func].formals or ()
-                out += [(f.name, a) for f, a in zip(formals, node.args)]
+                for definition in self.schedules[node.func]:
+                    formals = definition.formals or ()
+                    out += [(f.name, a) for f, a in zip(formals, node.args)]
                 out += [(k.name, k.value) for k in node.kwargs]
             elif isinstance(node, ast.Formal) and node.default is not None:
                 out.append((node.name, node.default))
@@ -156,26 +169,32 @@ class _Reader:
     def read(self, roots: tuple[ast.ScheduleDef, ...]) -> Structure:
         scope: list[object] = [s for m in self.modules for s in m.body
                                if isinstance(s, (ast.Topology, ast.Let, ast.CollectiveDecl))]
-        scope += self._reachable(roots) if roots else list(self.schedules.values())
+        scope += self._reachable(roots) if roots else [
+            d for defs in self.schedules.values() for d in defs]
         for node in scope:
             self._visit(node)
         period = lcm(*self.periods) if self.periods else 1
         if period > MAX_PERIOD:
             period = 1
-        found = tuple(sorted(set(self.found), key=lambda d: (d.line, d.detail)))
+        if self.powers:  # the powers of two are fitted: a period of theirs plays no part
+            self.found = [Dependence(d.kind, d.line, d.text, d.detail.split(":")[0]
+                                     + ": the powers of two are fitted instead")
+                          if d.kind == "period" else d for d in self.found]
+        found = tuple(sorted(set(self.found), key=lambda d: (_line_key(d.line), d.detail)))
         return Structure(self.param, found, tuple(sorted(self.boundaries)),
                          1 if self.powers else period, self.powers)
 
     def _reachable(self, roots: tuple[ast.ScheduleDef, ...]) -> list[ast.ScheduleDef]:
-        seen: dict[str, ast.ScheduleDef] = {}
+        seen: dict[int, ast.ScheduleDef] = {}
         todo = list(roots)
         while todo:
             definition = todo.pop()
-            if seen.setdefault(definition.name, definition) is not definition:
+            if id(definition) in seen:
                 continue
-            todo += [self.schedules[c.func] for c in ast.walk(definition.body)
+            seen[id(definition)] = definition
+            todo += [d for c in ast.walk(definition.body)
                      if isinstance(c, ast.Call) and c.func in self.schedules
-                     and c.func not in seen]
+                     for d in self.schedules[c.func] if id(d) not in seen]
         return list(seen.values())
 
     def _visit(self, node: object) -> None:
@@ -350,6 +369,11 @@ class _Reader:
                 self._boundaries(x, [int(sympy.floor(root)) + 1], x.func)
         elif x.func not in ("len", "abs"):
             self._record(x, "checked", f"{x.func}() of a value depending on {self.param}")
+
+
+def _line_key(line: str) -> tuple[str, int]:
+    path, _, number = line.rpartition(":")
+    return path, int(number)
 
 
 def _nodes(node: object):
