@@ -48,6 +48,8 @@ def first_failure(relation: sympy.Expr, n: sympy.Symbol, others: dict, start: in
         at = difference.xreplace({n: value})
         if not at.is_Rational:
             at = sympy.nsimplify(sympy.expand_log(at, force=True))
+        if not at.is_number:  # a symbol without a value: undecided, so no end is claimed
+            return True
         return bool(at > 0) if strict else bool(at >= 0)
 
     if powers or difference.has(sympy.log):
