@@ -207,3 +207,12 @@ def test_a_power_of_two_threshold(run, tmp_path):
     assert (first["valid_to"], second["valid_from"]) == (64, 128)
     _check([first, second], case, lambda n: ((n.bit_length() - 1) + (n >= 128)) * ROUND,
            (2, 64, 128, 1024))
+
+
+def test_the_end_of_a_regime_follows_set_values(run):
+    # With B_S = 1 TB/s the NIC binds while 10^12/hosts >= 5·10^10: up to 20 hosts.
+    document = _scale(run, RAIL_SPINE, "--in", "hosts", "--no-bound", "--set", "B_S=1TB/s")
+    first, second = document["schedules"]
+    assert (first["valid_to"], second["valid_from"]) == (20, 21)
+    assert first["ends"] == "B_S/hosts >= B_N is false from hosts = 21"
+    assert 20 in first["checked_at"] and 21 in second["checked_at"]
