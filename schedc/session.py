@@ -92,6 +92,11 @@ class Session:
         return self._instances[key]
 
     @property
+    def modules(self) -> tuple:
+        """The syntax trees of every file this session has read (for `elaborate.structure`)."""
+        return tuple(self._parsed.values())
+
+    @property
     def compiles(self) -> int:
         """How many distinct points of the structural params this run has compiled."""
         return max(1, len(self._instances))

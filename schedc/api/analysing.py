@@ -163,22 +163,32 @@ def bound(session: Session, schedules: Iterable[str] = (), *, max_cuts: int = MA
 
 
 def scale(session: Session, param: str, schedules: Iterable[str] = (), *, start: int = 2,
-          bounds: bool = True, verify: bool = True) -> list[Scaling]:
-    """Each schedule's time as a formula in the structural `param`, fitted from `param` =
-    `start` up and checked on an instance at least 8x larger, with its bounds (unless
-    `bounds=False`), the limits as `param` grows, and a knob's optimum. Every instance
-    compiled is verified first unless `verify=False`. `Scaling.time_at(n, nominal)`
-    evaluates a form at any n without compiling; `session.compiles` counts the instances.
+          bounds: bool = True, verify: bool = True, at: Iterable[int] = (),
+          extrapolate: bool = False) -> list[Scaling]:
+    """Each schedule's time as a formula in the structural `param`, piece by piece from
+    `param` = `start` up, with its bounds (unless `bounds=False`), the limits as `param`
+    grows, and a knob's optimum. Each piece says its status: `checked` (fitted exactly on
+    compiled instances and equal to the compiles at `checked_at`; beyond the last piece's
+    `valid_to` an extrapolation) or `proved`. A piece ends where a condition of its regime
+    form fails (solved exactly in `param`) or at a boundary read from the source. Every
+    instance compiled is verified first unless `verify=False`. Each value of `at` is
+    evaluated from the form of the piece holding it, else compiled there (or, with
+    `extrapolate`, taken from the last form and labelled so): `Scaling.at`.
 
         >>> hosts = schedc.load("schedules/seed/nvlink_hosts.sched")
         >>> [s.name for s in schedc.scale(hosts, "hosts", bounds=False)]
         ['ring', 'hierarchical']
     """
+    from dataclasses import replace
+
     from ..analysis.scale.forms import Scaler
     names = session.selected(tuple(schedules))
     scaler = Scaler(session, param.strip(), names, start, bounds,
                     lambda at, name: verified_timings(at, [name], verify))
-    return [scaler.scale(name) for name in names]
+    results = [scaler.scale(name) for name in names]
+    values = tuple(at)
+    return [replace(r, at=tuple(scaler.evaluate(r, n, extrapolate) for n in values))
+            for r in results]
 
 
 def evaluate(session: Session, *, timeout: float = DEFAULT_TIMEOUT) -> tuple[ReportValue, ...]:

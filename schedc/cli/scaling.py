@@ -17,23 +17,26 @@ from .options import EXIT_OK, compiling, json_option, no_verify_option, schedule
               help="The smallest value of PARAM the forms are fitted from.")
 @click.option("--no-bound", is_flag=True, help="Skip the cut-set and end-host bounds.")
 @click.option("--at", "at_values", multiple=True, type=click.IntRange(min=1), metavar="N",
-              help="Also evaluate each fitted form at PARAM = N (no compile at that size).")
+              help="Also give the time at PARAM = N: from the form of the piece holding N, "
+              "else compiled at N.")
+@click.option("--extrapolate", is_flag=True,
+              help="With --at: past the last piece's checked range, evaluate its form "
+              "(labelled extrapolated) instead of compiling.")
 @schedule_option
 @json_option(schema.SCALE)
 @no_verify_option
 def scale_command(session, param: str, start: int, no_bound: bool, at_values: tuple[int, ...],
-                  schedules, as_json: bool, no_verify: bool) -> int:
-    """Each schedule's time as a formula in a structural param: fitted exactly on compiled
-    instances, checked on others (one at least 8x larger), with its bounds, the ratio
-    time/bound, the limits as PARAM grows, and a knob's optimum."""
+                  extrapolate: bool, schedules, as_json: bool, no_verify: bool) -> int:
+    """Each schedule's time as a formula in a structural param, piece by piece, each piece
+    proved or checked (fitted exactly on compiled instances, equal to compiles at others),
+    with its bounds, the ratio time/bound, the limits as PARAM grows, and a knob's optimum."""
     from ..api import scale
     from ..render.scale import scale_json, scale_text
     results = scale(session, param, schedules, start=start, bounds=not no_bound,
-                    verify=not no_verify)
+                    verify=not no_verify, at=at_values, extrapolate=extrapolate)
     program = session.program
-    at = {r.name: [(n, r.time_at(n, program.nominal)) for n in at_values] for r in results}
-    click.echo(scale_json(program, results, session.compiles, at) if as_json
-               else scale_text(program, results, at), nl=False)
+    click.echo(scale_json(program, results, session.compiles) if as_json
+               else scale_text(program, results), nl=False)
     return EXIT_OK
 
 

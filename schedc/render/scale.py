@@ -3,8 +3,6 @@ and the closed forms of `schedc scale`."""
 
 from __future__ import annotations
 
-from fractions import Fraction
-
 from ..analysis.scale.forms import Piece, Scaling
 from ..analysis.solve.instances import IntegerSearch
 from ..elaborate.program import Program
@@ -79,11 +77,24 @@ def _points(points: tuple[int, ...]) -> str:
 
 def _range(piece: Piece, name: str) -> str:
     kind = f"{name} = 2^k, " if piece.family.name == "powers of two" else ""
+    if piece.family.step > 1:
+        kind = f"{name} = {piece.family.offset} mod {piece.family.step}, "
     if piece.valid_to is None:
         return f"for {kind}{name} >= {piece.valid_from}"
     if piece.valid_to == piece.valid_from:
         return f"for {kind}{name} = {piece.valid_from}"
     return f"for {kind}{piece.valid_from} <= {name} <= {piece.valid_to}"
+
+
+def _status(piece: Piece, name: str) -> str:
+    """'proved (argument)' or 'checked (fitted on ..., checked on ...)' and, for the last
+    checked piece, that beyond its range the form is an extrapolation."""
+    if piece.status == "proved":
+        return f"proved: {piece.argument}"
+    where = (f"fitted on {_points(piece.fit_points)}, checked on {_points(piece.check_points)}"
+             if piece.fit_points else f"compiled at {_points(piece.check_points)}")
+    tail = f"; beyond {piece.valid_to}: extrapolated" if piece.last else ""
+    return f"checked ({where}{tail})"
 
 
 def _times(piece: Piece, name: str) -> str:
@@ -109,8 +120,7 @@ def _asymptote_value(piece: Piece, program: Program, name: str) -> str:
     return " + ".join(parts)
 
 
-def scale_text(program: Program, results: list[Scaling],
-               at: dict[str, list[tuple[int, Fraction | None]]] | None = None) -> str:
+def scale_text(program: Program, results: list[Scaling]) -> str:
     out = []
     for result in results:
         name = result.param
@@ -120,16 +130,18 @@ def scale_text(program: Program, results: list[Scaling],
                 out.append(f"  {_range(piece, name)}: no closed form in this basis; times: "
                            f"{_times(piece, name)}")
                 continue
-            where = (f"fitted on {_points(piece.fit_points)}, "
-                     f"checked on {_points(piece.check_points)}")
-            out.append(f"  {_range(piece, name)}  ({where})")
+            out.append(f"  {_range(piece, name)}  {_status(piece, name)}")
             out.append(f"    time      {piece.regime}")
             if piece.conditions:
                 out.append(f"      while   {', '.join(piece.conditions)}")
             if piece.formula is not None and piece.formula != piece.regime:
                 out.append(f"    formula   {piece.formula}")
+            if piece.ends is not None and not piece.last:
+                out.append(f"    ends      {piece.ends}")
+            out += [f"    note      {note}" for note in piece.notes]
             if piece.limit is not None:
-                out.append(f"    as {name} -> oo: {piece.limit}")
+                label = "" if piece.status == "proved" else " (extrapolated)"
+                out.append(f"    as {name} -> oo{label}: {piece.limit}")
                 if piece.asymptote:
                     out.append(f"      ~ {_asymptote(piece)}")
                     out.append(f"      = {_asymptote_value(piece, program, name)}")
@@ -149,10 +161,14 @@ def scale_text(program: Program, results: list[Scaling],
                            f"= {float(o.value):.6g}")
                 out.append(f"      best integer {name} = {o.best}: {format_seconds(o.best_time)} "
                            f"(compiled: {around})")
-        for value, time in (at or {}).get(result.name, []):
-            out.append(f"  at {name} = {value}: " + (
-                f"{format_seconds(time)}  (from the form, not compiled)" if time is not None
-                else "no fitted form covers this value"))
+        compiled = {n for piece in result.pieces for n in piece.checked_at}
+        for found in result.at:
+            how = {"formula": "from the form" + ("; also compiled there" if found.n in compiled
+                                                 else ", not compiled"),
+                   "compiled": "compiled: no form is checked or proved there",
+                   "extrapolated": "EXTRAPOLATED from the last form, beyond its checked range"}
+            out.append(f"  at {name} = {found.n}: {format_seconds(found.time)}  "
+                       f"({how[found.method]})")
         out += [f"  note: {note}" for note in result.notes]
         out.append("")
     return "\n".join(out)
@@ -168,16 +184,23 @@ def _piece_json(result: Scaling, piece: Piece) -> dict:
     return {
         "name": result.name,
         "param": result.param,
+        "status": piece.status,
+        "argument": piece.argument,
+        "valid_from": piece.valid_from,
+        "valid_to": piece.valid_to,
+        "checked_at": list(piece.checked_at),
+        "ends": None if piece.last else piece.ends,
+        "extrapolated_beyond": piece.valid_to if piece.last and piece.status != "proved"
+        else None,
         "formula": text(piece.formula),
         "regime_formula": text(piece.regime),
         "regime_conditions": list(piece.conditions),
         "fit_points": list(piece.fit_points),
         "check_points": list(piece.check_points),
-        "valid_from": piece.valid_from,
-        "valid_to": piece.valid_to,
         "limit": text(piece.limit),
+        "limit_extrapolated": piece.limit is not None and piece.status != "proved",
         "asymptote": _asymptote(piece) or None,
-        "family": piece.family.name,
+        "family": piece.family.label,
         "bounds": {kind: text(form) for kind, form in piece.bounds.items()},
         "ratio": text(piece.ratio),
         "ratio_limit": text(piece.ratio_limit),
@@ -185,17 +208,17 @@ def _piece_json(result: Scaling, piece: Piece) -> dict:
             "stationary": str(o.stationary), "value": json_number(o.value, integer=False),
             "best": o.best, "best_time_s": json_number(o.best_time, integer=False)},
         "times": [{"value": n, "time_s": json_number(t, integer=False)} for n, t in piece.times],
+        "notes": list(piece.notes),
     }
 
 
-def scale_json(program: Program, results: list[Scaling], compiles: int,
-               at: dict[str, list[tuple[int, Fraction | None]]] | None = None) -> str:
+def scale_json(program: Program, results: list[Scaling], compiles: int) -> str:
     return dump_json({
         "schema": schema.SCALE,
         "file": program.path,
         "compiles": compiles,
-        "at": {name: [{"value": n, "time_s": json_number(t, integer=False)} for n, t in rows]
-               for name, rows in (at or {}).items() if rows},
+        "at": {r.name: [{"n": a.n, "time_s": json_number(a.time, integer=False),
+                         "method": a.method} for a in r.at] for r in results if r.at},
         "schedules": [_piece_json(r, p) for r in results for p in r.pieces],
         "notes": {r.name: list(r.notes) for r in results if r.notes},
     })

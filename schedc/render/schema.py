@@ -13,5 +13,5 @@ CALIBRATE = "schedc.calibrate/1"
 PREDICT = "schedc.predict/1"
 TUNE = "schedc.tune/1"
 SOLVE_INTEGERS = "schedc.solve-integers/1"  # solve --for a structural param
-SCALE = "schedc.scale/1"
+SCALE = "schedc.scale/2"  # /2: status, valid_to, checked_at; --at method
 ASTRA = "schedc.astra/1"  # export astra

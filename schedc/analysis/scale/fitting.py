@@ -21,21 +21,45 @@ SPAN_FACTOR = 8  # the far check is at least this many times the largest fit poi
 
 @dataclass(frozen=True)
 class Family:
-    """Where the instances lie and the basis the coefficients are written in."""
+    """Where the instances lie and the basis the coefficients are written in. Over the
+    integers the instances may be one residue class, n = offset + step·i (a schedule with a
+    period in n, from a `%` or a `ceil` in its source)."""
 
     name: str  # "integers" | "powers of two"
     basis: tuple[Callable[[sympy.Symbol], sympy.Expr], ...]
     values: tuple[Callable[[int], Fraction], ...]  # each basis function at an instance
+    step: int = 1
+    offset: int = 0
 
     def point(self, index: int) -> int:
-        return index if self.name == "integers" else 2**index
+        return self.offset + self.step * index if self.name == "integers" else 2**index
 
     def index(self, n: int) -> int:
-        return n if self.name == "integers" else (n - 1).bit_length()
+        """The index of the first instance >= n."""
+        if self.name == "integers":
+            return -(-(n - self.offset) // self.step)
+        return (n - 1).bit_length()
+
+    def last_index(self, n: int) -> int:
+        """The index of the last instance <= n."""
+        if self.name == "integers":
+            return (n - self.offset) // self.step
+        return n.bit_length() - 1
 
     def far(self, index: int) -> int:
         """The index of the far check: at least SPAN_FACTOR times `point(index)`."""
-        return SPAN_FACTOR * index if self.name == "integers" else index + 3
+        if self.name == "integers":
+            return max(index + 1, self.index(SPAN_FACTOR * self.point(index)))
+        return index + 3
+
+    def residue(self, step: int, offset: int) -> Family:
+        return Family(self.name, self.basis, self.values, step, offset % step)
+
+    @property
+    def label(self) -> str:
+        if self.name != "integers" or self.step == 1:
+            return self.name
+        return f"integers = {self.offset} mod {self.step}"
 
 
 INTEGERS = Family("integers", (lambda n: sympy.Integer(1), lambda n: n, lambda n: 1 / n,
@@ -46,7 +70,6 @@ POWERS = Family("powers of two", (lambda n: sympy.Integer(1), lambda n: sympy.lo
                                   lambda n: n, lambda n: 1 / n),
                 (lambda n: Fraction(1), lambda n: Fraction(n.bit_length() - 1), Fraction,
                  lambda n: Fraction(1, n)))
-FAMILIES = (INTEGERS, POWERS)
 
 
 class NotFittable(Exception):
@@ -104,12 +127,14 @@ def regime_shape(expr: sympy.Expr, conditions: tuple[sympy.Expr, ...]) -> Shape:
                  form.slots + tuple(x for c in shapes for x in c.slots))
 
 
-def regime_parts(shape: Shape, values: list) -> tuple[sympy.Expr, tuple[str, ...]]:
-    """The regime form and its conditions (text) from a regime shape's slot values."""
+def regime_parts(shape: Shape, values: list) -> tuple[sympy.Expr, tuple[str, ...],
+                                                     tuple[sympy.Expr, ...]]:
+    """The regime form and its conditions (as text, and as relations) from a regime shape's
+    slot values."""
     _, form_key, condition_keys = shape.key
     count = len(form_key[1])
     expr = sympy.Add(*[sympy.factor(c) * m for c, m in zip(values[:count], form_key[1])])
-    conditions, k = [], count
+    conditions, relations, k = [], [], count
     for relation, monomials in condition_keys:
         terms = [sympy.factor(c) * m for c, m in zip(values[k:k + len(monomials)], monomials)]
         k += len(monomials)
@@ -117,7 +142,10 @@ def regime_parts(shape: Shape, values: list) -> tuple[sympy.Expr, tuple[str, ...
         left = sympy.Add(*[t for t, c in zip(terms, shape.slots[k - len(monomials):k]) if c >= 0])
         right = sympy.Add(*[-t for t, c in zip(terms, shape.slots[k - len(monomials):k]) if c < 0])
         conditions.append(f"{left} {relation} {right}")
-    return expr, tuple(conditions)
+        relations.append((sympy.StrictGreaterThan if relation == ">" else sympy.GreaterThan)(
+            left, right, evaluate=False))
+    return expr, tuple(conditions), tuple(relations)
+
 
 def classes_shape(timing) -> Shape:
     """The full formula: per round class its count, start-up and the loads of its terms."""
@@ -134,7 +162,9 @@ def classes_shape(timing) -> Shape:
     return Shape(("classes", tuple(key)), tuple(slots))
 
 
-def classes_form(shape: Shape, values: list[sympy.Expr]) -> sympy.Expr:
+def classes_terms(shape: Shape, values: list[sympy.Expr]
+                  ) -> list[tuple[sympy.Expr, sympy.Expr, list[sympy.Expr]]]:
+    """Per round class of a classes shape: its count, start-up and the terms of its Max."""
     out, k = [], 0
     for ((startup_key, terms), _) in shape.key[1]:
         count = values[k]
@@ -146,6 +176,13 @@ def classes_form(shape: Shape, values: list[sympy.Expr]) -> sympy.Expr:
             size = sympy.Add(*[values[k + j] * (1 if s == 1 else s) for j, s in enumerate(symbols)])
             k += len(symbols)
             loads.append(size / bandwidth)
+        out.append((count, startup, loads))
+    return out
+
+
+def classes_form(shape: Shape, values: list[sympy.Expr]) -> sympy.Expr:
+    out = []
+    for count, startup, loads in classes_terms(shape, values):
         peak = (loads[0] if len(loads) == 1 else sympy.Max(*loads, evaluate=False)) if loads \
             else sympy.Integer(0)
         out.append(sympy.factor(count) * (startup + peak))

@@ -6,113 +6,57 @@ other params (α, V/B_N, ...). Every coefficient is written as an exact rational
 of a basis of functions of n — 1, n, 1/n, n² over the integers; 1, log2 n, n, 1/n over the
 powers of two, where log2 n is an integer — fitted by solving the exact linear system on as
 many instances as the basis has functions. The result is then CHECKED, coefficient by
-coefficient and exactly, at instances not used for the fit: the next two, and one at least
-8× larger than the largest fit point. A form that fails a check is never reported; the times
+coefficient and exactly, at instances not used for the fit: the next two, and one at the
+piece's end or, for the last piece, at least 8× larger than the largest fit point. A form that fails a check is never reported; the times
 at the instances are reported instead. The same fit is made of the full formula (its round
 classes: count × (start-up + Max of terms)), of the bounds of `analysis.bound`, and the ratio
 time / bound follows from the fitted forms, with its limit as n → ∞.
 
-Where the regime (its monomials or its conditions) changes with n, the axis is cut into
-pieces, each fitted on its own: the change between the small instances and the far check is
-located by bisection over n.
+Pieces. A piece ends where a condition of its regime form, or the dominance of one term of
+the full formula over the others, fails (solved exactly in n: `ends`), at a boundary read
+from the source (`elaborate.structure`: a comparison `p > 48`, a `ceil(p/64)`), or where the
+regime changes between the small instances and the far check (located by bisection). A
+period read from the source (`p % 9`) is fitted one residue class at a time.
+
+Status. Every piece is `checked`: it equals the compiles at `checked_at` and is claimed only
+between its first and last; past the last piece's last compile it is an extrapolation
+(`Scaling.form_at`, `--extrapolate`). Nothing here proves a form for every n: `proved`
+(with its `argument`) is for a proof that the fitted form cannot change past the compiles,
+which is not derived yet (see docs/scale.md, "Limits").
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
-from fractions import Fraction
 
 import sympy
 
+from ...elaborate.structure import Structure, dependence
 from ...errors import CostError, SchedcError, UsageError, VerificationFailed, did_you_mean
 from ...session import Session
 from ..bound.bounds import bound
+from .asymptotics import leading, limit, tidy, with_optimum
+from .ends import dominance, end_of
 from .fitting import (
-    FAMILIES,
+    INTEGERS,
+    POWERS,
     Family,
     NotFittable,
     Shape,
     classes_form,
     classes_shape,
+    classes_terms,
     fit_slots,
     linear_form,
     linear_shape,
     regime_parts,
     regime_shape,
 )
+from .pieces import AtValue, Observation, Piece, Scaling
+from .terms import full_shape
 
-MAX_PIECES = 3
-@dataclass(frozen=True)
-class Observation:
-    """What one schedule is at one instance."""
-
-    n: int
-    time: Fraction
-    regime: Shape
-    formula: Shape
-    bounds: dict[str, Shape]  # "bound" (the best), "cut-set", "end-host"; empty if not asked
-
-
-@dataclass(frozen=True)
-class Piece:
-    valid_from: int
-    valid_to: int | None  # None: checked up to the far check and assumed beyond
-    family: Family
-    fit_points: tuple[int, ...]
-    check_points: tuple[int, ...]
-    regime: sympy.Expr | None  # None: no closed form in the basis (see `times`)
-    conditions: tuple[str, ...]
-    formula: sympy.Expr | None
-    limit: sympy.Expr | None
-    bounds: dict[str, sympy.Expr | None]
-    ratio: sympy.Expr | None  # time / bound
-    ratio_limit: sympy.Expr | None
-    times: tuple[tuple[int, Fraction], ...]  # every instance of the piece that was compiled
-    # As n -> oo: each monomial (α, V/B_N, ...), the constant k and the function f(n) of
-    # the leading term k·f(n) of its coefficient (f: n², n·log2 n, n, log2 n or 1); empty
-    # for a bounded piece.
-    asymptote: tuple[tuple[sympy.Expr, sympy.Expr, sympy.Expr], ...] = ()
-    optimum: Optimum | None = None
-
-
-@dataclass(frozen=True)
-class Optimum:
-    """A knob's best value: the stationary point of the closed form, and the best integer."""
-
-    stationary: sympy.Expr  # n* from dT/dn = 0, in the other params
-    value: sympy.Expr  # n* at the nominal point
-    best: int  # the better of floor(n*) and ceil(n*), each compiled
-    best_time: Fraction
-    neighbours: tuple[tuple[int, Fraction], ...]
-
-
-@dataclass(frozen=True)
-class Scaling:
-    name: str
-    param: str
-    symbol: sympy.Symbol
-    pieces: tuple[Piece, ...]
-    notes: tuple[str, ...]
-
-    def time_at(self, value: int, nominal: dict) -> Fraction | None:
-        """The time at `value` from the fitted form of the piece holding it (no compile at
-        that size), the other params at `nominal`; None outside every fitted piece."""
-        for piece in self.pieces:
-            inside = value >= piece.valid_from and (piece.valid_to is None
-                                                    or value <= piece.valid_to)
-            if piece.regime is None or not inside:
-                continue
-            if piece.family.name == "powers of two" and value & (value - 1):
-                return None
-            others = {s: v for s, v in nominal.items() if str(s) != self.param}
-            exact = piece.regime.xreplace(others).xreplace({self.symbol: value})
-            if not exact.is_Rational:  # log(2^k)/log(2) at a power of two: exactly k
-                exact = sympy.simplify(sympy.expand_log(exact, force=True))
-            return Fraction(int(exact.p), int(exact.q)) if exact.is_Rational else None
-        return None
-
-
+MAX_PIECES = 4
+REACH_FACTOR = 4  # a piece that ends is checked at its end if that is within 4× the far check
 class Scaler:
     """Fits the schedules of one session in one structural param."""
 
@@ -130,6 +74,8 @@ class Scaler:
         self.symbol = sympy.Symbol(param, positive=True, integer=True)
         self.start, self.with_bounds, self.prepare = start, with_bounds, prepare
         self._seen: dict[tuple[int, str], Observation | SchedcError] = {}
+        self.others = {s: v for s, v in session.program.nominal.items() if str(s) != param}
+        self.structure = Structure(param)  # what the source says: read per schedule in `scale`
 
     # ---- instances
 
@@ -160,8 +106,10 @@ class Scaler:
             if group.end_host is not None:
                 shapes["end-host"] = linear_shape(group.end_host.bound)
         t = at.timing(name)
+        full = full_shape(at.loads(name), at.program.topology, at.program.alpha) \
+            if t.cost.protocol is None else classes_shape(t)
         return Observation(n, t.time, regime_shape(t.cost.regime_formula, t.cost.conditions),
-                           classes_shape(t), shapes)
+                           full, shapes)
 
     def _bounds(self, at: Session, name: str) -> list:
         """The bounds of the schedule's collective at one instance (shared by the schedules
@@ -170,38 +118,82 @@ class Scaler:
         return [at.memo("scale-bounds", str(id(collective)),
                         lambda: bound(at, collective, []))]
 
+    def evaluate(self, scaling: Scaling, value: int, extrapolate: bool) -> AtValue:
+        """`--at N`: from a form where one covers N; else compiled at N (or, with
+        `extrapolate`, from the last piece's form, labelled so)."""
+        found = scaling.form_at(value, self.session.program.nominal, extrapolate)
+        if found is not None:
+            return AtValue(value, *found)
+        try:
+            at = self.session.at({self.param: value})
+            self.prepare(at, scaling.name)
+            return AtValue(value, at.timing(scaling.name).time, "compiled")
+        except VerificationFailed:
+            raise
+        except SchedcError as error:
+            error.notes = (*error.notes, f"--at {value}: no piece of {scaling.name}'s form is "
+                           f"checked or proved at {self.param} = {value}, so it was compiled "
+                           f"there; --extrapolate evaluates the last form instead (labelled "
+                           f"extrapolated)")
+            raise
+
     # ---- pieces
 
     def scale(self, name: str) -> Scaling:
-        """The first family whose every piece has a closed form; else the last one tried,
-        with its times. Why an earlier family failed is a note."""
-        notes: list[str] = []
+        """The first family whose every piece has a closed form (over the integers, every
+        residue class of a period read from the source); else the last one tried, with its
+        times. Why an earlier family failed is a note."""
+        definition = self.session.program.result(name).definition
+        self.structure = dependence(self.session.modules, self.param, (definition,))
+        notes: list[str] = list(self.structure.notes)
         pieces: list[Piece] = []
-        for family in FAMILIES:
+        fitted = -1
+        for group in self._families():
+            attempt: list[Piece] = []
             try:
-                pieces = self._pieces(name, family)
+                for family in group:
+                    attempt += self._pieces(name, family, notes)
             except _Refused as refused:
-                notes.append(f"over the {family.name}: {refused.args[0]}")
+                notes.append(f"over the {group[0].name}: {refused.args[0]}")
                 continue
-            if all(p.regime is not None for p in pieces):
+            if sum(p.regime is not None for p in attempt) > fitted:  # keep the best attempt
+                pieces, fitted = attempt, sum(p.regime is not None for p in attempt)
+            if all(p.regime is not None for p in attempt):
+                pieces = attempt
                 break
-            notes.append(f"over the {family.name}: no closed form in the basis "
-                         f"{_basis_text(family, self.symbol)}")
+            notes.append(f"over the {group[0].name}: no closed form in the basis "
+                         f"{_basis_text(group[0], self.symbol)}")
         return Scaling(name, self.param, self.symbol, tuple(pieces), tuple(notes))
 
-    def _pieces(self, name: str, family: Family) -> list[Piece]:
+    def _families(self) -> list[list[Family]]:
+        """The integers (one residue class at a time if the source has a period in n), then
+        the powers of two; only the powers of two if the source takes a log2 of n."""
+        period = self.structure.period
+        integers = [INTEGERS] if period == 1 else [
+            INTEGERS.residue(period, r) for r in range(period)]
+        return [[POWERS]] if self.structure.powers else [integers, [POWERS]]
+
+    def _pieces(self, name: str, family: Family, notes: list[str]) -> list[Piece]:
+        """Pieces from `start` on; a residue class's pieces are added to the others'."""
         pieces: list[Piece] = []
         index = family.index(max(self.start, 1))
-        if family.point(index) < self.start:
-            index += 1
         while len(pieces) < MAX_PIECES:
-            piece, next_index = self._piece(name, family, index)
+            stop = self.structure.next_start(family.point(index))
+            try:
+                piece, next_index = self._piece(name, family, index,
+                                                None if stop is None else family.index(stop))
+            except _Refused as refused:
+                if not pieces:
+                    raise
+                notes.append(f"from {self.param} = {family.point(index)} on: {refused.args[0]}")
+                return pieces
             pieces.append(piece)
             if next_index is None:
                 return pieces
             index = next_index
-        raise _Refused(f"the regime changes more than {MAX_PIECES - 1} times from "
-                       f"{self.param} = {family.point(index)} on")
+        notes.append(f"from {self.param} = {family.point(index)} on: not covered (more than "
+                     f"{MAX_PIECES} pieces); --at compiles there")
+        return pieces
 
     def _sample(self, name: str, family: Family, index: int) -> Observation:
         try:
@@ -212,82 +204,145 @@ class Scaler:
             raise _Refused(f"{self.param} = {family.point(index)} does not compile: "
                            f"{error.message}") from None
 
-    def _piece(self, name: str, family: Family, index: int) -> tuple[Piece, int | None]:
-        """The piece starting at `index`, and where the next one starts (None: the last)."""
+    def _far(self, name: str, family: Family, lo: int, hi: int,
+             sample: dict[int, Observation]) -> int | None:
+        """The largest index in (lo, hi] that compiles, trying hi, then halfway down."""
+        while hi > lo:
+            try:
+                sample[hi] = self._sample(name, family, hi)
+                return hi
+            except _Refused:
+                hi = (lo + hi) // 2
+        return None
+    def _piece(self, name: str, family: Family, index: int, stop: int | None
+               ) -> tuple[Piece, int | None]:
+        """The piece starting at `index` and ending before `stop` (a boundary read from the
+        source), and where the next one starts (None: the last)."""
         size = len(family.basis)
-        small = list(range(index, index + size + 2))
+        top = None if stop is None else stop - 1  # the last index this piece may hold
+        small = [i for i in range(index, index + size + 2) if top is None or i <= top]
         sample = {i: self._sample(name, family, i) for i in small}
         key = sample[index].regime.key
         change = next((i for i in small if sample[i].regime.key != key), None)
-        if change is None:
-            far = family.far(small[size - 1])
-            sample[far] = self._sample(name, family, far)
-            if sample[far].regime.key != key:  # find the first index with another regime
-                lo, hi = small[-1], far
-                while hi - lo > 1:
-                    mid = (lo + hi) // 2
-                    sample[mid] = self._sample(name, family, mid)
-                    lo, hi = (mid, hi) if sample[mid].regime.key == key else (lo, mid)
-                change = hi
-        if change is not None and change - index < size + 1:
-            points = [i for i in sorted(sample) if index <= i < change]
-            return self._unfitted(family, points, sample, change), change
-        points = sorted(i for i in sample if change is None or i < change)
-        if change is not None and change - 1 not in points:
-            sample[change - 1] = self._sample(name, family, change - 1)
-            points.append(change - 1)
-        return self._fitted(name, family, points[:size], points[size:], sample, change), change
+        if change is not None or len(small) < size + 1:
+            early = change if change is not None else small[-1] + 1
+            reason = (f"the regime changes at {self.param} = {family.point(early)}"
+                      if change is not None else self.structure.why(family.point(early)))
+            return self._unfitted(family, [i for i in small if i < early], sample, reason), \
+                (change if change is not None else stop)
+        provisional = self._fit(family, small[:size], small[size:], sample)
+        if provisional is None:
+            return self._unfitted(family, small, sample, "no closed form in the basis"), None
+        first = family.point(index)
+        end = end_of(list(zip(provisional[2], provisional[1]))
+                     + (dominance(provisional[3], self.symbol, self.others, first)
+                        if provisional[3] is not None else []),
+                     self.symbol, self.others, first, family.name == "powers of two")
+        if end is not None and end.last < first:
+            end = None  # cannot happen for conditions true at `first`; never cut before it
+        end_index = None if end is None else family.last_index(end.last)
+        reach = min([x for x in (top, end_index) if x is not None], default=None)
+        target = family.far(small[size - 1])
+        if reach is not None and reach <= REACH_FACTOR * target:  # checked at its very end
+            target = reach
+        elif reach is not None:
+            target = min(target, reach)
+        far = self._far(name, family, small[-1], target, sample) if target > small[-1] else None
+        cut: int | None = None
+        if far is not None and sample[far].regime.key != key:  # the first index of another
+            lo, hi = small[-1], far
+            while hi - lo > 1:
+                mid = (lo + hi) // 2
+                sample[mid] = self._sample(name, family, mid)
+                lo, hi = (mid, hi) if sample[mid].regime.key == key else (lo, mid)
+            cut = hi
+            if cut - 1 not in sample:
+                sample[cut - 1] = self._sample(name, family, cut - 1)
+        points = sorted(i for i in sample if cut is None or i < cut)
+        why: str | None
+        next_index: int | None
+        if cut is not None:
+            why, next_index, last = (f"the regime changes at {self.param} = {family.point(cut)} "
+                                     f"(found by bisection)"), cut, False
+        elif end_index is not None and (top is None or end_index <= top):
+            why, next_index, last = end.why if end else None, end_index + 1, False
+        elif top is not None:
+            why, next_index, last = self.structure.why(family.point(stop or 0)), stop, False
+        else:
+            why, next_index, last = (f"the largest {self.param} compiled; beyond it the form "
+                                     f"is an extrapolation"), None, True
+        return self._fitted(name, family, points[:size], points[size:], sample, why, last), \
+            next_index
 
-    def _unfitted(self, family: Family, points: list[int], sample: dict, change: int) -> Piece:
+    def _fit(self, family: Family, fit: list[int], check: list[int],
+             sample: dict[int, Observation]) -> tuple | None:
+        """(regime, its conditions as text, as relations, the full formula's classes or
+        None), fitted on `fit` and checked on `check`; None if the regime does not fit."""
+        n = self.symbol
+        fit_n, check_n = [family.point(i) for i in fit], [family.point(i) for i in check]
+        by_n = {family.point(i): o for i, o in sample.items()}
+        regime = fit_slots({p: by_n[p].regime for p in (*fit_n, *check_n)}, fit_n, check_n,
+                           family, n)
+        if regime is None:
+            return None
+        # Where two terms of the full formula are equal (a tie between regimes), they are one
+        # load there, and its shape differs: such an instance is checked by its time instead.
+        shape = by_n[fit_n[0]].formula
+        alike = [p for p in check_n if by_n[p].formula.key == shape.key]
+        formula = fit_slots({p: by_n[p].formula for p in (*fit_n, *alike)}, fit_n, alike,
+                            family, n)
+        parts = regime_parts(by_n[fit_n[0]].regime, regime)
+        classes = None if formula is None else classes_terms(shape, formula)
+        if formula is not None and any(
+                classes_form(shape, formula).xreplace(self.others).xreplace({n: p})
+                != sympy.Rational(by_n[p].time.numerator, by_n[p].time.denominator)
+                for p in check_n if p not in alike):
+            formula = classes = None
+        return (*parts, classes, regime, formula)
+
+    def _unfitted(self, family: Family, points: list[int], sample: dict, why: str) -> Piece:
         first = sample[points[0]]
-        return Piece(family.point(points[0]), family.point(change - 1), family,
+        return Piece(family.point(points[0]), family.point(points[-1]), family,
                      (), tuple(family.point(i) for i in points), None,
                      regime_parts(first.regime, [sympy.Rational(c.numerator, c.denominator)
                                                  for c in first.regime.slots])[1],
                      None, None, {}, None, None,
-                     tuple((family.point(i), sample[i].time) for i in points))
+                     tuple((family.point(i), sample[i].time) for i in points), ends=why)
 
     def _fitted(self, name: str, family: Family, fit: list[int], check: list[int],
-                sample: dict[int, Observation], change: int | None) -> Piece:
+                sample: dict[int, Observation], why: str | None, last: bool) -> Piece:
         n = self.symbol
         fit_n, check_n = [family.point(i) for i in fit], [family.point(i) for i in check]
         by_n = {family.point(i): o for i, o in sample.items()}
-        times = tuple((family.point(i), sample[i].time) for i in sorted(sample)
-                      if change is None or i < change)
-
-        def fitted(pick: Callable[[Observation], Shape], build) -> sympy.Expr | None:
-            shapes = {p: pick(by_n[p]) for p in (*fit_n, *check_n)}
-            slots = fit_slots(shapes, fit_n, check_n, family, n)
-            return None if slots is None else build(shapes[fit_n[0]], slots)
-
-        first = sample[fit[0]].regime
-        parts = fitted(lambda o: o.regime, regime_parts)
-        valid_to = None if change is None else family.point(change - 1)
-        if parts is None:
-            conditions = regime_parts(first, [sympy.Rational(c.numerator, c.denominator)
-                                              for c in first.slots])[1]
-            return Piece(fit_n[0], valid_to, family, tuple(fit_n), tuple(check_n), None,
-                         conditions, None, None, {}, None, None, times)
-        regime, conditions = parts
-        formula = fitted(lambda o: o.formula, classes_form)
+        points = sorted((*fit, *check))
+        times = tuple((family.point(i), sample[i].time) for i in points)
+        valid_to = family.point(points[-1])
+        found = self._fit(family, fit, check, sample)
+        if found is None:
+            return self._unfitted(family, points, sample, "no closed form in the basis")
+        regime, conditions, _, classes, slots, full = found
+        formula = None if full is None else classes_form(by_n[fit_n[0]].formula, full)
+        notes = () if classes is not None else (
+            "the full formula (every term of every round class) has no closed form here: a "
+            "term smaller at these instances could bind at another n",)
         bounds: dict[str, sympy.Expr | None] = {}
         for kind in sample[fit[0]].bounds:
             def bound_of(o: Observation, k: str = kind) -> Shape:
                 return o.bounds.get(k, Shape((), ()))
-            bounds[kind] = fitted(bound_of, linear_form)
+            fitted = fit_slots({p: bound_of(by_n[p]) for p in (*fit_n, *check_n)}, fit_n,
+                               check_n, family, n)
+            bounds[kind] = None if fitted is None else linear_form(bound_of(by_n[fit_n[0]]),
+                                                                   fitted)
         best = bounds.get("bound")
-        ratio = _tidy(regime / best) if best else None
-        unbounded = valid_to is None
-        monomials = first.key[1][1]
-        slots = fit_slots({p: by_n[p].regime for p in (*fit_n, *check_n)}, fit_n, check_n,
-                          family, n) or []
-        asymptote = tuple((m, *_leading(c, n)) for c, m in zip(slots, monomials)) \
-            if unbounded else ()
+        ratio = tidy(regime / best) if best else None
+        monomials = sample[fit[0]].regime.key[1][1]
+        asymptote = tuple((m, *leading(c, n)) for c, m in zip(slots, monomials)) if last else ()
         piece = Piece(fit_n[0], valid_to, family, tuple(fit_n), tuple(check_n), regime,
-                      conditions, formula, _limit(regime, n) if unbounded else None, bounds,
-                      ratio, _limit(ratio, n) if ratio is not None and unbounded else None, times,
-                      tuple(a for a in asymptote if a[1] is not None))
-        return _with_optimum(piece, self, name)
+                      conditions, formula, limit(regime, n) if last else None, bounds,
+                      ratio, limit(ratio, n) if ratio is not None and last else None, times,
+                      tuple(a for a in asymptote if a[1] is not None), ends=why, last=last,
+                      notes=notes)
+        return with_optimum(piece, self, name)
 
 
 class _Refused(Exception):
@@ -296,59 +351,3 @@ class _Refused(Exception):
 
 def _basis_text(family: Family, n: sympy.Symbol) -> str:
     return ", ".join(str(b(n)) for b in family.basis)
-
-
-def _tidy(expr: sympy.Expr) -> sympy.Expr:
-    forms = [expr, sympy.factor(expr), sympy.cancel(expr)]
-    return min(forms, key=lambda e: (sympy.count_ops(e), len(str(e))))
-
-
-def _limit(expr: sympy.Expr, n: sympy.Symbol) -> sympy.Expr | None:
-    try:
-        found = sympy.limit(expr, n, sympy.oo)
-    except (NotImplementedError, ValueError, TypeError):
-        return None
-    return None if found.has(sympy.AccumBounds) else _tidy(found)
-
-
-def _leading(coefficient: sympy.Expr, n: sympy.Symbol) -> tuple:
-    """(k, f) of the leading term k·f(n) of a coefficient as n -> oo; (None, None) if none
-    of n², n·log2 n, n, log2 n, 1 is it."""
-    for scale in (n**2, n * sympy.log(n, 2), n, sympy.log(n, 2), sympy.Integer(1)):
-        found = _limit(coefficient / scale, n)
-        if found is not None and found.is_finite and found != 0:
-            return found, scale
-    return None, None
-
-
-def _with_optimum(piece: Piece, scaler: Scaler, name: str) -> Piece:
-    """A stationary point of the time inside the piece: the knob's optimum (`c*`), with the
-    two integers around it (its floor and ceiling) compiled to find the best."""
-    from dataclasses import replace
-    assert piece.regime is not None  # called only on a piece with a closed form
-    n = scaler.symbol
-    x = sympy.Symbol(str(n), positive=True)  # solved over the reals, then rounded
-    nominal = {s: v for s, v in scaler.session.program.nominal.items() if str(s) != str(n)}
-    slope = sympy.diff(piece.regime.xreplace({n: x}), x)
-    try:  # no checksol: each root is checked below at the nominal point, which is cheaper
-        roots = sympy.solve(slope, x, check=False, simplify=False)
-    except (NotImplementedError, ValueError):
-        return piece
-    for root in roots:
-        value = root.xreplace(nominal)
-        if not (value.is_real and value.is_positive):
-            continue
-        curvature = sympy.diff(slope, x).xreplace(nominal).xreplace({x: value})
-        if not (curvature.is_real and curvature > 0) or abs(slope.xreplace(nominal).xreplace(
-                {x: value})) > 1e-9 * abs(piece.regime.xreplace(nominal).xreplace({n: value})):
-            continue  # not a minimum, or not a root after all
-        centre = int(sympy.floor(value))
-        if centre < piece.valid_from or (piece.valid_to is not None and centre > piece.valid_to):
-            continue
-        around = [c for c in (centre, centre + 1)
-                  if c >= piece.valid_from and (piece.valid_to is None or c <= piece.valid_to)]
-        neighbours = tuple((c, scaler.observe(c, name).time) for c in around)
-        best, best_time = min(neighbours, key=lambda item: (item[1], item[0]))
-        return replace(piece, optimum=Optimum(_tidy(root.xreplace({x: n})), value, best,
-                                              best_time, neighbours))
-    return piece

@@ -1,0 +1,60 @@
+"""The full formula of one instance with every term kept, for the fit in n.
+
+`cost.formula` keeps, per round and bandwidth group, only the largest load: the right time at
+that instance, but a load that is smaller there (a side link's V/64 next to a ring's V/p at
+p = 8) is gone, and a fit over n cannot see that it binds from p = 65 on. Here each round
+class keeps every distinct load of every bandwidth group as a term of its Max, and rounds
+are grouped by all of them, so the fitted formula has every argument any n can need, and the
+point where another argument takes over is a condition solved exactly (`ends.dominance`).
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import numpy as np
+
+from ...cost.lower import Loads
+from ...model.topology import Topology
+from .fitting import Shape, linear_shape
+
+
+def full_shape(loads: Loads, topology: Topology, alpha) -> Shape:
+    """Per round class (in order of its first round): its count, start-up, and per term the
+    bandwidth, the size symbols and their coefficients, largest load first in each group."""
+    groups: dict = {}
+    group_of = np.full(len(topology.resources), -1, dtype=np.int64)
+    for r in topology.resources:
+        bandwidth = r.effective_bandwidth
+        if bandwidth is not None:
+            group_of[r.id] = groups.setdefault(bandwidth, len(groups))
+    bandwidths = list(groups)
+    n_shapes = len(loads.shape_cross)
+    per_shape: list[dict[int, set[tuple]]] = [{} for _ in range(n_shapes)]
+    entry_group = group_of[loads.resource]
+    for shape, g, vector in zip(loads.shape.tolist(), entry_group.tolist(), loads.amount.tolist()):
+        if g >= 0 and any(vector):
+            per_shape[shape].setdefault(g, set()).add(tuple(int(x) for x in vector))
+    signature = [(loads.shape_latency[s], tuple(
+        (g, tuple(sorted(per_shape[s][g], reverse=True))) for g in sorted(per_shape[s])))
+        for s in range(n_shapes)]
+    classes: dict[tuple, list[int]] = {}  # signature -> [count, first round]
+    for round_index, shape in enumerate(loads.shape_of.tolist()):
+        entry = classes.setdefault(signature[shape], [0, round_index])
+        entry[0] += 1
+    key, slots = [], []
+    seen: dict[tuple, int] = {}
+    for (latency, terms), (count, _) in sorted(classes.items(), key=lambda item: item[1][1]):
+        startup = linear_shape(alpha + latency)
+        term_key, coefficients = [], []
+        for g, vectors in terms:
+            for vector in vectors:
+                load = [(s, Fraction(a, d)) for s, a, d in
+                        zip(loads.basis, vector, loads.denominators) if a]
+                term_key.append((bandwidths[g], tuple(s for s, _ in load)))
+                coefficients += [c for _, c in load]
+        kind = (startup.key, tuple(term_key))
+        seen[kind] = seen.get(kind, -1) + 1
+        key.append((kind, seen[kind]))
+        slots += [Fraction(count), *startup.slots, *coefficients]
+    return Shape(("classes", tuple(key)), tuple(slots))
