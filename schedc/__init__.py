@@ -22,7 +22,8 @@ from typing import TYPE_CHECKING
 __all__ = ["DEFAULT_TIMEOUT", "Limits", "SchedcError", "Session", "VerificationFailed",
            "__version__", "bound", "calibrate", "check", "compare", "emit", "evaluate",
            "export_msccl", "fitted_sets", "load", "predict", "report", "scale", "sensitivity",
-           "solve", "sweep", "time", "tune", "verify", "verify_files"]
+           "solve", "sweep", "time", "tune", "verify", "verify_files", "import_machine",
+           "machine_summary"]
 
 if TYPE_CHECKING:
     from .api import (
@@ -50,6 +51,7 @@ if TYPE_CHECKING:
         verify,
         verify_files,
     )
+    from .api import import_machine, machine_summary
     from .session import Session
 
     __version__: str
