@@ -39,7 +39,9 @@ if TYPE_CHECKING:
         evaluate,
         export_msccl,
         fitted_sets,
+        import_machine,
         load,
+        machine_summary,
         predict,
         report,
         scale,
@@ -51,7 +53,6 @@ if TYPE_CHECKING:
         verify,
         verify_files,
     )
-    from .api import import_machine, machine_summary
     from .session import Session
 
     __version__: str
