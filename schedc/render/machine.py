@@ -72,6 +72,7 @@ def machine_json(summary: MachineSummary) -> str:
 
 # ---- drawings
 
+MAX_DRAWN = 24  # devices per row of a drawing
 COLOURS = {"gpu": "#76b900", "nic": "#1f77b4", "switch": "#888888"}
 LINK_COLOURS = {"nvlink": "#76b900", "pci": "#1f77b4", "net": "#d62728", "sys": "#9467bd",
                 "c2c": "#ff7f0e", "loc": "#8c564b"}
@@ -89,7 +90,7 @@ def host_svg(summary: MachineSummary) -> str:
     names = [n for n, _, h in summary.devices if h == host]
     kinds = {n: k for n, k, _ in summary.devices}
     rows = [[n for n in names if kinds[n] == kind] for kind in ("switch", "nic", "gpu")]
-    rows = [r for r in rows if r]
+    rows = [r[:MAX_DRAWN] for r in rows if r]  # a drawing, not a listing: the first ones
     width = max(160, 90 * max((len(r) for r in rows), default=1) + 20)
     height = 70 * len(rows) + 40
     where = {}
@@ -109,8 +110,8 @@ def host_svg(summary: MachineSummary) -> str:
 
 def fabric_svg(summary: MachineSummary) -> str:
     """The fabric: every device outside the hosts, and each host as one box."""
-    outside = [n for n, _, h in summary.devices if h is None]
-    hosts = list(summary.hosts)
+    outside = [n for n, _, h in summary.devices if h is None][:MAX_DRAWN]
+    hosts = list(summary.hosts)[:MAX_DRAWN]
     width = max(200, 90 * max(len(outside), len(hosts), 1) + 20)
     where: dict[str, tuple[float, float]] = {}
     for y, row in enumerate((outside, hosts)):
@@ -146,3 +147,12 @@ def _lines(summary: MachineSummary, where: dict, host: str | None) -> list[str]:
                        f'<title>{escape(link.a)} – {escape(link.b)}: {escape(link.cls)}, '
                        f'{escape(_rate(link.forward))}</title></line>')
     return out
+
+
+def machine_section(summary: MachineSummary) -> str:
+    """`schedc report`'s section: the drawings of one host and of the fabric."""
+    kinds = Counter(kind for _, kind, _ in summary.devices)
+    words = ", ".join(f"{n} {k}" for k, n in sorted(kinds.items()))
+    return (f'<h2 id="machine">Machine</h2><p>{len(summary.hosts) or "no"} hosts; {escape(words)} '
+            f"(<code>schedc machine show</code> lists every link).</p>"
+            f'<figure>{host_svg(summary)}</figure><figure>{fabric_svg(summary)}</figure>')
