@@ -127,7 +127,8 @@ def _derived(program: Program) -> dict[str, tuple[str, str, str]]:
         if span is None:
             continue
         lines = span.source.lines()
-        above, number = [], span.line - 1
+        above: list[str] = []
+        number = span.line - 1
         while number >= 1 and lines[number - 1].lstrip().startswith("#"):
             above.insert(0, lines[number - 1].strip().lstrip("#").strip())
             number -= 1

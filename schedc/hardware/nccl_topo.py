@@ -88,15 +88,15 @@ class _Reader:
             cpu_parts.append(self._part("cpu", "switch", f"numaid {cpu.attrs.get('numaid')}",
                                         cpu.span, (self._integer(cpu, "numaid", -1),)))
         self._inter_cpu(cpus, cpu_parts)
-        for cpu, index in zip(sorted(cpus, key=lambda c: self._integer(c, "numaid", -1)),
-                              cpu_parts):
-            for child in cpu.children:
+        for cpu_element, index in zip(sorted(cpus, key=lambda c: self._integer(c, "numaid", -1)),
+                                      cpu_parts):
+            for child in cpu_element.children:
                 if child.name == "pci":
                     self._pci(child, index, index)
                 elif child.name == "nic":
                     self._nic_under_cpu(child, index)
-        for gpu, element, cpu in self.gpu_elements:
-            self._gpu_links(gpu, element, cpu)
+        for gpu, element, cpu_part in self.gpu_elements:
+            self._gpu_links(gpu, element, cpu_part)
         if not self.gpus:
             raise ParseError("no GPU in the file (no <pci> of class 0x03...)", root.span)
         if not self.full and self.assume.nvlinks is not None:

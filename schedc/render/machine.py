@@ -28,7 +28,7 @@ def machine_text(summary: MachineSummary) -> str:
         lines.append(f"per host ({summary.hosts[0]}): " +
                      ", ".join(f"{n} {k}" for k, n in sorted(per_host.items())))
     lines += ["", "links by class (per direction):"]
-    rows = [("class", "links", "bandwidth", "each way", "shared")]
+    rows: list[tuple[str, ...]] = [("class", "links", "bandwidth", "each way", "shared")]
     for (cls, expr, fwd, back, shared), count in _link_classes(summary.links).items():
         each = _rate(fwd) if fwd == back else f"{_rate(fwd)} / {_rate(back)}"
         rows.append((cls, str(count), expr, each, ", ".join(shared) or "-"))
@@ -93,16 +93,16 @@ def host_svg(summary: MachineSummary) -> str:
     rows = [r[:MAX_DRAWN] for r in rows if r]  # a drawing, not a listing: the first ones
     width = max(160, 90 * max((len(r) for r in rows), default=1) + 20)
     height = 70 * len(rows) + 40
-    where = {}
+    where: dict[str, tuple[float, float]] = {}
     for y, row in enumerate(rows):
         step = (width - 20) / len(row)
         for x, name in enumerate(row):
             where[name] = (10 + step * x + step / 2, 40 + 70 * y)
     body = _lines(summary, where, host)
-    for name, (x, y) in where.items():
+    for name, (px, py) in where.items():
         short = name.split(".", 1)[-1]
-        body.append(f'<rect x="{x - 38:.0f}" y="{y - 12:.0f}" width="76" height="24" rx="4" '
-                    f'fill="{COLOURS.get(kinds[name], "#ccc")}"/><text x="{x:.0f}" y="{y + 4:.0f}" '
+        body.append(f'<rect x="{px - 38:.0f}" y="{py - 12:.0f}" width="76" height="24" rx="4" '
+                    f'fill="{COLOURS.get(kinds[name], "#ccc")}"/><text x="{px:.0f}" y="{py + 4:.0f}" '
                     f'text-anchor="middle" fill="white">{escape(short)}</text>')
     body.append(f'<text x="10" y="16">{escape(host or "the machine")}: one host</text>')
     return _svg(width, height, body, f"{host or 'machine'}: devices and links")
@@ -128,10 +128,10 @@ def fabric_svg(summary: MachineSummary) -> str:
         (x1, y1), (x2, y2) = where[a], where[b]
         body.append(f'<line x1="{x1:.0f}" y1="{y1:.0f}" x2="{x2:.0f}" y2="{y2:.0f}" '
                     f'stroke="{LINK_COLOURS.get(link.cls, "#999")}" stroke-width="1"/>')
-    for name, (x, y) in where.items():
+    for name, (px, py) in where.items():
         fill = "#444" if name in summary.hosts else COLOURS["switch"]
-        body.append(f'<rect x="{x - 38:.0f}" y="{y - 12:.0f}" width="76" height="24" rx="4" '
-                    f'fill="{fill}"/><text x="{x:.0f}" y="{y + 4:.0f}" text-anchor="middle" '
+        body.append(f'<rect x="{px - 38:.0f}" y="{py - 12:.0f}" width="76" height="24" rx="4" '
+                    f'fill="{fill}"/><text x="{px:.0f}" y="{py + 4:.0f}" text-anchor="middle" '
                     f'fill="white">{escape(name)}</text>')
     body.append('<text x="10" y="16">the fabric: hosts and the switches between them</text>')
     return _svg(width, 90 * 2 + 20, body, "the fabric")
