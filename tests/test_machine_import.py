@@ -214,3 +214,32 @@ def test_cli_writes_file(run, tmp_path):
                           "--hosts", "2", "-o", out)
     assert code == 0 and stdout == "" and out.read_text().startswith(
         "# Imported by `schedc machine import hgx-h100-dump-constructed.xml --hosts 2`")
+
+
+def test_direct_nvlinks_pcilinks_and_bare_gpus(tmp_path):
+    """Two <nvlink>s to one GPU add up (ncclTopoConnectNodes adds to an existing link,
+    topo.cc:181: 2 + 2 links × 20 GB/s on sm 70 = 80 GB/s each way); a <pcilink> joins two
+    PCIe switches at LOC_BW (topo.cc:891); a GPU without <gpu> has no NVLink."""
+    def gpu(bus: str, dev: int, peer: str) -> str:
+        return (f'<pci busid="{bus}" class="0x030200" link_speed="8 GT/s" link_width="16">'
+                f'<gpu dev="{dev}" sm="70" rank="{dev}" gdr="1">'
+                f'<nvlink target="{peer}" count="2" tclass="0x030200"/>'
+                f'<nvlink target="{peer}" count="2" tclass="0x030200"/></gpu></pci>')
+    path = tmp_path / "dgx1ish.xml"
+    path.write_text('<system version="1">\n<cpu numaid="0" arch="x86_64" vendor="GenuineIntel" '
+                    'familyid="6" modelid="79">\n'
+                    '<pci busid="0000:10:00.0" class="0x060400" link_speed="8 GT/s" link_width="16">'
+                    + gpu("0000:11:00.0", 0, "0000:21:00.0") +
+                    '<pcilink class="0x060400" link="1" target="0000:20:00.0"/></pci>\n'
+                    '<pci busid="0000:20:00.0" class="0x060400" link_speed="8 GT/s" link_width="16">'
+                    + gpu("0000:21:00.0", 1, "0000:11:00.0") +
+                    '<pci busid="0000:22:00.0" class="0x030200" link_speed="8 GT/s" link_width="16"/>'
+                    '</pci>\n</cpu>\n</system>\n', encoding="utf-8")
+    text = schedc.import_machine(path)
+    assert "param B_nvlink_80 = 80 GB/s" in text
+    assert "link g[0] <-> g[1] bw B_nvlink_80 class nvlink" in text  # both sides' files agree
+    assert "link pci[0] <-> pci[1] bw B_loc class loc" in text
+    assert "1 GPU(s) without a <gpu> child (0000:22:00.0)" in text
+    (tmp_path / "m.sched").write_text(text)
+    summary = schedc.machine_summary(schedc.load(tmp_path / "m.sched"))
+    assert ("nvlink",) in {r.classes for r in summary.routes}

@@ -11,6 +11,7 @@ from fractions import Fraction
 import sympy
 
 from ..elaborate.program import Program
+from ..errors import SchedcError
 
 
 @dataclass(frozen=True)
@@ -95,7 +96,7 @@ def _routes(program: Program) -> tuple[RouteClass, ...]:
     """From the first GPU to every other GPU: the classes along each path of its route."""
     topo = program.topology
     gpus = [d for d in topo.devices if d.kind == "gpu"]
-    if len(gpus) < 2:
+    if len(gpus) < 2 or not program.has_machine:  # (an MSCCL file alone: devices, no links)
         return ()
     source = gpus[0]
     cls_of = {}
@@ -109,9 +110,13 @@ def _routes(program: Program) -> tuple[RouteClass, ...]:
         scope = "inside a host" if source.host is not None and source.host == target.host \
             else "between hosts"
         targets[scope] += 1
-        for names, share in topo.route_paths(source.id, target.id, None):
+        try:
+            paths = list(topo.route_paths(source.id, target.id, None))
+        except SchedcError:  # no route: a machine file may leave GPUs unjoined
+            paths = [([source.name], Fraction(1))]
+        for names, share in paths:
             ids = [name_to_id[n] for n in names]
-            key = (scope, tuple(cls_of[(a, b)] for a, b in zip(ids, ids[1:])))
+            key = (scope, tuple(cls_of[(a, b)] for a, b in zip(ids, ids[1:])) or ("no route",))
             pairs.setdefault(key, set()).add(target.id)
             shares[key] = shares.get(key, Fraction(0)) + Fraction(share)
     return tuple(RouteClass(scope, classes, len(pairs[(scope, classes)]),

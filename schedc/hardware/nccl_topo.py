@@ -67,6 +67,7 @@ class _Reader:
     notes: list[str] = field(default_factory=list)
     gpus: dict[int, int] = field(default_factory=dict)  # bus id → part
     gpu_elements: list[tuple[int, Element, int]] = field(default_factory=list)  # part, <gpu>, cpu
+    pcilinks: list[tuple[int, Element]] = field(default_factory=list)  # switch, <pcilink>
     nvswitch: int | None = None
     full: bool = False
 
@@ -97,11 +98,21 @@ class _Reader:
                     self._nic_under_cpu(child, index)
         for gpu, element, cpu_part in self.gpu_elements:
             self._gpu_links(gpu, element, cpu_part)
+        self._pci_links()
         if not self.gpus:
             raise ParseError("no GPU in the file (no <pci> of class 0x03...)", root.span)
         if not self.full and self.assume.nvlinks is not None:
             self._assumed_nvlinks()
-        elif not self.full:
+        if not self.full:
+            self.notes.append("GPUs are numbered by PCI bus id: the file gives no <gpu dev>")
+        elif self.assume.nvlinks is not None:
+            self.notes.append("--nvlinks and --sm are not used: the file gives the NVLinks")
+        bare = [self.parts[g].label for g in self.gpus.values()
+                if g not in {e[0] for e in self.gpu_elements}]
+        if self.full and bare:
+            self.notes.append(f"{len(bare)} GPU(s) without a <gpu> child ({', '.join(bare)}): "
+                              "no NVLink is known for them, so they meet the others over PCI")
+        if not self.full and self.assume.nvlinks is None:
             self.notes.append("GPUs are known only by their PCI class (no <gpu> children): "
                               "their NVLinks are not in the file, so GPUs meet over PCI only; "
                               "--nvlinks N --sm S assumes N NVLinks per GPU to an NVSwitch")
@@ -152,6 +163,8 @@ class _Reader:
             for child in element.children:
                 if child.name == "pci":
                     self._pci(child, index, cpu)
+                elif child.name == "pcilink":
+                    self.pcilinks.append((index, child))
         self.wires.append(Wire(index, parent, "pci", figure, element.span))
 
     def _pci_figure(self, element: Element, busid: str) -> Figure:
@@ -190,6 +203,7 @@ class _Reader:
         sm = self._integer(element, "sm")
         per_link = rules.nvlink_per_link(sm)
         to_switch: list[tuple[int, Element]] = []
+        to_gpu: dict[int, list[tuple[int, Element]]] = {}
         for link in (c for c in element.children if c.name == "nvlink"):
             count = self._integer(link, "count")
             tclass = link.attrs.get("tclass")
@@ -201,7 +215,7 @@ class _Reader:
             if kind == "nvswitch":
                 to_switch.append((count, link))
             elif kind == "gpu":
-                other = self.gpus.get(bus_id(target) or -1)
+                other = self.gpus.get(bus_id(target) if bus_id(target) is not None else -1)
                 if other == gpu:
                     self.notes.append(f"<nvlink target=\"{target}\"> at line {link.span.line} "
                                       "names its own GPU (a VM hiding the peer): NCCL links the "
@@ -209,15 +223,18 @@ class _Reader:
                 elif other is None:
                     self.notes.append(f"<nvlink target=\"{target}\"> at line {link.span.line}: "
                                       "no GPU of the file has that bus id (NCCL adds no link)")
-                else:
-                    self.wires.append(Wire(gpu, other, "nvlink", self._nvlink_figure(
-                        count, sm, per_link, [link]), link.span, both=False))
+                else:  # several <nvlink>s to one GPU add up (ncclTopoConnectNodes, topo.cc:181)
+                    to_gpu.setdefault(other, []).append((count, link))
             elif kind == "cpu":
                 self.wires.append(Wire(gpu, cpu, "nvlink", self._nvlink_figure(
                     count, sm, per_link, [link]), link.span))
             else:
                 raise ParseError(f"<nvlink tclass=\"{tclass}\">: NCCL links GPUs to GPUs, "
                                  "NVSwitches and CPUs only", link.span)
+        for other, links in to_gpu.items():
+            self.wires.append(Wire(gpu, other, "nvlink", self._nvlink_figure(
+                sum(c for c, _ in links), sm, per_link, [e for _, e in links]), links[0][1].span,
+                both=False))
         if to_switch:
             count = sum(c for c, _ in to_switch)
             if self.nvswitch is None:
@@ -246,6 +263,22 @@ class _Reader:
                 f"<gpu>), {per_link} GB/s per link", rules.NVLINK_RULE), None))
         self.notes.append(f"assumed (--nvlinks {count} --sm {sm}): every GPU has {count} "
                           "NVLinks to one NVSwitch")
+
+    def _pci_links(self) -> None:
+        """<pcilink target> between PCIe switches (BCM switches' internal links): LOC_BW,
+        as ncclTopoAddPciLinks (topo.cc:891); a target that is no switch of the file adds
+        nothing, as in NCCL."""
+        switches = {bus_id(p.label): i for i, p in enumerate(self.parts) if p.family == "pci"}
+        done: set[tuple[int, int]] = set()
+        for index, link in self.pcilinks:
+            other = switches.get(bus_id(self._text(link, "target")))
+            if other is None or other == index or (min(index, other), max(index, other)) in done:
+                continue
+            done.add((min(index, other), max(index, other)))
+            self.wires.append(Wire(index, other, "loc", Figure(
+                rules.LOC_BW, f"<pcilink target=\"{link.attrs['target']}\"> (line "
+                f"{link.span.line})", "a <pcilink> joins PCIe switches at LOC_BW, 5000 GB/s "
+                "(topo.cc:891; topo.h:17)"), link.span))
 
     # ---- NICs
 

@@ -32,7 +32,7 @@ def machine_text(summary: MachineSummary) -> str:
     for (cls, expr, fwd, back, shared), count in _link_classes(summary.links).items():
         each = _rate(fwd) if fwd == back else f"{_rate(fwd)} / {_rate(back)}"
         rows.append((cls, str(count), expr, each, ", ".join(shared) or "-"))
-    lines += table(rows, right=(1,), indent="  ")
+    lines += table(rows, right=(1,), indent="  ") if len(rows) > 1 else ["  none"]
     if summary.routes:
         lines += ["", "routes from the first GPU (link classes along each path):"]
         rows = [("scope", "path", "GPU pairs", "share")]
