@@ -176,6 +176,15 @@ BAD = {
     "speed.xml": ('<system version="1">\n  <cpu numaid="0">\n    <pci busid="0000:01:00.0" '
                   'class="0x030200" link_speed="3 GT/s" link_width="16"/>\n  </cpu>\n</system>\n',
                   3, "unknown PCI link speed"),
+    "count.xml": ('<system version="1">\n  <cpu numaid="0">\n    <pci busid="0000:01:00.0" '
+                  'class="0x030200" link_speed="16 GT/s" link_width="16">\n      <gpu dev="0" '
+                  'sm="80" rank="0" gdr="1">\n        <nvlink target="0000:02:00.0" count="0" '
+                  'tclass="0x068000"/>\n      </gpu>\n    </pci>\n  </cpu>\n</system>\n', 5,
+                  'count="0" of <nvlink> must be at least 1'),
+    "too_many.xml": ('<system version="1">\n  <cpu numaid="0">\n' + "".join(
+        f'    <pci busid="0000:{b:02x}:00.0" class="0x030200" link_speed="16 GT/s" '
+        'link_width="16"/>\n' for b in range(255)) + '  </cpu>\n</system>\n', 257,
+        "more than 256 elements: NCCL's reader is limited to 256"),
 }
 
 

@@ -45,7 +45,25 @@ def read_nccl_topology(path: str | Path, assume: Assumptions = Assumptions()) ->
         raise ParseError(f"not an NCCL topology file: {what} where NCCL's reader expects "
                          "<system version=\"1\"> (src/graph/xml.cc:419)", where,
                          (hint.replace("this is", "the file is", 1),) if hint else ())
+    _within_nccls_limit(roots[0])
     return _Reader(source, assume).system(roots[0])
+
+
+MAX_ELEMENTS = 256  # NCCL_TOPO_XML_MAX_NODES (topo.h:211), the size of NCCL's XML (topo.cc:1773)
+
+
+def _within_nccls_limit(root: Element) -> None:
+    """NCCL refuses a topology of more than 256 elements ("XML parser is limited to 256
+    nodes", xml.cc:201); so does schedc, at the first element past it."""
+    seen, stack = 0, [root]
+    while stack:
+        element = stack.pop()
+        seen += 1
+        if seen > MAX_ELEMENTS:
+            raise ParseError(f"more than {MAX_ELEMENTS} elements: NCCL's reader is limited to "
+                             f"{MAX_ELEMENTS} (NCCL_TOPO_XML_MAX_NODES, src/graph/topo.h:211; "
+                             "xml.cc:201)", element.span)
+        stack.extend(reversed(element.children))
 
 
 def bus_id(text: str) -> int | None:
@@ -168,7 +186,7 @@ class _Reader:
         self.wires.append(Wire(index, parent, "pci", figure, element.span))
 
     def _pci_figure(self, element: Element, busid: str) -> Figure:
-        width = self._integer(element, "link_width")
+        width = self._integer(element, "link_width", low=0)
         speed = self._text(element, "link_speed")
         rate = rules.pci_lane_rate(speed)
         if rate is None and speed.strip():
@@ -205,7 +223,7 @@ class _Reader:
         to_switch: list[tuple[int, Element]] = []
         to_gpu: dict[int, list[tuple[int, Element]]] = {}
         for link in (c for c in element.children if c.name == "nvlink"):
-            count = self._integer(link, "count")
+            count = self._integer(link, "count", low=1)
             tclass = link.attrs.get("tclass")
             target = self._text(link, "target")
             kind = rules.pci_class(tclass) if tclass is not None else "nvswitch"
@@ -242,7 +260,7 @@ class _Reader:
             self.wires.append(Wire(gpu, self.nvswitch, "nvlink", self._nvlink_figure(
                 count, sm, per_link, [e for _, e in to_switch]), to_switch[0][1].span))
         for c2c in (c for c in element.children if c.name == "c2c"):
-            bw, count = self._integer(c2c, "bw"), self._integer(c2c, "count")
+            bw, count = self._integer(c2c, "bw", low=1), self._integer(c2c, "count", low=1)
             self.wires.append(Wire(gpu, cpu, "c2c", Figure(
                 Fraction(bw * count, 1000), f"bw=\"{bw}\" count=\"{count}\" of <c2c> (line "
                 f"{c2c.span.line})", rules.C2C_RULE), c2c.span))
@@ -351,14 +369,21 @@ class _Reader:
                              "requires it)", element.span)
         return value
 
-    def _integer(self, element: Element, key: str, default: int | None = None) -> int:
+    def _integer(self, element: Element, key: str, default: int | None = None,
+                 low: int | None = None) -> int:
         value = element.attrs.get(key)
         if value is None:
             if default is not None:
                 return default
-            return int(self._text(element, key))  # (raises: no such attribute)
+            self._text(element, key)  # (raises: no such attribute)
+        text = (value or "").strip()
         try:  # strtol(str, NULL, 0) (xml.h:115): 0x.. hex, else decimal here
-            return int(value.strip(), 16 if value.strip().lower().startswith("0x") else 10)
+            number = int(text, 16 if text.lower().startswith("0x") else 10)
         except ValueError:
             raise ParseError(f"{key}=\"{value}\" of <{element.name}> is not an integer",
                              element.span) from None
+        if low is not None and number < low or abs(number) > 10**12:
+            raise ParseError(f"{key}=\"{value}\" of <{element.name}> must be at least {low}"
+                             if low is not None and number < low else
+                             f"{key}=\"{value}\" of <{element.name}> is out of range", element.span)
+        return number
