@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 from ..hardware import rules
+from ..hardware.rules import decimal
 from ..hardware.system import Figure, HostModel, Wire
 
 FABRICS = ("rail", "single-switch", "fat-tree")
@@ -19,17 +20,6 @@ class Fabric:
     kind: str = "rail"  # rail | single-switch | fat-tree
     spines: int = 2
     oversub: Fraction = Fraction(1)
-
-
-def decimal(value: Fraction) -> str:
-    """An exact decimal for a fraction whose denominator is 2^a·5^b (all of NCCL's figures)."""
-    whole, rest = divmod(value.numerator, value.denominator)
-    digits = ""
-    while rest and len(digits) < 30:
-        rest *= 10
-        digit, rest = divmod(rest, value.denominator)
-        digits += str(digit)
-    return f"{whole}.{digits}" if digits else str(whole)
 
 
 def _param_base(wire_cls: str, figure: Figure) -> str:
@@ -100,7 +90,9 @@ def machine_sched(host: HostModel, hosts: int, fabric: Fabric, command: str) -> 
     head.append("")
     out = head + params.lines()
     if fabric.kind == "fat-tree":
-        total = " + ".join(port_params) or "0 GB/s"
+        counts = {name: port_params.count(name) for name in port_params}
+        total = " + ".join(name if n == 1 else f"{n} * {name}" for name, n in counts.items()) \
+            or "0 GB/s"
         out += ["# One leaf's uplink to one spine, per direction: the host's NIC ports' "
                 "bandwidth / (spines × oversub).", f"let B_up = ({total}) / (spines * oversub)",
                 ""]

@@ -269,7 +269,7 @@ class _Reader:
         counts = " + ".join(f"count=\"{e.attrs.get('count')}\"" for e in links)
         lines = ", ".join(str(e.span.line) for e in links)
         return Figure(count * per_link, f"{counts} of <nvlink> (line{'s' if len(links) > 1 else ''} "
-                      f"{lines}), sm=\"{sm}\" ({per_link} GB/s per link)", rules.NVLINK_RULE)
+                      f"{lines}), sm=\"{sm}\" ({rules.decimal(per_link)} GB/s per link)", rules.NVLINK_RULE)
 
     def _assumed_nvlinks(self) -> None:
         sm, count = self.assume.sm or 0, self.assume.nvlinks or 0
@@ -278,7 +278,7 @@ class _Reader:
         for gpu in self.gpus.values():
             self.wires.append(Wire(gpu, self.nvswitch, "nvlink", Figure(
                 count * per_link, f"--nvlinks {count} --sm {sm} (assumed: the file gives no "
-                f"<gpu>), {per_link} GB/s per link", rules.NVLINK_RULE), None))
+                f"<gpu>), {rules.decimal(per_link)} GB/s per link", rules.NVLINK_RULE), None))
         self.notes.append(f"assumed (--nvlinks {count} --sm {sm}): every GPU has {count} "
                           "NVLinks to one NVSwitch")
 

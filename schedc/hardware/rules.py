@@ -96,3 +96,15 @@ def inter_cpu(arch: str, vendor: str, family: int | None, model: int | None) -> 
             return (Fraction(9), "YONGFENG_ZPI_BW") if (family, model) == (7, 0x5B) \
                 else (Fraction(6), "ZPI_BW")
     return LOC_BW, "LOC_BW"
+
+
+def decimal(value: Fraction) -> str:
+    """An exact decimal for a fraction whose denominator is 2^a·5^b (all of NCCL's figures);
+    others to 30 digits."""
+    whole, rest = divmod(value.numerator, value.denominator)
+    digits = ""
+    while rest and len(digits) < 30:
+        rest *= 10
+        digit, rest = divmod(rest, value.denominator)
+        digits += str(digit)
+    return f"{whole}.{digits}" if digits else str(whole)

@@ -163,11 +163,11 @@ class _Builder:
                          f"({_max_links(sm)}) if they were direct: an NVSwitch, {k} NVLinks per GPU")
             return [Wire(index[g], switch, "nvlink", Figure(
                 k * per_link, f"NV{k} between every pair of GPUs (line {self.rows[g][0]}), sm "
-                f"{sm} ({per_link} GB/s per link)", rules.NVLINK_RULE), self._span(g))
+                f"{sm} ({rules.decimal(per_link)} GB/s per link)", rules.NVLINK_RULE), self._span(g))
                 for g in self.gpus]
         return [Wire(index[a], index[b], "nvlink", Figure(
             k * per_link, f"NV{k} between {a} and {b} (line {self.rows[a][0]}), sm {sm} "
-            f"({per_link} GB/s per link)", rules.NVLINK_RULE), self._span(a))
+            f"({rules.decimal(per_link)} GB/s per link)", rules.NVLINK_RULE), self._span(a))
             for (a, b), k in counts.items()]
 
     def _numa(self, name: str) -> str | None:
