@@ -92,6 +92,13 @@ def import_machine(path: str | Path, *, hosts: int = 1, fabric: str = "rail",
 
 
 def machine_summary(session: Session) -> MachineSummary:
-    """Hosts, devices, links, route classes and (imported machines) where figures came from."""
+    """Hosts, devices, links, route classes and (imported machines) where figures came from.
+
+        >>> summary = schedc.machine_summary(session)  # the seed's 2 × 8 machine
+        >>> summary.hosts, len(summary.devices)  # 16 GPUs, 2 NVSwitches, 8 rails, a spine
+        (('node[0]', 'node[1]'), 27)
+        >>> [(r.classes, r.share) for r in summary.routes if r.scope == "inside a host"]
+        [(('nvlink', 'nvlink'), Fraction(1, 1))]
+    """
     from ..analysis.machine import summarize
     return summarize(session.program)
