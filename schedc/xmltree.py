@@ -90,11 +90,12 @@ KINDS = {
 }
 
 
-def foreign_kind(root: Element) -> str | None:
-    """`this is an NCCL topology file: use \\`schedc machine import\\`` when `root` is one of
-    the formats schedc knows (see KINDS); None for any other element. A reader that expects
-    another format calls it to say which command reads the file it was given."""
-    kind = KINDS.get(root.name)
+def foreign_kind(root: str | Element) -> str | None:
+    """`this is an NCCL topology file: use \\`schedc machine import\\`` when the root element
+    (or its name) is one of the formats schedc knows (see KINDS); None for any other. A reader
+    that expects another format calls it to say which command reads the file it was given
+    (the MSCCL reader: `foreign_kind(roots[0].name)`)."""
+    kind = KINDS.get(root if isinstance(root, str) else root.name)
     if kind is None:
         return None
     return f"this is {kind[0]}: use `{kind[1]}`"

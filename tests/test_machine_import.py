@@ -252,3 +252,10 @@ def test_direct_nvlinks_pcilinks_and_bare_gpus(tmp_path):
     (tmp_path / "m.sched").write_text(text)
     summary = schedc.machine_summary(schedc.load(tmp_path / "m.sched"))
     assert ("nvlink",) in {r.classes for r in summary.routes}
+
+
+def test_detector_by_name():
+    from schedc.xmltree import foreign_kind
+    assert foreign_kind("system") == "this is an NCCL topology file: use `schedc machine import`"
+    assert foreign_kind("algo").startswith("this is an MSCCL algorithm")
+    assert foreign_kind("html") is None
