@@ -259,3 +259,17 @@ def test_detector_by_name():
     assert foreign_kind("system") == "this is an NCCL topology file: use `schedc machine import`"
     assert foreign_kind("algo").startswith("this is an MSCCL algorithm")
     assert foreign_kind("html") is None
+
+
+def test_rtp_llm_bare_gpus_and_speedless_nets(tmp_path, run):
+    """<gpu dev="0"/> (no sm, no NVLinks: NCCL completes it at run time) and <net>s without a
+    speed, which need --nic-speed; PCIe Gen6 x16 = 16 × 480 / 80 = 96 GB/s, the 4-port NIC's
+    x2 Gen4 link 2 × 120 / 80 = 3 GB/s, Intel model 173 (0xAD >= 0x8F) SRP_QPI_BW 22."""
+    code, _, stderr = run("machine", "import", TOPO / "rtp-llm-topo.xml")
+    assert code == 2 and "rtp-llm-topo.xml:11:11: error: <net name=\"mlx5_bond_0\"> gives no speed" in stderr
+    text = schedc.import_machine(TOPO / "rtp-llm-topo.xml", nic_speed="400Gbit/s", hosts=2)
+    found = params(text)
+    assert (found["B_pcie6_x16"], found["B_pcie5_x16"], found["B_pcie4_x2"], found["B_sys"]) == \
+        ("96 GB/s", "48 GB/s", "3 GB/s", "22 GB/s")
+    assert "    gpu g[8]\n    nic n[9]\n" in text and "switch rail[12]" in text  # 8 + 4 ports
+    assert len(schedc.compare(schedc.load(study(tmp_path, text, 8)))) == 3

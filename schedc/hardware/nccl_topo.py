@@ -122,16 +122,19 @@ class _Reader:
         if not self.full and self.assume.nvlinks is not None:
             self._assumed_nvlinks()
         if not self.full:
-            self.notes.append("GPUs are numbered by PCI bus id: the file gives no <gpu dev>")
+            if not self.gpu_elements:
+                self.notes.append("GPUs are numbered by PCI bus id: the file gives no <gpu dev>")
         elif self.assume.nvlinks is not None:
             self.notes.append("--nvlinks and --sm are not used: the file gives the NVLinks")
         bare = [self.parts[g].label for g in self.gpus.values()
-                if g not in {e[0] for e in self.gpu_elements}]
+                if g not in {e[0] for e in self.gpu_elements
+                             if "sm" in e[1].attrs or e[1].children}]
         if self.full and bare:
             self.notes.append(f"{len(bare)} GPU(s) without a <gpu> child ({', '.join(bare)}): "
                               "no NVLink is known for them, so they meet the others over PCI")
         if not self.full and self.assume.nvlinks is None:
-            self.notes.append("GPUs are known only by their PCI class (no <gpu> children): "
+            self.notes.append("GPUs are known only by their PCI class (no <gpu> with an sm or "
+                              "NVLinks): "
                               "their NVLinks are not in the file, so GPUs meet over PCI only; "
                               "--nvlinks N --sm S assumes N NVLinks per GPU to an NVSwitch")
         return HostModel(self.source.path, "full dump" if self.full else "PCI tree only",
@@ -210,7 +213,10 @@ class _Reader:
         index = self._part("g", "gpu", busid, element.span, order)
         self.gpus[bus_id(busid) or 0] = index
         if gpu is not None:
-            self.full = True
+            # NVLinks are known when the <gpu> says how it links (or at least its sm); a bare
+            # <gpu dev="0"/> is completed by NCCL at run time, like a GPU without <gpu>.
+            if "sm" in gpu.attrs or any(c.name in ("nvlink", "c2c") for c in gpu.children):
+                self.full = True
             self.gpu_elements.append((index, gpu, cpu))
             if len(children) > 1:
                 self.notes.append(f"<pci busid=\"{busid}\"> holds {len(children)} <gpu>s "
@@ -218,7 +224,13 @@ class _Reader:
         return index
 
     def _gpu_links(self, gpu: int, element: Element, cpu: int) -> None:
-        sm = self._integer(element, "sm")
+        links = [c for c in element.children if c.name in ("nvlink", "c2c")]
+        if "sm" not in element.attrs and not links:
+            return  # a bare <gpu>: nothing about its links (the note on NVLinks says so)
+        if "sm" not in element.attrs and self.assume.sm is None:
+            raise ParseError("<gpu> has NVLinks but no sm attribute: NCCL reads the compute "
+                             "capability from the GPU at run time; pass --sm", element.span)
+        sm = self._integer(element, "sm") if "sm" in element.attrs else self.assume.sm or 0
         per_link = rules.nvlink_per_link(sm)
         to_switch: list[tuple[int, Element]] = []
         to_gpu: dict[int, list[tuple[int, Element]]] = {}
@@ -312,6 +324,11 @@ class _Reader:
                     f"name=\"{name}\"> at line {net.span.line} gives no speed)",
                     "as given on the command line"), net.span))
                 continue
+            if "speed" not in net.attrs:
+                raise ParseError(f"<net name=\"{name}\"> gives no speed: pass --nic-speed",
+                                 net.span, ("NCCL asks the network plugin at run time; from "
+                                            "the file alone it would take 10000 Mbit/s "
+                                            "(topo.cc:416-417)",))
             mbps = self._integer(net, "speed", 0)
             fallback = " (speed <= 0: NCCL's 10000)" if mbps <= 0 else ""
             self.ports.append(Port(index, name, dev, Figure(
