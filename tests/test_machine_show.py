@@ -84,3 +84,16 @@ def test_nvidia_smi_errors(tmp_path):
         empty = tmp_path / "empty.txt"
         empty.write_text("nothing here\n")
         schedc.import_machine(empty, nvidia_smi=True, sm=80)
+
+
+def test_nvidia_smi_rows_must_match_the_header(tmp_path):
+    lines = (TOPO / "dgx-a100-like-nvidia-smi.txt").read_text().split("\n")
+    cut = tmp_path / "cut.txt"
+    cut.write_text("\n".join(line for line in lines if not line.startswith("NIC2\t")))
+    with pytest.raises(SchedcError, match="no row for NIC2, which the header names") as error:
+        schedc.import_machine(cut, nvidia_smi=True, sm=80, nic_speed="200Gbit/s")
+    assert error.value.span.line == 1
+    twice = tmp_path / "twice.txt"
+    twice.write_text("\n".join([lines[0].replace("GPU7", "GPU6")] + lines[1:]))
+    with pytest.raises(SchedcError, match="the header names GPU6 twice"):
+        schedc.import_machine(twice, nvidia_smi=True, sm=80, nic_speed="200Gbit/s")

@@ -52,9 +52,13 @@ def read_nvidia_smi(path: str | Path, assume: Assumptions) -> HostModel:
                 break
             continue
         rows[cells[0]] = (number + 1, cells[1:])
-    missing = [n for n in names if n not in rows and n.startswith("GPU")]
+    header = Span(source, head + 1, 1, head + 1, 2)
+    twice = next((n for n in names if names.count(n) > 1), None)
+    if twice is not None:
+        raise ParseError(f"the header names {twice} twice", header)
+    missing = [n for n in names if n not in rows]
     if missing:
-        raise ParseError(f"no row for {missing[0]}", Span(source, head + 1, 1, head + 1, 2))
+        raise ParseError(f"no row for {missing[0]}, which the header names", header)
     legend = _nic_legend(lines)
     return _Builder(source, assume, names, rows, legend).build()
 
