@@ -245,7 +245,8 @@ class _Reader:
             if kind == "nvswitch":
                 to_switch.append((count, link))
             elif kind == "gpu":
-                other = self.gpus.get(bus_id(target) if bus_id(target) is not None else -1)
+                number = bus_id(target)
+                other = self.gpus.get(number if number is not None else -1)
                 if other == gpu:
                     self.notes.append(f"<nvlink target=\"{target}\"> at line {link.span.line} "
                                       "names its own GPU (a VM hiding the peer): NCCL links the "
@@ -261,10 +262,10 @@ class _Reader:
             else:
                 raise ParseError(f"<nvlink tclass=\"{tclass}\">: NCCL links GPUs to GPUs, "
                                  "NVSwitches and CPUs only", link.span)
-        for other, links in to_gpu.items():
+        for other, joined in to_gpu.items():
             self.wires.append(Wire(gpu, other, "nvlink", self._nvlink_figure(
-                sum(c for c, _ in links), sm, per_link, [e for _, e in links]), links[0][1].span,
-                both=False))
+                sum(c for c, _ in joined), sm, per_link, [e for _, e in joined]),
+                joined[0][1].span, both=False))
         if to_switch:
             count = sum(c for c, _ in to_switch)
             if self.nvswitch is None:
