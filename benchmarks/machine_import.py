@@ -15,7 +15,8 @@ from processes import ROOT, arguments, chosen, recorded, run_once, schedc, summa
 TOPO = ROOT / "tests" / "fixtures" / "topo"
 OPTIONS = {"ndv4-topo.xml": ["--nic-speed", "200Gbit/s"],
            "p4d-24xl-topo.xml": ["--nic-speed", "100Gbit/s"],
-           "ndv5-topo.xml": ["--nic-speed", "400Gbit/s"]}
+           "ndv5-topo.xml": ["--nic-speed", "400Gbit/s"],
+           "rtp-llm-topo.xml": ["--nic-speed", "400Gbit/s"]}
 
 
 def big_dump(path: Path, cpus: int = 4, per_cpu: int = 8) -> None:
