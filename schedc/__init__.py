@@ -21,8 +21,9 @@ from typing import TYPE_CHECKING
 
 __all__ = ["DEFAULT_TIMEOUT", "Limits", "SchedcError", "Session", "VerificationFailed",
            "__version__", "bound", "calibrate", "check", "compare", "emit", "evaluate",
-           "export_astra", "export_msccl", "fitted_sets", "load", "predict", "report", "scale", "sensitivity",
-           "solve", "sweep", "time", "tune", "verify", "verify_files"]
+           "export_astra", "export_msccl", "fitted_sets", "import_machine", "load",
+           "machine_summary", "predict", "report", "scale", "sensitivity", "solve", "sweep",
+           "time", "tune", "verify", "verify_files"]
 
 if TYPE_CHECKING:
     from .api import (
@@ -39,7 +40,9 @@ if TYPE_CHECKING:
         export_astra,
         export_msccl,
         fitted_sets,
+        import_machine,
         load,
+        machine_summary,
         predict,
         report,
         scale,

@@ -64,9 +64,11 @@ def test_the_page_holds_every_part(page):
     parsed.feed(text)
     assert parsed.external == []  # nothing to fetch: no CDN, no font, no script
     assert "<script" not in text and "@import" not in text and "url(http" not in text
-    assert len(parsed.ids) == len(set(parsed.ids))  # six inline SVGs, no id twice
+    assert len(parsed.ids) == len(set(parsed.ids))  # eight inline SVGs, no id twice
     # Plots: time against V, B_L and B_N (every param the times depend on), a busy map each.
-    assert parsed.tags["svg"] == 6
+    # And the machine (issue 23): a drawing of one host and one of the fabric.
+    assert parsed.tags["svg"] == 6 + 2
+    assert len(re.findall(r'<figure><svg xmlns="http://www.w3.org/2000/svg"', text)) == 2
     assert len(re.findall(r'<figure class="plot curves"', text)) == 3
     assert len(re.findall(r'<figure class="plot busy"', text)) == 3
     # The comparison table, the seed's figures as `compare` prints them.

@@ -274,9 +274,11 @@ def test_every_compiling_command_takes_set_and_the_limits():
             else:
                 yield prefix + name, command
 
+    # `machine import` is the one command that compiles nothing: it reads an NCCL topology file
+    # (or nvidia-smi output) and writes a .sched machine (issue 23).
     for name, command in leaves(cli):
         params = {p.name for p in command.params}
-        assert {"sets", "max_transfers", "max_rounds"} <= params, name
+        assert name == "machine import" or {"sets", "max_transfers", "max_rounds"} <= params, name
 
 
 # ---- a machine without hosts ------------------------------------------------------------------

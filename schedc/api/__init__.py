@@ -50,6 +50,7 @@ from .compiling import (
     verify_files,
 )
 from .exporting import TunedTable, Tuning, export_astra, export_msccl, report, tune
+from .machines import import_machine, machine_summary
 from .measuring import calibrate, fitted_sets, plot_prediction, predict
 
 if TYPE_CHECKING:
@@ -91,5 +92,5 @@ __all__ = [
     "Sensitivities", "TunedTable", "Tuning", "VerifiedFile", "VerificationFailed", "bound", "calibrate", "check", "compare", "emit", "evaluate",
     "export_astra", "export_msccl", "fitted_sets", "listening", "load", "plot_prediction", "plot_solution",
     "predict", "protocol_switches", "report", "scale", "sensitivity", "solve", "sweep", "time",
-    "tune", "verify", "verify_files",
+    "tune", "verify", "verify_files", "import_machine", "machine_summary",
 ]

@@ -66,17 +66,24 @@ def report_html(program: Program, overview: Overview) -> str:
             "below.</p>",
             '<nav><a href="#compare">schedules</a><a href="#formulas">formulas</a>'
             '<a href="#plots">plots</a><a href="#rounds">rounds</a><a href="#bound">bound</a>'
-            '<a href="#checks">checks</a></nav>',
+            '<a href="#checks">checks</a><a href="#machine">machine</a></nav>',
             _params(program)]
     figure = Figures()
     for k, group in enumerate(overview.groups):
         body += _group(program, group, overview, figure, k)
     body += _checks(overview)
+    body.append(_machine(program))
     return ("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
             '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
             f"<title>{escape(program.path)}: schedc report</title>\n"
             f"<style>{CSS}</style>\n</head>\n<body>\n<main>\n"
             + "\n".join(body) + "\n</main>\n</body>\n</html>\n")
+
+
+def _machine(program: Program) -> str:
+    from ..analysis.machine import summarize
+    from .machine import machine_section
+    return machine_section(summarize(program))
 
 
 def _write(block: Block) -> str:

@@ -1,0 +1,104 @@
+"""Machines from what users have: `import_machine` (an NCCL topology file or an `nvidia-smi
+topo -m` matrix → a `.sched` machine) and `machine_summary` (what `machine show` reports)."""
+
+from __future__ import annotations
+
+import re
+from fractions import Fraction
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ..errors import UsageError
+
+if TYPE_CHECKING:
+    from ..analysis.machine import MachineSummary
+    from ..export.sched_machine import Fabric
+    from ..session import Session
+
+MAX_HOSTS = 4096  # a structural param: more hosts is another compile, refused past this
+
+
+def parse_fabric(text: str) -> Fabric:
+    """`rail`, `single-switch` or `fat-tree:spines=S,oversub=R` (both optional: 2 and 1)."""
+    from ..export.sched_machine import FABRICS, Fabric
+    kind, _, options = text.partition(":")
+    if kind not in FABRICS:
+        raise UsageError(f"--fabric {text}: one of rail, single-switch, "
+                         "fat-tree:spines=S,oversub=R")
+    if options and kind != "fat-tree":
+        raise UsageError(f"--fabric {text}: only fat-tree takes options")
+    values = {"spines": "2", "oversub": "1"}
+    for item in filter(None, options.split(",")):
+        key, _, value = item.partition("=")
+        if key not in values or not value:
+            raise UsageError(f"--fabric {text}: '{item}' is not spines=S or oversub=R")
+        values[key] = value
+    try:
+        spines, oversub = int(values["spines"]), Fraction(values["oversub"])
+    except (ValueError, ZeroDivisionError):
+        raise UsageError(f"--fabric {text}: spines is a whole number and oversub a number "
+                         "(2, 1.5)") from None
+    if not 1 <= spines <= 1024 or oversub <= 0:
+        raise UsageError(f"--fabric {text}: spines must be 1 to 1024 and oversub above 0")
+    return Fabric(kind, spines, oversub)
+
+
+def parse_rate(text: str, option: str) -> Fraction:
+    """`400Gbit/s`, `50 GB/s` → GB/s, with schedc's units (Gbit/s = 1.25e8 B/s)."""
+    from ..units import unit
+    match = re.fullmatch(r"\s*([0-9]+(?:\.[0-9]+)?)\s*([A-Za-z/]+)\s*", text)
+    if match is None:
+        raise UsageError(f"{option} {text}: a rate with its unit, e.g. 400Gbit/s or 50GB/s")
+    try:
+        factor, dim = unit(match.group(2))
+    except KeyError:
+        raise UsageError(f"{option} {text}: unknown unit '{match.group(2)}'") from None
+    rate = Fraction(match.group(1)) * factor
+    if rate <= 0 or str(dim) != str(unit("B/s")[1]):
+        raise UsageError(f"{option} {text}: a positive rate (bytes or bits per second)")
+    return rate / 10**9
+
+
+def import_machine(path: str | Path, *, hosts: int = 1, fabric: str = "rail",
+                   nic_speed: str | None = None, nvlinks: int | None = None,
+                   sm: int | None = None, nvidia_smi: bool = False,
+                   command: str = "schedc machine import") -> str:
+    """The `.sched` text of a machine read from an NCCL topology file (or, with `nvidia_smi`,
+    from `nvidia-smi topo -m` output): `hosts` copies as the structural param `hosts`, joined
+    by `fabric`; every figure commented with its attribute and NCCL's rule.
+
+        >>> text = schedc.import_machine("tests/fixtures/topo/ndv4-topo.xml", hosts=2,
+        ...                              nic_speed="200Gbit/s", nvlinks=12, sm=80)
+        >>> [line for line in text.splitlines() if line.startswith("param B_nvlink")]
+        ['param B_nvlink_240 = 240 GB/s']
+    """
+    from ..export.sched_machine import machine_sched
+    from ..hardware.nccl_topo import Assumptions
+    if not 1 <= hosts <= MAX_HOSTS:
+        raise UsageError(f"--hosts {hosts}: 1 to {MAX_HOSTS}")
+    if nvlinks is not None and sm is None or (sm is not None and nvlinks is None and not nvidia_smi):
+        raise UsageError("--nvlinks and --sm go together (N NVLinks of the per-link bandwidth "
+                         "of compute capability S)")
+    speed = parse_rate(nic_speed, "--nic-speed") if nic_speed is not None else None
+    assume = Assumptions(speed, nic_speed or "", nvlinks, sm)
+    shape = parse_fabric(fabric)
+    if nvidia_smi:
+        from ..hardware.smi import read_nvidia_smi
+        host = read_nvidia_smi(path, assume)
+    else:
+        from ..hardware.nccl_topo import read_nccl_topology
+        host = read_nccl_topology(path, assume)
+    return machine_sched(host, hosts, shape, command)
+
+
+def machine_summary(session: Session) -> MachineSummary:
+    """Hosts, devices, links, route classes and (imported machines) where figures came from.
+
+        >>> summary = schedc.machine_summary(session)  # the seed's 2 × 8 machine
+        >>> summary.hosts, len(summary.devices)  # 16 GPUs, 2 NVSwitches, 8 rails, a spine
+        (('node[0]', 'node[1]'), 27)
+        >>> [(r.classes, r.share) for r in summary.routes if r.scope == "inside a host"]
+        [(('nvlink', 'nvlink'), Fraction(1, 1))]
+    """
+    from ..analysis.machine import summarize
+    return summarize(session.program)

@@ -1,0 +1,83 @@
+"""`schedc machine import` (an NCCL topology file or `nvidia-smi topo -m` output → a `.sched`
+machine) and `schedc machine show` (a machine's hosts, devices, links, routes, drawings)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from ..render import schema
+from .options import EXIT_OK, compiling, json_option
+from .paths import InputPath, OutputPath
+
+
+@click.group("machine")
+def machine() -> None:
+    """Machines from what users have, and what a machine file says."""
+
+
+@machine.command("import")
+@click.argument("topology", type=InputPath())
+@click.option("--nvidia-smi", "nvidia_smi", is_flag=True,
+              help="TOPOLOGY is the output of `nvidia-smi topo -m`, not an NCCL topology file.")
+@click.option("--hosts", type=click.IntRange(1, 4096), default=1, show_default=True,
+              help="The nominal value of the structural param `hosts` (copies of the host).")
+@click.option("--fabric", default="rail", show_default=True,
+              metavar="rail|single-switch|fat-tree:spines=S,oversub=R",
+              help="The network between hosts, which NCCL's file cannot see.")
+@click.option("--nic-speed", metavar="RATE",
+              help="The speed of NICs the file gives none for (e.g. 400Gbit/s).")
+@click.option("--nvlinks", type=click.IntRange(1, 72), metavar="N",
+              help="With --sm: N NVLinks per GPU to an NVSwitch, for files without <gpu> "
+                   "(the PCI tree alone) or nvidia-smi matrices.")
+@click.option("--sm", type=click.IntRange(10, 200), metavar="S",
+              help="The GPUs' compute capability (80 A100, 90 H100, 100 B200) for --nvlinks.")
+@click.option("--output", "-o", type=OutputPath(),
+              help="Write the .sched machine here (atomically) instead of printing it.")
+def import_command(topology: Path, nvidia_smi: bool, hosts: int, fabric: str,
+                   nic_speed: str | None, nvlinks: int | None, sm: int | None,
+                   output: Path | None) -> int:
+    """An NCCL topology file (NCCL_TOPO_FILE, or NCCL_TOPO_DUMP_FILE's output) as a .sched
+    machine, its bandwidths derived as NCCL derives them, each figure's comment citing the
+    XML attribute and NCCL's rule."""
+    from ..api import import_machine
+    from ..render.files import write_atomically
+    words = ["schedc machine import"] + (["--nvidia-smi"] if nvidia_smi else []) + \
+        [Path(topology).name] + ([f"--hosts {hosts}"] if hosts != 1 else []) + \
+        ([f"--fabric {fabric}"] if fabric != "rail" else []) + \
+        ([f"--nic-speed {nic_speed}"] if nic_speed else []) + \
+        ([f"--nvlinks {nvlinks} --sm {sm}"] if nvlinks is not None else [])
+    text = import_machine(topology, hosts=hosts, fabric=fabric, nic_speed=nic_speed,
+                          nvlinks=nvlinks, sm=sm, nvidia_smi=nvidia_smi, command=" ".join(words))
+    if output is None:
+        click.echo(text, nl=False)
+    else:
+        write_atomically(output, text)
+    return EXIT_OK
+
+
+@machine.command("show")
+@compiling
+@json_option(schema.MACHINE)
+@click.option("--host-svg", type=OutputPath(), help="Draw one host (SVG) into this file.")
+@click.option("--fabric-svg", type=OutputPath(), help="Draw the fabric (SVG) into this file.")
+def show_command(session, as_json: bool, host_svg: Path | None, fabric_svg: Path | None) -> int:
+    """A machine's hosts, devices by kind, links (class, bandwidth per direction, shared
+    resources), the classes of the routes from the first GPU, and where an imported
+    machine's figures came from."""
+    from ..api import machine_summary
+    from ..render.files import write_atomically
+    from ..render.machine import fabric_svg as draw_fabric
+    from ..render.machine import host_svg as draw_host
+    from ..render.machine import machine_json, machine_text
+    summary = machine_summary(session)
+    if host_svg is not None:
+        write_atomically(host_svg, draw_host(summary))
+    if fabric_svg is not None:
+        write_atomically(fabric_svg, draw_fabric(summary))
+    click.echo(machine_json(summary) if as_json else machine_text(summary), nl=False)
+    return EXIT_OK
+
+
+COMMANDS = (machine,)

@@ -1,0 +1,407 @@
+"""An NCCL topology file (NCCL_TOPO_FILE, or what NCCL_TOPO_DUMP_FILE writes) → `HostModel`.
+
+Read as NCCL reads it (src/graph/xml.cc for the file, topo.cc for what it means): a <system
+version="1"> of <cpu>s (NUMA nodes), each holding a tree of <pci> devices known by their class
+code (kvDictPciClass: bridges and switches, GPUs, NICs, NVSwitches) and <nic>s; in a full dump,
+a GPU's <pci> holds <gpu dev sm rank> with <nvlink target count tclass> and <c2c bw count>,
+and a NIC's holds <nic><net name dev speed ...>. Elements NCCL ignores (xml.cc:241) are ignored.
+Bandwidths follow `rules`. Quirks of real files are read as NCCL reads them: comments,
+link_speed="" (the fallback rate), link_width="0" (16 lanes), an NVLink whose target is its
+own GPU (NCCL links the GPU to itself: nothing to model), NICs under a <cpu>, GPUs without a
+<gpu> child (the PCI tree alone: NVLink unknown unless assumed with `nvlinks`/`sm`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from fractions import Fraction
+from pathlib import Path
+
+from ..errors import ParseError, SourceFile, Span, decode_source
+from ..files import read_input
+from ..xmltree import Element, foreign_kind, parse, start_of
+from . import rules
+from .system import Figure, HostModel, Part, Port, Wire
+
+
+@dataclass(frozen=True)
+class Assumptions:
+    """What the file may not say, given on the command line."""
+
+    nic_gbps: Fraction | None = None  # --nic-speed, for NICs whose <net speed> is not given
+    nic_speed_text: str = ""
+    nvlinks: int | None = None  # --nvlinks and --sm: GPUs known only by their PCI class
+    sm: int | None = None
+
+
+def read_nccl_topology(path: str | Path, assume: Assumptions = Assumptions()) -> HostModel:
+    data = read_input(path, "an NCCL topology file")
+    source = decode_source(str(path), data, ParseError)
+    roots = parse(source, data)
+    if not roots or roots[0].name != "system":
+        where = roots[0].span if roots else start_of(source)
+        hint = foreign_kind(roots[0]) if roots else None
+        what = f"<{roots[0].name}>" if roots else "no element"
+        raise ParseError(f"not an NCCL topology file: {what} where NCCL's reader expects "
+                         "<system version=\"1\"> (src/graph/xml.cc:419)", where,
+                         (hint.replace("this is", "the file is", 1),) if hint else ())
+    _within_nccls_limit(roots[0])
+    return _Reader(source, assume).system(roots[0])
+
+
+MAX_ELEMENTS = 256  # NCCL_TOPO_XML_MAX_NODES (topo.h:211), the size of NCCL's XML (topo.cc:1773)
+
+
+def _within_nccls_limit(root: Element) -> None:
+    """NCCL refuses a topology of more than 256 elements ("XML parser is limited to 256
+    nodes", xml.cc:201); so does schedc, at the first element past it."""
+    seen, stack = 0, [root]
+    while stack:
+        element = stack.pop()
+        seen += 1
+        if seen > MAX_ELEMENTS:
+            raise ParseError(f"more than {MAX_ELEMENTS} elements: NCCL's reader is limited to "
+                             f"{MAX_ELEMENTS} (NCCL_TOPO_XML_MAX_NODES, src/graph/topo.h:211; "
+                             "xml.cc:201)", element.span)
+        stack.extend(reversed(element.children))
+
+
+def bus_id(text: str) -> int | None:
+    """busIdToInt64 (src/graph/xml.h): the hex digits of `dddd:bb:dd.f`, ':' and '.' skipped."""
+    digits = "".join(c for c in text.strip() if c not in ":.")
+    try:
+        return int(digits, 16)
+    except ValueError:
+        return None
+
+
+@dataclass
+class _Reader:
+    source: SourceFile
+    assume: Assumptions
+    parts: list[Part] = field(default_factory=list)
+    wires: list[Wire] = field(default_factory=list)
+    ports: list[Port] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    gpus: dict[int, int] = field(default_factory=dict)  # bus id → part
+    gpu_elements: list[tuple[int, Element, int]] = field(default_factory=list)  # part, <gpu>, cpu
+    pcilinks: list[tuple[int, Element]] = field(default_factory=list)  # switch, <pcilink>
+    nvswitch: int | None = None
+    full: bool = False
+
+    def system(self, root: Element) -> HostModel:
+        version = root.attrs.get("version")
+        if version != "1":
+            raise ParseError(f"<system version=\"{version}\">: NCCL reads version 1 only "
+                             "(NCCL_TOPO_XML_VERSION, xml.h:50; xml.cc:393)", root.span)
+        cpus = [c for c in root.children if c.name == "cpu"]
+        if not cpus:
+            raise ParseError("<system> has no <cpu>: NCCL's topology hangs every device under a "
+                             "<cpu> (xml.cc:402)", root.span)
+        hashes = {c.attrs["host_hash"] for c in cpus if "host_hash" in c.attrs}
+        if len(hashes) > 1:
+            raise ParseError(f"{len(hashes)} hosts (host_hash) in one file: import one host's "
+                             "file; --hosts and --fabric make the cluster", root.span)
+        cpu_parts = []
+        for cpu in sorted(cpus, key=lambda c: self._integer(c, "numaid", -1)):
+            cpu_parts.append(self._part("cpu", "switch", f"numaid {cpu.attrs.get('numaid')}",
+                                        cpu.span, (self._integer(cpu, "numaid", -1),)))
+        self._inter_cpu(cpus, cpu_parts)
+        for cpu_element, index in zip(sorted(cpus, key=lambda c: self._integer(c, "numaid", -1)),
+                                      cpu_parts):
+            for child in cpu_element.children:
+                if child.name == "pci":
+                    self._pci(child, index, index)
+                elif child.name == "nic":
+                    self._nic_under_cpu(child, index)
+        for gpu, element, cpu_part in self.gpu_elements:
+            self._gpu_links(gpu, element, cpu_part)
+        self._pci_links()
+        if not self.gpus:
+            raise ParseError("no GPU in the file (no <pci> of class 0x03...)", root.span)
+        if not self.full and self.assume.nvlinks is not None:
+            self._assumed_nvlinks()
+        if not self.full:
+            if not self.gpu_elements:
+                self.notes.append("GPUs are numbered by PCI bus id: the file gives no <gpu dev>")
+        elif self.assume.nvlinks is not None:
+            self.notes.append("--nvlinks and --sm are not used: the file gives the NVLinks")
+        bare = [self.parts[g].label for g in self.gpus.values()
+                if g not in {e[0] for e in self.gpu_elements
+                             if "sm" in e[1].attrs or e[1].children}]
+        if self.full and bare:
+            self.notes.append(f"{len(bare)} GPU(s) without a <gpu> child ({', '.join(bare)}): "
+                              "no NVLink is known for them, so they meet the others over PCI")
+        if not self.full and self.assume.nvlinks is None:
+            self.notes.append("GPUs are known only by their PCI class (no <gpu> with an sm or "
+                              "NVLinks): "
+                              "their NVLinks are not in the file, so GPUs meet over PCI only; "
+                              "--nvlinks N --sm S assumes N NVLinks per GPU to an NVSwitch")
+        return HostModel(self.source.path, "full dump" if self.full else "PCI tree only",
+                         tuple(self.parts), tuple(self.wires), tuple(self.ports),
+                         tuple(self.notes))
+
+    # ---- devices
+
+    def _part(self, family: str, kind: str, label: str, span: Span | None, order: tuple) -> int:
+        self.parts.append(Part(family, kind, label, span, order))
+        return len(self.parts) - 1
+
+    def _pci(self, element: Element, parent: int, cpu: int) -> None:
+        busid = self._text(element, "busid")
+        if bus_id(busid) is None:
+            raise ParseError(f"busid=\"{busid}\" is not a PCI bus id (dddd:bb:dd.f)", element.span)
+        nic = next((c for c in element.children if c.name == "nic"), None)
+        code = element.attrs.get("class")
+        if code is None and nic is None:
+            raise ParseError(f"<pci busid=\"{busid}\"> has no class attribute: NCCL fills it "
+                             "from the running machine (sysfs); schedc needs it in the file",
+                             element.span)
+        kind = "nic" if nic is not None else rules.pci_class(code or "")
+        if kind is None:
+            raise ParseError(f"unknown PCI class \"{code}\" (known: 0x0604.. bridge, 0x0801.. "
+                             "CX8 data direct, 0x068000 NVSwitch, 0x068001 CPU, 0x03.. GPU, "
+                             "0x02.. NIC)", element.span,
+                             (f"NCCL treats a class it does not know as a PCI bridge "
+                              f"({rules.PCI_CLASS_RULE}); schedc refuses it, so a typo does "
+                              "not become a switch",))
+        if kind in ("nvswitch", "cpu"):
+            self.notes.append(f"<pci busid=\"{busid}\" class=\"{code}\"> (line "
+                              f"{element.span.line}): NCCL makes no node of an NVSwitch or CPU "
+                              "PCI device (topo.cc:671-684); NVLinks name them instead")
+            return
+        figure = self._pci_figure(element, busid)
+        if kind == "gpu":
+            index = self._gpu(element, busid, cpu)
+        elif kind == "nic":
+            index = self._part("n", "nic", busid, element.span, (busid,))
+            if nic is not None:
+                self._nets(nic, index)
+            else:
+                self._class_only_nic(element, index, busid)
+        else:
+            index = self._part("pci", "switch", busid, element.span, (len(self.parts),))
+            for child in element.children:
+                if child.name == "pci":
+                    self._pci(child, index, cpu)
+                elif child.name == "pcilink":
+                    self.pcilinks.append((index, child))
+        self.wires.append(Wire(index, parent, "pci", figure, element.span))
+
+    def _pci_figure(self, element: Element, busid: str) -> Figure:
+        width = self._integer(element, "link_width", low=0)
+        speed = self._text(element, "link_speed")
+        rate = rules.pci_lane_rate(speed)
+        if rate is None and speed.strip():
+            raise ParseError(f"unknown PCI link speed \"{speed}\" (NCCL's kvDictPciGen knows "
+                             f"{', '.join(repr(s) for s, _ in rules.PCI_GEN)})", element.span,
+                             ("NCCL would fall back to 8 GT/s (topo.cc:556); give the speed "
+                              "sysfs reports, or link_speed=\"\" for NCCL's fallback",))
+        used = rate if rate is not None else rules.PCI_GEN_FALLBACK
+        how = f"speed {used} (×100 Mbit/s per lane)" + \
+            (" by kvDictPciGen's fallback for link_speed=\"\" (topo.cc:556)" if rate is None else "")
+        source = (f"link_width=\"{width}\" link_speed=\"{speed}\" of <pci busid=\"{busid}\"> "
+                  f"(line {element.span.line})")
+        return Figure(rules.pci_bandwidth(width, used), source,
+                      f"{rules.PCI_RULE}; {how}")
+
+    def _gpu(self, element: Element, busid: str, cpu: int) -> int:
+        children = [c for c in element.children if c.name == "gpu"]
+        gpu = children[0] if children else None
+        dev = self._integer(gpu, "dev", -1) if gpu is not None else -1
+        order = (0, dev) if dev >= 0 else (1, bus_id(busid))
+        index = self._part("g", "gpu", busid, element.span, order)
+        self.gpus[bus_id(busid) or 0] = index
+        if gpu is not None:
+            # NVLinks are known when the <gpu> says how it links (or at least its sm); a bare
+            # <gpu dev="0"/> is completed by NCCL at run time, like a GPU without <gpu>.
+            if "sm" in gpu.attrs or any(c.name in ("nvlink", "c2c") for c in gpu.children):
+                self.full = True
+            self.gpu_elements.append((index, gpu, cpu))
+            if len(children) > 1:
+                self.notes.append(f"<pci busid=\"{busid}\"> holds {len(children)} <gpu>s "
+                                  "(MIG or MLOPart partitions): one GPU is modelled")
+        return index
+
+    def _gpu_links(self, gpu: int, element: Element, cpu: int) -> None:
+        links = [c for c in element.children if c.name in ("nvlink", "c2c")]
+        if "sm" not in element.attrs and not links:
+            return  # a bare <gpu>: nothing about its links (the note on NVLinks says so)
+        if "sm" not in element.attrs and self.assume.sm is None:
+            raise ParseError("<gpu> has NVLinks but no sm attribute: NCCL reads the compute "
+                             "capability from the GPU at run time; pass --sm", element.span)
+        sm = self._integer(element, "sm") if "sm" in element.attrs else self.assume.sm or 0
+        per_link = rules.nvlink_per_link(sm)
+        to_switch: list[tuple[int, Element]] = []
+        to_gpu: dict[int, list[tuple[int, Element]]] = {}
+        for link in (c for c in element.children if c.name == "nvlink"):
+            count = self._integer(link, "count", low=1)
+            tclass = link.attrs.get("tclass")
+            target = self._text(link, "target")
+            kind = rules.pci_class(tclass) if tclass is not None else "nvswitch"
+            if tclass is None:
+                self.notes.append(f"<nvlink> at line {link.span.line} has no tclass: an "
+                                  "NVSwitch, as NCCL assumes when it cannot tell (xml.cc:1046)")
+            if kind == "nvswitch":
+                to_switch.append((count, link))
+            elif kind == "gpu":
+                number = bus_id(target)
+                other = self.gpus.get(number if number is not None else -1)
+                if other == gpu:
+                    self.notes.append(f"<nvlink target=\"{target}\"> at line {link.span.line} "
+                                      "names its own GPU (a VM hiding the peer): NCCL links the "
+                                      "GPU to itself, which carries nothing; left out")
+                elif other is None:
+                    self.notes.append(f"<nvlink target=\"{target}\"> at line {link.span.line}: "
+                                      "no GPU of the file has that bus id (NCCL adds no link)")
+                else:  # several <nvlink>s to one GPU add up (ncclTopoConnectNodes, topo.cc:181)
+                    to_gpu.setdefault(other, []).append((count, link))
+            elif kind == "cpu":
+                self.wires.append(Wire(gpu, cpu, "nvlink", self._nvlink_figure(
+                    count, sm, per_link, [link]), link.span))
+            else:
+                raise ParseError(f"<nvlink tclass=\"{tclass}\">: NCCL links GPUs to GPUs, "
+                                 "NVSwitches and CPUs only", link.span)
+        for other, joined in to_gpu.items():
+            self.wires.append(Wire(gpu, other, "nvlink", self._nvlink_figure(
+                sum(c for c, _ in joined), sm, per_link, [e for _, e in joined]),
+                joined[0][1].span, both=False))
+        if to_switch:
+            count = sum(c for c, _ in to_switch)
+            if self.nvswitch is None:
+                self.nvswitch = self._part("nvswitch", "switch", "NVSwitch", to_switch[0][1].span, ())
+            self.wires.append(Wire(gpu, self.nvswitch, "nvlink", self._nvlink_figure(
+                count, sm, per_link, [e for _, e in to_switch]), to_switch[0][1].span))
+        for c2c in (c for c in element.children if c.name == "c2c"):
+            bw, count = self._integer(c2c, "bw", low=1), self._integer(c2c, "count", low=1)
+            self.wires.append(Wire(gpu, cpu, "c2c", Figure(
+                Fraction(bw * count, 1000), f"bw=\"{bw}\" count=\"{count}\" of <c2c> (line "
+                f"{c2c.span.line})", rules.C2C_RULE), c2c.span))
+
+    def _nvlink_figure(self, count: int, sm: int, per_link: Fraction, links: list[Element]) -> Figure:
+        counts = " + ".join(f"count=\"{e.attrs.get('count')}\"" for e in links)
+        lines = ", ".join(str(e.span.line) for e in links)
+        return Figure(count * per_link, f"{counts} of <nvlink> (line{'s' if len(links) > 1 else ''} "
+                      f"{lines}), sm=\"{sm}\" ({rules.decimal(per_link)} GB/s per link)", rules.NVLINK_RULE)
+
+    def _assumed_nvlinks(self) -> None:
+        sm, count = self.assume.sm or 0, self.assume.nvlinks or 0
+        per_link = rules.nvlink_per_link(sm)
+        self.nvswitch = self._part("nvswitch", "switch", "NVSwitch (assumed)", None, ())
+        for gpu in self.gpus.values():
+            self.wires.append(Wire(gpu, self.nvswitch, "nvlink", Figure(
+                count * per_link, f"--nvlinks {count} --sm {sm} (assumed: the file gives no "
+                f"<gpu>), {rules.decimal(per_link)} GB/s per link", rules.NVLINK_RULE), None))
+        self.notes.append(f"assumed (--nvlinks {count} --sm {sm}): every GPU has {count} "
+                          "NVLinks to one NVSwitch")
+
+    def _pci_links(self) -> None:
+        """<pcilink target> between PCIe switches (BCM switches' internal links): LOC_BW,
+        as ncclTopoAddPciLinks (topo.cc:891); a target that is no switch of the file adds
+        nothing, as in NCCL."""
+        switches = {bus_id(p.label): i for i, p in enumerate(self.parts) if p.family == "pci"}
+        done: set[tuple[int, int]] = set()
+        for index, link in self.pcilinks:
+            other = switches.get(bus_id(self._text(link, "target")))
+            if other is None or other == index or (min(index, other), max(index, other)) in done:
+                continue
+            done.add((min(index, other), max(index, other)))
+            self.wires.append(Wire(index, other, "loc", Figure(
+                rules.LOC_BW, f"<pcilink target=\"{link.attrs['target']}\"> (line "
+                f"{link.span.line})", "a <pcilink> joins PCIe switches at LOC_BW, 5000 GB/s "
+                "(topo.cc:891; topo.h:17)"), link.span))
+
+    # ---- NICs
+
+    def _nets(self, nic: Element, index: int) -> None:
+        for net in (c for c in nic.children if c.name == "net"):
+            if "dev" not in net.attrs or net.attrs.get("net", "1").strip() == "0":
+                continue  # not a network device of NCCL's (topo.cc:497, 500)
+            dev = self._integer(net, "dev")
+            name = net.attrs.get("name", f"net{dev}")
+            if "speed" not in net.attrs and self.assume.nic_gbps is not None:
+                self.ports.append(Port(index, name, dev, Figure(
+                    self.assume.nic_gbps, f"--nic-speed {self.assume.nic_speed_text} (<net "
+                    f"name=\"{name}\"> at line {net.span.line} gives no speed)",
+                    "as given on the command line"), net.span))
+                continue
+            if "speed" not in net.attrs:
+                raise ParseError(f"<net name=\"{name}\"> gives no speed: pass --nic-speed",
+                                 net.span, ("NCCL asks the network plugin at run time; from "
+                                            "the file alone it would take 10000 Mbit/s "
+                                            "(topo.cc:416-417)",))
+            mbps = self._integer(net, "speed", 0)
+            fallback = " (speed <= 0: NCCL's 10000)" if mbps <= 0 else ""
+            self.ports.append(Port(index, name, dev, Figure(
+                rules.net_bandwidth(mbps), f"speed=\"{net.attrs.get('speed', '')}\" of <net "
+                f"name=\"{name}\" dev=\"{dev}\"> (line {net.span.line}){fallback}",
+                rules.NET_RULE), net.span))
+        ports = [p.dev for p in self.ports if p.nic == index]
+        part = self.parts[index]
+        self.parts[index] = Part(part.family, part.kind, part.label, part.span,
+                                 (0, min(ports)) if ports else (1, part.label))
+
+    def _class_only_nic(self, element: Element, index: int, busid: str) -> None:
+        if self.assume.nic_gbps is None:
+            raise ParseError(f"<pci busid=\"{busid}\" class=\"{element.attrs.get('class')}\"> is "
+                             "a NIC known only by its class: its speed is not in the file",
+                             element.span, ("pass --nic-speed (e.g. --nic-speed 200Gbit/s); "
+                                            "NCCL asks the network plugin at run time",))
+        self.ports.append(Port(index, f"nic {busid}", len(self.ports), Figure(
+            self.assume.nic_gbps, f"--nic-speed {self.assume.nic_speed_text} (the file knows "
+            f"<pci busid=\"{busid}\"> only by its class, line {element.span.line})",
+            "as given on the command line"), element.span))
+        part = self.parts[index]
+        self.parts[index] = Part(part.family, part.kind, part.label, part.span, (1, bus_id(busid)))
+
+    def _nic_under_cpu(self, nic: Element, cpu: int) -> None:
+        index = self._part("n", "nic", f"NIC under cpu {self.parts[cpu].label}", nic.span, ())
+        self._nets(nic, index)
+        if not any(p.nic == index for p in self.ports):
+            self.parts.pop()
+            return
+        self.wires.append(Wire(index, cpu, "loc", Figure(
+            rules.LOC_BW, f"a <nic> directly under <cpu {self.parts[cpu].label}> (line "
+            f"{nic.span.line})", rules.NIC_UNDER_CPU_RULE), nic.span))
+
+    def _inter_cpu(self, cpus: list[Element], parts: list[int]) -> None:
+        ordered = sorted(cpus, key=lambda c: self._integer(c, "numaid", -1))
+        for i, (cpu, a) in enumerate(zip(ordered, parts)):
+            for b in parts[i + 1:]:
+                family = self._integer(cpu, "familyid", -1)
+                model = self._integer(cpu, "modelid", -1)
+                bw, name = rules.inter_cpu(cpu.attrs.get("arch", ""), cpu.attrs.get("vendor", ""),
+                                           family, model)
+                source = (f"arch=\"{cpu.attrs.get('arch', '')}\" vendor=\"{cpu.attrs.get('vendor', '')}\" "
+                          f"familyid=\"{cpu.attrs.get('familyid', '')}\" modelid="
+                          f"\"{cpu.attrs.get('modelid', '')}\" of <cpu> (line {cpu.span.line})")
+                self.wires.append(Wire(a, b, "sys", Figure(bw, source, f"{name}; {rules.SYS_RULE}"),
+                                       cpu.span))
+
+    # ---- attributes
+
+    def _text(self, element: Element, key: str) -> str:
+        value = element.attrs.get(key)
+        if value is None:
+            raise ParseError(f"<{element.name}> has no '{key}' attribute (NCCL's reader "
+                             "requires it)", element.span)
+        return value
+
+    def _integer(self, element: Element, key: str, default: int | None = None,
+                 low: int | None = None) -> int:
+        value = element.attrs.get(key)
+        if value is None:
+            if default is not None:
+                return default
+            self._text(element, key)  # (raises: no such attribute)
+        text = (value or "").strip()
+        try:  # strtol(str, NULL, 0) (xml.h:115): 0x.. hex, else decimal here
+            number = int(text, 16 if text.lower().startswith("0x") else 10)
+        except ValueError:
+            raise ParseError(f"{key}=\"{value}\" of <{element.name}> is not an integer",
+                             element.span) from None
+        if low is not None and number < low or abs(number) > 10**12:
+            raise ParseError(f"{key}=\"{value}\" of <{element.name}> must be at least {low}"
+                             if low is not None and number < low else
+                             f"{key}=\"{value}\" of <{element.name}> is out of range", element.span)
+        return number

@@ -1,0 +1,158 @@
+"""`schedc machine show`: a machine's summary as text, as JSON (schedc.machine/1), and as SVG
+drawings of one host and of the fabric (also on `schedc report`'s page)."""
+
+from __future__ import annotations
+
+from collections import Counter
+from fractions import Fraction
+from html import escape
+
+from ..analysis.machine import LinkRow, MachineSummary
+from ..units import format_rate
+from . import schema
+from .text import dump_json, json_number, table
+
+
+def _rate(value: Fraction | None) -> str:
+    return "-" if value is None else format_rate(value)
+
+
+def machine_text(summary: MachineSummary) -> str:
+    kinds = Counter(kind for _, kind, _ in summary.devices)
+    per_host = Counter(kind for _, kind, host in summary.devices
+                       if summary.hosts and host == summary.hosts[0])
+    lines = [f"machine: {summary.path}",
+             f"hosts: {len(summary.hosts) or 'none declared'}",
+             "devices: " + ", ".join(f"{n} {k}" for k, n in sorted(kinds.items()))]
+    if per_host:
+        lines.append(f"per host ({summary.hosts[0]}): " +
+                     ", ".join(f"{n} {k}" for k, n in sorted(per_host.items())))
+    lines += ["", "links by class (per direction):"]
+    rows: list[tuple[str, ...]] = [("class", "links", "bandwidth", "each way", "shared")]
+    for (cls, expr, fwd, back, shared), count in _link_classes(summary.links).items():
+        each = _rate(fwd) if fwd == back else f"{_rate(fwd)} / {_rate(back)}"
+        rows.append((cls, str(count), expr, each, ", ".join(shared) or "-"))
+    lines += table(rows, right=(1,), indent="  ") if len(rows) > 1 else ["  none"]
+    if summary.routes:
+        lines += ["", "routes from the first GPU (link classes along each path):"]
+        rows = [("scope", "path", "GPU pairs", "share")]
+        rows += [(r.scope, " → ".join(r.classes), str(r.pairs), str(r.share))
+                 for r in summary.routes]
+        lines += table(rows, right=(2, 3), indent="  ")
+    if summary.derived_from:
+        lines += ["", "figures (imported):"]
+        for name, (value, source, rule) in summary.derived_from.items():
+            lines += [f"  {name} = {value}", f"    from: {source}", f"    rule: {rule}"]
+    return "\n".join(lines) + "\n"
+
+
+def _link_classes(links: tuple[LinkRow, ...]) -> dict[tuple, int]:
+    found: Counter = Counter()
+    for link in links:
+        back = link.forward if link.one_way else link.backward
+        found[(link.cls, link.bandwidth, link.forward, back, link.shared)] += 1
+    return dict(found)
+
+
+def machine_json(summary: MachineSummary) -> str:
+    document = {
+        "schema": schema.MACHINE, "path": summary.path, "hosts": list(summary.hosts),
+        "devices": [{"name": n, "kind": k, "host": h} for n, k, h in summary.devices],
+        "links": [{"a": link.a, "b": link.b, "class": link.cls, "bandwidth": link.bandwidth,
+                   "bandwidth_Bps": {"a_to_b": json_number(link.forward),
+                                     "b_to_a": None if link.one_way else json_number(link.backward)},
+                   "shared": list(link.shared)} for link in summary.links],
+        "routes": [{"scope": r.scope, "classes": list(r.classes), "pairs": r.pairs,
+                    "share": str(r.share)} for r in summary.routes],
+        "derived_from": {name: {"value": v, "from": s, "rule": r}
+                         for name, (v, s, r) in summary.derived_from.items()},
+    }
+    return dump_json(document)
+
+
+# ---- drawings
+
+MAX_DRAWN = 24  # devices per row of a drawing
+COLOURS = {"gpu": "#76b900", "nic": "#1f77b4", "switch": "#888888"}
+LINK_COLOURS = {"nvlink": "#76b900", "pci": "#1f77b4", "net": "#d62728", "sys": "#9467bd",
+                "c2c": "#ff7f0e", "loc": "#8c564b"}
+
+
+def _svg(width: int, height: int, body: list[str], title: str) -> str:
+    return (f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+            f'viewBox="0 0 {width} {height}" font-family="sans-serif" font-size="11">'
+            f'<title>{escape(title)}</title>' + "".join(body) + "</svg>")
+
+
+def host_svg(summary: MachineSummary) -> str:
+    """One host: its devices in rows by kind (switches, NICs, GPUs), its links as lines."""
+    host = summary.hosts[0] if summary.hosts else None
+    names = [n for n, _, h in summary.devices if h == host]
+    kinds = {n: k for n, k, _ in summary.devices}
+    rows = [[n for n in names if kinds[n] == kind] for kind in ("switch", "nic", "gpu")]
+    rows = [r[:MAX_DRAWN] for r in rows if r]  # a drawing, not a listing: the first ones
+    width = max(160, 90 * max((len(r) for r in rows), default=1) + 20)
+    height = 70 * len(rows) + 40
+    where: dict[str, tuple[float, float]] = {}
+    for y, row in enumerate(rows):
+        step = (width - 20) / len(row)
+        for x, name in enumerate(row):
+            where[name] = (10 + step * x + step / 2, 40 + 70 * y)
+    body = _lines(summary, where, host)
+    for name, (px, py) in where.items():
+        short = name.split(".", 1)[-1]
+        body.append(f'<rect x="{px - 38:.0f}" y="{py - 12:.0f}" width="76" height="24" rx="4" '
+                    f'fill="{COLOURS.get(kinds[name], "#ccc")}"/><text x="{px:.0f}" y="{py + 4:.0f}" '
+                    f'text-anchor="middle" fill="white">{escape(short)}</text>')
+    body.append(f'<text x="10" y="16">{escape(host or "the machine")}: one host</text>')
+    return _svg(width, height, body, f"{host or 'machine'}: devices and links")
+
+
+def fabric_svg(summary: MachineSummary) -> str:
+    """The fabric: every device outside the hosts, and each host as one box."""
+    outside = [n for n, _, h in summary.devices if h is None][:MAX_DRAWN]
+    hosts = list(summary.hosts)[:MAX_DRAWN]
+    width = max(200, 90 * max(len(outside), len(hosts), 1) + 20)
+    where: dict[str, tuple[float, float]] = {}
+    for y, row in enumerate((outside, hosts)):
+        step = (width - 20) / max(1, len(row))
+        for x, name in enumerate(row):
+            where[name] = (10 + step * x + step / 2, 40 + 90 * y)
+    host_of = {n: h for n, _, h in summary.devices}
+    seen, body = set(), []
+    for link in summary.links:
+        a, b = host_of.get(link.a) or link.a, host_of.get(link.b) or link.b
+        if a == b or (a, b) in seen or a not in where or b not in where:
+            continue
+        seen.add((a, b))
+        (x1, y1), (x2, y2) = where[a], where[b]
+        body.append(f'<line x1="{x1:.0f}" y1="{y1:.0f}" x2="{x2:.0f}" y2="{y2:.0f}" '
+                    f'stroke="{LINK_COLOURS.get(link.cls, "#999")}" stroke-width="1"/>')
+    for name, (px, py) in where.items():
+        fill = "#444" if name in summary.hosts else COLOURS["switch"]
+        body.append(f'<rect x="{px - 38:.0f}" y="{py - 12:.0f}" width="76" height="24" rx="4" '
+                    f'fill="{fill}"/><text x="{px:.0f}" y="{py + 4:.0f}" text-anchor="middle" '
+                    f'fill="white">{escape(name)}</text>')
+    body.append('<text x="10" y="16">the fabric: hosts and the switches between them</text>')
+    return _svg(width, 90 * 2 + 20, body, "the fabric")
+
+
+def _lines(summary: MachineSummary, where: dict, host: str | None) -> list[str]:
+    out = []
+    for link in summary.links:
+        if link.a in where and link.b in where:
+            (x1, y1), (x2, y2) = where[link.a], where[link.b]
+            out.append(f'<line x1="{x1:.0f}" y1="{y1:.0f}" x2="{x2:.0f}" y2="{y2:.0f}" '
+                       f'stroke="{LINK_COLOURS.get(link.cls, "#999")}" stroke-width="1.5">'
+                       f'<title>{escape(link.a)} – {escape(link.b)}: {escape(link.cls)}, '
+                       f'{escape(_rate(link.forward))}</title></line>')
+    return out
+
+
+def machine_section(summary: MachineSummary) -> str:
+    """`schedc report`'s section: the drawings of one host and of the fabric."""
+    kinds = Counter(kind for _, kind, _ in summary.devices)
+    words = ", ".join(f"{n} {k}" for k, n in sorted(kinds.items()))
+    return (f'<h2 id="machine">Machine</h2><p>{len(summary.hosts) or "no"} hosts; {escape(words)} '
+            f"(<code>schedc machine show</code> lists every link).</p>"
+            f'<figure>{host_svg(summary)}</figure><figure>{fabric_svg(summary)}</figure>')

@@ -1,0 +1,99 @@
+"""`schedc machine show` and `schedc machine import --nvidia-smi`: figures checked by hand."""
+
+from __future__ import annotations
+
+import json
+from fractions import Fraction
+
+import pytest
+from conftest import ROOT
+
+import schedc
+from schedc.errors import SchedcError, SourceFile
+from schedc.xmltree import parse
+
+TOPO = ROOT / "tests" / "fixtures" / "topo"
+SEED = ROOT / "schedules" / "machines" / "nvlink_2x8.sched"
+
+
+def test_show_seed_machine(run):
+    code, out, _ = run("machine", "show", SEED)
+    assert code == 0
+    assert "hosts: 2" in out and "16 gpu" in out
+    # B_L = 450 GB/s per GPU to the NVSwitch; B_N = 400 Gbit/s = 50 GB/s per NIC (the file).
+    assert any(line.split()[:2] == ["nvlink", "16"] and "450 GB/s" in line for line in out.splitlines())
+    assert any(line.split()[:2] == ["nic", "16"] and "50 GB/s" in line for line in out.splitlines())
+
+
+def test_show_json(run):
+    code, out, _ = run("machine", "show", SEED, "--json")
+    document = json.loads(out)
+    assert code == 0 and document["schema"] == "schedc.machine/1"
+    assert document["hosts"] == ["node[0]", "node[1]"]
+    gpus = [d for d in document["devices"] if d["kind"] == "gpu"]
+    assert len(gpus) == 16 and gpus[0]["host"] == "node[0]"
+    nvlink = next(link for link in document["links"] if link["class"] == "nvlink")
+    assert nvlink["bandwidth_Bps"] == {"a_to_b": 450 * 10**9, "b_to_a": 450 * 10**9}
+    assert document["derived_from"] == {}  # written by hand: nothing imported
+
+
+def test_show_imported_derived_from_and_svg(run, tmp_path):
+    machine = tmp_path / "m.sched"
+    assert run("machine", "import", TOPO / "hgx-h100-dump-constructed.xml", "--hosts", "2",
+               "-o", machine)[0] == 0
+    host, fabric = tmp_path / "host.svg", tmp_path / "fabric.svg"
+    code, out, _ = run("machine", "show", machine, "--json", "--host-svg", host,
+                       "--fabric-svg", fabric)
+    document = json.loads(out)
+    nvlink = document["derived_from"]["B_nvlink_370_8"]
+    assert nvlink["value"] == "370.8 GB/s" and "sm=\"90\"" in nvlink["from"]
+    assert "topo.cc:856" in nvlink["rule"]
+    for svg in (host, fabric):
+        data = svg.read_bytes()
+        (root,) = parse(SourceFile(str(svg), data.decode()), data)
+        assert root.name == "svg"
+    assert host.read_text().count("<rect") == 8 + 8 + 2 + 8 + 1  # GPUs, NICs, CPUs, PCIe, NVSwitch
+
+
+def test_nvidia_smi(tmp_path):
+    text = schedc.import_machine(TOPO / "dgx-a100-like-nvidia-smi.txt", nvidia_smi=True,
+                                 sm=80, nic_speed="200Gbit/s", hosts=2)
+    # NV12 on all 28 pairs: 12 × 7 links would exceed an A100's 12, so an NVSwitch with
+    # 12 × 20 GB/s per GPU; PXB: GPU0, GPU1 and NIC0 share one PCIe switch.
+    assert "param B_nvlink_240 = 240 GB/s" in text and "switch nvswitch" in text
+    assert "    switch pci[4]" in text and "    switch cpu[2]" in text
+    assert "link n[0] <-> pci[0]" in text and "link g[1] <-> pci[0]" in text
+    (tmp_path / "m.sched").write_text(text)
+    summary = schedc.machine_summary(schedc.load(tmp_path / "m.sched"))
+    inside = {r.classes for r in summary.routes if r.scope == "inside a host"}
+    assert inside == {("nvlink", "nvlink")}
+    between = {r.classes: r.share for r in summary.routes if r.scope == "between hosts"}
+    assert sum(between.values()) == 1 and all(isinstance(s, Fraction) for s in between.values())
+
+
+def test_nvidia_smi_errors(tmp_path):
+    with pytest.raises(SchedcError, match="--sm"):
+        schedc.import_machine(TOPO / "dgx-a100-like-nvidia-smi.txt", nvidia_smi=True,
+                              nic_speed="200Gbit/s")
+    bad = tmp_path / "bad.txt"
+    bad.write_text((TOPO / "dgx-a100-like-nvidia-smi.txt").read_text().replace("PXB", "PXQ", 1))
+    with pytest.raises(SchedcError, match='unknown path type "PXQ"') as error:
+        schedc.import_machine(bad, nvidia_smi=True, sm=80, nic_speed="200Gbit/s")
+    assert error.value.span.line == 2 and error.value.span.col > 1
+    with pytest.raises(SchedcError, match="GPU0"):
+        empty = tmp_path / "empty.txt"
+        empty.write_text("nothing here\n")
+        schedc.import_machine(empty, nvidia_smi=True, sm=80)
+
+
+def test_nvidia_smi_rows_must_match_the_header(tmp_path):
+    lines = (TOPO / "dgx-a100-like-nvidia-smi.txt").read_text().split("\n")
+    cut = tmp_path / "cut.txt"
+    cut.write_text("\n".join(line for line in lines if not line.startswith("NIC2\t")))
+    with pytest.raises(SchedcError, match="no row for NIC2, which the header names") as error:
+        schedc.import_machine(cut, nvidia_smi=True, sm=80, nic_speed="200Gbit/s")
+    assert error.value.span.line == 1
+    twice = tmp_path / "twice.txt"
+    twice.write_text("\n".join([lines[0].replace("GPU7", "GPU6")] + lines[1:]))
+    with pytest.raises(SchedcError, match="the header names GPU6 twice"):
+        schedc.import_machine(twice, nvidia_smi=True, sm=80, nic_speed="200Gbit/s")
