@@ -46,6 +46,7 @@ from .compiling import (
 )
 from .exporting import TunedTable, Tuning, export_msccl, report, tune
 from .measuring import calibrate, fitted_sets, plot_prediction, predict
+from .whatif import whatif
 
 if TYPE_CHECKING:
     from ..analysis.bound.bounds import Bounds
@@ -68,7 +69,7 @@ RESULT_TYPES = {
     "Sweep": "schedc.analysis.solve.sweep", "Scaling": "schedc.analysis.scale.forms",
     "Calibration": "schedc.analysis.calibrate.calibration",
     "Comparison": "schedc.analysis.calibrate.calibration", "FileCheck": "schedc.analysis.check",
-    "ReportValue": "schedc.analysis.solve.reports",
+    "ReportValue": "schedc.analysis.solve.reports", "WhatIf": "schedc.analysis.whatif",
 }
 
 
@@ -86,5 +87,5 @@ __all__ = [
     "Sensitivities", "TunedTable", "Tuning", "VerifiedFile", "VerificationFailed", "bound", "calibrate", "check", "compare", "emit", "evaluate",
     "export_msccl", "fitted_sets", "listening", "load", "plot_prediction", "plot_solution",
     "predict", "protocol_switches", "report", "scale", "sensitivity", "solve", "sweep", "time",
-    "tune", "verify", "verify_files",
+    "tune", "verify", "verify_files", "WhatIf", "whatif",
 ]
