@@ -240,5 +240,5 @@ def _weakest(session: Session, items: list[Item], outcomes: dict, name: str) -> 
     derated = session.on(apply(topology, [], [(derated_item, factor)]), {symbol_name: param})
     formula = derated.timing(name).cost.formula
     others = {s: v for s, v in program.nominal.items() if s != factor}
-    return Weakest(item.name, found.time, formula, sympy.simplify(formula.xreplace(others)),
+    return Weakest(item.name, found.time, formula, formula.xreplace(others),
                    factor)
