@@ -46,7 +46,7 @@ from .compiling import (
 )
 from .exporting import TunedTable, Tuning, export_msccl, report, tune
 from .measuring import calibrate, fitted_sets, plot_prediction, predict
-from .whatif import whatif
+from .changing import whatif
 
 if TYPE_CHECKING:
     from ..analysis.bound.bounds import Bounds

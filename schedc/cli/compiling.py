@@ -43,7 +43,8 @@ def emit(stage: str, file: Path, schedules, sets, limits, pair, max_lines: int, 
     """Dump one pipeline stage: ast, ir, loads, formula, or the routes each schedule uses."""
     from ..api import emit as dump
     click.echo(dump(stage, file, schedules, sets=sets, pair=pair, max_lines=max_lines, **limits,
-                    machine=machine, ranks=ranks, **changes), nl=False)
+                    machine=machine, ranks=ranks, fail=changes["fail"],
+                    derate=changes["derate"]), nl=False)
     return EXIT_OK
 
 

@@ -141,6 +141,6 @@ def compiling(func):
                 machine: Path | None, ranks: str | None, changes: dict, **kwargs):
         from ..api import load
         return func(*args, session=load(file, sets, **limits, machine=machine, ranks=ranks,
-                                        **changes),
+                                        fail=changes["fail"], derate=changes["derate"]),
                     **kwargs)
     return wrapper

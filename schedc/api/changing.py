@@ -1,5 +1,7 @@
-"""`whatif`: every single failure of a class of items, each schedule's time, the worst one,
-and its time as a formula in a derating factor d (`schedc.analysis.whatif`)."""
+"""What-if, from the API: `whatif`, every single failure of a class of items, each
+schedule's time, the worst one, and its time as a formula in a derating factor d
+(`schedc.analysis.whatif`). The failures and deratings of one compile are `load`'s `fail`
+and `derate`."""
 
 from __future__ import annotations
 
