@@ -46,8 +46,17 @@ schedule hierarchical {{
 
 
 def test_every_system_is_in_the_table():
-    files = {p.stem for p in SYSTEMS.glob("*.sched")} - {"fabric"}
-    assert files == set(FIGURES)
+    assert {p.stem for p in SYSTEMS.glob("*.sched")} == set(FIGURES)
+
+
+FABRIC_START = "# The cross-host network, chosen by the structural param `fabric`"
+
+
+def test_every_system_ends_with_the_same_fabric_block():
+    blocks = {p.name: p.read_text(encoding="utf-8").partition(FABRIC_START)[2]
+              for p in sorted(SYSTEMS.glob("*.sched"))}
+    assert all(blocks.values())
+    assert len(set(blocks.values())) == 1, "the fabric block differs between system files"
 
 
 def _study(tmp_path, name: str):
