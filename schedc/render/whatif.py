@@ -73,7 +73,7 @@ def _derated(w: Weakest, base: Fraction) -> list[str]:
     half = _at(w, HALF)
     return [f"{w.item} at {w.factor} times its bandwidth:",
             f"T = {w.derated}",
-            f"  = {in_ms(w.in_factor)} ms",
+            f"in ms: {in_ms(w.in_factor)}",
             f"at {w.factor} = 1/2: {format_seconds(half)} ({_change(half, base)})"]
 
 
