@@ -6,9 +6,11 @@ the compiler."""
 
 from __future__ import annotations
 
+import json
 from fractions import Fraction
 
 import pytest
+import sympy
 from conftest import ROOT
 
 import schedc
@@ -98,7 +100,6 @@ def test_whatif_spines_reports_the_failed_spine_and_the_formula_in_d():
     assert worst.time == 20 * ALPHA + 7 * Fraction(V, 4 * B_L) + 3 * Fraction(V, 8 * B_N)
     # spine[0]'s uplinks at d·B_up carry V/8 (ECMP splits evenly): V/(32·d·B_N) per round,
     # which overtakes the NIC's V/(32·B_N) for d < 1. At d = 1/2 that is the failed time.
-    import sympy
     at_half = worst.in_factor.subs(worst.factor, sympy.Rational(1, 2))
     assert Fraction(str(at_half)) == worst.time
 
@@ -151,3 +152,72 @@ def test_whatif_on_the_seed_says_which_failures_have_no_route():
 def test_an_unknown_class_is_refused():
     with pytest.raises(SchedcError, match="no link of class 'nics'"):
         schedc.whatif(schedc.load(SEED), "nics")
+
+
+PCIE = ROOT / "schedules" / "seed" / "pcie_2x4.sched"
+
+
+def test_a_failed_shared_slot_cuts_the_host_off_and_a_derated_one_slows_it():
+    # pcie_2x4: all of a host's cross-host traffic crosses its NIC's slot (B_slot = 32 GB/s).
+    with pytest.raises(TopologyError, match="no route"):
+        schedc.compare(schedc.load(PCIE, fail=["node[0].slot"]), ["ring"])
+    # The ring's 14 rounds move V/8 per rank; the cross-host hops cross the slot, now at
+    # 16 GB/s, which is slower than the GPU links' 32 GB/s.
+    ring = _times(schedc.load(PCIE, derate=["node[0].slot=0.5"]))["ring"]
+    assert ring == 14 * ALPHA + 14 * Fraction(V, 8) / (16 * 10**9)
+
+
+def test_a_pinned_route_through_a_failed_device_is_routed_anew(tmp_path):
+    # Two GPUs, two switches; the route is pinned through s0. With s0 failed the transfer
+    # takes the only route left, through s1: one hop of V at 10 GB/s each way.
+    path = tmp_path / "pinned.sched"
+    path.write_text("param V = 1 MB\ntopology {\n  gpu g[2]\n  switch s[2]\n"
+                    "  link g[i] <-> s[j] bw 10 GB/s for i in 0..1 for j in 0..1\n"
+                    "  route g[0] -> g[1] via s[0]\n}\n"
+                    "allreduce V over [g[0], g[1]]\n"
+                    "schedule one { copy all from g[0] to g[1] }\n", encoding="utf-8")
+    pinned = schedc.load(path)
+    assert "s[0]" in pinned.program.topology.describe_route(0, 1, None)
+    failed = schedc.load(path, fail=["s[0]"])
+    assert failed.program.topology.describe_route(0, 1, None) == "g[0] -> s[1] -> g[1]"
+    assert failed.timing("one").time == Fraction(10**6, 10 * 10**9)
+
+
+def test_the_whatif_command_text_and_json(run):
+    code, out, err = run("whatif", FAT_TREE, "--class", "spine", "--worst")
+    assert code == 0 and err == ""
+    assert "hierarchical: spine[0]: 2.3095 ms (+754.97 µs, x1.486)" in out
+    assert "(nothing)" not in out  # --worst: no table
+    code, out, _ = run("whatif", SEED, "-s", "ring", "--json")
+    document = json.loads(out)
+    assert code == 0 and document["schema"] == "schedc.whatif/1"
+    assert len(document["failures"]) == 16
+    ring = {f["item"]: f["schedules"]["ring"] for f in document["failures"]}
+    assert ring["node[0].g[7]<->rail[7]"]["no_route"].startswith("no route from")
+    assert ring["node[1].g[3]<->rail[3]"]["computed_for"] == "node[0].g[3]<->rail[3]"
+    assert document["schedules"][0]["symmetry"] == {"hosts": 2, "shift_hosts": 1,
+                                                    "failures": 16, "computed": 8}
+    worst = document["worst"]["ring"]
+    # At d = 1/2 the ring's 30 rounds wait for V/16 over B_N/2.
+    assert worst["at_half_s"] == pytest.approx(
+        float(30 * ALPHA + 30 * Fraction(V, 16) / Fraction(B_N, 2)), rel=1e-12)
+
+
+def test_bad_options_exit_2_with_no_traceback(run):
+    code, out, err = run("compare", SEED, "--fail", "node[9].g[0]")
+    assert code == 2 and "--fail:1:1: error: no device" in err and "Traceback" not in err
+    code, out, err = run("whatif", SEED, "--class", "nics")
+    assert code == 2 and "--class:1:1: error: no link of class 'nics'" in err
+    code, out, err = run("time", SEED, "--derate", "node[0].g[7]<->rail[7]")
+    assert code == 2 and "--derate expects ITEM=FACTOR" in err
+
+
+def test_structural_instances_keep_the_changes():
+    # `at` compiles other host counts with the same --derate: node[0].g[7]'s NIC at half
+    # speed slows the contiguous ring at 2 and at 3 hosts alike (its one cross-host hop
+    # from node[0] crosses that NIC).
+    session = schedc.load(ROOT / "schedules" / "seed" / "nvlink_hosts.sched",
+                          derate=["node[0].g[7]<->rail[7]=0.5"])
+    three = session.at({"hosts": 3})
+    p = 24
+    assert three.timing("ring").time == 2 * (p - 1) * (ALPHA + Fraction(V, p) / Fraction(B_N, 2))

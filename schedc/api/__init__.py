@@ -34,6 +34,7 @@ from .analysing import (
     solve,
     sweep,
 )
+from .changing import whatif
 from .compiling import (
     MAX_EMIT_LINES,
     VerifiedFile,
@@ -46,7 +47,6 @@ from .compiling import (
 )
 from .exporting import TunedTable, Tuning, export_msccl, report, tune
 from .measuring import calibrate, fitted_sets, plot_prediction, predict
-from .changing import whatif
 
 if TYPE_CHECKING:
     from ..analysis.bound.bounds import Bounds
