@@ -240,5 +240,21 @@ def _weakest(session: Session, items: list[Item], outcomes: dict, name: str) -> 
     derated = session.on(apply(topology, [], [(derated_item, factor)]), {symbol_name: param})
     formula = derated.timing(name).cost.formula
     others = {s: v for s, v in program.nominal.items() if s != factor}
-    return Weakest(item.name, found.time, formula, formula.xreplace(others),
+    return Weakest(item.name, found.time, formula, at_nominal(formula, others),
                    factor)
+
+
+def at_nominal(expr: sympy.Expr, values: dict) -> sympy.Expr:
+    """`expr` with `values` put in, its maxima and minima rebuilt without SymPy's pairwise
+    comparisons of their arguments (most of the time of a plain xreplace): of the arguments
+    that became numbers only the largest (smallest) is kept, which is exact."""
+    if expr.func in (sympy.Max, sympy.Min):
+        args = [at_nominal(a, values) for a in expr.args]
+        numbers = [a for a in args if a.is_Number]
+        others = [a for a in args if not a.is_Number]
+        if numbers:
+            others.append(max(numbers) if expr.func is sympy.Max else min(numbers))
+        return others[0] if len(others) == 1 else expr.func(*others, evaluate=False)
+    if not expr.args:
+        return values.get(expr, expr)
+    return expr.func(*[at_nominal(a, values) for a in expr.args])

@@ -78,19 +78,26 @@ def _derated(w: Weakest, base: Fraction) -> list[str]:
 
 
 def in_ms(expr: sympy.Expr) -> str:
-    """A time formula in d alone, in milliseconds with five significant digits."""
-    return str(sympy.N(_scaled(expr, sympy.Integer(1000)), 5))
+    """A time formula in d alone (seconds), in milliseconds with five significant digits."""
+    return str(_scaled(expr, sympy.Integer(1000)))
 
 
 def _scaled(expr: sympy.Expr, factor: sympy.Expr) -> sympy.Expr:
     """expr·factor with the factor carried into sums, maxima and minima (so a number inside
-    a Max is in the new unit too)."""
-    if expr.func in (sympy.Add, sympy.Max, sympy.Min):
-        return expr.func(*[_scaled(a, factor) for a in expr.args])
+    a Max is in the new unit too), numbers as five-digit floats; maxima are not re-evaluated
+    (SymPy's comparisons of their arguments cost more than the rest of whatif)."""
+    if expr.func in (sympy.Max, sympy.Min):
+        return expr.func(*[_scaled(a, factor) for a in expr.args], evaluate=False)
+    if expr.func is sympy.Add:
+        return sympy.Add(*[_scaled(a, factor) for a in expr.args], evaluate=False)
     coefficient, rest = expr.as_coeff_Mul()
-    if coefficient != 1 and rest.func in (sympy.Add, sympy.Max, sympy.Min):
-        return coefficient * _scaled(rest, factor)
-    return expr * factor
+    if rest.func in (sympy.Add, sympy.Max, sympy.Min):
+        return sympy.Mul(sympy.Integer(coefficient) if coefficient.is_Integer else
+                         sympy.Float(coefficient, 5), _scaled(rest, factor), evaluate=False)
+    number, symbolic = expr.as_coeff_Mul()
+    value = number * factor
+    return sympy.Mul(sympy.Float(value, 5), symbolic, evaluate=False) if symbolic != 1 \
+        else sympy.Float(value, 5)
 
 
 def _at(w: Weakest, value: Fraction) -> Fraction:
