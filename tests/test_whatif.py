@@ -180,6 +180,12 @@ def test_a_pinned_route_through_a_failed_device_is_routed_anew(tmp_path):
     assert "s[0]" in pinned.program.topology.describe_route(0, 1, None)
     failed = schedc.load(path, fail=["s[0]"])
     assert failed.program.topology.describe_route(0, 1, None) == "g[0] -> s[1] -> g[1]"
+    # The change is a new machine: routes cached on the old one are not carried over.
+    from schedc.model.changes import apply, resolve
+    topology = pinned.program.topology
+    changed = apply(topology, [resolve(topology, "s[0]")], [])
+    assert changed.describe_route(0, 1, None) == "g[0] -> s[1] -> g[1]"
+    assert "s[0]" in topology.describe_route(0, 1, None)
     assert failed.timing("one").time == Fraction(10**6, 10 * 10**9)
 
 

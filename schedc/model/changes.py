@@ -17,7 +17,7 @@ Items are named as the machine names them:
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from fractions import Fraction
 
 import sympy
@@ -203,5 +203,10 @@ def apply(topology: Topology, failed: list[Item], derated: list[tuple[Item, symp
     notes = [*topology.notes,
              *(f"what-if: {item.name} failed" for item in failed),
              *(f"what-if: {item.name} derated by {factor}" for item, factor in derated)]
-    return Topology(list(topology.devices), resources, hops, list(topology.host_names),
-                    topology.policy, pinned, notes=tuple(notes))
+    # Every public field is carried over (whatever the machine's model declares: a routing
+    # preference, say) and every private one, the caches of routes, starts afresh.
+    kept_fields = {f.name: getattr(topology, f.name) for f in fields(topology)
+                   if f.init and not f.name.startswith("_")}
+    return Topology(**{**kept_fields, "devices": list(topology.devices), "resources": resources,
+                       "hops": hops, "host_names": list(topology.host_names), "pinned": pinned,
+                       "notes": tuple(notes)})
