@@ -11,8 +11,8 @@ automorphism of the machine (`schedc.model.symmetry.host_shift`) and a schedule'
 are carried onto themselves by the shift (σ^k for the least such k), failing item x and
 failing σ^k(x) take equally long: time(S, σf) = time(σ⁻¹S, f) = time(S, f). So one item per
 orbit is timed and the others take its time, each labelled with the item it was computed
-for. Whether a schedule is invariant is checked round by round (who sends how many bytes of
-what to whom), not assumed.
+for. Whether a schedule is invariant is checked round by round (who sends how many bytes
+to whom, reduced or copied), not assumed.
 
 The weakest item of a schedule is the one whose failure costs it most; its time with that
 item's bandwidth multiplied by a factor `d` (0 < d ≤ 1) is a formula in d, so "one NIC at
