@@ -187,8 +187,8 @@ def _invariant_step(session: Session, name: str, shift) -> int | None:
     """The least k (dividing the number of hosts, below it) such that shifting every host k
     places carries each of the schedule's rounds onto itself; None if there is none."""
     schedule = session.schedule(name)
-    if schedule.prologue:
-        return None
+    if schedule.prologue or any(d.reduces for d in session.program.topology.devices):
+        return None  # (a switch that reduces merges by region, which the check leaves out)
     ids = np.arange(len(session.program.topology.devices))
     for k in range(1, shift.order):
         if shift.order % k == 0 and _carried(schedule, shift.devices.power(k, ids)):
