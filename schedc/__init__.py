@@ -23,7 +23,7 @@ __all__ = ["DEFAULT_TIMEOUT", "Limits", "SchedcError", "Session", "VerificationF
            "__version__", "bound", "calibrate", "check", "compare", "emit", "evaluate",
            "export_astra", "export_msccl", "fitted_sets", "import_machine", "load",
            "machine_summary", "predict", "report", "scale", "sensitivity", "solve", "sweep",
-           "time", "tune", "verify", "verify_files"]
+           "time", "tune", "verify", "verify_files", "whatif"]
 
 if TYPE_CHECKING:
     from .api import (
@@ -53,6 +53,7 @@ if TYPE_CHECKING:
         tune,
         verify,
         verify_files,
+        whatif,
     )
     from .session import Session
 

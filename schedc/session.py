@@ -12,7 +12,7 @@ verdict of `analysis.verify`, say) keep it here with `memo`, so no stage caches 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TypeVar
 
@@ -24,13 +24,16 @@ from .elaborate.loader import load_program
 from .elaborate.program import (
     DEFAULT_LIMITS,
     Override,
+    Param,
     Program,
     declared_at,
     parse_override,
 )
 from .elaborate.schedule import Limits, Watch
 from .errors import LimitError, SchedcError, Span, UsageError
+from .model.changes import NO_CHANGES, Changes, apply, parse
 from .model.ir import Schedule
+from .model.topology import Topology
 
 T = TypeVar("T")
 
@@ -45,30 +48,47 @@ class Session:
     # all of them: each distinct point is compiled once per run.
     _instances: dict[tuple, Session] = field(default_factory=dict, repr=False)
     _parsed: dict = field(default_factory=dict, repr=False)  # syntax trees, shared likewise
+    # `--fail` and `--derate`: applied to the machine of every instance (schedc.model.changes)
+    changes: Changes = field(default_factory=Changes, repr=False)
 
     @classmethod
     def open(cls, path: str | Path, sets: Iterable[str] = (), limits: Limits = DEFAULT_LIMITS,
-             machine: str | Path | None = None, ranks: str | None = None) -> Session:
+             machine: str | Path | None = None, ranks: str | None = None,
+             changes: Changes = NO_CHANGES) -> Session:
         """Load a `.sched` file with `--set NAME=VALUE` overrides (text, with units), or an
         MSCCL XML algorithm (`.xml`) on the machine of a `.sched` file, its ranks mapped to
-        the XML's gpu ids in order or by the expression `ranks`."""
+        the XML's gpu ids in order or by the expression `ranks`; `changes` fail or derate
+        parts of the machine first."""
         overrides = tuple(parse_override(s) for s in sets)
         if Path(path).suffix.lower() == ".xml":
             from .msccl.program import load_algorithm
-            return cls(load_algorithm(path, machine, ranks, overrides, limits))
+            return cls(_changed(load_algorithm(path, machine, ranks, overrides, limits), changes),
+                       changes=changes)
         if machine is not None or ranks is not None:
             raise UsageError(f"--machine and --ranks are for MSCCL XML algorithms; {path} "
                              "brings its own machine")
-        return cls.load(path, overrides, limits)
+        return cls.load(path, overrides, limits, changes=changes)
+
     @classmethod
     def load(cls, path: str | Path, overrides: tuple[Override, ...],
-             limits: Limits = DEFAULT_LIMITS, parsed: dict | None = None) -> Session:
+             limits: Limits = DEFAULT_LIMITS, parsed: dict | None = None,
+             changes: Changes = NO_CHANGES) -> Session:
         parsed = {} if parsed is None else parsed
         try:
             program = load_program(path, overrides, limits, parsed)
         except SchedcError as error:
             raise _blame(error, Path(path), overrides, limits, None, parsed) from None
-        return cls(program, origin=(Path(path), overrides, limits), _parsed=parsed)
+        return cls(_changed(program, changes), origin=(Path(path), overrides, limits),
+                   _parsed=parsed, changes=changes)
+
+    def on(self, topology: Topology, params: Mapping[str, Param] | None = None) -> Session:
+        """This file's schedules on another machine with the same devices (a what-if):
+        the schedules' IR is shared, their loads and times computed anew; `params` adds
+        params (a derating factor `d`)."""
+        program = replace(self.program, topology=topology,
+                          params={**self.program.params, **(params or {})})
+        return Session(program, {k: v for k, v in self._memo.items() if k[0] == "ir"},
+                       changes=self.changes)
 
     def structural(self) -> dict[str, int]:
         """The structural params (unitless integers: `param hosts = 2`) and their values."""
@@ -86,7 +106,7 @@ class Session:
             path, overrides, limits = self.origin
             kept = tuple(o for o in overrides if o.name not in values)
             given = tuple(parse_override(f"{name}={value}") for name, value in values.items())
-            opened = Session.load(path, kept + given, limits, self._parsed)
+            opened = Session.load(path, kept + given, limits, self._parsed, self.changes)
             opened._instances = self._instances
             self._instances[key] = opened
         return self._instances[key]
@@ -144,6 +164,14 @@ class Session:
             raise UsageError(f"{program.path} has no result schedules (a machine or a library "
                              "file?); give a file that declares a collective and schedules")
         return [r.name for r in program.results]
+
+
+def _changed(program: Program, changes: Changes) -> Program:
+    """The program on its machine with `changes` (failures, deratings) applied."""
+    if not changes:
+        return program
+    failed, derated = parse(program.topology, changes)
+    return replace(program, topology=apply(program.topology, failed, derated))
 
 
 class OutOfRange(UsageError):

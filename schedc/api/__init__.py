@@ -39,6 +39,7 @@ from .analysing import (
     solve,
     sweep,
 )
+from .changing import whatif
 from .compiling import (
     MAX_EMIT_LINES,
     VerifiedFile,
@@ -74,7 +75,7 @@ RESULT_TYPES = {
     "Sweep": "schedc.analysis.solve.sweep", "Scaling": "schedc.analysis.scale.forms",
     "Calibration": "schedc.analysis.calibrate.calibration",
     "Comparison": "schedc.analysis.calibrate.calibration", "FileCheck": "schedc.analysis.check",
-    "ReportValue": "schedc.analysis.solve.reports",
+    "ReportValue": "schedc.analysis.solve.reports", "WhatIf": "schedc.analysis.whatif",
 }
 
 
@@ -92,5 +93,5 @@ __all__ = [
     "Sensitivities", "TunedTable", "Tuning", "VerifiedFile", "VerificationFailed", "bound", "calibrate", "check", "compare", "emit", "evaluate",
     "export_astra", "export_msccl", "fitted_sets", "listening", "load", "plot_prediction", "plot_solution",
     "predict", "protocol_switches", "report", "scale", "sensitivity", "solve", "sweep", "time",
-    "tune", "verify", "verify_files", "import_machine", "machine_summary",
+    "tune", "verify", "verify_files", "import_machine", "machine_summary", "WhatIf", "whatif",
 ]

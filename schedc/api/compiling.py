@@ -25,19 +25,23 @@ STAGES = ("ast", "ir", "loads", "formula", "routes")
 
 def load(path: str | Path, sets: Iterable[str] = (), *, max_transfers: int | None = None,
          max_rounds: int | None = None, machine: str | Path | None = None,
-         ranks: str | None = None) -> Session:
+         ranks: str | None = None, fail: Iterable[str] = (), derate: Iterable[str] = ()
+         ) -> Session:
     """Compile a `.sched` file with `NAME=VALUE` overrides (as `--set` takes them), or an
-    MSCCL XML algorithm (`.xml`) on the `machine` of a `.sched` file. Raises `SchedcError`
-    (with `.render()` for the positioned message) on bad input.
+    MSCCL XML algorithm (`.xml`) on the `machine` of a `.sched` file; `fail` and `derate`
+    change the machine first, as `--fail ITEM` and `--derate ITEM=FACTOR` do. Raises
+    `SchedcError` (with `.render()` for the positioned message) on bad input.
 
         >>> session = schedc.load("schedules/seed/nvlink_2x8.sched", ["B_L=300GB/s"])
         >>> session.selected()
         ['ring', 'interleaved', 'hierarchical']
     """
     from ..limits import Limits
+    from ..model.changes import Changes
     from ..session import Session
     limits = Limits(max_transfers or Limits.transfers, max_rounds or Limits.steps)
-    return Session.open(path, tuple(sets), limits, machine, ranks)
+    return Session.open(path, tuple(sets), limits, machine, ranks,
+                        Changes(tuple(fail), tuple(derate)))
 
 
 def verified_timings(session: Session, names: Sequence[str], verify: bool = True) -> list[Timing]:
@@ -142,7 +146,8 @@ def verify_files(path: str | Path, sets: Iterable[str] = (), schedules: Iterable
 def emit(stage: str, path: str | Path, schedules: Iterable[str] = (), *, sets: Iterable[str] = (),
          pair: tuple[str, str] | None = None, max_lines: int = MAX_EMIT_LINES,
          max_transfers: int | None = None, max_rounds: int | None = None,
-         machine: str | Path | None = None, ranks: str | None = None) -> str:
+         machine: str | Path | None = None, ranks: str | None = None,
+         fail: Iterable[str] = (), derate: Iterable[str] = ()) -> str:
     """One pipeline stage of a file as text: "ast", "ir", "loads", "formula", or "routes"
     (with `pair`, only the route between two devices). An ir or loads dump longer than
     `max_lines` is refused before it is formatted.
@@ -169,7 +174,7 @@ def emit(stage: str, path: str | Path, schedules: Iterable[str] = (), *, sets: I
         from ..language.parser import parse_module
         return dumps.emit_ast(parse_module(read_source(path, "a .sched file", ParseError)))
     session = load(path, sets, max_transfers=max_transfers, max_rounds=max_rounds,
-                   machine=machine, ranks=ranks)
+                   machine=machine, ranks=ranks, fail=fail, derate=derate)
     program, out = session.program, []
     topology = program.topology
     if pair:

@@ -23,7 +23,17 @@ from typing import NoReturn
 import click
 
 from ..errors import SchedcError
-from . import analysing, astra, compiling, exporting, machines, measuring, reporting, scaling
+from . import (
+    analysing,
+    astra,
+    compiling,
+    exporting,
+    machines,
+    measuring,
+    reporting,
+    scaling,
+    whatif,
+)
 from .options import EXIT_BAD_INPUT, EXIT_INTERNAL, EXIT_OK, JSON_REQUESTED
 
 EXIT_UNWRITTEN = 120  # as CPython exits when it cannot flush stdout at exit
@@ -52,7 +62,7 @@ def cli() -> None:
 
 for command in (*compiling.COMMANDS, *analysing.COMMANDS, *measuring.COMMANDS,
                 *exporting.COMMANDS, *reporting.COMMANDS, *scaling.COMMANDS,
-                *machines.COMMANDS):
+                *machines.COMMANDS, *whatif.COMMANDS):
     cli.add_command(command)
 exporting.export.add_command(astra.export_astra_command)
 

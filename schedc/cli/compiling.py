@@ -13,6 +13,7 @@ from .options import (
     EXIT_BAD_INPUT,
     EXIT_FAILED,
     EXIT_OK,
+    change_options,
     compiling,
     format_option,
     formatted,
@@ -36,12 +37,14 @@ from .options import (
 @click.option("--max-lines", type=click.IntRange(min=1), default=MAX_EMIT_LINES,
               show_default=True, help="Refuse to dump an ir or loads stage longer than this.")
 @machine_options
+@change_options
 def emit(stage: str, file: Path, schedules, sets, limits, pair, max_lines: int, machine,
-         ranks) -> int:
+         ranks, changes) -> int:
     """Dump one pipeline stage: ast, ir, loads, formula, or the routes each schedule uses."""
     from ..api import emit as dump
     click.echo(dump(stage, file, schedules, sets=sets, pair=pair, max_lines=max_lines, **limits,
-                    machine=machine, ranks=ranks), nl=False)
+                    machine=machine, ranks=ranks, fail=changes["fail"],
+                    derate=changes["derate"]), nl=False)
     return EXIT_OK
 
 

@@ -113,17 +113,34 @@ def machine_options(func):
                         help="For an .xml FILE (MSCCL algorithm): the machine it runs on.")(func)
 
 
+def change_options(func):
+    """`--fail ITEM` and `--derate ITEM=FACTOR` (both repeatable), passed on as one `changes`
+    argument: the keyword arguments of `schedc.load` that set them ([what-if](docs/whatif.md))."""
+    @click.option("--fail", "fail", multiple=True, metavar="ITEM",
+                  help="Remove a device, a link (A<->B, A->B) or a shared resource from the "
+                       "machine before routing (repeatable).")
+    @click.option("--derate", "derate", multiple=True, metavar="ITEM=FACTOR",
+                  help="Multiply a link's (or shared resource's) bandwidth by FACTOR (0.5, 1/2, "
+                       "50%%; repeatable).")
+    @functools.wraps(func)
+    def wrapper(*args, fail: tuple[str, ...], derate: tuple[str, ...], **kwargs):
+        return func(*args, changes={"fail": fail, "derate": derate}, **kwargs)
+    return wrapper
+
+
 def compiling(func):
-    """FILE, `--set`, the limits and `--machine`/`--ranks`, turned into the command's
-    `session` argument."""
+    """FILE, `--set`, the limits, `--machine`/`--ranks` and `--fail`/`--derate`, turned into
+    the command's `session` argument."""
     @file_argument
     @set_option
     @limit_options
     @machine_options
+    @change_options
     @functools.wraps(func)
     def wrapper(*args, file: Path, sets: tuple[str, ...], limits: dict[str, int],
-                machine: Path | None, ranks: str | None, **kwargs):
+                machine: Path | None, ranks: str | None, changes: dict, **kwargs):
         from ..api import load
-        return func(*args, session=load(file, sets, **limits, machine=machine, ranks=ranks),
+        return func(*args, session=load(file, sets, **limits, machine=machine, ranks=ranks,
+                                        fail=changes["fail"], derate=changes["derate"]),
                     **kwargs)
     return wrapper

@@ -111,7 +111,11 @@ def filter_lanes(env: Env, condition: object, span: Span) -> Env:
     """Keep the lanes where `condition` holds."""
     keep = as_condition(condition, span)
     if not isinstance(keep, np.ndarray):
-        return env if keep else replace(env, local={}, lanes=0)
+        if keep:
+            return env
+        # No lane is kept, but the loop variables stay bound (to no values), so the
+        # statement's expressions still evaluate: `link ... for h in 0..n-1 if fabric == 2`.
+        keep = np.zeros(1, dtype=bool)
     index = np.flatnonzero(np.broadcast_to(keep, (1 if env.lanes is None else env.lanes,)))
     local = {name: take_lanes(value, index) for name, value in env.local.items()}
     return replace(env, local=local, lanes=len(index))

@@ -99,6 +99,7 @@ class Topology:
     host_names: list[str]
     policy: str = "ecmp"  # ecmp | first (see schedc.model.routing)
     pinned: dict[tuple[int, int], PinnedRoute] = field(default_factory=dict)
+    notes: tuple[str, ...] = ()  # what a what-if changed (schedc.model.changes), for errors
     graph: nx.MultiDiGraph = field(init=False, repr=False)
     _routes: dict[tuple[int, int], Route] = field(default_factory=dict, repr=False)
     _distances: dict[tuple[int | None, int], dict[int, int]] = field(default_factory=dict, repr=False)
@@ -229,6 +230,7 @@ class Topology:
         if any(self.devices[v].kind == "gpu" and not self.devices[v].forwards
                for v in self.graph.successors(src)):
             notes.append("GPUs do not forward traffic unless declared with `forwards`")
+        notes.extend(self.notes)
         return TopologyError(f"no route from {a.name} to {b.name}", span, tuple(notes))
 
     def route_resources(self, src: int, dst: int, span: Span | None) -> tuple[tuple[int, Fraction], ...]:

@@ -16,3 +16,4 @@ SOLVE_INTEGERS = "schedc.solve-integers/1"  # solve --for a structural param
 SCALE = "schedc.scale/2"  # /2: status, valid_to, checked_at; --at method
 ASTRA = "schedc.astra/1"  # export astra
 MACHINE = "schedc.machine/1"  # machine show
+WHATIF = "schedc.whatif/1"
