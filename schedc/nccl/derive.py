@@ -48,16 +48,19 @@ SEARCH = "search.cc:1051-1066 speed arrays"
 
 
 def derive(topology: Topology, ranks: tuple[int, ...], nominal: dict, sm: int,
-           sm_from: str) -> Comm:
+           sm_from: str, nodes: int | None = None) -> Comm:
+    """The inputs for the machine's ranks; `nodes`: as if it had that many such hosts (the
+    per-GPU rates stay the machine's)."""
     hosts = _hosts(topology, ranks)
     local = len(hosts[0])
-    n_nodes = len(hosts)
+    machine_nodes = len(hosts)
     rate = _Rates(topology, nominal)
     intra = rate.concurrent([(h[i], h[(i + 1) % local]) for h in hosts for i in range(local)]) \
         if local > 1 else LOC_BW
-    if n_nodes > 1:
-        inter = rate.concurrent([(hosts[k][i], hosts[(k + 1) % n_nodes][i])
-                                 for k in range(n_nodes) for i in range(local)])
+    n_nodes = machine_nodes if nodes is None else nodes
+    if machine_nodes > 1:
+        inter = rate.concurrent([(hosts[k][i], hosts[(k + 1) % machine_nodes][i])
+                                 for k in range(machine_nodes) for i in range(local)])
         inter_total, inter_from = inter * local, \
             "every GPU sending to its counterpart on the next host at once"
     else:
@@ -66,10 +69,11 @@ def derive(topology: Topology, ranks: tuple[int, ...], nominal: dict, sm: int,
             "the host's links out (a one-host machine)"
     type_intra = _type_intra(topology, hosts[0]) if local > 1 else "LOC"
     type_inter = _type_inter(topology, hosts[0][0])
-    where = f"{len(ranks)} ranks on {n_nodes} host{'s' if n_nodes > 1 else ''}"
+    where = f"{len(ranks)} ranks on {machine_nodes} host{'s' if machine_nodes > 1 else ''}"
     values = {
-        "nNodes": Value(n_nodes, f"the hosts of the {where}"),
-        "nRanks": Value(len(ranks), f"the {where}"),
+        "nNodes": Value(n_nodes, f"the hosts of the {where}" if nodes is None else "--nodes"),
+        "nRanks": Value(n_nodes * local, f"the {where}" if nodes is None else
+                        "nNodes × localRanks"),
         "localRanks": Value(local, "GPUs per host (the same on every host)"),
         "minCompCap": Value(sm, sm_from), "maxCompCap": Value(sm, sm_from + "; one GPU model"),
         "cpuArch": Value("x86", "NCCL's most common case: a schedc machine declares no CPU"),
@@ -91,13 +95,11 @@ def derive(topology: Topology, ranks: tuple[int, ...], nominal: dict, sm: int,
     tree_cap = intra * local / (local - 1) if local > 1 else intra
     tree_cap = tree_cap if n_nodes == 1 else min(tree_cap, inter_total)
     tree_s = _fastest_fit(speeds, per_channel, tree_cap, ring_n)
-    rates = (f"intra {intra:g} GB/s per GPU ({'a ring inside each host' if local > 1 else 'one GPU: LOC_BW'})"
-             + (f", inter {inter:g} GB/s per GPU ({inter_from})" if n_nodes > 1 else ""))
+    rates = f"intra {intra:g}" + (f", inter {inter:g}" if n_nodes > 1 else "") + " GB/s per GPU"
     graph_from = {
-        "ring": (f"{SEARCH}: the most nChannels × bw within {ring_cap:g} GB/s, bw ≤ "
-                 f"{per_channel:g} GB/s; {rates}" + (f"; {dup}" if dup else "")),
-        "tree": (f"the ring's {ring_n} channels (init.cc:1183-1185) at the fastest speed "
-                 f"within {tree_cap:g} GB/s; {rates}"),
+        "ring": (f"speed arrays (search.cc:1051-1066): most nChannels × bw within "
+                 f"{ring_cap:g} GB/s, bw ≤ {per_channel:g}; {rates}" + (f"; {dup}" if dup else "")),
+        "tree": f"the ring's channels (init.cc:1183-1185), fastest bw within {tree_cap:g} GB/s",
     }
     for name, s, n in (("ring", ring_s, ring_n), ("tree", tree_s, ring_n)):
         how = graph_from[name]
@@ -115,7 +117,7 @@ def derive(topology: Topology, ranks: tuple[int, ...], nominal: dict, sm: int,
     nvls = sm >= 90 and local > 1 and type_intra == "NVL" and values["nvsCount"].value > 0
     values["nvlsSupport"] = Value(int(nvls), "SM ≥ 90 and the host's GPUs on an NVSwitch over "
                                   "nvlink" if nvls else "needs SM ≥ 90 and GPUs on an NVSwitch")
-    nvls_n = (32 if n_nodes > 1 else 24) if sm >= 100 else 16 if nvls else 0
+    nvls_n = 0 if not nvls else (32 if n_nodes > 1 else 24) if sm >= 100 else 16
     values["nvlsChannels"] = Value(nvls_n, "NVLS_NCHANNELS_SM90/SM100 (transport/nvls.cc:155-213)"
                                    if nvls else "no NVLS")
     nvls_s = _fastest_fit(_speeds(sm, False), intra, intra, nvls_n) if nvls else 0.0

@@ -14,3 +14,4 @@ PREDICT = "schedc.predict/1"
 TUNE = "schedc.tune/1"
 SOLVE_INTEGERS = "schedc.solve-integers/1"  # solve --for a structural param
 SCALE = "schedc.scale/1"
+NCCL = "schedc.nccl/1"  # NCCL's own tuning model: inputs, table, choices

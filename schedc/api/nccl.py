@@ -1,0 +1,142 @@
+"""`schedc nccl`: NCCL's own tuning model on the machine of a file (schedc.nccl), its table,
+its choice for every size, and, with `explain`, why at one size, next to schedc's time of
+the schedules that stand for NCCL's algorithms."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from fractions import Fraction
+
+from ..session import Session
+
+DEFAULT_SM = 90
+DEFAULT_MAX_BYTES = 16 * 2**30
+
+
+@dataclass(frozen=True)
+class OwnTime:
+    schedule: str  # a schedule of the file labelled `as ALGO/PROTO`
+    pair: str  # "ring/simple"
+    time: float  # seconds, schedc's model, at the explained size
+
+
+@dataclass(frozen=True)
+class Explanation:
+    collective: str
+    size: int  # bytes (NCCL's nBytes)
+    terms: tuple  # schedc.nccl.choice.Terms, NCCL's order
+    winner: str | None
+    own: tuple[OwnTime, ...]
+    unlabelled: tuple[str, ...]  # NCCL's candidate algorithms no schedule stands for
+
+
+@dataclass(frozen=True)
+class NcclModel:
+    source: str
+    comm: object  # schedc.nccl.comm.Comm
+    table: object  # schedc.nccl.tuning.Table
+    collectives: tuple[str, ...]
+    bands: dict  # collective → tuple[Band, ...]
+    max_bytes: int
+    explained: tuple[Explanation, ...]
+
+
+def nccl(session: Session, *, collective: str | None = None, nodes: int | None = None,
+         sm: int | None = None, channels: int | None = None, inputs: tuple[str, ...] = (),
+         explain: str | None = None, max_bytes: int = DEFAULT_MAX_BYTES,
+         verify: bool = True) -> NcclModel:
+    """NCCL's inputs derived from the file's machine (each overridable), its latency and
+    bandwidth table and its choice for every size from 1 byte to `max_bytes`.
+
+        >>> model = schedc.nccl(schedc.load("schedules/seed/nvlink_2x8.sched"),
+        ...                     collective="allreduce")
+        >>> model.comm["nNodes"], model.comm["localRanks"], model.comm["ring.nChannels"]
+        (2, 8, 10)
+        >>> [b.choice.name for b in model.bands["allreduce"]][:3]
+        ['tree/ll', 'tree/ll128', 'nvls_tree/simple']
+    """
+    from ..errors import UsageError
+    from ..nccl import constants as K
+    from ..nccl.choice import bands
+    from ..nccl.derive import derive
+    from ..nccl.inputs import check_sm, override
+    from ..nccl.tuning import tune_model
+    if collective is not None and collective not in K.FUNCTIONS:
+        raise UsageError(f"NCCL's tuning model has no collective '{collective}' (its "
+                         f"functions: {', '.join(K.FUNCTIONS)}; src/graph/tuning.cc:288)")
+    if nodes is not None and nodes < 1:
+        raise UsageError("--nodes: at least 1")
+    if max_bytes < 1:
+        raise UsageError("--max-bytes: at least 1")
+    program = session.program
+    ranks = program.results[0].collective.ranks if program.results else tuple(
+        d.id for d in program.topology.devices if d.kind == "gpu")
+    sm_from = "--sm" if sm is not None else \
+        f"--sm's default {DEFAULT_SM}: a schedc machine declares no GPU model"
+    sm = check_sm(DEFAULT_SM if sm is None else sm)
+    comm = derive(program.topology, ranks, program.nominal, sm, sm_from, nodes)
+    comm = override(comm, tuple(inputs), channels)
+    table = tune_model(comm)
+    chosen = (collective,) if collective else K.FUNCTIONS
+    found = {c: tuple(bands(comm, table, K.FUNCTIONS.index(c), max_bytes)) for c in chosen}
+    explained: tuple[Explanation, ...] = ()
+    if explain is not None:
+        size = parse_size(explain)
+        explained = tuple(_explain(session, comm, table, c, size, verify) for c in chosen)
+    return NcclModel(program.path, comm, table, chosen, found, max_bytes, explained)
+
+
+def parse_size(text: str) -> int:
+    """`V=64MiB`, `64MiB` or `67108864` → whole bytes."""
+    from ..errors import UsageError
+    from ..units import unit
+    value = text.partition("=")[2] if "=" in text else text
+    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([A-Za-z]*)\s*", value)
+    if not match:
+        raise UsageError(f"--explain expects a size like V=64MiB, got {text!r}")
+    number, name = Fraction(match[1]), match[2] or "B"
+    try:
+        factor, _ = unit(name)
+    except Exception:
+        raise UsageError(f"--explain {text}: '{name}' is not a unit of bytes") from None
+    size = number * factor
+    if size.denominator != 1 or size < 1:
+        raise UsageError(f"--explain {text}: NCCL's sizes are whole bytes, at least 1")
+    return int(size)
+
+
+def _explain(session: Session, comm, table, collective: str, size: int,
+             verify: bool) -> Explanation:
+    from ..api.compiling import verified_timings
+    from ..nccl import constants as K
+    from ..nccl.choice import terms
+    f = K.FUNCTIONS.index(collective)
+    found = terms(comm, table, f, size)
+    winner = min(found, key=lambda t: t.time) if found else None  # min keeps the first tie
+    program = session.program
+    labelled = [r for r in program.results if r.collective.kind == collective and
+                getattr(r.definition, "nccl", None) is not None]
+    own = []
+    if labelled:
+        timings = verified_timings(session, [r.name for r in labelled], verify)
+        for r, timing in zip(labelled, timings, strict=True):
+            label = r.definition.nccl
+            own.append(OwnTime(r.name, f"{label.algorithm}/{label.protocol}",
+                               _time_at(program, r, timing, size)))
+    pairs = {o.pair for o in own}
+    algorithms = {p.split("/")[0] for p in pairs}
+    unlabelled = tuple(dict.fromkeys(K.ALGORITHMS[t.candidate.algorithm] for t in found
+                                     if K.ALGORITHMS[t.candidate.algorithm] not in algorithms))
+    return Explanation(collective, size, tuple(found),
+                       winner.candidate.name if winner else None, tuple(own), unlabelled)
+
+
+def _time_at(program, result, timing, size: int) -> float:
+    """schedc's time of the schedule with its collective's size param at `size` bytes."""
+    import sympy
+    values = dict(program.nominal)
+    form = result.collective.size
+    if len(form) == 1 and form[0][1] == 1 and form[0][0] != 1:
+        values[form[0][0]] = sympy.Integer(size)
+    return float(timing.cost.formula.xreplace(values))
