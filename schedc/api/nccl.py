@@ -140,3 +140,90 @@ def _time_at(program, result, timing, size: int) -> float:
     if len(form) == 1 and form[0][1] == 1 and form[0][0] != 1:
         values[form[0][0]] = sympy.Integer(size)
     return float(timing.cost.formula.xreplace(values))
+
+
+@dataclass(frozen=True)
+class Against:
+    """A size range where a schedule standing for another NCCL pair beats, in schedc's
+    model, the schedule standing for NCCL's own pick by more than the margin."""
+
+    min_bytes: int
+    max_bytes: int
+    schedule: str
+    pair: str  # what the row sets
+    nccl_pick: str  # NCCL's own choice there
+    nccl_schedule: str  # the schedule standing for NCCL's pick
+    gain: float  # NCCL's pick's schedc time / the schedule's - 1, the most over the range
+
+
+def against_nccl(session: Session, table, collective: str, margin: float,
+                 verify: bool = True) -> tuple[tuple[Against, ...], tuple[str, ...]]:
+    """The `tune --against-nccl` rows for one tuned table (`TunedTable`), and notes on the
+    ranges that could not be compared (NCCL's pick has no schedule standing for it). Range
+    ends are found by bisection to the byte on schedc's formulas."""
+    from ..export.tuner import byte_ranges
+    model = nccl(session, collective=collective, verify=verify)
+    labelled = byte_ranges(table.labelled)
+    pair = {n: f"{c.algorithm}/{c.protocol}" for n, c in table.nccl.items() if c is not None}
+    stand_for: dict[str, str] = {}
+    for name, p in pair.items():
+        stand_for.setdefault(p, name)
+    times = _time_functions(session, table)
+    rows: list[Against] = []
+    notes: list[str] = []
+    for lo, hi, name in labelled:
+        for band in model.bands[collective]:
+            a, b = max(lo, band.min_bytes), min(hi, band.max_bytes)
+            if a > b or band.choice is None or band.choice.name == pair[name]:
+                continue
+            theirs = stand_for.get(band.choice.name)
+            if theirs is None:
+                notes.append(f"{a:,}-{b:,} B: NCCL picks {band.choice.name}; no schedule "
+                             "stands for it, so schedc cannot compare")
+                continue
+            gain = lambda v, t=theirs, s=name: times[t](v) / times[s](v) - 1  # noqa: E731
+            for x, y in _above(gain, margin, a, b):
+                rows.append(Against(x, y, name, pair[name], band.choice.name, theirs,
+                                    max(gain(x), gain(y))))
+    return tuple(rows), tuple(notes)
+
+
+def _time_functions(session: Session, table) -> dict:
+    import sympy
+    x = table.envelope.param.symbol
+    others = {s: v for s, v in session.program.nominal.items() if s != x}
+    out = {}
+    for name in table.names:
+        formula = session.timing(name).cost.formula.xreplace(others)
+        f = sympy.lambdify(x, formula, modules=[{"Max": max, "Min": min}, "math"])
+        out[name] = lambda v, f=f: float(f(v))
+    return out
+
+
+def _above(gain, margin: float, lo: int, hi: int) -> list[tuple[int, int]]:
+    """The byte ranges of [lo, hi] where gain(v) > margin: sign changes found on 65 points
+    spaced evenly in log size, each end then bisected to the byte."""
+    import math
+    points = sorted({lo, hi, *(round(math.exp(math.log(lo) + k / 64 * (math.log(hi) -
+                                                                       math.log(lo))))
+                               for k in range(65))})
+    points = [p for p in points if lo <= p <= hi]
+    out: list[tuple[int, int]] = []
+    start = lo if gain(lo) > margin else None
+    for p, q in zip(points, points[1:]):
+        inside_p, inside_q = gain(p) > margin, gain(q) > margin
+        if inside_p != inside_q:
+            while q - p > 1:  # the last byte on p's side
+                m = (p + q) // 2
+                if (gain(m) > margin) == inside_p:
+                    p = m
+                else:
+                    q = m
+            if inside_p:
+                out.append((start, p))
+                start = None
+            else:
+                start = q
+    if start is not None:
+        out.append((start, hi))
+    return out
