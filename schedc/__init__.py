@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 __all__ = ["DEFAULT_TIMEOUT", "Limits", "SchedcError", "Session", "VerificationFailed",
            "__version__", "bound", "calibrate", "check", "compare", "emit", "evaluate",
            "export_msccl", "fitted_sets", "load", "predict", "report", "scale", "sensitivity",
-           "solve", "sweep", "time", "tune", "verify", "verify_files", "nccl"]
+           "solve", "sweep", "time", "tune", "verify", "verify_files", "nccl_model"]
 
 if TYPE_CHECKING:
     from .api import (
@@ -39,7 +39,7 @@ if TYPE_CHECKING:
         export_msccl,
         fitted_sets,
         load,
-        nccl,
+        nccl_model,
         predict,
         report,
         scale,

@@ -46,7 +46,7 @@ from .compiling import (
 )
 from .exporting import TunedTable, Tuning, export_msccl, report, tune
 from .measuring import calibrate, fitted_sets, plot_prediction, predict
-from .nccl import NcclModel, nccl
+from .nccl import NcclModel, nccl_model
 
 if TYPE_CHECKING:
     from ..analysis.bound.bounds import Bounds
@@ -87,5 +87,5 @@ __all__ = [
     "Sensitivities", "TunedTable", "Tuning", "VerifiedFile", "VerificationFailed", "bound", "calibrate", "check", "compare", "emit", "evaluate",
     "export_msccl", "fitted_sets", "listening", "load", "plot_prediction", "plot_solution",
     "predict", "protocol_switches", "report", "scale", "sensitivity", "solve", "sweep", "time",
-    "tune", "verify", "verify_files", "NcclModel", "nccl",
+    "tune", "verify", "verify_files", "NcclModel", "nccl_model",
 ]

@@ -42,14 +42,14 @@ class NcclModel:
     explained: tuple[Explanation, ...]
 
 
-def nccl(session: Session, *, collective: str | None = None, nodes: int | None = None,
+def nccl_model(session: Session, *, collective: str | None = None, nodes: int | None = None,
          sm: int | None = None, channels: int | None = None, inputs: tuple[str, ...] = (),
          explain: str | None = None, max_bytes: int = DEFAULT_MAX_BYTES,
          verify: bool = True) -> NcclModel:
     """NCCL's inputs derived from the file's machine (each overridable), its latency and
     bandwidth table and its choice for every size from 1 byte to `max_bytes`.
 
-        >>> model = schedc.nccl(schedc.load("schedules/seed/nvlink_2x8.sched"),
+        >>> model = schedc.nccl_model(schedc.load("schedules/seed/nvlink_2x8.sched"),
         ...                     collective="allreduce")
         >>> model.comm["nNodes"], model.comm["localRanks"], model.comm["ring.nChannels"]
         (2, 8, 10)
@@ -162,7 +162,7 @@ def against_nccl(session: Session, table, collective: str, margin: float,
     ranges that could not be compared (NCCL's pick has no schedule standing for it). Range
     ends are found by bisection to the byte on schedc's formulas."""
     from ..export.tuner import byte_ranges
-    model = nccl(session, collective=collective, verify=verify)
+    model = nccl_model(session, collective=collective, verify=verify)
     labelled = byte_ranges(table.labelled)
     pair = {n: f"{c.algorithm}/{c.protocol}" for n, c in table.nccl.items() if c is not None}
     stand_for: dict[str, str] = {}

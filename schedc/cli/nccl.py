@@ -32,7 +32,7 @@ def nccl(session, collective: str | None, nodes: int | None, sm: int | None,
          channels: int | None, inputs: tuple[str, ...], explain: str | None, max_bytes: int,
          as_json: bool, no_verify: bool) -> int:
     """NCCL's choice of algorithm and protocol on FILE's machine, by NCCL's own model."""
-    from ..api import nccl as model_of
+    from ..api import nccl_model as model_of
     from ..render.nccl import nccl_json, nccl_text
     model = model_of(session, collective=collective, nodes=nodes, sm=sm, channels=channels,
                      inputs=inputs, explain=explain, max_bytes=max_bytes,

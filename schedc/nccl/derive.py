@@ -61,12 +61,10 @@ def derive(topology: Topology, ranks: tuple[int, ...], nominal: dict, sm: int,
     if machine_nodes > 1:
         inter = rate.concurrent([(hosts[k][i], hosts[(k + 1) % machine_nodes][i])
                                  for k in range(machine_nodes) for i in range(local)])
-        inter_total, inter_from = inter * local, \
-            "every GPU sending to its counterpart on the next host at once"
+        inter_total = inter * local  # every GPU to its counterpart on the next host at once
     else:
-        inter_total = rate.leaving(topology, hosts[0])
-        inter, inter_from = inter_total / local if inter_total else 0.0, \
-            "the host's links out (a one-host machine)"
+        inter_total = rate.leaving(topology, hosts[0])  # a one-host machine: its links out
+        inter = inter_total / local if inter_total else 0.0
     type_intra = _type_intra(topology, hosts[0]) if local > 1 else "LOC"
     type_inter = _type_inter(topology, hosts[0][0])
     where = f"{len(ranks)} ranks on {machine_nodes} host{'s' if machine_nodes > 1 else ''}"
