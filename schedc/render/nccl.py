@@ -60,12 +60,24 @@ def nccl_text(model) -> str:
     lines += table(rows, indent="  ")
     lines += ["", f"choice (NCCL's pick for every size from 1 B to {model.max_bytes:,} B, both "
               "ends included; n in bytes):"]
+    ties = False
     for c in model.collectives:
         rows = [("collective", "min bytes", "max bytes", "algo/proto", "time")]
-        rows += [(c, f"{b.min_bytes:,}", f"{b.max_bytes:,}",
-                  b.choice.name if b.choice else "none", time_formula(comm, b))
-                 for b in model.bands[c]]
+        for group in _runs(model.bands[c]):
+            if len(group) == 1:
+                (b,) = group
+                rows.append((c, f"{b.min_bytes:,}", f"{b.max_bytes:,}",
+                             b.choice.name if b.choice else "none", time_formula(comm, b)))
+            else:
+                ties = True
+                names = " / ".join(dict.fromkeys(b.choice.name for b in group if b.choice))
+                rows.append((c, f"{group[0].min_bytes:,}", f"{group[-1].max_bytes:,}", names,
+                             f"alternating in {len(group)} bands: the times tie within float "
+                             "rounding"))
         lines += table(rows, right=(1, 2), indent="  ")
+    if ties:
+        lines.append("  (NCCL compares float times: near a crossover the rounding of n and of "
+                     "n/bw decides byte by byte; --json lists every band)")
     for e in model.explained:
         lines += [""] + explain_lines(e)
     return "\n".join(lines) + "\n"
@@ -95,6 +107,19 @@ def explain_lines(e) -> list[str]:
         lines.append(f"  no schedule of the file stands for: {', '.join(e.unlabelled)} "
                      "(label one with `schedule NAME as ALGO/PROTO`)")
     return lines
+
+
+def _runs(bands) -> list[list]:
+    """Bands with each run of consecutive short ones (under 256 B each: two candidates whose
+    float times tie) grouped, for the text."""
+    out: list[list] = []
+    for b in bands:
+        short = b.max_bytes - b.min_bytes < 256
+        if short and out and out[-1][-1].max_bytes - out[-1][-1].min_bytes < 256:
+            out[-1].append(b)
+        else:
+            out.append([b])
+    return out
 
 
 def nccl_json(model) -> str:
