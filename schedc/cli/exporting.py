@@ -118,8 +118,8 @@ def tune(session, collective: str, sizes: str, output: Path | None, channels: in
                                          t.nodes, t.ranks, t.labelled)
                               for t in found], source, per_nodes), nl=False)
     else:
-        click.echo("\n".join(tune_text(t.envelope, collective, t.nccl, t.names, t.nodes, t.ranks)
-                             for t in found), nl=False)
+        click.echo("\n".join(tune_text(t.envelope, collective, t.nccl, t.names, t.nodes, t.ranks,
+                                       t.labelled) for t in found), nl=False)
     return EXIT_OK
 
 

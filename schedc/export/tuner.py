@@ -109,7 +109,7 @@ def tuner_csv(envelope: Envelope, kind: str, nccl: dict[str, NcclName | None], c
 
 
 def tune_text(envelope: Envelope, kind: str, nccl: dict[str, NcclName | None], names: list[str],
-              nodes: int, ranks: int) -> str:
+              nodes: int, ranks: int, labelled: Envelope | None = None) -> str:
     head = (f"tune {kind} over {envelope.param.name} from {format_bytes(envelope.lo)} to "
             f"{format_bytes(envelope.hi)} (nRanks {ranks}, nNodes "
             f"{'any' if nodes < 0 else nodes})")
@@ -119,6 +119,11 @@ def tune_text(envelope: Envelope, kind: str, nccl: dict[str, NcclName | None], n
         rows.append((f"{lo:,}", f"{hi:,}", name,
                      f"{choice.algorithm}/{choice.protocol}" if choice else "none: not in the table"))
     lines = [head, "", *table(rows, right=(0, 1), indent="  ")]
+    if labelled is not None and labelled is not envelope:
+        written = [("min bytes", "max bytes", "row")]
+        written += [(f"{lo:,}", f"{hi:,}", f"{a}/{p}") for lo, hi, a, p in _rows(labelled, nccl)]
+        lines += ["", "the table's rows (the fastest schedule standing for an NCCL algorithm):",
+                  *table(written, right=(0, 1), indent="  ")]
     if envelope.crossovers:
         lines += ["", "crossovers:"]
         for c in envelope.crossovers:
