@@ -136,3 +136,20 @@ def nccl_tuning_source() -> str | None:
     out = subprocess.run(["git", "-C", str(mirror), "show", f"{K.COMMIT}:src/graph/tuning.cc"],
                          capture_output=True, text=True, check=False)
     return out.stdout if out.returncode == 0 else None
+
+
+def test_boundary_formulas_hold_at_a_count_they_were_not_checked_at() -> None:
+    """A formula in nNodes against the boundary found byte by byte at nNodes = 16 and 12
+    (neither among the counts the formula was checked at)."""
+    import schedc
+    from schedc.nccl.formulas import NODES
+    model = schedc.nccl_model(schedc.load("schedules/seed/nvlink_2x8.sched"))
+    formulas = model.formulas["allgather"]
+    (b,) = [x for x in formulas if (x.below, x.above) == ("ring/ll", "ring/ll128")]
+    assert 16 not in b.checked_at and 12 not in b.checked_at
+    for n in (12, 16):
+        at = model.comm.with_value("nNodes", n, "test").with_value("nRanks", 8 * n, "test")
+        found = bands(at, tune_model(at), K.ALLGATHER, 2**30)
+        (edge,) = [x.max_bytes for x, y in zip(found, found[1:])
+                   if (x.choice.name, y.choice.name) == ("ring/ll", "ring/ll128")]
+        assert abs(edge - float(b.formula.subs(NODES, n))) <= 2

@@ -40,6 +40,7 @@ class NcclModel:
     bands: dict  # collective → tuple[Band, ...]
     max_bytes: int
     explained: tuple[Explanation, ...]
+    formulas: dict  # collective → tuple[schedc.nccl.formulas.Boundary, ...] (nNodes ≥ 3)
 
 
 def nccl_model(session: Session, *, collective: str | None = None, nodes: int | None = None,
@@ -80,11 +81,14 @@ def nccl_model(session: Session, *, collective: str | None = None, nodes: int | 
     table = tune_model(comm)
     chosen = (collective,) if collective else K.FUNCTIONS
     found = {c: tuple(bands(comm, table, K.FUNCTIONS.index(c), max_bytes)) for c in chosen}
+    from ..nccl.formulas import boundaries
+    formulas = {c: tuple(boundaries(comm, table, K.FUNCTIONS.index(c), list(found[c])))
+                for c in chosen}
     explained: tuple[Explanation, ...] = ()
     if explain is not None:
         size = parse_size(explain)
         explained = tuple(_explain(session, comm, table, c, size, verify) for c in chosen)
-    return NcclModel(program.path, comm, table, chosen, found, max_bytes, explained)
+    return NcclModel(program.path, comm, table, chosen, found, max_bytes, explained, formulas)
 
 
 def parse_size(text: str) -> int:

@@ -10,6 +10,8 @@ give each step's line.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import numpy as np
@@ -18,11 +20,22 @@ from . import constants as K
 from .comm import Comm
 
 F32_MAX = float(np.finfo(np.float32).max)
+_FLOATS = [True]  # False inside `real_arithmetic`: the same model in doubles, for formulas
 
 
 def f32(x: float) -> float:
     """x rounded to the nearest C++ float, as a Python float (exactly representable)."""
-    return float(np.float32(x))
+    return float(np.float32(x)) if _FLOATS[0] else float(x)
+
+
+@contextmanager
+def real_arithmetic() -> Iterator[None]:
+    """The model without NCCL's float rounding (formulas.py reads exact coefficients off it)."""
+    _FLOATS[0] = False
+    try:
+        yield
+    finally:
+        _FLOATS[0] = True
 
 
 def log2i(n: int) -> int:

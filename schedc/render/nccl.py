@@ -78,6 +78,15 @@ def nccl_text(model) -> str:
     if ties:
         lines.append("  (NCCL compares float times: near a crossover the rounding of n and of "
                      "n/bw decides byte by byte; --json lists every band)")
+    found = [(c, b) for c in model.collectives for b in model.formulas.get(c, ())]
+    if found:
+        lines += ["", "boundaries as formulas in nNodes, for nNodes ≥ 3 with localRanks and the "
+                  "graphs as above (the last byte of the lower pair is the formula's floor; "
+                  "each checked byte by byte at the counts shown):"]
+        rows = [("collective", "below", "above", "last byte below", "checked at nNodes")]
+        rows += [(c, b.below, b.above, sympy_text(b.formula), ", ".join(map(str, b.checked_at)))
+                 for c, b in found]
+        lines += table(rows, indent="  ")
     for e in model.explained:
         lines += [""] + explain_lines(e)
     return "\n".join(lines) + "\n"
@@ -107,6 +116,15 @@ def explain_lines(e) -> list[str]:
         lines.append(f"  no schedule of the file stands for: {', '.join(e.unlabelled)} "
                      "(label one with `schedule NAME as ALGO/PROTO`)")
     return lines
+
+
+def sympy_text(expr) -> str:
+    """A boundary formula as text: ⌊log2 nNodes⌋ written so."""
+    import sympy
+    nodes = next(iter(expr.free_symbols), None)
+    if nodes is not None:
+        expr = expr.replace(sympy.floor(sympy.log(nodes) / sympy.log(2)), sympy.Symbol("log2i(nNodes)"))
+    return str(expr)
 
 
 def _runs(bands) -> list[list]:
@@ -142,6 +160,10 @@ def nccl_json(model) -> str:
                      "time_formula": time_formula(comm, b)}
                     for c in model.collectives for b in model.bands[c]],
     }
+    doc["boundary_formulas"] = [
+        {"collective": c, "below": b.below, "above": b.above, "nodes": "nNodes >= 3",
+         "last_byte_below": sympy_text(b.formula), "checked_at_nodes": list(b.checked_at)}
+        for c in model.collectives for b in model.formulas.get(c, ())]
     if model.explained:
         doc["explain"] = [{
             "collective": e.collective, "bytes": e.size,
