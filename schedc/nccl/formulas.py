@@ -127,7 +127,7 @@ def _factor(f: int, c, n: int) -> sympy.Rational:
 
 def _plateau(comm: Comm, f: int, c, n: int) -> sympy.Rational:
     """The ring's plateau (tuning.cc:647-650) on the side the boundary has at the fit counts."""
-    if c.algorithm == K.RING and c.protocol == K.SIMPLE and f == K.ALLREDUCE:
-        if n // (comm["nChannels"] * FIT_AT[0] * comm["localRanks"]) >= 64:
-            return sympy.Rational(19, 10) if comm["minCompCap"] < 80 else sympy.Rational(7, 5)
+    if c.algorithm == K.RING and c.protocol == K.SIMPLE and f == K.ALLREDUCE and \
+            n // (comm["nChannels"] * FIT_AT[0] * comm["localRanks"]) >= 64:
+        return sympy.Rational(19, 10) if comm["minCompCap"] < 80 else sympy.Rational(7, 5)
     return sympy.Integer(1)
