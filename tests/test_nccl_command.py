@@ -32,6 +32,16 @@ def test_the_seed_machine_as_nccl_sees_it(run):
     (ring,) = [r for r in doc["table"] if (r["collective"], r["algo"], r["proto"]) ==
                ("allreduce", "ring", "simple")]
     assert ring["latency_us"] == pytest.approx(8.4 + 28 * 3.4 + 2 * 14.0, abs=1e-4)
+    assert ring["bandwidth_GBps"] == pytest.approx(10 * 40 * 16 / 30, rel=1e-6)
+    entry = {(r["algo"], r["proto"]): r for r in doc["table"] if r["collective"] == "allreduce"}
+    # Tree Simple (tuning.cc:330-331, :380): min(400 × 0.92, 10 × 41.4) × 0.5; latency
+    # 8.4 + 2 × (7 × 4.0 + log2(2) × 14.0) (:416).
+    assert entry["tree", "simple"]["bandwidth_GBps"] == pytest.approx(184.0, rel=1e-6)
+    assert entry["tree", "simple"]["latency_us"] == pytest.approx(92.4, abs=1e-4)
+    # NVLS-tree (:307-324): 16 × min(24 × 0.85 × 15/16 × 2, 24 × 2, 57.7) × 16/30.
+    assert entry["nvls_tree", "simple"]["bandwidth_GBps"] == pytest.approx(
+        16 * min(24 * 0.85 * 15 / 16 * 2, 48, 57.7) * 16 / 30, rel=1e-6)
+    assert not entry["nvls", "simple"]["enabled"]  # NVLS across nodes needs CollNet (:505)
     # The bands of each collective tile 1 .. max_bytes with no gap.
     for c in K.FUNCTIONS:
         bands = [b for b in doc["choices"] if b["collective"] == c]
