@@ -135,3 +135,26 @@ def test_the_accepted_pairs_are_the_models(kind):
                 not collnet_simple_only  # tuning.cc:338-339 zeroes them
             assert (refused_pair(kind, algorithm, protocol, True) is None) == model, \
                 (algorithm, protocol)
+
+
+def test_against_nccl_on_the_seeds_machine(run, tmp_path):
+    """Rows only where schedc's ring beats the schedule standing for NCCL's pick (its tree)
+    by more than 5%: checked at each row's ends by timing both schedules there, one compile
+    per size (not the bisection tune uses)."""
+    import schedc
+    path = SCHEDULES / "examples" / "tuner_nvlink_2x8.sched"
+    out = tmp_path / "nccl_tuner.conf"
+    code, text, err = run("tune", path, "--collective", "allreduce", "--sizes", "1KB:1GB",
+                          "--against-nccl", "-o", out)
+    assert code == 0, err
+    rows = [line.split(",") for line in out.read_text().splitlines() if not line.startswith("#")]
+    assert rows and all(r[3:5] == ["ring", "simple"] and r[5] == "0" for r in rows)
+    assert "no schedule stands for nvls_tree, so schedc cannot compare" in text
+    lo, hi = int(rows[0][1]), int(rows[0][2])
+    for n in (lo, hi):
+        session = schedc.load(str(path), sets=[f"V={n}B"])
+        ring, tree = (float(schedc.time(session, s).time) for s in ("ring", "tree"))
+        assert tree / ring - 1 > 0.05
+    session = schedc.load(str(path), sets=[f"V={lo - 1}B"])
+    ring, tree = (float(schedc.time(session, s).time) for s in ("ring", "tree"))
+    assert tree / ring - 1 <= 0.05

@@ -163,8 +163,11 @@ class Against:
 def against_nccl(session: Session, table, collective: str, margin: float,
                  verify: bool = True) -> tuple[tuple[Against, ...], tuple[str, ...]]:
     """The `tune --against-nccl` rows for one tuned table (`TunedTable`), and notes on the
-    ranges that could not be compared (NCCL's pick has no schedule standing for it). Range
-    ends are found by bisection to the byte on schedc's formulas."""
+    ranges that could not be compared. NCCL's pick is timed by the schedule labelled with
+    its pair or, failing one, with its algorithm (schedc's time of a schedule does not
+    depend on its label's protocol); a range where no schedule stands for the algorithm NCCL
+    picks is noted, not compared. Range ends are found by bisection to the byte on schedc's
+    formulas."""
     from ..export.tuner import byte_ranges
     model = nccl_model(session, collective=collective, verify=verify)
     labelled = byte_ranges(table.labelled)
@@ -174,22 +177,30 @@ def against_nccl(session: Session, table, collective: str, margin: float,
         stand_for.setdefault(p, name)
     times = _time_functions(session, table)
     rows: list[Against] = []
-    notes: list[str] = []
+    notes: list[tuple[tuple[int, int], str]] = []
     for lo, hi, name in labelled:
         for band in model.bands[collective]:
             a, b = max(lo, band.min_bytes), min(hi, band.max_bytes)
             if a > b or band.choice is None or band.choice.name == pair[name]:
                 continue
-            theirs = stand_for.get(band.choice.name)
+            theirs = stand_for.get(band.choice.name) or next(
+                (n for p, n in stand_for.items()
+                 if p.split("/")[0] == band.choice.name.split("/")[0]), None)
             if theirs is None:
-                notes.append(f"{a:,}-{b:,} B: NCCL picks {band.choice.name}; no schedule "
-                             "stands for it, so schedc cannot compare")
+                note = (f"NCCL picks {band.choice.name}; no schedule stands for "
+                        f"{band.choice.name.split('/')[0]}, so schedc cannot compare")
+                if notes and notes[-1][1] == note and notes[-1][0][1] == a - 1:
+                    notes[-1] = ((notes[-1][0][0], b), note)
+                else:
+                    notes.append(((a, b), note))
+                continue
+            if theirs == name:
                 continue
             gain = lambda v, t=theirs, s=name: times[t](v) / times[s](v) - 1  # noqa: E731
             for x, y in _above(gain, margin, a, b):
                 rows.append(Against(x, y, name, pair[name], band.choice.name, theirs,
                                     max(gain(x), gain(y))))
-    return tuple(rows), tuple(notes)
+    return tuple(rows), tuple(f"{lo:,}-{hi:,} B: {text}" for (lo, hi), text in notes)
 
 
 def _time_functions(session: Session, table) -> dict:
