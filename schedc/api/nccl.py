@@ -7,8 +7,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from fractions import Fraction
+from typing import TYPE_CHECKING
 
-from ..session import Session
+if TYPE_CHECKING:
+    from ..session import Session
 
 DEFAULT_SM = 90
 DEFAULT_MAX_BYTES = 16 * 2**30
