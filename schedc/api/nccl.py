@@ -128,6 +128,7 @@ def _explain(session: Session, comm, table, collective: str, size: int,
         timings = verified_timings(session, [r.name for r in labelled], verify)
         for r, timing in zip(labelled, timings, strict=True):
             label = r.definition.nccl
+            assert label is not None
             own.append(OwnTime(r.name, f"{label.algorithm}/{label.protocol}",
                                _time_at(program, r, timing, size)))
     pairs = {o.pair for o in own}
@@ -237,6 +238,7 @@ def _above(gain, margin: float, lo: int, hi: int) -> list[tuple[int, int]]:
                 else:
                     q = m
             if inside_p:
+                assert start is not None
                 out.append((start, p))
                 start = None
             else:

@@ -111,7 +111,7 @@ def tune(session, collective: str, sizes: str, output: Path | None, channels: in
         return EXIT_OK
     if output is not None:
         write_atomically(output, "".join(
-            tuner_csv(t.labelled, collective, t.nccl, channels, t.nodes, t.ranks, source,
+            tuner_csv(t.labelled or t.envelope, collective, t.nccl, channels, t.nodes, t.ranks, source,
                       header=k == 0) for k, t in enumerate(found)))
     if as_json:
         click.echo(tune_json([tune_table(t.envelope, collective, t.nccl, t.names, channels,

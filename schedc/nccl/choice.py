@@ -170,9 +170,9 @@ def _split(comm: Comm, table: Table, f: int, lo: int, hi: int,
         ends = [c - 1 for c in changes.tolist()] + [len(sizes) - 1]
         out.extend((lo + s, lo + e, int(winners[s])) for s, e in zip(starts, ends, strict=True))
         return
-    ends = _winners(comm, table, f, np.array([lo, hi], dtype=np.int64))
-    if ends[0] == ends[1]:
-        out.append((lo, hi, int(ends[0])))
+    at_ends = _winners(comm, table, f, np.array([lo, hi], dtype=np.int64))
+    if at_ends[0] == at_ends[1]:
+        out.append((lo, hi, int(at_ends[0])))
         return
     mid = (lo + hi) // 2
     _split(comm, table, f, lo, mid, out)

@@ -9,6 +9,7 @@ flag, or NCCL's default. `GRAPH_OF` is which graph each algorithm reads
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 from .constants import ALGORITHMS
 
@@ -26,7 +27,7 @@ COMM_FIELDS = ("nNodes", "nRanks", "localRanks", "minCompCap", "maxCompCap", "cp
 
 @dataclass(frozen=True)
 class Value:
-    value: object  # int, float (GB/s, µs) or a name (a path type, a CPU)
+    value: Any  # int, float (GB/s, µs) or a name (a path type, a CPU)
     derived_from: str
 
 
@@ -47,12 +48,14 @@ class Comm:
 
     values: dict[str, Value] = field(default_factory=dict)
 
-    def __getitem__(self, name: str):
+    def __getitem__(self, name: str) -> Any:
         return self.values[name].value
 
     def graph(self, algorithm: str) -> Graph:
         g = GRAPH_OF[algorithm]
-        return Graph(**{f: self.values[f"{g}.{f}"].value for f in GRAPH_FIELDS})
+        v = {f: self.values[f"{g}.{f}"].value for f in GRAPH_FIELDS}
+        return Graph(v["nChannels"], v["bwIntra"], v["bwInter"], v["typeIntra"], v["typeInter"],
+                     v["latencyInter"], v["sameChannels"])
 
     def names(self) -> list[str]:
         return [*COMM_FIELDS, *(f"{g}.{f}" for g in GRAPHS for f in GRAPH_FIELDS)]

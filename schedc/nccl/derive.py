@@ -148,17 +148,20 @@ def _hosts(topology: Topology, ranks: tuple[int, ...]) -> list[list[int]]:
         raise TopologyError(f"NCCL's ranks are GPUs; {bad} is not one")
     by_host: dict[int, list[int]] = {}
     for r in gpus:
-        key = devices[r].host if devices[r].host is not None else -1 - r
-        by_host.setdefault(key, []).append(r)
+        host = devices[r].host
+        by_host.setdefault(host if host is not None else -1 - r, []).append(r)
     hosts = list(by_host.values())
     sizes = sorted({len(h) for h in hosts})
     if len(sizes) > 1:
-        counts = ", ".join(f"{len(h)} on {topology.host_names[devices[h[0]].host]}"
-                           if devices[h[0]].host is not None else f"1 ({devices[h[0]].name})"
-                           for h in hosts)
+        counts = ", ".join(f"{len(h)} on {_host_name(topology, h[0])}" for h in hosts)
         raise TopologyError("NCCL's tuning model assumes the same number of GPUs on every "
                             f"host (localRanks); the ranks have {counts}")
     return hosts
+
+
+def _host_name(topology: Topology, gpu: int) -> str:
+    host = topology.devices[gpu].host
+    return topology.host_names[host] if host is not None else topology.devices[gpu].name
 
 
 class _Rates:

@@ -44,7 +44,7 @@ def _header(model) -> str:
 def nccl_text(model) -> str:
     comm, t = model.comm, model.table
     lines = [_header(model), "", "inputs (NCCL's names; --input NAME=VALUE overrides one):"]
-    rows = [("name", "value", "derived from")]
+    rows: list[tuple[str, ...]] = [("name", "value", "derived from")]
     rows += [(name, str(comm[name]), comm.values[name].derived_from) for name in comm.names()]
     lines += table(rows, indent="  ")
     lines += ["", "table (latency us / bandwidth GB/s, as NCCL_DEBUG_SUBSYS=TUNING prints it; "
@@ -95,7 +95,8 @@ def nccl_text(model) -> str:
 def explain_lines(e) -> list[str]:
     lines = [f"why, for {e.collective} of {e.size:,} bytes (NCCL's time = latency + "
              "n / (1000 · bw) us; the least wins, the first on a tie):"]
-    rows = [("algo/proto", "latency us", "bw GB/s", "n / bw us", "time us", "adjusted")]
+    rows: list[tuple[str, ...]] = [("algo/proto", "latency us", "bw GB/s", "n / bw us", "time us",
+                                    "adjusted")]
     for term in e.terms:
         transfer = term.time - term.latency
         mark = " <- NCCL" if term.candidate.name == e.winner else ""
