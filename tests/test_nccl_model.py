@@ -142,7 +142,7 @@ def test_boundary_formulas_hold_at_a_count_they_were_not_checked_at() -> None:
     """A formula in nNodes against the boundary found byte by byte at nNodes = 16 and 12
     (neither among the counts the formula was checked at)."""
     import schedc
-    from schedc.nccl.formulas import NODES
+    from schedc.nccl.formulas import at_nodes
     model = schedc.nccl_model(schedc.load("schedules/seed/nvlink_2x8.sched"))
     formulas = model.formulas["allgather"]
     (b,) = [x for x in formulas if (x.below, x.above) == ("ring/ll", "ring/ll128")]
@@ -152,4 +152,4 @@ def test_boundary_formulas_hold_at_a_count_they_were_not_checked_at() -> None:
         found = bands(at, tune_model(at), K.ALLGATHER, 2**30)
         (edge,) = [x.max_bytes for x, y in zip(found, found[1:])
                    if (x.choice.name, y.choice.name) == ("ring/ll", "ring/ll128")]
-        assert abs(edge - float(b.formula.subs(NODES, n))) <= 2
+        assert abs(edge - at_nodes(b.formula, n)) <= 2

@@ -113,20 +113,27 @@ def terms(comm: Comm, table: Table, f: int, n: int) -> list[Terms]:
     return out
 
 
-def _winners(comm: Comm, table: Table, f: int, sizes: np.ndarray) -> np.ndarray:
-    """The index (into `candidates`) NCCL picks at each size, all of one stretch; -1: none."""
-    cands = candidates(comm, table, f)
+def _lines(comm: Comm, table: Table, f: int, n: int) -> tuple[np.ndarray, np.ndarray] | None:
+    """Each candidate's float latency and 1000·bw in the stretch of n (None: one rank)."""
     if comm["nRanks"] == 1:
+        return None
+    cands = candidates(comm, table, f)
+    factors = [_factors(comm, table, f, c, n) for c in cands]
+    return (np.array([lat for lat, _, _ in factors], dtype=np.float32)[:, None],
+            np.array([f32(1000 * bw) for _, bw, _ in factors], dtype=np.float32)[:, None])
+
+
+def _winners(lines: tuple[np.ndarray, np.ndarray] | None, count: int,
+             sizes: np.ndarray) -> np.ndarray:
+    """The index (into `candidates`) NCCL picks at each size of one stretch; -1: none."""
+    if lines is None:
         return np.zeros(len(sizes), dtype=np.int64)
-    if not cands:
+    if count == 0:
         return np.full(len(sizes), -1, dtype=np.int64)
-    nf = sizes.astype(np.float32)
-    times = []
-    for c in cands:
-        lat, bw, _ = _factors(comm, table, f, c, int(sizes[0]))
-        times.append(np.float32(lat) + nf / np.float32(f32(1000 * bw)))
+    lat, rate = lines
+    times = lat + sizes.astype(np.float32)[None, :] / rate  # float32 throughout, as in C++
     # argmin keeps the first of equal minima, as `<` over NCCL's order does.
-    return np.argmin(np.stack(times), axis=0)
+    return np.argmin(times, axis=0)
 
 
 def _stretches(comm: Comm, f: int, lo: int, hi: int) -> list[tuple[int, int]]:
@@ -143,7 +150,7 @@ def bands(comm: Comm, table: Table, f: int, max_bytes: int) -> list[Band]:
     cands = candidates(comm, table, f)
     pieces: list[tuple[int, int, int]] = []  # (lo, hi, winner index)
     for lo, hi in _stretches(comm, f, 1, max_bytes):
-        _split(comm, table, f, lo, hi, pieces)
+        _split(_lines(comm, table, f, lo), len(cands), lo, hi, pieces)
     merged: list[list[int]] = []
     for lo, hi, w in pieces:
         if merged and merged[-1][2] == w and merged[-1][1] == lo - 1:
@@ -160,20 +167,19 @@ def bands(comm: Comm, table: Table, f: int, max_bytes: int) -> list[Band]:
     return out
 
 
-def _split(comm: Comm, table: Table, f: int, lo: int, hi: int,
-           out: list[tuple[int, int, int]]) -> None:
+def _split(lines, count: int, lo: int, hi: int, out: list[tuple[int, int, int]]) -> None:
     if hi - lo < SCAN:
         sizes = np.arange(lo, hi + 1, dtype=np.int64)
-        winners = _winners(comm, table, f, sizes)
+        winners = _winners(lines, count, sizes)
         changes = np.flatnonzero(np.diff(winners)) + 1
         starts = [0, *changes.tolist()]
         ends = [c - 1 for c in changes.tolist()] + [len(sizes) - 1]
         out.extend((lo + s, lo + e, int(winners[s])) for s, e in zip(starts, ends, strict=True))
         return
-    at_ends = _winners(comm, table, f, np.array([lo, hi], dtype=np.int64))
+    at_ends = _winners(lines, count, np.array([lo, hi], dtype=np.int64))
     if at_ends[0] == at_ends[1]:
         out.append((lo, hi, int(at_ends[0])))
         return
     mid = (lo + hi) // 2
-    _split(comm, table, f, lo, mid, out)
-    _split(comm, table, f, mid + 1, hi, out)
+    _split(lines, count, lo, mid, out)
+    _split(lines, count, mid + 1, hi, out)

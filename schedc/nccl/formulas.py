@@ -30,6 +30,12 @@ from .comm import Comm
 from .tuning import Table, log2i, real_arithmetic, tune_model
 
 NODES = sympy.Symbol("nNodes", positive=True, integer=True)
+LOG2_NODES = sympy.Symbol("log2i(nNodes)", nonnegative=True, integer=True)  # ⌊log2 nNodes⌋
+
+
+def at_nodes(formula: sympy.Expr, n: int) -> float:
+    """A boundary formula's value at nNodes = n."""
+    return float(formula.xreplace({NODES: sympy.Integer(n), LOG2_NODES: sympy.Integer(log2i(n))}))
 FIT_AT, CHECK_AT = (4, 8, 16), (5, 6, 32)
 
 
@@ -53,6 +59,10 @@ def _real_table(comm: Comm, n: int) -> Table:
         return _at(comm, n)[1]
 
 
+def _q(x: Fraction) -> sympy.Rational:
+    return sympy.Rational(x.numerator, x.denominator)
+
+
 def _decimal(x: float) -> Fraction:
     """A double of the model as the fraction it stands for (tuning.cc's decimals, and ratios
     of channel and rank counts)."""
@@ -70,12 +80,12 @@ def _forms(comm: Comm, f: int, a: int, p: int, real: dict[int, Table]):
     b = ((lat[z] - lat[y]) - (lat[y] - lat[x])) / ((z - y) - (y - x))
     c = (lat[y] - lat[x]) - b * (y - x)
     a_ = lat[x] - b * x - c * log2i(x)
-    q = (1 / bw[x] - 1 / bw[y]) / (sympy.Rational(1, x) - sympy.Rational(1, y))
+    q = (1 / bw[x] - 1 / bw[y]) / (Fraction(1, x) - Fraction(1, y))
     p_ = 1 / bw[x] - q / x
     for n in CHECK_AT + FIT_AT:
         if a_ + b * n + c * log2i(n) != lat[n] or p_ + q / n != 1 / bw[n]:
             return None
-    return (a_ + b * NODES + c * sympy.floor(sympy.log(NODES, 2)), p_ + q / NODES)
+    return (_q(a_) + _q(b) * NODES + _q(c) * LOG2_NODES, _q(p_) + _q(q) / NODES)
 
 
 def boundaries(comm: Comm, table: Table, f: int, found: list[Band]) -> list[Boundary]:
@@ -108,7 +118,7 @@ def boundaries(comm: Comm, table: Table, f: int, found: list[Band]) -> list[Boun
             edge = [a.max_bytes for a, b in zip(found_n, found_n[1:])
                     if a.choice == lo.choice and b.choice == hi.choice and
                     (not tree or log2i(a.max_bytes >> 6) == log2i(n0 >> 6))]
-            value = float(formula.subs(NODES, n))
+            value = at_nodes(formula, n)
             if any(abs(e - value) <= 2 for e in edge):
                 checked.append(n)
         if len(checked) == len(samples):

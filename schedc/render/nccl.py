@@ -120,11 +120,7 @@ def explain_lines(e) -> list[str]:
 
 
 def sympy_text(expr) -> str:
-    """A boundary formula as text: ⌊log2 nNodes⌋ written so."""
-    import sympy
-    nodes = next(iter(expr.free_symbols), None)
-    if nodes is not None:
-        expr = expr.replace(sympy.floor(sympy.log(nodes) / sympy.log(2)), sympy.Symbol("log2i(nNodes)"))
+    """A boundary formula as text (log2i(nNodes) is ⌊log2 nNodes⌋, NCCL's log2i)."""
     return str(expr)
 
 
