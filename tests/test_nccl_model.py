@@ -153,3 +153,20 @@ def test_boundary_formulas_hold_at_a_count_they_were_not_checked_at() -> None:
         (edge,) = [x.max_bytes for x, y in zip(found, found[1:])
                    if (x.choice.name, y.choice.name) == ("ring/ll", "ring/ll128")]
         assert abs(edge - at_nodes(b.formula, n)) <= 2
+
+
+def test_the_seeds_tree_boundary_formula_by_hand() -> None:
+    """tree/LL → tree/LL128 on the seed's hosts, nNodes ≥ 3 (docs/nccl.md): latencies
+    15.2 + 10 L and 31.5 + 17 L µs, bandwidths 10.2 × 0.5 and 145 × 0.6 GB/s (correction
+    factors at log2(n/64) = 11): n = 1000 (16.3 + 7 L) / (1/5.1 - 1/87)."""
+    import sympy
+
+    import schedc
+    from schedc.nccl.formulas import LOG2_NODES
+    model = schedc.nccl_model(schedc.load("schedules/seed/nvlink_2x8.sched"),
+                              collective="allreduce")
+    (b,) = [x for x in model.formulas["allreduce"] if (x.below, x.above) == ("tree/ll",
+                                                                            "tree/ll128")]
+    r = sympy.Rational
+    by_hand = 1000 * (r("16.3") + 7 * LOG2_NODES) / (1 / r("5.1") - 1 / r(87))
+    assert sympy.simplify(b.formula - by_hand) == 0
