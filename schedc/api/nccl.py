@@ -70,8 +70,9 @@ def nccl_model(session: Session, *, collective: str | None = None, nodes: int | 
                          f"functions: {', '.join(K.FUNCTIONS)}; src/graph/tuning.cc:288)")
     if nodes is not None and nodes < 1:
         raise UsageError("--nodes: at least 1")
-    if max_bytes < 1:
-        raise UsageError("--max-bytes: at least 1")
+    if not 1 <= max_bytes <= 2**63 - 1:
+        raise UsageError("--max-bytes: from 1 to 2^63 - 1 (NCCL's sizes are size_t; schedc "
+                         "counts them in 64-bit integers)")
     program = session.program
     ranks = program.results[0].collective.ranks if program.results else tuple(
         d.id for d in program.topology.devices if d.kind == "gpu")
