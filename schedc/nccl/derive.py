@@ -68,6 +68,8 @@ def derive(topology: Topology, ranks: tuple[int, ...], nominal: dict, sm: int,
     type_intra = _type_intra(topology, hosts[0]) if local > 1 else "LOC"
     type_inter = _type_inter(topology, hosts[0][0])
     where = f"{len(ranks)} ranks on {machine_nodes} host{'s' if machine_nodes > 1 else ''}"
+    if any(topology.devices[r].host is None for r in ranks):
+        where += " (a GPU in no host is a node of its own, as schedc counts hosts)"
     values = {
         "nNodes": Value(n_nodes, f"the hosts of the {where}" if nodes is None else "--nodes"),
         "nRanks": Value(n_nodes * local, f"the {where}" if nodes is None else
