@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING
 __all__ = ["DEFAULT_TIMEOUT", "Limits", "SchedcError", "Session", "VerificationFailed",
            "__version__", "bound", "calibrate", "check", "compare", "emit", "evaluate",
            "export_astra", "export_msccl", "fitted_sets", "import_machine", "load",
-           "machine_summary", "predict", "report", "scale", "sensitivity", "solve", "sweep",
-           "time", "tune", "verify", "verify_files", "whatif"]
+           "machine_summary", "nccl_model", "predict", "report", "scale", "sensitivity", "solve",
+           "sweep", "time", "tune", "verify", "verify_files", "whatif"]
 
 if TYPE_CHECKING:
     from .api import (
@@ -43,6 +43,7 @@ if TYPE_CHECKING:
         import_machine,
         load,
         machine_summary,
+        nccl_model,
         predict,
         report,
         scale,

@@ -25,7 +25,7 @@ LAYERS = (
      "schedc.hardware"),  # NCCL topology files, nvidia-smi topo -m
     ("schedc.model",),
     ("schedc.elaborate", "schedc.msccl"),  # .sched programs and MSCCL XML algorithms → IR
-    ("schedc.cost",),
+    ("schedc.cost", "schedc.nccl"),  # schedc's cost model; NCCL's own (tuning.cc), beside it
     ("schedc.session",),
     WINGS,  # the analyses, side by side: none imports another
     ("schedc.analysis.scale",),  # closed forms in n, from compiled instances and their bounds

@@ -47,8 +47,12 @@ def test_the_example_table(run, tmp_path):
     assert "V = 47.059 KB: time(ring) = time(tree)" in text
     assert "          8         220,000  doubling  none: not in the table" in text
     assert "never fastest in the range: tree" in text
+    # Every band gets a row: the fastest of the labelled schedules (issue 21 item 5), the
+    # tree below its crossover with the ring at 47,058.8 B, the ring above; channels 0 keeps
+    # NCCL's own count.
     assert plugin_rows(out.read_text()) == [
-        ["allreduce", "220001", "16000000000", "ring", "simple", "-1", "-1", "8"]]
+        ["allreduce", "8", "47058", "tree", "simple", "0", "-1", "8"],
+        ["allreduce", "47059", "16000000000", "ring", "simple", "0", "-1", "8"]]
 
 
 def test_ring_and_tree_split_the_sizes(run, tmp_path):
@@ -93,10 +97,11 @@ def test_nodes_are_the_hosts_of_the_ranks(run, tmp_path):
     assert code == 0, err
     assert "(nRanks 16, nNodes 2)" in text
     # The seed's hierarchical beats the ring at every size on this machine (docs/tutorial.md,
-    # seed §3):
-    # no range is the ring's, so the table has no line.
+    # seed §3), but it stands for no NCCL algorithm: every band still gets a row (issue 21
+    # item 5), the fastest labelled schedule's, the ring's.
     assert "never fastest in the range: ring" in text
-    assert plugin_rows(out.read_text()) == []
+    assert plugin_rows(out.read_text()) == [
+        ["allreduce", "1000000", "1000000000", "ring", "ll128", "0", "2", "16"]]
 
 
 def test_a_table_per_node_count(run, tmp_path):
@@ -116,7 +121,7 @@ def test_a_table_per_node_count(run, tmp_path):
     assert [line for line in text.splitlines() if line.startswith("tune ")] == [
         f"tune allreduce over V from 1 MB to 1 GB (nRanks {8 * n}, nNodes {n})" for n in (2, 4, 8)]
     assert plugin_rows(out.read_text()) == [
-        ["allreduce", "1000000", "1000000000", "tree", "simple", "-1", str(n), str(8 * n)]
+        ["allreduce", "1000000", "1000000000", "tree", "simple", "0", str(n), str(8 * n)]
         for n in (2, 4, 8)]
     assert out.read_text().count("# Format") == 1  # one header for the whole file
     code, text, _ = run("tune", path, "--collective", "allreduce", "--sizes", "1MB:1GB",

@@ -53,6 +53,7 @@ from .compiling import (
 from .exporting import TunedTable, Tuning, export_astra, export_msccl, report, tune
 from .machines import import_machine, machine_summary
 from .measuring import calibrate, fitted_sets, plot_prediction, predict
+from .nccl import NcclModel, nccl_model
 
 if TYPE_CHECKING:
     from ..analysis.bound.bounds import Bounds
@@ -94,4 +95,5 @@ __all__ = [
     "export_astra", "export_msccl", "fitted_sets", "listening", "load", "plot_prediction", "plot_solution",
     "predict", "protocol_switches", "report", "scale", "sensitivity", "solve", "sweep", "time",
     "tune", "verify", "verify_files", "import_machine", "machine_summary", "WhatIf", "whatif",
+    "NcclModel", "nccl_model",
 ]

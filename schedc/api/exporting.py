@@ -79,6 +79,8 @@ class TunedTable(NamedTuple):
     names: list[str]  # the schedules that competed
     nodes: int  # nNodes (-1: any)
     ranks: int  # nRanks
+    labelled: Envelope | None = None  # the fastest of the labelled schedules: the rows
+    against: tuple = ()  # with --against-nccl: schedc.export.tuner.Against rows
 
 
 @dataclass(frozen=True)
@@ -155,6 +157,11 @@ def _tune_at(session: Session, collective: str, sizes: str, timeout: float,
                          "`allreduce V over ranks`), for a table over sizes")
     param = next(p for p in program.params.values() if p.symbol == size[0][0])
     lo, hi = parse_range(sizes, param, program, SourceFile("--sizes", sizes))
+    from ..export.tuner import refused_pair
+    ranks = results[0].collective.ranks
+    hosts = {program.topology.devices[d].host for d in ranks}
+    nodes = -1 if None in hosts else len(hosts)
+    one_per_node = None not in hosts and len(hosts) == len(ranks)
     nccl = {}
     for r in results:
         choice = getattr(r.definition, "nccl", None)
@@ -164,12 +171,20 @@ def _tune_at(session: Session, collective: str, sizes: str, timeout: float,
                 if value not in known:
                     raise ElaborationError(f"'{value}' is not an NCCL {what} the tuner knows "
                                            f"({', '.join(known)})", choice.span)
+            why = refused_pair(collective, choice.algorithm, choice.protocol, one_per_node)
+            if why:
+                raise ElaborationError(f"NCCL ignores {choice.algorithm}/{choice.protocol} for "
+                                       f"{collective}: {why}", choice.span)
         nccl[r.name] = choice
-    ranks = results[0].collective.ranks
-    hosts = {program.topology.devices[d].host for d in ranks}
-    nodes = -1 if None in hosts else len(hosts)
-    return TunedTable(fastest(session, names, param, lo, hi, timeout), nccl, names, nodes,
-                      len(ranks))
+    labelled = [n for n in names if nccl.get(n) is not None]
+    if not labelled:
+        raise UsageError(f"{program.path}: no {collective} schedule stands for an NCCL "
+                         "algorithm, so the tuner table would have no rows; label the ones "
+                         "that do, e.g. `schedule ring as ring/simple = ring_allreduce(ranks)` "
+                         f"(ALGO: {', '.join(ALGORITHMS)}; PROTO: {', '.join(PROTOCOLS)})")
+    envelope = fastest(session, names, param, lo, hi, timeout)
+    rows = envelope if labelled == names else fastest(session, labelled, param, lo, hi, timeout)
+    return TunedTable(envelope, nccl, names, nodes, len(ranks), rows)
 
 
 def report(session: Session, *, timeout: float = DEFAULT_TIMEOUT, max_cuts: int = MAX_CUTS,

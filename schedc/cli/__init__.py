@@ -34,6 +34,7 @@ from . import (
     scaling,
     whatif,
 )
+from . import nccl as nccl_commands
 from .options import EXIT_BAD_INPUT, EXIT_INTERNAL, EXIT_OK, JSON_REQUESTED
 
 EXIT_UNWRITTEN = 120  # as CPython exits when it cannot flush stdout at exit
@@ -62,7 +63,7 @@ def cli() -> None:
 
 for command in (*compiling.COMMANDS, *analysing.COMMANDS, *measuring.COMMANDS,
                 *exporting.COMMANDS, *reporting.COMMANDS, *scaling.COMMANDS,
-                *machines.COMMANDS, *whatif.COMMANDS):
+                *machines.COMMANDS, *whatif.COMMANDS, *nccl_commands.COMMANDS):
     cli.add_command(command)
 exporting.export.add_command(astra.export_astra_command)
 

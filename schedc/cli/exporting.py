@@ -59,39 +59,67 @@ def export_msccl_command(session, name: str, output: Path | None, proto: str, ch
               help="The range of message sizes (NCCL's nBytes; schedc's V), e.g. 8B:16GB.")
 @click.option("--output", "-o", type=OutputPath(),
               help="Write the tuner table (CSV) here, atomically.")
-@click.option("--channels", type=click.IntRange(min=-1), default=-1, show_default=True,
-              help="The channels column (-1: NCCL's default).")
+@click.option("--channels", type=click.IntRange(min=-1), default=0, show_default=True,
+              help="The channels column: 0 keeps NCCL's own count; -1 keeps the example "
+                   "plugin's default, which is 1 channel.")
 @click.option("--nodes", metavar="N,N,...",
               help="A table for each of these values of the file's structural param (the "
                    "host count: `param hosts = 2`), each compiled at that size.")
 @click.option("--nodes-param", metavar="PARAM",
               help="The structural param --nodes sets (default: the file's only one).")
+@click.option("--against-nccl", is_flag=True,
+              help="Rows only where schedc's model says another NCCL pair beats NCCL's own "
+                   "pick (`schedc nccl`) by more than --margin.")
+@click.option("--margin", default="5%", show_default=True, metavar="P%",
+              help="With --against-nccl: how much faster a row's schedule must be.")
 @json_option(schema.TUNE)
 @timeout_option
 @no_verify_option
 def tune(session, collective: str, sizes: str, output: Path | None, channels: int,
-         nodes: str | None, nodes_param: str | None, as_json: bool, timeout: float,
-         no_verify: bool) -> int:
+         nodes: str | None, nodes_param: str | None, against_nccl: bool, margin: str,
+         as_json: bool, timeout: float, no_verify: bool) -> int:
     """The fastest schedule of FILE per size range, from exact crossovers, as a table for
     NCCL's example tuner plugin (nccl_tuner.conf). A schedule stands for an NCCL algorithm
-    and protocol with `schedule NAME as ring/simple = ...`; the others are listed, not written."""
+    and protocol with `schedule NAME as ring/simple = ...`; every size range gets the fastest
+    of those, and pairs NCCL would ignore are refused at their label."""
     from ..api import tune as tuned
-    from ..export.tuner import tune_json, tune_table, tune_text, tuner_csv
+    from ..export.tuner import (
+        against_csv,
+        against_text,
+        parse_margin,
+        tune_json,
+        tune_table,
+        tune_text,
+        tuner_csv,
+    )
     from ..render.files import write_atomically
     tuning = tuned(session, collective, sizes, nodes=nodes, nodes_param=nodes_param,
                    timeout=timeout, verify=not no_verify)
     found, source, per_nodes = tuning.tables, tuning.source, tuning.per_nodes
+    if against_nccl:
+        from ..api.nccl import against_nccl as against
+        share = parse_margin(margin)
+        if per_nodes is not None:
+            from ..errors import UsageError
+            raise UsageError("--against-nccl compares on the file's own machine: drop --nodes")
+        (t,) = found
+        rows, notes = against(session, t, collective, share, verify=not no_verify)
+        if output is not None:
+            write_atomically(output, against_csv(rows, collective, channels, t.nodes, t.ranks,
+                                                 source, margin))
+        click.echo(against_text(rows, notes, collective, margin), nl=False)
+        return EXIT_OK
     if output is not None:
         write_atomically(output, "".join(
-            tuner_csv(envelope, collective, nccl, channels, n, ranks, source, header=k == 0)
-            for k, (envelope, nccl, _, n, ranks) in enumerate(found)))
+            tuner_csv(t.labelled or t.envelope, collective, t.nccl, channels, t.nodes, t.ranks, source,
+                      header=k == 0) for k, t in enumerate(found)))
     if as_json:
-        click.echo(tune_json([tune_table(envelope, collective, nccl, names, channels, n, ranks)
-                              for envelope, nccl, names, n, ranks in found], source, per_nodes),
-                   nl=False)
+        click.echo(tune_json([tune_table(t.envelope, collective, t.nccl, t.names, channels,
+                                         t.nodes, t.ranks, t.labelled)
+                              for t in found], source, per_nodes), nl=False)
     else:
-        click.echo("\n".join(tune_text(envelope, collective, nccl, names, n, ranks)
-                             for envelope, nccl, names, n, ranks in found), nl=False)
+        click.echo("\n".join(tune_text(t.envelope, collective, t.nccl, t.names, t.nodes, t.ranks,
+                                       t.labelled) for t in found), nl=False)
     return EXIT_OK
 
 

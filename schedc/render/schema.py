@@ -17,3 +17,4 @@ SCALE = "schedc.scale/2"  # /2: status, valid_to, checked_at; --at method
 ASTRA = "schedc.astra/1"  # export astra
 MACHINE = "schedc.machine/1"  # machine show
 WHATIF = "schedc.whatif/1"
+NCCL = "schedc.nccl/1"  # NCCL's own tuning model: inputs, table, choices

@@ -1,0 +1,44 @@
+"""`schedc nccl`: NCCL's own tuning model on the file's machine (its inputs, its table, its
+choice for every size) and, with --explain, why at one size."""
+
+from __future__ import annotations
+
+import click
+
+from ..render import schema
+from .options import EXIT_OK, compiling, json_option, no_verify_option
+
+
+@click.command()
+@compiling
+@click.option("--collective", metavar="C",
+              help="One of NCCL's functions: allreduce, allgather, reduce_scatter, broadcast, "
+                   "reduce (default: all).")
+@click.option("--nodes", type=int, metavar="N",
+              help="nNodes: as if the machine had N such hosts (default: its own).")
+@click.option("--sm", type=int, metavar="SM",
+              help="The GPUs' compute capability, like 90 for SM 9.0 (default 90).")
+@click.option("--channels", type=int, metavar="K",
+              help="nChannels of the ring and tree graphs (NCCL's limit: 64).")
+@click.option("--input", "inputs", multiple=True, metavar="NAME=VALUE",
+              help="Override any input by NCCL's name, e.g. ring.bwIntra=20 (repeatable).")
+@click.option("--explain", metavar="V=SIZE",
+              help="Each candidate's terms at this size, next to schedc's own time.")
+@click.option("--max-bytes", type=int, default=16 * 2**30, show_default=True,
+              help="The choice bands cover 1 byte to this.")
+@json_option(schema.NCCL)
+@no_verify_option
+def nccl(session, collective: str | None, nodes: int | None, sm: int | None,
+         channels: int | None, inputs: tuple[str, ...], explain: str | None, max_bytes: int,
+         as_json: bool, no_verify: bool) -> int:
+    """NCCL's choice of algorithm and protocol on FILE's machine, by NCCL's own model."""
+    from ..api import nccl_model as model_of
+    from ..render.nccl import nccl_json, nccl_text
+    model = model_of(session, collective=collective, nodes=nodes, sm=sm, channels=channels,
+                     inputs=inputs, explain=explain, max_bytes=max_bytes,
+                     verify=not no_verify)
+    click.echo(nccl_json(model) if as_json else nccl_text(model), nl=False)
+    return EXIT_OK
+
+
+COMMANDS = (nccl,)

@@ -1,0 +1,82 @@
+"""Overriding NCCL's inputs (`--input NAME=VALUE`, `--channels`, `--sm`), refusing values
+NCCL would never produce, with NCCL's own limit."""
+
+from __future__ import annotations
+
+from ..errors import UsageError, did_you_mean
+from . import constants as K
+from .comm import GRAPHS, Comm
+
+# Compute capabilities of the GPUs NCCL runs on (CUDA's list), each read by tuning.cc's
+# compCapIndex (:263-266).
+KNOWN_SMS = (60, 61, 62, 70, 72, 75, 80, 86, 87, 89, 90, 100, 101, 103, 110, 120, 121)
+NAMES = {"cpuArch": ("x86", "POWER", "ARM"), "cpuVendor": ("INTEL", "AMD", "ZHAOXIN", "MIXED"),
+         "netDeviceType": ("HOST", "UNPACK")}
+FLOATS = ("bwIntra", "bwInter", "latencyInter")
+
+
+def check_sm(sm: int, what: str = "--sm") -> int:
+    if sm not in KNOWN_SMS:
+        raise UsageError(f"{what} {sm}: not a compute capability NCCL runs on (known: "
+                         f"{', '.join(map(str, KNOWN_SMS))}; SM 9.0 is 90)")
+    return sm
+
+
+def override(comm: Comm, assignments: tuple[str, ...], channels: int | None) -> Comm:
+    for text in assignments:
+        name, sep, raw = text.partition("=")
+        name, raw = name.strip(), raw.strip()
+        if not sep or not raw:
+            raise UsageError(f"--input expects NAME=VALUE (like ring.bwIntra=20), got {text!r}")
+        if name not in comm.values:
+            raise UsageError(f"--input {name}: not an input of NCCL's tuning model"
+                             + did_you_mean(name, comm.names(), "inputs"))
+        comm = comm.with_value(name, _parse(name, raw), f"--input {text}")
+        if name == "nNodes" or name == "localRanks":
+            comm = comm.with_value("nRanks", comm["nNodes"] * comm["localRanks"],
+                                   "nNodes × localRanks")
+    if channels is not None:
+        for g in ("ring", "tree"):
+            comm = comm.with_value(f"{g}.nChannels", channels, "--channels")
+        comm = comm.with_value("nChannels", channels, "--channels")
+    _check(comm)
+    return comm
+
+
+def _parse(name: str, raw: str) -> object:
+    field = name.rpartition(".")[2]
+    if field in ("typeIntra", "typeInter"):
+        if raw.upper() not in K.PATH_TYPES:
+            raise UsageError(f"--input {name}={raw}: a path type is one of "
+                             f"{', '.join(K.PATH_TYPES)} (src/include/graph.h:117-147)")
+        return raw.upper()
+    if field in NAMES:
+        if raw.upper() not in [n.upper() for n in NAMES[field]]:
+            raise UsageError(f"--input {name}={raw}: one of {', '.join(NAMES[field])}")
+        return next(n for n in NAMES[field] if n.upper() == raw.upper())
+    try:
+        value: float = float(raw) if field in FLOATS else int(raw)
+    except ValueError:
+        kind = "a number (GB/s or µs)" if field in FLOATS else "a whole number"
+        raise UsageError(f"--input {name}={raw}: expects {kind}") from None
+    if value < 0:
+        raise UsageError(f"--input {name}={raw}: cannot be negative")
+    return value
+
+
+def _check(comm: Comm) -> None:
+    for name in ("nNodes", "localRanks"):
+        if comm[name] < 1:
+            raise UsageError(f"{name} must be at least 1")
+    if comm["nRanks"] != comm["nNodes"] * comm["localRanks"]:
+        raise UsageError(f"nRanks {comm['nRanks']} ≠ nNodes × localRanks = "
+                         f"{comm['nNodes'] * comm['localRanks']}: NCCL's model has the same "
+                         "GPUs on every node")
+    check_sm(comm["minCompCap"], "minCompCap")
+    check_sm(comm["maxCompCap"], "maxCompCap")
+    for name in ("nChannels", *(f"{g}.nChannels" for g in GRAPHS), "nvlsChannels"):
+        if comm[name] > K.MAXCHANNELS:
+            raise UsageError(f"{name} = {comm[name]}: NCCL never uses more than MAXCHANNELS = "
+                             f"{K.MAXCHANNELS} channels (src/include/device.h:91)")
+    if comm["nChannels"] < 1:
+        raise UsageError("nChannels must be at least 1 (NCCL's rings need a channel)")
