@@ -1,0 +1,225 @@
+"""NCCL's algorithms (schedules/lib/nccl.sched): every one verifies, on even and odd host
+counts, and their time formulas equal closed forms derived by hand here, round by round.
+Routing inside a host prefers NVLink (docs/routing.md): the double binary tree on the
+machine where two GPUs share a NIC behind a PCIe switch, under both rules."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+import sympy
+from conftest import SCHEDULES, flat_machine, timings, write
+
+import schedc
+
+LIB = SCHEDULES / "lib" / "nccl.sched"
+STUDY = SCHEDULES / "algorithms" / "shared_nic_2x8.sched"
+MiB = 2**20
+
+
+def _symbols(program):
+    return {name: param.symbol for name, param in program.params.items()}
+
+
+def _formulas(tmp_path, machine: str, body: str, *sets: str):
+    path = write(tmp_path, "case.sched", f'{machine}\nimport "{LIB}"\n{body}')
+    program, times = timings(path, *sets)
+    return _symbols(program), {name: t.cost.formula for name, t in times.items()}
+
+
+def _same(a, b) -> bool:
+    return sympy.simplify(a - b) == 0
+
+
+# ---- every algorithm verifies
+
+def _hosts_machine(hosts: int, gpus: int) -> str:
+    """hosts × gpus: NVLink to an NVSwitch that reduces, a NIC per GPU on its rail (the rails
+    reduce too: SHARP), the rails joined by a spine."""
+    return f"""param alpha = 1 us
+param B_L = 450 GB/s
+param B_N = 50 GB/s
+topology {{
+  host node[{hosts}] {{
+    gpu g[{gpus}]
+    switch nvs reduces
+    link g[i] <-> nvs bw B_L class nvlink for i in 0..{gpus - 1}
+  }}
+  switch rail[{gpus}] reduces
+  switch spine
+  link node[h].g[i] <-> rail[i] bw B_N class nic for h in 0..{hosts - 1} for i in 0..{gpus - 1}
+  link rail[i] <-> spine for i in 0..{gpus - 1}
+}}
+let ranks = [node[h].g[i] for h in 0..{hosts - 1} for i in 0..{gpus - 1}]
+let G = [node[h].g for h in 0..{hosts - 1}]
+let heads = [node[h].g[0] for h in 0..{hosts - 1}]
+"""
+
+
+def _every_algorithm(hosts: int, gpus: int) -> str:
+    last = hosts - 1
+    return f"""allreduce V over ranks
+schedule ring = nccl_ring_allreduce([ranks, [ranks[{hosts * gpus - 1} - i] for i in 0..{hosts * gpus - 1}]], 2)
+schedule tree = nccl_tree_allreduce([G, [[node[h].g[(i + 1) % {gpus}] for i in 0..{gpus - 1}] for h in 0..{last}]], 3)
+schedule nvls_tree = nccl_nvls_tree_allreduce(G, [node[h].nvs for h in 0..{last}], 3)
+schedule collnet_direct = nccl_collnet_direct_allreduce(G, rail, 3)
+schedule collnet_chain = nccl_collnet_chain_allreduce(G, rail[0], 3)
+allgather V over ranks
+schedule ring_ag = nccl_ring_allgather([ranks, ranks], 2)
+reduce_scatter V over ranks
+schedule ring_rs = nccl_ring_reduce_scatter([ranks, ranks], 2)
+allgather V over heads
+schedule pat_ag = nccl_pat_allgather(heads)
+reduce_scatter V over heads
+schedule pat_rs = nccl_pat_reduce_scatter(heads)
+let one = node[0].g
+allreduce V over one
+schedule nvls = nccl_nvls_allreduce(one, node[0].nvs, 3)
+"""
+
+
+def test_the_suite_covers_every_nccl_schedule():
+    defined = set(re.findall(r"^schedule (\w+)\(", LIB.read_text(), re.M))
+    called = set(re.findall(r"= (nccl_\w+)\(", _every_algorithm(2, 2)))
+    assert defined == called
+
+
+@pytest.mark.parametrize(("hosts", "gpus"), [(1, 4), (2, 4), (3, 2), (5, 2), (6, 1), (7, 3)])
+def test_every_nccl_algorithm_verifies(tmp_path, hosts, gpus):
+    text = _hosts_machine(hosts, gpus) + f'import "{LIB}"\nparam V = 64 MiB\n' + _every_algorithm(hosts, gpus)
+    verdicts = schedc.verify(schedc.load(write(tmp_path, "suite.sched", text)))
+    assert len(verdicts) == 10
+    assert [v.name for v in verdicts if not v.ok] == []
+
+
+def test_a_broken_tree_is_caught(tmp_path):
+    """The verifier is not vacuous here: a tree over chains of two of each host's three GPUs
+    leaves the third without the sum."""
+    text = _hosts_machine(2, 3) + f'import "{LIB}"\nparam V = 64 MiB\n' + """allreduce V over ranks
+schedule short = nccl_tree_allreduce([[[node[h].g[i] for i in 0..1] for h in 0..1]], 2)
+"""
+    verdict, = schedc.verify(schedc.load(write(tmp_path, "short.sched", text)))
+    assert not verdict.ok  # node[h].g[2] are in the collective but not in the tree
+
+
+# ---- formulas, derived by hand on the textbook machine (one port of bandwidth B per rank)
+
+@pytest.mark.parametrize(("n", "rings", "loops"), [(8, 1, 1), (8, 2, 3), (5, 3, 2)])
+def test_ring_with_channels_and_loops(tmp_path, n, rings, loops):
+    """Each of the 2(n-1)·loops steps, every rank sends one chunk per channel, V/(rings·loops·n)
+    each, so V/(loops·n) through its port: T = 2(n-1)·loops·α + 2(n-1)·V/(n·B)."""
+    ring_list = ", ".join(["ranks"] * rings)
+    body = f"""allreduce V over ranks
+schedule ar = nccl_ring_allreduce([{ring_list}], {loops})
+allgather V over ranks
+schedule ag = nccl_ring_allgather([{ring_list}], {loops})
+reduce_scatter V over ranks
+schedule rs = nccl_ring_reduce_scatter([{ring_list}], {loops})
+"""
+    s, f = _formulas(tmp_path, flat_machine(n), body)
+    alpha, V, B = s["alpha"], s["V"], s["B"]
+    assert _same(f["ar"], 2 * (n - 1) * loops * alpha + 2 * (n - 1) * V / (n * B))
+    assert _same(f["ag"], (n - 1) * loops * alpha + (n - 1) * V / (n * B))
+    assert _same(f["rs"], (n - 1) * loops * alpha + (n - 1) * V / (n * B))
+
+
+def test_pat_steps(tmp_path):
+    """n = 8: step s sends 2^s pieces of V/8 (offsets o < 8 - dist): 3α + 7V/(8B). n = 6
+    (ranks 0-5 of 8): distances 4, 2, 1; pieces with o + dist < 6: {0}, {0} (4 + 2 = 6 is
+    out), {0, 2, 4}: 3α + 5V/(6B). Reduce-scatter runs the same trees backwards."""
+    body = """allgather V over ranks
+schedule ag8 = nccl_pat_allgather(ranks)
+reduce_scatter V over ranks
+schedule rs8 = nccl_pat_reduce_scatter(ranks)
+let six = [ranks[i] for i in 0..5]
+allgather V over six
+schedule ag6 = nccl_pat_allgather(six)
+reduce_scatter V over six
+schedule rs6 = nccl_pat_reduce_scatter(six)
+"""
+    s, f = _formulas(tmp_path, flat_machine(8), body)
+    alpha, V, B = s["alpha"], s["V"], s["B"]
+    assert _same(f["ag8"], 3 * alpha + 7 * V / (8 * B))
+    assert _same(f["rs8"], 3 * alpha + 7 * V / (8 * B))
+    assert _same(f["ag6"], 3 * alpha + 5 * V / (6 * B))
+    assert _same(f["rs6"], 3 * alpha + 5 * V / (6 * B))
+
+
+def test_tree_on_one_host_is_a_pipelined_chain(tmp_path):
+    """One host, chain g0 - g1 - g2, c = 4 chunks, both trees on the chain (V/8 a chunk each,
+    V/4 a round per link direction). Link g2 -> g1 (level 0) goes up in round x, down in x + 3;
+    g1 -> g0 (level 1) up in x + 1, down in x + 2. g1's port is the busiest: out it carries
+    up-chunks in rounds 1..4 and down-chunks in 3..6, in it receives in 0..3 and 2..5. Rounds
+    0..6: two chunks in rounds 2..4, one in 0, 1, 5, 6: 7α + (3·2 + 4)·V/(4B) = 7α + 5V/(2B)."""
+    body = """let chain = [ranks[i] for i in 0..2]
+allreduce V over chain
+schedule tree = nccl_tree_allreduce([[chain]], 4)
+"""
+    s, f = _formulas(tmp_path, flat_machine(4), body)
+    assert _same(f["tree"], 7 * s["alpha"] + 5 * s["V"] / (2 * s["B"]))
+
+
+def _reducing_flat(n: int) -> str:
+    return flat_machine(n).replace("switch sw", "switch sw reduces")
+
+
+def test_nvls_and_collnet_chain(tmp_path):
+    """NVLS, c = 4: each rank reduces V/4 into the switch and receives V/4 back per round,
+    5 rounds of which the first and last move one chunk: 5α + 5V/(4B).
+    CollNet chain, two hosts [g0, g1] and [g2, g3], c = 4: g0's port (head) sends up to X in
+    stage 1 and down in stage 3, receives in stages 0 and 2; rounds 0..6, two chunks in
+    rounds 2..4, one in 0, 1, 5, 6: 7α + 10V/(4B)."""
+    body = """let four = [ranks[i] for i in 0..3]
+allreduce V over four
+schedule nvls = nccl_nvls_allreduce(four, sw, 4)
+schedule chain = nccl_collnet_chain_allreduce([[g[0], g[1]], [g[2], g[3]]], sw, 4)
+"""
+    s, f = _formulas(tmp_path, _reducing_flat(4), body)
+    alpha, V, B = s["alpha"], s["V"], s["B"]
+    assert _same(f["nvls"], 5 * alpha + 5 * V / (4 * B))
+    assert _same(f["chain"], 7 * alpha + 10 * V / (4 * B))
+
+
+# ---- routing inside a host prefers NVLink: the double binary tree on a shared NIC
+
+def _tree_by_hand(alpha, V, B_L, B_N, rule: str):
+    """The tree of shared_nic_2x8.sched (one channel, c = 1): 30 rounds of V/2 per tree. In 28
+    of them each host sends V/2 from chain GPU i to i-1 (or back down); 16 of those join two
+    GPUs of one PCIe switch (pairs (1,0), (3,2), (5,4), (7,6), four times each: up on the
+    child host, up on the root host, down on each). Preferring NVLink, all of it crosses the
+    NVSwitch; under equal-cost multipath half goes through the bandwidth-less PCIe switch,
+    so those rounds take V/(4·B_L). The two other rounds move V/2 each way over NIC 0."""
+    pcie_pair = 16 * (V / (2 * B_L) if rule == "nvlink" else V / (4 * B_L))
+    return 30 * alpha + pcie_pair + 12 * V / (2 * B_L) + 2 * V / (2 * B_N)
+
+
+def test_the_tree_on_a_shared_nic_under_both_rules(tmp_path):
+    program, preferred = timings(STUDY, names=["tree"])
+    split = write(tmp_path, "split.sched", f"""import "{SCHEDULES}/machines/shared_nic_2x8.sched"
+import "{LIB}"
+topology {{ routing prefer none }}
+param V = 192 MiB
+allreduce V over ranks
+schedule tree = nccl_tree_allreduce([hosts], 1)
+""")
+    _, ecmp = timings(split, names=["tree"])
+    s = _symbols(program)
+    args = (s["alpha"], s["V"], s["B_L"], s["B_N"])
+    assert _same(preferred["tree"].cost.formula, _tree_by_hand(*args, "nvlink"))
+    assert _same(ecmp["tree"].cost.formula, _tree_by_hand(*args, "ecmp"))
+    # The figures at the machine's values, by hand: α = 0.83 µs, V = 192 MiB, 450 GB/s, 50 GB/s.
+    nominal = {s["alpha"]: sympy.Rational(83, 10**8), s["V"]: 192 * MiB,
+               s["B_L"]: 450 * 10**9, s["B_N"]: 50 * 10**9}
+    assert float(_tree_by_hand(*args, "nvlink").xreplace(nominal)) == pytest.approx(10.3149e-3, rel=1e-4)
+    assert float(_tree_by_hand(*args, "ecmp").xreplace(nominal)) == pytest.approx(8.5254e-3, rel=1e-4)
+    assert float(preferred["tree"].time) == pytest.approx(10.3149e-3, rel=1e-4)
+    assert float(ecmp["tree"].time) == pytest.approx(8.5254e-3, rel=1e-4)
+
+
+def test_the_study_labels_every_schedule_with_an_nccl_algorithm():
+    labels = re.findall(r"^schedule \w+ as (\w+)/(\w+)", STUDY.read_text(), re.M)
+    assert {a for a, _ in labels} == {"ring", "tree", "nvls_tree", "collnet_direct", "collnet_chain"}
+    assert {p for _, p in labels} == {"simple"}
+    verdicts = schedc.verify(schedc.load(STUDY))
+    assert [v.name for v in verdicts if not v.ok] == []
