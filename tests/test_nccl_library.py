@@ -223,3 +223,28 @@ def test_the_study_labels_every_schedule_with_an_nccl_algorithm():
     assert {p for _, p in labels} == {"simple"}
     verdicts = schedc.verify(schedc.load(STUDY))
     assert [v.name for v in verdicts if not v.ok] == []
+
+
+# ---- the language: a conditional in lanes evaluates each branch on its own lanes
+
+def test_a_conditional_in_lanes_evaluates_only_the_branch_taken(tmp_path):
+    """The tree needs `L if m == 0 else log2(m & -m)` and `G[h][i - 1] if i > 0 else ...`
+    inside rounds: before, both branches were evaluated on every lane (log2(0), index -1)."""
+    body = """allreduce V over ranks
+schedule x {
+  for s in 0..0 round {
+    for j in 0..7 {
+      let level = 9 if j == 0 else log2(j & -j)
+      let dst = ranks[j - 1] if j > 0 else ranks[7]
+      if level == 1: copy all from ranks[j] to dst
+    }
+  }
+}
+"""
+    s, f = _formulas(tmp_path, flat_machine(8), body)
+    # level 1 for j = 2, 6 (lowest set bit 2): two copies, to ranks 1 and 5, one port each.
+    assert _same(f["x"], s["alpha"] + s["V"] / s["B"])
+    program, times = timings(write(tmp_path, "lanes.sched", flat_machine(8) + body))
+    transfers = [(t.src, t.dst) for r in times["x"].schedule.rounds for t in r.transfers()]
+    names = {d.id: d.name for d in program.topology.devices}
+    assert sorted((names[a], names[b]) for a, b in transfers) == [("g[2]", "g[1]"), ("g[6]", "g[5]")]
