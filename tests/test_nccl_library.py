@@ -6,6 +6,9 @@ machine where two GPUs share a NIC behind a PCIe switch, under both rules."""
 from __future__ import annotations
 
 import re
+import shutil
+import subprocess
+from pathlib import Path
 
 import pytest
 import sympy
@@ -248,3 +251,100 @@ schedule x {
     transfers = [(t.src, t.dst) for r in times["x"].schedule.rounds for t in r.transfers()]
     names = {d.id: d.name for d in program.topology.devices}
     assert sorted((names[a], names[b]) for a, b in transfers) == [("g[2]", "g[1]"), ("g[6]", "g[5]")]
+
+
+# ---- PAT against NCCL's own PatAGAlgorithm / PatRSAlgorithm
+
+NCCL = Path("/work/.mirror/NVIDIA+nccl/repo")  # the fetched mirror (skipped without it)
+NCCL_COMMIT = "5067397c2676d5aed50042fc39e5c8ee96eb0027"
+HARNESS = r"""
+// Runs NCCL's host-callable PAT classes (src/include/collectives.h) for every rank and prints
+// each op that is not skipped: sendDim, recvDim and the rank whose data it moves.
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#define __device__
+#define __host__
+#define COMPILER_FFS(x) __builtin_ffs(x)
+#define COMPILER_POPCOUNT32(x) __builtin_popcount(x)
+static constexpr int PatUsed = 0x1, PatSkipped = 0x2;
+template <typename Int> static int log2Up(Int x) { int n = 0; while ((Int(1) << n) < x) n++; return n; }
+#include "pat.h"
+int main(int argc, char** argv) {
+  int nranks = atoi(argv[1]), rs = argv[2][0] == 'r';
+  size_t count = 1 << 20;  // floats per rank, one chunk: NCCL_STEPS = 8 sets the aggregation
+  for (int rank = 0; rank < nranks; rank++) {
+    ncclPatStep ps;
+    int n = 0;
+    PatAGAlgorithm<float> ag(count * 4, 8, 16, 0, count, count, count, rank, nranks);
+    PatRSAlgorithm<float> rsa(count * 4, 8, 16, 0, count, count, count, rank, nranks);
+    do {
+      if (rs) rsa.getNextOp(&ps); else ag.getNextOp(&ps);
+      if (!(ps.flags & PatSkipped))
+        printf("%d %d %d %zu\n", rank, ps.sendDim, ps.recvDim, (rs ? ps.inpIx : ps.outIx) / count);
+    } while (ps.last != 2 && ++n < 100000);
+  }
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def nccl_pat(tmp_path_factory):
+    """A program running NCCL's PAT classes, compiled from the mirror's collectives.h."""
+    if not NCCL.is_dir() or shutil.which("g++") is None:
+        pytest.skip("needs the NVIDIA/nccl mirror and g++")
+    header = subprocess.run(["git", "-C", str(NCCL), "show", f"{NCCL_COMMIT}:src/include/collectives.h"],
+                            capture_output=True, text=True, check=True).stdout
+    start = header.index("struct ncclPatStep {")
+    end = header.index("\n};", header.index("class PatAGAlgorithm")) + 3
+    folder = tmp_path_factory.mktemp("pat")
+    (folder / "pat.h").write_text(header[start:end] + "\n")
+    (folder / "harness.cc").write_text(HARNESS)
+    subprocess.run(["g++", "-O1", "-std=c++17", "-o", str(folder / "harness"), str(folder / "harness.cc")],
+                   check=True, capture_output=True)
+    return folder / "harness"
+
+
+def _nccl_sends(harness, n: int, kind: str) -> set[tuple[int, int, int]]:
+    """(rank, dimension, offset of the data's rank from the sender, mod n) of every send."""
+    out = subprocess.run([str(harness), str(n), kind], capture_output=True, text=True, check=True).stdout
+    sends = set()
+    for line in out.splitlines():
+        rank, send_dim, _, data = (int(x) for x in line.split())
+        if send_dim >= 0:
+            sends.add((rank, send_dim, (data - rank) % n))
+    return sends
+
+
+def _schedc_sends(tmp_path, n: int, kind: str) -> set[tuple[int, int, int]]:
+    """The same of schedc's PAT. NCCL's all-gather sends over dimension d to rank - 2^d and
+    its reduce-scatter to rank + 2^d (src/device/prims_simple.h: `int sendPeer = mode ==
+    primsModePatAg ? (rank - delta + nranks) % nranks : (rank + delta) % nranks;`)."""
+    collective = "allgather" if kind == "ag" else "reduce_scatter"
+    call = "nccl_pat_allgather" if kind == "ag" else "nccl_pat_reduce_scatter"
+    body = f"{collective} V over ranks\nschedule pat = {call}(ranks)\n"
+    path = write(tmp_path, f"pat_{n}_{kind}.sched", flat_machine(n) + f'import "{LIB}"\n' + body)
+    program, times = timings(path)
+    index = {d.id: int(d.name[2:-1]) for d in program.topology.devices if d.kind == "gpu"}
+    sends = set()
+    for r in times["pat"].schedule.rounds:
+        for t in r.transfers():
+            src, dst = index[t.src], index[t.dst]
+            piece = int(t.region[0] * n)
+            dist = (src - dst) % n if kind == "ag" else (dst - src) % n
+            assert dist & (dist - 1) == 0  # a power of two: one dimension
+            sends.add((src, dist.bit_length() - 1, (piece - src) % n))
+    return sends
+
+
+@pytest.mark.parametrize("kind", ["ag", "rs"])
+@pytest.mark.parametrize("n", [2, 3, 5, 6, 8, 12, 16, 17, 32])
+def test_pat_sends_what_nccls_pat_sends(nccl_pat, tmp_path, n, kind):
+    """Every rank sends, over every dimension 2^d, the same pieces (as offsets from itself)
+    as NCCL's PatAGAlgorithm / PatRSAlgorithm, run from NCCL's source: the binomial trees
+    rooted at every rank. (NCCL orders and groups them by its aggregation; schedc's rounds
+    send each dimension's pieces together.)"""
+    nccl = _nccl_sends(nccl_pat, n, "r" if kind == "rs" else "a")
+    assert nccl  # the harness ran NCCL's code
+    assert _schedc_sends(tmp_path, n, kind) == nccl
