@@ -348,3 +348,65 @@ def test_pat_sends_what_nccls_pat_sends(nccl_pat, tmp_path, n, kind):
     nccl = _nccl_sends(nccl_pat, n, "r" if kind == "rs" else "a")
     assert nccl  # the harness ran NCCL's code
     assert _schedc_sends(tmp_path, n, kind) == nccl
+
+
+# ---- the double binary tree against NCCL's own ncclGetDtree
+
+TREES = r"""
+// Prints NCCL's double binary tree (src/graph/trees.cc) for every rank:
+// rank, parent in tree 0, child type in tree 0, parent in tree 1, child type in tree 1.
+#include <cstdio>
+#include <cstdlib>
+typedef enum { ncclSuccess = 0 } ncclResult_t;
+#include "trees.inc"
+int main(int argc, char** argv) {
+  int n = atoi(argv[1]);
+  for (int r = 0; r < n; r++) {
+    int u0, a, b, t0 = 0, u1, c, d, t1 = 0;
+    ncclGetDtree(n, r, &u0, &a, &b, &t0, &u1, &c, &d, &t1);
+    printf("%d %d %d %d %d\n", r, u0, t0, u1, t1);
+  }
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def nccl_trees(tmp_path_factory):
+    if not NCCL.is_dir() or shutil.which("g++") is None:
+        pytest.skip("needs the NVIDIA/nccl mirror and g++")
+    source = subprocess.run(["git", "-C", str(NCCL), "show", f"{NCCL_COMMIT}:src/graph/trees.cc"],
+                            capture_output=True, text=True, check=True).stdout
+    folder = tmp_path_factory.mktemp("trees")
+    (folder / "trees.inc").write_text(source.replace('#include "nccl.h"', ""))
+    (folder / "trees.cc").write_text(TREES)
+    subprocess.run(["g++", "-O1", "-o", str(folder / "trees"), str(folder / "trees.cc")],
+                   check=True, capture_output=True)
+    return folder / "trees"
+
+
+@pytest.mark.parametrize("hosts", [2, 3, 4, 5, 6, 7, 8, 11, 13, 16])
+def test_the_host_trees_are_nccls(nccl_trees, tmp_path, hosts):
+    """Every host's chain head reduces into its parent host as ncclGetDtree says, in both
+    trees, at the GPU NCCL_TOPO_PATTERN_BALANCED_TREE attaches it to (connect.cc,
+    ncclTopoPreset: child 0 of a parent -> the parent's chain GPU 1, child 1 -> GPU 0)."""
+    out = subprocess.run([str(nccl_trees), str(hosts)], capture_output=True, text=True,
+                         check=True).stdout
+    expected = set()
+    for line in out.splitlines():
+        rank, up0, type0, up1, type1 = (int(x) for x in line.split())
+        for tree, up, kind in ((0, up0, type0), (1, up1, type1)):
+            if up >= 0:
+                expected.add((tree, rank, up, 1 if kind == 0 else 0))
+    text = _hosts_machine(hosts, 2) + f'import "{LIB}"\nparam V = 64 MiB\n' + \
+        "allreduce V over ranks\nschedule tree = nccl_tree_allreduce([G], 2)\n"
+    program, times = timings(write(tmp_path, "tree.sched", text))
+    host_of = {d.id: d.host for d in program.topology.devices}
+    gpu_of = {d.id: int(d.name.rsplit("[", 1)[1][:-1]) for d in program.topology.devices
+              if d.kind == "gpu"}
+    found = set()
+    for r in times["tree"].schedule.rounds:
+        for t in r.transfers():
+            if t.op == "reduce" and host_of[t.src] != host_of[t.dst]:
+                assert gpu_of[t.src] == 0  # the chain's head talks to the parent host
+                found.add((int(t.region[0] * 2), host_of[t.src], host_of[t.dst], gpu_of[t.dst]))
+    assert found == expected
