@@ -220,12 +220,24 @@ schedule tree = nccl_tree_allreduce([hosts], 1)
     assert float(ecmp["tree"].time) == pytest.approx(8.5254e-3, rel=1e-4)
 
 
-def test_the_study_labels_every_schedule_with_an_nccl_algorithm():
-    labels = re.findall(r"^schedule \w+ as (\w+)/(\w+)", STUDY.read_text(), re.M)
-    assert {a for a, _ in labels} == {"ring", "tree", "nvls_tree", "collnet_direct", "collnet_chain"}
+STUDIES = [STUDY, SCHEDULES / "algorithms" / "nccl_one_host.sched",
+           SCHEDULES / "algorithms" / "nccl_pat_4.sched"]
+
+
+def test_the_studies_label_every_nccl_algorithm():
+    """Every result schedule of the three studies stands for an NCCL algorithm (simple
+    protocol), together all seven of NCCL's names, and all of them verify."""
+    labels = []
+    for study in STUDIES:
+        text = study.read_text()
+        assert len(re.findall(r"^schedule \w+ ", text, re.M)) == len(
+            re.findall(r"^schedule \w+ as \w+/\w+ =", text, re.M))
+        labels += re.findall(r"^schedule \w+ as (\w+)/(\w+)", text, re.M)
+        verdicts = schedc.verify(schedc.load(study))
+        assert verdicts and [v.name for v in verdicts if not v.ok] == []
+    assert {a for a, _ in labels} == {"ring", "tree", "nvls", "nvls_tree", "collnet_direct",
+                                      "collnet_chain", "pat"}
     assert {p for _, p in labels} == {"simple"}
-    verdicts = schedc.verify(schedc.load(STUDY))
-    assert [v.name for v in verdicts if not v.ok] == []
 
 
 # ---- the language: a conditional in lanes evaluates each branch on its own lanes
