@@ -163,6 +163,33 @@ schedule tree = nccl_tree_allreduce([[chain]], 4)
     assert _same(f["tree"], 7 * s["alpha"] + 5 * s["V"] / (2 * s["B"]))
 
 
+def test_tree_across_two_hosts(tmp_path):
+    """One GPU per host (k = 1), two hosts, c = 4, pieces of V/8. Tree 0 has host 0 as its root,
+    tree 1 host 1: each round g1 sends chunk s up tree 0 and chunk s-1 down tree 1, and g0
+    the mirror image; rounds 1..3 move two pieces per port, rounds 0 and 4 one:
+    5α + (3·2 + 2)·V/(8B) = 5α + V/B."""
+    body = """let two = [ranks[0], ranks[1]]
+allreduce V over two
+schedule tree = nccl_tree_allreduce([[[g[0]], [g[1]]]], 4)
+"""
+    s, f = _formulas(tmp_path, flat_machine(2), body)
+    assert _same(f["tree"], 5 * s["alpha"] + s["V"] / s["B"])
+
+
+def test_tree_across_three_hosts(tmp_path):
+    """Three hosts of one GPU, c = 4, pieces of V/8. ncclGetBtree(3): tree 0 is 1 -> 2 -> 0;
+    shifted by one, tree 1 is 2 -> 0 -> 1. Levels 0 and 1 below the root (level 2), so an
+    edge at level λ goes up in round x + λ and down in x + 3 - λ. Per port, the offsets of
+    its sends: g0 out {1, 2, 3}, g0 in {0, 1, 2}, g2 out {0, 1, 3}, g2 in {0, 2, 3}, g1 fewer.
+    Rounds 0..6 move 1, 2, 3, 3, 3, 2, 1 pieces: 7α + 15·V/(8B)."""
+    body = """let three = [ranks[i] for i in 0..2]
+allreduce V over three
+schedule tree = nccl_tree_allreduce([[[g[0]], [g[1]], [g[2]]]], 4)
+"""
+    s, f = _formulas(tmp_path, flat_machine(3), body)
+    assert _same(f["tree"], 7 * s["alpha"] + 15 * s["V"] / (8 * s["B"]))
+
+
 def _reducing_flat(n: int) -> str:
     return flat_machine(n).replace("switch sw", "switch sw reduces")
 
@@ -182,6 +209,46 @@ schedule chain = nccl_collnet_chain_allreduce([[g[0], g[1]], [g[2], g[3]]], sw, 
     alpha, V, B = s["alpha"], s["V"], s["B"]
     assert _same(f["nvls"], 5 * alpha + 5 * V / (4 * B))
     assert _same(f["chain"], 7 * alpha + 10 * V / (4 * B))
+
+
+def test_collnet_direct(tmp_path):
+    """Two hosts [g0, g1], [g2, g3] on the reducing switch, c = 4, pieces of V/(2c). Stage 0:
+    each GPU sends its other part to that part's head (out 1, in 1); 1: heads reduce into the
+    switch (out 1); 2: the switch sends back (in 1); 3: heads broadcast (out 1, in 1). Per
+    port and round, the stages running: s = 0: 1 piece; 1, 2: 2; 3: 3; 4: 2 (stages 1-3: out
+    1 and 3, in 2 and 3); 5: 2; 6: 1. 13 pieces: 7α + 13V/(8B)."""
+    body = """let four = [ranks[i] for i in 0..3]
+allreduce V over four
+schedule direct = nccl_collnet_direct_allreduce([[g[0], g[1]], [g[2], g[3]]], [sw, sw], 4)
+"""
+    s, f = _formulas(tmp_path, _reducing_flat(4), body)
+    assert _same(f["direct"], 7 * s["alpha"] + 13 * s["V"] / (8 * s["B"]))
+
+
+def test_nvls_tree(tmp_path):
+    """Two hosts of two GPUs, each GPU a port of B to its host's reducing switch and one of B
+    to the network switch; c = 8 (in units of V/c: stage 0 out 1 to the switch, 1 in 1/2,
+    2 and 3 the host trees 1/4 each way over the network port, 4 out 1/2, 5 in 1). Rounds
+    0-3 and c+1..c+4 move 1, rounds 4..c move 3/2: 13α + (8 + 3/2·5)·V/8/B = 13α + 31V/(16B)."""
+    machine = """param alpha = 1 us
+param B = 25 GB/s
+topology {
+  host node[2] {
+    gpu g[2]
+    switch nvs reduces
+    link g[i] <-> nvs bw B class nvlink for i in 0..1
+  }
+  switch net
+  link node[h].g[i] <-> net bw B class nic for h in 0..1 for i in 0..1
+}
+let ranks = [node[h].g[i] for h in 0..1 for i in 0..1]
+param V = 64 MiB
+"""
+    body = """allreduce V over ranks
+schedule nvls_tree = nccl_nvls_tree_allreduce([node[h].g for h in 0..1], [node[h].nvs for h in 0..1], 8)
+"""
+    s, f = _formulas(tmp_path, machine, body)
+    assert _same(f["nvls_tree"], 13 * s["alpha"] + 31 * s["V"] / (16 * s["B"]))
 
 
 # ---- routing inside a host prefers NVLink: the double binary tree on a shared NIC
