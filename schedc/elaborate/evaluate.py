@@ -289,18 +289,33 @@ def _boolop(node: ast.BoolOp, env: Env) -> object:
 
 
 def _conditional(node: ast.Conditional, env: Env) -> object:
-    """`a if c else b`: only the branch taken is evaluated; in lanes, both, picked lane-wise."""
+    """`a if c else b`: only the branch taken is evaluated; in lanes, each branch on the lanes
+    that take it (so `0 if j == 0 else log2(j & -j)` never asks for log2(0)), then merged."""
     cond = as_condition(evaluate(node.cond, env), node.cond.span)
     if not isinstance(cond, np.ndarray):
         return evaluate(node.then if cond else node.orelse, env)
-    then: Any = evaluate(node.then, env)  # numbers, lane arrays or devices, told apart below
-    orelse: Any = evaluate(node.orelse, env)
+    cond = np.broadcast_to(cond, (1 if env.lanes is None else env.lanes,))
+    if cond.all():
+        return evaluate(node.then, env)
+    if not cond.any():
+        return evaluate(node.orelse, env)
+    then: Any = evaluate(node.then, filter_lanes(env, cond, node.cond.span))
+    orelse: Any = evaluate(node.orelse, filter_lanes(env, ~cond, node.cond.span))
     if all(_is_int(v) or isinstance(v, np.ndarray) and v.dtype != bool for v in (then, orelse)) \
             and max(largest_magnitude(then), largest_magnitude(orelse)) < INT64_SAFE:
-        return np.where(cond, then, orelse)
+        return _merged(cond, then, orelse)
     if isinstance(then, Devices) and isinstance(orelse, Devices) and then.rank == orelse.rank == 0:
-        return Devices(np.where(cond, then.ids, orelse.ids), True)
+        return Devices(_merged(cond, then.ids, orelse.ids), True)
     raise NeedScalar  # regions, quantities, ...: one lane at a time
+
+
+def _merged(cond: np.ndarray, then: Any, orelse: Any) -> np.ndarray:
+    """Lane-wise: `then` (a value or one per lane where cond holds) where cond holds, else
+    `orelse` (one per other lane)."""
+    out = np.empty(cond.shape, dtype=np.int64)
+    out[cond] = then
+    out[~cond] = orelse
+    return out
 
 
 def _not(node: ast.Not, env: Env) -> object:

@@ -1,10 +1,45 @@
 """`route` statements → pinned routes, checked against the machine's links once every
-topology block has declared its links (so a route may come before the links it uses)."""
+topology block has declared its links (so a route may come before the links it uses);
+`routing prefer` → the link classes routes inside a host prefer, checked the same way."""
 
 from __future__ import annotations
 
-from ..errors import ElaborationError, Span
-from ..model.topology import Device, Hop, PinnedRoute
+from ..errors import ElaborationError, Span, did_you_mean
+from ..language import syntax as ast
+from ..model.topology import Device, Hop, PinnedRoute, Resource
+
+Preference = tuple[tuple[str, ...], Span]
+
+
+def class_preference(stmt: ast.RoutingPrefer, prefix: tuple[str, ...],
+                     earlier: Preference | None) -> Preference:
+    """A `routing prefer` statement's classes: stated once for the whole machine (again
+    only with the same classes), each class once."""
+    if prefix:
+        raise ElaborationError("`routing prefer` applies to the whole machine; state it outside "
+                               "host bodies", stmt.span)
+    repeated = [c for i, c in enumerate(stmt.classes) if c in stmt.classes[:i]]
+    if repeated:
+        raise ElaborationError(f"the class '{repeated[0]}' is named twice", stmt.span)
+    if earlier is not None and earlier[0] != stmt.classes:
+        shown = ", ".join(earlier[0]) or "none"
+        raise ElaborationError(f"routing already prefers {shown} (at {earlier[1]})", stmt.span)
+    return stmt.classes, stmt.span
+
+
+def checked_preference(preference: Preference | None,
+                       resources: list[Resource]) -> tuple[str, ...] | None:
+    """The preferred classes, once every link is declared: each must be the class of a link
+    (a misspelt class would silently prefer nothing). None: the machine states none."""
+    if preference is None:
+        return None
+    classes, span = preference
+    present = sorted({r.cls for r in resources})
+    for cls in classes:
+        if cls not in present:
+            raise ElaborationError(f"no link has the class '{cls}'"
+                                   + did_you_mean(cls, present, "the machine's classes"), span)
+    return classes
 
 
 def pinned_routes(devices: list[Device], hops: list[Hop],

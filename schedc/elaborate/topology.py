@@ -17,7 +17,7 @@ import sympy
 from ..errors import ElaborationError, LimitError, Span, did_you_mean
 from ..language import syntax as ast
 from ..limits import MAX_DEVICES
-from ..model.routing import POLICIES
+from ..model.routing import DEFAULT_PREFERENCE, POLICIES
 from ..model.topology import FORWARDING_KINDS, Device, Hop, Resource, Topology
 from ..model.values import (
     Devices,
@@ -35,7 +35,7 @@ from ..model.values import (
 from ..units import BYTES, RATE, SECONDS
 from .evaluate import check_index, evaluate, lanewise
 from .lanes import Env, expand_lanes, filter_lanes, lane_array
-from .routes import pinned_routes
+from .routes import checked_preference, class_preference, pinned_routes
 
 MAX_TOPOLOGY_ITEMS = 1_000_000  # hosts, links or routes (each takes microseconds)
 
@@ -142,6 +142,7 @@ class TopologyBuilder:
         self.links = 0
         self.planned = 0  # devices of every family declared so far, in all of its hosts
         self.policy: tuple[str, Span] | None = None  # a `routing` statement's policy
+        self.preference: tuple[tuple[str, ...], Span] | None = None  # `routing prefer`
         self.pinned: list[tuple[tuple[int, ...], Span]] = []  # `route` statements' devices
         self.positive: set[tuple[sympy.Expr, bool]] = set()  # (expr, zero_ok) already checked
 
@@ -172,6 +173,8 @@ class TopologyBuilder:
                 self._link(stmt, env)
             elif isinstance(stmt, ast.RoutingPolicy):
                 self._routing(stmt, prefix)
+            elif isinstance(stmt, ast.RoutingPrefer):
+                self.preference = class_preference(stmt, prefix, self.preference)
             elif isinstance(stmt, ast.RouteDecl):
                 self._route(stmt, env)
 
@@ -383,8 +386,11 @@ class TopologyBuilder:
 
     def build(self) -> Topology:
         policy = self.policy[0] if self.policy else "ecmp"
+        preference = checked_preference(self.preference, self.resources)
+        if preference is None:
+            preference = DEFAULT_PREFERENCE
         return Topology(self.devices, self.resources, self.hops, self.host_names, policy,
-                        pinned_routes(self.devices, self.hops, self.pinned))
+                        pinned_routes(self.devices, self.hops, self.pinned), preference)
 
 
 def _count(value: object, span: Span) -> int:

@@ -250,6 +250,14 @@ class RoutingPolicy(Node):
 
 
 @dataclass(frozen=True)
+class RoutingPrefer(Node):
+    """`routing prefer nvlink, pcie`: the link classes routes inside a host prefer, best
+    first (`routing prefer none`: no preference, `classes` empty)."""
+
+    classes: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class RouteDecl(Node):
     """`route A -> B via X, Y`: the route of a pair, pinned (`<->`: both ways)."""
 

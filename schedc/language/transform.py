@@ -148,6 +148,9 @@ class _ToAst(Transformer):
     def routing_policy(self, c, span):
         return ast.RoutingPolicy(str(c[0]), span=span)
 
+    def routing_prefer(self, c, span):
+        return ast.RoutingPrefer(tuple(str(x) for x in c), span=span)
+
     def route_decl(self, c, span):
         a, direction, b, via, *clauses = c
         return ast.RouteDecl(a, b, str(direction) == "<->", via or (), tuple(clauses), span=span)

@@ -9,6 +9,12 @@ The rules, in the order they apply to a transfer from A to B:
    belongs to that host are considered, as long as one exists (NCCL never sends traffic
    between two GPUs of a host over the network when NVLink or PCIe joins them). Otherwise,
    and for every other pair, all routes are.
+   **By link class.** Among a host's routes, those whose every link is of a better class
+   come first, as NCCL ranks a path by its worst link (`src/graph/paths.cc`,
+   ncclTopoSetPaths: a path's type is the max of its links' types, and a better type wins
+   before bandwidth and hop count; PATH_NVL < PATH_PIX < PATH_PXB < PATH_PHB < PATH_SYS).
+   `class_tiers` gives the sets of classes tried in turn; the machine's `routing prefer`
+   orders them (default: nvlink, then pcie, then every other class).
 3. **Fewest links.** Among those routes, the ones with the fewest links. GPUs are endpoints:
    a route passes through one only if it is declared `forwards`.
 4. **Equal-cost multipath** (the default, `routing ecmp`). When several routes are equally
@@ -35,6 +41,31 @@ from functools import lru_cache
 from math import lcm
 
 POLICIES = ("ecmp", "first")
+# Link classes routes inside a host prefer, best first; every class not listed comes after.
+DEFAULT_PREFERENCE = ("nvlink", "pcie")
+
+
+def class_tiers(preference: tuple[str, ...], present: set[str]) -> tuple[frozenset[str] | None, ...]:
+    """The sets of link classes a route inside a host may use, tried in turn until one
+    joins the pair: the best class, then it and the next, ..., and last every class (None).
+    Classes the machine has no link of are skipped (they would repeat a tier).
+
+    >>> [sorted(t) if t else t for t in class_tiers(("nvlink", "pcie"), {"nvlink", "pcie", "nic"})]
+    [['nvlink'], ['nvlink', 'pcie'], None]
+    >>> class_tiers(("nvlink", "pcie"), {"pcie", "uplink"})
+    (frozenset({'pcie'}), None)
+    >>> class_tiers((), {"nvlink", "pcie"})
+    (None,)
+    """
+    tiers: list[frozenset[str] | None] = []
+    allowed: set[str] = set()
+    for cls in preference:
+        if cls in present and cls not in allowed:
+            allowed.add(cls)
+            if allowed != present:
+                tiers.append(frozenset(allowed))
+    tiers.append(None)
+    return tuple(tiers)
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ resources each hop crosses. A window caps the rate by Little's law: at most `win
 are in flight, each for `latency`, so the effective bandwidth is min(B, window/latency).
 
 Routing (`schedc.model.routing` has the rules): pinned routes first, then routes inside
-the host for two devices of one host, then the fewest links, and among equally short routes
+the host for two devices of one host (over the best link classes first), then the fewest links, and among equally short routes
 an even split hop by hop (ECMP), or under `routing first` the first-declared link at each
 step. Routes are computed once per (source, destination) pair and cached.
 """
@@ -26,7 +26,7 @@ import numpy as np
 import sympy
 
 from ..errors import Span, TopologyError
-from .routing import Route, pinned, shortest
+from .routing import DEFAULT_PREFERENCE, Route, class_tiers, pinned, shortest
 
 FORWARDING_KINDS = ("switch", "nic")
 
@@ -91,6 +91,10 @@ class PinnedRoute:
     span: Span = field(compare=False, repr=False)
 
 
+Scope = tuple[int | None, int | None]
+EVERYWHERE: Scope = (None, None)
+
+
 @dataclass(eq=False)
 class Topology:
     devices: list[Device]
@@ -100,14 +104,15 @@ class Topology:
     policy: str = "ecmp"  # ecmp | first (see schedc.model.routing)
     pinned: dict[tuple[int, int], PinnedRoute] = field(default_factory=dict)
     notes: tuple[str, ...] = ()  # what a what-if changed (schedc.model.changes), for errors
+    preference: tuple[str, ...] = DEFAULT_PREFERENCE  # link classes inside a host, best first
     graph: nx.MultiDiGraph = field(init=False, repr=False)
     _routes: dict[tuple[int, int], Route] = field(default_factory=dict, repr=False)
-    _distances: dict[tuple[int | None, int], dict[int, int]] = field(default_factory=dict, repr=False)
-    _remaining: dict[tuple[int | None, int], dict[int, int]] = field(default_factory=dict,
-                                                                      repr=False)
-    _layers: dict[tuple[int | None, int], dict[int, list[int]]] = field(default_factory=dict,
-                                                                       repr=False)
-    _fabrics: dict[int | None, nx.DiGraph] = field(default_factory=dict, repr=False)
+    # A scope is (host, tier): the forwarding devices of one host (None: of the machine)
+    # and the tier of link classes its routes may use (an index into `tiers`; None: all).
+    _distances: dict[tuple[Scope, int], dict[int, int]] = field(default_factory=dict, repr=False)
+    _remaining: dict[tuple[Scope, int], dict[int, int]] = field(default_factory=dict, repr=False)
+    _layers: dict[tuple[Scope, int], dict[int, list[int]]] = field(default_factory=dict, repr=False)
+    _fabrics: dict[Scope, nx.MultiDiGraph] = field(default_factory=dict, repr=False)
     _latencies: dict[tuple[int, int], sympy.Expr] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
@@ -127,7 +132,10 @@ class Topology:
                                 for out in self._out]
         self._links = {(u, v): [(index, v) for index in indices]
                        for u, n in enumerate(by_neighbour) for v, indices in n.items()}
-        self._fabrics[None] = self.graph.subgraph(self.forwarding).reverse(copy=True)
+        self._fabrics[EVERYWHERE] = self.graph.subgraph(self.forwarding).reverse(copy=True)
+        self.hop_class = [self.resources[h.resources[0]].cls if h.resources else "link"
+                          for h in self.hops]
+        self.tiers = class_tiers(self.preference, set(self.hop_class))
         self._forwarding_of: dict[int | None, list[int]] = {}  # host -> its forwarding devices
         for d in sorted(self.forwarding):
             self._forwarding_of.setdefault(self.devices[d].host, []).append(d)
@@ -155,21 +163,39 @@ class Topology:
             return pinned(src, dst, fixed.legs, fixed.devices, first)
         host = self.devices[src].host
         if host is not None and host == self.devices[dst].host:
-            remaining = self._remaining_to(dst, host)
-            found = shortest(src, dst, self._next_hops(dst, host, remaining), remaining, first)
-            if found is not None:
-                return found
-        remaining = self._remaining_to(dst, None)
-        found = shortest(src, dst, self._next_hops(dst, None, remaining), remaining, first)
+            for tier in range(len(self.tiers)):
+                scope = (host, tier if self.tiers[tier] is not None else None)
+                remaining = self._remaining_to(dst, scope)
+                found = shortest(src, dst, self._next_hops(dst, scope, remaining), remaining,
+                                 first)
+                if found is not None:
+                    return found
+        remaining = self._remaining_to(dst, EVERYWHERE)
+        found = shortest(src, dst, self._next_hops(dst, EVERYWHERE, remaining), remaining, first)
         if found is None:
             raise self._no_route(src, dst, span)
         return found
 
-    def _next_hops(self, dst: int, scope: int | None, remaining: dict[int, int]):
+    def _next_hops(self, dst: int, scope: Scope, remaining: dict[int, int]):
         """A function: the out-links (hop, next device), in networkx's order, of a device
         `left` hops from dst that may lie on a shortest route: the links to dst for the last
         hop, to forwarding devices before it, to any device from the source. A switch with
-        many links (a spine) looks only at the few devices `left - 1` hops from dst."""
+        many links (a spine) looks only at the few devices `left - 1` hops from dst. Under
+        a tier of link classes, only links of those classes."""
+        allowed = self._allowed(scope)
+        if allowed is None:
+            return self._unfiltered_next_hops(dst, scope, remaining)
+        unfiltered = self._unfiltered_next_hops(dst, scope, remaining)
+        hop_class = self.hop_class
+
+        def next_hops(node: int, left: int | None) -> list[tuple[int, int]]:
+            return [hv for hv in unfiltered(node, left) if hop_class[hv[0]] in allowed]
+        return next_hops
+
+    def _allowed(self, scope: Scope) -> frozenset[str] | None:
+        return None if scope[1] is None else self.tiers[scope[1]]
+
+    def _unfiltered_next_hops(self, dst: int, scope: Scope, remaining: dict[int, int]):
         def next_hops(node: int, left: int | None) -> list[tuple[int, int]]:
             if left is None:
                 return self._out[node]
@@ -191,14 +217,18 @@ class Topology:
             return sorted(found, key=lambda hv: (self._links[(node, hv[1])][0][0], hv[0]))
         return next_hops
 
-    def _remaining_to(self, dst: int, scope: int | None) -> dict[int, int]:
-        """Hops to dst from dst and from every forwarding device (of the host `scope`, if
-        one is given) that reaches it through forwarding devices only; cached."""
+    def _remaining_to(self, dst: int, scope: Scope) -> dict[int, int]:
+        """Hops to dst from dst and from every forwarding device (of the scope's host and
+        over its link classes) that reaches it through forwarding devices only; cached."""
         found = self._remaining.get((scope, dst))
         if found is None:
             fabric = self._fabric(scope)
+            allowed = self._allowed(scope)
+            entries = {u for u in self.graph.predecessors(dst) if u in fabric
+                       and (allowed is None or any(self.hop_class[h] in allowed
+                                                   for h, _ in self._links[(u, dst)]))}
             found = {}
-            for entry in sorted({u for u in self.graph.predecessors(dst) if u in fabric}):
+            for entry in sorted(entries):
                 for node, hops in self._hops_to(entry, scope).items():
                     if hops + 1 < found.get(node, hops + 2):
                         found[node] = hops + 1
@@ -206,15 +236,24 @@ class Topology:
             self._remaining[(scope, dst)] = found
         return found
 
-    def _fabric(self, scope: int | None) -> nx.DiGraph:
-        """The forwarding devices (of one host, for a host scope), links reversed."""
+    def _fabric(self, scope: Scope) -> nx.MultiDiGraph:
+        """The forwarding devices of the scope's host, links (of its classes) reversed."""
         found = self._fabrics.get(scope)
         if found is None:
-            members = self._forwarding_of.get(scope, [])
-            found = self._fabrics[scope] = self._fabrics[None].subgraph(members).copy()
+            host, _ = scope
+            members = self._fabrics[EVERYWHERE].subgraph(self._forwarding_of.get(host, []))
+            allowed = self._allowed(scope)
+            if allowed is None:
+                found = members.copy()
+            else:  # reversed: an edge v -> u keyed by the hop u -> v
+                found = nx.MultiDiGraph()
+                found.add_nodes_from(members)
+                found.add_edges_from((v, u, h) for v, u, h in members.edges(keys=True)
+                                     if self.hop_class[h] in allowed)
+            self._fabrics[scope] = found
         return found
 
-    def _hops_to(self, target: int, scope: int | None) -> dict[int, int]:
+    def _hops_to(self, target: int, scope: Scope) -> dict[int, int]:
         """Hops from every forwarding device (of the scope) to the forwarding device
         `target`, cached."""
         found = self._distances.get((scope, target))
