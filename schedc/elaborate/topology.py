@@ -390,7 +390,7 @@ class TopologyBuilder:
         if preference is None:
             preference = DEFAULT_PREFERENCE
         return Topology(self.devices, self.resources, self.hops, self.host_names, policy,
-                        pinned_routes(self.devices, self.hops, self.pinned), preference)
+                        pinned_routes(self.devices, self.hops, self.pinned), preference=preference)
 
 
 def _count(value: object, span: Span) -> int:
