@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 __all__ = ["DEFAULT_TIMEOUT", "Limits", "SchedcError", "Session", "VerificationFailed",
            "__version__", "bound", "calibrate", "check", "compare", "emit", "evaluate",
            "export_msccl", "fitted_sets", "load", "predict", "report", "scale", "sensitivity",
-           "solve", "sweep", "time", "tune", "verify", "verify_files"]
+           "solve", "sweep", "time", "tune", "verify", "verify_files", "verify_for_all"]
 
 if TYPE_CHECKING:
     from .api import (
@@ -49,6 +49,7 @@ if TYPE_CHECKING:
         tune,
         verify,
         verify_files,
+        verify_for_all,
     )
     from .session import Session
 

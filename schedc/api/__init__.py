@@ -45,6 +45,7 @@ from .compiling import (
     verify_files,
 )
 from .exporting import TunedTable, Tuning, export_msccl, report, tune
+from .forall import verify_for_all
 from .measuring import calibrate, fitted_sets, plot_prediction, predict
 
 if TYPE_CHECKING:
@@ -69,6 +70,7 @@ RESULT_TYPES = {
     "Calibration": "schedc.analysis.calibrate.calibration",
     "Comparison": "schedc.analysis.calibrate.calibration", "FileCheck": "schedc.analysis.check",
     "ReportValue": "schedc.analysis.solve.reports",
+    "ForAll": "schedc.analysis.forall.family",
 }
 
 
@@ -87,4 +89,5 @@ __all__ = [
     "export_msccl", "fitted_sets", "listening", "load", "plot_prediction", "plot_solution",
     "predict", "protocol_switches", "report", "scale", "sensitivity", "solve", "sweep", "time",
     "tune", "verify", "verify_files",
+    "ForAll", "verify_for_all",
 ]

@@ -1,0 +1,421 @@
+"""The data flow of a symbolic schedule as Presburger sets in the param n (isl), checked
+against the all-reduce postcondition for every n >= `start`.
+
+Points are (t, r, x): rank r's cell x of the buffer at the start of round t (the cells are
+the finest parts the schedule's regions cut, `levels`). A transfer of round t from a to b is
+an edge (t, a, x) -> (t+1, b, x); a cell that no copy overwrites in round t keeps its value,
+an edge (t, b, x) -> (t+1, b, x). Rank c's contribution to cell x is held at (t, r, x)
+exactly when a path leads there from (0, c, x): isl computes the transitive closure of the
+edges, and when it says the closure is exact, the sets below are exact for every n:
+
+- no copy lands where another write of its round lands (a conflict);
+- no two transfers make the same reduce edge, and every reduce joins disjoint sets of
+  contributions (so, by induction over the rounds, every contribution is held at most once
+  and a cell's multiset is the set computed);
+- after the last round every rank holds every rank's contribution on every cell.
+
+Each failure is a parametric set; its smallest n and its lexicographic first point, as
+affine functions of n, make the counterexample.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import islpy as isl
+
+from .affine import PARAM, Cons, Lin, Outside, const, ge, needed
+from .model import Domain, Family, Symbolic
+
+
+@dataclass(frozen=True)
+class Bad:
+    """A failure at every n of `where` (isl text of a set of n), first at `smallest`."""
+
+    kind: str  # missing | duplicate | conflict | obligation
+    smallest: int
+    where: str
+    witness: dict[str, str]  # what fails, each an affine expression of n (isl text)
+    message: str = ""
+    span: object = None
+    formula: str = ""  # what fails, in n
+
+
+@dataclass(frozen=True)
+class Checked:
+    ok: bool
+    bad: Bad | None = None
+    inexact: bool = False
+
+
+def _set_text(names: tuple[str, ...], cons: tuple[Cons, ...], start: int,
+              known: tuple[str, ...] = ()) -> str:
+    """`[n] -> { [names] : exists (others : cons) }` where the other variables are existential."""
+    used = sorted({v for c in cons for v in c.lin.names} - set(names) - set(known) - {PARAM})
+    body = " and ".join([f"{PARAM} >= {start}", *(c.isl() for c in cons)])
+    if used:
+        body = f"exists ({', '.join(used)} : {body})"
+    return f"[{PARAM}] -> {{ [{', '.join(names)}] : {body} }}"
+
+
+class Flow:
+    """The data flow of `sym` for every n >= `start`, ranks numbered `flat` (their index in
+    the collective) or by their coordinates in its device family."""
+
+    def __init__(self, sym: Symbolic, ranks: Lin, start: int, flat: bool = True) -> None:
+        self.sym, self.start, self.flat = sym, start, flat
+        self.p = ranks
+        assert sym.ranks is not None
+        self.order = sym.ranks
+        self.levels = _levels(sym.families)
+        self.cells = tuple(f"x{m}" for m in range(len(self.levels)))
+        self.rank_dims = ("r",) if flat else tuple(f"r{m}" for m in range(len(self.order.path)))
+        self.point = ("t", *self.rank_dims, *self.cells)
+
+    def _rank(self, coords: tuple[Lin, ...]) -> tuple[Lin, ...]:
+        if not self.flat:
+            return coords
+        flat = Lin()
+        for c, s, lo in zip(coords, self.order.strides, self.order.lows):
+            flat = flat + (c - lo).scale(s)
+        return (flat,)
+
+    def _point_cons(self, ranks: tuple[str, ...] | None = None, cells=None) -> list[Cons]:
+        ranks = self.rank_dims if ranks is None else ranks
+        cells = self.cells if cells is None else cells
+        if self.flat:
+            bounds = [(const(0), self.p - const(1))]
+        else:
+            bounds = list(zip(self.order.lows, self.order.highs))
+        out = []
+        for r, (lo, hi) in zip(ranks, bounds):
+            out += [ge(Lin.var(r), lo), ge(hi, Lin.var(r))]
+        for x, k in zip(cells, self.levels):
+            out += [ge(Lin.var(x), const(0)), ge(k - const(1), Lin.var(x))]
+        return out
+
+    def _map(self, left: tuple[str, ...], right: tuple[str, ...], cons) -> isl.Map:
+        cons = needed(list(cons), set(left) | set(right))
+        used = sorted({v for c in cons for v in c.lin.names} - set(left) - set(right) - {PARAM})
+        body = " and ".join([f"{PARAM} >= {self.start}", *(c.isl() for c in cons)])
+        if used:
+            body = f"exists ({', '.join(used)} : {body})"
+        return isl.Map(f"[{PARAM}] -> {{ [{', '.join(left)}] -> [{', '.join(right)}] : {body} }}")
+
+    def _placed(self, family: Family, names: tuple[str, ...]) -> list[Cons]:
+        """`names` = (t, src rank dims, dst rank dims, cells): where the family's transfers are."""
+        d = len(self.rank_dims)
+        t, src, dst, cells = names[0], names[1:1 + d], names[1 + d:1 + 2 * d], names[1 + 2 * d:]
+        cons = list(family.domain.cons) + [Cons(Lin.var(t) - family.time, True)]
+        for name, value in (*zip(src, self._rank(family.src)), *zip(dst, self._rank(family.dst)),
+                            *zip(cells, family.cells)):
+            cons.append(Cons(Lin.var(name) - value, True))
+        return cons + self._point_cons(src, cells) + self._point_cons(dst, ())
+
+    def edges(self, family: Family) -> isl.Map:
+        primed = tuple(n + "p" for n in self.point)
+        cons = self._placed(family, (*self.point[:1 + len(self.rank_dims)],
+                                     *primed[1:1 + len(self.rank_dims)], *self.cells))
+        cons.append(Cons(Lin.var("tp") - Lin.var("t") - const(1), True))
+        cons += [Cons(Lin.var(x + "p") - Lin.var(x), True) for x in self.cells]
+        return self._map(self.point, primed, cons)
+
+    def _points_to_edges(self, family: Family) -> isl.Map:
+        free = tuple(f"y{m}" for m in range(len(family.cells), len(self.cells)))
+        cells = family.cells + tuple(Lin.var(y) for y in free)
+        placed = Family(family.op, family.domain, family.time, family.src, family.dst, cells,
+                        family.counts, family.span)
+        dst = tuple(n + "p" for n in self.rank_dims)
+        cons = self._placed(placed, ("t", *self.rank_dims, *dst, *self.cells))
+        return self._map(family.domain.vars + free, ("t", *self.rank_dims, *dst, *self.cells), cons)
+
+    def obligation_failure(self) -> Bad | None:
+        domains: dict[Domain, isl.Set] = {}
+        for ob in dict.fromkeys(self.sym.obligations):  # (each once, in order)
+            if ob.domain not in domains:
+                domains[ob.domain] = isl.Set(_set_text(ob.domain.vars, ob.domain.cons, self.start))
+            left = domains[ob.domain]
+            for case in ob.cases:
+                left = left.subtract(isl.Set(_set_text(ob.domain.vars, ob.domain.cons + case,
+                                                       self.start)))
+            if not left.is_empty():
+                n = _smallest(left.params())
+                return Bad("obligation", n, _params_text(left.params()), {}, ob.message, ob.span)
+        return None
+
+    def check(self) -> Checked:
+        failed = self.obligation_failure()
+        if failed is not None:
+            return Checked(False, failed)
+        families = [(f, self.edges(f)) for f in self.sym.families]
+        families = [(f, m) for f, m in families if not m.is_empty()]
+        space = isl.Set(_set_text(self.point, tuple(self._point_cons()), self.start))
+        empty = space.subtract(space)
+        empty_map = isl.Map.from_domain_and_range(empty, empty)
+        copies, reduces = empty_map, empty_map
+        for family, edges in families:
+            if family.op == "copy":
+                copies = copies.union(edges)
+            else:
+                reduces = reduces.union(edges)
+        for bad in (self._conflicts(copies, reduces), self._repeated(families)):
+            if bad is not None:
+                return Checked(False, bad)
+        rounds = self.sym.rounds
+        alive = space.intersect(isl.Set(_set_text(self.point, (ge(rounds - const(1), Lin.var("t")),
+                                                               ge(Lin.var("t"), const(0))), self.start)))
+        step = isl.Map(f"{{ [{', '.join(self.point)}] -> [t + 1, {', '.join(self.point[1:])}] }}")
+        back = step.reverse()
+        overwritten = copies.range().apply(back)
+        keep = isl.Map.identity(alive.get_space().map_from_set()).intersect_domain(
+            alive.subtract(overwritten)).apply_range(step)
+        flow = keep.union(copies).union(reduces).coalesce()
+        own = tuple("c" + r for r in self.rank_dims)
+        init = self._map(own, self.point, [Cons(Lin.var("t"), True), *self._point_cons(),
+                                           *(Cons(Lin.var(r) - Lin.var(c), True)
+                                             for r, c in zip(self.rank_dims, own))])
+        reached = self._reach(flow, init)
+        if reached is None:
+            return Checked(False, inexact=True)
+        held = reached.reverse()  # (t, r, x) -> c
+        bad = self._duplicates(reduces.apply_range(back), held)
+        if bad is not None:
+            return Checked(False, bad)
+        end = self._map(self.point, own, [Cons(Lin.var("t") - rounds, True), *self._point_cons(),
+                                          *self._point_cons(own, ())])
+        missing = end.subtract(held).wrap()
+        if not missing.is_empty():
+            return Checked(False, self._bad("missing", missing, (*self.point, *own)))
+        return Checked(True)
+
+    def _reach(self, flow: isl.Map, init: isl.Map) -> isl.Map | None:
+        """Where each contribution is held (c -> (t, r, x)), exactly, or None. Segment by
+        segment between the rounds where statements start: a segment of a constant number of
+        rounds by applying the flow round by round, any other by isl's transitive closure
+        (which must say it is exact); failing that, by the closure of the whole flow."""
+        cuts = _ordered(set(self.sym.boundaries) | {Lin(), self.sym.rounds}, self.start)
+        reached = None if cuts is None else self._segments(flow, init, cuts)
+        if reached is not None:
+            return reached
+        closure, exact = flow.transitive_closure()
+        return init.union(init.apply_range(closure)) if exact else None
+
+    def _at(self, t: Lin, upto: Lin | None = None) -> isl.Set:
+        cons = (Cons(Lin.var("t") - t, True),) if upto is None else (
+            ge(Lin.var("t"), t), ge(upto - const(1), Lin.var("t")))
+        return isl.Set(_set_text(self.point, cons, self.start))
+
+    def _segments(self, flow: isl.Map, init: isl.Map, cuts: list[Lin]) -> isl.Map | None:
+        reached, frontier = init, init
+        for a, b in zip(cuts, cuts[1:]):
+            during = flow.intersect_domain(self._at(a, b))
+            if (b - a).is_const:
+                step = frontier
+                for _ in range((b - a).const):
+                    step = step.apply_range(during).coalesce()
+                    reached = reached.union(step)
+                frontier = step
+                continue
+            closure, exact = during.transitive_closure()
+            if not exact:
+                return None
+            step = frontier.apply_range(closure)
+            reached = reached.union(step)
+            frontier = frontier.union(step).intersect_range(self._at(b)).coalesce()
+        return reached
+
+    def _conflicts(self, copies: isl.Map, reduces: isl.Map) -> Bad | None:
+        writes = copies.union(reduces).reverse()  # written point -> source point
+        pairs = copies.reverse().range_product(writes)
+        same = isl.Map.identity(copies.domain().get_space().map_from_set()).wrap()
+        clash = pairs.subtract_range(same).domain().union(copies.intersect(reduces).range())
+        if clash.is_empty():
+            return None
+        return self._bad("conflict", clash, self._primed(), "a copy lands where another write "
+                         "of its round lands")
+
+    def _repeated(self, families: list[tuple[Family, isl.Map]]) -> Bad | None:
+        reducing = [(f, m) for f, m in families if f.op == "reduce"]
+        for k, (family, edges) in enumerate(reducing):
+            points = self._points_to_edges(family)
+            if not points.is_injective():
+                return Bad("duplicate", self.start, "", {}, "a transfer statement makes the same "
+                           "reduce twice in one round", family.span)
+            for other, edges2 in reducing[k + 1:]:
+                both = edges.intersect(edges2)
+                if not both.is_empty():
+                    return self._bad("duplicate", both.wrap(), (*self.point, *self._primed()),
+                                     "two transfers make the same reduce", span=other.span)
+        return None
+
+    def _duplicates(self, reduces: isl.Map, held: isl.Map) -> Bad | None:
+        """A reduce (t, a, x) -> (t, b, x) whose sides share a contribution, or two reduces
+        into one place whose sources do."""
+        edge = reduces.wrap()
+        sides = edge.unwrap()
+        both_src = sides.domain_map().apply_range(held)
+        both_dst = sides.range_map().apply_range(held)
+        shared = both_src.intersect(both_dst)
+        if not shared.is_empty():
+            return self._bad("duplicate", shared.wrap().flatten(),
+                             (*self.point, *self._primed(), *self._own()),
+                             "a reduce joins data that both sides already hold")
+        into = reduces.reverse()
+        pairs = into.range_product(into)
+        same = isl.Map.identity(reduces.domain().get_space().map_from_set()).wrap()
+        sources = pairs.subtract_range(same).range().unwrap()
+        shared = sources.domain_map().apply_range(held).intersect(sources.range_map().apply_range(held))
+        if not shared.is_empty():
+            return self._bad("duplicate", shared.wrap().flatten(),
+                             (*self.point, *self._primed(), *self._own()),
+                             "two reduces into one place bring the same data")
+        return None
+
+    def _primed(self) -> tuple[str, ...]:
+        return tuple(n + "p" for n in self.point)
+
+    def _own(self) -> tuple[str, ...]:
+        return tuple("c" + r for r in self.rank_dims)
+
+    def _by_coordinates(self, found: isl.Set, names: tuple[str, ...]) -> tuple[isl.Set, tuple[str, ...]]:
+        """A set with flat rank dims (r, rp, cr) given by coordinates in the device family."""
+        d = len(self.order.path)
+        if not self.flat or d == 1:
+            return found, names
+        out: list[str] = []
+        cons: list[Cons] = []
+        for name in names:
+            if name not in ("r", "rp", "cr"):
+                out.append(name)
+                continue
+            coords = [f"{name}_{m}" for m in range(d)]
+            out += coords
+            flat = Lin()
+            for c, s, lo, hi in zip(coords, self.order.strides, self.order.lows, self.order.highs):
+                flat = flat + (Lin.var(c) - lo).scale(s)
+                cons += [ge(Lin.var(c), lo), ge(hi, Lin.var(c))]
+            cons.append(Cons(Lin.var(name) - flat, True))
+        return found.apply(self._map(names, tuple(out), cons)), tuple(out)
+
+    def _bad(self, kind: str, found: isl.Set, names, message: str = "", span=None) -> Bad:
+        found, names = self._by_coordinates(found, names)
+        smallest = _smallest(found.params())
+        at = found.intersect_params(isl.Set(f"[{PARAM}] -> {{ : {PARAM} >= {smallest} }}"))
+        pieces: list = []
+        at.lexmin().lexmin_pw_multi_aff().foreach_piece(lambda s, ma: pieces.append((s, ma)))
+        where, ma = next(((s, ma) for s, ma in pieces
+                          if not s.intersect_params(_equal(smallest)).is_empty()), pieces[0])
+        witness = {names[k]: _aff_text(ma.get_aff(k)) for k in range(ma.dim(isl.dim_type.out))}
+        return Bad(kind, smallest, _params_text(where.params()), witness, message, span,
+                   self._formula(kind, witness, message))
+
+    def _device(self, witness: dict[str, str], group: str) -> str:
+        d = len(self.order.path)
+        if d == 1 or not self.flat:
+            keys = [group] if d == 1 and self.flat else [f"{group}{m}" for m in range(d)]
+        else:
+            keys = [f"{group}_{m}" for m in range(d)]
+        return ".".join(f"{part}[{witness[k]}]" for part, k in zip(self.order.path, keys))
+
+    def _piece(self, witness: dict[str, str], suffix: str = "") -> str:
+        parts = [f"part({witness[x + suffix]} of {k.text()})" for x, k in zip(self.cells, self.levels)]
+        return " of ".join(reversed(parts)) if parts else "the whole buffer"
+
+    def _formula(self, kind: str, w: dict[str, str], message: str) -> str:
+        rank = self._device(w, "r")
+        if kind == "missing":
+            return (f"{rank} misses the contribution of {self._device(w, 'cr')} to "
+                    f"{self._piece(w)} after the last round")
+        if kind == "conflict":
+            return (f"in round {w['tp']}-1, a copy into {self._device(w, 'rp')} on "
+                    f"{self._piece(w, 'p')} meets another write of that round")
+        return f"in round {w['t']}, {message}: {rank} on {self._piece(w)}"
+
+
+def _ordered(times: set[Lin], start: int) -> list[Lin] | None:
+    """`times` (affine in n) in an order that holds for every n >= start, or None."""
+    def before(a: Lin, b: Lin) -> bool:
+        d = b - a
+        slope = dict(d.terms).get(PARAM, 0)
+        return d.names <= {PARAM} and slope >= 0 and slope * start + d.const >= 0
+    out: list[Lin] = []
+    for t in sorted(times, key=lambda lin: (dict(lin.terms).get(PARAM, 0), lin.const)):
+        if out and not before(out[-1], t):
+            return None
+        out.append(t)
+    return out
+
+
+def _levels(families: list[Family]) -> tuple[Lin, ...]:
+    """The cell levels: every transfer's chain of part counts is a prefix of the longest."""
+    longest: tuple[Lin, ...] = ()
+    for f in families:
+        if len(f.counts) > len(longest):
+            longest = f.counts
+    for f in families:
+        if f.counts != longest[:len(f.counts)]:
+            raise Outside("the regions cut the buffer in parts that do not nest (part counts "
+                          "that are not one chain)", f.span)
+    return longest
+
+
+def _equal(n: int) -> isl.Set:
+    return isl.Set(f"[{PARAM}] -> {{ : {PARAM} = {n} }}")
+
+
+def _smallest(params: isl.Set) -> int:
+    as_set = params.move_dims(isl.dim_type.set, 0, isl.dim_type.param, 0, 1)
+    point = as_set.lexmin().sample_point()
+    return int(point.get_coordinate_val(isl.dim_type.set, 0).to_python())
+
+
+def _params_text(params: isl.Set) -> str:
+    """The values of n a set holds at, as isl prints them, `n > k` written `n >= k+1`."""
+    text = str(params.coalesce())
+    inner = text[text.index("{") + 1:text.rindex("}")].strip().lstrip(":").strip()
+    inner = re.sub(rf"\b{PARAM} > (-?\d+)", lambda m: f"{PARAM} >= {int(m.group(1)) + 1}", inner)
+    return inner or f"{PARAM} >= 0"
+
+
+def _aff_text(aff: isl.Aff) -> str:
+    if aff.dim(isl.dim_type.div):
+        text = str(aff)
+        return text[text.index("[", text.index("{")) + 1:text.rindex("]")].strip("()")
+    a = int(aff.get_coefficient_val(isl.dim_type.param, 0).to_python())
+    b = int(aff.get_constant_val().to_python())
+    if not a:
+        return str(b)
+    term = PARAM if a == 1 else f"-{PARAM}" if a == -1 else f"{a}*{PARAM}"
+    return term if not b else f"{term}{'+' if b > 0 else '-'}{abs(b)}"
+
+
+# isl's work on one attempt, in its own operation count: far above what the shipped families
+# need (their proofs take under a second), so an attempt that would run on is cut off.
+MAX_OPERATIONS = 200_000_000
+
+
+def prove(sym: Symbolic, ranks: Lin, start: int) -> Checked:
+    """The data flow checked with ranks by their coordinates, then flat (isl closes some
+    relations exactly in one numbering and not the other); each attempt within
+    MAX_OPERATIONS."""
+    modes: tuple[bool, ...] = (True,)
+    if sym.ranks is not None and len(sym.ranks.path) > 1:
+        # Coordinates that need quotients (a flat list indexed, `ranks[j]`) are cheaper flat.
+        quotients = any(name.startswith("q") for f in sym.families
+                        for lin in f.src + f.dst for name in lin.names)
+        modes = (True, False) if quotients else (False, True)
+    context = isl.DEFAULT_CONTEXT
+    checked = Checked(False, inexact=True)
+    for flat in modes:
+        context.set_max_operations(MAX_OPERATIONS)
+        context.reset_operations()
+        try:
+            checked = Flow(sym, ranks, start, flat).check()
+        except isl.Error:
+            checked = Checked(False, inexact=True)
+        finally:
+            context.set_max_operations(0)
+        if not checked.inexact:
+            return checked
+    return checked
