@@ -199,4 +199,6 @@ def _formula(bad: Bad, param: str) -> str:
     """`for every hosts >= 2, rank ...`: the failure in n, with the param's own name."""
     def named(text: str) -> str:
         return re.sub(rf"\b{PARAM}\b", param, text)
-    return f"for every {named(bad.where)}, {named(bad.formula)}"
+    where = named(bad.where)
+    single = re.fullmatch(rf"{re.escape(param)} = (-?\d+)", where)
+    return (f"at {where}" if single else f"for every {where}") + f", {named(bad.formula)}"

@@ -159,7 +159,7 @@ class Flow:
                 copies = copies.union(edges)
             else:
                 reduces = reduces.union(edges)
-        for bad in (self._conflicts(copies, reduces), self._repeated(families)):
+        for bad in (self._repeated(families), self._conflicts(copies, reduces)):
             if bad is not None:
                 return Checked(False, bad)
         rounds = self.sym.rounds
@@ -236,17 +236,25 @@ class Flow:
                          "of its round lands")
 
     def _repeated(self, families: list[tuple[Family, isl.Map]]) -> Bad | None:
-        reducing = [(f, m) for f, m in families if f.op == "reduce"]
-        for k, (family, edges) in enumerate(reducing):
+        """The same transfer made twice in one round: by two points of one statement, or by
+        two statements (a duplicate contribution, or with a copy, a conflict, as the
+        verifier counts them)."""
+        names = ("t", *self.rank_dims, *(r + "p" for r in self.rank_dims), *self.cells)
+        for k, (family, edges) in enumerate(families):
             points = self._points_to_edges(family)
-            if not points.is_injective():
-                return Bad("duplicate", self.start, "", {}, "a transfer statement makes the same "
-                           "reduce twice in one round", family.span)
-            for other, edges2 in reducing[k + 1:]:
+            twice = points.apply_range(points.reverse()).subtract(
+                isl.Map.identity(points.domain().get_space().map_from_set()))
+            if not twice.is_empty():
+                made = points.intersect_domain(twice.domain()).range()
+                kind = "conflict" if family.op == "copy" else "duplicate"
+                return self._bad(kind, made, names, "a statement makes the same transfer twice "
+                                 "in one round", family.span)
+            for other, edges2 in families[k + 1:]:
                 both = edges.intersect(edges2)
                 if not both.is_empty():
-                    return self._bad("duplicate", both.wrap(), (*self.point, *self._primed()),
-                                     "two transfers make the same reduce", span=other.span)
+                    kind = "duplicate" if family.op == other.op == "reduce" else "conflict"
+                    return self._bad(kind, both.wrap(), (*self.point, *self._primed()),
+                                     "two statements make the same transfer", other.span)
         return None
 
     def _duplicates(self, reduces: isl.Map, held: isl.Map) -> Bad | None:
@@ -281,6 +289,7 @@ class Flow:
     def _by_coordinates(self, found: isl.Set, names: tuple[str, ...]) -> tuple[isl.Set, tuple[str, ...]]:
         """A set with flat rank dims (r, rp, cr) given by coordinates in the device family."""
         d = len(self.order.path)
+        found = found.flatten()
         if not self.flat or d == 1:
             return found, names
         out: list[str] = []
@@ -304,18 +313,22 @@ class Flow:
         at = found.intersect_params(isl.Set(f"[{PARAM}] -> {{ : {PARAM} >= {smallest} }}"))
         pieces: list = []
         at.lexmin().lexmin_pw_multi_aff().foreach_piece(lambda s, ma: pieces.append((s, ma)))
-        where, ma = next(((s, ma) for s, ma in pieces
-                          if not s.intersect_params(_equal(smallest)).is_empty()), pieces[0])
+        # The piece of the first point that holds at most of the next values of n (a
+        # formula for a family, rather than for one size).
+        where, ma = max(pieces, key=lambda piece: sum(
+            not piece[0].intersect_params(_equal(n)).is_empty()
+            for n in range(smallest, smallest + 17)))
         witness = {names[k]: _aff_text(ma.get_aff(k)) for k in range(ma.dim(isl.dim_type.out))}
         return Bad(kind, smallest, _params_text(where.params()), witness, message, span,
                    self._formula(kind, witness, message))
 
     def _device(self, witness: dict[str, str], group: str) -> str:
         d = len(self.order.path)
-        if d == 1 or not self.flat:
-            keys = [group] if d == 1 and self.flat else [f"{group}{m}" for m in range(d)]
-        else:
-            keys = [f"{group}_{m}" for m in range(d)]
+        primed = group.endswith("p")
+        if self.flat:
+            keys = [group] if d == 1 else [f"{group}_{m}" for m in range(d)]
+        else:  # the dims by coordinates: r0 r1, r0p r1p, cr0 cr1
+            keys = [f"{group[:-1]}{m}p" if primed else f"{group}{m}" for m in range(d)]
         return ".".join(f"{part}[{witness[k]}]" for part, k in zip(self.order.path, keys))
 
     def _piece(self, witness: dict[str, str], suffix: str = "") -> str:
@@ -323,14 +336,14 @@ class Flow:
         return " of ".join(reversed(parts)) if parts else "the whole buffer"
 
     def _formula(self, kind: str, w: dict[str, str], message: str) -> str:
-        rank = self._device(w, "r")
         if kind == "missing":
-            return (f"{rank} misses the contribution of {self._device(w, 'cr')} to "
-                    f"{self._piece(w)} after the last round")
-        if kind == "conflict":
-            return (f"in round {w['tp']}-1, a copy into {self._device(w, 'rp')} on "
-                    f"{self._piece(w, 'p')} meets another write of that round")
-        return f"in round {w['t']}, {message}: {rank} on {self._piece(w)}"
+            return (f"{self._device(w, 'r')} misses the contribution of {self._device(w, 'cr')} "
+                    f"to {self._piece(w)} after the last round")
+        when = f"round {w['t']}" if "t" in w else f"round {w['tp']}-1"
+        ends = [f"from {self._device(w, 'r')}"] if "t" in w else []
+        ends += [f"to {self._device(w, 'rp')}"] if "tp" in w or "t" in w and len(w) > len(self.point) else []
+        piece = self._piece(w) if "x0" in w or not self.cells else self._piece(w, "p")
+        return f"in {when}, {message}: {' '.join(ends)} on {piece}"
 
 
 def _ordered(times: set[Lin], start: int) -> list[Lin] | None:
