@@ -93,9 +93,19 @@ def for_all(session: Session, param: str, schedules: list[str], start: int | Non
         raise UsageError(f"--from {start} is below the family's smallest valid size, {param} = "
                          f"{smallest}", Span(SourceFile("--from", shown), 1, 1, 1, len(shown) + 1),
                          notes)
-    from dataclasses import replace
-    return [replace(_one(session, param, name, start), nominal=verdict(session, name))
+    return [_with_nominal(_one(session, param, name, start), verdict(session, name), session)
             for name in schedules]
+
+
+def _with_nominal(found: ForAll, nominal: Verdict, session: Session) -> ForAll:
+    """The ordinary verdict at the file's own values joins the answer; one that fails (a
+    missing route, which the proof leaves to the compiled instances) refutes the family."""
+    from dataclasses import replace
+    if nominal.ok or found.status == "refuted":
+        return replace(found, nominal=nominal)
+    n = session.structural()[found.param]
+    return replace(found, status="refuted", nominal=nominal,
+                   counterexample=Refutation("instance", "", n, nominal))
 
 
 def _one(session: Session, param: str, name: str, start: int) -> ForAll:
@@ -131,7 +141,9 @@ def _one(session: Session, param: str, name: str, start: int) -> ForAll:
 _ARGUMENT = ("Presburger sets in {p} (isl): every round's transfers are affine in {p} and the "
              "loop indices; the data each rank holds after each round is the exact transitive "
              "closure of their data flow; for every {p} >= {start} no copy conflicts, every reduce "
-             "joins disjoint data, and every rank ends holding every rank's data once, everywhere")
+             "joins disjoint data, and every rank ends holding every rank's data once, "
+             "everywhere (other params at their values; routes on the machine are checked where "
+             "the file is compiled)")
 
 
 def _unknown(session: Session, base: dict, reason: str, span: Span | None) -> ForAll:

@@ -159,9 +159,10 @@ class Flow:
                 copies = copies.union(edges)
             else:
                 reduces = reduces.union(edges)
-        for bad in (self._repeated(families), self._conflicts(copies, reduces)):
-            if bad is not None:
-                return Checked(False, bad)
+        bad, doubled = self._repeated(families, empty_map)
+        bad = bad or self._conflicts(copies, reduces)
+        if bad is not None:
+            return Checked(False, bad)
         rounds = self.sym.rounds
         alive = space.intersect(isl.Set(_set_text(self.point, (ge(rounds - const(1), Lin.var("t")),
                                                                ge(Lin.var("t"), const(0))), self.start)))
@@ -179,18 +180,26 @@ class Flow:
         if reached is None:
             return Checked(False, inexact=True)
         held = reached.reverse()  # (t, r, x) -> c
-        bad = self._duplicates(reduces.apply_range(back), held)
-        if bad is not None:
-            return Checked(False, bad)
+        # Where a contribution arrives a second time, and everywhere that flows: held twice
+        # there (a copy of a cell held once overwrites it; only the end state counts).
+        merges = self._merges(reduces.apply_range(back), doubled, held).apply_range(step)
         end = self._map(self.point, own, [Cons(Lin.var("t") - rounds, True), *self._point_cons(),
                                           *self._point_cons(own, ())])
+        if not merges.is_empty():
+            twice = self._reach(flow, merges)
+            if twice is None:
+                return Checked(False, inexact=True)
+            twice_at_end = twice.reverse().intersect(end).wrap()
+            if not twice_at_end.is_empty():
+                return Checked(False, self._bad("duplicate", twice_at_end, (*self.point, *own)))
         missing = end.subtract(held).wrap()
         if not missing.is_empty():
             return Checked(False, self._bad("missing", missing, (*self.point, *own)))
         return Checked(True)
 
     def _reach(self, flow: isl.Map, init: isl.Map) -> isl.Map | None:
-        """Where each contribution is held (c -> (t, r, x)), exactly, or None. Segment by
+        """Every point the data of each source reaches (label -> (t, r, x); the sources are
+        `init`), exactly, or None. Segment by
         segment between the rounds where statements start: a segment of a constant number of
         rounds by applying the flow round by round, any other by isl's transitive closure
         (which must say it is exact); failing that, by the closure of the whole flow."""
@@ -206,23 +215,29 @@ class Flow:
             ge(Lin.var("t"), t), ge(upto - const(1), Lin.var("t")))
         return isl.Set(_set_text(self.point, cons, self.start))
 
-    def _segments(self, flow: isl.Map, init: isl.Map, cuts: list[Lin]) -> isl.Map | None:
-        reached, frontier = init, init
+    def _segments(self, flow: isl.Map, sources: isl.Map, cuts: list[Lin]) -> isl.Map | None:
+        """Everything `sources` (label -> point, at any round) reaches, segment by segment;
+        the frontier holds what has reached a segment's first round."""
+        reached = sources
+        frontier = sources.intersect_range(self._at(cuts[0]))
         for a, b in zip(cuts, cuts[1:]):
             during = flow.intersect_domain(self._at(a, b))
             if (b - a).is_const:
                 step = frontier
-                for _ in range((b - a).const):
+                for k in range((b - a).const):
+                    if k:
+                        step = step.union(sources.intersect_range(self._at(a + const(k))))
                     step = step.apply_range(during).coalesce()
                     reached = reached.union(step)
-                frontier = step
+                frontier = step.union(sources.intersect_range(self._at(b))).coalesce()
                 continue
             closure, exact = during.transitive_closure()
             if not exact:
                 return None
-            step = frontier.apply_range(closure)
+            start = frontier.union(sources.intersect_range(self._at(a + const(1), b)))
+            step = start.apply_range(closure)
             reached = reached.union(step)
-            frontier = frontier.union(step).intersect_range(self._at(b)).coalesce()
+            frontier = frontier.union(step).union(sources).intersect_range(self._at(b)).coalesce()
         return reached
 
     def _conflicts(self, copies: isl.Map, reduces: isl.Map) -> Bad | None:
@@ -235,50 +250,60 @@ class Flow:
         return self._bad("conflict", clash, self._primed(), "a copy lands where another write "
                          "of its round lands")
 
-    def _repeated(self, families: list[tuple[Family, isl.Map]]) -> Bad | None:
-        """The same transfer made twice in one round: by two points of one statement, or by
-        two statements (a duplicate contribution, or with a copy, a conflict, as the
-        verifier counts them)."""
+    def _repeated(self, families: list[tuple[Family, isl.Map]], empty: isl.Map
+                  ) -> tuple[Bad | None, isl.Map]:
+        """The same transfer made twice in one round, by two points of one statement or by
+        two statements: with a copy, a conflict (as the verifier counts them); reduces, the
+        edges made twice (their data arrives twice)."""
         names = ("t", *self.rank_dims, *(r + "p" for r in self.rank_dims), *self.cells)
+        doubled = empty
         for k, (family, edges) in enumerate(families):
             points = self._points_to_edges(family)
             twice = points.apply_range(points.reverse()).subtract(
                 isl.Map.identity(points.domain().get_space().map_from_set()))
             if not twice.is_empty():
-                made = points.intersect_domain(twice.domain()).range()
-                kind = "conflict" if family.op == "copy" else "duplicate"
-                return self._bad(kind, made, names, "a statement makes the same transfer twice "
-                                 "in one round", family.span)
+                if family.op == "copy":
+                    made = points.intersect_domain(twice.domain()).range()
+                    return self._bad("conflict", made, names, "a statement makes the same copy "
+                                     "twice in one round", family.span), doubled
+                doubled = doubled.union(edges.intersect_domain(
+                    points.intersect_domain(twice.domain()).range().apply(self._edge_source())))
             for other, edges2 in families[k + 1:]:
                 both = edges.intersect(edges2)
-                if not both.is_empty():
-                    kind = "duplicate" if family.op == other.op == "reduce" else "conflict"
-                    return self._bad(kind, both.wrap(), (*self.point, *self._primed()),
-                                     "two statements make the same transfer", other.span)
-        return None
+                if both.is_empty():
+                    continue
+                if "copy" in (family.op, other.op):
+                    return self._bad("conflict", both.wrap(), (*self.point, *self._primed()),
+                                     "two statements make the same copy", other.span), doubled
+                doubled = doubled.union(both)
+        return None, doubled
 
-    def _duplicates(self, reduces: isl.Map, held: isl.Map) -> Bad | None:
-        """A reduce (t, a, x) -> (t, b, x) whose sides share a contribution, or two reduces
-        into one place whose sources do."""
+    def _edge_source(self) -> isl.Map:
+        """(t, src, dst, cells) -> (t, src, cells)."""
+        d = len(self.rank_dims)
+        dst = tuple(r + "p" for r in self.rank_dims)
+        return isl.Map(f"{{ [t, {', '.join(self.rank_dims + dst + self.cells)}] -> "
+                       f"[t, {', '.join(self.rank_dims + self.cells)}] }}") if d else isl.Map("{}")
+
+    def _merges(self, reduces: isl.Map, doubled: isl.Map, held: isl.Map) -> isl.Map:
+        """c -> (t, b, x) where b's cell x, before round t's writes land, takes contribution
+        c twice: a reduce bringing what b holds already, two reduces bringing the same, a
+        reduce made twice. (`reduces` and `doubled` end at round t, not t+1.)"""
         edge = reduces.wrap()
         sides = edge.unwrap()
-        both_src = sides.domain_map().apply_range(held)
-        both_dst = sides.range_map().apply_range(held)
-        shared = both_src.intersect(both_dst)
-        if not shared.is_empty():
-            return self._bad("duplicate", shared.wrap().flatten(),
-                             (*self.point, *self._primed(), *self._own()),
-                             "a reduce joins data that both sides already hold")
-        into = reduces.reverse()
-        pairs = into.range_product(into)
+        into = sides.range_map()  # [src -> dst] -> dst
+        found = sides.domain_map().apply_range(held).intersect(into.apply_range(held))
+        merges = found.reverse().apply_range(into)
+        pairs = reduces.reverse().range_product(reduces.reverse())  # dst -> [a1 -> a2]
         same = isl.Map.identity(reduces.domain().get_space().map_from_set()).wrap()
-        sources = pairs.subtract_range(same).range().unwrap()
-        shared = sources.domain_map().apply_range(held).intersect(sources.range_map().apply_range(held))
-        if not shared.is_empty():
-            return self._bad("duplicate", shared.wrap().flatten(),
-                             (*self.point, *self._primed(), *self._own()),
-                             "two reduces into one place bring the same data")
-        return None
+        pairs = pairs.subtract_range(same)
+        sources = pairs.range().unwrap()
+        shared = sources.domain_map().apply_range(held).intersect(
+            sources.range_map().apply_range(held))  # [a1 -> a2] -> c
+        merges = merges.union(pairs.apply_range(shared).reverse())
+        doubled = doubled.apply_range(isl.Map(
+            f"{{ [{', '.join(self.point)}] -> [t - 1, {', '.join(self.point[1:])}] }}"))
+        return merges.union(held.reverse().apply_range(doubled))
 
     def _primed(self) -> tuple[str, ...]:
         return tuple(n + "p" for n in self.point)
@@ -311,13 +336,20 @@ class Flow:
         found, names = self._by_coordinates(found, names)
         smallest = _smallest(found.params())
         at = found.intersect_params(isl.Set(f"[{PARAM}] -> {{ : {PARAM} >= {smallest} }}"))
-        pieces: list = []
-        at.lexmin().lexmin_pw_multi_aff().foreach_piece(lambda s, ma: pieces.append((s, ma)))
+        by_formula: dict[str, tuple] = {}  # pieces with the same expressions, joined
+
+        def piece(where: isl.Set, ma) -> None:
+            joined = by_formula.get(str(ma))
+            by_formula[str(ma)] = (where if joined is None else joined[0].union(where), ma)
+        at.lexmin().lexmin_pw_multi_aff().foreach_piece(piece)
+        pieces = list(by_formula.values())
         # The piece of the first point that holds at most of the next values of n (a
         # formula for a family, rather than for one size).
         where, ma = max(pieces, key=lambda piece: sum(
             not piece[0].intersect_params(_equal(n)).is_empty()
             for n in range(smallest, smallest + 17)))
+        # Every n where this very point (as a function of n) fails, not only its piece's.
+        where = isl.Set.from_multi_aff(ma).intersect(found).params().coalesce()
         witness = {names[k]: _aff_text(ma.get_aff(k)) for k in range(ma.dim(isl.dim_type.out))}
         return Bad(kind, smallest, _params_text(where.params()), witness, message, span,
                    self._formula(kind, witness, message))
@@ -339,6 +371,9 @@ class Flow:
         if kind == "missing":
             return (f"{self._device(w, 'r')} misses the contribution of {self._device(w, 'cr')} "
                     f"to {self._piece(w)} after the last round")
+        if any(k.startswith("cr") for k in w):
+            return (f"{self._device(w, 'r')} holds the contribution of {self._device(w, 'cr')} "
+                    f"more than once on {self._piece(w)} after the last round")
         when = f"round {w['t']}" if "t" in w else f"round {w['tp']}-1"
         ends = [f"from {self._device(w, 'r')}"] if "t" in w else []
         ends += [f"to {self._device(w, 'rp')}"] if "tp" in w or "t" in w and len(w) > len(self.point) else []

@@ -363,6 +363,12 @@ class Elaborator:
         dst = self.rank(self.eval(stmt.dst, scope), scope, stmt.dst.span)
         cases: list[tuple[tuple[Cons, ...], tuple[Lin, ...]]] = [
             (gs + gd, cs + cd) for gs, cs in src for gd, cd in dst]
+        for guard, ends in cases:  # the elaborator refuses a transfer from a rank to itself
+            d = len(ends) // 2
+            self.out.require(scope.domain.guarded(guard), [
+                (ge(a - b, const(1)),) for a, b in zip(ends[:d], ends[d:])] + [
+                (ge(b - a, const(1)),) for a, b in zip(ends[:d], ends[d:])],
+                "no transfer is from a rank to itself", stmt.span)
         for index, _ in region.chain:
             cases = [(g + p.guard, e + (p.expr,)) for g, e in cases for p in index]
         counts = tuple(count for _, count in region.chain)
