@@ -20,26 +20,13 @@ affine functions of n, make the counterexample.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 import islpy as isl
 
 from .affine import PARAM, Cons, Lin, Outside, const, ge, needed
 from .model import Domain, Family, Symbolic
-
-
-@dataclass(frozen=True)
-class Bad:
-    """A failure at every n of `where` (isl text of a set of n), first at `smallest`."""
-
-    kind: str  # missing | duplicate | conflict | obligation
-    smallest: int
-    where: str
-    witness: dict[str, str]  # what fails, each an affine expression of n (isl text)
-    message: str = ""
-    span: object = None
-    formula: str = ""  # what fails, in n
+from .witness import Bad, failure, params_text, smallest_n
 
 
 @dataclass(frozen=True)
@@ -140,8 +127,8 @@ class Flow:
                 left = left.subtract(isl.Set(_set_text(ob.domain.vars, ob.domain.cons + case,
                                                        self.start)))
             if not left.is_empty():
-                n = _smallest(left.params())
-                return Bad("obligation", n, _params_text(left.params()), {}, ob.message, ob.span)
+                n = smallest_n(left.params())
+                return Bad("obligation", n, params_text(left.params()), {}, ob.message, ob.span)
         return None
 
     def check(self) -> Checked:
@@ -191,10 +178,10 @@ class Flow:
                 return Checked(False, inexact=True)
             twice_at_end = twice.reverse().intersect(end).wrap()
             if not twice_at_end.is_empty():
-                return Checked(False, self._bad("duplicate", twice_at_end, (*self.point, *own)))
+                return Checked(False, failure(self, "duplicate", twice_at_end, (*self.point, *own)))
         missing = end.subtract(held).wrap()
         if not missing.is_empty():
-            return Checked(False, self._bad("missing", missing, (*self.point, *own)))
+            return Checked(False, failure(self, "missing", missing, (*self.point, *own)))
         return Checked(True)
 
     def _reach(self, flow: isl.Map, init: isl.Map) -> isl.Map | None:
@@ -247,7 +234,7 @@ class Flow:
         clash = pairs.subtract_range(same).domain().union(copies.intersect(reduces).range())
         if clash.is_empty():
             return None
-        return self._bad("conflict", clash, self._primed(), "a copy lands where another write "
+        return failure(self, "conflict", clash, self._primed(), "a copy lands where another write "
                          "of its round lands")
 
     def _repeated(self, families: list[tuple[Family, isl.Map]], empty: isl.Map
@@ -264,7 +251,7 @@ class Flow:
             if not twice.is_empty():
                 if family.op == "copy":
                     made = points.intersect_domain(twice.domain()).range()
-                    return self._bad("conflict", made, names, "a statement makes the same copy "
+                    return failure(self, "conflict", made, names, "a statement makes the same copy "
                                      "twice in one round", family.span), doubled
                 doubled = doubled.union(edges.intersect_domain(
                     points.intersect_domain(twice.domain()).range().apply(self._edge_source())))
@@ -273,7 +260,7 @@ class Flow:
                 if both.is_empty():
                     continue
                 if "copy" in (family.op, other.op):
-                    return self._bad("conflict", both.wrap(), (*self.point, *self._primed()),
+                    return failure(self, "conflict", both.wrap(), (*self.point, *self._primed()),
                                      "two statements make the same copy", other.span), doubled
                 doubled = doubled.union(both)
         return None, doubled
@@ -311,76 +298,6 @@ class Flow:
     def _own(self) -> tuple[str, ...]:
         return tuple("c" + r for r in self.rank_dims)
 
-    def _by_coordinates(self, found: isl.Set, names: tuple[str, ...]) -> tuple[isl.Set, tuple[str, ...]]:
-        """A set with flat rank dims (r, rp, cr) given by coordinates in the device family."""
-        d = len(self.order.path)
-        found = found.flatten()
-        if not self.flat or d == 1:
-            return found, names
-        out: list[str] = []
-        cons: list[Cons] = []
-        for name in names:
-            if name not in ("r", "rp", "cr"):
-                out.append(name)
-                continue
-            coords = [f"{name}_{m}" for m in range(d)]
-            out += coords
-            flat = Lin()
-            for c, s, lo, hi in zip(coords, self.order.strides, self.order.lows, self.order.highs):
-                flat = flat + (Lin.var(c) - lo).scale(s)
-                cons += [ge(Lin.var(c), lo), ge(hi, Lin.var(c))]
-            cons.append(Cons(Lin.var(name) - flat, True))
-        return found.apply(self._map(names, tuple(out), cons)), tuple(out)
-
-    def _bad(self, kind: str, found: isl.Set, names, message: str = "", span=None) -> Bad:
-        found, names = self._by_coordinates(found, names)
-        smallest = _smallest(found.params())
-        at = found.intersect_params(isl.Set(f"[{PARAM}] -> {{ : {PARAM} >= {smallest} }}"))
-        by_formula: dict[str, tuple] = {}  # pieces with the same expressions, joined
-
-        def piece(where: isl.Set, ma) -> None:
-            joined = by_formula.get(str(ma))
-            by_formula[str(ma)] = (where if joined is None else joined[0].union(where), ma)
-        at.lexmin().lexmin_pw_multi_aff().foreach_piece(piece)
-        pieces = list(by_formula.values())
-        # The piece of the first point that holds at most of the next values of n (a
-        # formula for a family, rather than for one size).
-        where, ma = max(pieces, key=lambda piece: sum(
-            not piece[0].intersect_params(_equal(n)).is_empty()
-            for n in range(smallest, smallest + 17)))
-        # Every n where this very point (as a function of n) fails, not only its piece's.
-        where = isl.Set.from_multi_aff(ma).intersect(found).params().coalesce()
-        witness = {names[k]: _aff_text(ma.get_aff(k)) for k in range(ma.dim(isl.dim_type.out))}
-        return Bad(kind, smallest, _params_text(where.params()), witness, message, span,
-                   self._formula(kind, witness, message))
-
-    def _device(self, witness: dict[str, str], group: str) -> str:
-        d = len(self.order.path)
-        primed = group.endswith("p")
-        if self.flat:
-            keys = [group] if d == 1 else [f"{group}_{m}" for m in range(d)]
-        else:  # the dims by coordinates: r0 r1, r0p r1p, cr0 cr1
-            keys = [f"{group[:-1]}{m}p" if primed else f"{group}{m}" for m in range(d)]
-        return ".".join(f"{part}[{witness[k]}]" for part, k in zip(self.order.path, keys))
-
-    def _piece(self, witness: dict[str, str], suffix: str = "") -> str:
-        parts = [f"part({witness[x + suffix]} of {k.text()})" for x, k in zip(self.cells, self.levels)]
-        return " of ".join(reversed(parts)) if parts else "the whole buffer"
-
-    def _formula(self, kind: str, w: dict[str, str], message: str) -> str:
-        if kind == "missing":
-            return (f"{self._device(w, 'r')} misses the contribution of {self._device(w, 'cr')} "
-                    f"to {self._piece(w)} after the last round")
-        if any(k.startswith("cr") for k in w):
-            return (f"{self._device(w, 'r')} holds the contribution of {self._device(w, 'cr')} "
-                    f"more than once on {self._piece(w)} after the last round")
-        when = f"round {w['t']}" if "t" in w else f"round {w['tp']}-1"
-        ends = [f"from {self._device(w, 'r')}"] if "t" in w else []
-        ends += [f"to {self._device(w, 'rp')}"] if "tp" in w or "t" in w and len(w) > len(self.point) else []
-        piece = self._piece(w) if "x0" in w or not self.cells else self._piece(w, "p")
-        return f"in {when}, {message}: {' '.join(ends)} on {piece}"
-
-
 def _ordered(times: set[Lin], start: int) -> list[Lin] | None:
     """`times` (affine in n) in an order that holds for every n >= start, or None."""
     def before(a: Lin, b: Lin) -> bool:
@@ -406,36 +323,6 @@ def _levels(families: list[Family]) -> tuple[Lin, ...]:
             raise Outside("the regions cut the buffer in parts that do not nest (part counts "
                           "that are not one chain)", f.span)
     return longest
-
-
-def _equal(n: int) -> isl.Set:
-    return isl.Set(f"[{PARAM}] -> {{ : {PARAM} = {n} }}")
-
-
-def _smallest(params: isl.Set) -> int:
-    as_set = params.move_dims(isl.dim_type.set, 0, isl.dim_type.param, 0, 1)
-    point = as_set.lexmin().sample_point()
-    return int(point.get_coordinate_val(isl.dim_type.set, 0).to_python())
-
-
-def _params_text(params: isl.Set) -> str:
-    """The values of n a set holds at, as isl prints them, `n > k` written `n >= k+1`."""
-    text = str(params.coalesce())
-    inner = text[text.index("{") + 1:text.rindex("}")].strip().lstrip(":").strip()
-    inner = re.sub(rf"\b{PARAM} > (-?\d+)", lambda m: f"{PARAM} >= {int(m.group(1)) + 1}", inner)
-    return inner or f"{PARAM} >= 0"
-
-
-def _aff_text(aff: isl.Aff) -> str:
-    if aff.dim(isl.dim_type.div):
-        text = str(aff)
-        return text[text.index("[", text.index("{")) + 1:text.rindex("]")].strip("()")
-    a = int(aff.get_coefficient_val(isl.dim_type.param, 0).to_python())
-    b = int(aff.get_constant_val().to_python())
-    if not a:
-        return str(b)
-    term = PARAM if a == 1 else f"-{PARAM}" if a == -1 else f"{a}*{PARAM}"
-    return term if not b else f"{term}{'+' if b > 0 else '-'}{abs(b)}"
 
 
 # isl's work on one attempt, in its own operation count: far above what the shipped families
