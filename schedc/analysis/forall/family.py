@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from ...errors import SchedcError, SourceFile, Span, UsageError, did_you_mean
 from ...files import read_source
@@ -58,7 +59,7 @@ class ForAll:
 
 def smallest_valid(session: Session, param: str, schedules: list[str]) -> tuple[int, list]:
     """The smallest size of PROBE at which the file compiles, and the errors below it."""
-    errors = []
+    errors: list[tuple[int, SchedcError]] = []
     for n in PROBE:
         try:
             instance = session.at({param: n})
@@ -111,7 +112,7 @@ def _with_nominal(found: ForAll, nominal: Verdict, session: Session) -> ForAll:
 def _one(session: Session, param: str, name: str, start: int) -> ForAll:
     result = session.program.result(name)
     kind = result.collective.kind
-    base = dict(schedule=name, collective=kind, param=param, start=start)
+    base: dict[str, Any] = dict(schedule=name, collective=kind, param=param, start=start)
     if kind != "allreduce":
         return _unknown(session, base, f"the proof for every {param} covers allreduce; this "
                         f"schedule computes {kind}", result.collective.span)
@@ -146,7 +147,7 @@ _ARGUMENT = ("Presburger sets in {p} (isl): every round's transfers are affine i
              "the file is compiled)")
 
 
-def _unknown(session: Session, base: dict, reason: str, span: Span | None) -> ForAll:
+def _unknown(session: Session, base: dict[str, Any], reason: str, span: Span | None) -> ForAll:
     """Instances verified one by one; one that fails refutes the family there."""
     found = []
     for n in range(base["start"], base["start"] + INSTANCES):

@@ -142,8 +142,10 @@ class Scope:
 
 def merge(values: list[object], span: Span) -> object:
     """The values of the pieces of an index, as one value: integers and devices piecewise."""
-    if all(isinstance(v, tuple) for v in values):
-        return tuple(p for v in values for p in v)  # type: ignore[union-attr]
-    if all(isinstance(v, Device) for v in values) and len({v.path for v in values}) == 1:
-        return Device(values[0].path, tuple(c for v in values for c in v.cases))  # type: ignore
+    ints = [v for v in values if isinstance(v, tuple)]
+    if len(ints) == len(values):
+        return tuple(p for v in ints for p in v)
+    devices = [v for v in values if isinstance(v, Device)]
+    if len(devices) == len(values) and len({d.path for d in devices}) == 1:
+        return Device(devices[0].path, tuple(c for d in devices for c in d.cases))
     raise Outside("an element chosen by a piecewise index is not an integer or a device", span)

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 import islpy as isl
 
+from ...errors import Span
 from .affine import PARAM, Cons, Lin, ge
 
 
@@ -21,7 +22,7 @@ class Bad:
     where: str
     witness: dict[str, str]  # what fails, each an affine expression of n (isl text)
     message: str = ""
-    span: object = None
+    span: Span | None = None
     formula: str = ""  # what fails, in n
 
 
