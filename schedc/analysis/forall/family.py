@@ -18,7 +18,7 @@ from ...language import syntax as ast
 from ...language.parser import parse_module
 from ...session import Session
 from ..verify.verdict import Verdict, verdict
-from .affine import PARAM, Lin, Outside, const
+from .affine import PARAM, Lin, Outside, const, lin_int
 from .model import Domain, Opaque, Scope, SymList
 from .presburger import Bad, prove
 from .symbolic import Elaborator
@@ -118,7 +118,7 @@ def _one(session: Session, param: str, name: str, start: int) -> ForAll:
                         f"schedule computes {kind}", result.collective.span)
     try:
         sym, ranks = _symbolic(session, param, name)
-        checked = prove(sym, ranks, start)
+        checked = prove(sym, ranks, start, param)
     except Outside as exc:
         return _unknown(session, base, f"outside the affine class: {exc.message}", exc.span)
     if checked.ok:
@@ -177,7 +177,7 @@ def _modules(path: Path) -> list[ast.Module]:
             if isinstance(stmt, ast.Import):
                 visit((file.parent / stmt.path).resolve(), str(Path(shown).parent / stmt.path))
         out.append(module)
-    visit(Path(session_path := str(path)).resolve(), session_path)
+    visit(path.resolve(), str(path))
     return out
 
 
@@ -188,8 +188,11 @@ def _symbolic(session: Session, param: str, name: str):
     topology = [s for m in modules for s in m.body if isinstance(s, ast.Topology)]
     constants: dict[str, object] = {}
     for p in program.params.values():
-        constants[p.name] = ((_int(Lin.var(PARAM)) if p.name == param else _int(const(p.nominal.numerator)))
-                             if p.structural else Opaque(p.name))
+        if not p.structural:
+            constants[p.name] = Opaque(p.name)  # a quantity: never an index
+        else:
+            constants[p.name] = lin_int(Lin.var(PARAM) if p.name == param
+                                        else const(p.nominal.numerator))
     elaborator = Elaborator(program.functions, lets, constants, topology)
     result = program.result(name)
     decl = next(s for m in modules for s in m.body
@@ -203,15 +206,7 @@ def _symbolic(session: Session, param: str, name: str):
     return elaborator.out, group.length
 
 
-def _int(lin: Lin):
-    from .affine import lin_int
-    return lin_int(lin)
-
-
 def _formula(bad: Bad, param: str) -> str:
-    """`for every hosts >= 2, rank ...`: the failure in n, with the param's own name."""
-    def named(text: str) -> str:
-        return re.sub(rf"\b{PARAM}\b", param, text)
-    where = named(bad.where)
-    single = re.fullmatch(rf"{re.escape(param)} = (-?\d+)", where)
-    return (f"at {where}" if single else f"for every {where}") + f", {named(bad.formula)}"
+    """`for every hosts >= 2, ...` (or `at hosts = 1, ...`): the failure in the param."""
+    single = re.fullmatch(rf"{re.escape(param)} = (-?\d+)", bad.where)
+    return (f"at {bad.where}" if single else f"for every {bad.where}") + f", {bad.formula}"

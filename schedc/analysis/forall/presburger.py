@@ -50,8 +50,9 @@ class Flow:
     """The data flow of `sym` for every n >= `start`, ranks numbered `flat` (their index in
     the collective) or by their coordinates in its device family."""
 
-    def __init__(self, sym: Symbolic, ranks: Lin, start: int, flat: bool = True) -> None:
-        self.sym, self.start, self.flat = sym, start, flat
+    def __init__(self, sym: Symbolic, ranks: Lin, start: int, flat: bool = True,
+                 shown: str = PARAM) -> None:
+        self.sym, self.start, self.flat, self.shown = sym, start, flat, shown
         self.p = ranks
         assert sym.ranks is not None
         self.order = sym.ranks
@@ -330,7 +331,7 @@ def _levels(families: list[Family]) -> tuple[Lin, ...]:
 MAX_OPERATIONS = 200_000_000
 
 
-def prove(sym: Symbolic, ranks: Lin, start: int) -> Checked:
+def prove(sym: Symbolic, ranks: Lin, start: int, shown: str = PARAM) -> Checked:
     """The data flow checked with ranks by their coordinates, then flat (isl closes some
     relations exactly in one numbering and not the other); each attempt within
     MAX_OPERATIONS."""
@@ -346,7 +347,7 @@ def prove(sym: Symbolic, ranks: Lin, start: int) -> Checked:
         context.set_max_operations(MAX_OPERATIONS)
         context.reset_operations()
         try:
-            checked = Flow(sym, ranks, start, flat).check()
+            checked = Flow(sym, ranks, start, flat, shown).check()
         except isl.Error:
             checked = Checked(False, inexact=True)
         finally:

@@ -67,9 +67,15 @@ def failure(flow, kind: str, found: isl.Set, names, message: str = "", span=None
         for n in range(smallest, smallest + 17)))
     # Every n where this very point (as a function of n) fails, not only its piece's.
     where = isl.Set.from_multi_aff(ma).intersect(found).params().coalesce()
-    witness = {names[k]: _aff_text(ma.get_aff(k)) for k in range(ma.dim(isl.dim_type.out))}
-    return Bad(kind, smallest, params_text(where.params()), witness, message, span,
+    witness = {names[k]: _shown(flow, _aff_text(ma.get_aff(k)))
+               for k in range(ma.dim(isl.dim_type.out))}
+    return Bad(kind, smallest, _shown(flow, params_text(where.params())), witness, message, span,
                _formula(flow, kind, witness, message))
+
+def _shown(flow, text: str) -> str:
+    """An expression or a condition in n (numbers, n, operators) with the param's own name."""
+    return re.sub(rf"\b{PARAM}\b", flow.shown, text)
+
 
 def _device(flow, witness: dict[str, str], group: str) -> str:
     d = len(flow.order.path)
@@ -81,7 +87,8 @@ def _device(flow, witness: dict[str, str], group: str) -> str:
     return ".".join(f"{part}[{witness[k]}]" for part, k in zip(flow.order.path, keys))
 
 def _piece(flow, witness: dict[str, str], suffix: str = "") -> str:
-    parts = [f"part({witness[x + suffix]} of {k.text()})" for x, k in zip(flow.cells, flow.levels)]
+    parts = [f"part({witness[x + suffix]} of {_shown(flow, k.text())})"
+             for x, k in zip(flow.cells, flow.levels)]
     return " of ".join(reversed(parts)) if parts else "the whole buffer"
 
 def _formula(flow, kind: str, w: dict[str, str], message: str) -> str:
