@@ -197,3 +197,27 @@ def test_from_without_for_all_is_refused(run):
     assert code == 2 and "--for-all" in err
     with pytest.raises(UsageError, match="directory"):
         schedc.verify_for_all(SCHEDULES / "seed", "hosts")
+
+
+PARTS = """  for s in 0..p-2 round {{
+    for j in 0..p-1: {op} part((j - s{shift}) % p of p) from g[j] to g[(j + 1) % p]
+  }}"""
+
+
+@pytest.mark.parametrize("kind, op, shift, right", [
+    ("allgather", "copy", "", True),  # the ring all-gather
+    ("allgather", "copy", " - 1", False), ("allgather", "reduce", "", False),
+    ("reduce_scatter", "reduce", " - 1", True),  # the ring reduce-scatter
+    ("reduce_scatter", "reduce", "", False), ("reduce_scatter", "copy", " - 1", False),
+])
+def test_allgather_and_reduce_scatter_agree_with_the_ordinary_verifier(tmp_path, kind, op,
+                                                                       shift, right):
+    path = _family(tmp_path, PARTS.format(op=op, shift=shift))
+    path.write_text(path.read_text().replace("allreduce V over ranks", f"{kind} V over ranks"))
+    (r,) = schedc.verify_for_all(path, "p", start=2)
+    verdicts = {n: _ordinary(path, "p", n, "s").ok for n in range(2, 7)}
+    assert r.status == ("proved" if right else "refuted")
+    if right:
+        assert all(verdicts.values())
+    else:
+        assert r.counterexample.kind != "instance" and verdicts[r.counterexample.smallest] is False

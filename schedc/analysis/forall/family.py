@@ -25,6 +25,7 @@ from .symbolic import Elaborator
 
 PROBE = range(0, 17)  # the sizes tried for the family's smallest valid one
 INSTANCES = 4  # instances verified when the answer is unknown
+COVERED = ("allreduce", "reduce_scatter", "allgather")  # the collectives the proof knows
 
 
 @dataclass(frozen=True)
@@ -113,16 +114,18 @@ def _one(session: Session, param: str, name: str, start: int) -> ForAll:
     result = session.program.result(name)
     kind = result.collective.kind
     base: dict[str, Any] = dict(schedule=name, collective=kind, param=param, start=start)
-    if kind != "allreduce":
-        return _unknown(session, base, f"the proof for every {param} covers allreduce; this "
-                        f"schedule computes {kind}", result.collective.span)
+    if kind not in COVERED:
+        return _unknown(session, base, f"the proof for every {param} covers "
+                        f"{', '.join(COVERED)}; this schedule computes {kind}",
+                        result.collective.span)
     try:
         sym, ranks = _symbolic(session, param, name)
-        checked = prove(sym, ranks, start, param)
+        checked = prove(sym, ranks, start, param, kind)
     except Outside as exc:
         return _unknown(session, base, f"outside the affine class: {exc.message}", exc.span)
     if checked.ok:
-        return ForAll(**base, status="proved", argument=_ARGUMENT.format(p=param, start=start))
+        return ForAll(**base, status="proved", argument=_ARGUMENT.format(
+            p=param, start=start, post=_POSTCONDITION[kind]))
     if checked.inexact:
         return _unknown(session, base, "isl's transitive closure of the data flow is not exact "
                         "here", result.definition.span)
@@ -141,10 +144,14 @@ def _one(session: Session, param: str, name: str, start: int) -> ForAll:
 
 _ARGUMENT = ("Presburger sets in {p} (isl): every round's transfers are affine in {p} and the "
              "loop indices; the data each rank holds after each round is the exact transitive "
-             "closure of their data flow; for every {p} >= {start} no copy conflicts, every reduce "
-             "joins disjoint data, and every rank ends holding every rank's data once, "
-             "everywhere (other params at their values; routes on the machine are checked where "
-             "the file is compiled)")
+             "closure of their data flow; for every {p} >= {start} no copy conflicts, no data "
+             "that reaches a cell twice is there at the end, and {post} (other params at their "
+             "values; routes on the machine are checked where the file is compiled)")
+_POSTCONDITION = {
+    "allreduce": "every rank ends holding every rank's data once, everywhere",
+    "reduce_scatter": "rank j ends holding every rank's data once on part(j of p)",
+    "allgather": "every rank ends holding rank j's data alone, once, on part(j of p)",
+}
 
 
 def _unknown(session: Session, base: dict[str, Any], reason: str, span: Span | None) -> ForAll:

@@ -51,8 +51,8 @@ class Flow:
     the collective) or by their coordinates in its device family."""
 
     def __init__(self, sym: Symbolic, ranks: Lin, start: int, flat: bool = True,
-                 shown: str = PARAM) -> None:
-        self.sym, self.start, self.flat, self.shown = sym, start, flat, shown
+                 shown: str = PARAM, kind: str = "allreduce") -> None:
+        self.sym, self.start, self.flat, self.shown, self.kind = sym, start, flat, shown, kind
         self.p = ranks
         assert sym.ranks is not None
         self.order = sym.ranks
@@ -160,10 +160,7 @@ class Flow:
         keep = isl.Map.identity(alive.get_space().map_from_set()).intersect_domain(
             alive.subtract(overwritten)).apply_range(step)
         flow = keep.union(copies).union(reduces).coalesce()
-        own = tuple("c" + r for r in self.rank_dims)
-        init = self._map(own, self.point, [Cons(Lin.var("t"), True), *self._point_cons(),
-                                           *(Cons(Lin.var(r) - Lin.var(c), True)
-                                             for r, c in zip(self.rank_dims, own))])
+        own, init, wanted, required = self._collective(rounds)
         reached = self._reach(flow, init)
         if reached is None:
             return Checked(False, inexact=True)
@@ -171,19 +168,59 @@ class Flow:
         # Where a contribution arrives a second time, and everywhere that flows: held twice
         # there (a copy of a cell held once overwrites it; only the end state counts).
         merges = self._merges(reduces.apply_range(back), doubled, held).apply_range(step)
-        end = self._map(self.point, own, [Cons(Lin.var("t") - rounds, True), *self._point_cons(),
-                                          *self._point_cons(own, ())])
         if not merges.is_empty():
             twice = self._reach(flow, merges)
             if twice is None:
                 return Checked(False, inexact=True)
-            twice_at_end = twice.reverse().intersect(end).wrap()
+            twice_at_end = twice.reverse().intersect(required).wrap()
             if not twice_at_end.is_empty():
                 return Checked(False, failure(self, "duplicate", twice_at_end, (*self.point, *own)))
-        missing = end.subtract(held).wrap()
+        missing = wanted.subtract(held).wrap()
         if not missing.is_empty():
             return Checked(False, failure(self, "missing", missing, (*self.point, *own)))
+        unexpected = held.intersect(required).subtract(wanted).wrap()
+        if not unexpected.is_empty():
+            return Checked(False, failure(self, "unexpected", unexpected, (*self.point, *own)))
         return Checked(True)
+
+    def _flat(self, dims: tuple[str, ...]) -> Lin:
+        """A rank's index in the collective, from its dims."""
+        if self.flat:
+            return Lin.var(dims[0])
+        index = Lin()
+        for d, stride, lo in zip(dims, self.order.strides, self.order.lows):
+            index = index + (Lin.var(d) - lo).scale(stride)
+        return index
+
+    def _collective(self, rounds: Lin) -> tuple[tuple[str, ...], isl.Map, isl.Map, isl.Map]:
+        """The collective's labels of data (a rank's, and for an all-gather, whether it is
+        its uninitialised buffer), where each starts (label -> point at round 0), what the
+        end state must hold ((t, r, x) -> label at the last round) and the cells it
+        constrains (-> any label)."""
+        own = tuple("c" + r for r in self.rank_dims)
+        labels = own + (("u",) if self.kind == "allgather" else ())
+        if self.kind != "allreduce" and (not self.levels or self.levels[0] != self.p):
+            raise Outside(f"an {self.kind}'s parts are the p-th parts of the buffer; this "
+                          "schedule's regions do not cut it into p parts first", None)
+        at_start = [Cons(Lin.var("t"), True), *self._point_cons(),
+                    *(Cons(Lin.var(r) - Lin.var(c), True) for r, c in zip(self.rank_dims, own))]
+        part, mine = Lin.var("x0"), self._flat(self.rank_dims)
+        if self.kind == "allgather":  # rank j's own data on part j, its buffer elsewhere
+            u = Lin.var("u")
+            init = self._map(labels, self.point, [*at_start, Cons(u, True), Cons(part - mine, True)])
+            for below, above in ((part, mine), (mine, part)):
+                init = init.union(self._map(labels, self.point, [
+                    *at_start, Cons(u - const(1), True), ge(above - below, const(1))]))
+        else:
+            init = self._map(own, self.point, at_start)
+        at_end = [Cons(Lin.var("t") - rounds, True), *self._point_cons(), *self._point_cons(own, ())]
+        if self.kind == "reduce_scatter":  # rank j's part j only
+            at_end.append(Cons(part - mine, True))
+        required = self._map(self.point, labels, at_end + (
+            [ge(Lin.var("u"), const(0)), ge(const(1), Lin.var("u"))] if len(labels) > len(own) else []))
+        if self.kind == "allgather":  # part j: rank j's data alone
+            at_end += [Cons(Lin.var("u"), True), Cons(part - self._flat(own), True)]
+        return labels, init, self._map(self.point, labels, at_end), required
 
     def _reach(self, flow: isl.Map, init: isl.Map) -> isl.Map | None:
         """Every point the data of each source reaches (label -> (t, r, x); the sources are
@@ -331,7 +368,8 @@ def _levels(families: list[Family]) -> tuple[Lin, ...]:
 MAX_OPERATIONS = 200_000_000
 
 
-def prove(sym: Symbolic, ranks: Lin, start: int, shown: str = PARAM) -> Checked:
+def prove(sym: Symbolic, ranks: Lin, start: int, shown: str = PARAM,
+          kind: str = "allreduce") -> Checked:
     """The data flow checked with ranks by their coordinates, then flat (isl closes some
     relations exactly in one numbering and not the other); each attempt within
     MAX_OPERATIONS."""
@@ -347,7 +385,7 @@ def prove(sym: Symbolic, ranks: Lin, start: int, shown: str = PARAM) -> Checked:
         context.set_max_operations(MAX_OPERATIONS)
         context.reset_operations()
         try:
-            checked = Flow(sym, ranks, start, flat, shown).check()
+            checked = Flow(sym, ranks, start, flat, shown, kind).check()
         except isl.Error:
             checked = Checked(False, inexact=True)
         finally:

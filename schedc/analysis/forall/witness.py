@@ -92,6 +92,15 @@ def _piece(flow, witness: dict[str, str], suffix: str = "") -> str:
     return " of ".join(reversed(parts)) if parts else "the whole buffer"
 
 def _formula(flow, kind: str, w: dict[str, str], message: str) -> str:
+    if "u" in w:  # an all-gather's labels: a rank's data, or its uninitialised buffer
+        what = ("the uninitialised buffer of " if w["u"] == "1" else "the data of ") + \
+            _device(flow, w, "cr")
+        verb = "misses" if kind == "missing" else "holds"
+        more = " more than once" if kind == "duplicate" else ""
+        return f"{_device(flow, w, 'r')} {verb} {what}{more} on {_piece(flow, w)} after the last round"
+    if kind == "unexpected":
+        return (f"{_device(flow, w, 'r')} holds the contribution of {_device(flow, w, 'cr')}, "
+                f"which it should not, on {_piece(flow, w)} after the last round")
     if kind == "missing":
         return (f"{_device(flow, w, 'r')} misses the contribution of {_device(flow, w, 'cr')} "
                 f"to {_piece(flow, w)} after the last round")
