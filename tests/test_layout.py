@@ -28,7 +28,8 @@ LAYERS = (
     ("schedc.cost", "schedc.nccl"),  # schedc's cost model; NCCL's own (tuning.cc), beside it
     ("schedc.session",),
     WINGS,  # the analyses, side by side: none imports another
-    ("schedc.analysis.scale",),  # closed forms in n, from compiled instances and their bounds
+    # closed forms in n, from compiled instances and their bounds; verification for every n
+    ("schedc.analysis.scale", "schedc.analysis.forall"),
     ("schedc.analysis",),  # the drivers above the wings: `check`, `report`'s overview
     ("schedc.render",),  # presentation only: text, JSON, Markdown, LaTeX, HTML, plots
     ("schedc.export",),  # files for other tools: MSCCL XML, tuner tables

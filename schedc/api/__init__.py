@@ -52,6 +52,7 @@ from .compiling import (
 )
 from .exporting import TunedTable, Tuning, export_astra, export_msccl, report, tune
 from .machines import import_machine, machine_summary
+from .forall import verify_for_all
 from .measuring import calibrate, fitted_sets, plot_prediction, predict
 from .nccl import NcclModel, nccl_model
 
@@ -77,6 +78,7 @@ RESULT_TYPES = {
     "Calibration": "schedc.analysis.calibrate.calibration",
     "Comparison": "schedc.analysis.calibrate.calibration", "FileCheck": "schedc.analysis.check",
     "ReportValue": "schedc.analysis.solve.reports", "WhatIf": "schedc.analysis.whatif",
+    "ForAll": "schedc.analysis.forall.family",
 }
 
 
@@ -96,4 +98,5 @@ __all__ = [
     "predict", "protocol_switches", "report", "scale", "sensitivity", "solve", "sweep", "time",
     "tune", "verify", "verify_files", "import_machine", "machine_summary", "WhatIf", "whatif",
     "NcclModel", "nccl_model",
+    "ForAll", "verify_for_all",
 ]

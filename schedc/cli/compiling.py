@@ -9,6 +9,7 @@ import click
 
 from ..api import MAX_EMIT_LINES
 from ..render import schema
+from .forall import for_all_options, verify_for_all
 from .options import (
     EXIT_BAD_INPUT,
     EXIT_FAILED,
@@ -86,13 +87,17 @@ def compare(session, as_json: bool, output_format: str, no_verify: bool) -> int:
 @json_option(schema.VERIFY)
 @limit_options
 @machine_options
-def verify(file: Path, schedules, sets, as_json: bool, limits, machine, ranks) -> int:
+@for_all_options
+def verify(file: Path, schedules, sets, as_json: bool, limits, machine, ranks, for_all) -> int:
     """Check that each schedule computes its collective.
 
     FILE may be a directory: every .sched file under it is verified (files without result
     schedules, such as machines and libraries, are skipped). FILE may be an MSCCL XML
-    algorithm (.xml): no machine is needed. Exit 1 if one fails.
+    algorithm (.xml): no machine is needed. Exit 1 if one fails. With --for-all PARAM, for
+    every value of the structural param (see docs/verification.md, "For every n").
     """
+    if for_all is not None:
+        return verify_for_all(file, schedules, sets, as_json, limits, machine, ranks, **for_all)
     from ..api import verify_files
     from ..render.errors import error_entry
     from ..render.text import dump_json

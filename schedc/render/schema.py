@@ -2,6 +2,7 @@
 
 TIME = "schedc.time/1"  # time and compare
 VERIFY = "schedc.verify/1"
+VERIFY_FOR_ALL = "schedc.verify/2"  # verify --for-all: /1 with `for_all` in each schedule
 SOLVE = "schedc.solve/1"
 SENSITIVITY = "schedc.sensitivity/1"
 SWEEP = "schedc.sweep/1"

@@ -1,0 +1,388 @@
+"""A result schedule elaborated with one structural param kept a symbol: its transfers as
+`Family`s (a transfer statement's transfers over a domain of loop variables, src, dst, round
+and piece of the buffer affine in them and the param) and the `Obligation`s that make those
+families the schedule's transfers at every value (indices in range, cases covering).
+
+Only the affine class is read: ranges, lists by comprehension, topology families, `len`,
+`+ - *` with a constant side, `//` and `%` by constants, `%` by a group size, parts of
+regions, calls, round loops, `parallel`. Anything else (`if`, comparisons, `log2`, `min`,
+XOR, `into`, ...) raises `Outside` with its source span. The semantics mirror
+`elaborate/schedule.py`: statements in sequence concatenate rounds, `parallel` zips them,
+a round loop makes one round per iteration, loops inside a round add transfers to it.
+"""
+
+from __future__ import annotations
+
+from ...errors import Span
+from ...language import statements as st
+from ...language import syntax as ast
+from .affine import (
+    PARAM,
+    Cons,
+    Lin,
+    Outside,
+    Piece,
+    SymInt,
+    combine,
+    const,
+    constant_of,
+    floor_div,
+    ge,
+    lin_int,
+    modulo_size,
+    multiply,
+    single,
+)
+from .model import (
+    Case,
+    Device,
+    Domain,
+    Family,
+    Opaque,
+    RankOrder,
+    Region,
+    Scope,
+    Symbolic,
+    SymList,
+    SymRange,
+    TopoFamily,
+    device,
+    merge,
+)
+
+
+class Elaborator:
+    """Elaborates expressions and statements of the affine class (`out` collects the result)."""
+
+    def __init__(self, functions: dict[str, ast.ScheduleDef], lets: dict[str, ast.Expr],
+                 constants: dict[str, object], topology: list[ast.Topology]) -> None:
+        self.out = Symbolic()
+        self.functions, self.lets, self.values = functions, lets, dict(constants)
+        self.stack: list[str] = []
+        for block in topology:
+            self._topology(block.body, (), self.values)
+
+    def _topology(self, body, path: tuple[str, ...], into: dict) -> None:
+        for stmt in body:
+            if isinstance(stmt, ast.DeviceDecl):
+                for decl in stmt.names:
+                    into[decl.name] = self._family(decl, path, {})
+            elif isinstance(stmt, ast.HostDecl):
+                members: dict[str, TopoFamily] = {}
+                family = self._family(stmt.name, path, members)
+                self._topology(stmt.body, path + (stmt.name.name,), members)
+                into[stmt.name.name] = family
+
+    def _family(self, decl: ast.DeclName, path, members) -> TopoFamily:
+        count = None if decl.count is None else single(
+            self.integer(decl.count, Scope({}, Domain())), decl.count.span, "a family's size")
+        return TopoFamily(path + (decl.name,), count, members)
+
+    # ---- expressions
+
+    def integer(self, expr: ast.Expr, scope: Scope) -> SymInt:
+        value = self.eval(expr, scope)
+        if not isinstance(value, tuple):
+            raise Outside(f"expected an integer here, found {type(value).__name__}", expr.span)
+        return value
+
+    def eval(self, e: ast.Expr, scope: Scope) -> object:
+        if isinstance(e, ast.Number):
+            if e.unit is not None or e.value.denominator != 1:
+                return Opaque("a quantity")
+            return lin_int(const(int(e.value)))
+        if isinstance(e, ast.Name):
+            return self.lookup(e.id, e.span, scope)
+        if isinstance(e, ast.UnaryOp) and e.op == "-":
+            return tuple(Piece(Lin() - p.expr, p.guard) for p in self.integer(e.operand, scope))
+        if isinstance(e, ast.BinOp):
+            return self._binop(e, scope)
+        if isinstance(e, ast.Range):
+            return SymRange(self.integer(e.lo, scope), self.integer(e.hi, scope))
+        if isinstance(e, ast.Index):
+            return self._index(self.eval(e.base, scope), self.integer(e.index, scope), scope, e.span)
+        if isinstance(e, ast.Attr):
+            return self._member(self.eval(e.base, scope), e.name, e.span)
+        if isinstance(e, ast.Call) and e.func == "len" and len(e.args) == 1 and not e.kwargs:
+            value = self.eval(e.args[0], scope)
+            if isinstance(value, SymList):
+                return lin_int(value.length)
+        if isinstance(e, ast.ListComp):
+            return self._comprehension(e, scope)
+        if isinstance(e, ast.AllRegion):
+            return Region()
+        if isinstance(e, ast.Part):
+            return self._part(e, scope)
+        raise Outside(f"{_what(e)} is outside the affine class", e.span)
+
+    def lookup(self, name: str, span: Span, scope: Scope) -> object:
+        if name in scope.local:
+            return scope.local[name]
+        if name not in self.values and name in self.lets:
+            self.values[name] = self.eval(self.lets[name], Scope({}, Domain()))
+        if name in self.values:
+            value = self.values[name]
+            if isinstance(value, TopoFamily) and value.count is not None and not value.members:
+                return self._family_list(value)
+            return value
+        raise Outside(f"'{name}' is not read by the symbolic elaboration", span)
+
+    def _binop(self, e: ast.BinOp, scope: Scope) -> SymInt:
+        a, b = self.integer(e.left, scope), self.integer(e.right, scope)
+        if e.op == "+":
+            return combine(a, b, lambda x, y: x + y)
+        if e.op == "-":
+            return combine(a, b, lambda x, y: x - y)
+        if e.op == "*":
+            return multiply(a, b, e.span)
+        if e.op == "//" and constant_of(b) is not None:
+            return floor_div(a, b, self.out.names, e.span, remainder=False)
+        if e.op == "%":
+            k = single(b, e.right.span, "a modulus")
+            self.out.require(scope.domain, [(ge(k, const(1)),)], "the modulus is at least 1", e.span)
+            out: list[Piece] = []
+            for p in a:
+                cases = modulo_size((p,), k)
+                self.out.require(scope.domain.guarded(p.guard),
+                                 [c.guard[len(p.guard):] for c in cases],
+                                 "this '%' has a bounded quotient", e.span)
+                out += cases
+            return tuple(out)
+        raise Outside(f"the operator '{e.op}' is outside the affine class", e.span)
+
+    def _in_range(self, index: SymInt, length: Lin, domain: Domain, span: Span, what: str) -> None:
+        for p in index:
+            self.out.require(domain.guarded(p.guard),
+                             [(ge(p.expr, const(0)), ge(length - const(1), p.expr))],
+                             f"{what} is in range", span)
+
+    def _index(self, base: object, index: SymInt, scope: Scope, span: Span) -> object:
+        if isinstance(base, SymList):
+            self._in_range(index, base.length, scope.domain, span, "the index")
+            return base.at(index, scope.domain, span)
+        if isinstance(base, TopoFamily) and base.count is not None:
+            self._in_range(index, base.count, scope.domain, span, "the index")
+            if base.members:
+                return TopoFamily(base.path, None, base.members, base.prefix + (index,))
+            return device(base.path, base.prefix + (index,))
+        raise Outside("indexing this value is outside the affine class", span)
+
+    def _member(self, base: object, name: str, span: Span) -> object:
+        if isinstance(base, TopoFamily) and base.count is None and name in base.members:
+            member = base.members[name]
+            member = TopoFamily(member.path, member.count, member.members, base.prefix)
+            if member.count is None:
+                return device(member.path, member.prefix) if not member.members else member
+            return self._family_list(member) if not member.members else member
+        raise Outside(f"'.{name}' is outside the affine class here", span)
+
+    def _family_list(self, family: TopoFamily) -> SymList:
+        def at(index: SymInt, domain: Domain, span: Span) -> object:
+            return device(family.path, family.prefix + (index,))
+        assert family.count is not None
+        order = RankOrder(family.path, (1,), (Lin(),), (family.count - const(1),)) \
+            if not family.prefix else None
+        return SymList(family.count, at, order)
+
+    def _comprehension(self, e: ast.ListComp, scope: Scope) -> SymList:
+        bounds: list[tuple[str, Lin, Lin]] = []
+        for clause in e.clauses:
+            if clause.cond is not None or not isinstance(clause.iter, ast.Range):
+                raise Outside("a comprehension over a range without 'if' is affine; this one is not",
+                              clause.span)
+            lo = single(self.integer(clause.iter.lo, scope), clause.iter.span, "a bound")
+            hi = single(self.integer(clause.iter.hi, scope), clause.iter.span, "a bound")
+            bounds.append((clause.var, lo, hi))
+        counts = [hi - lo + const(1) for _, lo, hi in bounds]
+        strides = [1] * len(bounds)
+        for m in range(len(bounds) - 2, -1, -1):
+            inner = counts[m + 1]
+            if not inner.is_const:
+                raise Outside("a comprehension whose inner loops' lengths vary is not affine",
+                              e.clauses[m + 1].span)
+            strides[m] = strides[m + 1] * inner.const
+        length = counts[0].scale(strides[0])
+        for count in counts:
+            self.out.require(scope.domain, [(ge(count, const(0)),)], "a range is not reversed", e.span)
+
+        def at(index: SymInt, domain: Domain, span: Span) -> object:
+            if len(index) > 1:  # piece by piece, so that each piece's digits stay together
+                return merge([at((p,), domain, span) for p in index], span)
+            # digit m = floor(index / stride m) - count m · floor(index / stride m-1): the
+            # quotients telescope, so the rank of the element is `index` again, exactly.
+            local = scope.within(domain)
+            quotients = [index if s == 1 else floor_div(index, lin_int(const(s)), self.out.names,
+                                                        span, remainder=False) for s in strides]
+            for m, (var, lo, _) in enumerate(bounds):
+                digit = quotients[m] if not m else combine(
+                    quotients[m], quotients[m - 1], lambda a, b, k=counts[m].const: a - b.scale(k))
+                local = local.bind(var, combine(digit, lin_int(lo), lambda x, y: x + y))
+            return self.eval(e.element, local)
+
+        probe = scope
+        for var, _, _ in bounds:
+            probe = probe.bind(var, lin_int(Lin.var("probe_" + var)))
+        element = self.eval(e.element, probe)
+        order = None
+        if isinstance(element, Device) and len(element.cases) == 1 and not element.cases[0][0] \
+                and element.cases[0][1] == tuple(Lin.var("probe_" + var) for var, _, _ in bounds):
+            order = RankOrder(element.path, tuple(strides), tuple(lo for _, lo, _ in bounds),
+                              tuple(hi for _, _, hi in bounds))
+        return SymList(length, at, order)
+
+    def _part(self, e: ast.Part, scope: Scope) -> Region:
+        whole = Region() if e.whole is None else self.eval(e.whole, scope)
+        if not isinstance(whole, Region):
+            raise Outside("a part of something that is not a region", e.span)
+        index = self.integer(e.index, scope)
+        count = single(self.integer(e.count, scope), e.count.span, "the number of parts")
+        self.out.require(scope.domain, [(ge(count, const(1)),)], "there is at least one part",
+                         e.count.span)
+        self._in_range(index, count, scope.domain, e.index.span, "the part")
+        return Region(whole.chain + ((index, count),))
+
+    def rank(self, found: object, scope: Scope, span: Span) -> tuple[Case, ...]:
+        """A rank's coordinates in the collective's device family (each checked in range)."""
+        order = self.out.ranks
+        if not isinstance(found, Device) or order is None or found.path != order.path:
+            raise Outside("a transfer between devices that are not ranks of the collective", span)
+        for guard, coords in found.cases:
+            self.out.require(scope.domain.guarded(guard),
+                             [tuple(c for x, lo, hi in zip(coords, order.lows, order.highs)
+                                    for c in (ge(x, lo), ge(hi, x)))],
+                             "the device is a rank of the collective", span)
+        return found.cases
+
+    # ---- statements: each returns how many rounds it makes, starting at `time`
+
+    def sequence(self, stmts: tuple[st.Stmt, ...], scope: Scope, time: Lin) -> Lin:
+        total = Lin()
+        for stmt in stmts:
+            if isinstance(stmt, ast.Let):
+                scope = scope.bind(stmt.name, self.eval(stmt.value, scope))
+                continue
+            total = total + self._statement(stmt, scope, time + total)
+            if (time + total).names <= {PARAM}:
+                self.out.boundaries.add(time + total)
+        return total
+
+    def _loop(self, stmt, scope: Scope) -> tuple[Lin, Lin, Scope]:
+        """A loop's variable (its offset from the low end), iterations and inner scope."""
+        bounds = self.eval(stmt.iter, scope)
+        if not isinstance(bounds, SymRange):
+            raise Outside("a loop over something other than a range", stmt.iter.span)
+        lo = single(bounds.lo, stmt.iter.span, "a loop bound")
+        hi = single(bounds.hi, stmt.iter.span, "a loop bound")
+        self.out.require(scope.domain, [(ge(hi - lo + const(1), const(0)),)],
+                         "a range is not reversed", stmt.iter.span)
+        var = self.out.names.loop(stmt.var)
+        inner = Scope({**scope.local, stmt.var: lin_int(Lin.var(var))}, scope.domain.loop(var, lo, hi))
+        return Lin.var(var) - lo, hi - lo + const(1), inner
+
+    def _statement(self, stmt: st.Stmt, scope: Scope, time: Lin) -> Lin:
+        if isinstance(stmt, st.RoundFor):
+            offset, count, inner = self._loop(stmt, scope)
+            self.round_body(stmt.body, inner, time + offset)
+            return count
+        if isinstance(stmt, st.RoundBlock):
+            self.round_body(stmt.body, scope, time)
+            return const(1)
+        if isinstance(stmt, (st.Transfer, st.Send)):
+            self.round_body((stmt,), scope, time)
+            return const(1)
+        if isinstance(stmt, st.ParallelFor):
+            offset, _, inner = self._loop(stmt, scope)
+            rounds = self.sequence(stmt.body, inner, time)
+            if rounds.names & offset.names:
+                raise Outside("the branches of this 'parallel for' make different numbers of rounds",
+                              stmt.span)
+            return rounds
+        if isinstance(stmt, st.ParallelBlock):
+            lengths = [self.sequence((b,), scope, time) for b in stmt.branches]
+            if any(length != lengths[0] for length in lengths):
+                raise Outside("the branches of this 'parallel' may make different numbers of rounds",
+                              stmt.span)
+            return lengths[0] if lengths else Lin()
+        if isinstance(stmt, st.For):
+            offset, count, inner = self._loop(stmt, scope)
+            probe = Symbolic()
+            saved, self.out = self.out, probe  # the body's length first, to place its iterations
+            probe.names, probe.ranks = saved.names, saved.ranks
+            rounds = self.sequence(stmt.body, inner, time)
+            self.out = saved
+            if not rounds.is_const:
+                raise Outside("a sequential loop whose iterations' lengths vary with the param",
+                              stmt.span)
+            self.sequence(stmt.body, inner, time + offset.scale(rounds.const))
+            return count.scale(rounds.const)
+        if isinstance(stmt, st.CallStmt):
+            return self.call(stmt.call, scope, time)
+        raise Outside(f"{_what(stmt)} is outside the affine class", stmt.span)
+
+    def call(self, call: ast.Call, scope: Scope, time: Lin) -> Lin:
+        definition = self.functions.get(call.func)
+        if definition is None or call.func in self.stack:
+            raise Outside(f"the call of '{call.func}' is not read symbolically", call.span)
+        formals = definition.formals or ()
+        if len(call.args) > len(formals):
+            raise Outside(f"'{call.func}' takes fewer arguments", call.span)
+        bound = {f.name: self.eval(a, scope) for f, a in zip(formals, call.args)}
+        for keyword in call.kwargs:
+            bound[keyword.name] = self.eval(keyword.value, scope)
+        for formal in formals:
+            if formal.name not in bound:
+                if formal.default is None:
+                    raise Outside(f"'{call.func}' needs argument '{formal.name}'", call.span)
+                bound[formal.name] = self.eval(formal.default, Scope(dict(bound), scope.domain))
+        self.stack.append(call.func)
+        try:
+            return self.sequence(definition.body, Scope(bound, scope.domain), time)
+        finally:
+            self.stack.pop()
+
+    def round_body(self, stmts, scope: Scope, time: Lin) -> None:
+        for stmt in stmts:
+            if isinstance(stmt, ast.Let):
+                scope = scope.bind(stmt.name, self.eval(stmt.value, scope))
+            elif isinstance(stmt, st.For):
+                _, _, inner = self._loop(stmt, scope)
+                self.round_body(stmt.body, inner, time)
+            elif isinstance(stmt, st.Transfer):
+                self._transfer(stmt, scope, time)
+            elif not isinstance(stmt, st.Send):  # bytes only: no data flow
+                raise Outside(f"{_what(stmt)} is outside the affine class", stmt.span)
+
+    def _transfer(self, stmt: st.Transfer, scope: Scope, time: Lin) -> None:
+        if stmt.into is not None:
+            raise Outside("'into' (data moved to another place) is outside the affine class",
+                          stmt.into.span)
+        region = self.eval(stmt.region, scope)
+        if not isinstance(region, Region):
+            raise Outside("the region of this transfer is not read symbolically", stmt.region.span)
+        src = self.rank(self.eval(stmt.src, scope), scope, stmt.src.span)
+        dst = self.rank(self.eval(stmt.dst, scope), scope, stmt.dst.span)
+        cases: list[tuple[tuple[Cons, ...], tuple[Lin, ...]]] = [
+            (gs + gd, cs + cd) for gs, cs in src for gd, cd in dst]
+        for guard, ends in cases:  # the elaborator refuses a transfer from a rank to itself
+            d = len(ends) // 2
+            self.out.require(scope.domain.guarded(guard), [
+                (ge(a - b, const(1)),) for a, b in zip(ends[:d], ends[d:])] + [
+                (ge(b - a, const(1)),) for a, b in zip(ends[:d], ends[d:])],
+                "no transfer is from a rank to itself", stmt.span)
+        for index, _ in region.chain:
+            cases = [(g + p.guard, e + (p.expr,)) for g, e in cases for p in index]
+        counts = tuple(count for _, count in region.chain)
+        d = len(src[0][1])
+        for guard, e in cases:
+            self.out.families.append(Family(stmt.op, scope.domain.guarded(guard), time, e[:d],
+                                            e[d:2 * d], e[2 * d:], counts, stmt.span))
+
+
+def _what(node: object) -> str:
+    names = {ast.Compare: "a comparison", ast.BoolOp: "'and'/'or'", ast.Not: "'not'",
+             ast.Conditional: "a conditional expression", ast.Call: "this call",
+             st.If: "'if'", st.Fail: "'error'", ast.ListLit: "a list literal"}
+    return names.get(type(node), type(node).__name__)
+
+
+__all__ = ["Domain", "Elaborator", "Family", "Opaque", "Outside", "Scope", "SymList", "Symbolic"]

@@ -1,0 +1,55 @@
+"""`schedc verify FILE --for-all PARAM [--from N] [--require-proof]`: the options, and the
+run, of verification for every value of a structural param."""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+
+import click
+
+from ..errors import UsageError
+from ..render import schema
+from .options import EXIT_FAILED, EXIT_OK
+
+
+def for_all_options(func):
+    """--for-all, --from and --require-proof, passed on as one `for_all` argument (None
+    without --for-all)."""
+    @click.option("--for-all", "param", metavar="PARAM", default=None,
+                  help="Prove it for every value of this structural param (affine schedules; "
+                       "others are verified at instances).")
+    @click.option("--from", "start", type=int, default=None, metavar="N",
+                  help="--for-all: from this value on (default: the smallest that compiles).")
+    @click.option("--require-proof", is_flag=True,
+                  help="--for-all: exit 1 when it is not proved (unknown).")
+    @functools.wraps(func)
+    def wrapper(*args, param, start, require_proof, **kwargs):
+        if param is None and (start is not None or require_proof):
+            raise UsageError("--from and --require-proof go with --for-all PARAM")
+        given = None if param is None else {"param": param, "start": start,
+                                            "require_proof": require_proof}
+        return func(*args, for_all=given, **kwargs)
+    return wrapper
+
+
+def verify_for_all(file: Path, schedules, sets, as_json: bool, limits, machine, ranks, *,
+                   param: str, start: int | None, require_proof: bool) -> int:
+    from ..api import verify_for_all as run
+    from ..render.forall import for_all_json, for_all_text
+    from ..render.text import dump_json
+    from ..render.verdict import verdict_json
+    if machine is not None or ranks is not None:
+        raise UsageError("--for-all reads a .sched file; --machine and --ranks are for MSCCL XML")
+    results = run(file, param, sets, schedules, start=start, **limits)
+    if as_json:
+        entries = [{**(verdict_json(r.nominal) if r.nominal else {}), "for_all": for_all_json(r)}
+                   for r in results]
+        click.echo(dump_json({"schema": schema.VERIFY_FOR_ALL,
+                              "files": [{"file": str(file), "schedules": entries}],
+                              "errors": []}), nl=False)
+    else:
+        click.echo("\n".join(for_all_text(r) for r in results))
+    refuted = any(r.status == "refuted" for r in results)
+    unproved = any(r.status == "unknown" for r in results)
+    return EXIT_FAILED if refuted or (require_proof and unproved) else EXIT_OK
