@@ -51,8 +51,8 @@ from .compiling import (
     verify_files,
 )
 from .exporting import TunedTable, Tuning, export_astra, export_msccl, report, tune
-from .machines import import_machine, machine_summary
 from .forall import verify_for_all
+from .machines import import_machine, machine_summary
 from .measuring import calibrate, fitted_sets, plot_prediction, predict
 from .nccl import NcclModel, nccl_model
 
@@ -60,12 +60,14 @@ if TYPE_CHECKING:
     from ..analysis.bound.bounds import Bounds
     from ..analysis.calibrate.calibration import Calibration, Comparison
     from ..analysis.check import FileCheck
-    from ..analysis.scale.forms import Scaling
+    from ..analysis.forall.family import ForAll
+    from ..analysis.scale.pieces import Scaling
     from ..analysis.solve.instances import IntegerSearch
     from ..analysis.solve.reports import ReportValue
     from ..analysis.solve.roots import Solution
     from ..analysis.solve.sweep import Sweep
     from ..analysis.verify.verdict import Verdict
+    from ..analysis.whatif import WhatIf
     from ..cost.timing import Timing
     from ..session import Session
 
@@ -74,7 +76,7 @@ RESULT_TYPES = {
     "Session": "schedc.session", "Timing": "schedc.cost.timing",
     "Verdict": "schedc.analysis.verify.verdict", "Bounds": "schedc.analysis.bound.bounds",
     "Solution": "schedc.analysis.solve.roots", "IntegerSearch": "schedc.analysis.solve.instances",
-    "Sweep": "schedc.analysis.solve.sweep", "Scaling": "schedc.analysis.scale.forms",
+    "Sweep": "schedc.analysis.solve.sweep", "Scaling": "schedc.analysis.scale.pieces",
     "Calibration": "schedc.analysis.calibrate.calibration",
     "Comparison": "schedc.analysis.calibrate.calibration", "FileCheck": "schedc.analysis.check",
     "ReportValue": "schedc.analysis.solve.reports", "WhatIf": "schedc.analysis.whatif",
