@@ -45,7 +45,8 @@ from .compiling import (
     verify_files,
 )
 from .exporting import TunedTable, Tuning, export_msccl, report, tune
-from .measuring import calibrate, fitted_sets, plot_prediction, predict
+from .measuring import (calibrate, calibrate_logs, fitted_sets, plot_prediction, predict,
+                        read_manifest)
 
 if TYPE_CHECKING:
     from ..analysis.bound.bounds import Bounds
@@ -87,4 +88,5 @@ __all__ = [
     "export_msccl", "fitted_sets", "listening", "load", "plot_prediction", "plot_solution",
     "predict", "protocol_switches", "report", "scale", "sensitivity", "solve", "sweep", "time",
     "tune", "verify", "verify_files",
+    "calibrate_logs", "read_manifest",
 ]

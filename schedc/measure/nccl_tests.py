@@ -42,6 +42,11 @@ BUSBW_FACTORS = {
 
 _PREFIX = re.compile(r"^(\s*\d+:\s|\s*\[\d+,\d+\]<std(?:out|err)>:)")
 _RANK = re.compile(r"^#\s+Rank\s+(\d{1,9})\s")  # (longer: not a rank line)
+_HOST = re.compile(r"\son\s+(\S+)\s+device\s")  # `#  Rank 3 Group 0 Pid 7 on HOST device 3`
+# The command line (`./build/all_reduce_perf -b 8 -e 8G -f 2 -g 1`), wherever a launcher or a
+# README printed it: the binary names the collective, -g / -t the GPUs and threads per process.
+_BINARY = re.compile(r"(?:^|[\s/'\"])([a-z_]+)_perf(?=\s|$|['\"])")
+_ARG = re.compile(r"\s-([gt])\s+(\d{1,4})\b")
 _STARTING = re.compile(r"^#\s*Collective test starting:\s*(\S+)")
 _TOKEN = re.compile(r"\S+")
 _INT = re.compile(r"^\d+$")
@@ -114,6 +119,37 @@ class Table:
     ranks: int | None  # when the log lists its ranks
     fields: tuple[tuple[str, str], ...]  # the `# nThread 1 nGpus 1 ...` header, as read
     span: Span = field(compare=False, repr=False)
+    # Where `collective` was read: "starting" (`# Collective test starting: X`), "binary"
+    # (a command line naming X_perf), None (neither: see `row_shape`).
+    collective_from: str | None = None
+    hosts: int | None = None  # the distinct hosts of the `#  Rank` lines
+    arguments: tuple[tuple[str, int], ...] = ()  # `-g N`, `-t N` of the command line
+
+    def per_process(self) -> tuple[int, str] | None:
+        """GPUs driven by each process (threads × GPUs per thread), and where that was read:
+        the `# nThread N nGpus G` header, else the command line's -t / -g."""
+        fields = dict(self.fields)
+        for source, threads, gpus in (("the '# nThread' header", fields.get("nThread"),
+                                       fields.get("nGpus")),
+                                      ("the command line's -t/-g", *(
+                                          str(dict(self.arguments).get(k, 1))
+                                          if self.arguments else None for k in "tg"))):
+            if threads is not None and gpus is not None and threads.isdigit() and gpus.isdigit():
+                return int(threads) * int(gpus), source
+        return None
+
+    def row_shape(self) -> str | None:
+        """What the rows say of the collective: "reduction" (a redop, no root), "rooted
+        reduction", "no reduction" (`redop none`: all-gather, all-to-all, broadcast, ...)."""
+        ops = {r.redop for r in self.rows}
+        if ops == {None}:
+            return None
+        if ops == {"none"}:
+            return "no reduction"
+        if "none" in ops:
+            return None
+        rooted = {r.root is not None and r.root >= 0 for r in self.rows}
+        return "rooted reduction" if rooted == {True} else "reduction"
 
     def busbw_factor(self) -> float | None:
         """nccl-tests' busbw/algbw for this table, when collective and ranks are known."""
@@ -157,8 +193,11 @@ class _Pending:
     """What the lines before a table say about it."""
 
     collective: str | None = None
+    collective_from: str | None = None
     ranks: set[int] = field(default_factory=set)
+    hosts: set[str] = field(default_factory=set)
     fields: tuple[tuple[str, str], ...] = ()
+    arguments: tuple[tuple[str, int], ...] = ()
 
 
 def parse_text(source: SourceFile) -> tuple[Table, ...]:
@@ -173,7 +212,8 @@ def parse_text(source: SourceFile) -> tuple[Table, ...]:
         nonlocal rows, columns
         if rows:
             tables.append(Table(tuple(rows), meta.collective, max(meta.ranks) + 1
-                                if meta.ranks else None, meta.fields, header_span or rows[0].span))
+                                if meta.ranks else None, meta.fields, header_span or rows[0].span,
+                                meta.collective_from, len(meta.hosts) or None, meta.arguments))
         rows, columns = [], None
 
     for number, raw in enumerate(source.text.splitlines(), start=1):
@@ -200,6 +240,7 @@ def parse_text(source: SourceFile) -> tuple[Table, ...]:
                 close()
             continue
         if not _INT.match(words[0]):
+            _command_line(line, pending)
             if columns is not None and _NEGATIVE.match(words[0]) and len(words) > 1 \
                     and _INT.match(words[1].lstrip("-")):
                 raise LogError(f"size must be a whole number of bytes, got '{words[0]}'",
@@ -234,13 +275,29 @@ def _metadata(line: str, pending: _Pending) -> None:
     rank = _RANK.match(line)
     if rank:
         pending.ranks.add(int(rank.group(1)))
+        host = _HOST.search(line)
+        if host:
+            pending.hosts.add(host.group(1))
         return
     starting = _STARTING.match(line)
     if starting:
         pending.collective = _collective_name(starting.group(1))
+        pending.collective_from = "starting"
         return
     if re.match(r"^#\s*nThread\s", line):
         pending.fields = _fields(line.lstrip("#").split())
+        return
+    _command_line(line, pending)
+
+
+def _command_line(line: str, pending: _Pending) -> None:
+    """A line naming an nccl-tests binary: its collective (unless the `# Collective test
+    starting` line said it) and its -g / -t."""
+    binary = _BINARY.search(line)
+    if binary is None or pending.collective_from == "starting":
+        return
+    pending.collective, pending.collective_from = binary.group(1), "binary"
+    pending.arguments = tuple((k, int(v)) for k, v in _ARG.findall(line[binary.end():]))
 
 
 def _fields(words: list[str]) -> tuple[tuple[str, str], ...]:
