@@ -45,8 +45,14 @@ from .compiling import (
     verify_files,
 )
 from .exporting import TunedTable, Tuning, export_msccl, report, tune
-from .measuring import (calibrate, calibrate_logs, fitted_sets, plot_prediction, predict,
-                        read_manifest)
+from .measuring import (
+    calibrate,
+    calibrate_logs,
+    fitted_sets,
+    plot_prediction,
+    predict,
+    read_manifest,
+)
 
 if TYPE_CHECKING:
     from ..analysis.bound.bounds import Bounds

@@ -42,7 +42,8 @@ from .roles import Role, orderings, roles
 # in-place and out-of-place columns of the shipped logs differ by a median of about 1 %, up
 # to 20 % on single rows); the priors weigh against the rows at this scale.
 DATA_SIGMA = 0.05
-ORDER_WEIGHT = 300.0  # residual per unit of log-violation of an order: a steep wall
+ORDER_WEIGHT = 300.0
+INTERLEAVED = Split()  # residual per unit of log-violation of an order: a steep wall
 AT_BOUND = 1e-4  # log distance from a bound that counts as at it
 STARTS = 8
 AGREE = 0.05  # starts that reach the best cost agree when every value is within 5 %
@@ -91,7 +92,7 @@ def _unknowns(runs: list[Run], names: tuple[str, ...]) -> tuple[list[Unknown], l
     return unknowns, per_run, run_names
 
 
-def calibrate_runs(runs: list[Run], names: tuple[str, ...] = (), split: Split = Split(),
+def calibrate_runs(runs: list[Run], names: tuple[str, ...] = (), split: Split = INTERLEAVED,
                    place: str = "out", drop_wrong: bool = False, max_evaluations: int = 2000,
                    fit_all: bool = False) -> Calibration:
     if split.kind == "leave-one-out" and not fit_all:
@@ -246,15 +247,19 @@ def _determined(jac: np.ndarray) -> np.ndarray:
 def prediction(run: Run, names: tuple[str, ...], values: dict[tuple[str, str | None], float],
                place: str, drop_wrong: bool) -> tuple[tuple[Point, ...], list[float],
                                                        list[str | None], list[str]]:
-    """A log's rows predicted with `values` (by (name, log)) for its unknowns, each one not in
-    `values` at its machine file's value; all rows held out."""
+    """A log's rows predicted with `values` (by (name, log)) for its shared unknowns; all rows
+    held out."""
     notes = check_table(run.session, run.schedule, run.table, run.log)
     mine = (check_names(run.session, run.schedule, names, anywhere=True) if names
             else default_unknowns(run.session, run.schedule))
     pts, said = points(run, Split("leave-one-out"), place, drop_wrong)
     model = Model(run.session, run.schedule, mine)
-    theta = np.array([values.get((n, None), float(run.session.program.params[n].nominal))
-                      if _shared(run, n) else float(run.session.program.params[n].nominal)
-                      for n in mine])
+    params = [run.session.program.params[n] for n in mine]
+    # A shared param no other log has is at its prior (NCCL's value), not at the library's
+    # value, which may have been fitted on this very log; the log's own are its file's.
+    theta = np.array([values.get((p.name, None), role.prior if role.prior is not None
+                                 else float(p.nominal))
+                      if _shared(run, p.name) else float(p.nominal)
+                      for p, role in zip(params, roles(run.session, params))])
     sizes = np.array([float(p.size) for p in pts])
     return pts, [float(v) for v in model(sizes, theta)], model.winners(sizes, theta), notes + said
