@@ -51,6 +51,7 @@ _STARTING = re.compile(r"^#\s*Collective test starting:\s*(\S+)")
 _TOKEN = re.compile(r"\S+")
 _INT = re.compile(r"^\d+$")
 _NEGATIVE = re.compile(r"^-\d+$")
+_NUMBERISH = re.compile(r"^[-+]?[\d.]+([eE][-+]?\d+)?[A-Za-z]*$")  # 8.5, 1e6, 1M
 # Header-less tables (pasted excerpts) are told apart by their width.
 _HEADERLESS = {
     11: "size count type time algbw busbw error time algbw busbw error",
@@ -241,8 +242,12 @@ def parse_text(source: SourceFile) -> tuple[Table, ...]:
             continue
         if not _INT.match(words[0]):
             _command_line(line, pending)
-            if columns is not None and _NEGATIVE.match(words[0]) and len(words) > 1 \
-                    and _INT.match(words[1].lstrip("-")):
+            # In a table, a row whose size is not a whole number (-8, 8.5, 1M) but whose
+            # count is, and as many fields as the header: a bad row, not prose.
+            if columns is not None and len(words) > 1 and _INT.match(words[1].lstrip("-")) \
+                    and (_NEGATIVE.match(words[0]) or (
+                        len(words) == len([c for c in columns if c != "timestamp"])
+                        and _NUMBERISH.match(words[0]))):
                 raise LogError(f"size must be a whole number of bytes, got '{words[0]}'",
                                Span(source, number, tokens[0][1], number,
                                     tokens[0][1] + len(words[0])))

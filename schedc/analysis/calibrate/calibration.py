@@ -201,6 +201,14 @@ def check_table(session: Session, schedule: str, table: Table, log: str) -> list
         said.append(f"{ranks} ranks from its '#  Rank' lines")
     else:
         said.append("rank check skipped: the log lists no '#  Rank' lines")
+    implied = _ranks_from_busbw(table, binary)
+    if implied is not None:
+        if implied[0] != ranks:
+            raise CalibrationError(f"{log}: its busbw/algbw of {implied[1]:.4f} means "
+                                   f"{implied[0]} ranks (nccl-tests: busbw = algbw · "
+                                   f"{_FACTOR_TEXT[binary]}), but schedule '{schedule}' is over "
+                                   f"{ranks}", collective.span)
+        said.append(f"{ranks} ranks from its busbw/algbw")
     devices = session.program.topology.devices
     hosts = len({devices[r].host for r in collective.ranks})
     if table.hosts is not None:
@@ -214,6 +222,28 @@ def check_table(session: Session, schedule: str, table: Table, log: str) -> list
         raise CalibrationError(f"{log}: {per[0]} GPUs per process ({per[1]}) cannot make the "
                                f"{ranks} ranks of schedule '{schedule}'", collective.span)
     return [f"{log}: {', '.join(said)}"]
+
+
+_FACTOR_TEXT = {"all_reduce": "2(n-1)/n", "reduce_scatter": "(n-1)/n", "all_gather": "(n-1)/n",
+                "alltoall": "(n-1)/n"}
+
+
+def _ranks_from_busbw(table: Table, binary: str) -> tuple[int, float] | None:
+    """The rank count the rows' busbw/algbw implies (nccl-tests' factor, its PERFORMANCE.md),
+    read from the rows of the largest algbw (two decimals: exact enough above 10 GB/s)."""
+    if binary not in _FACTOR_TEXT:
+        return None
+    best = max((r.measurement("out") for r in table.rows), key=lambda m: m.algbw)
+    if best.algbw < 10:
+        return None
+    ratio = best.busbw / best.algbw
+    share = ratio / 2 if binary == "all_reduce" else ratio  # (n-1)/n
+    if not 0 <= share < 1:
+        return None
+    n = round(1 / (1 - share))
+    # Trust it only when n's factor reproduces the ratio to the printed precision.
+    factor = (2 if binary == "all_reduce" else 1) * (n - 1) / n
+    return (n, ratio) if abs(factor * best.algbw - best.busbw) <= 0.02 else None
 
 
 def rows_of(run: Run, place: str, drop_wrong: bool) -> tuple[list[Row], list[str]]:

@@ -2,7 +2,7 @@
 (calibration.check_table), two checks of the model itself:
 
 - the bandwidth ceiling: with every protocol at its full physical share of every link
-  (each `eff` at its upper bound), can the machine run the log's largest size as fast as
+  (each `eff` at its upper bound, every start-up and latency at its lower one), can the machine run the log's largest size as fast as
   it was measured? If not, its links are too slow (or too few) for that log: inadequate;
   so is a fit that needs a share at its upper bound to get close;
 - systematic misfit: a run of four or more consecutive sizes whose errors all have one sign
@@ -31,6 +31,8 @@ def adequacy(runs: list[Run], cal: Calibration, models, per_run, theta: np.ndarr
         for k, j in enumerate(idx):
             if params[j].what.endswith("share of a link's bandwidth"):
                 own[k] = params[j].upper
+            elif params[j].what.endswith(("start-up per round", "per hop")):
+                own[k] = params[j].lower  # the ceiling is of bandwidth alone
         mine = [p for p in cal.comparison.points if p.log == run.log]
         largest = max(mine, key=lambda p: p.size)
         best = float(model(np.array([float(largest.size)]), own)[0])
