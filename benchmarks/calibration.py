@@ -49,7 +49,7 @@ def main() -> int:
     for name in NAMES:
         session = schedc.load(ROOT / "schedules" / "calibration" / f"{name}.sched")
         path = LOGS / f"{name}.txt"
-        runs.append(Run(session, "nccl", str(path), read_log(path).table(),
+        runs.append(Run(session, ",".join(session.selected()), str(path), read_log(path).table(),
                         session.program.path))
     print("| log | interleaved held out | flagged params | size:64MiB above | "
           "leave-one-out all | leave-one-out >= 1 MiB |")

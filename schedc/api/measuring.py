@@ -20,13 +20,13 @@ def _tables(paths: Iterable[str | Path]) -> list:
 
 
 def _schedule(session: Session, name: str | None) -> str:
-    """The schedule named, or the file's only one."""
-    names = session.selected((name,) if name else ())
-    if len(names) > 1:
-        from ..errors import UsageError
-        raise UsageError(f"{session.program.path} has {len(names)} schedules "
-                         f"({', '.join(names)}); choose one with -s")
-    return names[0]
+    """The schedules named (`a,b` names several), else every one of the file: the time is
+    the fastest of them at each size, as NCCL's tuner picks the fastest algorithm."""
+    if name and "," in name:
+        parts = [n.strip() for n in name.split(",") if n.strip()]
+        return ",".join(session.selected(parts))
+    # Without -s, every schedule of the file: the time is the fastest of them per size.
+    return ",".join(session.selected((name,) if name else ()))
 
 
 def _place(in_place: bool) -> str:
@@ -49,7 +49,7 @@ def calibrate(session: Session, logs: Iterable[str | Path], schedule: str | None
     """
     from ..analysis.calibrate.calibration import calibrate as fit_params
     name = _schedule(session, schedule)
-    verified_timings(session, [name], verify)
+    verified_timings(session, name.split(","), verify)
     return fit_params(session, name, _tables(logs), tuple(fit), every, _place(in_place),
                       split=parse_split(split, every), drop_wrong=drop_wrong)
 
@@ -69,7 +69,7 @@ def calibrate_logs(pairs: Iterable[tuple[str | Path, Session]], schedule: str | 
     runs = []
     for log, session in pairs:
         name = _schedule(session, schedule)
-        verified_timings(session, [name], verify)
+        verified_timings(session, name.split(","), verify)
         (path, table), = _tables([log])
         runs.append(Run(session, name, path, table, session.program.path))
     return calibrate_runs(runs, tuple(fit), parse_split(split, every), _place(in_place),
@@ -107,7 +107,7 @@ def predict(session: Session, logs: Iterable[str | Path], schedule: str | None =
     """
     from ..analysis.calibrate.calibration import compare
     name = _schedule(session, schedule)
-    verified_timings(session, [name], verify)
+    verified_timings(session, name.split(","), verify)
     return compare(session, name, _tables(logs), _place(in_place), drop_wrong)
 
 
@@ -139,7 +139,7 @@ def plot_prediction(session: Session, comparison: Comparison, path: str | Path) 
     from ..analysis.solve.protocols import protocol_spans
     from ..measure.nccl_tests import BUSBW_FACTORS
     from ..render.measured_plot import plot_comparison
-    name = comparison.schedule
+    name = comparison.schedule.split(",")[0]
     spans = protocol_spans(session.timing(name), size_symbol(session, name))
     switches = [(float(b.lo), a.protocol, b.protocol) for a, b in zip(spans, spans[1:])]
     collective = session.program.result(name).collective

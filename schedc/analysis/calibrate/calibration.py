@@ -18,7 +18,7 @@ import numpy as np
 from ...errors import SchedcError
 from ...measure.nccl_tests import Row, Table
 from ...session import Session
-from .model import Model, size_symbol
+from .model import Model, schedules, size_symbol
 
 # nccl-tests' binary per collective of the language.
 COLLECTIVE_BINARIES = {"allreduce": "all_reduce", "reduce_scatter": "reduce_scatter",
@@ -173,7 +173,8 @@ class Calibration:
 def check_table(session: Session, schedule: str, table: Table, log: str) -> list[str]:
     """The log must be of the machine's collective, rank and host count, where it says;
     returns what was checked and from where, or why a check was skipped."""
-    collective = session.program.result(schedule).collective
+    size_symbol(session, schedule)  # (several schedules: of one collective)
+    collective = session.program.result(schedules(schedule)[0]).collective
     binary = COLLECTIVE_BINARIES[collective.kind]
     said = []
     if table.collective is not None:

@@ -16,6 +16,7 @@ import numpy as np
 
 from ...units import format_bytes
 from .calibration import COLLECTIVE_BINARIES, Calibration, Run
+from .model import schedules
 
 MISFIT_ROWS = 4
 MISFIT_ERROR = 0.10
@@ -36,7 +37,7 @@ def adequacy(runs: list[Run], cal: Calibration, models, per_run, theta: np.ndarr
         mine = [p for p in cal.comparison.points if p.log == run.log]
         largest = max(mine, key=lambda p: p.size)
         best = float(model(np.array([float(largest.size)]), own)[0])
-        collective = run.session.program.result(run.schedule).collective
+        collective = run.session.program.result(schedules(run.schedule)[0]).collective
         factor = BUSBW_FACTORS[COLLECTIVE_BINARIES[collective.kind]](len(collective.ranks))
         if best > largest.measured * 1.02:
             out.append(f"{INADEQUATE}: {run.log}: even with every protocol at its full share of "

@@ -11,10 +11,29 @@ from ...session import Session
 from ...units import RATE
 
 
+def schedules(schedule: str) -> list[str]:
+    """`nccl` or `nccl,nccl_1`: with several, the time is the fastest of them (NCCL picks the
+    fastest algorithm and chunking for each size, as its tuner does)."""
+    return [s.strip() for s in schedule.split(",") if s.strip()]
+
+
+def _formulas(session: Session, schedule: str) -> list:
+    return [session.timing(s).cost.formula for s in schedules(schedule)]
+
+
 def size_symbol(session: Session, schedule: str) -> sympy.Symbol:
     """The one param that is the collective's size (the log's size column)."""
     from .calibration import CalibrationError
-    collective = session.program.result(schedule).collective
+    names = schedules(schedule)
+    first = session.program.result(names[0]).collective
+    for other in names[1:]:
+        collective = session.program.result(other).collective
+        if (collective.kind, collective.size, collective.ranks) != \
+                (first.kind, first.size, first.ranks):
+            raise CalibrationError(f"schedules '{names[0]}' and '{other}' compute different "
+                                   "collectives; the fastest of them means nothing",
+                                   collective.span)
+    collective = first
     if len(collective.size) != 1 or collective.size[0][1] != 1:
         raise CalibrationError("the collective's size must be one param (e.g. 'allreduce V over "
                                "ranks') to set it from the log's sizes", collective.span)
@@ -25,7 +44,7 @@ def default_unknowns(session: Session, schedule: str) -> tuple[str, ...]:
     """Every param the time depends on but the size and the link rates (a rate is the data
     sheet's, fixed unless named with --fit)."""
     size = size_symbol(session, schedule)
-    depends = {s.name for s in session.timing(schedule).cost.formula.free_symbols}
+    depends = {s.name for f in _formulas(session, schedule) for s in f.free_symbols}
     return tuple(p.name for p in session.program.params.values()
                  if p.symbol != size and p.name in depends and p.dim != RATE)
 
@@ -36,7 +55,7 @@ def check_names(session: Session, schedule: str, names: tuple[str, ...],
     name need only be in one machine file), each checked."""
     program = session.program
     size = size_symbol(session, schedule)
-    depends = {s.name for s in session.timing(schedule).cost.formula.free_symbols}
+    depends = {s.name for f in _formulas(session, schedule) for s in f.free_symbols}
     out = []
     for k, name in enumerate(names):
         if name in names[:k]:  # one unknown each: a param twice would be two of the same
@@ -62,15 +81,23 @@ class Model:
 
     def __init__(self, session: Session, schedule: str, names: tuple[str, ...]):
         program = session.program
-        timing = session.timing(schedule)
+        names_ = schedules(schedule)
         self.size = size_symbol(session, schedule)
         self.params = [program.params[n] for n in names]
         fixed = {s: v for s, v in program.nominal.items()
                  if s != self.size and s.name not in names}
         symbols = [self.size] + [p.symbol for p in self.params]
-        self.function = _lambdify(symbols, timing.cost.formula.xreplace(fixed))
-        self.protocols = [(t.name, _lambdify(symbols, t.formula.xreplace(fixed)))
-                          for t in timing.cost.protocol_times]
+        formulas = [session.timing(n).cost.formula for n in names_]
+        formula = formulas[0] if len(formulas) == 1 else sympy.Min(*formulas)
+        self.function = _lambdify(symbols, formula.xreplace(fixed))
+        self.protocols = []
+        for n in names_:
+            timing = session.timing(n)
+            label = f"{n}/" if len(names_) > 1 else ""
+            self.protocols += [(label + t.name, _lambdify(symbols, t.formula.xreplace(fixed)))
+                               for t in timing.cost.protocol_times]
+            if not timing.cost.protocol_times and len(names_) > 1:
+                self.protocols.append((n, _lambdify(symbols, timing.cost.formula.xreplace(fixed))))
         self.nominal = np.array([float(p.nominal) for p in self.params])
 
     def __call__(self, sizes: np.ndarray, theta: np.ndarray) -> np.ndarray:
