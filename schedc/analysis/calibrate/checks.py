@@ -32,7 +32,7 @@ def adequacy(runs: list[Run], cal: Calibration, models, per_run, theta: np.ndarr
         for k, j in enumerate(idx):
             if params[j].what.endswith("share of a link's bandwidth"):
                 own[k] = params[j].upper
-            elif params[j].what.endswith(("start-up per round", "per hop")):
+            elif params[j].what.endswith(("start-up per round", "per hop", "per call")):
                 own[k] = params[j].lower  # the ceiling is of bandwidth alone
         mine = [p for p in cal.comparison.points if p.log == run.log]
         largest = max(mine, key=lambda p: p.size)

@@ -2,12 +2,14 @@
 
 A param is recognised by where the machine file uses it: as a protocol's `eff` (its share
 of a link's bandwidth), as a protocol's `alpha` (its start-up per round), as a link's
-`latency` (the per-hop latency of a link class, NCCL's `hwLat` idea), or as a link's
+`latency` (the per-hop latency of a link class, NCCL's `hwLat` idea), as a protocol's
+`launch` (its latency once per call, NCCL's `baseLat`), or as a link's
 bandwidth (a rate: fixed from the data sheet unless named with `--fit`). Each role has hard
 bounds (what the hardware allows) and a prior (NCCL's own value, a soft pull that keeps a
 param the rows barely see at a sensible value instead of letting it run off).
 
 NCCL's constants are from NVIDIA/nccl at commit 5067397c2676d5aed50042fc39e5c8ee96eb0027:
+- src/graph/tuning.cc:151 baseLatencies[RING] = {LL 6.6, LL128 14.0, Simple 8.4} µs per call;
 - src/graph/tuning.cc:159 hwLatencies[NVLINK][RING] = {LL 0.6, LL128 1.9, Simple 3.4} µs per
   step, tuning.cc:171 hwLatencies[NET][RING] = {2.7, 4.0, 14.0} µs;
 - tuning.cc:327 ring LL: busBw × .5 (LL sends a 4-byte flag with every 4 data bytes,
@@ -36,6 +38,10 @@ PROTOCOL_PRIORS = {
 }
 PROTOCOL_ORDER = ("LL", "LL128", "Simple")  # start-ups rise, shares of a link rise
 NET_HOP_PRIOR = 2.7 * US  # tuning.cc:171, NET ring LL: the hop latency itself
+# Per protocol, once per call: baseLatencies[RING] = {LL 6.6, LL128 14.0, Simple 8.4} µs
+# (tuning.cc:151); not ordered (NCCL's own LL128 is above Simple's).
+LAUNCH_PRIORS = {"LL": 6.6 * US, "LL128": 14.0 * US, "Simple": 8.4 * US}
+LAUNCH_BOUNDS = (0.01 * US, 200 * US)
 # Priors are soft: a log-space standard deviation (a share within ×/÷ 1.5 at one σ, a
 # latency within ×/÷ 3): the data decide wherever they can.
 EFF_SIGMA = math.log(1.5)
@@ -62,6 +68,7 @@ def roles(session: Session, params: list[Param]) -> list[Role]:
     program = session.program
     effs = {str(p.eff): p.name for p in program.protocols}
     alphas = {str(p.alpha): p.name for p in program.protocols}
+    launches = {str(p.launch): p.name for p in program.protocols}
     latencies = {str(r.latency): r.cls for r in program.topology.resources
                  if r.latency is not None}
     out = []
@@ -77,6 +84,10 @@ def roles(session: Session, params: list[Param]) -> list[Role]:
             start = PROTOCOL_PRIORS.get(protocol, (0, 0, 3.4 * US))[2]
             out.append(Role("startup", f"{protocol}'s start-up per round", *STARTUP_BOUNDS,
                             start, LATENCY_SIGMA, protocol))
+        elif name in launches and param.dim == SECONDS:
+            protocol = launches[name]
+            out.append(Role("launch", f"{protocol}'s latency per call", *LAUNCH_BOUNDS,
+                            LAUNCH_PRIORS.get(protocol, 8.4 * US), LATENCY_SIGMA, protocol))
         elif name in latencies and param.dim == SECONDS:
             cls = latencies[name]
             out.append(Role("latency", f"latency of a {cls} link, per hop", *HOP_BOUNDS,
