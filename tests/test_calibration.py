@@ -60,11 +60,13 @@ def test_shipped_calibration_is_physical(fits, name):
     ranks, _ = SWEEPS[name]
     assert len(session.program.result("nccl").collective.ranks) == ranks
     assert cal.converged
-    values = {p.name.rsplit("_", 1)[0]: p.value for p in cal.params}
+    values = {p.name: p.value for p in cal.params}
     for p in cal.params:
         assert p.lower <= p.value <= p.upper
-    assert values["a_LL"] <= values["a_Simple"] and values["e_LL"] <= values["e_Simple"]
-    assert values["e_LL"] <= 0.5  # LL carries 4 data bytes in 8 (ncclLLFifoLine)
+    e_ll, e_simple = (next(v for n, v in values.items() if n.startswith(f"e_{proto}_"))
+                      for proto in ("LL", "Simple"))
+    assert values["a_LL"] <= values["a_Simple"] and e_ll <= e_simple
+    assert e_ll <= 0.5  # LL carries 4 data bytes in 8 (ncclLLFifoLine)
     held_out = [p for p in cal.comparison.points if not p.fit]
     assert len(held_out) >= 20  # a full sweep: most rows are held out
 
@@ -110,14 +112,14 @@ def test_calibrate_command_json(run):
             "checks", "notes", "trusted"} <= set(document)
     assert document["split"] == {"kind": "interleaved", "every": 4, "size": None}
     assert document["schema"] == "schedc.calibrate/1" and document["schedule"] == BOTH
-    a_ll = document["params"]["a_LL_ampere"]
+    a_ll = document["params"]["a_LL"]
     assert a_ll["unit"] == "s" and document["params"]["e_LL_ampere"]["unit"] == ""
     assert a_ll["lower"] <= a_ll["value"] <= a_ll["upper"] and a_ll["prior"] == 0.6e-6
     row = document["rows"][-1]
     assert set(row) == {"size", "measured_s", "predicted_s", "error", "fit", "protocol", "log",
                         "line"}
     # The last row: after 3 lines of provenance, 2 of header and 28 rows, line 34.
-    assert row["protocol"] == "Simple" and row["line"] == 34
+    assert row["protocol"] == "nccl/Simple" and row["line"] == 34  # schedule/protocol
     assert row["size"] == 2147483648 and row["measured_s"] == pytest.approx(51406e-6)
     assert row["error"] == pytest.approx(row["predicted_s"] / row["measured_s"] - 1)
     errors = [abs(r["error"]) for r in document["rows"]]
@@ -134,13 +136,14 @@ def test_write_gives_a_sched_file_of_the_fitted_params(run, tmp_path):
                          "--write", out_file)
     # One log cannot tell the start-up per round from the fabric's latency (both add per
     # round): flagged, so nothing is written without --force.
-    assert code == 1 and "FLAGGED: a_LL_ampere" in out and "--force" in err
+    assert code == 1 and "FLAGGED: " in out and "lat_rdma" in out.split("FLAGGED: ")[1]
+    assert "--force" in err
     assert not out_file.exists()
     code, out, _ = run("calibrate", log, "--machine", CALIBRATIONS / f"{name}.sched",
                        "--write", out_file, "--force")
     assert code == 1 and "held-out rows" in out
     program = schedc.load(out_file).program
-    assert set(program.params) == {"a_LL_ampere", "e_LL_ampere", "a_Simple_ampere",
+    assert set(program.params) == {"b_call", "a_LL", "e_LL_ampere", "a_Simple",
                                    "e_Simple_ampere", "lat_rdma"}
     code, again, _ = run("predict", CALIBRATIONS / f"{name}.sched", "--against", log,
                          "--fitted", out_file)
@@ -155,13 +158,16 @@ def test_a_protocol_that_wins_too_rarely_is_undetermined(run, tmp_path):
     log = _log(name)
     text = (CALIBRATIONS / f"{name}.sched").read_text().replace(
         'import "../lib/', f'import "{SCHEDULES / "lib"}/')
-    text = text.replace('import "nccl_constants.sched"', f'import "{CALIBRATIONS}/nccl_constants.sched"')
-    text += "param a_LL128 = 10 us\nparam e_LL128 = 0.5\nprotocol LL128 alpha a_LL128 eff e_LL128\n"
+    text = text.replace('import "nccl_constants.sched"',
+                        f'import "{CALIBRATIONS}/nccl_constants.sched"')
+    text += ("param a_LL128_x = 10 us\nparam e_LL128_x = 0.5\n"
+             "protocol LL128 alpha a_LL128_x eff e_LL128_x\n")
     machine = write(tmp_path, "three.sched", text)
     out_file = tmp_path / "fitted.sched"
-    code, out, err = run("calibrate", log, "--machine", machine, "--write", out_file)
+    code, out, err = run("calibrate", log, "--machine", machine, "--write", out_file,
+                         "--every", "3")
     assert code == 1
-    line = next(x for x in out.splitlines() if x.strip().startswith("e_LL128 "))
+    line = next(x for x in out.splitlines() if x.strip().startswith("e_LL128_x "))
     assert "UNDETERMINED BY THE FIT ROWS (HELD BY ITS PRIOR)" in line and "not writing" in err
     assert not out_file.exists()
 
@@ -183,10 +189,10 @@ def test_predict_without_fitting_and_plots(run, tmp_path):
     session = schedc.load(machine)
     c = compare(session, "nccl", [(str(log), read_log(log).table())])
     # At the file's nominal params: the largest row, 16 GiB in 9 rounds of 2 GiB over
-    # e · 450 GB/s, plus 9 start-ups a (Simple wins there).
+    # e · 450 GB/s, plus 9 start-ups a and one call's latency b (Simple wins there).
     params = session.program.params
-    a, e = (float(params[n].nominal) for n in ("a_Simple", "e_Simple_hopper"))
-    assert c.predicted[-1] == pytest.approx(9 * (a + 2**31 / (e * 450e9)))
+    a, e, b = (float(params[n].nominal) for n in ("a_Simple", "e_Simple_hopper", "b_call"))
+    assert c.predicted[-1] == pytest.approx(b + 9 * (a + 2**31 / (e * 450e9)))
     assert c.protocols[-1] == "Simple"
     svg, png = tmp_path / "a.svg", tmp_path / "a.png"
     code, out, _ = run("predict", machine, "--against", log, "--plot", svg)
@@ -203,13 +209,13 @@ def test_bad_input(run, tmp_path):
     name = "nvidia_dgxc_1node_8xH100_nvlink_allreduce"
     log = _log(name)
     machine = CALIBRATIONS / f"{name}.sched"
-    code, _, err = run("calibrate", log, "--machine", machine, "--fit", "a_LL_hoper")
-    assert code == 2 and "no param named 'a_LL_hoper'; did you mean 'a_LL_hopper'?" in err
+    code, _, err = run("calibrate", log, "--machine", machine, "--fit", "e_Simple_hoper")
+    assert code == 2 and "no param named 'e_Simple_hoper'; did you mean 'e_Simple_hopper'?" in err
     code, _, err = run("calibrate", log, "--machine", machine, "--fit", "V")
     assert code == 2 and "the collective's size" in err
     other = CALIBRATIONS / "oci_2node_16xA100-SXM4-40GB_rdma_allreduce.sched"
     code, _, err = run("calibrate", log, "--machine", other)
-    assert code == 2 and "ran on 8 ranks (its '#  Rank' lines), but schedule 'nccl' is over 16" \
+    assert code == 2 and "ran on 8 ranks (its '#  Rank' lines), but schedule 'nccl,nccl_1' is over 16" \
         in err
     bad = write(tmp_path, "bad.txt", "#  size count type redop root time algbw busbw #wrong "
                 "time algbw busbw #wrong\n 8 2 float sum -1 x 0 0 0 1 0 0 0\n")

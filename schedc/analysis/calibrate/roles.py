@@ -68,7 +68,7 @@ def roles(session: Session, params: list[Param]) -> list[Role]:
     program = session.program
     effs = {str(p.eff): p.name for p in program.protocols}
     alphas = {str(p.alpha): p.name for p in program.protocols}
-    launches = {str(p.launch): p.name for p in program.protocols}
+    launches = {str(p.launch) for p in program.protocols}
     latencies = {str(r.latency): r.cls for r in program.topology.resources
                  if r.latency is not None}
     out = []
@@ -85,8 +85,10 @@ def roles(session: Session, params: list[Param]) -> list[Role]:
             out.append(Role("startup", f"{protocol}'s start-up per round", *STARTUP_BOUNDS,
                             start, LATENCY_SIGMA, protocol))
         elif name in launches and param.dim == SECONDS:
-            protocol = launches[name]
-            out.append(Role("launch", f"{protocol}'s latency per call", *LAUNCH_BOUNDS,
+            users = [p.name for p in program.protocols if str(p.launch) == name]
+            protocol = users[0] if len(users) == 1 else "Simple"  # shared: Simple's prior
+            whose = f"{protocol}'s" if len(users) == 1 else "every protocol's"
+            out.append(Role("launch", f"{whose} latency per call", *LAUNCH_BOUNDS,
                             LAUNCH_PRIORS.get(protocol, 8.4 * US), LATENCY_SIGMA, protocol))
         elif name in latencies and param.dim == SECONDS:
             cls = latencies[name]
