@@ -268,3 +268,12 @@ def test_predict_with_the_fitted_library_labels_it(run):
     code, out, _ = run("predict", _machine(), "--against", log, "--json")
     document = json.loads(out)
     assert document["fitted"] is None and "mean_error" in document
+
+
+def test_gpus_per_process_must_divide_the_ranks(run, tmp_path):
+    """`# nThread 1 nGpus 3`: each process drives 3 GPUs, which cannot make 8 ranks."""
+    log = _changed(tmp_path, "# nThread 1 nGpus 1 ", "# nThread 1 nGpus 3 ")
+    assert read_log(log).table().per_process() == (3, "the '# nThread' header")
+    code, _, err = run("calibrate", log, "--machine", _machine())
+    assert code == 2 and "3 GPUs per process (the '# nThread' header) cannot make the 8 ranks" \
+        in err

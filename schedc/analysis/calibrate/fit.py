@@ -102,7 +102,9 @@ def calibrate_runs(runs: list[Run], names: tuple[str, ...] = (), split: Split = 
     for run in runs:
         notes += check_table(run.session, run.schedule, run.table, run.log)
     unknowns, per_run, run_names = _unknowns(runs, names)
-    models, data, all_points = [], [], []
+    models: list[Model] = []
+    data: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+    all_points: list[Point] = []
     for run, mine in zip(runs, run_names):
         pts, said = points(run, split, place, drop_wrong, fit_all)
         notes += said
