@@ -42,7 +42,7 @@ def _line_of(path, text: str) -> int:
     return next(k for k, x in enumerate(path.read_text().splitlines(), 1) if text in x)
 
 
-@pytest.mark.parametrize("time", ["0", "0.0", "inf", "-27.37", "x27"])
+@pytest.mark.parametrize("time", ["0", "0.0", "inf", "nan", "-27.37", "x27"])
 @pytest.mark.parametrize("command", ["calibrate", "predict"])
 def test_a_bad_time_is_a_positioned_error(run, tmp_path, time, command):
     log = _changed(tmp_path, ROW, ROW.replace("27.37", time.rjust(5)))
