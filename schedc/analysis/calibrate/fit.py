@@ -98,10 +98,10 @@ def calibrate_runs(runs: list[Run], names: tuple[str, ...] = (), split: Split = 
     if split.kind == "leave-one-out" and not fit_all:
         from .splits import leave_one_out
         return leave_one_out(runs, names, place, drop_wrong, max_evaluations)
+    unknowns, per_run, run_names = _unknowns(runs, names)  # usage errors first
     notes: list[str] = []
     for run in runs:
         notes += check_table(run.session, run.schedule, run.table, run.log)
-    unknowns, per_run, run_names = _unknowns(runs, names)
     models: list[Model] = []
     data: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
     all_points: list[Point] = []
