@@ -53,7 +53,14 @@ from .compiling import (
 from .exporting import TunedTable, Tuning, export_astra, export_msccl, report, tune
 from .forall import verify_for_all
 from .machines import import_machine, machine_summary
-from .measuring import calibrate, fitted_sets, plot_prediction, predict
+from .measuring import (
+    calibrate,
+    calibrate_logs,
+    fitted_sets,
+    plot_prediction,
+    predict,
+    read_manifest,
+)
 from .nccl import NcclModel, nccl_model
 
 if TYPE_CHECKING:
@@ -101,4 +108,5 @@ __all__ = [
     "tune", "verify", "verify_files", "import_machine", "machine_summary", "WhatIf", "whatif",
     "NcclModel", "nccl_model",
     "ForAll", "verify_for_all",
+    "calibrate_logs", "read_manifest",
 ]

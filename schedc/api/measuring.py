@@ -20,13 +20,13 @@ def _tables(paths: Iterable[str | Path]) -> list:
 
 
 def _schedule(session: Session, name: str | None) -> str:
-    """The schedule named, or the file's only one."""
-    names = session.selected((name,) if name else ())
-    if len(names) > 1:
-        from ..errors import UsageError
-        raise UsageError(f"{session.program.path} has {len(names)} schedules "
-                         f"({', '.join(names)}); choose one with -s")
-    return names[0]
+    """The schedules named (`a,b` names several), else every one of the file: the time is
+    the fastest of them at each size, as NCCL's tuner picks the fastest algorithm."""
+    if name and "," in name:
+        parts = [n.strip() for n in name.split(",") if n.strip()]
+        return ",".join(session.selected(parts))
+    # Without -s, every schedule of the file: the time is the fastest of them per size.
+    return ",".join(session.selected((name,) if name else ()))
 
 
 def _place(in_place: bool) -> str:
@@ -35,7 +35,8 @@ def _place(in_place: bool) -> str:
 
 def calibrate(session: Session, logs: Iterable[str | Path], schedule: str | None = None, *,
               fit: Iterable[str] = (), every: int = 4, in_place: bool = False,
-              verify: bool = True) -> Calibration:
+              verify: bool = True, split: str = "interleaved",
+              drop_wrong: bool = False) -> Calibration:
     """Fit the params `fit` (default: every param the time depends on but the size) of one
     schedule (default: the file's only one) to nccl-tests logs, by least squares on log time,
     on one size in `every` (and the largest); the rest are held out. The fit is trustworthy
@@ -48,12 +49,55 @@ def calibrate(session: Session, logs: Iterable[str | Path], schedule: str | None
     """
     from ..analysis.calibrate.calibration import calibrate as fit_params
     name = _schedule(session, schedule)
-    verified_timings(session, [name], verify)
-    return fit_params(session, name, _tables(logs), tuple(fit), every, _place(in_place))
+    verified_timings(session, name.split(","), verify)
+    return fit_params(session, name, _tables(logs), tuple(fit), every, _place(in_place),
+                      split=parse_split(split, every), drop_wrong=drop_wrong)
+
+
+def calibrate_logs(pairs: Iterable[tuple[str | Path, Session]], schedule: str | None = None, *,
+                   fit: Iterable[str] = (), every: int = 4, in_place: bool = False,
+                   verify: bool = True, split: str = "interleaved",
+                   drop_wrong: bool = False) -> Calibration:
+    """One fit over several logs, each with its own machine (a loaded session): params of a
+    library the machine files import are shared, a machine file's own params are its log's.
+    `split` is "interleaved", "size:64MiB" or "leave-one-out".
+
+        >>> fitted = schedc.calibrate_logs([(LOG1, m1), (LOG2, m2)])       # doctest: +SKIP
+    """
+    from ..analysis.calibrate.calibration import Run
+    from ..analysis.calibrate.fit import calibrate_runs
+    runs = []
+    for log, session in pairs:
+        name = _schedule(session, schedule)
+        verified_timings(session, name.split(","), verify)
+        (path, table), = _tables([log])
+        runs.append(Run(session, name, path, table, session.program.path))
+    return calibrate_runs(runs, tuple(fit), parse_split(split, every), _place(in_place),
+                          drop_wrong)
+
+
+def parse_split(text: str, every: int = 4):
+    """`interleaved`, `size:SIZE` (e.g. size:64MiB) or `leave-one-out`."""
+    from ..analysis.calibrate.calibration import Split
+    from ..errors import UsageError
+    if text == "interleaved":
+        return Split("interleaved", every)
+    if text == "leave-one-out":
+        return Split("leave-one-out", every)
+    if text.startswith("size:"):
+        import re
+
+        from ..units import BYTES, UNITS
+        match = re.fullmatch(r"\s*(\d{1,15})\s*([A-Za-z]*)\s*", text[5:])
+        factor = UNITS.get(match.group(2) or "B") if match else None
+        if match and factor is not None and factor[1] == BYTES and int(match.group(1)) > 0:
+            return Split("size", every, int(int(match.group(1)) * factor[0]))
+    raise UsageError(f"--split {text}: expected interleaved, size:SIZE (e.g. size:64MiB) or "
+                     "leave-one-out")
 
 
 def predict(session: Session, logs: Iterable[str | Path], schedule: str | None = None, *,
-            in_place: bool = False, verify: bool = True) -> Comparison:
+            in_place: bool = False, verify: bool = True, drop_wrong: bool = False) -> Comparison:
     """One schedule's predicted time (default: the file's only one) against the measured
     rows of nccl-tests logs, at the file's params (see `fitted_sets` for a calibrated file).
 
@@ -63,8 +107,29 @@ def predict(session: Session, logs: Iterable[str | Path], schedule: str | None =
     """
     from ..analysis.calibrate.calibration import compare
     name = _schedule(session, schedule)
-    verified_timings(session, [name], verify)
-    return compare(session, name, _tables(logs), _place(in_place))
+    verified_timings(session, name.split(","), verify)
+    return compare(session, name, _tables(logs), _place(in_place), drop_wrong)
+
+
+def read_manifest(path: str | Path) -> list[tuple[str, str]]:
+    """A manifest's (log, machine) pairs: one `LOG MACHINE` pair a line, paths relative to
+    the manifest's folder, `#` to the end of a line a comment."""
+    from ..errors import Span, UsageError
+    from ..files import read_source
+    source = read_source(path, "a calibration manifest", UsageError, shown=str(path))
+    folder = Path(path).parent
+    pairs = []
+    for number, raw in enumerate(source.text.splitlines(), start=1):
+        words = raw.split("#", 1)[0].split()
+        if not words:
+            continue
+        if len(words) != 2:
+            raise UsageError(f"expected 'LOG MACHINE' (two paths), got {len(words)} words",
+                             Span(source, number, 1, number, len(raw) + 1))
+        pairs.append((str(folder / words[0]), str(folder / words[1])))
+    if not pairs:
+        raise UsageError(f"{path}: no 'LOG MACHINE' lines")
+    return pairs
 
 
 def plot_prediction(session: Session, comparison: Comparison, path: str | Path) -> None:
@@ -74,7 +139,7 @@ def plot_prediction(session: Session, comparison: Comparison, path: str | Path) 
     from ..analysis.solve.protocols import protocol_spans
     from ..measure.nccl_tests import BUSBW_FACTORS
     from ..render.measured_plot import plot_comparison
-    name = comparison.schedule
+    name = comparison.schedule.split(",")[0]
     spans = protocol_spans(session.timing(name), size_symbol(session, name))
     switches = [(float(b.lo), a.protocol, b.protocol) for a, b in zip(spans, spans[1:])]
     collective = session.program.result(name).collective

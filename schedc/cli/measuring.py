@@ -20,49 +20,83 @@ from .paths import InputPath, OutputPath
 
 
 @click.command("calibrate")
-@click.argument("logs", nargs=-1, required=True, type=InputPath())
-@click.option("--machine", "machine", required=True, type=InputPath(),
-              help="The .sched file: machine, collective and the schedule NCCL runs.")
+@click.argument("logs", nargs=-1, type=InputPath())
+@click.option("--machine", "machines", multiple=True, type=InputPath(),
+              help="The .sched file: machine, collective and the schedule NCCL runs; one for "
+              "every log, or one per log in the order of the logs (repeatable).")
+@click.option("--manifest", type=InputPath(),
+              help="A file of 'LOG MACHINE' lines (paths relative to it; '#' starts a comment), "
+              "instead of LOG... --machine M...")
 @click.option("--schedule", "-s", "schedule", metavar="NAME",
-              help="The schedule to fit (default: the file's only one).")
+              help="The schedule to fit (default: each file's only one).")
 @click.option("--fit", "fit", multiple=True, metavar="NAME[,NAME...]",
-              help="Fit these params (default: every param the time depends on but the size).")
+              help="Fit these params (default: every param the time depends on but the size "
+              "and the link rates).")
+@click.option("--split", "split", default="interleaved", show_default=True,
+              metavar="interleaved|size:SIZE|leave-one-out",
+              help="Which rows are held out: every --every-th size is fit (interleaved); sizes "
+              "above SIZE (size:64MiB, extrapolation); each log in turn (leave-one-out).")
 @click.option("--every", type=click.IntRange(min=1), default=4, show_default=True,
-              help="Fit on one size in this many (and the largest); the rest are held out.")
+              help="With --split interleaved: fit on one size in this many (and the largest).")
 @click.option("--in-place", is_flag=True, help="Use the in-place times (default: out-of-place).")
+@click.option("--drop-wrong", is_flag=True,
+              help="Leave out rows with a nonzero #wrong (else they are refused).")
 @click.option("--write", "write_path", type=OutputPath(),
-              help="Write the fitted params as a .sched file a machine file can import.")
+              help="Write the fitted constants as a .sched library a machine file can import.")
+@click.option("--force", is_flag=True,
+              help="--write even when a param is flagged (at a bound, undetermined, uncertain).")
 @set_option
 @limit_options
 @json_option(schema.CALIBRATE)
 @no_verify_option
-def calibrate_command(logs, machine: Path, schedule, fit, every: int, in_place: bool,
-                      write_path, sets, limits, as_json: bool, no_verify: bool) -> int:
-    """Fit FILE's params to nccl-tests LOGs by least squares on log time; show every row's
-    measured and predicted time, and the error on fit and held-out rows."""
-    from ..api import calibrate, load
+def calibrate_command(logs, machines, manifest, schedule, fit, split: str, every: int,
+                      in_place: bool, drop_wrong: bool, write_path, force: bool, sets, limits,
+                      as_json: bool, no_verify: bool) -> int:
+    """Fit the machine files' params to nccl-tests LOGs by least squares on log time (with
+    NCCL's constants as priors, inside physical bounds); show every row's measured and
+    predicted time, the error on fit and held-out rows, and checks of the model."""
+    from ..api import calibrate_logs, load, read_manifest
+    from ..errors import UsageError
     from ..render.calibration import calibration_json, calibration_sched, calibration_text
-    session = load(machine, sets, **limits)
+    if manifest is not None:
+        if logs or machines:
+            raise UsageError("give either --manifest or LOG... --machine M..., not both")
+        pairs = read_manifest(manifest)
+    else:
+        if not logs or not machines:
+            raise UsageError("give LOG... and --machine M... (or --manifest FILE)")
+        if len(machines) not in (1, len(logs)):
+            raise UsageError(f"{len(logs)} logs and {len(machines)} --machine files: give one "
+                             "machine for all logs, or one per log")
+        pairs = list(zip(logs, machines * len(logs) if len(machines) == 1 else machines))
+    sessions: dict = {}
+    loaded = [(log, sessions.setdefault(m, load(m, sets, **limits))) for log, m in pairs]
     names = tuple(n.strip() for item in fit for n in item.split(",") if n.strip())
-    result = calibrate(session, logs, schedule, fit=names, every=every, in_place=in_place,
-                       verify=not no_verify)
-    name = result.comparison.schedule
+    result = calibrate_logs(loaded, schedule, fit=names, every=every, in_place=in_place,
+                            verify=not no_verify, split=split, drop_wrong=drop_wrong)
     click.echo(calibration_json(result) if as_json
                else calibration_text(result, "in" if in_place else "out"), nl=False)
-    trusted = result.converged and not result.undetermined
     if write_path is not None:
-        if not trusted:
-            click.echo(f"schedc: not writing {write_path}: the fit is not trustworthy (see above)",
-                       err=True)
+        if result.split.kind == "leave-one-out":
+            click.echo(f"schedc: not writing {write_path}: leave-one-out makes one fit per log; "
+                       "fit without --split leave-one-out to write the constants", err=True)
+        elif not result.trusted and not force:
+            click.echo(f"schedc: not writing {write_path}: the fit is not trustworthy (see "
+                       "above); --force writes it anyway", err=True)
         else:
-            command = " ".join(["schedc calibrate", *map(str, logs), "--machine", str(machine),
-                                "-s", name, *(f"--fit {n}" for n in names),
-                                *(f"--set {s}" for s in sets), f"--every {every}",
-                                *(["--in-place"] if in_place else [])])
+            where = (["--manifest", str(manifest)] if manifest is not None else
+                     [*map(str, logs), *(a for m in machines for a in ("--machine", str(m)))])
+            command = " ".join(["schedc calibrate", *where,
+                                *(["-s", schedule] if schedule else []),
+                                *(f"--fit {n}" for n in names), *(f"--set {s}" for s in sets),
+                                f"--split {split}", f"--every {every}",
+                                *(["--in-place"] if in_place else []),
+                                *(["--drop-wrong"] if drop_wrong else []),
+                                *(["--force"] if force else [])])
             from ..render.calibration import write_whole
             text = calibration_sched(result, command)
             write_whole(write_path, lambda temporary: Path(temporary).write_text(text, "utf-8"))
-    return EXIT_OK if trusted else EXIT_FAILED
+    return EXIT_OK if result.trusted else EXIT_FAILED
 
 
 @click.command("predict")
@@ -74,23 +108,28 @@ def calibrate_command(logs, machine: Path, schedule, fit, every: int, in_place: 
 @click.option("--plot", "plot", type=OutputPath(),
               help="Also plot time and busbw over size, measured and predicted (.png or .svg).")
 @click.option("--in-place", is_flag=True, help="Use the in-place times (default: out-of-place).")
+@click.option("--drop-wrong", is_flag=True,
+              help="Leave out rows with a nonzero #wrong (else they are refused).")
 @click.option("--fitted", type=InputPath(),
               help="Set params to the values in this file (from calibrate --write).")
 @set_option
 @limit_options
 @json_option(schema.PREDICT)
 @no_verify_option
-def predict_command(file: Path, logs, schedule, plot, in_place: bool, fitted, sets, limits,
-                    as_json: bool, no_verify: bool) -> int:
+def predict_command(file: Path, logs, schedule, plot, in_place: bool, drop_wrong: bool, fitted,
+                    sets, limits, as_json: bool, no_verify: bool) -> int:
     """FILE's predicted time against measured rows of nccl-tests LOGs, without fitting."""
     from ..api import fitted_sets, load, plot_prediction, predict
     from ..render.calibration import comparison_json, comparison_text
     sets = (*(fitted_sets(fitted) if fitted else ()), *sets)
     session = load(file, sets, **limits)
-    result = predict(session, logs, schedule, in_place=in_place, verify=not no_verify)
+    result = predict(session, logs, schedule, in_place=in_place, verify=not no_verify,
+                     drop_wrong=drop_wrong)
     if plot is not None:
         plot_prediction(session, result, plot)
-    click.echo(comparison_json(result) if as_json else comparison_text(result), nl=False)
+    shown = str(fitted) if fitted else None
+    click.echo(comparison_json(result, shown) if as_json else comparison_text(result, shown),
+               nl=False)
     return EXIT_OK
 
 

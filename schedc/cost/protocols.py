@@ -26,7 +26,7 @@ def with_protocols(base: Cost, loads: Loads, topology: Topology, alpha: sympy.Ex
         return base
     times = []
     for protocol in protocols:
-        total = sympy.Integer(0)
+        total = protocol.launch
         for c in base.classes:
             used = _classes(loads, topology, c.first)
             startup = c.startup - alpha + protocol.startup(used)

@@ -364,11 +364,13 @@ class _Loader:
                 raise ElaborationError(f"{attr.kind} is already given at {seen[key]}", attr.span)
             seen[key] = attr.span
             dim, what = {"alpha": (SECONDS, "a protocol's start-up"),
+                         "launch": (SECONDS, "a protocol's per-call latency"),
                          "eff": (DIMENSIONLESS, "a protocol's share of the bandwidth"),
                          "cap": (RATE, "a protocol's rate cap")}[attr.kind]
             quantity = expect_quantity(evaluate(attr.value, env), dim, attr.value.span, what)
             # The physical ranges (model/protocol.py): a start-up >= 0, a share in (0, 1].
-            check_positive(quantity, self.nominal, attr.value.span, what, zero_ok=attr.kind == "alpha")
+            check_positive(quantity, self.nominal, attr.value.span, what,
+                           zero_ok=attr.kind in ("alpha", "launch"))
             if attr.kind == "eff":
                 check_at_most(quantity, MAX_EFF, self.nominal, attr.value.span, what,
                               "all of the link's bandwidth")
@@ -378,7 +380,7 @@ class _Loader:
                 (class_alpha if attr.kind == "alpha" else class_cap).append((attr.cls, quantity.expr))
         return Protocol(stmt.name, values.get("alpha", self.alpha()),
                         values.get("eff", sympy.Integer(1)), tuple(class_alpha), tuple(class_cap),
-                        stmt.span)
+                        stmt.span, values.get("launch", sympy.Integer(0)))
 
     def alpha(self) -> sympy.Expr:
         """The per-round start-up α: `startup EXPR`, else the param `alpha`, else 0."""

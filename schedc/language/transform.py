@@ -121,6 +121,9 @@ class _ToAst(Transformer):
     def proto_alpha(self, c, span):
         return ast.ProtocolAttr("alpha", None, c[0], span=span)
 
+    def proto_launch(self, c, span):
+        return ast.ProtocolAttr("launch", None, c[0], span=span)
+
     def proto_eff(self, c, span):
         return ast.ProtocolAttr("eff", None, c[0], span=span)
 

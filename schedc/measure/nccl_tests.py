@@ -20,7 +20,6 @@ at its line and column, never skipped.
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from dataclasses import dataclass, field
@@ -42,10 +41,16 @@ BUSBW_FACTORS = {
 
 _PREFIX = re.compile(r"^(\s*\d+:\s|\s*\[\d+,\d+\]<std(?:out|err)>:)")
 _RANK = re.compile(r"^#\s+Rank\s+(\d{1,9})\s")  # (longer: not a rank line)
+_HOST = re.compile(r"\son\s+(\S+)\s+device\s")  # `#  Rank 3 Group 0 Pid 7 on HOST device 3`
+# The command line (`./build/all_reduce_perf -b 8 -e 8G -f 2 -g 1`), wherever a launcher or a
+# README printed it: the binary names the collective, -g / -t the GPUs and threads per process.
+_BINARY = re.compile(r"(?:^|[\s/'\"])([a-z_]+)_perf(?=\s|$|['\"])")
+_ARG = re.compile(r"\s-([gt])\s+(\d{1,4})\b")
 _STARTING = re.compile(r"^#\s*Collective test starting:\s*(\S+)")
 _TOKEN = re.compile(r"\S+")
 _INT = re.compile(r"^\d+$")
 _NEGATIVE = re.compile(r"^-\d+$")
+_NUMBERISH = re.compile(r"^[-+]?[\d.]+([eE][-+]?\d+)?[A-Za-z]*$")  # 8.5, 1e6, 1M
 # Header-less tables (pasted excerpts) are told apart by their width.
 _HEADERLESS = {
     11: "size count type time algbw busbw error time algbw busbw error",
@@ -61,7 +66,7 @@ MIN_TIME_US, MAX_TIME_US = 1e-3, 1e12
 MAX_SIZE = 2**63 - 1
 
 
-def _figure_problem(key: str, figure: float) -> str | None:
+def figure_problem(key: str, figure: float) -> str | None:
     """Why `figure` cannot be the value of the `key` column ("time", "algbw", ...), if so."""
     if not math.isfinite(figure):
         return "must be a finite number"
@@ -114,6 +119,39 @@ class Table:
     ranks: int | None  # when the log lists its ranks
     fields: tuple[tuple[str, str], ...]  # the `# nThread 1 nGpus 1 ...` header, as read
     span: Span = field(compare=False, repr=False)
+    # Where `collective` was read: "starting" (`# Collective test starting: X`), "binary"
+    # (a command line naming X_perf), None (neither: see `row_shape`).
+    collective_from: str | None = None
+    hosts: int | None = None  # the distinct hosts of the `#  Rank` lines
+    arguments: tuple[tuple[str, int], ...] = ()  # `-g N`, `-t N` of the command line
+
+    def per_process(self) -> tuple[int, str] | None:
+        """GPUs driven by each process (threads × GPUs per thread), and where that was read:
+        the `# nThread N nGpus G` header, else the command line's -t / -g."""
+        fields = dict(self.fields)
+        given = dict(self.arguments)
+        candidates: list[tuple[str, str | None, str | None]] = [
+            ("the '# nThread' header", fields.get("nThread"), fields.get("nGpus"))]
+        if self.arguments:
+            candidates.append(("the command line's -t/-g", str(given.get("t", 1)),
+                               str(given.get("g", 1))))
+        for source, threads, gpus in candidates:
+            if threads is not None and gpus is not None and threads.isdigit() and gpus.isdigit():
+                return int(threads) * int(gpus), source
+        return None
+
+    def row_shape(self) -> str | None:
+        """What the rows say of the collective: "reduction" (a redop, no root), "rooted
+        reduction", "no reduction" (`redop none`: all-gather, all-to-all, broadcast, ...)."""
+        ops = {r.redop for r in self.rows}
+        if ops == {None}:
+            return None
+        if ops == {"none"}:
+            return "no reduction"
+        if "none" in ops:
+            return None
+        rooted = {r.root is not None and r.root >= 0 for r in self.rows}
+        return "rooted reduction" if rooted == {True} else "reduction"
 
     def busbw_factor(self) -> float | None:
         """nccl-tests' busbw/algbw for this table, when collective and ranks are known."""
@@ -145,6 +183,7 @@ def read_log(path: str | Path) -> Log:
     source = read_source(path, "an nccl-tests log", LogError, shown=shown)
     text = source.text
     if text.lstrip().startswith("{"):
+        from .nccl_tests_json import parse_json
         return Log(shown, "json", parse_json(source))
     return Log(shown, "text", parse_text(source))
 
@@ -157,8 +196,11 @@ class _Pending:
     """What the lines before a table say about it."""
 
     collective: str | None = None
+    collective_from: str | None = None
     ranks: set[int] = field(default_factory=set)
+    hosts: set[str] = field(default_factory=set)
     fields: tuple[tuple[str, str], ...] = ()
+    arguments: tuple[tuple[str, int], ...] = ()
 
 
 def parse_text(source: SourceFile) -> tuple[Table, ...]:
@@ -173,7 +215,8 @@ def parse_text(source: SourceFile) -> tuple[Table, ...]:
         nonlocal rows, columns
         if rows:
             tables.append(Table(tuple(rows), meta.collective, max(meta.ranks) + 1
-                                if meta.ranks else None, meta.fields, header_span or rows[0].span))
+                                if meta.ranks else None, meta.fields, header_span or rows[0].span,
+                                meta.collective_from, len(meta.hosts) or None, meta.arguments))
         rows, columns = [], None
 
     for number, raw in enumerate(source.text.splitlines(), start=1):
@@ -200,8 +243,13 @@ def parse_text(source: SourceFile) -> tuple[Table, ...]:
                 close()
             continue
         if not _INT.match(words[0]):
-            if columns is not None and _NEGATIVE.match(words[0]) and len(words) > 1 \
-                    and _INT.match(words[1].lstrip("-")):
+            _command_line(line, pending)
+            # In a table, a row whose size is not a whole number (-8, 8.5, 1M) but whose
+            # count is, and as many fields as the header: a bad row, not prose.
+            if columns is not None and len(words) > 1 and _INT.match(words[1].lstrip("-")) \
+                    and (_NEGATIVE.match(words[0]) or (
+                        len(words) == len([c for c in columns if c != "timestamp"])
+                        and _NUMBERISH.match(words[0]))):
                 raise LogError(f"size must be a whole number of bytes, got '{words[0]}'",
                                Span(source, number, tokens[0][1], number,
                                     tokens[0][1] + len(words[0])))
@@ -234,13 +282,29 @@ def _metadata(line: str, pending: _Pending) -> None:
     rank = _RANK.match(line)
     if rank:
         pending.ranks.add(int(rank.group(1)))
+        host = _HOST.search(line)
+        if host:
+            pending.hosts.add(host.group(1))
         return
     starting = _STARTING.match(line)
     if starting:
-        pending.collective = _collective_name(starting.group(1))
+        pending.collective = collective_name(starting.group(1))
+        pending.collective_from = "starting"
         return
     if re.match(r"^#\s*nThread\s", line):
         pending.fields = _fields(line.lstrip("#").split())
+        return
+    _command_line(line, pending)
+
+
+def _command_line(line: str, pending: _Pending) -> None:
+    """A line naming an nccl-tests binary: its collective (unless the `# Collective test
+    starting` line said it) and its -g / -t."""
+    binary = _BINARY.search(line)
+    if binary is None or pending.collective_from == "starting":
+        return
+    pending.collective, pending.collective_from = binary.group(1), "binary"
+    pending.arguments = tuple((k, int(v)) for k, v in _ARG.findall(line[binary.end():]))
 
 
 def _fields(words: list[str]) -> tuple[tuple[str, str], ...]:
@@ -257,7 +321,7 @@ def _fields(words: list[str]) -> tuple[tuple[str, str], ...]:
     return tuple(out)
 
 
-def _collective_name(binary: str) -> str:
+def collective_name(binary: str) -> str:
     name = Path(binary).name
     return name[:-5] if name.endswith("_perf") else name
 
@@ -291,7 +355,7 @@ def _row(source: SourceFile, number: int, raw: str, tokens: list[tuple[str, int]
                 figure = float(text)
             except ValueError:
                 raise LogError(f"expected a number for {name}, got '{text}'", at(k)) from None
-            problem = _figure_problem(key, figure)
+            problem = figure_problem(key, figure)
             if problem:
                 raise LogError(f"{name} {problem}, got '{text}'", at(k))
             place[-1][key] = figure
@@ -320,100 +384,3 @@ def _row(source: SourceFile, number: int, raw: str, tokens: list[tuple[str, int]
                values.get("redop"), int(root) if root is not None else None,
                placements[0], placements[1] if len(placements) > 1 else None,
                Span(source, number, tokens[0][1], number, len(raw) + 1))
-
-
-# ---- JSON ------------------------------------------------------------------------------------
-
-
-def parse_json(source: SourceFile) -> tuple[Table, ...]:
-    try:
-        document = json.loads(source.text)
-    except json.JSONDecodeError as exc:
-        raise LogError(f"not valid JSON: {exc.msg}",
-                       Span(source, exc.lineno, exc.colno, exc.lineno, exc.colno + 1)) from None
-    except ValueError as exc:  # an integer of more digits than Python converts
-        raise LogError(f"not valid JSON: {exc}", Span(source, 1, 1, 1, 2)) from None
-    top = Span(source, 1, 1, 1, 2)
-    if not isinstance(document, dict) or not isinstance(document.get("results"), list):
-        raise LogError("an nccl-tests JSON document is an object with a 'results' list", top)
-    # Each result object's position, for errors: nccl-tests writes them as {"size":...}.
-    starts = [m.start() for m in re.finditer(r'\{\s*"size"\s*:', source.text)]
-    found = document.get("config")
-    config: dict = found if isinstance(found, dict) else {}
-    rows = []
-    if len(document["results"]) > MAX_LOG_ROWS:
-        raise LogError(f"{len(document['results']):,} results; a log is limited to "
-                       f"{MAX_LOG_ROWS:,} rows", top)
-    for k, result in enumerate(document["results"]):
-        span = _offset_span(source, starts[k]) if k < len(starts) else top
-        rows.append(_json_row(result, k, span))
-    args = document.get("args")
-    collective = (_collective_name(args[0]) if isinstance(args, list) and args
-                  and isinstance(args[0], str) else None)
-    if not rows:
-        return ()
-    return (Table(tuple(rows), collective, _json_ranks(config), _json_fields(config), top),)
-
-
-def _offset_span(source: SourceFile, offset: int) -> Span:
-    line = source.text.count("\n", 0, offset) + 1
-    col = offset - (source.text.rfind("\n", 0, offset) + 1) + 1
-    return Span(source, line, col, line, col + 1)
-
-
-def _json_row(result: object, k: int, span: Span) -> Row:
-    where = f"results[{k}]"
-    if not isinstance(result, dict):
-        raise LogError(f"{where} must be an object", span)
-    for key in ("size", "count"):
-        if not isinstance(result.get(key), int) or isinstance(result.get(key), bool) \
-                or not 0 <= result[key] <= MAX_SIZE:
-            raise LogError(f"{where}.{key} must be a whole number, got {result.get(key)!r}", span)
-    root = result.get("root")
-    root_text = str(root).strip() if root is not None else None
-    if root_text is not None and not re.match(r"^-?\d+$", root_text):
-        raise LogError(f"{where}.root must be a rank number, got {root!r}", span)
-    placements = [_json_measurement(result.get(key), f"{where}.{key}", span)
-                  for key in ("out_of_place", "in_place")]
-    if placements == [None, None]:
-        raise LogError(f"{where} has neither out_of_place nor in_place figures", span)
-    return Row(result["size"], result["count"], str(result.get("type", "?")),
-               result.get("redop") if isinstance(result.get("redop"), str) else None,
-               int(root_text) if root_text is not None else None,
-               placements[0], placements[1], span)
-
-
-def _json_measurement(value: object, where: str, span: Span) -> Measurement | None:
-    if value is None:
-        return None
-    if not isinstance(value, dict):
-        raise LogError(f"{where} must be an object or null", span)
-    time_key = "time" if "time" in value else "cpu_time"
-    numbers = {}
-    for key in (time_key, "alg_bw", "bus_bw"):
-        number = value.get(key)
-        if not isinstance(number, (int, float)) or isinstance(number, bool):
-            raise LogError(f"{where}.{key} must be a non-negative number, got {number!r}", span)
-        try:
-            problem = _figure_problem("time" if key == time_key else key, float(number))
-        except OverflowError:  # an integer of hundreds of digits
-            problem = "must be a finite number"
-        if problem:
-            shown = repr(number) if len(repr(number)) < 30 else f"{len(repr(number))} digits"
-            raise LogError(f"{where}.{key} {problem}, got {shown}", span)
-        numbers[key] = float(number)
-    wrong = value.get("nwrong")
-    return Measurement(numbers[time_key], numbers["alg_bw"], numbers["bus_bw"],
-                       float(wrong) if isinstance(wrong, (int, float)) else None)
-
-
-def _json_ranks(config: dict) -> int | None:
-    devices, threads, gpus = config.get("devices"), config.get("nthreads"), config.get("ngpus")
-    if isinstance(devices, list) and devices and isinstance(threads, int) and isinstance(gpus, int):
-        # One device entry per process (the first of its lines), each driving threads × gpus.
-        return len(devices) * threads * gpus
-    return None
-
-
-def _json_fields(config: dict) -> tuple[tuple[str, str], ...]:
-    return tuple((k, str(v)) for k, v in config.items() if not isinstance(v, (list, dict)))

@@ -2,7 +2,8 @@
 start-up and its own share of every link's bandwidth (NVIDIA/nccl src/graph/tuning.cc).
 
 With protocols declared, a schedule's time is the minimum over them of
-Σ_rounds (α_p + max_e V[r,e] / (eff_p · B_e)): α_p replaces the file's per-round start-up.
+Σ_rounds (α_p + max_e V[r,e] / (eff_p · B_e)), plus the protocol's `launch` (once per call,
+NCCL's baseLat; 0 unless given): α_p replaces the file's per-round start-up.
 A round that uses a link of a class with its own start-up (`class nic alpha 14 us`) starts up
 in the largest of those; a class with a cap (`class nvlink cap 141 GB/s`, NCCL's llMaxBw)
 runs at min(eff_p · B_e, cap) on its links.
@@ -41,6 +42,7 @@ class Protocol:
     class_alpha: tuple[tuple[str, sympy.Expr], ...] = ()  # per link class: the round's start-up
     class_cap: tuple[tuple[str, sympy.Expr], ...] = ()  # per link class: a rate cap, bytes/s
     span: Span | None = field(default=None, compare=False, repr=False)
+    launch: sympy.Expr = sympy.Integer(0)  # seconds, once per call (NCCL's baseLat)
 
     def startup(self, classes: set[str]) -> sympy.Expr:
         """The start-up of a round that uses links of `classes`."""

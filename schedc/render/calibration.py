@@ -40,40 +40,104 @@ def _worst(c: Comparison, with_fit: bool) -> str:
     return f"worst row: {error * 100:+.1f}% at {format_bytes(point.size)}{where}"
 
 
-def _param_line(p: FittedParam) -> tuple[str, ...]:
-    note = "" if p.determined else "UNDETERMINED: the fit rows do not fix it"
-    return (p.name, format_quantity(p.value, p.dim), f"(from {format_quantity(p.initial, p.dim)})",
-            note)
+def _bound(value: float, dim: tuple) -> str:
+    return "-" if value in (0.0, float("inf")) else format_quantity(value, dim)
+
+
+def _param_line(p: FittedParam, several: bool) -> tuple[str, ...]:
+    sigma = "-" if p.sigma is None else f"±{p.sigma * 100:.0f}%"
+    prior = "-" if p.prior is None else format_quantity(p.prior, p.dim)
+    line: tuple[str, ...] = (p.name, format_quantity(p.value, p.dim), sigma,
+                             f"[{_bound(p.lower, p.dim)}, {_bound(p.upper, p.dim)}]", prior)
+    line += (p.log or "shared",) if several else ()
+    return line + ("; ".join(p.flags).upper() if p.flags else "ok",)
+
+
+def _params_table(cal: Calibration) -> list[str]:
+    several = len(cal.comparison.logs) > 1
+    header = ("param", "value", "±1σ", "bounds", "prior") + (("log",) if several else ()) + \
+        ("flag",)
+    return table([header, *[_param_line(p, several) for p in cal.params]], indent="  ")
+
+
+def _ranges(c: Comparison, fit: bool | None) -> str:
+    return "; ".join(f"{name}: {_percent(g)} ({n} rows)" for name, n, g in c.by_range(fit) if n)
 
 
 def calibration_text(cal: Calibration, place: str) -> str:
     c = cal.comparison
     fit = sum(p.fit for p in c.points)
-    out = [f"calibrate {c.schedule}: {len(cal.params)} params by least squares on log time "
-           f"(scipy least_squares), on {fit} of {len(c.points)} rows (every {cal.every}th size "
-           f"and the largest, per log); {'out-of' if place == 'out' else 'in'}-place times",
-           *[f"  log: {log}" for log in c.logs], "", "fitted params:"]
-    out += table([_param_line(p) for p in cal.params], underline=False, indent="  ")
-    out += ["", *_rows(c, True), "",
-            f"geomean |error|: {_percent(c.geomean(True))} on the {fit} fit rows, "
-            f"{_percent(c.geomean(False))} on the {len(c.points) - fit} held-out rows",
+    held = len(c.points) - fit
+    loo = cal.split.kind == "leave-one-out"
+    what = (f"{len(cal.folds)} fits, each on every row of all logs but one" if loo
+            else f"{len(cal.params)} params on {fit} of {len(c.points)} rows")
+    out = [f"calibrate {c.schedule}: {what}, by least squares on log time with priors "
+           f"(scipy least_squares, 8 starts); {'out-of' if place == 'out' else 'in'}-place times",
+           f"  split: {cal.split.describe()}", *[f"  log: {log}" for log in c.logs]]
+    out += [f"  {n}" for n in cal.notes]
+    if loo:
+        for log, fold in cal.folds:
+            out += ["", f"fitted without {log}:", *_params_table(fold)]
+            out += [f"  {x}" for x in fold.checks if x.startswith("INADEQUATE")]
+    else:
+        out += ["", "fitted params (value, relative standard error, physical bounds, prior):"]
+        out += _params_table(cal)
+    out += ["", *_rows(c, not loo), ""]
+    if loo:
+        out.append(f"geomean |error|: {_percent(c.geomean(False))} over the {held} rows, each "
+                   "predicted from the other logs' fit")
+        for log in c.logs:
+            sub = [(p, e) for p, e in zip(c.points, c.errors) if p.log == log]
+            big = [abs(e) for p, e in sub if p.size >= 2**20]
+            out.append(f"  {log}: {_percent(_gm([abs(e) for _, e in sub]))} over all rows, "
+                       f"{_percent(_gm(big))} over rows >= 1 MiB")
+    else:
+        out.append(f"geomean |error|: {_percent(c.geomean(True))} on the {fit} fit rows, "
+                   f"{_percent(c.geomean(False))} on the {held} held-out rows")
+    out += [f"held out by size: {_ranges(c, False)}",
             f"mean |error|:    {_percent(c.mean(True))} on the fit rows, "
-            f"{_percent(c.mean(False))} on the held-out rows",
-            _worst(c, True)]
+            f"{_percent(c.mean(False))} on the held-out rows", _worst(c, not loo)]
     if cal.converged:
         out.append(f"converged: {cal.message} ({cal.evaluations} evaluations)")
     else:
         out.append(f"NOT CONVERGED: {cal.message} ({cal.evaluations} evaluations); the values "
                    "above are where the search stopped")
-    if cal.undetermined:
-        out.append(f"UNDETERMINED: {', '.join(cal.undetermined)}: the fit rows do not determine "
-                   "them (a protocol that wins on none of them, or params that only move "
-                   "together); fix them with --set or fit fewer")
+    out += [f"STARTS DISAGREE: {s}" for s in cal.starts]
+    flagged = [p for f in ([cal] + [f for _, f in cal.folds]) for p in f.flagged]
+    if flagged:
+        out.append(f"FLAGGED: {', '.join(dict.fromkeys(p.name for p in flagged))}: at a bound, "
+                   "undetermined or uncertain (see the table); --write writes nothing without "
+                   "--force")
+    out += [f"model check: {x}" for x in cal.checks]
+    if not cal.checks and not loo:
+        out.append("model check: no inadequacy found (bandwidth ceiling, shares, residual runs)")
     return "\n".join(out) + "\n"
+
+
+def _gm(values: list[float]) -> float | None:
+    import math
+    if not values:
+        return None
+    return math.exp(sum(math.log(max(v, 1e-15)) for v in values) / len(values))
 
 
 def _param_unit(p: FittedParam) -> str:
     return base_unit(p.dim)
+
+
+def _param_json(p: FittedParam) -> dict:
+    return {"value": json_number(p.value, integer=False), "unit": _param_unit(p),
+            "log": p.log, "role": p.what,
+            "lower": json_number(p.lower, integer=False) if p.lower > 0 else None,
+            "upper": json_number(p.upper, integer=False) if p.upper < float("inf") else None,
+            "prior": json_number(p.prior, integer=False) if p.prior is not None else None,
+            "relative_error": json_number(p.sigma, integer=False) if p.sigma is not None
+            else None, "initial": json_number(p.initial, integer=False),
+            "flags": list(p.flags)}
+
+
+def _params_json(params: tuple[FittedParam, ...]) -> dict:
+    return {(p.name if p.log is None else f"{p.name}@{p.log}"): _param_json(p) for p in params}
 
 
 def calibration_json(cal: Calibration) -> str:
@@ -83,18 +147,33 @@ def calibration_json(cal: Calibration) -> str:
         "schema": schema.CALIBRATE,
         "log": c.logs[0] if len(c.logs) == 1 else list(c.logs),
         "schedule": c.schedule,
-        "params": {p.name: {"value": json_number(p.value, integer=False), "unit": _param_unit(p)}
-                   for p in cal.params},
+        "params": _params_json(cal.params),
         "rows": [{"size": p.size, "measured_s": json_number(p.measured, integer=False),
                   "predicted_s": json_number(predicted, integer=False),
-                  "error": json_number(e, integer=False), "fit": p.fit}
-                 for p, predicted, e in zip(c.points, c.predicted, c.errors)],
+                  "error": json_number(e, integer=False), "fit": p.fit, "protocol": w,
+                  "log": p.log, "line": p.line}
+                 for p, predicted, e, w in zip(c.points, c.predicted, c.errors, c.protocols)],
         "geomean_error_fit": json_number(c.geomean(True), integer=False),
         "geomean_error_heldout": json_number(c.geomean(False), integer=False),
         "worst": {"size": point.size, "error": json_number(error, integer=False)},
         # Beyond the issue's keys: whether the fit can be trusted at all.
         "converged": cal.converged,
         "undetermined": list(cal.undetermined),
+        "mean_error_fit": json_number(c.mean(True), integer=False),
+        "mean_error_heldout": json_number(c.mean(False), integer=False),
+        "split": {"kind": cal.split.kind, "every": cal.split.every,
+                  "size": cal.split.size if cal.split.kind == "size" else None},
+        "heldout_by_size": [{"range": name, "rows": n,
+                             "geomean_error": json_number(g, integer=False)}
+                            for name, n, g in c.by_range(False)],
+        "flagged": [p.name for p in cal.flagged],
+        "starts_disagree": list(cal.starts),
+        "checks": list(cal.checks),
+        "notes": list(cal.notes),
+        "folds": [{"heldout_log": log, "params": _params_json(f.params),
+                   "flagged": [p.name for p in f.flagged], "checks": list(f.checks)}
+                  for log, f in cal.folds],
+        "trusted": cal.trusted,
     })
 
 
@@ -111,7 +190,8 @@ def _literal(p: FittedParam) -> str:
 
 
 def calibration_sched(cal: Calibration, command: str) -> str:
-    """The fitted params as a `.sched` file a machine file can import."""
+    """The fitted params as a `.sched` library a machine file can import: the shared ones
+    (with one log, all); each log's own params as comments, for its machine file."""
     c = cal.comparison
     fit = sum(p.fit for p in c.points)
     lines = [f"# Fitted by: {command}",
@@ -119,23 +199,33 @@ def calibration_sched(cal: Calibration, command: str) -> str:
              f"{', '.join(c.logs)};",
              f"# geomean |error| {_percent(c.geomean(True))} on fit rows, "
              f"{_percent(c.geomean(False))} on held-out rows; {_worst(c, True)}.", ""]
-    lines += [f"param {p.name} = {_literal(p)}" for p in cal.params]
+    for p in cal.params:
+        sigma = f"  # ±{p.sigma * 100:.0f}% (1σ); {p.what}" if p.sigma is not None else ""
+        if p.log is None:
+            lines.append(f"param {p.name} = {_literal(p)}{sigma}")
+    own = [p for p in cal.params if p.log is not None]
+    if own:
+        lines += ["", "# Each log's own params (they belong in its machine file):"]
+        lines += [f"#   {p.log}: param {p.name} = {_literal(p)}" for p in own]
     return "\n".join(lines) + "\n"
 
 
-def comparison_text(c: Comparison) -> str:
-    out = [f"predict {c.schedule} against {len(c.points)} measured rows, at the file's params",
+def comparison_text(c: Comparison, fitted: str | None = None) -> str:
+    at = f"at the params of {fitted}" if fitted else "at the file's params"
+    out = [f"predict {c.schedule} against {len(c.points)} measured rows, {at}",
            *[f"  log: {log}" for log in c.logs], "", *_rows(c, False), "",
            f"geomean |error|: {_percent(c.geomean(None))} over {len(c.points)} rows; "
            f"mean |error|: {_percent(c.mean(None))}",
+           f"by size: {_ranges(c, None)}",
            _worst(c, False)]
     return "\n".join(out) + "\n"
 
 
-def comparison_json(c: Comparison) -> str:
+def comparison_json(c: Comparison, fitted: str | None = None) -> str:
     point, error = c.worst
     return dump_json({
         "schema": schema.PREDICT,
+        "fitted": fitted,
         "log": c.logs[0] if len(c.logs) == 1 else list(c.logs),
         "schedule": c.schedule,
         "rows": [{"size": p.size, "measured_s": json_number(p.measured, integer=False),
@@ -144,6 +234,9 @@ def comparison_json(c: Comparison) -> str:
                  for p, predicted, e, w in zip(c.points, c.predicted, c.errors, c.protocols)],
         "geomean_error": json_number(c.geomean(None), integer=False),
         "worst": {"size": point.size, "error": json_number(error, integer=False)},
+        "mean_error": json_number(c.mean(None), integer=False),
+        "by_size": [{"range": name, "rows": n, "geomean_error": json_number(g, integer=False)}
+                    for name, n, g in c.by_range(None)],
     })
 
 

@@ -1,39 +1,39 @@
 """Fit a machine's params to measured times (nccl-tests logs) and compare prediction with
-measurement.
+measurement: the data, the set-up shared by `calibrate` and `predict`, and `predict`.
 
-The model is the schedule's closed-form time T(V; θ) (with protocols, the minimum over them).
-θ are the fitted params — by default every param the time depends on except the size. The
-fit minimises Σ_i log(T(V_i; θ) / t_i)² over the *fit rows* (least squares on log time, so
-that 8 B and 16 GiB weigh alike), with scipy.optimize.least_squares, each param searched in
-log space (so it stays positive) and a protocol's share of a link's bandwidth at most 1. The
-other rows are *held out*: their error checks the fit on sizes it did not see.
-
-A param the fit rows cannot determine — its column of the Jacobian is zero (a protocol that
-wins on none of them), or it moves only together with others (the Jacobian is
-rank-deficient) — is reported as undetermined, and so is a fit that did not converge.
-
-Errors are T_model / T_measured - 1; their geomean is over |error| (the issue's measure).
+The model is the schedule's closed-form time T(V; θ) (with protocols, the minimum over them);
+the fit (fit.py) minimises Σ_i log(T(V_i; θ) / t_i)² over the *fit rows* plus each param's
+prior (roles.py), inside each param's physical bounds. The other rows are *held out*: their
+error checks the fit on sizes (or logs) it did not see. Errors are T_model / T_measured - 1;
+their geomean is over |error|.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
-from fractions import Fraction
+from dataclasses import dataclass, field
 
 import numpy as np
-import sympy
 
-from ...errors import SchedcError, UsageError
+from ...errors import SchedcError
 from ...measure.nccl_tests import Row, Table
 from ...session import Session
-from ...units import DIMENSIONLESS
+from .model import Model, schedules, size_symbol
 
 # nccl-tests' binary per collective of the language.
 COLLECTIVE_BINARIES = {"allreduce": "all_reduce", "reduce_scatter": "reduce_scatter",
                        "allgather": "all_gather", "broadcast": "broadcast", "reduce": "reduce",
                        "alltoall": "alltoall"}
+# What the rows' redop/root columns say each binary's rows look like (nccl-tests prints
+# `none` as the redop of a collective that does not reduce, and -1 as an unrooted root).
+ROW_SHAPES = {"all_reduce": "reduction", "reduce_scatter": "reduction",
+              "reduce": "rooted reduction", "all_gather": "no reduction",
+              "alltoall": "no reduction", "broadcast": "no reduction"}
 DEFAULT_EVERY = 4
+MiB = 2**20
+# Held-out error is also shown by size: latency-bound, the middle, bandwidth-bound.
+SIZE_RANGES = (("<= 64 KiB", 0, 64 * 2**10), ("64 KiB - 64 MiB", 64 * 2**10 + 1, 64 * MiB - 1),
+               (">= 64 MiB", 64 * MiB, math.inf))
 
 
 class CalibrationError(SchedcError):
@@ -46,6 +46,36 @@ class Point:
     measured: float  # seconds
     fit: bool  # used for the fit (else held out)
     log: str
+    line: int = 0  # the row's line in its log
+
+
+@dataclass(frozen=True)
+class Run:
+    """One log with its machine: the schedule of `session` that NCCL ran for it."""
+
+    session: Session
+    schedule: str
+    log: str
+    table: Table
+    machine: str = ""
+
+
+@dataclass(frozen=True)
+class Split:
+    """Which rows are fit rows: "interleaved" (one size in `every`, and the largest), "size"
+    (the sizes up to `size`), "leave-one-out" (every log but one, in turn)."""
+
+    kind: str = "interleaved"
+    every: int = DEFAULT_EVERY
+    size: int = 64 * MiB
+
+    def describe(self) -> str:
+        if self.kind == "size":
+            from ...units import format_bytes
+            return f"size:{format_bytes(self.size)} (fit on sizes <= it, held out above)"
+        if self.kind == "leave-one-out":
+            return "leave-one-out (each log predicted from a fit on the others)"
+        return f"interleaved (every {self.every}th size and the largest fit, per log)"
 
 
 @dataclass(frozen=True)
@@ -55,6 +85,14 @@ class FittedParam:
     initial: float
     dim: tuple
     determined: bool
+    log: str | None = None  # None: shared by every log whose machine file has it
+    what: str = ""  # its role, e.g. "LL's share of a link's bandwidth"
+    lower: float = 0.0
+    upper: float = math.inf
+    prior: float | None = None
+    sigma: float | None = None  # the value's relative standard error (from the Jacobian)
+    flags: tuple[str, ...] = ()  # "at its lower bound", "undetermined", ...
+    fitted: bool = True  # False: not fitted here (leave-one-out: the held-out log's own)
 
 
 @dataclass(frozen=True)
@@ -71,17 +109,27 @@ class Comparison:
     def errors(self) -> tuple[float, ...]:
         return tuple(p / m.measured - 1 for p, m in zip(self.predicted, self.points))
 
-    def geomean(self, fit: bool | None) -> float | None:
-        """Geomean |error| over fit rows (True), held-out rows (False) or all (None)."""
-        chosen = [abs(e) for e, p in zip(self.errors, self.points) if fit is None or p.fit == fit]
+    def _chosen(self, fit: bool | None, lo: float = 0, hi: float = math.inf) -> list[float]:
+        return [abs(e) for e, p in zip(self.errors, self.points)
+                if (fit is None or p.fit == fit) and lo <= p.size <= hi]
+
+    def geomean(self, fit: bool | None, lo: float = 0, hi: float = math.inf) -> float | None:
+        """Geomean |error| over fit rows (True), held-out rows (False) or all (None), of
+        sizes in [lo, hi]."""
+        chosen = self._chosen(fit, lo, hi)
         if not chosen:
             return None
         return math.exp(sum(math.log(max(e, 1e-15)) for e in chosen) / len(chosen))
 
     def mean(self, fit: bool | None) -> float | None:
         """Mean |error|: unlike the geomean, not pulled down by a few near-exact rows."""
-        chosen = [abs(e) for e, p in zip(self.errors, self.points) if fit is None or p.fit == fit]
+        chosen = self._chosen(fit)
         return sum(chosen) / len(chosen) if chosen else None
+
+    def by_range(self, fit: bool | None) -> list[tuple[str, int, float | None]]:
+        """(range, rows, geomean |error|) per size range."""
+        return [(name, len(self._chosen(fit, lo, hi)), self.geomean(fit, lo, hi))
+                for name, lo, hi in SIZE_RANGES]
 
     @property
     def worst(self) -> tuple[Point, float]:
@@ -97,198 +145,179 @@ class Calibration:
     message: str  # the optimiser's
     evaluations: int
     every: int
+    split: Split = field(default_factory=Split)
+    starts: tuple[str, ...] = ()  # what the starts reached, when they disagree
+    notes: tuple[str, ...] = ()  # rows excluded, duplicated sizes, checks skipped
+    checks: tuple[str, ...] = ()  # the model's adequacy problems (checks.py)
+    folds: tuple[tuple[str, Calibration], ...] = ()  # leave-one-out: (held-out log, its fit)
 
     @property
     def undetermined(self) -> tuple[str, ...]:
         return tuple(p.name for p in self.params if not p.determined)
 
+    @property
+    def flagged(self) -> tuple[FittedParam, ...]:
+        return tuple(p for p in self.params if p.flags)
+
+    @property
+    def trusted(self) -> bool:
+        """Written by --write without --force: converged, no flagged param, starts agree."""
+        return (self.converged and not self.flagged and not self.starts
+                and not any(c.startswith("INADEQUATE") for c in self.checks)
+                and all(f.trusted for _, f in self.folds))
+
 
 # ---- set-up -----------------------------------------------------------------------------------
 
 
-def size_symbol(session: Session, schedule: str) -> sympy.Symbol:
-    """The one param that is the collective's size (the log's size column)."""
-    collective = session.program.result(schedule).collective
-    if len(collective.size) != 1 or collective.size[0][1] != 1:
-        raise CalibrationError("the collective's size must be one param (e.g. 'allreduce V over "
-                               "ranks') to set it from the log's sizes", collective.span)
-    return collective.size[0][0]
-
-
-def check_table(session: Session, schedule: str, table: Table, log: str) -> None:
-    """The log must be of the machine's collective and rank count, where it says."""
-    collective = session.program.result(schedule).collective
+def check_table(session: Session, schedule: str, table: Table, log: str) -> list[str]:
+    """The log must be of the machine's collective, rank and host count, where it says;
+    returns what was checked and from where, or why a check was skipped."""
+    size_symbol(session, schedule)  # (several schedules: of one collective)
+    collective = session.program.result(schedules(schedule)[0]).collective
     binary = COLLECTIVE_BINARIES[collective.kind]
-    if table.collective is not None and table.collective != binary:
-        raise CalibrationError(f"{log} measures {table.collective}, but schedule '{schedule}' "
-                               f"computes {collective.kind} ({binary}_perf)", collective.span)
-    if table.ranks is not None and table.ranks != len(collective.ranks):
-        raise CalibrationError(f"{log} ran on {table.ranks} ranks, but schedule '{schedule}' is "
-                               f"over {len(collective.ranks)}", collective.span)
+    said = []
+    if table.collective is not None:
+        where = ("its '# Collective test starting' line" if table.collective_from == "starting"
+                 else "the binary it names")
+        if table.collective != binary:
+            raise CalibrationError(f"{log} measures {table.collective} ({where}), but schedule "
+                                   f"'{schedule}' computes {collective.kind} ({binary}_perf)",
+                                   collective.span)
+        said.append(f"collective {binary} from {where}")
+    else:
+        shape = table.row_shape()
+        if shape is not None and shape != ROW_SHAPES.get(binary, shape):
+            raise CalibrationError(
+                f"{log} names no collective, and its rows are of a collective with "
+                f"{shape} (redop/root columns), but schedule '{schedule}' computes "
+                f"{collective.kind} ({binary}_perf: {ROW_SHAPES[binary]})", table.span)
+        said.append(f"collective: the log names none; its rows' redop/root fit {binary}"
+                    if shape else "collective check skipped: the log names none")
+    ranks = len(collective.ranks)
+    if table.ranks is not None:
+        if table.ranks != ranks:
+            raise CalibrationError(f"{log} ran on {table.ranks} ranks (its '#  Rank' lines), "
+                                   f"but schedule '{schedule}' is over {ranks}", collective.span)
+        said.append(f"{ranks} ranks from its '#  Rank' lines")
+    else:
+        said.append("rank check skipped: the log lists no '#  Rank' lines")
+    implied = _ranks_from_busbw(table, binary)
+    if implied is not None:
+        if implied[0] != ranks:
+            raise CalibrationError(f"{log}: its busbw/algbw of {implied[1]:.4f} means "
+                                   f"{implied[0]} ranks (nccl-tests: busbw = algbw · "
+                                   f"{_FACTOR_TEXT[binary]}), but schedule '{schedule}' is over "
+                                   f"{ranks}", collective.span)
+        said.append(f"{ranks} ranks from its busbw/algbw")
+    devices = session.program.topology.devices
+    hosts = len({devices[r].host for r in collective.ranks})
+    if table.hosts is not None:
+        if table.hosts != hosts:
+            raise CalibrationError(f"{log} ran on {table.hosts} hosts (its '#  Rank' lines), but "
+                                   f"schedule '{schedule}' has its ranks on {hosts}",
+                                   collective.span)
+        said.append(f"{hosts} host{'s' if hosts > 1 else ''} from its '#  Rank' lines")
+    per = table.per_process()
+    if per is not None and ranks % per[0]:
+        raise CalibrationError(f"{log}: {per[0]} GPUs per process ({per[1]}) cannot make the "
+                               f"{ranks} ranks of schedule '{schedule}'", collective.span)
+    return [f"{log}: {', '.join(said)}"]
 
 
-def points(tables: list[tuple[str, Table]], every: int, place: str) -> tuple[Point, ...]:
-    """The rows of size > 0 (a 0-byte row times only the launch), per log sorted by size;
-    one size in `every`, and the largest, are fit rows."""
+_FACTOR_TEXT = {"all_reduce": "2(n-1)/n", "reduce_scatter": "(n-1)/n", "all_gather": "(n-1)/n",
+                "alltoall": "(n-1)/n"}
+
+
+def _ranks_from_busbw(table: Table, binary: str) -> tuple[int, float] | None:
+    """The rank count the rows' busbw/algbw implies (nccl-tests' factor, its PERFORMANCE.md),
+    read from the rows of the largest algbw (two decimals: exact enough above 10 GB/s)."""
+    if binary not in _FACTOR_TEXT:
+        return None
+    best = max((r.measurement("out") for r in table.rows), key=lambda m: m.algbw)
+    if best.algbw < 10:
+        return None
+    ratio = best.busbw / best.algbw
+    share = ratio / 2 if binary == "all_reduce" else ratio  # (n-1)/n
+    if not 0 <= share < 1:
+        return None
+    n = round(1 / (1 - share))
+    # Trust it only when n's factor reproduces the ratio to the printed precision.
+    factor = (2 if binary == "all_reduce" else 1) * (n - 1) / n
+    return (n, ratio) if abs(factor * best.algbw - best.busbw) <= 0.02 else None
+
+
+def rows_of(run: Run, place: str, drop_wrong: bool) -> tuple[list[Row], list[str]]:
+    """The rows a fit may use, sorted by size, and notes on those it may not."""
+    notes = []
+    rows = [r for r in run.table.rows if r.size > 0]
+    if len(rows) < len(run.table.rows):
+        notes.append(f"{run.log}: {len(run.table.rows) - len(rows)} row(s) of 0 B not used "
+                     "(they time only the launch)")
+    wrong = [r for r in rows if (r.measurement(place).wrong or 0) > 0]
+    if wrong:
+        lines = ", ".join(str(r.span.line) for r in wrong)
+        if not drop_wrong:
+            raise CalibrationError(f"{run.log}: {len(wrong)} row(s) with a nonzero #wrong (lines "
+                                   f"{lines}): their results were wrong, so their times do not "
+                                   "count; --drop-wrong leaves them out", wrong[0].span)
+        notes.append(f"{run.log}: {len(wrong)} row(s) with a nonzero #wrong left out "
+                     f"(--drop-wrong): lines {lines}")
+        rows = [r for r in rows if r not in wrong]
+    sizes = [r.size for r in rows]
+    twice = sorted({s for s in sizes if sizes.count(s) > 1})
+    if twice:
+        notes.append(f"{run.log}: sizes measured more than once, each row kept: "
+                     + ", ".join(str(s) for s in twice))
+    if not rows:
+        raise CalibrationError(f"{run.log}: no rows to fit (sizes above 0, results not wrong)",
+                               run.table.span)
+    return sorted(rows, key=lambda r: r.size), notes
+
+
+def points(run: Run, split: Split, place: str, drop_wrong: bool = False,
+           fit_all: bool = False) -> tuple[tuple[Point, ...], list[str]]:
+    rows, notes = rows_of(run, place, drop_wrong)
     out = []
-    for log, table in tables:
-        rows = sorted((r for r in table.rows if r.size > 0), key=lambda r: r.size)
-        for k, row in enumerate(rows):
-            out.append(Point(row.size, _time(row, place), k % every == 0 or k == len(rows) - 1,
-                             log))
-    if not out:
-        raise CalibrationError("the logs have no rows with a size above 0")
-    return tuple(out)
+    for k, row in enumerate(rows):
+        if fit_all:
+            on = True
+        elif split.kind == "size":
+            on = row.size <= split.size
+        elif split.kind == "leave-one-out":
+            on = False
+        else:
+            on = k % split.every == 0 or k == len(rows) - 1
+        out.append(Point(row.size, row.time_s(place), on, run.log, row.span.line))
+    return tuple(out), notes
 
 
-def _time(row: Row, place: str) -> float:
-    return row.time_s(place)
-
-
-# ---- the model as a function ------------------------------------------------------------------
-
-
-class Model:
-    """T(size; θ) of one schedule as NumPy code, with the winning protocol per size."""
-
-    def __init__(self, session: Session, schedule: str, fit: tuple[str, ...]):
-        program = session.program
-        timing = session.timing(schedule)
-        self.size = size_symbol(session, schedule)
-        formula = timing.cost.formula
-        depends = {s.name for s in formula.free_symbols}
-        if not fit:
-            fit = tuple(p.name for p in program.params.values()
-                        if p.symbol != self.size and p.name in depends)
-        for k, name in enumerate(fit):
-            if name in fit[:k]:  # one unknown each: a param twice would be two of the same
-                raise UsageError(f"--fit names {name} twice")
-            param = program.params.get(name)
-            if param is None:
-                from ...errors import did_you_mean
-                raise UsageError(f"--fit {name}: no param named '{name}'"
-                                 + (did_you_mean(name, list(program.params), "params") or ""))
-            if param.symbol == self.size:
-                raise UsageError(f"--fit {name}: {name} is the collective's size, set by the log")
-            if name not in depends:
-                raise UsageError(f"--fit {name}: the time of '{schedule}' does not depend on it")
-            if param.nominal <= 0:
-                raise UsageError(f"--fit {name}: its nominal value must be positive to fit it")
-        if not fit:
-            raise UsageError(f"the time of '{schedule}' depends on no param but the size; "
-                             "nothing to fit")
-        self.params = [program.params[n] for n in fit]
-        self.fixed = {s: v for s, v in program.nominal.items()
-                      if s != self.size and s.name not in fit}
-        symbols = [self.size] + [p.symbol for p in self.params]
-        self.function = _lambdify(symbols, formula.xreplace(self.fixed))
-        self.protocols = [(t.name, _lambdify(symbols, t.formula.xreplace(self.fixed)))
-                          for t in timing.cost.protocol_times]
-        self.initial = np.array([float(p.nominal) for p in self.params])
-        # A protocol's share of a link's bandwidth is at most 1.
-        effs = {str(p.eff) for p in program.protocols}
-        self.upper = np.array([1.0 if p.dim == DIMENSIONLESS and p.name in effs else np.inf
-                               for p in self.params])
-
-    def __call__(self, sizes: np.ndarray, theta: np.ndarray) -> np.ndarray:
-        return np.broadcast_to(np.asarray(self.function(sizes, *theta), dtype=float), sizes.shape)
-
-    def winners(self, sizes: np.ndarray, theta: np.ndarray) -> list[str | None]:
-        if not self.protocols:
-            return [None] * len(sizes)
-        times = np.stack([np.broadcast_to(np.asarray(f(sizes, *theta), dtype=float), sizes.shape)
-                          for _, f in self.protocols])
-        return [self.protocols[k][0] for k in np.argmin(times, axis=0)]
-
-
-def _lambdify(symbols, expr):
-    return sympy.lambdify(symbols, expr, modules="numpy")
-
-
-# ---- commands ---------------------------------------------------------------------------------
+# ---- predict ----------------------------------------------------------------------------------
 
 
 def compare(session: Session, schedule: str, tables: list[tuple[str, Table]],
-            place: str = "out") -> Comparison:
+            place: str = "out", drop_wrong: bool = False) -> Comparison:
     """Predicted (at the file's nominal params) against measured, without fitting."""
+    pts: list[Point] = []
     for log, table in tables:
         check_table(session, schedule, table, log)
-    pts = tuple(Point(p.size, p.measured, False, p.log) for p in points(tables, 1, place))
-    timing = session.timing(schedule)
-    size = size_symbol(session, schedule)
-    nominal = {s: v for s, v in session.program.nominal.items() if s != size}
-    f = _lambdify([size], timing.cost.formula.xreplace(nominal))
+        got, _ = points(Run(session, schedule, log, table), Split(), place, drop_wrong)
+        pts += [Point(p.size, p.measured, False, p.log, p.line) for p in got]
+    size_symbol(session, schedule)
+    model = Model(session, schedule, ())
     sizes = np.array([float(p.size) for p in pts])
-    predicted = np.broadcast_to(np.asarray(f(sizes), dtype=float), sizes.shape)
-    winners: list[str | None] = [None] * len(pts)
-    if timing.cost.protocol_times:
-        each = np.stack([np.broadcast_to(np.asarray(_lambdify([size], t.formula.xreplace(nominal))(
-            sizes), dtype=float), sizes.shape) for t in timing.cost.protocol_times])
-        winners = [timing.cost.protocol_times[k].name for k in np.argmin(each, axis=0)]
-    return Comparison(schedule, tuple(dict.fromkeys(log for log, _ in tables)), pts,
-                      tuple(float(x) for x in predicted), tuple(winners))
+    theta = np.array([])
+    return Comparison(schedule, tuple(dict.fromkeys(log for log, _ in tables)), tuple(pts),
+                      tuple(float(x) for x in model(sizes, theta)),
+                      tuple(model.winners(sizes, theta)))
 
 
 def calibrate(session: Session, schedule: str, tables: list[tuple[str, Table]],
-              fit: tuple[str, ...] = (), every: int = DEFAULT_EVERY,
-              place: str = "out", max_evaluations: int = 2000) -> Calibration:
-    from scipy.optimize import least_squares  # type: ignore[import-untyped]  # scipy has no types
-
-    for log, table in tables:
-        check_table(session, schedule, table, log)
-    model = Model(session, schedule, fit)
-    pts = points(tables, every, place)
-    sizes = np.array([float(p.size) for p in pts])
-    measured = np.array([p.measured for p in pts])
-    on = np.array([p.fit for p in pts])
-    if on.sum() < len(model.params):
-        raise CalibrationError(f"{int(on.sum())} fit rows cannot determine {len(model.params)} "
-                               "params; fit on more rows (a smaller --every)")
-    scale = model.initial
-    upper = np.log(model.upper / scale)
-
-    def residuals(x: np.ndarray) -> np.ndarray:
-        with np.errstate(all="ignore"):
-            predicted = model(sizes[on], scale * np.exp(x))
-            out = np.log(predicted / measured[on])
-        return np.where(np.isfinite(out), out, 1e3)
-
-    best = None
-    # A few starts: the nominal point, and every param a decade either way (the minimum over
-    # protocols makes the objective piecewise smooth, with local minima).
-    for start in (0.0, -1.0, 1.0):
-        x0 = np.minimum(np.full(len(scale), start * math.log(10)), upper - 1e-9)
-        result = least_squares(residuals, x0, bounds=(np.full(len(scale), -np.inf), upper),
-                               method="trf", x_scale=1.0, max_nfev=max_evaluations)
-        if best is None or result.cost < best.cost:
-            best = result
-    assert best is not None
-    theta = scale * np.exp(best.x)
-    determined = _determined(best.jac)
-    predicted = model(sizes, theta)
-    comparison = Comparison(schedule, tuple(dict.fromkeys(log for log, _ in tables)), pts,
-                            tuple(float(x) for x in predicted),
-                            tuple(model.winners(sizes, theta)))
-    params = tuple(FittedParam(p.name, float(v), float(p.nominal), p.dim, bool(d))
-                   for p, v, d in zip(model.params, theta, determined))
-    return Calibration(comparison, params, bool(best.success), str(best.message), int(best.nfev),
-                       every)
-
-
-def _determined(jac: np.ndarray) -> np.ndarray:
-    """Per param: does the data determine it? Not if its Jacobian column vanishes, or if it
-    lies in the Jacobian's null space (it moves only together with others)."""
-    norms = np.linalg.norm(jac, axis=0)
-    determined = norms > 1e-8 * max(float(norms.max(initial=0)), 1e-300)
-    if determined.any():
-        _, singular, vt = np.linalg.svd(jac[:, determined] / norms[determined], full_matrices=False)
-        null = vt[singular < 1e-6 * singular.max()]
-        if len(null):
-            involved = (np.abs(null) > 1e-3).any(axis=0)
-            idx = np.flatnonzero(determined)
-            determined[idx[involved]] = False
-    return determined
-
-
-def as_fraction(value: float) -> Fraction:
-    return Fraction(value).limit_denominator(10**18)
+              fit: tuple[str, ...] = (), every: int = DEFAULT_EVERY, place: str = "out",
+              max_evaluations: int = 2000, split: Split | None = None,
+              drop_wrong: bool = False) -> Calibration:
+    """One machine file's params fitted to its logs (see fit.calibrate_runs for several)."""
+    from .fit import calibrate_runs
+    runs = [Run(session, schedule, log, table, session.program.path) for log, table in tables]
+    return calibrate_runs(runs, tuple(fit), split or Split(every=every), place, drop_wrong,
+                          max_evaluations)

@@ -1,0 +1,118 @@
+"""One log's model: the schedule's closed-form time T(V; θ) as NumPy code (with protocols, the
+minimum over them), the params it is fitted in, and each row's winning protocol."""
+
+from __future__ import annotations
+
+import numpy as np
+import sympy
+
+from ...errors import UsageError, did_you_mean
+from ...session import Session
+from ...units import RATE
+
+
+def schedules(schedule: str) -> list[str]:
+    """`nccl` or `nccl,nccl_1`: with several, the time is the fastest of them (NCCL picks the
+    fastest algorithm and chunking for each size, as its tuner does)."""
+    return [s.strip() for s in schedule.split(",") if s.strip()]
+
+
+def _formulas(session: Session, schedule: str) -> list:
+    return [session.timing(s).cost.formula for s in schedules(schedule)]
+
+
+def size_symbol(session: Session, schedule: str) -> sympy.Symbol:
+    """The one param that is the collective's size (the log's size column)."""
+    from .calibration import CalibrationError
+    names = schedules(schedule)
+    first = session.program.result(names[0]).collective
+    for other in names[1:]:
+        collective = session.program.result(other).collective
+        if (collective.kind, collective.size, collective.ranks) != \
+                (first.kind, first.size, first.ranks):
+            raise CalibrationError(f"schedules '{names[0]}' and '{other}' compute different "
+                                   "collectives; the fastest of them means nothing",
+                                   collective.span)
+    collective = first
+    if len(collective.size) != 1 or collective.size[0][1] != 1:
+        raise CalibrationError("the collective's size must be one param (e.g. 'allreduce V over "
+                               "ranks') to set it from the log's sizes", collective.span)
+    return collective.size[0][0]
+
+
+def default_unknowns(session: Session, schedule: str) -> tuple[str, ...]:
+    """Every param the time depends on but the size and the link rates (a rate is the data
+    sheet's, fixed unless named with --fit)."""
+    size = size_symbol(session, schedule)
+    depends = {s.name for f in _formulas(session, schedule) for s in f.free_symbols}
+    return tuple(p.name for p in session.program.params.values()
+                 if p.symbol != size and p.name in depends and p.dim != RATE)
+
+
+def check_names(session: Session, schedule: str, names: tuple[str, ...],
+                anywhere: bool = False) -> tuple[str, ...]:
+    """The names of `--fit` this file has (all of them unless `anywhere`: with several logs a
+    name need only be in one machine file), each checked."""
+    program = session.program
+    size = size_symbol(session, schedule)
+    depends = {s.name for f in _formulas(session, schedule) for s in f.free_symbols}
+    out = []
+    for k, name in enumerate(names):
+        if name in names[:k]:  # one unknown each: a param twice would be two of the same
+            raise UsageError(f"--fit names {name} twice")
+        param = program.params.get(name)
+        if param is None:
+            if anywhere:
+                continue
+            raise UsageError(f"--fit {name}: no param named '{name}'"
+                             + (did_you_mean(name, list(program.params), "params") or ""))
+        if param.symbol == size:
+            raise UsageError(f"--fit {name}: {name} is the collective's size, set by the log")
+        if name not in depends:
+            raise UsageError(f"--fit {name}: the time of '{schedule}' does not depend on it")
+        if param.nominal <= 0:
+            raise UsageError(f"--fit {name}: its nominal value must be positive to fit it")
+        out.append(name)
+    return tuple(out)
+
+
+class Model:
+    """T(size; θ) of one schedule, θ the params `names` (the others at their nominal values)."""
+
+    def __init__(self, session: Session, schedule: str, names: tuple[str, ...]):
+        program = session.program
+        names_ = schedules(schedule)
+        self.size = size_symbol(session, schedule)
+        self.params = [program.params[n] for n in names]
+        fixed = {s: v for s, v in program.nominal.items()
+                 if s != self.size and s.name not in names}
+        symbols = [self.size] + [p.symbol for p in self.params]
+        formulas = [session.timing(n).cost.formula for n in names_]
+        formula = formulas[0] if len(formulas) == 1 else sympy.Min(*formulas)
+        self.function = _lambdify(symbols, formula.xreplace(fixed))
+        self.protocols = []
+        for n in names_:
+            timing = session.timing(n)
+            label = f"{n}/" if len(names_) > 1 else ""
+            self.protocols += [(label + t.name, _lambdify(symbols, t.formula.xreplace(fixed)))
+                               for t in timing.cost.protocol_times]
+            if not timing.cost.protocol_times and len(names_) > 1:
+                self.protocols.append((n, _lambdify(symbols, timing.cost.formula.xreplace(fixed))))
+        self.nominal = np.array([float(p.nominal) for p in self.params])
+
+    def __call__(self, sizes: np.ndarray, theta: np.ndarray) -> np.ndarray:
+        with np.errstate(all="ignore"):
+            return np.broadcast_to(np.asarray(self.function(sizes, *theta), dtype=float),
+                                   sizes.shape)
+
+    def winners(self, sizes: np.ndarray, theta: np.ndarray) -> list[str | None]:
+        if not self.protocols:
+            return [None] * len(sizes)
+        with np.errstate(all="ignore"):
+            times = np.stack([np.broadcast_to(np.asarray(f(sizes, *theta), dtype=float),
+                                              sizes.shape) for _, f in self.protocols])
+        return [self.protocols[k][0] for k in np.argmin(times, axis=0)]
+
+
+def _lambdify(symbols, expr):
+    return sympy.lambdify(symbols, expr, modules="numpy")

@@ -1,0 +1,115 @@
+"""nccl-tests' `-J FILE.json` output → tables (the text format is nccl_tests.py's): `{"version",
+"args", "config": {"nthreads", "ngpus", "devices": [...]}, "results": [{"size", "count",
+"type", "redop", "root", "out_of_place": {"time" | "cpu_time", "alg_bw", "bus_bw", "nwrong"}
+| null, "in_place": {...}}]}` (nccl-tests src/util.cu, writeBenchmarkLinePreamble / Body)."""
+
+from __future__ import annotations
+
+import json
+import re
+
+from ..errors import SourceFile, Span
+from ..limits import MAX_LOG_ROWS
+from .nccl_tests import (
+    MAX_SIZE,
+    LogError,
+    Measurement,
+    Row,
+    Table,
+    collective_name,
+    figure_problem,
+)
+
+
+def parse_json(source: SourceFile) -> tuple[Table, ...]:
+    try:
+        document = json.loads(source.text)
+    except json.JSONDecodeError as exc:
+        raise LogError(f"not valid JSON: {exc.msg}",
+                       Span(source, exc.lineno, exc.colno, exc.lineno, exc.colno + 1)) from None
+    except ValueError as exc:  # an integer of more digits than Python converts
+        raise LogError(f"not valid JSON: {exc}", Span(source, 1, 1, 1, 2)) from None
+    top = Span(source, 1, 1, 1, 2)
+    if not isinstance(document, dict) or not isinstance(document.get("results"), list):
+        raise LogError("an nccl-tests JSON document is an object with a 'results' list", top)
+    # Each result object's position, for errors: nccl-tests writes them as {"size":...}.
+    starts = [m.start() for m in re.finditer(r'\{\s*"size"\s*:', source.text)]
+    found = document.get("config")
+    config: dict = found if isinstance(found, dict) else {}
+    rows = []
+    if len(document["results"]) > MAX_LOG_ROWS:
+        raise LogError(f"{len(document['results']):,} results; a log is limited to "
+                       f"{MAX_LOG_ROWS:,} rows", top)
+    for k, result in enumerate(document["results"]):
+        span = _offset_span(source, starts[k]) if k < len(starts) else top
+        rows.append(_json_row(result, k, span))
+    args = document.get("args")
+    collective = (collective_name(args[0]) if isinstance(args, list) and args
+                  and isinstance(args[0], str) else None)
+    if not rows:
+        return ()
+    return (Table(tuple(rows), collective, _json_ranks(config), _json_fields(config), top),)
+
+
+def _offset_span(source: SourceFile, offset: int) -> Span:
+    line = source.text.count("\n", 0, offset) + 1
+    col = offset - (source.text.rfind("\n", 0, offset) + 1) + 1
+    return Span(source, line, col, line, col + 1)
+
+
+def _json_row(result: object, k: int, span: Span) -> Row:
+    where = f"results[{k}]"
+    if not isinstance(result, dict):
+        raise LogError(f"{where} must be an object", span)
+    for key in ("size", "count"):
+        if not isinstance(result.get(key), int) or isinstance(result.get(key), bool) \
+                or not 0 <= result[key] <= MAX_SIZE:
+            raise LogError(f"{where}.{key} must be a whole number, got {result.get(key)!r}", span)
+    root = result.get("root")
+    root_text = str(root).strip() if root is not None else None
+    if root_text is not None and not re.match(r"^-?\d+$", root_text):
+        raise LogError(f"{where}.root must be a rank number, got {root!r}", span)
+    placements = [_json_measurement(result.get(key), f"{where}.{key}", span)
+                  for key in ("out_of_place", "in_place")]
+    if placements == [None, None]:
+        raise LogError(f"{where} has neither out_of_place nor in_place figures", span)
+    return Row(result["size"], result["count"], str(result.get("type", "?")),
+               result.get("redop") if isinstance(result.get("redop"), str) else None,
+               int(root_text) if root_text is not None else None,
+               placements[0], placements[1], span)
+
+
+def _json_measurement(value: object, where: str, span: Span) -> Measurement | None:
+    if value is None:
+        return None
+    if not isinstance(value, dict):
+        raise LogError(f"{where} must be an object or null", span)
+    time_key = "time" if "time" in value else "cpu_time"
+    numbers = {}
+    for key in (time_key, "alg_bw", "bus_bw"):
+        number = value.get(key)
+        if not isinstance(number, (int, float)) or isinstance(number, bool):
+            raise LogError(f"{where}.{key} must be a non-negative number, got {number!r}", span)
+        try:
+            problem = figure_problem("time" if key == time_key else key, float(number))
+        except OverflowError:  # an integer of hundreds of digits
+            problem = "must be a finite number"
+        if problem:
+            shown = repr(number) if len(repr(number)) < 30 else f"{len(repr(number))} digits"
+            raise LogError(f"{where}.{key} {problem}, got {shown}", span)
+        numbers[key] = float(number)
+    wrong = value.get("nwrong")
+    return Measurement(numbers[time_key], numbers["alg_bw"], numbers["bus_bw"],
+                       float(wrong) if isinstance(wrong, (int, float)) else None)
+
+
+def _json_ranks(config: dict) -> int | None:
+    devices, threads, gpus = config.get("devices"), config.get("nthreads"), config.get("ngpus")
+    if isinstance(devices, list) and devices and isinstance(threads, int) and isinstance(gpus, int):
+        # One device entry per process (the first of its lines), each driving threads × gpus.
+        return len(devices) * threads * gpus
+    return None
+
+
+def _json_fields(config: dict) -> tuple[tuple[str, str], ...]:
+    return tuple((k, str(v)) for k, v in config.items() if not isinstance(v, (list, dict)))
