@@ -143,9 +143,10 @@ def test_an_unknown_step_type(run, tmp_path):
     assert err.startswith("bad.xml:6:7: error: gpu 0, tb 0, step 2: unknown step type \"recv\"")
 
 
-def test_a_missing_attribute_the_executor_requires(run, tmp_path):
-    err = _error(run, tmp_path, TWO_GPUS.replace(' outofplace="0"', ""))
-    assert err.startswith("bad.xml:1:1: error: algo: <algo> has no 'outofplace' attribute")
+def test_a_missing_attribute_both_executors_require(run, tmp_path):
+    # Both parsers read `inplace` with a required getter (msccl_parser.cc:384, topo.cc:848).
+    err = _error(run, tmp_path, TWO_GPUS.replace(' inplace="1"', ""))
+    assert err.startswith("bad.xml:1:1: error: algo: <algo> has no 'inplace' attribute")
 
 
 def test_a_dependency_cycle(run, tmp_path):

@@ -55,6 +55,11 @@ class AlgorithmProgram(Program):
     imported: dict[str, Schedule] | None = None
     machine: str | None = None
 
+    @property
+    def warnings(self) -> tuple:
+        """What the reader took as a default, and which executor would refuse the file."""
+        return () if self.algo is None else self.algo.warnings
+
     def schedule(self, name: str, span: Span | None = None, watch: object = None) -> Schedule:
         self.result(name, span)  # (read whole already: nothing left to watch)
         assert self.imported is not None, "load_algorithm gives every algorithm program its IR"
