@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 __all__ = ["DEFAULT_TIMEOUT", "Limits", "SchedcError", "Session", "VerificationFailed",
            "__version__", "bound", "calibrate", "check", "compare", "emit", "evaluate",
            "export_msccl", "fitted_sets", "load", "predict", "report", "scale", "sensitivity",
-           "solve", "sweep", "time", "tune", "verify", "verify_files"]
+           "solve", "sweep", "time", "tune", "verify", "verify_files", "validate_msccl"]
 
 if TYPE_CHECKING:
     from .api import (
@@ -47,6 +47,7 @@ if TYPE_CHECKING:
         sweep,
         time,
         tune,
+        validate_msccl,
         verify,
         verify_files,
     )

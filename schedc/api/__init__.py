@@ -44,7 +44,7 @@ from .compiling import (
     verify,
     verify_files,
 )
-from .exporting import TunedTable, Tuning, export_msccl, report, tune
+from .exporting import TunedTable, Tuning, export_msccl, report, tune, validate_msccl
 from .measuring import calibrate, fitted_sets, plot_prediction, predict
 
 if TYPE_CHECKING:
@@ -86,5 +86,5 @@ __all__ = [
     "Sensitivities", "TunedTable", "Tuning", "VerifiedFile", "VerificationFailed", "bound", "calibrate", "check", "compare", "emit", "evaluate",
     "export_msccl", "fitted_sets", "listening", "load", "plot_prediction", "plot_solution",
     "predict", "protocol_switches", "report", "scale", "sensitivity", "solve", "sweep", "time",
-    "tune", "verify", "verify_files",
+    "tune", "verify", "verify_files", "validate_msccl",
 ]

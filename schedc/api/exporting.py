@@ -45,6 +45,29 @@ def export_msccl(session: Session, schedule: str, *, proto: str = "Simple", chan
                      max_bytes)
 
 
+def validate_msccl(path: str, executor: str, max_steps: int | None = None) -> str:
+    """Check an MSCCL XML file against one executor's rules without importing it: a summary
+    when it would load, else `ExecutorRulesError` listing every violation at its line and
+    column. `max_steps`: the build's MSCCL_MAX_NUM_STEPS (default: the executor's own).
+
+        >>> schedc.validate_msccl("tests/fixtures/hierarchical.xml", "msccl")
+        'tests/fixtures/hierarchical.xml: msccl would load it ...'
+    """
+    from ..errors import UsageError
+    from ..msccl.document import check_file
+    from ..msccl.rules import EXECUTORS, MAX_STEPS, ExecutorRulesError
+    if executor not in EXECUTORS:
+        raise UsageError(f"--executor {executor}: one of {', '.join(EXECUTORS)}")
+    if max_steps is not None and not 1 <= max_steps <= MAX_STEPS["msccl"] * 128:
+        raise UsageError("--max-steps must be between 1 and 32768 (the step ids are int16_t)")
+    found, counts = check_file(path, executor, max_steps)
+    if found:
+        raise ExecutorRulesError(executor, found)
+    gpus, tbs, steps = counts
+    return (f"{path}: {executor} would load it ({gpus} gpus, at most {tbs} thread blocks and "
+            f"{steps} steps in one thread block)")
+
+
 class TunedTable(NamedTuple):
     """The fastest schedule per size range on one compiled machine."""
 

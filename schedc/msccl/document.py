@@ -157,12 +157,18 @@ def read_algo(path: str | Path) -> Algo:
 
 
 def check_file(path: str | Path, executor: str, max_steps: int | None = None
-               ) -> list[Violation]:
+               ) -> tuple[list[Violation], tuple[int, int, int]]:
     """Every rule of `executor` the file breaks, without importing it (malformed XML and a
-    root that is not <algo> are errors)."""
+    root that is not <algo> are errors), and its size: gpus, the most thread blocks of a
+    gpu, the most steps of a thread block."""
     data = read_input(path, "an MSCCL XML file")
     source = decode_source(str(path), data, LoadError)
-    return violations(_parse(source, data), source.text, source, executor, max_steps)
+    root = _parse(source, data)
+    gpus = [g for g in root.children if g.name == "gpu"]
+    tbs = [[t for t in g.children if t.name == "tb"] for g in gpus]
+    steps = max((len(t.children) for group in tbs for t in group), default=0)
+    return (violations(root, source.text, source, executor, max_steps),
+            (len(gpus), max(map(len, tbs), default=0), steps))
 
 
 def _parse(source: SourceFile, data: bytes) -> _Element:
