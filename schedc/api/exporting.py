@@ -21,11 +21,14 @@ MAX_BYTES = 2**63 - 1  # the executor's default upper size: any
 
 def export_msccl(session: Session, schedule: str, *, proto: str = "Simple", channels: int = 1,
                  executor: str = "msccl-executor-nccl", min_bytes: int = 0,
-                 max_bytes: int = MAX_BYTES, verify: bool = True) -> str:
-    """A schedule as an MSCCL XML algorithm (the text), verified first: `proto` the NCCL
-    protocol it runs with, every transfer cut into `channels` pieces, for message sizes
-    from `min_bytes` to `max_bytes`; `executor` "msccl" writes reduce-scatter as
-    msccl-tools names it.
+                 max_bytes: int = MAX_BYTES, verify: bool = True, max_steps: int | None = None,
+                 layout: str = "inplace") -> str:
+    """A schedule as an MSCCL XML algorithm (the text), verified first, within `executor`'s
+    limits ("msccl-executor-nccl", or "msccl": microsoft/msccl, which also names
+    reduce-scatter as msccl-tools does): `proto` the NCCL protocol it runs with, every
+    transfer cut into `channels` pieces, for message sizes from `min_bytes` to `max_bytes`;
+    `max_steps` the executor build's MSCCL_MAX_NUM_STEPS (default 64 for
+    msccl-executor-nccl, 256 for msccl); `layout` "inplace", "outofplace" or "both".
 
         >>> xml = schedc.export_msccl(session, "ring")
         >>> xml.splitlines()[0]
@@ -35,6 +38,10 @@ def export_msccl(session: Session, schedule: str, *, proto: str = "Simple", chan
     from ..export.msccl_xml import export_msccl as write_xml
     if max_bytes < min_bytes:
         raise UsageError("--max-bytes is less than --min-bytes")
+    if layout not in ("inplace", "outofplace", "both"):
+        raise UsageError(f"layout {layout!r}: one of inplace, outofplace, both")
+    if executor not in ("msccl-executor-nccl", "msccl"):
+        raise UsageError(f"--executor {executor}: one of msccl-executor-nccl, msccl")
     name = session.selected((schedule,))[0]
     if verify:
         from ..analysis.verify.verdict import verdict
@@ -42,7 +49,7 @@ def export_msccl(session: Session, schedule: str, *, proto: str = "Simple", chan
         if not found.ok:
             raise refusal([found])
     return write_xml(session.schedule(name), name, proto, channels, executor, min_bytes,
-                     max_bytes)
+                     max_bytes, max_steps, layout)
 
 
 def validate_msccl(path: str, executor: str, max_steps: int | None = None) -> str:
