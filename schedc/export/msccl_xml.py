@@ -51,14 +51,36 @@ KINDS = {"allreduce": "allreduce", "allgather": "allgather", "alltoall": "alltoa
 EXECUTORS = (NCCL, MSCCL)  # msccl writes reduce_scatter as `reduce_scatter`
 LAYOUTS = ("inplace", "outofplace", "both")
 MAX_BYTES = 2**63 - 1
+TB_SOURCE = {NCCL: "msccl_struct.h:18", MSCCL: "src/include/msccl.h:8"}
 STEPS_SOURCE = {NCCL: "MSCCL_MAX_NUM_STEPS of its default build, makefiles/common.mk:19",
                 MSCCL: "MSCCL_MAX_NUM_STEPS, src/include/msccl.h:6"}
+
+
+class FewerChannels(UsageError):
+    """A limit that more channels only make worse: fewer may fit."""
 
 
 def export_msccl(schedule: Schedule, name: str | None = None, proto: str = "Simple",
                  channels: int = 1, executor: str = NCCL, min_bytes: int = 0,
                  max_bytes: int = MAX_BYTES, max_steps: int | None = None,
                  layout: str = "inplace") -> str:
+    try:
+        return _export(schedule, name, proto, channels, executor, min_bytes, max_bytes,
+                       max_steps, layout)
+    except FewerChannels as refusal:
+        for fewer in range(channels - 1, 0, -1):  # the most channels that fit, if any
+            try:
+                _export(schedule, name, proto, fewer, executor, min_bytes, max_bytes,
+                        max_steps, layout)
+            except UsageError:
+                continue
+            raise UsageError(f"{refusal.message}: --channels {fewer} fits") from None
+        raise UsageError(refusal.message + ("" if channels == 1 else
+                                            ", and no smaller --channels fits")) from None
+
+
+def _export(schedule: Schedule, name: str | None, proto: str, channels: int, executor: str,
+            min_bytes: int, max_bytes: int, max_steps: int | None, layout: str) -> str:
     coll = schedule.collective
     if coll.kind not in KINDS:
         raise UsageError(f"'{schedule.name}' is a {coll.kind}; MSCCL XML is written for "
@@ -141,16 +163,16 @@ def _thread_blocks(blocks: dict[tuple, Block], executor: str, p: int) -> dict[in
         if any(k > MAX_DEPENDED_TB for k, b in enumerate(tbs) if b in needed):
             tbs.sort(key=lambda b: (b not in needed, b.send, b.recv, b.chan))
         if len(needed) > MAX_DEPENDED_TB + 1:
-            raise UsageError(f"gpu {gpu}: {len(needed)} thread blocks have steps that others "
-                             "wait for; a dependency names its thread block by an int8_t "
-                             f"(msccl_struct.h:58), so at most {MAX_DEPENDED_TB + 1} can be: "
-                             "use fewer --channels")
+            raise FewerChannels(f"gpu {gpu}: {len(needed)} thread blocks have steps that "
+                                "others wait for; a dependency names its thread block by an "
+                                f"int8_t (msccl_struct.h:58), so at most {MAX_DEPENDED_TB + 1} "
+                                "can be")
         if len(tbs) > MAX_THREAD_BLOCKS[executor]:
-            hint = " or --executor msccl-executor-nccl (1,024)" \
+            hint = " (--executor msccl-executor-nccl allows 1,024)" \
                 if executor == MSCCL and len(tbs) <= MAX_THREAD_BLOCKS[NCCL] else ""
-            raise UsageError(f"gpu {gpu} would have {len(tbs)} thread blocks; {executor} allows "
-                             f"{MAX_THREAD_BLOCKS[executor]} (MSCCL_MAX_NUM_THREAD_BLOCKS): use "
-                             f"fewer --channels{hint}")
+            raise FewerChannels(f"gpu {gpu} would have {len(tbs)} thread blocks; {executor} "
+                                f"allows {MAX_THREAD_BLOCKS[executor]} "
+                                f"(MSCCL_MAX_NUM_THREAD_BLOCKS, {TB_SOURCE[executor]}){hint}")
         for index, b in enumerate(tbs):
             b.id = index
         for what in ("send", "recv"):
@@ -164,9 +186,9 @@ def _thread_blocks(blocks: dict[tuple, Block], executor: str, p: int) -> dict[in
                                  f"on channel {chan}; at most {MAX_PER_CHANNEL}")
         nodes = 1 + p + len(tbs) + sum(len(b.steps) for b in tbs)
         if nodes >= MAX_NODES:
-            raise UsageError(f"gpu {gpu}'s part of the XML has {nodes} elements with the algo "
-                             f"and every gpu; the executors' parser keeps {MAX_NODES - 1} "
-                             "(MAX_NODES, msccl_parser.h:23): use fewer --channels")
+            raise FewerChannels(f"gpu {gpu}'s part of the XML has {nodes} elements with the "
+                                f"algo and every gpu; the executors' parser keeps "
+                                f"{MAX_NODES - 1} (MAX_NODES, msccl_parser.h:23)")
     return per_gpu
 
 
