@@ -109,7 +109,7 @@ def _check_gpu(part, executor, steps_limit, ngpus, chunks, nchannels, multiplier
         assert len(steps) <= steps_limit  # cc:485: s < MSCCL_MAX_NUM_STEPS
         pending = 0
         for position, s in enumerate(steps):
-            assert STEP_ATTRS <= set(s)
+            assert set(s) >= STEP_ATTRS
             assert int(s["s"]) == position  # (deps name steps by position: the kernel counts)
             kind, cnt, depid, deps = s["type"], int(s["cnt"]), int(s["depid"]), int(s["deps"])
             assert s["hasdep"] in ("0", "1")  # cc:647
@@ -129,7 +129,7 @@ def _check_gpu(part, executor, steps_limit, ngpus, chunks, nchannels, multiplier
                 buf, off = s[f"{key}buf"], int(s[f"{key}off"])
                 assert buf in "ios" and off <= 32767  # cc:256-267; int16_t (struct.h:44-45)
                 if not (key == "src" and kind in ("r", "rcs")) and not (key == "dst" and kind == "s"):
-                    assert 0 <= off and off + cnt <= size[buf], (key, buf, off, cnt)  # cc:270
+                    assert off >= 0 and off + cnt <= size[buf], (key, buf, off, cnt)  # cc:270
     assert max(senders.values(), default=0) <= 32  # cc:589 (struct.h:17)
     assert max(receivers.values(), default=0) <= 32  # cc:602
 

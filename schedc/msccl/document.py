@@ -20,6 +20,7 @@ from xml.parsers import expat
 from ..errors import ElaborationError, LoadError, ParseError, SourceFile, Span, decode_source
 from ..files import read_input
 from .rules import EXECUTORS, NCCL, Violation, violations
+from .tokens import scan
 
 STEP_TYPES = ("s", "r", "rcs", "rrs", "rrc", "rrcs", "cpy", "re", "nop")
 BUFFERS = {"i": "input", "o": "output", "s": "scratch"}
@@ -141,8 +142,9 @@ def read_algo(path: str | Path) -> Algo:
     root = _parse(source, data)
     algo = _algo(root, source)
     warnings = list(algo.warnings)
+    tokens = scan(source.text)
     for executor in EXECUTORS:
-        found = [v for v in violations(root, source.text, source, executor)
+        found = [v for v in violations(root, source.text, source, executor, tokens=tokens)
                  if not (executor == NCCL and any(f"'{k}'" in v.message for k in DEFAULTS)
                          and v.message.startswith("algo: <algo> has no"))]
         if found:

@@ -140,8 +140,9 @@ def _int(text: str | None) -> int | None:
 
 
 def violations(root: _Element, text: str, source, executor: str,
-               max_steps: int | None = None) -> list[Violation]:
-    """Every rule of `executor` that the file breaks, in file order."""
+               max_steps: int | None = None, tokens: object = False) -> list[Violation]:
+    """Every rule of `executor` that the file breaks, in file order (`tokens`: what
+    `scan(text)` gave, when known)."""
     found: list[Violation] = []
     steps_limit = max_steps or MAX_STEPS[executor]
 
@@ -156,7 +157,7 @@ def violations(root: _Element, text: str, source, executor: str,
                                        "attribute", element.span,
                                        f"{PARSER[executor].split('/')[-1]}:{line}"))
 
-    problem = scan(text)
+    problem = scan(text) if tokens is False else tokens
     if problem is not None:
         line = text.count("\n", 0, problem.offset) + 1
         col = problem.offset - (text.rfind("\n", 0, problem.offset) + 1) + 1
@@ -261,6 +262,16 @@ def _gpu(gpu: _Element, executor: str, steps_limit: int, ngpus: int, chunks: int
         add("tb_gap", f"{place}: thread block {gap} is missing (ids must be 0, 1, ...)", gpu.span)
 
 
+class _Place:
+    """`gpu 0, tb 3, step 2`, made only when a message needs it."""
+
+    def __init__(self, here: str, attrs: dict[str, str]) -> None:
+        self.here, self.attrs = here, attrs
+
+    def __str__(self) -> str:
+        return f"{self.here}, step {self.attrs.get('s', '?')}"
+
+
 def _steps(tb: _Element, here: str, executor: str, steps_limit: int, send: int | None,
            recv: int | None, sizes: dict, add, required, senders: int, receivers: int) -> None:
     pending = 0  # dependencies of nops waiting for the next instruction (cc:458-620)
@@ -270,7 +281,7 @@ def _steps(tb: _Element, here: str, executor: str, steps_limit: int, send: int |
         required(step, STEP_REQUIRED, here + ", a step")
         index, cnt, depid, deps = (_int(s.get(k)) for k in ("s", "cnt", "depid", "deps"))
         kind = s.get("type", "")
-        at = f"{here}, step {s.get('s', '?')}"
+        at = _Place(here, s)
         if index is not None and not 0 <= index < steps_limit:
             add("steps", f"{at}: step number {index}; at most {steps_limit} steps per thread "
                 "block" + (" (MSCCL_MAX_NUM_STEPS of the default build, makefiles/common.mk:19)"
