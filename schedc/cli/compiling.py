@@ -100,6 +100,8 @@ def verify(file: Path, schedules, sets, as_json: bool, limits, machine, ranks) -
             click.echo(found.error.render(), err=True)
             errors.append(found.error)
             continue
+        for warning in found.warnings:
+            click.echo(warning.render(), err=True)
         path = found.path
         failed += sum(not v.ok for v in found.verdicts)
         documents.append({"file": str(path), "schedules": [verdict_json(v) for v in found.verdicts]})

@@ -194,6 +194,9 @@ def _parse(source: SourceFile, data: bytes) -> _Element:
     parser.EndElementHandler = lambda name: stack.pop()
     parser.EntityDeclHandler = lambda name, *rest: refuse(f"an entity declaration ('{name}')")
     parser.ExternalEntityRefHandler = lambda *rest: refuse("an external entity")  # type: ignore
+    parser.SkippedEntityHandler = lambda name, *rest: refuse(f"a reference to entity '{name}'")
+    parser.StartDoctypeDeclHandler = lambda name, system, public, *rest: \
+        refuse(f"an external DTD ('{system or public}')") if system or public else None
     parser.SetParamEntityParsing(expat.XML_PARAM_ENTITY_PARSING_NEVER)
     try:
         parser.Parse(data, True)
