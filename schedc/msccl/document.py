@@ -142,7 +142,7 @@ def read_algo(path: str | Path) -> Algo:
     root = _parse(source, data)
     algo = _algo(root, source)
     warnings = list(algo.warnings)
-    tokens = scan(source.text)
+    tokens = (scan(source.text),)
     for executor in EXECUTORS:
         found = [v for v in violations(root, source.text, source, executor, tokens=tokens)
                  if not (executor == NCCL and any(f"'{k}'" in v.message for k in DEFAULTS)
@@ -272,10 +272,10 @@ def _algo(element: _Element, source: SourceFile) -> Algo:
                                f"{', '.join(COLLECTIVES)})", element.span)
     ngpus = a.integer("ngpus", 1)
     inplace = bool(a.integer("inplace", 0, 1))
-    missing = [key for key in DEFAULTS if key not in element.attrs]
+    absent = [key for key in DEFAULTS if key not in element.attrs]
     warnings: list[ReadWarning] = []
-    if missing:
-        warnings.append(_defaults_warning(missing, inplace, element.span))
+    if absent:
+        warnings.append(_defaults_warning(absent, inplace, element.span))
     fields: dict[str, Any] = dict(name=element.attrs.get("name", Path(source.path).stem), proto=a.choice(
         "proto", PROTOCOLS), nchannels=a.integer("nchannels", 1, MAX_CHANNELS),
         nchunksperloop=a.integer("nchunksperloop", 1), ngpus=ngpus, coll=coll, inplace=inplace,

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ..errors import ElaborationError, Span
-from .tokens import scan
+from .tokens import TokenProblem, scan
 
 if TYPE_CHECKING:
     from .document import _Element
@@ -140,7 +140,8 @@ def _int(text: str | None) -> int | None:
 
 
 def violations(root: _Element, text: str, source, executor: str,
-               max_steps: int | None = None, tokens: object = False) -> list[Violation]:
+               max_steps: int | None = None, tokens: tuple[TokenProblem | None] | None = None
+               ) -> list[Violation]:
     """Every rule of `executor` that the file breaks, in file order (`tokens`: what
     `scan(text)` gave, when known)."""
     found: list[Violation] = []
@@ -157,7 +158,7 @@ def violations(root: _Element, text: str, source, executor: str,
                                        "attribute", element.span,
                                        f"{PARSER[executor].split('/')[-1]}:{line}"))
 
-    problem = scan(text) if tokens is False else tokens
+    problem = scan(text) if tokens is None else tokens[0]
     if problem is not None:
         line = text.count("\n", 0, problem.offset) + 1
         col = problem.offset - (text.rfind("\n", 0, problem.offset) + 1) + 1

@@ -85,7 +85,8 @@ def _scan(text: str) -> TokenProblem | None:
             shown = "end of file" if last is None else repr(last)
             why = " (an `<?xml ...?>` declaration: the tokenizer does not know it)" \
                 if name.startswith("?") else \
-                " (attributes must be on the tag's line, one space apart)" if last in "\n\r\t" else ""
+                " (attributes must be on the tag's line, one space apart)" \
+                if last is not None and last in "\n\r\t" else ""
             return TokenProblem(max(k - 1, 0), f"expected '>', got {shown}{why}", 153)
 
 
