@@ -299,7 +299,7 @@ def test_entity_declarations_are_refused(run, tmp_path):
     assert code == 2 and "an external DTD ('http://example.com/a.dtd')" in err
 
 
-def test_validate_lists_every_violation_with_its_place(run, tmp_path):
+def test_verify_executor_lists_every_violation_with_its_place(run, tmp_path):
     # Three rules broken at once for msccl-executor-nccl: the declaration line its tokenizer
     # cannot read (cc:153), no outofplace (msccl_parser.cc:388), a cnt of 72 (cc:577: cnt <
     # MSCCL_MAX_COUNT = 72); each at its line and column.
@@ -308,7 +308,7 @@ def test_validate_lists_every_violation_with_its_place(run, tmp_path):
     text = text.replace('<step s="0" type="s" srcbuf="i" srcoff="1" dstbuf="i" dstoff="1" cnt="1"',
                         '<step s="0" type="s" srcbuf="i" srcoff="1" dstbuf="i" dstoff="1" cnt="72"', 1)
     path = write(tmp_path, "v.xml", text)
-    code, out, err = run("validate", path, "--executor", "msccl-executor-nccl")
+    code, out, err = run("verify", path, "--executor", "msccl-executor-nccl")
     assert (code, out) == (2, "")
     lines = [line for line in err.splitlines() if ": error: " in line]
     assert lines == [
@@ -319,22 +319,22 @@ def test_validate_lists_every_violation_with_its_place(run, tmp_path):
         f"{path}:5:7: error: gpu 0, tb 0, step 0: cnt=72; a step moves fewer than 72 chunks "
         "(MSCCL_MAX_COUNT) (msccl-executor-nccl refuses it: msccl_parser.cc:577)"]
     assert err.rstrip().endswith("msccl-executor-nccl: 3 problems")
-    code, out, err = run("validate", TOOLS / "allgather_ring_8_4_1.xml", "--executor", "msccl")
+    code, out, err = run("verify", TOOLS / "allgather_ring_8_4_1.xml", "--executor", "msccl")
     assert (code, err) == (0, "")
     # Its 8 chunks over 4 channels: 2 a thread block, each passing a gpu once (s, rcs or r).
     assert out.endswith("allgather_ring_8_4_1.xml: msccl would load it (8 gpus, at most 4 "
                         "thread blocks and 2 steps in one thread block)\n")
 
 
-def test_validate_knows_each_executors_step_limit(run):
+def test_verify_executor_knows_each_executors_step_limit(run):
     # ndv4's ring (Azure/msccl-scheduler) has 4 steps in each thread block: within both
     # executors' limits, past a build with MSCCL_MAX_NUM_STEPS=3 (cc:485: s < the limit).
     path = needs_shared_data("msccl", "ndv4_r48ll.xml")
-    code, out, err = run("validate", path, "--executor", "msccl-executor-nccl", "--max-steps", "3")
+    code, out, err = run("verify", path, "--executor", "msccl-executor-nccl", "--max-steps", "3")
     assert (code, out) == (2, "")
     assert ": error: gpu 0, tb 0, step 3: step number 3; at most 3 steps per thread block " \
            "(msccl-executor-nccl refuses it: msccl_parser.cc:485)" in err
     for executor in ("msccl", "msccl-executor-nccl"):
-        code, out, err = run("validate", path, "--executor", executor)
+        code, out, err = run("verify", path, "--executor", executor)
         assert code == 0, err
         assert "would load it (8 gpus, at most 32 thread blocks and 4 steps" in out

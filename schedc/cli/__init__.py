@@ -23,7 +23,7 @@ from typing import NoReturn
 import click
 
 from ..errors import SchedcError
-from . import analysing, compiling, exporting, measuring, msccl, reporting, scaling
+from . import analysing, compiling, exporting, measuring, reporting, scaling
 from .options import EXIT_BAD_INPUT, EXIT_INTERNAL, EXIT_OK, JSON_REQUESTED
 
 EXIT_UNWRITTEN = 120  # as CPython exits when it cannot flush stdout at exit
@@ -51,8 +51,7 @@ def cli() -> None:
 
 
 for command in (*compiling.COMMANDS, *analysing.COMMANDS, *measuring.COMMANDS,
-                *exporting.COMMANDS, *reporting.COMMANDS, *scaling.COMMANDS,
-                *msccl.COMMANDS):
+                *exporting.COMMANDS, *reporting.COMMANDS, *scaling.COMMANDS):
     cli.add_command(command)
 
 

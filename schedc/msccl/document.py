@@ -153,7 +153,7 @@ def read_algo(path: str | Path) -> Algo:
             more = f"; {len(found)} problems in all" if len(found) > 1 else ""
             warnings.append(ReadWarning(
                 f"{executor} would {how} this file: {first.message} ({first.source}, at "
-                f"{first.span.line}:{first.span.col}){more} (`schedc validate {path} "
+                f"{first.span.line}:{first.span.col}){more} (`schedc verify {path} "
                 f"--executor {executor}` lists them)", first.span))
     return replace(algo, warnings=tuple(warnings))
 
