@@ -64,7 +64,7 @@ def main() -> None:
                    key=lambda p: p.stat().st_size)
     for path in [tools[-1], *map(Path, sys.argv[1:])]:
         steps = path.read_text().count("<step")
-        low, mid = measure(lambda: Session.open(path))
+        low, mid = measure(lambda path=path: Session.open(path))
         print(f"import {path.name} ({steps:,} steps): {low:.3f} s (median {mid:.3f} s)")
 
 
