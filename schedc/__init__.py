@@ -23,7 +23,8 @@ __all__ = ["DEFAULT_TIMEOUT", "Limits", "SchedcError", "Session", "VerificationF
            "__version__", "bound", "calibrate", "check", "compare", "emit", "evaluate",
            "export_astra", "export_msccl", "fitted_sets", "import_machine", "load",
            "machine_summary", "nccl_model", "predict", "report", "scale", "sensitivity", "solve",
-           "sweep", "time", "tune", "verify", "verify_files", "verify_for_all", "whatif"]
+           "sweep", "time", "tune", "validate_msccl", "verify", "verify_files", "verify_for_all",
+           "whatif"]
 
 if TYPE_CHECKING:
     from .api import (
@@ -52,6 +53,7 @@ if TYPE_CHECKING:
         sweep,
         time,
         tune,
+        validate_msccl,
         verify,
         verify_files,
         verify_for_all,

@@ -128,19 +128,22 @@ def test_a_broadcast_cannot_be_written(run, tmp_path):
 
 
 def test_too_many_steps_are_refused_before_the_work(run, tmp_path):
-    """A ring over 160 ranks (318 rounds): every gpu sends to its successor in all 318, so each
-    thread block would have 318 steps or more (by hand), past the executors' 256; refused
-    at once, whatever the channels, and no file written."""
+    """A ring over 160 ranks (318 rounds): every gpu sends to its successor in all 318. With
+    --channels 8 each transfer takes 8 channels, so at most 32 / 8 = 4 groups of channels
+    share the rounds: some thread block has at least ceil(318 / 4) = 80 steps (by hand),
+    past msccl-executor-nccl's default 64; refused at once, and no file written."""
     path = write(tmp_path, "r.sched", flat_machine(160) + f'import "{SCHEDULES}/lib/ring.sched"\n'
                  "allreduce V over ranks\n"
                  "schedule ring = ring_allreduce(ranks)\n")
     out = tmp_path / "r.xml"
-    for channels in ("1", "4"):
-        code, text, err = run("export", "msccl", path, "-s", "ring", "--channels", channels,
-                              "--no-verify", "-o", out)
-        assert (code, text) == (2, "")
-        assert "at least 318 steps (a gpu sends to the same peer in 318 rounds)" in err
-        assert not out.exists()
+    code, text, err = run("export", "msccl", path, "-s", "ring", "--channels", "8",
+                          "--no-verify", "-o", out)
+    assert (code, text) == (2, "")
+    assert "at least 80 steps (a gpu sends to the same peer in 318 rounds, over at most 4 " \
+           "groups of channels); msccl-executor-nccl allows 64 (MSCCL_MAX_NUM_STEPS of its " \
+           "default build, makefiles/common.mk:19)" in err
+    assert "--max-steps 80 or more" in err and "--executor msccl (256 steps)" in err
+    assert not out.exists()
 
 
 def _senders_idle_before(schedule) -> bool:
@@ -212,3 +215,47 @@ def test_the_export_is_deterministic(run):
                           "-s", "hierarchical")
     assert (code, err) == (0, "")
     assert text == (ROOT / "tests" / "fixtures" / "hierarchical.xml").read_text()
+
+
+def test_export_into_an_existing_file_needs_force(run, tmp_path):
+    out = tmp_path / "ring.xml"
+    out.write_text("keep me\n")
+    args = ("export", "msccl", SCHEDULES / "seed" / "nvlink_2x8.sched", "-s", "ring", "-o", out)
+    code, text, err = run(*args)
+    assert (code, text) == (2, "")
+    assert f"{out} exists; --force replaces it" in err
+    assert out.read_text() == "keep me\n"
+    code, _, err = run(*args, "--force")
+    assert (code, err) == (0, "")
+    assert out.read_text().startswith('<algo name="ring"')
+
+
+def test_a_refused_export_leaves_no_file(run, tmp_path):
+    # 32 ranks, pairwise: 31 peers × 4 channels × 2 thread blocks = 248 per gpu, past
+    # microsoft/msccl's 216 (MSCCL_MAX_NUM_THREAD_BLOCKS = 108*2, src/include/msccl.h:8);
+    # 3 channels: 186 (by hand).
+    path = write(tmp_path, "a.sched", flat_machine(32) + f'import "{SCHEDULES}/lib/alltoall.sched"\n'
+                 "alltoall V over ranks\nschedule a2a = pairwise_alltoall(ranks)\n")
+    out = tmp_path / "a2a.xml"
+    code, text, err = run("export", "msccl", path, "-s", "a2a", "--executor", "msccl",
+                          "--channels", "4", "-o", out)
+    assert (code, text) == (2, "")
+    assert "gpu 0 would have 248 thread blocks; msccl allows 216 (MSCCL_MAX_NUM_THREAD_BLOCKS, " \
+           "src/include/msccl.h:8) (--executor msccl-executor-nccl allows 1,024): --channels 3 " \
+           "fits" in err
+    assert not out.exists() and list(tmp_path.iterdir()) == [path]
+
+
+def test_the_out_of_place_layout_reads_the_input_and_writes_the_output(run, tmp_path):
+    # The seed's ring all-reduce out of place: every send of a chunk not yet written on its
+    # rank reads `i`, every receive writes `o`; the file reads back as out of place only.
+    code, text, err = run("export", "msccl", SCHEDULES / "seed" / "nvlink_2x8.sched", "-s", "ring",
+                          "--outofplace")
+    assert (code, err) == (0, "")
+    assert 'inplace="0" outofplace="1"' in text and 'o_chunks="16"' in text
+    assert not re.search(r'type="(r|rrc)" srcbuf="\w" srcoff="\d+" dstbuf="i"', text)
+    first_sends = re.findall(r'<step s="0" type="s" srcbuf="(\w)"', text)
+    assert first_sends and set(first_sends) == {"i"}
+    back = schedc.load(write(tmp_path, "ring.xml", text),
+                       machine=SCHEDULES / "machines" / "nvlink_2x8.sched")
+    assert [v.name for v in schedc.verify(back) if v.ok] == ["ring"]

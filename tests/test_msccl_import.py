@@ -7,7 +7,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 import sympy
-from conftest import SCHEDULES, SHARED_DATA, expr, needs_shared_data, write
+from conftest import ROOT, SCHEDULES, SHARED_DATA, expr, flat_machine, needs_shared_data, write
 
 import schedc
 
@@ -143,9 +143,10 @@ def test_an_unknown_step_type(run, tmp_path):
     assert err.startswith("bad.xml:6:7: error: gpu 0, tb 0, step 2: unknown step type \"recv\"")
 
 
-def test_a_missing_attribute_the_executor_requires(run, tmp_path):
-    err = _error(run, tmp_path, TWO_GPUS.replace(' outofplace="0"', ""))
-    assert err.startswith("bad.xml:1:1: error: algo: <algo> has no 'outofplace' attribute")
+def test_a_missing_attribute_both_executors_require(run, tmp_path):
+    # Both parsers read `inplace` with a required getter (msccl_parser.cc:384, topo.cc:848).
+    err = _error(run, tmp_path, TWO_GPUS.replace(' inplace="1"', ""))
+    assert err.startswith("bad.xml:1:1: error: algo: <algo> has no 'inplace' attribute")
 
 
 def test_a_dependency_cycle(run, tmp_path):
@@ -203,3 +204,137 @@ def test_both_layouts_are_checked_when_both_are_allowed(run, tmp_path):
         in out
     assert "  never written: it still holds what it held at the start" in out
     assert "pair_inplace: allreduce over 2 ranks: verified (2 rounds, 4 transfers" in out
+
+
+# ---- the dialects real tools write -------------------------------------------------------------
+
+TOOLS = ROOT / "tests" / "fixtures" / "msccl-tools"
+ASTRA = ROOT / "tests" / "fixtures" / "astra-sim" / "custom_allreduce.xml"
+
+
+def flat(n: int, tmp_path):
+    return write(tmp_path, "m.sched", flat_machine(n))
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in TOOLS.glob("*.xml")
+                                        if not p.name.startswith("alltonext")))
+def test_every_msccl_tools_example_imports_verifies_and_times(run, tmp_path, name):
+    path = TOOLS / name
+    root = ET.parse(path).getroot()
+    # msccl-tools writes `inplace` only (msccl/language/ir.py:329).
+    assert not {"outofplace", "minBytes", "maxBytes"} & set(root.attrib)
+    machine = flat(int(root.get("ngpus")), tmp_path)
+    code, out, err = run("time", path, "--machine", machine, "--set", "V=64MiB")
+    assert code == 0, err
+    assert "time " in out
+    inplace = root.get("inplace") == "1"
+    # One warning names every missing attribute and microsoft/msccl's default for each
+    # (src/graph/topo.cc at b23e9cd5dd63: 847-853 and tuning.cc:368 select on `inplace`
+    # alone; 796 minBytes = 0; 805 maxBytes = 1 << 27).
+    assert err.count("warning: <algo> has no") == 1
+    assert ("<algo> has no 'outofplace', 'minBytes', 'maxBytes' attributes (msccl-tools does "
+            "not write them); read as microsoft/msccl does") in err
+    assert f"outofplace={int(not inplace)} (it reads only `inplace`" in err
+    assert "minBytes=0 (topo.cc:796)" in err and "maxBytes=134217728 = 128 MiB (topo.cc:805" in err
+    assert "msccl-executor-nccl requires every one (msccl_parser.cc:376-389)" in err
+    session = schedc.load(path, machine=machine)
+    (verdict,) = schedc.verify(session)
+    assert verdict.ok, verdict.failure
+    assert (session.program.algo.min_bytes, session.program.algo.max_bytes) == (0, 1 << 27)
+
+
+def test_astra_sims_example_imports_verifies_and_takes_the_ring_time(tmp_path):
+    # ASTRA-sim's example: a ring all-reduce over 8 NPUs, LL128, no outofplace/minBytes/maxBytes.
+    machine = write(tmp_path, "m.sched", "param alpha = 1 us\nparam B = 10 GB/s\n"
+                    "topology {\n  gpu g[8]\n  switch sw\n  link g[i] <-> sw bw B for i in 0..7\n}\n"
+                    "let ranks = [g[i] for i in 0..7]\n")
+    session = schedc.load(ASTRA, machine=machine)
+    (name,) = session.selected()
+    assert schedc.verify(session)[0].ok
+    # 2 (p - 1) = 14 rounds of one chunk (V/8) out of every GPU through its port.
+    assert schedc.time(session, name).cost.formula == expr(session.program, "14*alpha + 7*V/(4*B)")
+
+
+def test_a_custom_collective_is_refused_by_name(run):
+    code, out, err = run("verify", TOOLS / "alltonext_forward_2_1.xml")
+    assert (code, out) == (2, "")
+    assert 'coll "custom" is not supported by schedc' in err
+
+
+def test_max_bytes_zero_is_no_limit(run, tmp_path):
+    # msccl-executor-nccl: "0 for no limit" (msccl_struct.h:105; msccl_lifecycle.cc:335 selects
+    # when maxBytes == 0 || nBytes <= maxBytes). microsoft/msccl refuses minBytes > maxBytes
+    # (topo.cc:807): a warning says so.
+    path = write(tmp_path, "pair.xml", TWO_GPUS.replace('minBytes="0" maxBytes="1048576"',
+                                                        'minBytes="1024" maxBytes="0"'))
+    code, out, err = run("verify", path)
+    assert code == 0, err
+    assert "verified" in out
+    assert "warning: msccl would refuse this file: minBytes=1024 is more than maxBytes=0 " \
+           "(topo.cc:807" in err
+    assert "msccl-executor-nccl would" not in err
+
+
+def test_an_nccl_topology_file_is_named_as_such(run, tmp_path):
+    path = write(tmp_path, "topo.xml", '<system version="1">\n  <cpu numaid="0">\n'
+                 '    <pci busid="0000:17:00.0" class="0x030200"/>\n  </cpu>\n</system>\n')
+    code, out, err = run("verify", path)
+    assert (code, out) == (2, "")
+    assert err.startswith(f"{path}:1:1: error: this is an NCCL topology file (root element "
+                          "<system>, as NCCL_TOPO_FILE and NCCL_TOPO_DUMP_FILE have it), not an "
+                          "MSCCL algorithm: use `schedc machine import`")
+    other = write(tmp_path, "other.xml", "<project><name>x</name></project>\n")
+    code, _, err = run("verify", other)
+    assert code == 2 and "the root element is <project>, not <algo>: not an MSCCL algorithm" in err
+
+
+def test_entity_declarations_are_refused(run, tmp_path):
+    path = write(tmp_path, "e.xml", '<!DOCTYPE algo [<!ENTITY x "1">]>\n' + TWO_GPUS)
+    code, out, err = run("verify", path)
+    assert (code, out) == (2, "")
+    assert "an entity declaration ('x'): schedc reads XML without entities" in err
+    external = write(tmp_path, "x.xml", '<!DOCTYPE algo SYSTEM "http://example.com/a.dtd">\n'
+                     + TWO_GPUS.replace('name="pair"', 'name="&ext;"'))
+    code, _, err = run("verify", external)
+    assert code == 2 and "an external DTD ('http://example.com/a.dtd')" in err
+
+
+def test_verify_executor_lists_every_violation_with_its_place(run, tmp_path):
+    # Three rules broken at once for msccl-executor-nccl: the declaration line its tokenizer
+    # cannot read (cc:153), no outofplace (msccl_parser.cc:388), a cnt of 72 (cc:577: cnt <
+    # MSCCL_MAX_COUNT = 72); each at its line and column.
+    text = '<?xml version="1.0"?>\n' + TWO_GPUS.replace(' outofplace="0"', "").replace(
+        'nchunksperloop="2"', 'nchunksperloop="144"').replace('i_chunks="2"', 'i_chunks="144"')
+    text = text.replace('<step s="0" type="s" srcbuf="i" srcoff="1" dstbuf="i" dstoff="1" cnt="1"',
+                        '<step s="0" type="s" srcbuf="i" srcoff="1" dstbuf="i" dstoff="1" cnt="72"', 1)
+    path = write(tmp_path, "v.xml", text)
+    code, out, err = run("verify", path, "--executor", "msccl-executor-nccl")
+    assert (code, out) == (2, "")
+    lines = [line for line in err.splitlines() if ": error: " in line]
+    assert lines == [
+        f"{path}:1:20: error: expected '>', got '?' (an `<?xml ...?>` declaration: the tokenizer "
+        "does not know it) (msccl-executor-nccl refuses it: msccl_parser.cc:153)",
+        f"{path}:2:1: error: algo: <algo> has no 'outofplace' attribute (msccl-executor-nccl "
+        "refuses it: msccl_parser.cc:388)",
+        f"{path}:5:7: error: gpu 0, tb 0, step 0: cnt=72; a step moves fewer than 72 chunks "
+        "(MSCCL_MAX_COUNT) (msccl-executor-nccl refuses it: msccl_parser.cc:577)"]
+    assert err.rstrip().endswith("msccl-executor-nccl: 3 problems")
+    code, out, err = run("verify", TOOLS / "allgather_ring_8_4_1.xml", "--executor", "msccl")
+    assert (code, err) == (0, "")
+    # Its 8 chunks over 4 channels: 2 a thread block, each passing a gpu once (s, rcs or r).
+    assert out.endswith("allgather_ring_8_4_1.xml: msccl would load it (8 gpus, at most 4 "
+                        "thread blocks and 2 steps in one thread block)\n")
+
+
+def test_verify_executor_knows_each_executors_step_limit(run):
+    # ndv4's ring (Azure/msccl-scheduler) has 4 steps in each thread block: within both
+    # executors' limits, past a build with MSCCL_MAX_NUM_STEPS=3 (cc:485: s < the limit).
+    path = needs_shared_data("msccl", "ndv4_r48ll.xml")
+    code, out, err = run("verify", path, "--executor", "msccl-executor-nccl", "--max-steps", "3")
+    assert (code, out) == (2, "")
+    assert ": error: gpu 0, tb 0, step 3: step number 3; at most 3 steps per thread block " \
+           "(msccl-executor-nccl refuses it: msccl_parser.cc:485)" in err
+    for executor in ("msccl", "msccl-executor-nccl"):
+        code, out, err = run("verify", path, "--executor", executor)
+        assert code == 0, err
+        assert "would load it (8 gpus, at most 32 thread blocks and 4 steps" in out

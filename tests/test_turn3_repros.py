@@ -470,7 +470,7 @@ def test_a_replaced_output_keeps_its_mode(run, tmp_path):
     out = tmp_path / "out.xml"
     out.write_text("old")
     out.chmod(0o600)
-    code, _, err = run("export", "msccl", PCIE, "-s", "ring", "-o", out)
+    code, _, err = run("export", "msccl", PCIE, "-s", "ring", "-o", out, "--force")  # (issue 24)
     assert code == 0, err
     assert stat.S_IMODE(os.stat(out).st_mode) == 0o600 and out.read_text() != "old"
 

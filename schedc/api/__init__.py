@@ -50,7 +50,15 @@ from .compiling import (
     verify,
     verify_files,
 )
-from .exporting import TunedTable, Tuning, export_astra, export_msccl, report, tune
+from .exporting import (
+    TunedTable,
+    Tuning,
+    export_astra,
+    export_msccl,
+    report,
+    tune,
+    validate_msccl,
+)
 from .forall import verify_for_all
 from .machines import import_machine, machine_summary
 from .measuring import (
@@ -109,4 +117,5 @@ __all__ = [
     "NcclModel", "nccl_model",
     "ForAll", "verify_for_all",
     "calibrate_logs", "read_manifest",
+    "validate_msccl",
 ]

@@ -106,6 +106,7 @@ class VerifiedFile:
     path: Path
     verdicts: tuple[Verdict, ...] = ()
     error: SchedcError | None = None
+    warnings: tuple = ()  # an MSCCL file's: defaults taken, executors that would refuse it
 
 
 def verify_files(path: str | Path, sets: Iterable[str] = (), schedules: Iterable[str] = (),
@@ -139,7 +140,8 @@ def verify_files(path: str | Path, sets: Iterable[str] = (), schedules: Iterable
             found.append(VerifiedFile(each, error=exc))
             continue
         if verdicts:
-            found.append(VerifiedFile(each, tuple(verdicts)))
+            found.append(VerifiedFile(each, tuple(verdicts),
+                                      warnings=tuple(getattr(session.program, "warnings", ()))))
     return found
 
 

@@ -23,11 +23,14 @@ MAX_BYTES = 2**63 - 1  # the executor's default upper size: any
 
 def export_msccl(session: Session, schedule: str, *, proto: str = "Simple", channels: int = 1,
                  executor: str = "msccl-executor-nccl", min_bytes: int = 0,
-                 max_bytes: int = MAX_BYTES, verify: bool = True) -> str:
-    """A schedule as an MSCCL XML algorithm (the text), verified first: `proto` the NCCL
-    protocol it runs with, every transfer cut into `channels` pieces, for message sizes
-    from `min_bytes` to `max_bytes`; `executor` "msccl" writes reduce-scatter as
-    msccl-tools names it.
+                 max_bytes: int = MAX_BYTES, verify: bool = True, max_steps: int | None = None,
+                 layout: str = "inplace") -> str:
+    """A schedule as an MSCCL XML algorithm (the text), verified first, within `executor`'s
+    limits ("msccl-executor-nccl", or "msccl": microsoft/msccl, which also names
+    reduce-scatter as msccl-tools does): `proto` the NCCL protocol it runs with, every
+    transfer cut into `channels` pieces, for message sizes from `min_bytes` to `max_bytes`;
+    `max_steps` the executor build's MSCCL_MAX_NUM_STEPS (default 64 for
+    msccl-executor-nccl, 256 for msccl); `layout` "inplace", "outofplace" or "both".
 
         >>> xml = schedc.export_msccl(session, "ring")
         >>> xml.splitlines()[0]
@@ -37,6 +40,10 @@ def export_msccl(session: Session, schedule: str, *, proto: str = "Simple", chan
     from ..export.msccl_xml import export_msccl as write_xml
     if max_bytes < min_bytes:
         raise UsageError("--max-bytes is less than --min-bytes")
+    if layout not in ("inplace", "outofplace", "both"):
+        raise UsageError(f"layout {layout!r}: one of inplace, outofplace, both")
+    if executor not in ("msccl-executor-nccl", "msccl"):
+        raise UsageError(f"--executor {executor}: one of msccl-executor-nccl, msccl")
     name = session.selected((schedule,))[0]
     if verify:
         from ..analysis.verify.verdict import verdict
@@ -44,7 +51,30 @@ def export_msccl(session: Session, schedule: str, *, proto: str = "Simple", chan
         if not found.ok:
             raise refusal([found])
     return write_xml(session.schedule(name), name, proto, channels, executor, min_bytes,
-                     max_bytes)
+                     max_bytes, max_steps, layout)
+
+
+def validate_msccl(path: str, executor: str, max_steps: int | None = None) -> str:
+    """Check an MSCCL XML file against one executor's rules without importing it: a summary
+    when it would load, else `ExecutorRulesError` listing every violation at its line and
+    column. `max_steps`: the build's MSCCL_MAX_NUM_STEPS (default: the executor's own).
+
+        >>> schedc.validate_msccl("tests/fixtures/hierarchical.xml", "msccl")
+        'tests/fixtures/hierarchical.xml: msccl would load it ...'
+    """
+    from ..errors import UsageError
+    from ..msccl.document import check_file
+    from ..msccl.rules import EXECUTORS, MAX_STEPS, ExecutorRulesError
+    if executor not in EXECUTORS:
+        raise UsageError(f"--executor {executor}: one of {', '.join(EXECUTORS)}")
+    if max_steps is not None and not 1 <= max_steps <= MAX_STEPS["msccl"] * 128:
+        raise UsageError("--max-steps must be between 1 and 32768 (the step ids are int16_t)")
+    found, counts = check_file(path, executor, max_steps)
+    if found:
+        raise ExecutorRulesError(executor, found)
+    gpus, tbs, steps = counts
+    return (f"{path}: {executor} would load it ({gpus} gpus, at most {tbs} thread blocks and "
+            f"{steps} steps in one thread block)")
 
 
 def export_astra(session: Session, schedule: str, *, prefix: str | None = None,

@@ -88,7 +88,14 @@ def compare(session, as_json: bool, output_format: str, no_verify: bool) -> int:
 @limit_options
 @machine_options
 @for_all_options
-def verify(file: Path, schedules, sets, as_json: bool, limits, machine, ranks, for_all) -> int:
+@click.option("--executor", type=click.Choice(("msccl-executor-nccl", "msccl")),
+              help="For an .xml FILE: check it against this executor's parser and limits "
+                   "instead, without importing it: every rule it breaks, at its line and column.")
+@click.option("--max-steps", type=click.IntRange(1, 32768), metavar="N",
+              help="With --executor: the build's MSCCL_MAX_NUM_STEPS (default: 64 for "
+                   "msccl-executor-nccl's default build, 256 for msccl).")
+def verify(file: Path, schedules, sets, as_json: bool, limits, machine, ranks, for_all,
+           executor: str | None, max_steps: int | None) -> int:
     """Check that each schedule computes its collective.
 
     FILE may be a directory: every .sched file under it is verified (files without result
@@ -96,6 +103,9 @@ def verify(file: Path, schedules, sets, as_json: bool, limits, machine, ranks, f
     algorithm (.xml): no machine is needed. Exit 1 if one fails. With --for-all PARAM, for
     every value of the structural param (see docs/verification.md, "For every n").
     """
+    if executor is not None or max_steps is not None:
+        return _against_executor(file, executor, max_steps, bool(schedules or sets or as_json
+                                                                 or machine or ranks or for_all))
     if for_all is not None:
         return verify_for_all(file, schedules, sets, as_json, limits, machine, ranks, **for_all)
     from ..api import verify_files
@@ -108,6 +118,8 @@ def verify(file: Path, schedules, sets, as_json: bool, limits, machine, ranks, f
             click.echo(found.error.render(), err=True)
             errors.append(found.error)
             continue
+        for warning in found.warnings:
+            click.echo(warning.render(), err=True)
         path = found.path
         failed += sum(not v.ok for v in found.verdicts)
         documents.append({"file": str(path), "schedules": [verdict_json(v) for v in found.verdicts]})
@@ -122,6 +134,20 @@ def verify(file: Path, schedules, sets, as_json: bool, limits, machine, ranks, f
     elif not errors:
         click.echo(f"no result schedules in {file}")
     return EXIT_BAD_INPUT if errors else EXIT_FAILED if failed else EXIT_OK
+
+
+def _against_executor(file: Path, executor: str | None, max_steps: int | None,
+                      other: bool) -> int:
+    """`verify FILE.xml --executor E`: the file against E's rules, not imported."""
+    from ..api import validate_msccl
+    from ..errors import UsageError
+    if executor is None:
+        raise UsageError("--max-steps goes with --executor")
+    if other or file.suffix.lower() != ".xml":
+        raise UsageError("--executor checks one MSCCL XML file (FILE.xml) and takes no "
+                         "--schedule, --set, --json, --machine, --ranks or --for-all")
+    click.echo(validate_msccl(str(file), executor, max_steps))
+    return EXIT_OK
 
 
 COMMANDS = (emit, time, compare, verify)

@@ -29,19 +29,34 @@ def export() -> None:
               help="Cut every transfer into this many pieces, one per channel.")
 @click.option("--executor", type=click.Choice(("msccl-executor-nccl", "msccl")),
               default="msccl-executor-nccl", show_default=True,
-              help="Whose name of reduce-scatter to write (reducescatter / reduce_scatter).")
+              help="Whose limits to stay within (and whose name of reduce-scatter to write).")
+@click.option("--max-steps", type=click.IntRange(1, 32768), metavar="N",
+              help="The executor build's MSCCL_MAX_NUM_STEPS (default: 64 for "
+                   "msccl-executor-nccl's default build, 256 for msccl).")
+@click.option("--outofplace", "layout", flag_value="outofplace",
+              help="Write the out-of-place layout (input i, output o).")
+@click.option("--both", "layout", flag_value="both",
+              help="Write steps right both in place and out of place (inplace=1 outofplace=1).")
+@click.option("--force", is_flag=True, help="Replace the --output file if it exists.")
 @click.option("--min-bytes", type=click.IntRange(min=0), default=0, show_default=True,
               help="The smallest size the executor picks it for.")
 @click.option("--max-bytes", type=click.IntRange(min=0), default=2**63 - 1,
               help="The largest size the executor picks it for (default: any).")
 @no_verify_option
 def export_msccl_command(session, name: str, output: Path | None, proto: str, channels: int,
-                         executor: str, min_bytes: int, max_bytes: int, no_verify: bool) -> int:
-    """A schedule of FILE as an MSCCL XML algorithm, verified first."""
+                         executor: str, max_steps: int | None, layout: str | None, force: bool,
+                         min_bytes: int, max_bytes: int, no_verify: bool) -> int:
+    """A schedule of FILE as an MSCCL XML algorithm, verified first, within the executor's
+    limits (steps per thread block, cnt < 72, thread blocks per gpu and per channel,
+    dependency ids that fit int8_t, 32 channels), or an error naming the limit."""
     from ..api import export_msccl
+    from ..errors import UsageError
     from ..render.files import write_atomically
+    if output is not None and not force and output.exists() and output.is_file():
+        raise UsageError(f"{output} exists; --force replaces it")
     text = export_msccl(session, name, proto=proto, channels=channels, executor=executor,
-                        min_bytes=min_bytes, max_bytes=max_bytes, verify=not no_verify)
+                        min_bytes=min_bytes, max_bytes=max_bytes, verify=not no_verify,
+                        max_steps=max_steps, layout=layout or "inplace")
     if output is None:
         click.echo(text, nl=False)
     else:

@@ -140,7 +140,9 @@ def compiling(func):
     def wrapper(*args, file: Path, sets: tuple[str, ...], limits: dict[str, int],
                 machine: Path | None, ranks: str | None, changes: dict, **kwargs):
         from ..api import load
-        return func(*args, session=load(file, sets, **limits, machine=machine, ranks=ranks,
-                                        fail=changes["fail"], derate=changes["derate"]),
-                    **kwargs)
+        session = load(file, sets, **limits, machine=machine, ranks=ranks,
+                       fail=changes["fail"], derate=changes["derate"])
+        for warning in getattr(session.program, "warnings", ()):  # (an MSCCL file's)
+            click.echo(warning.render(), err=True)
+        return func(*args, session=session, **kwargs)
     return wrapper

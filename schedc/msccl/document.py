@@ -12,13 +12,15 @@ Everything else (matching sends and receives, cycles) is `rounds`' business.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 from xml.parsers import expat
 
 from ..errors import ElaborationError, LoadError, ParseError, SourceFile, Span, decode_source
 from ..files import read_input
+from .rules import EXECUTORS, NCCL, Violation, violations
+from .tokens import scan
 
 STEP_TYPES = ("s", "r", "rcs", "rrs", "rrc", "rrcs", "cpy", "re", "nop")
 BUFFERS = {"i": "input", "o": "output", "s": "scratch"}
@@ -35,6 +37,23 @@ USES_SRC = {"s", "rrs", "rrc", "rrcs", "cpy", "re"}
 USES_DST = {"r", "rcs", "rrc", "rrcs", "cpy", "re"}
 SENDS = {"s", "rcs", "rrs", "rrcs"}
 RECEIVES = {"r", "rcs", "rrs", "rrc", "rrcs"}
+
+
+# microsoft/msccl's defaults for what msccl-tools leaves out (src/graph/topo.cc, b23e9cd5dd63)
+DEFAULTS = ("outofplace", "minBytes", "maxBytes")
+DEFAULT_MAX_BYTES = 1 << 27  # topo.cc:805
+MSCCL_COMMIT = "b23e9cd5dd63f82ee1c5aae7e0a2042079be903a"
+
+
+@dataclass(frozen=True)
+class ReadWarning:
+    """Something the file leaves to a default, or that one executor would refuse."""
+
+    message: str
+    span: Span = field(compare=False)
+
+    def render(self) -> str:
+        return f"{self.span}: warning: {self.message}\n{self.span.excerpt()}"
 
 
 @dataclass(frozen=True)
@@ -86,9 +105,10 @@ class Algo:
     inplace: bool
     outofplace: bool
     min_bytes: int
-    max_bytes: int
+    max_bytes: int  # 0: no limit
     gpus: tuple[Gpu, ...]  # by id
     span: Span = field(compare=False, repr=False)
+    warnings: tuple[ReadWarning, ...] = field(default=(), compare=False, repr=False)
 
     @property
     def collective(self) -> str:
@@ -115,9 +135,42 @@ class _Element:
 
 
 def read_algo(path: str | Path) -> Algo:
+    """The algorithm, read as either executor or msccl-tools' output allows, with a warning
+    for each default taken and for each executor that would refuse or misread the file."""
     data = read_input(path, "an MSCCL XML file")
     source = decode_source(str(path), data, LoadError)
-    return _algo(_parse(source, data), source)
+    root = _parse(source, data)
+    algo = _algo(root, source)
+    warnings = list(algo.warnings)
+    tokens = (scan(source.text),)
+    for executor in EXECUTORS:
+        found = [v for v in violations(root, source.text, source, executor, tokens=tokens)
+                 if not (executor == NCCL and any(f"'{k}'" in v.message for k in DEFAULTS)
+                         and v.message.startswith("algo: <algo> has no"))]
+        if found:
+            first = found[0]
+            how = "misread" if all(v.misread for v in found) else "refuse"
+            more = f"; {len(found)} problems in all" if len(found) > 1 else ""
+            warnings.append(ReadWarning(
+                f"{executor} would {how} this file: {first.message} ({first.source}, at "
+                f"{first.span.line}:{first.span.col}){more} (`schedc verify {path} "
+                f"--executor {executor}` lists them)", first.span))
+    return replace(algo, warnings=tuple(warnings))
+
+
+def check_file(path: str | Path, executor: str, max_steps: int | None = None
+               ) -> tuple[list[Violation], tuple[int, int, int]]:
+    """Every rule of `executor` the file breaks, without importing it (malformed XML and a
+    root that is not <algo> are errors), and its size: gpus, the most thread blocks of a
+    gpu, the most steps of a thread block."""
+    data = read_input(path, "an MSCCL XML file")
+    source = decode_source(str(path), data, LoadError)
+    root = _parse(source, data)
+    gpus = [g for g in root.children if g.name == "gpu"]
+    tbs = [[t for t in g.children if t.name == "tb"] for g in gpus]
+    steps = max((len(t.children) for group in tbs for t in group), default=0)
+    return (violations(root, source.text, source, executor, max_steps),
+            (len(gpus), max(map(len, tbs), default=0), steps))
 
 
 def _parse(source: SourceFile, data: bytes) -> _Element:
@@ -132,8 +185,19 @@ def _parse(source: SourceFile, data: bytes) -> _Element:
         (stack[-1].children if stack else roots).append(element)
         stack.append(element)
 
+    def refuse(what: str) -> None:
+        line, col = parser.CurrentLineNumber, parser.CurrentColumnNumber + 1
+        raise ParseError(f"{what}: schedc reads XML without entities (and so do the "
+                         "executors' tokenizers)", Span(source, line, col, line, col + 1))
+
     parser.StartElementHandler = start
     parser.EndElementHandler = lambda name: stack.pop()
+    parser.EntityDeclHandler = lambda name, *rest: refuse(f"an entity declaration ('{name}')")
+    parser.ExternalEntityRefHandler = lambda *rest: refuse("an external entity")  # type: ignore
+    parser.SkippedEntityHandler = lambda name, *rest: refuse(f"a reference to entity '{name}'")
+    parser.StartDoctypeDeclHandler = lambda name, system, public, *rest: \
+        refuse(f"an external DTD ('{system or public}')") if system or public else None
+    parser.SetParamEntityParsing(expat.XML_PARAM_ENTITY_PARSING_NEVER)
     try:
         parser.Parse(data, True)
     except expat.ExpatError as exc:
@@ -141,11 +205,29 @@ def _parse(source: SourceFile, data: bytes) -> _Element:
         message = expat.ErrorString(exc.code)
         raise ParseError(f"malformed XML: {message}", Span(source, line, col, line, col + 1)) \
             from None
-    algos = [e for e in roots if e.name == "algo"]
-    if not algos:
-        raise ParseError("no <algo> element: not an MSCCL algorithm",
-                         roots[0].span if roots else Span(source, 1, 1, 1, 2))
-    return algos[0]
+    if not roots or roots[0].name != "algo":
+        span = roots[0].span if roots else Span(source, 1, 1, 1, 2)
+        raise ParseError(_not_msccl(roots[0].name if roots else None), span)
+    return roots[0]
+
+
+def _not_msccl(root: str | None) -> str:
+    """What an XML file whose root is not <algo> looks like, and where it belongs."""
+    if root == "system":
+        return ("this is an NCCL topology file (root element <system>, as NCCL_TOPO_FILE and "
+                "NCCL_TOPO_DUMP_FILE have it), not an MSCCL algorithm: use `schedc machine "
+                "import`")
+    if root == "graphs":
+        return ("this is an NCCL graph file (root element <graphs>, as NCCL_GRAPH_DUMP_FILE "
+                "writes: the rings and trees NCCL chose), not an MSCCL algorithm")
+    if root == "msccl_algos":
+        return ("this is a microsoft/msccl configuration (root element <msccl_algos>, the "
+                "MSCCL_CONFIG file): it names algorithm files in <load path=...>; give one of "
+                "those")
+    if root is None:
+        return "no element at all: not an MSCCL algorithm"
+    return (f"the root element is <{root}>, not <algo>: not an MSCCL algorithm (an MSCCL "
+            "file is one <algo> of <gpu>s of <tb>s of <step>s)")
 
 
 class _Attributes:
@@ -189,12 +271,20 @@ def _algo(element: _Element, source: SourceFile) -> Algo:
         raise ElaborationError(f"algo: coll \"{coll}\" is not supported by schedc (one of "
                                f"{', '.join(COLLECTIVES)})", element.span)
     ngpus = a.integer("ngpus", 1)
+    inplace = bool(a.integer("inplace", 0, 1))
+    absent = [key for key in DEFAULTS if key not in element.attrs]
+    warnings: list[ReadWarning] = []
+    if absent:
+        warnings.append(_defaults_warning(absent, inplace, element.span))
     fields: dict[str, Any] = dict(name=element.attrs.get("name", Path(source.path).stem), proto=a.choice(
         "proto", PROTOCOLS), nchannels=a.integer("nchannels", 1, MAX_CHANNELS),
-        nchunksperloop=a.integer("nchunksperloop", 1), ngpus=ngpus, coll=coll,
-        inplace=bool(a.integer("inplace", 0, 1)), outofplace=bool(a.integer("outofplace", 0, 1)),
-        min_bytes=a.integer("minBytes", 0), max_bytes=a.integer("maxBytes", 0))
-    if fields["max_bytes"] < fields["min_bytes"]:
+        nchunksperloop=a.integer("nchunksperloop", 1), ngpus=ngpus, coll=coll, inplace=inplace,
+        outofplace=bool(a.integer("outofplace", 0, 1)) if "outofplace" in element.attrs
+        else not inplace,
+        min_bytes=a.integer("minBytes", 0) if "minBytes" in element.attrs else 0,
+        max_bytes=a.integer("maxBytes", 0) if "maxBytes" in element.attrs else DEFAULT_MAX_BYTES)
+    # maxBytes=0 is "no limit" (msccl-executor-nccl msccl_struct.h:105, msccl_lifecycle.cc:335)
+    if fields["max_bytes"] and fields["max_bytes"] < fields["min_bytes"]:
         raise ElaborationError("algo: maxBytes is less than minBytes", element.span)
     if not fields["inplace"] and not fields["outofplace"]:
         raise ElaborationError("algo: neither inplace nor outofplace is 1: the executor never "
@@ -211,10 +301,28 @@ def _algo(element: _Element, source: SourceFile) -> Algo:
     if missing:
         raise ElaborationError(f"algo: ngpus=\"{ngpus}\" but there is no <gpu id=\"{missing[0]}\">",
                                element.span)
-    algo = Algo(**fields, gpus=tuple(gpus[g] for g in range(ngpus)), span=element.span)
+    algo = Algo(**fields, gpus=tuple(gpus[g] for g in range(ngpus)), span=element.span,
+                warnings=tuple(warnings))
     for gpu in algo.gpus:
         _check_dependencies(gpu)
     return algo
+
+
+def _defaults_warning(missing: list[str], inplace: bool, span: Span) -> ReadWarning:
+    """One warning for every missing attribute that microsoft/msccl gives a default."""
+    values = {"outofplace": f"outofplace={int(not inplace)} (it reads only `inplace` and runs "
+                            "an algorithm in place or out of place as that says: topo.cc:847-853, "
+                            "tuning.cc:368)",
+              "minBytes": "minBytes=0 (topo.cc:796)",
+              "maxBytes": f"maxBytes={DEFAULT_MAX_BYTES} = 128 MiB (topo.cc:805; it picks the "
+                          "algorithm below that size)"}
+    names = ", ".join(f"'{m}'" for m in missing)
+    return ReadWarning(
+        f"<algo> has no {names} attribute{'s' * (len(missing) > 1)} (msccl-tools does not write "
+        f"{'them' if len(missing) > 1 else 'it'}); read as microsoft/msccl does "
+        f"(src/graph/topo.cc at {MSCCL_COMMIT[:12]}): " + "; ".join(values[m] for m in missing)
+        + ". msccl-executor-nccl requires every one (msccl_parser.cc:376-389) and refuses the "
+        "file", span)
 
 
 def _gpu(element: _Element, ngpus: int) -> Gpu:

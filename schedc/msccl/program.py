@@ -55,6 +55,11 @@ class AlgorithmProgram(Program):
     imported: dict[str, Schedule] | None = None
     machine: str | None = None
 
+    @property
+    def warnings(self) -> tuple:
+        """What the reader took as a default, and which executor would refuse the file."""
+        return () if self.algo is None else self.algo.warnings
+
     def schedule(self, name: str, span: Span | None = None, watch: object = None) -> Schedule:
         self.result(name, span)  # (read whole already: nothing left to watch)
         assert self.imported is not None, "load_algorithm gives every algorithm program its IR"
@@ -116,8 +121,9 @@ def build_schedule(algo: Algo, name: str, inplace: bool, size: sympy.Symbol,
     rounds: list[tuple[list[Batch], list[list[Batch]]]] = []
     prologue: list[list[Batch]] = []
     last: tuple[int, int] | None = None
+    scale = ((size, Fraction(layout.chunks, algo.nchunksperloop)),)  # bytes per buffer chunk
     for operation in sorted(operations, key=lambda o: (o.time, _order(o))):
-        batch = _batch(operation, layout, size, devices)
+        batch = _batch(operation, layout, scale, devices)
         level, phase = operation.time
         if phase == 0:
             if not rounds or last is None or last[0] != level:
@@ -141,11 +147,11 @@ def _order(o: Operation) -> tuple:
     return (o.src_gpu, o.dst_gpu, o.cnt, o.src, o.dst, o.origin)
 
 
-def _batch(o: Operation, layout: Layout, size: sympy.Symbol, devices: tuple[int, ...]) -> Batch:
+def _batch(o: Operation, layout: Layout, scale: tuple, devices: tuple[int, ...]) -> Batch:
     one = lambda v: np.array([v], dtype=np.int64)  # noqa: E731
     return Batch(o.op, one(devices[o.src_gpu]), one(devices[o.dst_gpu]), one(o.src), one(o.cnt),
                  layout.chunks, None if o.src == o.dst else one(o.dst),
-                 ((size, Fraction(layout.chunks, layout.algo.nchunksperloop)),), o.span, o.origin)
+                 scale, o.span, o.origin)
 
 
 def _identifier(name: str) -> str:

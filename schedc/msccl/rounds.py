@@ -189,10 +189,34 @@ def _wire(step: Step, key, gpu: int, tb: ThreadBlock, layout: Layout, first: int
     return last
 
 
+def _topological(nodes: list[_Node]) -> list[int] | None:
+    """The nodes in an order where each comes after its predecessors (Kahn's algorithm:
+    graphlib's searches for a cycle first, which costs more than the sort), or None if
+    there is a cycle."""
+    waiting = [len(n.preds) for n in nodes]
+    users: list[list[int]] = [[] for _ in nodes]
+    for k, n in enumerate(nodes):
+        for p in n.preds:
+            users[p].append(k)
+    ready = [k for k, w in enumerate(waiting) if not w]
+    order = []
+    while ready:
+        k = ready.pop()
+        order.append(k)
+        for u in users[k]:
+            waiting[u] -= 1
+            if not waiting[u]:
+                ready.append(u)
+    return order if len(order) == len(nodes) else None
+
+
 def _times(nodes: list[_Node], algo: Algo, layout: Layout) -> list[Operation]:
     graph = {k: n.preds for k, n in enumerate(nodes)}
     try:
-        order = list(TopologicalSorter(graph).static_order())
+        order = _topological(nodes)
+        if order is None:  # graphlib names the cycle
+            list(TopologicalSorter(graph).static_order())
+            raise AssertionError("graphlib finds the cycle Kahn's algorithm found")
     except CycleError as exc:
         cycle = [nodes[k].step for k in exc.args[1] if nodes[k].step is not None]
         steps: list[tuple[int, int, int]] = []

@@ -1,0 +1,341 @@
+"""Each executor's rules for an MSCCL file, every one with the source line that applies it.
+
+Two executors read MSCCL XML, with different rules:
+
+- `msccl-executor-nccl`: Azure/msccl-executor-nccl at c6f6b36d1a4c7ae44916fcc5c8e32c95cce2ae54,
+  `src/misc/msccl/msccl_parser.cc` (`mscclGetAlgoFromXmlFile`, `mscclGetAlgoMetaFromXmlFile`),
+  its limits in `src/include/msccl/msccl_struct.h` and `makefiles/common.mk`;
+- `msccl`: microsoft/msccl at b23e9cd5dd63f82ee1c5aae7e0a2042079be903a, `src/graph/topo.cc`
+  (`mscclGetAlgoFromXMLAndSetAlgo`), its limits in `src/include/msccl.h`.
+
+A rule is refused by the parser (the file does not load) or misread (it loads and the kernel
+does something else: a thread-block id that does not fit `int8_t`, an offset past `int16_t`).
+`violations` lists every one in a file for one executor, without stopping at the first;
+schedc's own reader (`document`) is a separate, stricter concern (what the schedule means).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from ..errors import ElaborationError, Span
+from .tokens import TokenProblem, scan
+
+if TYPE_CHECKING:
+    from .document import _Element
+
+NCCL, MSCCL = "msccl-executor-nccl", "msccl"
+EXECUTORS = (NCCL, MSCCL)
+PARSER = {NCCL: "Azure/msccl-executor-nccl src/misc/msccl/msccl_parser.cc",
+          MSCCL: "microsoft/msccl src/graph/topo.cc"}
+COMMITS = {NCCL: "c6f6b36d1a4c7ae44916fcc5c8e32c95cce2ae54",
+           MSCCL: "b23e9cd5dd63f82ee1c5aae7e0a2042079be903a"}
+
+# The limits, per executor (the source line that sets each).
+MAX_STEPS = {NCCL: 64, MSCCL: 256}  # MSCCL_MAX_NUM_STEPS: common.mk:19 / msccl.h:6
+MAX_THREAD_BLOCKS = {NCCL: 32 * 32, MSCCL: 108 * 2}  # msccl_struct.h:18 / msccl.h:8
+MAX_PER_CHANNEL = 32  # MSCCL_MAX_NUM_THREAD_BLOCKS_PER_CHANNEL: msccl_struct.h:17 / msccl.h:7
+MAX_COUNT = 72  # MSCCL_MAX_COUNT, cnt < 72: msccl_struct.h:19 / msccl.h:10
+MAX_CHANNELS = 32  # MAXCHANNELS: src/include/device.h:65 / devcomm.h:51
+MAX_DEPENDED_TB = 127  # dependentBid is int8_t: msccl_struct.h:58 / msccl.h:65
+MAX_OFFSET = 32767  # srcOffset, dstOffset are int16_t: msccl_struct.h:44-45 / msccl.h:46-47
+MAX_SUBS = 1024  # children of one element: msccl_parser.h:22 / xml.h:18
+MAX_NODES = 4096  # elements one rank's parse keeps: msccl_parser.h:23 / xml.h:19
+
+ALGO_REQUIRED = {
+    NCCL: (("nchunksperloop", 315), ("nchannels", 319), ("ngpus", 323), ("proto", 327),
+           ("coll", 334), ("minBytes", 376), ("maxBytes", 380), ("inplace", 384),
+           ("outofplace", 388)),
+    MSCCL: (("name", 771), ("ngpus", 775), ("nchunksperloop", 782), ("nchannels", 784),
+            ("proto", 787), ("coll", 823), ("inplace", 848)),
+}
+GPU_REQUIRED = {NCCL: (("id", 399), ("i_chunks", 401), ("o_chunks", 402), ("s_chunks", 403)),
+                MSCCL: (("id", 877), ("i_chunks", 879), ("o_chunks", 880), ("s_chunks", 881))}
+TB_REQUIRED = {NCCL: (("id", 413), ("recv", 414), ("send", 415), ("chan", 416)),
+               MSCCL: (("id", 895), ("recv", 896), ("send", 897), ("chan", 898))}
+STEP_REQUIRED = {NCCL: tuple(zip(("s", "srcoff", "srcbuf", "dstoff", "dstbuf", "cnt", "type",
+                                   "depid", "deps", "hasdep"),
+                                  (472, 474, 475, 476, 477, 479, 480, 481, 482, 483))),
+                 MSCCL: tuple(zip(("s", "srcoff", "srcbuf", "dstoff", "dstbuf", "cnt", "type",
+                                   "depid", "deps", "hasdep"),
+                                  (959, 961, 962, 963, 964, 966, 967, 968, 969, 970)))}
+COLLS = {NCCL: ("reduce", "broadcast", "allreduce", "reducescatter", "allgather", "send",
+                "recv", "gather", "scatter", "alltoall", "alltoallv"),  # msccl_parser.cc:335
+         MSCCL: ("allreduce", "allgather", "reduce", "broadcast", "alltoall", "reduce_scatter",
+                 "custom")}  # topo.cc:826
+STEP_TYPES = {NCCL: ("s", "r", "rcs", "rrs", "rrc", "rrcs", "cpy", "re", "nop"),  # :499
+              MSCCL: ("s", "r", "rcs", "rrs", "rrc", "rrcs", "cpy", "re", "ra", "nop")}  # :986
+SENDS = {"s", "rcs", "rrs", "rrcs"}
+RECEIVES = {"r", "rcs", "rrs", "rrc", "rrcs"}
+CHECK_SRC = {"s", "rrs", "rrcs", "cpy", "re", "ra"}  # msccl_parser.cc:499-537 checkSrc
+CHECK_DST = {"r", "rcs", "rrcs", "cpy", "re", "ra"}  # checkDst
+# Per rule: the line of each executor's source that applies it (None: that executor does not).
+LINES: dict[str, dict[str, int | str]] = {
+    "proto": {NCCL: 328, MSCCL: 788}, "coll": {NCCL: 371, MSCCL: 843},
+    "bytes": {MSCCL: 807}, "nthreads": {MSCCL: 859}, "nchannels": {NCCL: "msccl_setup.cc:93",
+                                                                  MSCCL: 866},
+    "chunks": {MSCCL: 886}, "s_chunks": {NCCL: 404, MSCCL: 882},
+    "tb_id": {NCCL: 421, MSCCL: 903}, "tb_negative": {NCCL: 417, MSCCL: 899},
+    "tb_duplicate": {NCCL: 425, MSCCL: 907}, "own_peer": {NCCL: 431, MSCCL: 913},
+    "peer_range": {MSCCL: 929}, "peer_low": {NCCL: 437, MSCCL: 919},
+    "chan": {NCCL: 449, MSCCL: 936}, "tb_gap": {NCCL: 689, MSCCL: 1178},
+    "steps": {NCCL: 485, MSCCL: 972}, "type": {NCCL: 541, MSCCL: 1028},
+    "buffer": {NCCL: 264, MSCCL: 719},
+    "count": {NCCL: 577, MSCCL: 1065}, "send_peer": {NCCL: 585, MSCCL: 1072},
+    "recv_peer": {NCCL: 598, MSCCL: 1087}, "per_channel_send": {NCCL: 589, MSCCL: 1076},
+    "per_channel_recv": {NCCL: 602, MSCCL: 1090}, "bounds": {NCCL: 272, MSCCL: 727},
+    "chain": {NCCL: 616, MSCCL: 1105}, "hasdep": {NCCL: 647, MSCCL: 1136},
+    "depid": {NCCL: "msccl_struct.h:58, msccl_kernel.cu:229", MSCCL: "msccl.h:65"},
+    "offset16": {NCCL: "msccl_struct.h:44", MSCCL: "msccl.h:46"},
+    "subs": {NCCL: "msccl_parser.h:22 (cc:195)", MSCCL: "xml.h:18"},
+    "nodes": {NCCL: "msccl_parser.h:23 (cc:169)", MSCCL: "xml.h:19"},
+    "root": {NCCL: 312, MSCCL: 769},
+}
+
+
+@dataclass(frozen=True)
+class Violation:
+    executor: str
+    message: str
+    span: Span
+    source: str  # "msccl_parser.cc:485": where the executor applies the rule
+    misread: bool = False  # loads, but the kernel does something else
+
+    def render(self) -> str:
+        how = "misreads" if self.misread else "refuses"
+        return (f"{self.span}: error: {self.message} ({self.executor} {how} it: {self.source})\n"
+                f"{self.span.excerpt()}")
+
+
+class ExecutorRulesError(ElaborationError):
+    """A file that one executor refuses or misreads: every violation, each at its place."""
+
+    def __init__(self, executor: str, found: list[Violation]) -> None:
+        super().__init__(f"{executor} would not run this file as written: {len(found)} "
+                         "problem" + "s" * (len(found) != 1), found[0].span)
+        self.violations = found
+
+    def render(self) -> str:
+        return "\n".join(v.render() for v in self.violations) + \
+            f"\n{self.violations[0].executor}: {len(self.violations)} problem" + \
+            "s" * (len(self.violations) != 1)
+
+
+def _where(executor: str, rule: str) -> str:
+    line = LINES[rule][executor]
+    if isinstance(line, str):
+        return line if ":" in line else f"{PARSER[executor].split()[-1]}:{line}"
+    return f"{PARSER[executor].split('/')[-1]}:{line}"
+
+
+def _int(text: str | None) -> int | None:
+    """As strtol(str, NULL, 0) reads a whole number (None when it is not one)."""
+    if text is None:
+        return None
+    try:
+        return int(text.strip(), 0)
+    except ValueError:
+        return None
+
+
+def violations(root: _Element, text: str, source, executor: str,
+               max_steps: int | None = None, tokens: tuple[TokenProblem | None] | None = None
+               ) -> list[Violation]:
+    """Every rule of `executor` that the file breaks, in file order (`tokens`: what
+    `scan(text)` gave, when known)."""
+    found: list[Violation] = []
+    steps_limit = max_steps or MAX_STEPS[executor]
+
+    def add(rule: str, message: str, span: Span, misread: bool = False) -> None:
+        if executor in LINES[rule] or rule == "required":
+            found.append(Violation(executor, message, span, _where(executor, rule), misread))
+
+    def required(element: _Element, table: dict, place: str) -> None:
+        for key, line in table[executor]:
+            if key not in element.attrs:
+                found.append(Violation(executor, f"{place}: <{element.name}> has no '{key}' "
+                                       "attribute", element.span,
+                                       f"{PARSER[executor].split('/')[-1]}:{line}"))
+
+    problem = scan(text) if tokens is None else tokens[0]
+    if problem is not None:
+        line = text.count("\n", 0, problem.offset) + 1
+        col = problem.offset - (text.rfind("\n", 0, problem.offset) + 1) + 1
+        found.append(Violation(executor, problem.message, Span(source, line, col, line, col + 1),
+                               ("msccl_parser.cc" if executor == NCCL else "xml.cc")
+                               + f":{problem.line if executor == NCCL else 'xmlGetNode'}"))
+    if root.name != "algo":
+        add("root", f"the root element is <{root.name}>, not <algo>", root.span)
+        return found
+    a = root.attrs
+    required(root, ALGO_REQUIRED, "algo")
+    if a.get("proto") is not None and a["proto"] not in ("Simple", "LL128", "LL"):
+        add("proto", f"protocol \"{a['proto']}\" is not Simple, LL128 or LL", root.span)
+    if a.get("coll") is not None and a["coll"] not in COLLS[executor]:
+        add("coll", f"coll \"{a['coll']}\" is not one it knows ({', '.join(COLLS[executor])})",
+            root.span)
+    low, high = _int(a.get("minBytes")), _int(a.get("maxBytes"))
+    low = 0 if low is None else low
+    high = (1 << 27) if high is None and "maxBytes" not in a else high
+    if high is not None and (low > high or low < 0 or high < 0):
+        add("bytes", f"minBytes={low} is more than maxBytes={high}" if low > high else
+            "minBytes and maxBytes must not be negative", root.span)
+    threads = _int(a.get("nthreads"))
+    if threads is not None and threads % 32:
+        add("nthreads", f"nthreads={threads} is not a multiple of 32", root.span)
+    channels = _int(a.get("nchannels"))
+    if channels is not None and channels > MAX_CHANNELS:
+        add("nchannels", f"nchannels={channels}: more than the {MAX_CHANNELS} channels NCCL has",
+            root.span)
+    ngpus = _int(a.get("ngpus")) or 0
+    chunks = _int(a.get("nchunksperloop"))
+    coll = a.get("coll", "")
+    gpus = [e for e in root.children if e.name == "gpu"]
+    if len(root.children) > MAX_SUBS:
+        add("subs", f"<algo> has {len(root.children)} child elements; the parser's table "
+            f"holds {MAX_SUBS} and overflows", root.span, misread=True)
+    for gpu in gpus:
+        _gpu(gpu, executor, steps_limit, ngpus, chunks, coll, len(gpus), add, required)
+    return found
+
+
+def _gpu(gpu: _Element, executor: str, steps_limit: int, ngpus: int, chunks: int | None,
+         coll: str, ngpu_nodes: int, add, required) -> None:
+    g = gpu.attrs
+    gid = _int(g.get("id"))
+    place = f"gpu {g.get('id', '?')}"
+    required(gpu, GPU_REQUIRED, place)
+    sizes = {"i": _int(g.get("i_chunks")), "o": _int(g.get("o_chunks")),
+             "s": _int(g.get("s_chunks"))}
+    if sizes["s"] is not None and sizes["s"] < 0:
+        add("s_chunks", f"{place}: s_chunks is negative", gpu.span)
+    if chunks is not None:
+        for buffer, multiple in (("i", coll == "allgather"), ("o", coll == "reduce_scatter")):
+            n = sizes[buffer]
+            if n and n * (ngpus if multiple else 1) != chunks:
+                add("chunks", f"{place}: {buffer}_chunks={n} is not nchunksperloop={chunks}"
+                    + (f" / ngpus={ngpus}" if multiple else ""), gpu.span)
+    tbs = [e for e in gpu.children if e.name == "tb"]
+    nodes = 1 + ngpu_nodes + len(tbs) + sum(len([s for s in t.children if s.name == "step"])
+                                            for t in tbs)
+    if nodes >= MAX_NODES:
+        add("nodes", f"{place}: its parse keeps {nodes} elements (the algo, every gpu, its "
+            f"thread blocks and steps); the parser holds {MAX_NODES - 1}", gpu.span)
+    if len(gpu.children) > MAX_SUBS:
+        add("subs", f"{place}: {len(gpu.children)} child elements; the parser's table holds "
+            f"{MAX_SUBS} and overflows", gpu.span, misread=True)
+    seen: set[int] = set()
+    senders: dict[int, int] = {}
+    receivers: dict[int, int] = {}
+    for tb in tbs:
+        t = tb.attrs
+        required(tb, TB_REQUIRED, place + ", a tb")
+        bid, send, recv, chan = (_int(t.get(k)) for k in ("id", "send", "recv", "chan"))
+        here = f"{place}, tb {t.get('id', '?')}"
+        if bid is not None:
+            if bid < 0:
+                add("tb_negative", f"{here}: a negative thread-block id", tb.span)
+            elif bid >= MAX_THREAD_BLOCKS[executor]:
+                add("tb_id", f"{here}: thread-block id {bid}; at most "
+                    f"{MAX_THREAD_BLOCKS[executor]} thread blocks per gpu", tb.span)
+            elif bid in seen:
+                add("tb_duplicate", f"{here}: a duplicate thread-block id", tb.span)
+            seen.add(bid)
+        if gid is not None and gid in (send, recv):
+            add("own_peer", f"{here}: a peer that is the gpu itself", tb.span)
+        if (send is not None and send < -1) or (recv is not None and recv < -1):
+            add("peer_low", f"{here}: a peer below -1", tb.span)
+        if (send is not None and send >= ngpus) or (recv is not None and recv >= ngpus):
+            add("peer_range", f"{here}: a peer past ngpus={ngpus}", tb.span)
+        if chan is not None and not 0 <= chan < MAX_CHANNELS:
+            add("chan", f"{here}: channel {chan} (channels are 0..{MAX_CHANNELS - 1})", tb.span,
+                misread=chan == MAX_CHANNELS)
+        _steps(tb, here, executor, steps_limit, send, recv, sizes, add, required,
+               senders.get(chan or 0, 0), receivers.get(chan or 0, 0))
+        if send is not None and send >= 0:
+            senders[chan or 0] = senders.get(chan or 0, 0) + 1
+        if recv is not None and recv >= 0:
+            receivers[chan or 0] = receivers.get(chan or 0, 0) + 1
+    present = sorted(seen)
+    gap = next((k for k in range(len(present)) if present[k] != k), None)
+    if gap is not None and present:
+        add("tb_gap", f"{place}: thread block {gap} is missing (ids must be 0, 1, ...)", gpu.span)
+
+
+class _Place:
+    """`gpu 0, tb 3, step 2`, made only when a message needs it."""
+
+    def __init__(self, here: str, attrs: dict[str, str]) -> None:
+        self.here, self.attrs = here, attrs
+
+    def __str__(self) -> str:
+        return f"{self.here}, step {self.attrs.get('s', '?')}"
+
+
+def _steps(tb: _Element, here: str, executor: str, steps_limit: int, send: int | None,
+           recv: int | None, sizes: dict, add, required, senders: int, receivers: int) -> None:
+    pending = 0  # dependencies of nops waiting for the next instruction (cc:458-620)
+    last_reduce: tuple | None = None
+    for step in (e for e in tb.children if e.name == "step"):
+        s = step.attrs
+        required(step, STEP_REQUIRED, here + ", a step")
+        index, cnt, depid, deps = (_int(s.get(k)) for k in ("s", "cnt", "depid", "deps"))
+        kind = s.get("type", "")
+        at = _Place(here, s)
+        if index is not None and not 0 <= index < steps_limit:
+            add("steps", f"{at}: step number {index}; at most {steps_limit} steps per thread "
+                "block" + (" (MSCCL_MAX_NUM_STEPS of the default build, makefiles/common.mk:19)"
+                           if executor == NCCL and steps_limit == MAX_STEPS[NCCL] else ""),
+                step.span)
+        if kind not in STEP_TYPES[executor]:
+            add("type", f"{at}: step type \"{kind}\" is not one it knows", step.span)
+            continue
+        for key in ("srcbuf", "dstbuf"):
+            if s.get(key) is not None and s[key] not in ("i", "o", "s"):
+                add("buffer", f"{at}: {key}=\"{s[key]}\" is not i, o or s", step.span)
+        if depid is not None and depid >= 0:
+            pending += 1
+            if depid > MAX_DEPENDED_TB:
+                add("depid", f"{at}: depends on thread block {depid}, which int8_t "
+                    f"dependentBid stores as {(depid + 128) % 256 - 128}", step.span, misread=True)
+            if deps is not None and deps > MAX_OFFSET:
+                add("offset16", f"{at}: deps={deps} does not fit int16_t", step.span,
+                    misread=True)
+        if kind == "nop":
+            continue
+        if cnt is not None and not 0 <= cnt < MAX_COUNT:
+            add("count", f"{at}: cnt={cnt}; a step moves fewer than {MAX_COUNT} chunks "
+                "(MSCCL_MAX_COUNT)", step.span)
+        if kind in SENDS and send is not None and send < 0:
+            add("send_peer", f"{at}: a '{kind}' in a thread block without a send peer",
+                step.span)
+        if kind in RECEIVES and recv is not None and recv < 0:
+            add("recv_peer", f"{at}: a '{kind}' in a thread block without a receive peer",
+                step.span)
+        if kind in SENDS and senders >= MAX_PER_CHANNEL:
+            add("per_channel_send", f"{at}: the {senders + 1}th thread block sending on its "
+                f"channel; at most {MAX_PER_CHANNEL}", step.span)
+        if kind in RECEIVES and receivers >= MAX_PER_CHANNEL:
+            add("per_channel_recv", f"{at}: the {receivers + 1}th thread block receiving on its "
+                f"channel; at most {MAX_PER_CHANNEL}", step.span)
+        for key, used in (("srcoff", kind in CHECK_SRC), ("dstoff", kind in CHECK_DST)):
+            buf, off = s.get(key[:3] + "buf"), _int(s.get(key))
+            size = sizes.get(buf) if buf else None
+            if used and off is not None and size is not None and not -1 <= off < size:
+                add("bounds", f"{at}: {key}={off} is outside the {buf} buffer "
+                    f"({buf}_chunks={size})", step.span)
+            if off is not None and off > MAX_OFFSET:
+                add("offset16", f"{at}: {key}={off} does not fit int16_t", step.span,
+                    misread=True)
+        reduce_key = (s.get("dstbuf"), s.get("dstoff"), s.get("srcbuf"))
+        continuing = kind == "re" and last_reduce == reduce_key and (depid is None or depid < 0)
+        if not continuing:
+            if pending > 0 and (depid is None or depid < 0):
+                add("chain", f"{at}: nops before it wait for other thread blocks, but it has no "
+                    "depid of its own (the last dependency must be on the instruction itself)",
+                    step.span)
+            pending = 0
+        last_reduce = reduce_key if kind == "re" and s.get("hasdep") != "1" else None
+        if s.get("hasdep") not in (None, "0", "1"):
+            add("hasdep", f"{at}: hasdep=\"{s['hasdep']}\" is not 0 or 1", step.span)
