@@ -15,10 +15,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
-from xml.parsers import expat
 
 from ..errors import ElaborationError, LoadError, ParseError, SourceFile, Span, decode_source
 from ..files import read_input
+from ..xmltree import Element, start_of
+from ..xmltree import parse as parse_xml
 from .rules import EXECUTORS, NCCL, Violation, violations
 from .tokens import scan
 
@@ -126,14 +127,6 @@ def where(gpu: int, tb: int | None = None, step: int | None = None) -> str:
 # ---- reading ----------------------------------------------------------------------------------
 
 
-@dataclass
-class _Element:
-    name: str
-    attrs: dict[str, str]
-    span: Span
-    children: list[_Element] = field(default_factory=list)
-
-
 def read_algo(path: str | Path) -> Algo:
     """The algorithm, read as either executor or msccl-tools' output allows, with a warning
     for each default taken and for each executor that would refuse or misread the file."""
@@ -173,40 +166,11 @@ def check_file(path: str | Path, executor: str, max_steps: int | None = None
             (len(gpus), max(map(len, tbs), default=0), steps))
 
 
-def _parse(source: SourceFile, data: bytes) -> _Element:
-    """The element tree, each element with its position (expat reports where a tag starts)."""
-    parser = expat.ParserCreate()
-    stack: list[_Element] = []
-    roots: list[_Element] = []
-
-    def start(name: str, attrs: dict[str, str]) -> None:
-        line, col = parser.CurrentLineNumber, parser.CurrentColumnNumber + 1
-        element = _Element(name, attrs, Span(source, line, col, line, col + len(name) + 1))
-        (stack[-1].children if stack else roots).append(element)
-        stack.append(element)
-
-    def refuse(what: str) -> None:
-        line, col = parser.CurrentLineNumber, parser.CurrentColumnNumber + 1
-        raise ParseError(f"{what}: schedc reads XML without entities (and so do the "
-                         "executors' tokenizers)", Span(source, line, col, line, col + 1))
-
-    parser.StartElementHandler = start
-    parser.EndElementHandler = lambda name: stack.pop()
-    parser.EntityDeclHandler = lambda name, *rest: refuse(f"an entity declaration ('{name}')")
-    parser.ExternalEntityRefHandler = lambda *rest: refuse("an external entity")  # type: ignore
-    parser.SkippedEntityHandler = lambda name, *rest: refuse(f"a reference to entity '{name}'")
-    parser.StartDoctypeDeclHandler = lambda name, system, public, *rest: \
-        refuse(f"an external DTD ('{system or public}')") if system or public else None
-    parser.SetParamEntityParsing(expat.XML_PARAM_ENTITY_PARSING_NEVER)
-    try:
-        parser.Parse(data, True)
-    except expat.ExpatError as exc:
-        line, col = exc.lineno, exc.offset + 1
-        message = expat.ErrorString(exc.code)
-        raise ParseError(f"malformed XML: {message}", Span(source, line, col, line, col + 1)) \
-            from None
+def _parse(source: SourceFile, data: bytes) -> Element:
+    """The <algo> element, each element with its position (schedc.xmltree: no entities)."""
+    roots = parse_xml(source, data)
     if not roots or roots[0].name != "algo":
-        span = roots[0].span if roots else Span(source, 1, 1, 1, 2)
+        span = roots[0].span if roots else start_of(source)
         raise ParseError(_not_msccl(roots[0].name if roots else None), span)
     return roots[0]
 
@@ -233,7 +197,7 @@ def _not_msccl(root: str | None) -> str:
 class _Attributes:
     """An element's attributes, read as the executor reads them; errors name the element."""
 
-    def __init__(self, element: _Element, place: str) -> None:
+    def __init__(self, element: Element, place: str) -> None:
         self.element, self.place = element, place
 
     def text(self, key: str) -> str:
@@ -264,7 +228,7 @@ class _Attributes:
         return value
 
 
-def _algo(element: _Element, source: SourceFile) -> Algo:
+def _algo(element: Element, source: SourceFile) -> Algo:
     a = _Attributes(element, "algo")
     coll = a.text("coll")
     if coll not in COLLECTIVES:
@@ -325,7 +289,7 @@ def _defaults_warning(missing: list[str], inplace: bool, span: Span) -> ReadWarn
         "file", span)
 
 
-def _gpu(element: _Element, ngpus: int) -> Gpu:
+def _gpu(element: Element, ngpus: int) -> Gpu:
     a = _Attributes(element, "gpu")
     gid = a.integer("id", 0, ngpus - 1)
     a.place = where(gid)
@@ -346,7 +310,7 @@ def _gpu(element: _Element, ngpus: int) -> Gpu:
                element.span)
 
 
-def _tb(element: _Element, gid: int, ngpus: int, chunks: list[int]) -> ThreadBlock:
+def _tb(element: Element, gid: int, ngpus: int, chunks: list[int]) -> ThreadBlock:
     a = _Attributes(element, f"{where(gid)}, a tb")
     tid = a.integer("id", 0, MAX_THREAD_BLOCKS - 1)
     a.place = where(gid, tid)
@@ -370,7 +334,7 @@ def _tb(element: _Element, gid: int, ngpus: int, chunks: list[int]) -> ThreadBlo
     return ThreadBlock(tid, send, recv, chan, tuple(steps), element.span)
 
 
-def _step(element: _Element, gid: int, tid: int, chunks: list[int]) -> Step:
+def _step(element: Element, gid: int, tid: int, chunks: list[int]) -> Step:
     a = _Attributes(element, f"{where(gid, tid)}, a step")
     index = a.integer("s", 0)
     a.place = where(gid, tid, index)

@@ -17,13 +17,10 @@ schedc's own reader (`document`) is a separate, stricter concern (what the sched
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from ..errors import ElaborationError, Span
+from ..xmltree import Element
 from .tokens import TokenProblem, scan
-
-if TYPE_CHECKING:
-    from .document import _Element
 
 NCCL, MSCCL = "msccl-executor-nccl", "msccl"
 EXECUTORS = (NCCL, MSCCL)
@@ -139,7 +136,7 @@ def _int(text: str | None) -> int | None:
         return None
 
 
-def violations(root: _Element, text: str, source, executor: str,
+def violations(root: Element, text: str, source, executor: str,
                max_steps: int | None = None, tokens: tuple[TokenProblem | None] | None = None
                ) -> list[Violation]:
     """Every rule of `executor` that the file breaks, in file order (`tokens`: what
@@ -151,7 +148,7 @@ def violations(root: _Element, text: str, source, executor: str,
         if executor in LINES[rule] or rule == "required":
             found.append(Violation(executor, message, span, _where(executor, rule), misread))
 
-    def required(element: _Element, table: dict, place: str) -> None:
+    def required(element: Element, table: dict, place: str) -> None:
         for key, line in table[executor]:
             if key not in element.attrs:
                 found.append(Violation(executor, f"{place}: <{element.name}> has no '{key}' "
@@ -200,7 +197,7 @@ def violations(root: _Element, text: str, source, executor: str,
     return found
 
 
-def _gpu(gpu: _Element, executor: str, steps_limit: int, ngpus: int, chunks: int | None,
+def _gpu(gpu: Element, executor: str, steps_limit: int, ngpus: int, chunks: int | None,
          coll: str, ngpu_nodes: int, add, required) -> None:
     g = gpu.attrs
     gid = _int(g.get("id"))
@@ -273,7 +270,7 @@ class _Place:
         return f"{self.here}, step {self.attrs.get('s', '?')}"
 
 
-def _steps(tb: _Element, here: str, executor: str, steps_limit: int, send: int | None,
+def _steps(tb: Element, here: str, executor: str, steps_limit: int, send: int | None,
            recv: int | None, sizes: dict, add, required, senders: int, receivers: int) -> None:
     pending = 0  # dependencies of nops waiting for the next instruction (cc:458-620)
     last_reduce: tuple | None = None
