@@ -71,6 +71,25 @@ def test_nvidia_smi(tmp_path):
     assert sum(between.values()) == 1 and all(isinstance(s, Fraction) for s in between.values())
 
 
+def test_a_real_nvidia_smi_output(tmp_path):
+    """A DGX-1's `nvidia-smi topo -m` (kept by microsoft/msccl-tools, see the fixtures'
+    README): the hybrid cube mesh, each V100 with one NVLink to two peers (NV1) and two to two
+    others (NV2). NCCL's per-link NVLink bandwidth for SM70 is 20 GB/s (SM70_NVLINK_BW,
+    NVIDIA/nccl 5067397c src/graph/topo.h:20), so 8 NV1 pairs of 20 GB/s and 8 NV2 pairs of 40 GB/s, direct GPU-to-GPU
+    links (no NVSwitch); PIX: each mlx5 NIC shares a PCIe switch with two GPUs."""
+    text = schedc.import_machine(TOPO / "dgx1-nvidia-smi-msccl-tools.txt", nvidia_smi=True,
+                                 sm=70, nic_speed="100Gbit/s", hosts=2)
+    assert "param B_nvlink_20 = 20 GB/s" in text and "param B_nvlink_40 = 40 GB/s" in text
+    assert "switch nvswitch" not in text
+    (tmp_path / "m.sched").write_text(text)
+    summary = schedc.machine_summary(schedc.load(tmp_path / "m.sched"))
+    nvlinks = [link for link in summary.links if link.cls == "nvlink"]
+    by_rate = {}
+    for link in nvlinks:
+        by_rate[link.bandwidth] = by_rate.get(link.bandwidth, 0) + 1
+    assert sorted(by_rate.values()) == [16, 16]  # 8 pairs each, per host, on 2 hosts
+
+
 def test_nvidia_smi_errors(tmp_path):
     with pytest.raises(SchedcError, match="--sm"):
         schedc.import_machine(TOPO / "dgx-a100-like-nvidia-smi.txt", nvidia_smi=True,
