@@ -15,6 +15,7 @@ from conftest import SCHEDULES, write
 from test_routing import shares
 from test_topology import MACHINE
 
+import schedc
 from schedc.elaborate.loader import load_program
 from schedc.model.routing import class_tiers
 
@@ -123,8 +124,9 @@ def test_the_same_preference_twice_is_accepted(tmp_path):
 
 
 def test_prefer_stays_an_ordinary_name(tmp_path):
-    program = load_program(write(tmp_path, "n.sched", "let prefer = 2\nreport r = prefer + 1\n"))
-    assert program is not None
+    path = write(tmp_path, "n.sched", "let prefer = 2\nreport r = prefer + 1\n")
+    (report,) = schedc.evaluate(schedc.load(path))
+    assert report.name == "r" and report.value == 3
 
 
 def test_the_quoted_rule_is_nccls():

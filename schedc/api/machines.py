@@ -101,4 +101,9 @@ def machine_summary(session: Session) -> MachineSummary:
         [(('nvlink', 'nvlink'), Fraction(1, 1))]
     """
     from ..analysis.machine import summarize
-    return summarize(session.program)
+    from ..errors import UsageError
+    program = session.program
+    if not program.topology.devices:
+        raise UsageError(f"{program.path} declares no machine (no topology block, none "
+                         "imported): nothing to show")
+    return summarize(program)

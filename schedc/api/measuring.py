@@ -126,6 +126,11 @@ def read_manifest(path: str | Path) -> list[tuple[str, str]]:
         if len(words) != 2:
             raise UsageError(f"expected 'LOG MACHINE' (two paths), got {len(words)} words",
                              Span(source, number, 1, number, len(raw) + 1))
+        for word in words:  # a missing file is said at its line, before any work
+            if not (folder / word).is_file():
+                start = raw.index(word) + 1
+                raise UsageError(f"no such file: {folder / word}",
+                                 Span(source, number, start, number, start + len(word)))
         pairs.append((str(folder / words[0]), str(folder / words[1])))
     if not pairs:
         raise UsageError(f"{path}: no 'LOG MACHINE' lines")

@@ -95,21 +95,27 @@ def nccl_model(session: Session, *, collective: str | None = None, nodes: int | 
 
 
 def parse_size(text: str) -> int:
-    """`V=64MiB`, `64MiB` or `67108864` → whole bytes."""
+    """`V=64MiB`, `64MiB` or `67108864` → whole bytes, 1 .. 2^63 − 1 (NCCL's size_t range
+    that the choice covers)."""
     from ..errors import UsageError
-    from ..units import unit
-    value = text.partition("=")[2] if "=" in text else text
-    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([A-Za-z]*)\s*", value)
+    from ..units import BYTES, unit
+    name_given, _, value = text.rpartition("=")
+    if name_given.strip() not in ("", "V"):
+        raise UsageError(f"--explain takes the collective's size V (V=64MiB), not "
+                         f"{name_given.strip()!r}")
+    match = re.fullmatch(r"\s*(\d{1,30}(?:\.\d{1,30})?)\s*([A-Za-z]*)\s*", value)
     if not match:
         raise UsageError(f"--explain expects a size like V=64MiB, got {text!r}")
     number, name = Fraction(match[1]), match[2] or "B"
     try:
-        factor, _ = unit(name)
-    except Exception:
-        raise UsageError(f"--explain {text}: '{name}' is not a unit of bytes") from None
+        factor, dim = unit(name)
+    except KeyError:
+        dim = None
+    if dim != BYTES:
+        raise UsageError(f"--explain {text}: '{name}' is not a unit of bytes")
     size = number * factor
-    if size.denominator != 1 or size < 1:
-        raise UsageError(f"--explain {text}: NCCL's sizes are whole bytes, at least 1")
+    if size.denominator != 1 or not 1 <= size <= 2**63 - 1:
+        raise UsageError(f"--explain {text}: NCCL's sizes are whole bytes, 1 to 2^63 - 1")
     return int(size)
 
 

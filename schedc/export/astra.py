@@ -57,6 +57,7 @@ class AstraExport:
     schedc_s: Fraction  # schedc's time of the schedule at the nominal point
     rounds_s: float  # Σ over rounds of the slowest message on the network written
     _nodes: _Nodes
+    verified: bool = True  # False: written with --no-verify
 
     @property
     def node_count(self) -> int:
@@ -175,6 +176,9 @@ def astra_text(astra: AstraExport, folder: str) -> str:
              "per dimension: " + "; ".join(f"{float(d.bandwidth) / 1e9:g} GB/s, "
                                           f"{float(d.latency) * 1e6:g} us"
                                           for d in net.dimensions)]
+    if not astra.verified:
+        lines.append("note: not verified (--no-verify): the traces may not compute the "
+                     "collective")
     if net.mismatched:
         lines.append(f"note: {net.mismatched} of the schedule's {net.pairs} rank pairs are "
                      "charged the slowest pair of their ASTRA-sim dimension (ASTRA-sim gives "
@@ -195,7 +199,8 @@ def astra_text(astra: AstraExport, folder: str) -> str:
 def astra_json(astra: AstraExport, folder: str, names: list[str]) -> str:
     net = astra.network
     return dump_json({
-        "schema": ASTRA, "folder": folder, "files": names, "ranks": astra.ranks,
+        "schema": ASTRA, "folder": folder, "files": names, "verified": astra.verified,
+        "ranks": astra.ranks,
         "nodes": astra.node_count, "collective": astra.kind,
         "collective_bytes": astra.collective_bytes,
         "network": {"dimensions": [{"npus": d.npus, "topology": "FullyConnected",

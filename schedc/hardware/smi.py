@@ -44,6 +44,10 @@ def read_nvidia_smi(path: str | Path, assume: Assumptions) -> HostModel:
                          Span(source, 1, 1, 1, 2))
     columns = _cells(lines[head])
     names = [c for c in columns if re.fullmatch(r"GPU\d+|NIC\d+|mlx\d+_\d+|[a-z]+\d*_\d+", c)]
+    if not any(n.startswith("GPU") for n in names):
+        raise ParseError("no GPU columns in the header row: `nvidia-smi topo -m` separates its "
+                         "columns by tabs (or runs of two or more spaces)",
+                         Span(source, head + 1, 1, head + 1, len(lines[head]) + 1))
     rows: dict[str, tuple[int, list[str]]] = {}
     for number in range(head + 1, len(lines)):
         cells = _cells(lines[number])

@@ -17,6 +17,7 @@ Items are named as the machine names them:
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field, fields, replace
 from fractions import Fraction
 
@@ -141,17 +142,25 @@ def links_of_class(topology: Topology, cls: str) -> list[Item]:
     return sorted(items, key=lambda item: min(item.hops))
 
 
+FACTOR = re.compile(r"\d+(\.\d+)?(/\d+)?%?")  # 0.5, 1/2, 50%: no exponent, no sign
+
+
 def parse_factor(text: str, span: Span) -> Fraction:
-    """`0.5`, `1/2` or `50%`: a positive exact factor."""
+    """`0.5`, `1/2` or `50%`: an exact factor in (0, 1]."""
     body = text.strip()
+    if not FACTOR.fullmatch(body) or len(body) > 40:
+        raise UsageError(f"--derate expects ITEM=FACTOR with a number as the factor (0.5, 1/2 "
+                         f"or 50%), got {body[:40]!r}", span)
     try:
         value = Fraction(body[:-1]) / 100 if body.endswith("%") else Fraction(body)
-    except (ValueError, ZeroDivisionError):
-        raise UsageError(f"--derate expects ITEM=FACTOR with a number as the factor (0.5, 1/2 "
-                         f"or 50%), got {body!r}", span) from None
+    except ZeroDivisionError:
+        raise UsageError(f"--derate: {body!r} divides by zero", span) from None
     if value <= 0:
         raise UsageError("a derating factor must be positive (a failed item is --fail ITEM)",
                          span)
+    if value > 1:
+        raise UsageError(f"a derating factor is at most 1 (100%): {body} would raise the "
+                         "bandwidth", span)
     return value
 
 

@@ -88,6 +88,7 @@ LINES: dict[str, dict[str, int | str]] = {
     "subs": {NCCL: "msccl_parser.h:22 (cc:195)", MSCCL: "xml.h:18"},
     "nodes": {NCCL: "msccl_parser.h:23 (cc:169)", MSCCL: "xml.h:19"},
     "root": {NCCL: 312, MSCCL: 769},
+    "ngpus": {NCCL: 323, MSCCL: 775},  # where ngpus is read: a rank with no <gpu> runs nothing
 }
 
 
@@ -192,6 +193,13 @@ def violations(root: Element, text: str, source, executor: str,
     if len(root.children) > MAX_SUBS:
         add("subs", f"<algo> has {len(root.children)} child elements; the parser's table "
             f"holds {MAX_SUBS} and overflows", root.span, misread=True)
+    ids = {_int(g.attrs.get("id")) for g in gpus}
+    missing = [k for k in range(ngpus) if k not in ids]
+    if missing:
+        add("ngpus", f"ngpus={ngpus} but there is no <gpu id=\"{missing[0]}\">"
+            + (f" (nor for {len(missing) - 1} more rank{'s' if len(missing) > 2 else ''})"
+               if len(missing) > 1 else ""),
+            root.span, misread=True)
     for gpu in gpus:
         _gpu(gpu, executor, steps_limit, ngpus, chunks, coll, len(gpus), add, required)
     return found

@@ -3,6 +3,8 @@ NCCL would never produce, with NCCL's own limit."""
 
 from __future__ import annotations
 
+import math
+
 from ..errors import UsageError, did_you_mean
 from . import constants as K
 from .comm import GRAPHS, Comm
@@ -59,6 +61,8 @@ def _parse(name: str, raw: str) -> object:
     except ValueError:
         kind = "a number (GB/s or µs)" if field in FLOATS else "a whole number"
         raise UsageError(f"--input {name}={raw}: expects {kind}") from None
+    if not math.isfinite(value):
+        raise UsageError(f"--input {name}={raw}: expects a finite number")
     if value < 0:
         raise UsageError(f"--input {name}={raw}: cannot be negative")
     return value

@@ -26,8 +26,10 @@ def for_all_text(r: ForAll) -> str:
     if r.reason_span is not None:
         span = r.reason_span
         lines.append(f"    at {span}: {span.source.line(span.line).strip()}")
-    lines.append(f"  verified at {r.param} = "
-                 f"{', '.join(str(i.n) for i in r.instances)} only:")
+    checked = [i for i in r.instances if i.verdict is not None]
+    lines.append(f"  verified at {r.param} = {', '.join(str(i.n) for i in checked)} only:"
+                 if checked else f"  tried at {r.param} = "
+                 f"{', '.join(str(i.n) for i in r.instances)}: none could be verified")
     lines += [f"    {r.param} = {i.n}: {_instance_text(i)}" for i in r.instances]
     return "\n".join(lines)
 
