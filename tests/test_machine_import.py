@@ -181,6 +181,11 @@ BAD = {
                   'sm="80" rank="0" gdr="1">\n        <nvlink target="0000:02:00.0" count="0" '
                   'tclass="0x068000"/>\n      </gpu>\n    </pci>\n  </cpu>\n</system>\n', 5,
                   'count="0" of <nvlink> must be at least 1'),
+    "nvlinks.xml": ('<system version="1">\n  <cpu numaid="0">\n    <pci busid="0000:01:00.0" '
+                    'class="0x030200" link_speed="16 GT/s" link_width="16">\n      <gpu dev="0" '
+                    'sm="90" rank="0" gdr="1">\n        <nvlink target="0000:02:00.0" '
+                    'count="999999999" tclass="0x068000"/>\n      </gpu>\n    </pci>\n  </cpu>\n'
+                    '</system>\n', 5, "no GPU has more than 18 NVLinks"),
     "too_many.xml": ('<system version="1">\n  <cpu numaid="0">\n' + "".join(
         f'    <pci busid="0000:{b:02x}:00.0" class="0x030200" link_speed="16 GT/s" '
         'link_width="16"/>\n' for b in range(255)) + '  </cpu>\n</system>\n', 257,

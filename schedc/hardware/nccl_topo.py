@@ -50,6 +50,7 @@ def read_nccl_topology(path: str | Path, assume: Assumptions = Assumptions()) ->
 
 
 MAX_ELEMENTS = 256  # NCCL_TOPO_XML_MAX_NODES (topo.h:211), the size of NCCL's XML (topo.cc:1773)
+MAX_NVLINKS_PER_GPU = 18  # H100 and B200 have 18 NVLinks, the most of any GPU NCCL knows
 
 
 def _within_nccls_limit(root: Element) -> None:
@@ -236,6 +237,9 @@ class _Reader:
         to_gpu: dict[int, list[tuple[int, Element]]] = {}
         for link in (c for c in element.children if c.name == "nvlink"):
             count = self._integer(link, "count", low=1)
+            if count > MAX_NVLINKS_PER_GPU:
+                raise ParseError(f"count=\"{count}\" of <nvlink>: no GPU has more than "
+                                 f"{MAX_NVLINKS_PER_GPU} NVLinks", link.span)
             tclass = link.attrs.get("tclass")
             target = self._text(link, "target")
             kind = rules.pci_class(tclass) if tclass is not None else "nvswitch"
