@@ -14,8 +14,6 @@ each message prefixed with its length as a varint, the global metadata first.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-
 import numpy as np
 
 from .records import Records
@@ -87,14 +85,10 @@ def send_recv_nodes(ids: np.ndarray, receive: np.ndarray, deps_first: np.ndarray
     return body.encode()
 
 
-def packed(values: Iterable[int]) -> bytes:
-    """The payload of a packed repeated uint64 field (data_deps)."""
-    return b"".join(varint(v) for v in values)
-
-
 def node(node_id: int, name: str, node_type: int, deps: bytes, attrs: bytes) -> bytes:
     """One Node message, framed: fields in number order, defaults (id 0, no deps) omitted, as
-    proto3 serialises them. `deps` is a `packed` payload, `attrs` joined `*_attr` entries."""
+    proto3 serialises them. `deps`: the data dependencies' ids as varints, one after another
+    (a packed field's payload); `attrs`: `*_attr` entries joined."""
     body = (b"" if node_id == 0 else b"\x08" + varint(node_id)) + _field(2, name.encode()) \
         + b"\x18" + varint(node_type) + (_field(5, deps) if deps else b"") + attrs
     return varint(len(body)) + body
