@@ -1,7 +1,8 @@
 """`schedc export astra` of the 1,024-rank ring (issue 24: ≤ 10 s whole process and ≤ 1 GB):
 whole processes, min and median of --repeat runs, against `schedc verify` of the same file in
 the same window (the compile and verification that export does first); then in-process, the
-phases of one export (load, verify, the node plan, encoding and writing the 2,051 files).
+phases of one export (load, verify, the node plan, encoding and writing the 2,051 files), and
+what Chakra's protobuf bindings take per node, for comparison.
 
     python benchmarks/astra_export.py [--repeat N] [--results benchmarks/RESULTS.md]
 """
@@ -55,11 +56,31 @@ def phases() -> None:
           "M nodes/s)")
 
 
+def protobuf_cost(count: int = 100_000) -> None:
+    """What Chakra's own bindings take per node (why schedc encodes the nodes itself)."""
+    try:
+        from chakra.schema.protobuf.et_def_pb2 import COMM_SEND_NODE, AttributeProto, Node
+    except ImportError:
+        print("protobuf: mlc-chakra is not installed here; not measured")
+        return
+    start = time.perf_counter()
+    for i in range(2, count + 2):
+        Node(id=i, name=f"r{i} reduce to 5 (line 10)", type=COMM_SEND_NODE,
+             data_deps=[i - 1, i - 2],
+             attr=[AttributeProto(name="comm_size", int64_val=98304),
+                   AttributeProto(name="comm_dst", int32_val=5),
+                   AttributeProto(name="comm_tag", int32_val=i)]).SerializeToString()
+    each = (time.perf_counter() - start) / count
+    print(f"protobuf (Chakra's et_def_pb2): {each * 1e6:.2f} us a node, "
+          f"{each * 4_190_208:.1f} s for the 1,024-rank ring's 4,190,208 nodes")
+
+
 def main() -> None:
     options = arguments(__doc__, "runs").parse_args()
     with recorded(options.results, "astra_export.py"):
         whole(options.repeat)
         phases()
+        protobuf_cost()
 
 
 if __name__ == "__main__":

@@ -5,7 +5,7 @@ from the solved crossovers), `report` (one HTML page)."""
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, NamedTuple
 
 from ..deadline import DEFAULT_TIMEOUT
@@ -97,9 +97,8 @@ def export_astra(session: Session, schedule: str, *, prefix: str | None = None,
     program = session.program
     program.require_machine(name)
     timing = session.timing(name)
-    astra = astra_files(session.schedule(name), program.topology, program.alpha,
-                        program.nominal, timing.time, prefix)
-    return astra if verify else replace(astra, verified=False)
+    return astra_files(session.schedule(name), program.topology, program.alpha,
+                       program.nominal, timing.time, prefix, verified=verify)
 
 
 class TunedTable(NamedTuple):

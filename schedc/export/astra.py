@@ -34,7 +34,7 @@ from ..model.topology import Topology
 from ..render.schema import ASTRA
 from ..render.text import dump_json, json_number
 from . import chakra
-from .astra_network import Network, network_of
+from .astra_network import Network, first_dimension, network_of
 from .records import Records
 
 CUSTOM_KEYS = {"allreduce": "all-reduce-implementation-custom",
@@ -43,6 +43,8 @@ CUSTOM_KEYS = {"allreduce": "all-reduce-implementation-custom",
                "alltoall": "all-to-all-implementation-custom"}
 TRACE_VERSION = "0.0.4"  # GlobalMetadata.version, as ASTRA-sim's own generators write it
 MAX_NODES = 2**27  # nodes of all traces together: more is refused before any is written
+BLOCK_BYTES = 2**24  # the byte matrix of one block of nodes: fast, and memory stays bounded
+OPS = ("reduce", "copy", "send")  # a node's op, by index
 
 
 @dataclass(frozen=True)
@@ -79,7 +81,7 @@ class AstraExport:
             + chakra.int_attr("comm_type", chakra.COLLECTIVE_TYPES[self.kind]) \
             + chakra.int_attr("comm_size", self.collective_bytes)
         return chakra.metadata(TRACE_VERSION) \
-            + chakra.node(0, f"{self.prefix}_{self.kind}", chakra.COMM_COLL_NODE, b"", attrs)
+            + chakra.node(0, f"{self.prefix}_{self.kind}", chakra.COMM_COLL_NODE, attrs)
 
     def _system(self) -> bytes:
         config = {"scheduling-policy": "FIFO", "preferred-dataset-splits": 1,
@@ -165,7 +167,7 @@ class _Nodes:
                                       rounds, name)
 
 
-BLOCK_BYTES = 2**24  # the byte matrix of one block of nodes: fast, and memory stays bounded
+
 def astra_text(astra: AstraExport, folder: str) -> str:
     """What `export astra` prints: the files, the network, and the times to expect."""
     net = astra.network
@@ -212,11 +214,9 @@ def astra_json(astra: AstraExport, folder: str, names: list[str]) -> str:
         "command": astra.command()})
 
 
-OPS = ("reduce", "copy", "send")
-
-
 def export_astra(schedule: Schedule, topology: Topology, alpha, nominal: dict,
-                 schedc_s: Fraction, prefix: str | None = None) -> AstraExport:
+                 schedc_s: Fraction, prefix: str | None = None,
+                 verified: bool = True) -> AstraExport:
     """The ASTRA-sim files of `schedule` at the nominal point `nominal`."""
     kind = schedule.collective.kind
     if kind not in CUSTOM_KEYS:
@@ -236,7 +236,7 @@ def export_astra(schedule: Schedule, topology: Topology, alpha, nominal: dict,
     network = network_of(topology, [ranks[i] for i in (pairs // len(ranks)).tolist()],
                          [ranks[i] for i in (pairs % len(ranks)).tolist()], ranks, alpha, nominal)
     return AstraExport(prefix or schedule.name, kind, len(ranks), int(total), network,
-                       schedc_s, _round_by_round(nodes, network), nodes)
+                       schedc_s, _round_by_round(nodes, network), nodes, verified)
 
 
 def _round_by_round(nodes: _Nodes, network: Network) -> float:
@@ -244,13 +244,9 @@ def _round_by_round(nodes: _Nodes, network: Network) -> float:
     bytes / bandwidth of the first dimension the two NPUs differ in): ASTRA-sim's time if
     every rank waited for the whole round; it waits for its own transfers only."""
     send = nodes.send
-    a, b, rounds = nodes.rank[send], nodes.peer[send], nodes.round[send]
-    dim = np.full(len(a), -1)
-    stride = 1
-    for d, dimension in enumerate(network.dimensions):
-        differs = (dim < 0) & ((a // stride) % dimension.npus != (b // stride) % dimension.npus)
-        dim[differs] = d
-        stride *= dimension.npus
+    rounds = nodes.round[send]
+    dim = first_dimension(nodes.rank[send], nodes.peer[send],
+                          [d.npus for d in network.dimensions])
     latency = np.array([float(d.latency) for d in network.dimensions])
     bandwidth = np.array([float(d.bandwidth) for d in network.dimensions])
     cost = latency[dim] + nodes.size[send] / bandwidth[dim]

@@ -17,8 +17,11 @@ written, each pair charged the slowest of its dimension, and `mismatched` says h
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
+
+import numpy as np
 
 from ..errors import UsageError
 from ..model.topology import Topology
@@ -85,8 +88,10 @@ def _shapes(topology: Topology, ranks: tuple[int, ...]) -> list[tuple[int, ...]]
 
 def _fit(shape: tuple[int, ...], costs, topology: Topology, ranks: tuple[int, ...]) -> Network:
     by_dim: list[list[tuple[int, int, Fraction, Fraction]]] = [[] for _ in shape]
-    for a, b, bandwidth, latency in costs:
-        by_dim[_first_difference(a, b, shape)].append((a, b, bandwidth, latency))
+    ends = np.array([(a, b) for a, b, _, _ in costs], dtype=np.int64).reshape(-1, 2)
+    for cost, dim in zip(costs, first_dimension(ends[:, 0], ends[:, 1], shape).tolist()):
+        assert dim >= 0, "a transfer between a rank and itself"
+        by_dim[dim].append(cost)
     dims, mismatched, example = [], 0, ""
     for npus, pairs in zip(shape, by_dim):
         bandwidth = min((p[2] for p in pairs), default=Fraction(1))
@@ -103,12 +108,15 @@ def _fit(shape: tuple[int, ...], costs, topology: Topology, ranks: tuple[int, ..
     return Network(tuple(dims), len(costs), mismatched, example)
 
 
-def _first_difference(a: int, b: int, shape: tuple[int, ...]) -> int:
-    for dim, npus in enumerate(shape):
-        if a % npus != b % npus:
-            return dim
-        a, b = a // npus, b // npus
-    raise AssertionError("a transfer between a rank and itself")
+def first_dimension(a: np.ndarray, b: np.ndarray, shape: Sequence[int]) -> np.ndarray:
+    """The first dimension in which NPUs a[i] and b[i] differ, the dimension whose bandwidth
+    and latency ASTRA-sim charges (NPUs numbered dimension 0 fastest); -1 for the same NPU."""
+    dim = np.full(len(a), -1)
+    stride = 1
+    for d, npus in enumerate(shape):
+        dim[(dim < 0) & ((a // stride) % npus != (b // stride) % npus)] = d
+        stride *= npus
+    return dim
 
 
 class _PairCosts:

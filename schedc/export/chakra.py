@@ -1,8 +1,8 @@
 """Chakra execution traces (mlcommons/chakra `schema/protobuf/et_def.proto`), written as the
 protobuf wire format that Chakra's own bindings produce, byte for byte.
 
-Why not `et_def_pb2.Node(...).SerializeToString()`: it costs 7 µs a node (upb, measured by
-benchmarks/astra_export.py), and the 1,024-rank ring has 4.2 million nodes — 29 s against
+Why not `et_def_pb2.Node(...).SerializeToString()`: it costs 6.7 µs a node (upb, measured by
+benchmarks/astra_export.py), and the 1,024-rank ring has 4.2 million nodes — 28 s against
 the 10 s target. The messages written here are few and fixed (a node with an id, a name, a
 type, packed data dependencies and int attributes; the global metadata's version), so their
 encoding is short; tests/test_export_astra.py checks it against `SerializeToString` of the
@@ -85,12 +85,12 @@ def send_recv_nodes(ids: np.ndarray, receive: np.ndarray, deps_first: np.ndarray
     return body.encode()
 
 
-def node(node_id: int, name: str, node_type: int, deps: bytes, attrs: bytes) -> bytes:
-    """One Node message, framed: fields in number order, defaults (id 0, no deps) omitted, as
-    proto3 serialises them. `deps`: the data dependencies' ids as varints, one after another
-    (a packed field's payload); `attrs`: `*_attr` entries joined."""
+def node(node_id: int, name: str, node_type: int, attrs: bytes) -> bytes:
+    """One Node message with no dependencies (the workload's collective), framed: fields in
+    number order, id 0 omitted, as proto3 serialises them; `attrs`: `*_attr` entries joined.
+    (Sends and receives, with their dependencies, are `send_recv_nodes`.)"""
     body = (b"" if node_id == 0 else b"\x08" + varint(node_id)) + _field(2, name.encode()) \
-        + b"\x18" + varint(node_type) + (_field(5, deps) if deps else b"") + attrs
+        + b"\x18" + varint(node_type) + attrs
     return varint(len(body)) + body
 
 
