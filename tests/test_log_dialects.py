@@ -144,3 +144,24 @@ def test_an_unnamed_all_reduce_table_says_its_busbw_fits(tmp_path):
     assert said == ["ar.txt: collective: the log names none; its rows' redop/root and "
                     "busbw/algbw fit all_reduce, 8 ranks from its '#  Rank' lines, 8 ranks from "
                     "its busbw/algbw, 1 host from its '#  Rank' lines"]
+
+
+def test_predict_times_an_msccl_algorithm_on_a_named_machine(run, tmp_path):
+    # `predict FILE.xml` needs the machine, as `time FILE.xml --machine M.sched` does; the
+    # hint it gives without one names an option predict has.
+    xml = SCHEDULES.parent / "tests" / "fixtures" / "msccl-tools" / "allgather_ring_8_4_1.xml"
+    machine = write(tmp_path, "m.sched", "param alpha = 1 us\nparam B = 50 GB/s\ntopology {\n"
+                    "  gpu g[8]\n  switch sw\n  link g[i] <-> sw bw B class port for i in 0..7\n"
+                    "}\nlet ranks = [g[i] for i in 0..7]\n")
+    row = NEW_ROW.replace("    60.00   17.48    8.74", "    60.00   17.48   15.30")
+    ranks = "".join(f"#  Rank {r:2d} Group  0 Pid  1{r} on host0 device {r:2d} [0000:04:00] "
+                    "NVIDIA H100\n" for r in range(8))
+    log = write(tmp_path, "ag.txt", "# Collective test starting: all_gather_perf\n" + ranks
+                + NEW_HEADER.split("#\n", 1)[1] + row)
+    code, out, err = run("predict", xml, "--against", log)
+    assert code == 2 and "name one with --machine M.sched" in err
+    code, out, err = run("predict", xml, "--machine", machine, "--against", log)
+    assert code == 0, err
+    assert "against 1 measured rows" in out
+    code, out, err = run("calibrate", log, "--machine", xml)
+    assert code == 2 and "`schedc predict FILE.xml --machine M.sched --against LOG`" in err
