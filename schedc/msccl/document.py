@@ -20,6 +20,7 @@ from ..errors import ElaborationError, LoadError, ParseError, SourceFile, Span, 
 from ..files import read_input
 from ..xmltree import Element, start_of
 from ..xmltree import parse as parse_xml
+from .custom import CUSTOM, custom_collective
 from .rules import EXECUTORS, NCCL, Violation, violations
 from .tokens import scan
 
@@ -113,8 +114,8 @@ class Algo:
 
     @property
     def collective(self) -> str:
-        """schedc's name of the collective."""
-        return COLLECTIVES[self.coll]
+        """schedc's name of the collective (a `custom` one: by its name, see `custom`)."""
+        return CUSTOM[self.name] if self.coll == "custom" else COLLECTIVES[self.coll]
 
 
 def where(gpu: int, tb: int | None = None, step: int | None = None) -> str:
@@ -231,9 +232,12 @@ class _Attributes:
 def _algo(element: Element, source: SourceFile) -> Algo:
     a = _Attributes(element, "algo")
     coll = a.text("coll")
-    if coll not in COLLECTIVES:
+    if coll == "custom":
+        custom_collective(element.attrs.get("name", ""), element.span)
+    elif coll not in COLLECTIVES:
         raise ElaborationError(f"algo: coll \"{coll}\" is not supported by schedc (one of "
-                               f"{', '.join(COLLECTIVES)})", element.span)
+                               f"{', '.join(COLLECTIVES)}, or msccl-tools' custom "
+                               f"{', '.join(CUSTOM)})", element.span)
     ngpus = a.integer("ngpus", 1)
     inplace = bool(a.integer("inplace", 0, 1))
     absent = [key for key in DEFAULTS if key not in element.attrs]
