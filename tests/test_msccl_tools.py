@@ -147,3 +147,94 @@ def test_a_pipeline_example_never_reduces_its_second_half(run):
                           "  gpu[0] ends with the wrong i[0] of the buffer\n"
                           "    holds        1 contribution: gpu[0]\n")
     assert "never written: it still holds what it held at the start" in out
+
+
+# ---- microsoft/msccl's `ra` step --------------------------------------------------------------
+
+PAIR = (ROOT / "schedules" / "examples" / "pair_allreduce.xml").read_text()
+STEP = ('      <step s="{s}" type="{type}" srcbuf="{src}" srcoff="{srcoff}" dstbuf="{dst}" '
+        'dstoff="{dstoff}" cnt="1" depid="{depid}" deps="{deps}" hasdep="{hasdep}"/>\n')
+# gpu 1's last step: it receives the reduced i[0] that gpu 0 sends back.
+LAST = ('      <step s="2" type="r" srcbuf="i" srcoff="0" dstbuf="i" dstoff="0" cnt="1" '
+        'depid="-1" deps="-1" hasdep="0"/>\n')
+
+
+def step(s, type, src="i", srcoff=0, dst="i", dstoff=0, depid=-1, deps=-1, hasdep=0):
+    return STEP.format(s=s, type=type, src=src, srcoff=srcoff, dst=dst, dstoff=dstoff,
+                       depid=depid, deps=deps, hasdep=hasdep)
+
+
+def pair(tmp_path, last_steps: str, scratch: int = 0):
+    """The hand-made pair all-reduce with gpu 1's last step replaced."""
+    assert PAIR.count(LAST) == 1
+    text = PAIR.replace(LAST, last_steps)
+    text = text.replace('<gpu id="1" i_chunks="2" o_chunks="0" s_chunks="0">',
+                        f'<gpu id="1" i_chunks="2" o_chunks="0" s_chunks="{scratch}">')
+    return write(tmp_path, "pair.xml", text)
+
+
+def test_ra_ends_its_thread_block_as_microsoft_msccls_kernel_does(run, tmp_path):
+    # microsoft/msccl at b23e9cd5dd63: the parser takes "ra" as MSCCL_RES_ADD (topo.cc:1021-1024)
+    # and its kernel tries SEND, RECV, REDUCE, RECV_COPY_SEND, RECV_REDUCE_SEND,
+    # RECV_REDUCE_COPY_SEND, RECV_REDUCE_COPY, LOCAL_COPY and then `else return;`
+    # (msccl_interpreter.h:151-196): the thread block stops at the ra. gpu 1 receives the
+    # reduced half into scratch and copies it home; an `ra` before the copy stops it.
+    home = step(2, "r", dst="s", dstoff=0) + step(3, "cpy", src="s", srcoff=0)
+    code, out, err = run("verify", pair(tmp_path, home, scratch=1))
+    assert code == 0 and "pair: allreduce over 2 ranks: verified" in out, err
+    stopped = step(2, "r", dst="s", dstoff=0) + step(3, "ra", src="s", dstoff=1) + \
+        step(4, "cpy", src="s", srcoff=0)
+    code, out, err = run("verify", pair(tmp_path, stopped, scratch=1))
+    assert code == 1
+    assert "pair: allreduce over 2 ranks: FAILS\n  gpu[1] ends with the wrong i[0]" in out
+    # The copy home never ran: i[0] still holds gpu 1's own half only.
+    assert "holds        1 contribution: gpu[1]" in out
+    assert "never written: it still holds what it held at the start" in out
+    assert ("pair.xml:15:7: warning: gpu 1, tb 0, step 3: 'ra' ends its thread block: "
+            "microsoft/msccl's kernel has no branch for MSCCL_RES_ADD and the thread block "
+            "returns there (src/collectives/device/msccl_interpreter.h:195-196 at b23e9cd5dd63); "
+            "read so: this step and the 1 after it do not run") in err
+    # msccl-executor-nccl knows no "ra" (msccl_parser.cc:541 "type of transfer is not
+    # supported"): a warning says so.
+    assert 'msccl-executor-nccl would refuse this file: gpu 1, tb 0, step 3: step type "ra" ' \
+           "is not one it knows (msccl_parser.cc:541" in err
+
+
+def test_ra_as_the_last_step_changes_nothing(run, tmp_path):
+    code, out, err = run("verify", pair(tmp_path, LAST + step(3, "ra", dstoff=1)))
+    assert code == 0, err
+    assert out == "pair: allreduce over 2 ranks: verified (2 rounds, 4 transfers; exact multisets)\n"
+    assert "this step does not run" in err
+
+
+def test_what_waits_for_a_step_after_an_ra_is_an_error(run, tmp_path):
+    # A receive after the ra never runs: what gpu 0 sends it is never taken in.
+    code, out, err = run("verify", pair(tmp_path, step(2, "ra", dstoff=1) + step(3, "r")))
+    assert (code, out) == (2, "")
+    assert ("pair.xml:15:7: error: gpu 1, tb 0, step 3: this 'r' never runs: its thread block "
+            "ends at its 'ra' (step 2: microsoft/msccl's kernel has no branch for MSCCL_RES_ADD") \
+        in err
+    assert "so what gpu 0 sends it is never taken in" in err
+
+
+def test_a_dependency_on_a_step_after_an_ra_is_an_error(run, tmp_path):
+    # gpu 1 gets a second thread block (no peers) whose copy waits for tb 0's step 3, which
+    # the ra at step 2 stops: the executor would poll that flag forever.
+    tb0 = LAST + step(3, "ra", dstoff=1) + step(4, "nop", hasdep=1)
+    text = PAIR.replace(LAST, tb0).replace(
+        "    </tb>\n  </gpu>\n</algo>",
+        '    </tb>\n    <tb id="1" send="-1" recv="-1" chan="0">\n'
+        + step(0, "cpy", srcoff=0, dstoff=1, depid=0, deps=4) + "    </tb>\n  </gpu>\n</algo>")
+    code, out, err = run("verify", write(tmp_path, "dep.xml", text))
+    assert (code, out) == (2, "")
+    assert ("error: gpu 1, tb 1, step 0: waits for tb 0, step 4, which never runs: that thread "
+            "block ends at its 'ra' (step 3:") in err
+
+
+def test_the_executors_differ_on_ra(run, tmp_path):
+    path = pair(tmp_path, LAST + step(3, "ra", dstoff=1))
+    code, out, _ = run("verify", path, "--executor", "msccl")
+    assert code == 0 and "msccl would load it" in out
+    code, out, err = run("verify", path, "--executor", "msccl-executor-nccl")
+    assert code == 2
+    assert 'step type "ra" is not one it knows' in err

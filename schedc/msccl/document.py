@@ -24,7 +24,7 @@ from .custom import CUSTOM, custom_collective
 from .rules import EXECUTORS, NCCL, Violation, violations
 from .tokens import scan
 
-STEP_TYPES = ("s", "r", "rcs", "rrs", "rrc", "rrcs", "cpy", "re", "nop")
+STEP_TYPES = ("s", "r", "rcs", "rrs", "rrc", "rrcs", "cpy", "re", "ra", "nop")  # ra: see stops
 BUFFERS = {"i": "input", "o": "output", "s": "scratch"}
 PROTOCOLS = ("Simple", "LL", "LL128")
 # Both executors' names (msccl-tools writes reduce_scatter, the executor reads reducescatter)
@@ -35,8 +35,8 @@ MAX_THREAD_BLOCKS = 32 * 32  # MSCCL_MAX_NUM_THREAD_BLOCKS: 32 per channel × MA
 MAX_CHANNELS = 32
 
 # Which buffers a step type reads (src) and writes or forwards from (dst).
-USES_SRC = {"s", "rrs", "rrc", "rrcs", "cpy", "re"}
-USES_DST = {"r", "rcs", "rrc", "rrcs", "cpy", "re"}
+USES_SRC = {"s", "rrs", "rrc", "rrcs", "cpy", "re", "ra"}
+USES_DST = {"r", "rcs", "rrc", "rrcs", "cpy", "re", "ra"}
 SENDS = {"s", "rcs", "rrs", "rrcs"}
 RECEIVES = {"r", "rcs", "rrs", "rrc", "rrcs"}
 

@@ -43,6 +43,7 @@ from ..units import BYTES, dim_name
 from .document import Algo, read_algo
 from .layout import Layout, buffer_layout, lay_out
 from .rounds import Operation, schedule_operations
+from .stops import stop_at_ra
 
 SIZE = "V"
 
@@ -79,7 +80,7 @@ class AlgorithmProgram(Program):
 def load_algorithm(path: str | Path, machine: str | Path | None = None, ranks: str | None = None,
                    overrides: tuple[Override, ...] = (), limits: Limits = DEFAULT_LIMITS
                    ) -> AlgorithmProgram:
-    algo = read_algo(path)
+    algo = stop_at_ra(read_algo(path))  # microsoft/msccl's kernel stops a thread block there
     size_override = next((o for o in overrides if o.name == SIZE), None)
     rest = tuple(o for o in overrides if o.name != SIZE)
     if machine is not None:
