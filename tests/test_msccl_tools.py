@@ -7,6 +7,7 @@ The fixtures are msccl-tools' own output (tests/fixtures/msccl-tools/README.md: 
 
 from __future__ import annotations
 
+import re
 from fractions import Fraction
 
 import pytest
@@ -238,3 +239,11 @@ def test_the_executors_differ_on_ra(run, tmp_path):
     code, out, err = run("verify", path, "--executor", "msccl-executor-nccl")
     assert code == 2
     assert 'step type "ra" is not one it knows' in err
+
+
+def test_the_fixtures_readme_lists_every_file():
+    # Each fixture's provenance (example and arguments) is in README.md beside it.
+    readme = (TOOLS / "README.md").read_text()
+    listed = set(re.findall(r"^\| ([\w.-]+\.xml) \|", readme, re.M))
+    present = {p.name for p in TOOLS.rglob("*.xml")}
+    assert listed == present
