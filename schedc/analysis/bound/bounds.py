@@ -205,7 +205,7 @@ def _cut_bound(cut: Cut, collective: Collective | None, nominal: dict,
     if collective is None:
         forward_bytes, backward_bytes = (), ()
     else:
-        key = ("crosses", len(cut.side), collective.root in cut.side)  # all must_cross reads
+        key: tuple = ("crosses", len(cut.side), collective.root in cut.side)  # all must_cross reads
         if KINDS[collective.kind].crossing_of is not None:  # ... unless the ranks matter
             key = ("crosses", frozenset(cut.side))
         if key not in memo:
