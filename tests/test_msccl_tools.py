@@ -247,3 +247,21 @@ def test_the_fixtures_readme_lists_every_file():
     listed = set(re.findall(r"^\| ([\w.-]+\.xml) \|", readme, re.M))
     present = {p.name for p in TOOLS.rglob("*.xml")}
     assert listed == present
+
+
+def test_reading_leaves_the_garbage_collector_as_it_was(tmp_path):
+    # Cyclic collection is off while a file is read (schedc/msccl/program.py), and back on
+    # after it, whether the file reads or not.
+    import gc
+    assert gc.isenabled()
+    schedc.load(FORWARD)
+    assert gc.isenabled()
+    with pytest.raises(schedc.SchedcError):
+        schedc.load(TOOLS / "unknown-custom" / "simple_custom_collective_1.xml")
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        schedc.load(FORWARD)
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
