@@ -155,7 +155,8 @@ def must_cross(collective: Collective, side: frozenset[int]) -> tuple[LinearByte
     V each way; all-gather: the shares of the side's ranks out, the others' in; ...)."""
     kind = KINDS[collective.kind]
     if kind.crossing_of is not None:  # it depends on which ranks the side has
-        slots = frozenset(collective.ranks.index(r) for r in side)
+        slot = {r: j for j, r in enumerate(collective.ranks)}
+        slots = frozenset(slot[r] for r in side)
         out, back = kind.crossing_of(slots, len(collective.ranks))
     else:
         out, back = kind.must_cross(len(side), len(collective.ranks), collective.root in side)
