@@ -22,6 +22,8 @@ BY_HAND = {
     "broadcast": Fraction(1),  # the root's V leaves through its port
     "reduce": Fraction(1),  # V reaches the root through its port
     "alltoall": Fraction(7, 8),  # a rank sends a p-th of V to each of 7 others
+    "alltonext": Fraction(1),  # ranks[0]'s V to ranks[1] leaves through its port
+    "alltoprev": Fraction(1),  # ranks[7]'s V to ranks[6], likewise
 }
 
 
@@ -54,7 +56,7 @@ MACHINE = f'import "{SCHEDULES}/machines/flat_8.sched"\nimport "{SCHEDULES}/lib/
     ("allreduc 1 MiB over ranks", "unknown collective 'allreduc'; did you mean 'allreduce'?"),
     ("frobnicate 1 MiB over ranks",
      "unknown collective 'frobnicate' (collectives: allreduce, reduce_scatter, reducescatter, "
-     "allgather, broadcast, reduce, alltoall)"),
+     "allgather, broadcast, reduce, alltoall, alltonext, alltoprev)"),
     ("allgather 1 MiB over ranks root ranks[0]", "allgather has no root"),
     ("broadcast 1 MiB over ranks", "broadcast needs a root: 'broadcast V over ranks root ranks[0]'"),
 ])

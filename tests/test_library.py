@@ -17,7 +17,7 @@ from schedc.errors import ElaborationError
 from schedc.render.verdict import failure_lines
 
 LIB = SCHEDULES / "lib"
-LIBRARY = ("ring", "recursive", "tree", "alltoall", "hierarchical")
+LIBRARY = ("ring", "recursive", "tree", "alltoall", "hierarchical", "neighbour")
 
 # machine file -> (its group of all ranks, a two-level grouping of them)
 MACHINES = {
@@ -57,7 +57,9 @@ def _suite(group: str, grid: str | None, pow2: bool, chunks: int = 3) -> str:
               f"schedule pipelined_binomial_broadcast = pipelined_binomial_broadcast(G, {chunks})"]
     lines += ["schedule scatter_allgather_broadcast = scatter_allgather_broadcast(G)"] if pow2 else []
     lines += ["reduce V over G root G[0]", "schedule binomial_reduce = binomial_reduce(G)",
-              "alltoall V over G", "schedule pairwise_alltoall = pairwise_alltoall(G)"]
+              "alltoall V over G", "schedule pairwise_alltoall = pairwise_alltoall(G)",
+              "alltonext V over G", "schedule shift_to_next = shift_to_next(G)",
+              "alltoprev V over G", "schedule shift_to_previous = shift_to_previous(G)"]
     return "\n".join(lines) + "\n"
 
 
@@ -78,7 +80,7 @@ def test_every_library_schedule_verifies_on(tmp_path, machine):
     group, grid = MACHINES[machine]
     text = f'import "{SCHEDULES}/machines/{machine}.sched"\n' + _imports() + "param V = 64 MiB\n"
     session = schedc.load(write(tmp_path, "suite.sched", text + _suite(group, grid, True)))
-    assert len(session.program.results) == 15
+    assert len(session.program.results) == 17
     assert _failures(session) == []
 
 

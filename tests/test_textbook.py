@@ -29,6 +29,9 @@ def _textbook(p: int, alpha, V, B) -> dict[str, sympy.Expr]:
         "binomial_reduce": lg * (alpha + n * beta),
         # (p-1) alpha + n' beta, n' the data a rank sends to the others: (p-1)/p of its buffer.
         "pairwise_alltoall": (p - 1) * alpha + share * n * beta,
+        # One round in which a rank sends its n to one neighbour (msccl-tools' alltonext).
+        "shift_to_next": alpha + n * beta,
+        "shift_to_previous": alpha + n * beta,
     }
 
 

@@ -16,6 +16,12 @@ A collective over p ranks (the j-th rank of its group is rank j; V is its buffer
 | broadcast      | the root: its data, everywhere    | every rank, everywhere: the root's data       |
 | reduce         | every rank: its data, everywhere  | the root, everywhere: every rank's data once  |
 | alltoall       | every rank: its data, everywhere  | rank j, on part i: rank i's part j            |
+| alltonext      | every rank: its data, everywhere  | rank j > 0, everywhere: rank j-1's data       |
+| alltoprev      | every rank: its data, everywhere  | rank j < p-1, everywhere: rank j+1's data     |
+
+(`alltonext` and `alltoprev` are msccl-tools' `alltonext-forward` and `alltonext-backwards`
+custom collectives, examples/mscclang/alltonext_*.py: each rank's buffer goes to the next
+rank, or the previous one; the last, or first, rank ends with nothing required.)
 
 - the bytes any schedule of it must move across a cut of its ranks, each way, as a multiple
   of V (`analysis.bound`, the cut-set bound);
@@ -97,6 +103,9 @@ class CollectiveKind:
     # are; "parts" does when part j of the buffer is renamed part π(j) too; None: neither.
     rotates: str | None = None
     by_parts: bool = True  # its start or end state differs from one p-th of V to another
+    # When what crosses a cut depends on which ranks are on the side, not only how many:
+    # (the side's slots, p) -> multiples of V out of the side and into it (replaces must_cross).
+    crossing_of: Callable[[frozenset[int], int], tuple[Fraction, Fraction]] | None = None
 
 
 def _reduced(required: Callable[[Cells], np.ndarray]) -> Callable[[Cells], Spec]:
@@ -118,6 +127,25 @@ def _broadcast(c: Cells) -> Spec:
 def _alltoall(c: Cells) -> Spec:
     """Rank j's part i ends holding rank i's part j, which starts (j - i)/p further on."""
     return Spec(c.own, c.everywhere, False, c.part, (c.slot - c.part) * c.piece)
+
+
+def _to_neighbour(step: int) -> Callable[[Cells], Spec]:
+    """Rank j ends holding rank j - step's whole buffer where that rank exists."""
+    def flow(c: Cells) -> Spec:
+        source = c.slot - step
+        required = np.broadcast_to((source >= 0) & (source < c.ranks), c.part.shape)
+        return Spec(c.own, required, False, np.broadcast_to(np.clip(source, 0, c.ranks - 1),
+                                                            c.part.shape), c.zero)
+    return flow
+
+
+def _neighbour_crossing(step: int) -> Callable[[frozenset[int], int], tuple[Fraction, Fraction]]:
+    """V for each rank of the side whose receiver (rank + step) is not, and back."""
+    def crossing(side: frozenset[int], p: int) -> tuple[Fraction, Fraction]:
+        out = sum(1 for j in side if 0 <= j + step < p and j + step not in side)
+        back = sum(1 for j in side if 0 <= j - step < p and j - step not in side)
+        return Fraction(out), Fraction(back)
+    return crossing
 
 
 def _rooted(to_root: bool) -> Crossing:
@@ -149,6 +177,13 @@ KINDS: dict[str, CollectiveKind] = {k.name: k for k in (
     CollectiveKind("alltoall", (), False, False, _alltoall,
                    # Not "parts": the displacement its data must end with wraps round the buffer.
                    lambda a, p, _: (Fraction(a * (p - a), p), Fraction(a * (p - a), p)), None),
+    # msccl-tools' alltonext-forward (alltonext_forward.py:11-39): rank j's V to rank j + 1;
+    # what crosses a cut is V per rank whose neighbour is across it (`crossing_of`).
+    CollectiveKind("alltonext", (), False, False, _to_neighbour(1), lambda a, p, _: (
+        Fraction(0), Fraction(0)), None, None, False, _neighbour_crossing(1)),
+    # ... and alltonext-backwards (alltonext_backward.py:11-37): rank j's V to rank j - 1.
+    CollectiveKind("alltoprev", (), False, False, _to_neighbour(-1), lambda a, p, _: (
+        Fraction(0), Fraction(0)), None, None, False, _neighbour_crossing(-1)),
 )}
 
 _NAMED = {name: k for k in KINDS.values() for name in (k.name, *k.aliases)}

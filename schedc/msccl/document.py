@@ -20,10 +20,11 @@ from ..errors import ElaborationError, LoadError, ParseError, SourceFile, Span, 
 from ..files import read_input
 from ..xmltree import Element, start_of
 from ..xmltree import parse as parse_xml
+from .custom import CUSTOM, custom_collective
 from .rules import EXECUTORS, NCCL, Violation, violations
 from .tokens import scan
 
-STEP_TYPES = ("s", "r", "rcs", "rrs", "rrc", "rrcs", "cpy", "re", "nop")
+STEP_TYPES = ("s", "r", "rcs", "rrs", "rrc", "rrcs", "cpy", "re", "ra", "nop")  # ra: see stops
 BUFFERS = {"i": "input", "o": "output", "s": "scratch"}
 PROTOCOLS = ("Simple", "LL", "LL128")
 # Both executors' names (msccl-tools writes reduce_scatter, the executor reads reducescatter)
@@ -34,8 +35,8 @@ MAX_THREAD_BLOCKS = 32 * 32  # MSCCL_MAX_NUM_THREAD_BLOCKS: 32 per channel × MA
 MAX_CHANNELS = 32
 
 # Which buffers a step type reads (src) and writes or forwards from (dst).
-USES_SRC = {"s", "rrs", "rrc", "rrcs", "cpy", "re"}
-USES_DST = {"r", "rcs", "rrc", "rrcs", "cpy", "re"}
+USES_SRC = {"s", "rrs", "rrc", "rrcs", "cpy", "re", "ra"}
+USES_DST = {"r", "rcs", "rrc", "rrcs", "cpy", "re", "ra"}
 SENDS = {"s", "rcs", "rrs", "rrcs"}
 RECEIVES = {"r", "rcs", "rrs", "rrc", "rrcs"}
 
@@ -113,8 +114,8 @@ class Algo:
 
     @property
     def collective(self) -> str:
-        """schedc's name of the collective."""
-        return COLLECTIVES[self.coll]
+        """schedc's name of the collective (a `custom` one: by its name, see `custom`)."""
+        return CUSTOM[self.name] if self.coll == "custom" else COLLECTIVES[self.coll]
 
 
 def where(gpu: int, tb: int | None = None, step: int | None = None) -> str:
@@ -197,8 +198,15 @@ def _not_msccl(root: str | None) -> str:
 class _Attributes:
     """An element's attributes, read as the executor reads them; errors name the element."""
 
-    def __init__(self, element: Element, place: str) -> None:
-        self.element, self.place = element, place
+    def __init__(self, element: Element, label: str, *ids: int) -> None:
+        self.element, self.label, self.within = element, label, ids  # "gpu 0, tb 3, a step"
+        self.ids: tuple[int, ...] = ()
+
+    @property
+    def place(self) -> str:  # (made only for a message: a file has thousands of steps)
+        if self.ids:
+            return where(*self.ids)
+        return f"{where(*self.within)}, {self.label}" if self.within else self.label
 
     def text(self, key: str) -> str:
         value = self.element.attrs.get(key)
@@ -210,7 +218,7 @@ class _Attributes:
     def integer(self, key: str, low: int | None = None, high: int | None = None) -> int:
         value = self.text(key)
         try:
-            number = int(value.strip())
+            number = int(value)  # (int() takes surrounding whitespace, as strtol does)
         except ValueError:
             raise ElaborationError(f"{self.place}: {key}=\"{value}\" is not an integer",
                                    self.element.span) from None
@@ -231,9 +239,12 @@ class _Attributes:
 def _algo(element: Element, source: SourceFile) -> Algo:
     a = _Attributes(element, "algo")
     coll = a.text("coll")
-    if coll not in COLLECTIVES:
+    if coll == "custom":
+        custom_collective(element.attrs.get("name", ""), element.span)
+    elif coll not in COLLECTIVES:
         raise ElaborationError(f"algo: coll \"{coll}\" is not supported by schedc (one of "
-                               f"{', '.join(COLLECTIVES)})", element.span)
+                               f"{', '.join(COLLECTIVES)}, or msccl-tools' custom "
+                               f"{', '.join(CUSTOM)})", element.span)
     ngpus = a.integer("ngpus", 1)
     inplace = bool(a.integer("inplace", 0, 1))
     absent = [key for key in DEFAULTS if key not in element.attrs]
@@ -292,7 +303,7 @@ def _defaults_warning(missing: list[str], inplace: bool, span: Span) -> ReadWarn
 def _gpu(element: Element, ngpus: int) -> Gpu:
     a = _Attributes(element, "gpu")
     gid = a.integer("id", 0, ngpus - 1)
-    a.place = where(gid)
+    a.ids = (gid,)
     chunks = [a.integer(k, 0) for k in ("i_chunks", "o_chunks", "s_chunks")]
     tbs: dict[int, ThreadBlock] = {}
     for child in element.children:
@@ -311,9 +322,9 @@ def _gpu(element: Element, ngpus: int) -> Gpu:
 
 
 def _tb(element: Element, gid: int, ngpus: int, chunks: list[int]) -> ThreadBlock:
-    a = _Attributes(element, f"{where(gid)}, a tb")
+    a = _Attributes(element, "a tb", gid)
     tid = a.integer("id", 0, MAX_THREAD_BLOCKS - 1)
-    a.place = where(gid, tid)
+    a.ids = (gid, tid)
     send, recv = a.integer("send", -1, ngpus - 1), a.integer("recv", -1, ngpus - 1)
     if gid in (send, recv):
         raise ElaborationError(f"{a.place}: a thread block's peer cannot be its own gpu",
@@ -335,9 +346,9 @@ def _tb(element: Element, gid: int, ngpus: int, chunks: list[int]) -> ThreadBloc
 
 
 def _step(element: Element, gid: int, tid: int, chunks: list[int]) -> Step:
-    a = _Attributes(element, f"{where(gid, tid)}, a step")
+    a = _Attributes(element, "a step", gid, tid)
     index = a.integer("s", 0)
-    a.place = where(gid, tid, index)
+    a.ids = (gid, tid, index)
     kind = a.text("type")
     if kind not in STEP_TYPES:
         raise ElaborationError(f"{a.place}: unknown step type \"{kind}\" (one of "

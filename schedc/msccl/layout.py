@@ -16,7 +16,8 @@ per-rank buffer of an all-reduce, the gathered buffer of an all-gather, the whol
 reduce-scatter or all-to-all), which is why the executor's `sizeMultiplier` is ngpus for the
 last three. Postconditions (msccl-tools `check`): all-reduce `o[c] = Σ_q i_q[c]`; all-gather
 `o[i·c' + k] = i_i[k]`; reduce-scatter `o_r[k] = Σ_q i_q[r·c' + k]`; all-to-all
-`o_r[i·c' + k] = i_i[r·c' + k]`, with c' = C/p.
+`o_r[i·c' + k] = i_i[r·c' + k]`, with c' = C/p; msccl-tools' custom `alltonext-forward`
+`o_r[k] = i_{r-1}[k]` for r ≥ 1 (`alltonext-backwards`: `i_{r+1}`, r ≤ p-2; see `custom`).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ import numpy as np
 from ..errors import ElaborationError, LimitError
 from ..limits import MAX_CELLS
 from ..model.ir import BufferLayout
+from .custom import STEP
 from .document import RECEIVES, Algo, Step
 
 
@@ -73,7 +75,7 @@ class Layout:
 def lay_out(algo: Algo, inplace: bool) -> Layout:
     p, c = algo.ngpus, algo.nchunksperloop
     kind = algo.collective
-    if kind != "allreduce" and c % p:
+    if kind in ("allgather", "reduce_scatter", "alltoall") and c % p:
         raise ElaborationError(f"algo: nchunksperloop={c} is not a multiple of ngpus={p}, as "
                                f"{algo.coll} needs (each rank's part is nchunksperloop/ngpus "
                                "chunks)", algo.span)
@@ -124,6 +126,12 @@ def buffer_layout(layout: Layout) -> BufferLayout:
             start[r, layout.input_position(r, k)] = r
         for k in range(c_out):
             here = layout.output_position(r, k)
+            if kind in STEP:  # msccl-tools' alltonext: rank r - step's input, where it exists
+                if 0 <= r - STEP[kind] < p:
+                    required[r, here] = True
+                    owner[r, here] = r - STEP[kind]
+                    shift[r, here] = layout.input_position(r - STEP[kind], k) - here
+                continue
             required[r, here] = True
             if kind == "allreduce":
                 source, whose = k, 0

@@ -13,7 +13,9 @@ place) and NAME_inplace: the executor may run either, and each must be right.
 
 from __future__ import annotations
 
+import gc
 import re
+from contextlib import contextmanager
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
@@ -43,6 +45,7 @@ from ..units import BYTES, dim_name
 from .document import Algo, read_algo
 from .layout import Layout, buffer_layout, lay_out
 from .rounds import Operation, schedule_operations
+from .stops import stop_at_ra
 
 SIZE = "V"
 
@@ -76,10 +79,30 @@ class AlgorithmProgram(Program):
                              "schedules/machines/ndv4.sched)")
 
 
+@contextmanager
+def _no_collection():
+    """No cyclic garbage collection while a file is read, as `schedc.cli.main` does for a
+    whole command: reading makes ~40 objects a step and none of them garbage, but each full
+    collection walks them all (half the time of an 8,000-step file in-process)."""
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if collecting:
+            gc.enable()
+
+
 def load_algorithm(path: str | Path, machine: str | Path | None = None, ranks: str | None = None,
                    overrides: tuple[Override, ...] = (), limits: Limits = DEFAULT_LIMITS
                    ) -> AlgorithmProgram:
-    algo = read_algo(path)
+    with _no_collection():
+        return _load(path, machine, ranks, overrides, limits)
+
+
+def _load(path: str | Path, machine: str | Path | None, ranks: str | None,
+          overrides: tuple[Override, ...], limits: Limits) -> AlgorithmProgram:
+    algo = stop_at_ra(read_algo(path))  # microsoft/msccl's kernel stops a thread block there
     size_override = next((o for o in overrides if o.name == SIZE), None)
     rest = tuple(o for o in overrides if o.name != SIZE)
     if machine is not None:

@@ -17,6 +17,7 @@ schedc's own reader (`document`) is a separate, stricter concern (what the sched
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cache, lru_cache
 
 from ..errors import ElaborationError, Span
 from ..xmltree import Element
@@ -65,6 +66,7 @@ STEP_TYPES = {NCCL: ("s", "r", "rcs", "rrs", "rrc", "rrcs", "cpy", "re", "nop"),
               MSCCL: ("s", "r", "rcs", "rrs", "rrc", "rrcs", "cpy", "re", "ra", "nop")}  # :986
 SENDS = {"s", "rcs", "rrs", "rrcs"}
 RECEIVES = {"r", "rcs", "rrs", "rrc", "rrcs"}
+BUFFER_NAMES = ("i", "o", "s")
 CHECK_SRC = {"s", "rrs", "rrcs", "cpy", "re", "ra"}  # msccl_parser.cc:499-537 checkSrc
 CHECK_DST = {"r", "rcs", "rrcs", "cpy", "re", "ra"}  # checkDst
 # Per rule: the line of each executor's source that applies it (None: that executor does not).
@@ -127,14 +129,27 @@ def _where(executor: str, rule: str) -> str:
     return f"{PARSER[executor].split('/')[-1]}:{line}"
 
 
+@lru_cache(maxsize=4096)  # (the same few numbers, thousands of times a file)
 def _int(text: str | None) -> int | None:
     """As strtol(str, NULL, 0) reads a whole number (None when it is not one)."""
     if text is None:
         return None
+    if text.isdigit() and text.isascii() and (text[0] != "0" or len(text) == 1):
+        return int(text)  # (the common case, first: a file has thousands of steps)
     try:
         return int(text.strip(), 0)
     except ValueError:
         return None
+
+
+@cache
+def _keys_of(table: tuple) -> frozenset[str]:
+    return frozenset(key for key, _ in table)
+
+
+def _keys(table: dict, executor: str) -> frozenset[str]:
+    """The attributes a table of required ones names for `executor`."""
+    return _keys_of(table[executor])
 
 
 def violations(root: Element, text: str, source, executor: str,
@@ -150,6 +165,8 @@ def violations(root: Element, text: str, source, executor: str,
             found.append(Violation(executor, message, span, _where(executor, rule), misread))
 
     def required(element: Element, table: dict, place: str) -> None:
+        if element.attrs.keys() >= _keys(table, executor):
+            return
         for key, line in table[executor]:
             if key not in element.attrs:
                 found.append(Violation(executor, f"{place}: <{element.name}> has no '{key}' "
@@ -280,12 +297,15 @@ class _Place:
 
 def _steps(tb: Element, here: str, executor: str, steps_limit: int, send: int | None,
            recv: int | None, sizes: dict, add, required, senders: int, receivers: int) -> None:
+    step_keys = _keys(STEP_REQUIRED, executor)
     pending = 0  # dependencies of nops waiting for the next instruction (cc:458-620)
     last_reduce: tuple | None = None
     for step in (e for e in tb.children if e.name == "step"):
         s = step.attrs
-        required(step, STEP_REQUIRED, here + ", a step")
-        index, cnt, depid, deps = (_int(s.get(k)) for k in ("s", "cnt", "depid", "deps"))
+        if not s.keys() >= step_keys:
+            required(step, STEP_REQUIRED, here + ", a step")
+        index, cnt, depid, deps = _int(s.get("s")), _int(s.get("cnt")), _int(s.get("depid")), \
+            _int(s.get("deps"))
         kind = s.get("type", "")
         at = _Place(here, s)
         if index is not None and not 0 <= index < steps_limit:
@@ -297,7 +317,7 @@ def _steps(tb: Element, here: str, executor: str, steps_limit: int, send: int | 
             add("type", f"{at}: step type \"{kind}\" is not one it knows", step.span)
             continue
         for key in ("srcbuf", "dstbuf"):
-            if s.get(key) is not None and s[key] not in ("i", "o", "s"):
+            if s.get(key, "i") not in BUFFER_NAMES:
                 add("buffer", f"{at}: {key}=\"{s[key]}\" is not i, o or s", step.span)
         if depid is not None and depid >= 0:
             pending += 1
@@ -324,8 +344,9 @@ def _steps(tb: Element, here: str, executor: str, steps_limit: int, send: int | 
         if kind in RECEIVES and receivers >= MAX_PER_CHANNEL:
             add("per_channel_recv", f"{at}: the {receivers + 1}th thread block receiving on its "
                 f"channel; at most {MAX_PER_CHANNEL}", step.span)
-        for key, used in (("srcoff", kind in CHECK_SRC), ("dstoff", kind in CHECK_DST)):
-            buf, off = s.get(key[:3] + "buf"), _int(s.get(key))
+        for key, bufkey, used in (("srcoff", "srcbuf", kind in CHECK_SRC),
+                                  ("dstoff", "dstbuf", kind in CHECK_DST)):
+            buf, off = s.get(bufkey), _int(s.get(key))
             size = sizes.get(buf) if buf else None
             if used and off is not None and size is not None and not -1 <= off < size:
                 add("bounds", f"{at}: {key}={off} is outside the {buf} buffer "

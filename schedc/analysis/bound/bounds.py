@@ -154,7 +154,12 @@ def must_cross(collective: Collective, side: frozenset[int]) -> tuple[LinearByte
     other ranks, and back: multiples of its buffer V, from the table of collectives (all-reduce:
     V each way; all-gather: the shares of the side's ranks out, the others' in; ...)."""
     kind = KINDS[collective.kind]
-    out, back = kind.must_cross(len(side), len(collective.ranks), collective.root in side)
+    if kind.crossing_of is not None:  # it depends on which ranks the side has
+        slot = {r: j for j, r in enumerate(collective.ranks)}
+        slots = frozenset(slot[r] for r in side)
+        out, back = kind.crossing_of(slots, len(collective.ranks))
+    else:
+        out, back = kind.must_cross(len(side), len(collective.ranks), collective.root in side)
     return _times(collective.size, out), _times(collective.size, back)
 
 
@@ -201,7 +206,9 @@ def _cut_bound(cut: Cut, collective: Collective | None, nominal: dict,
     if collective is None:
         forward_bytes, backward_bytes = (), ()
     else:
-        key = ("crosses", len(cut.side), collective.root in cut.side)  # all must_cross reads
+        key: tuple = ("crosses", len(cut.side), collective.root in cut.side)  # all must_cross reads
+        if KINDS[collective.kind].crossing_of is not None:  # ... unless the ranks matter
+            key = ("crosses", frozenset(cut.side))
         if key not in memo:
             memo[key] = must_cross(collective, frozenset(cut.side))
         forward_bytes, backward_bytes = memo[key]
