@@ -111,6 +111,30 @@ def predict(session: Session, logs: Iterable[str | Path], schedule: str | None =
     return compare(session, name, _tables(logs), _place(in_place), drop_wrong)
 
 
+def predict_nccl(session: Session, logs: Iterable[str | Path], schedule: str | None = None, *,
+                 sm: int | None = None, inputs: tuple[str, ...] = (), in_place: bool = False,
+                 drop_wrong: bool = False) -> Comparison:
+    """The logs' rows against NCCL's own tuning model on the file's machine, nothing fitted:
+    at each size the algorithm/protocol NCCL picks and its time, lat + n/(1000·bw) µs
+    (`sm`: the GPU generation, 80 for A100, 90 for H100; `inputs`: NAME=VALUE overrides of
+    NCCL's inputs, as `schedc nccl --input`).
+
+        >>> compared = schedc.api.predict_nccl(machine, [LOG], sm=90)          # doctest: +SKIP
+        >>> compared.protocols[0]                                          # doctest: +SKIP
+        'ring/ll'
+    """
+    from ..analysis.calibrate.nccl_prediction import nccl_compare
+    from ..nccl.constants import VERSION
+    from .nccl import DEFAULT_SM, nccl_model
+    name = _schedule(session, schedule)
+    kind = session.program.result(name.split(",")[0]).collective.kind
+    model = nccl_model(session, collective=kind if kind != "alltoall" else None, sm=sm,
+                       inputs=inputs, max_bytes=1)
+    label = f"NCCL {VERSION}'s tuning model (sm {DEFAULT_SM if sm is None else sm})"
+    return nccl_compare(session, name, _tables(logs), model.comm, model.table, label,
+                        _place(in_place), drop_wrong)
+
+
 def read_manifest(path: str | Path) -> list[tuple[str, str]]:
     """A manifest's (log, machine) pairs: one `LOG MACHINE` pair a line, paths relative to
     the manifest's folder, `#` to the end of a line a comment."""

@@ -210,8 +210,8 @@ def calibration_sched(cal: Calibration, command: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def comparison_text(c: Comparison, fitted: str | None = None) -> str:
-    at = f"at the params of {fitted}" if fitted else "at the file's params"
+def comparison_text(c: Comparison, fitted: str | None = None, how: str | None = None) -> str:
+    at = how or (f"at the params of {fitted}" if fitted else "at the file's params")
     out = [f"predict {c.schedule} against {len(c.points)} measured rows, {at}",
            *[f"  log: {log}" for log in c.logs], "", *_rows(c, False), "",
            f"geomean |error|: {_percent(c.geomean(None))} over {len(c.points)} rows; "
