@@ -1,0 +1,77 @@
+"""Issue 22: `schedc predict --nccl`, a log against NCCL's own tuning model on the file's
+machine (nothing fitted). The expected times are worked out by hand from NCCL's constants
+(NVIDIA/nccl v2.30.7-1, src/graph/tuning.cc), not read back from schedc.nccl."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from conftest import SCHEDULES, SHARED_DATA, needs_shared_data
+
+LOGS = SHARED_DATA / "nccl-tests"
+CALIBRATIONS = SCHEDULES / "calibration"
+DGX = "nvidia_dgxc_1node_8xH100_nvlink_allreduce"
+OCI = "oci_2node_16xA100-SXM4-40GB_rdma_allreduce"
+
+
+def _predict(run, name: str, *extra: str):
+    log = needs_shared_data("nccl-tests", f"{name}.txt")
+    code, out, err = run("predict", CALIBRATIONS / f"{name}.sched", "--against", log, "--nccl",
+                         *extra, "--json")
+    assert code == 0, err
+    return json.loads(out)
+
+
+def test_two_hosts_small_size_is_the_tree_ll_latency(run):
+    # 2 hosts × 8 A100 (sm 80), 8 B: NCCL picks tree/LL; its latency (tuning.cc:385-417) is
+    # baseLat[tree][LL] 6.8 + 2 × ((8 - 1) × hwLat[NVLINK][tree][LL] 0.6 + log2(2) ×
+    # hwLat[NET][tree][LL] 5.0) = 6.8 + 2 × (4.2 + 5.0) = 25.2 µs; 8 B / bw adds < 0.01 µs.
+    got = _predict(run, OCI, "--sm", "80")
+    first = got["rows"][0]
+    assert first["size"] == 8 and first["protocol"] == "tree/ll"
+    assert first["predicted_s"] == pytest.approx(25.2e-6, abs=0.01e-6)
+    assert got["schedule"] == "NCCL 2.30.7's tuning model (sm 80)" and got["fitted"] is None
+
+
+def test_one_host_small_size_is_the_ring_ll_latency(run):
+    # One host of 8 H100: no network, NCCL's ring/LL at 8 B costs baseLat[ring][LL] 6.6 +
+    # nsteps 2 × (8 - 1) = 14 steps × hwLat[NVLINK][ring][LL] 0.6 = 15.0 µs (tuning.cc:399-412).
+    got = _predict(run, DGX, "--sm", "90")
+    first = got["rows"][0]
+    assert first["protocol"] == "ring/ll"
+    assert first["predicted_s"] == pytest.approx(15.0e-6, abs=0.01e-6)
+    # Measured 13.67 µs (the log's first row): the error is the model's, row by row.
+    assert first["error"] == pytest.approx(15.0 / 13.67 - 1, abs=1e-3)
+
+
+def test_an_input_override_moves_nccls_choice(run):
+    # tree.latencyInter = 75 (what aws-ofi-nccl reports for p4d/p5, src/platform-aws.cpp) is
+    # added to each of the tree's 2 · log2(2) inter-node steps (tuning.cc:389): tree/LL would
+    # cost 25.2 + 150 µs, so NCCL takes ring/LL instead: baseLat[ring][LL] 6.6 + (30 - 2)
+    # intra steps × max(hwLat[NVLINK][ring][LL] 0.6, netOverhead 1.0) + 2 inter steps ×
+    # hwLat[NET][ring][LL] 2.7 = 6.6 + 28 + 5.4 = 40.0 µs (tuning.cc:399-412).
+    more = _predict(run, OCI, "--sm", "80", "--input", "tree.latencyInter=75")["rows"][0]
+    assert more["protocol"] == "ring/ll"
+    assert more["predicted_s"] == pytest.approx(40.0e-6, abs=0.01e-6)
+
+
+def test_text_says_nothing_is_fitted(run):
+    log = needs_shared_data("nccl-tests", f"{DGX}.txt")
+    code, out, err = run("predict", CALIBRATIONS / f"{DGX}.sched", "--against", log, "--nccl")
+    assert code == 0, err
+    assert out.startswith("predict NCCL 2.30.7's tuning model (sm 90) against 32 measured "
+                          "rows, by NCCL's model alone, nothing fitted\n")
+    assert "ring/ll" in out and "geomean |error|" in out
+
+
+@pytest.mark.parametrize("args, said", [
+    (("--sm", "80"), "--sm and --input go with --nccl"),
+    (("--input", "nNodes=2"), "--sm and --input go with --nccl"),
+    (("--nccl", "--fitted", str(CALIBRATIONS / "nccl_constants.sched")), "--fitted has no"),
+    (("--nccl", "--input", "nosuch=1"), "not an input of NCCL's tuning model"),
+])
+def test_misused_options_are_refused(run, args, said):
+    log = LOGS / f"{DGX}.txt"
+    code, out, err = run("predict", CALIBRATIONS / f"{DGX}.sched", "--against", log, *args)
+    assert code == 2 and out == "" and said in err and "Traceback" not in err
