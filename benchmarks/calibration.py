@@ -16,9 +16,10 @@ one measurement more:
   logs also with the network latency the EFA plugin reports to NCCL (aws-ofi-nccl
   v1.16.3, src/platform-aws.cpp:94 p4de.24xlarge and :152 p5: `.latency = 75.0`), which
   NCCL adds per inter-node step (NVIDIA/nccl 5067397c, src/graph/tuning.cc:389-391);
-- leave-one-out plus the held-out log's own params (its fabric's latency) fitted on its
-  rows of at most 16 B (two rows: a run of `all_reduce_perf -b 8 -e 16`), the shared
-  constants from the other logs; geomean over the other rows.
+- `--split leave-one-out:16B`: leave-one-out, plus the held-out log's own params (its
+  fabric's latency) fitted on its rows of at most 16 B (two rows: a run of
+  `all_reduce_perf -b 8 -e 16`), the shared constants from the other logs; geomean over
+  the other rows.
 
 Accuracy, not speed: each figure is computed once (the fit is deterministic).
 
@@ -99,22 +100,13 @@ def main() -> int:
     return 0
 
 
-def _own(run: Run) -> tuple[str, ...]:
-    """The params the machine file declares itself (not its imports): the log's own."""
-    program = run.session.program
-    size = {s.name for s in program.results[0].collective.size[0][0].free_symbols}
-    return tuple(n for n, p in program.params.items() if n not in size and
-                 Path(p.span.source.path).resolve() == Path(program.path).resolve())
-
-
 def _without_a_fit(runs: list[Run]) -> None:
     from schedc.api import predict_nccl
-    from schedc.units import base_unit
     print("\n| log | NCCL's model alone, all rows | ≥ 1 MiB | with the EFA plugin's 75 µs, "
-          "all rows | ≥ 1 MiB | leave-one-out + own params from rows ≤ 16 B, other rows | "
-          "≥ 1 MiB | own params |")
-    print("|---|---|---|---|---|---|---|---|")
-    for k, (run, name) in enumerate(zip(runs, NAMES)):
+          "all rows | ≥ 1 MiB | leave-one-out:16B, other rows | ≥ 1 MiB |")
+    print("|---|---|---|---|---|---|---|")
+    own = calibrate_runs(runs, split=Split("leave-one-out", own_below=SMALL))
+    for run, name in zip(runs, NAMES):
         cols = []
         for inputs in ((), EFA_PLUGIN):
             if inputs and "efa" not in name:
@@ -122,21 +114,13 @@ def _without_a_fit(runs: list[Run]) -> None:
                 continue
             c = predict_nccl(run.session, [run.log], sm=SM[name], inputs=inputs)
             cols += [_pct(c.geomean(None) or 0), _pct(c.geomean(None, MiB) or 0)]
-        fold = calibrate_runs(runs[:k] + runs[k + 1:], split=Split(), fit_all=True)
-        sets = [f"{p.name}={p.value!r} {base_unit(p.dim)}".rstrip() for p in fold.params
-                if p.log is None]
-        session = schedc.load(run.session.program.path, sets)
-        again = Run(session, run.schedule, run.log, run.table, run.machine)
-        own = _own(again)
-        if own:
-            cal = calibrate_runs([again], own, split=Split("size", size=SMALL))
-            c, said = cal.comparison, ", ".join(f"{p.name} = {p.value * 1e6:.3g} µs"
-                                                for p in cal.params)
-            cols += [_pct(c.geomean(False) or 0), _pct(c.geomean(False, MiB) or 0), said]
-        else:
-            c = schedc.predict(session, [run.log], run.schedule)
-            cols += [_pct(c.geomean(None) or 0), _pct(c.geomean(None, MiB) or 0), "none"]
+        held = [(p, e) for p, e in zip(own.comparison.points, own.comparison.errors)
+                if p.log == run.log and not p.fit]
+        cols += [_pct(_gm([e for _, e in held])), _pct(_gm([e for p, e in held if p.size >= MiB]))]
         print(f"| {name} | " + " | ".join(cols) + " |")
+    for note in own.notes:
+        if "its own params" in note or "no own params" in note:
+            print(f"  {note}")
 
 
 if __name__ == "__main__":

@@ -77,23 +77,27 @@ def calibrate_logs(pairs: Iterable[tuple[str | Path, Session]], schedule: str | 
 
 
 def parse_split(text: str, every: int = 4):
-    """`interleaved`, `size:SIZE` (e.g. size:64MiB) or `leave-one-out`."""
+    """`interleaved`, `size:SIZE` (e.g. size:64MiB), `leave-one-out` or `leave-one-out:SIZE`
+    (the held-out log's own params fitted on its rows up to SIZE, e.g. leave-one-out:16B)."""
     from ..analysis.calibrate.calibration import Split
     from ..errors import UsageError
     if text == "interleaved":
         return Split("interleaved", every)
     if text == "leave-one-out":
         return Split("leave-one-out", every)
-    if text.startswith("size:"):
+    kind, _, given = text.partition(":")
+    if kind in ("size", "leave-one-out") and given:
         import re
 
         from ..units import BYTES, UNITS
-        match = re.fullmatch(r"\s*(\d{1,15})\s*([A-Za-z]*)\s*", text[5:])
+        match = re.fullmatch(r"\s*(\d{1,15})\s*([A-Za-z]*)\s*", given)
         factor = UNITS.get(match.group(2) or "B") if match else None
         if match and factor is not None and factor[1] == BYTES and int(match.group(1)) > 0:
-            return Split("size", every, int(int(match.group(1)) * factor[0]))
-    raise UsageError(f"--split {text}: expected interleaved, size:SIZE (e.g. size:64MiB) or "
-                     "leave-one-out")
+            size = int(int(match.group(1)) * factor[0])
+            return (Split("size", every, size) if kind == "size" else
+                    Split("leave-one-out", every, own_below=size))
+    raise UsageError(f"--split {text}: expected interleaved, size:SIZE (e.g. size:64MiB), "
+                     "leave-one-out or leave-one-out:SIZE (e.g. leave-one-out:16B)")
 
 
 def predict(session: Session, logs: Iterable[str | Path], schedule: str | None = None, *,

@@ -33,9 +33,10 @@ from .paths import InputPath, OutputPath
               help="Fit these params (default: every param the time depends on but the size "
               "and the link rates).")
 @click.option("--split", "split", default="interleaved", show_default=True,
-              metavar="interleaved|size:SIZE|leave-one-out",
+              metavar="interleaved|size:SIZE|leave-one-out[:SIZE]",
               help="Which rows are held out: every --every-th size is fit (interleaved); sizes "
-              "above SIZE (size:64MiB, extrapolation); each log in turn (leave-one-out).")
+              "above SIZE (size:64MiB, extrapolation); each log in turn (leave-one-out; "
+              "leave-one-out:16B also fits its own params on its rows up to 16 B).")
 @click.option("--every", type=click.IntRange(min=1), default=4, show_default=True,
               help="With --split interleaved: fit on one size in this many (and the largest).")
 @click.option("--in-place", is_flag=True, help="Use the in-place times (default: out-of-place).")
