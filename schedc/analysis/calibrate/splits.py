@@ -86,9 +86,10 @@ def _own_fit(run: Run, names: tuple[str, ...], values: dict, place: str, drop_wr
         raise CalibrationError(f"{run.log}, its rows <= {format_bytes(below)} for its own "
                                f"params {', '.join(own)}: {error.message}", error.span) from None
     c = fitted.comparison
-    said = ", ".join(f"{p.name} = {format_quantity(p.value, p.dim)}"
-                     + (f" ({'; '.join(p.flags)})" if p.flags else "") for p in fitted.params)
+    values_said = ", ".join(f"{p.name} = {format_quantity(p.value, p.dim)}"
+                            + (f" ({'; '.join(p.flags)})" if p.flags else "")
+                            for p in fitted.params)
     notes = [*fitted.notes, f"{run.log}: its own params fitted on its rows <= "
-             f"{format_bytes(below)}: {said}"]
+             f"{format_bytes(below)}: {values_said}"]
     own_params = tuple(replace(p, log=run.log) for p in fitted.params)  # a one-log fit's
     return c.points, list(c.predicted), list(c.protocols), notes, own_params  # are shared
