@@ -138,3 +138,20 @@ def test_leave_one_out_size_misuse_is_refused(run, split, said):
     code, out, err = run("calibrate", *logs, "--machine", CALIBRATIONS / f"{DGX}.sched",
                          "--machine", CALIBRATIONS / f"{OCI}.sched", "--split", split)
     assert code == 2 and out == "" and said in err and "Traceback" not in err
+
+
+def test_leave_one_out_size_json(run):
+    logs = [needs_shared_data("nccl-tests", f"{n}.txt") for n in (DGX, OCI)]
+    code, out, err = run("calibrate", *logs, "--machine", CALIBRATIONS / f"{DGX}.sched",
+                         "--machine", CALIBRATIONS / f"{OCI}.sched", "--split",
+                         "leave-one-out:16B", "--json")
+    document = json.loads(out)
+    assert code in (0, 1) and document["split"] == {"kind": "leave-one-out", "every": 4,
+                                                    "size": 16}
+    # The single host declares no own param: none of its rows is fitted; OCI's 8 and 16 B
+    # rows fit its lat_rdma, which its fold lists with the log's name.
+    assert [(r["log"], r["size"]) for r in document["rows"] if r["fit"]] == \
+        [(str(logs[1]), 8), (str(logs[1]), 16)]
+    folds = {f["heldout_log"]: f for f in document["folds"]}
+    assert f"lat_rdma@{logs[1]}" in folds[str(logs[1])]["params"]
+    assert any("no own params" in n for n in document["notes"])
