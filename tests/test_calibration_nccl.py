@@ -65,6 +65,17 @@ def test_text_says_nothing_is_fitted(run):
     assert "ring/ll" in out and "geomean |error|" in out
 
 
+def test_plot_marks_nccls_picks(run, tmp_path):
+    log = needs_shared_data("nccl-tests", f"{DGX}.txt")
+    out = tmp_path / "nccl.svg"
+    code, _, err = run("predict", CALIBRATIONS / f"{DGX}.sched", "--against", log, "--nccl",
+                       "--plot", out)
+    assert code == 0, err
+    svg = out.read_text()
+    # NCCL's pick changes from ring/LL to NVLS/Simple between 1 and 2 MiB: marked there.
+    assert "ring/ll→nvls/simple" in svg or "ring/ll\u2192nvls/simple" in svg
+
+
 @pytest.mark.parametrize("args, said", [
     (("--sm", "80"), "--sm and --input go with --nccl"),
     (("--input", "nNodes=2"), "--sm and --input go with --nccl"),

@@ -173,9 +173,16 @@ def plot_prediction(session: Session, comparison: Comparison, path: str | Path) 
     from ..measure.nccl_tests import BUSBW_FACTORS
     from ..render.measured_plot import plot_comparison
     name = comparison.schedule.split(",")[0]
-    spans = protocol_spans(session.timing(name), size_symbol(session, name))
-    switches = [(float(b.lo), a.protocol, b.protocol) for a, b in zip(spans, spans[1:])]
-    collective = session.program.result(name).collective
+    if name in {r.name for r in session.program.results}:
+        spans = protocol_spans(session.timing(name), size_symbol(session, name))
+        switches = [(float(b.lo), a.protocol, b.protocol) for a, b in zip(spans, spans[1:])]
+        collective = session.program.result(name).collective
+    else:  # `predict --nccl`: NCCL's picks change between two measured sizes (marked at the
+        # first size of the new pick)
+        pts, picks = comparison.points, comparison.protocols
+        switches = [(float(b.size), x or "", y or "") for a, b, x, y in
+                    zip(pts, pts[1:], picks, picks[1:]) if x != y and a.log == b.log]
+        collective = session.program.results[0].collective
     factor = BUSBW_FACTORS[COLLECTIVE_BINARIES[collective.kind]](len(collective.ranks))
     plot_comparison(comparison, Path(path), factor, switches)
 
