@@ -116,6 +116,13 @@ CASES = [
     ("half one-way link", HEAD + "topology { gpu h; link h -> sw bw B half }\n",
      "3:19: error: 'half' makes both directions of a link share one resource; a one-way link "
      "(->) has one direction"),
+    # A file's own guard: `if CONDITION: error ...` at the top level, after its params.
+    ("a file's guard", 'param n = 5\nif n > 4: error "at most 4 ranks here, not", n\n',
+     "2:1: error: at most 4 ranks here, not 5"),
+    ("a guard that is not a condition", 'param n = 5\nif n + 1: error "no"\n',
+     "2:4: error: expected a condition, not a number"),
+    ("a guard on a symbolic param", HEAD + 'if B > 1 GB/s: error "no"\n',
+     "3:4: error: this comparison depends on params (B), so it has no single answer"),
 ]
 
 

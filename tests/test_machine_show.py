@@ -116,3 +116,66 @@ def test_nvidia_smi_rows_must_match_the_header(tmp_path):
     twice.write_text("\n".join([lines[0].replace("GPU7", "GPU6")] + lines[1:]))
     with pytest.raises(SchedcError, match="the header names GPU6 twice"):
         schedc.import_machine(twice, nvidia_smi=True, sm=80, nic_speed="200Gbit/s")
+
+
+def _smi(tmp_path, text: str):
+    path = tmp_path / "smi.txt"
+    path.write_text(text)
+    return schedc.import_machine(path, nvidia_smi=True, sm=80, nic_speed="200Gbit/s")
+
+
+def test_nvidia_smi_as_a_terminal_capture_prints_it(tmp_path):
+    # On a terminal nvidia-smi underlines the header's names with ANSI escapes (ESC[4m ...
+    # ESC[0m); a capture through `script` or a log keeps them. The matrix is the same.
+    plain = (TOPO / "dgx-a100-like-nvidia-smi.txt").read_text()
+    head, rest = plain.split("\n", 1)
+    underlined = "\t".join(f"\x1b[4m{c}\x1b[0m" if c else c for c in head.split("\t"))
+    assert _smi(tmp_path, underlined + "\n" + rest) == _smi(tmp_path, plain)
+
+
+def test_nvidia_smi_last_nic_before_single_spaced_titles(tmp_path):
+    # A header whose last device runs into the affinity titles with single spaces
+    # (`mlx5_1 CPU Affinity NUMA Affinity`, as a documentation page printed it): both NICs.
+    text = ("\tGPU0\tGPU1\tmlx5_0\tmlx5_1 CPU Affinity NUMA Affinity\n"
+            "GPU0\t X \tNV4\tPHB\tSYS\t0-7\t0\n"
+            "GPU1\tNV4\t X \tSYS\tPHB\t8-15\t1\n"
+            "mlx5_0\tPHB\tSYS\t X \tSYS\t\t\n"
+            "mlx5_1\tSYS\tPHB\tSYS\t X \t\t\n")
+    machine = _smi(tmp_path, text)
+    assert "nic n[2]" in machine
+    assert "# mlx5_1 (line 5)" in machine
+
+
+def test_nvidia_smi_row_the_header_does_not_name(tmp_path):
+    text = ("\tGPU0\tGPU1\tmlx5_0\tCPU Affinity\n"
+            "GPU0\t X \tNV4\tPHB\t0-7\n"
+            "GPU1\tNV4\t X \tSYS\t8-15\n"
+            "mlx5_0\tPHB\tSYS\t X \t\n"
+            "mlx5_1\tSYS\tPHB\tSYS\t\n")
+    with pytest.raises(SchedcError, match="a row for mlx5_1, which the header does not name") \
+            as error:
+        _smi(tmp_path, text)
+    assert (error.value.span.line, error.value.span.col) == (5, 1)
+
+
+def test_the_import_command_line_records_sm(run, tmp_path):
+    code, out, err = run("machine", "import", "--nvidia-smi",
+                         TOPO / "dgx-a100-like-nvidia-smi.txt", "--sm", "80",
+                         "--nic-speed", "200Gbit/s")
+    assert code == 0, err
+    assert out.splitlines()[0] == ("# Imported by `schedc machine import --nvidia-smi "
+                                   "dgx-a100-like-nvidia-smi.txt --nic-speed 200Gbit/s --sm 80`")
+
+
+def test_an_rccl_topology_dump_is_named(tmp_path):
+    # RCCL writes NCCL_TOPO_XML_VERSION 2 (ROCm/rccl src/graph/xml.h:47 at 0cbce2a) with
+    # <xgmi> links between AMD GPUs; NCCL reads version 1 only.
+    path = tmp_path / "rccl.xml"
+    path.write_text('<system version="2">\n  <cpu numaid="0" affinity="ff" arch="x86_64">\n'
+                    '    <pci busid="0000:15:00.0" class="0x120000" link_speed="32.0 GT/s PCIe" '
+                    'link_width="16">\n      <gpu dev="0" sm="94" rank="0" gdr="1">\n'
+                    '        <xgmi target="0000:1e:00.0" count="1" tclass="0x120000"/>\n'
+                    '      </gpu>\n    </pci>\n  </cpu>\n</system>\n')
+    with pytest.raises(SchedcError, match=r"this looks like RCCL's \(AMD\) dump") as error:
+        schedc.import_machine(path)
+    assert error.value.span.line == 1

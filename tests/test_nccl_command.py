@@ -160,3 +160,34 @@ def test_against_nccl_on_the_seeds_machine(run, tmp_path):
     session = schedc.load(str(path), sets=[f"V={lo - 1}B"])
     ring, tree = (float(schedc.time(session, s).time) for s in ("ring", "tree"))
     assert tree / ring - 1 <= 0.05
+
+
+SHARED_NIC = """\
+param alpha = 1 us
+param V = 64 MiB
+topology {
+  host node[2] {
+    gpu g[4]
+    switch pci
+    nic n
+    link g[i] <-> pci bw 24 GB/s class pci for i in 0..3
+    link n <-> pci bw 24 GB/s class pci
+  }
+  switch tor
+  link node[h].n <-> tor bw 56 Gbit/s class nic for h in 0..1
+}
+allreduce V over [node[h].g[i] for h in 0..1 for i in 0..3]
+schedule s { for k in 0..0 round { copy all from node[0].g[0] to node[1].g[0] } }
+"""
+
+
+def test_a_ring_channel_crosses_one_shared_nic_at_its_full_rate(tmp_path):
+    # Four GPUs of a host behind one 56 Gbit/s NIC (7 GB/s). NCCL's search starts at maxBw, the
+    # best single GPU-to-network path (getMaxBw, search.cc:20-28, :50): 7 GB/s, not the
+    # 1.75 GB/s a GPU gets when all four send at once; SM80's inter speeds include 7.0
+    # (search.cc:1051-1066), where one channel already uses the whole NIC, so the descent
+    # stops there (search.cc:1193): 1 channel of 7 GB/s, not 29 channels of 0.24 GB/s.
+    import schedc
+    model = schedc.nccl_model(schedc.load(str(write(tmp_path, "m.sched", SHARED_NIC))),
+                              collective="allreduce", sm=80, verify=False)
+    assert (model.comm["ring.nChannels"], model.comm["ring.bwInter"]) == (1, 7.0)

@@ -94,6 +94,21 @@ def test_each_fabric_compiles_and_keeps_the_ring_when_non_blocking(tmp_path, fab
     assert times["ring"] == 30 * alpha + 30 * Fraction(V, 16) / (400 * GBIT)
 
 
+@pytest.mark.parametrize("values, message", [
+    (["fabric=0"], "fabric is 1 (rail-optimised), 2 (one switch) or 3 (leaf-spine), not 0"),
+    (["fabric=4"], "fabric is 1 (rail-optimised), 2 (one switch) or 3 (leaf-spine), not 4"),
+    (["spines=0"], "spines counts spine switches: at least 1, not 0"),
+])
+@pytest.mark.parametrize("system", sorted(FIGURES))
+def test_a_fabric_outside_the_block_is_refused_at_its_set(tmp_path, system, values, message):
+    # Without the file's `if ...: error` guards, fabric 4 declared no network at all (every
+    # link's `if fabric == k` false) and spines 0 divided by zero in a `let`.
+    with pytest.raises(schedc.SchedcError) as caught:
+        schedc.load(_study(tmp_path, system), values)
+    assert message in str(caught.value)
+    assert caught.value.render().startswith(f"--set {values[0].split('=')[0]}:1:1: error:")
+
+
 def test_an_oversubscribed_leaf_spine_slows_the_hierarchical_rounds(tmp_path):
     # fabric 3 on DGX H100, 2 hosts: a leaf per host, 2 spines, uplinks of 8·B_N/(2·2) at
     # oversub 2. The hierarchical schedule's 2 cross-host rounds send V/16 from each of the 8

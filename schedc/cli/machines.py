@@ -47,7 +47,8 @@ def import_command(topology: Path, nvidia_smi: bool, hosts: int, fabric: str,
         [Path(topology).name] + ([f"--hosts {hosts}"] if hosts != 1 else []) + \
         ([f"--fabric {fabric}"] if fabric != "rail" else []) + \
         ([f"--nic-speed {nic_speed}"] if nic_speed else []) + \
-        ([f"--nvlinks {nvlinks} --sm {sm}"] if nvlinks is not None else [])
+        ([f"--nvlinks {nvlinks}"] if nvlinks is not None else []) + \
+        ([f"--sm {sm}"] if sm is not None else [])
     text = import_machine(topology, hosts=hosts, fabric=fabric, nic_speed=nic_speed,
                           nvlinks=nvlinks, sm=sm, nvidia_smi=nvidia_smi, command=" ".join(words))
     if output is None:

@@ -13,6 +13,7 @@ from .options import (
     EXIT_OK,
     json_option,
     limit_options,
+    machine_options,
     no_verify_option,
     set_option,
 )
@@ -70,6 +71,11 @@ def calibrate_command(logs, machines, manifest, schedule, fit, split: str, every
             raise UsageError(f"{len(logs)} logs and {len(machines)} --machine files: give one "
                              "machine for all logs, or one per log")
         pairs = list(zip(logs, machines * len(logs) if len(machines) == 1 else machines))
+    xml = next((m for _, m in pairs if Path(m).suffix.lower() == ".xml"), None)
+    if xml is not None:
+        raise UsageError(f"--machine {xml}: calibrate fits the params of a .sched file (its "
+                         "machine, collective and schedule); an MSCCL algorithm has no params "
+                         "of its own: `schedc predict FILE.xml --machine M.sched --against LOG`")
     sessions: dict = {}
     loaded = [(log, sessions.setdefault(m, load(m, sets, **limits))) for log, m in pairs]
     names = tuple(n.strip() for item in fit for n in item.split(",") if n.strip())
@@ -124,9 +130,10 @@ def calibrate_command(logs, machines, manifest, schedule, fit, split: str, every
 @limit_options
 @json_option(schema.PREDICT)
 @no_verify_option
+@machine_options
 def predict_command(file: Path, logs, schedule, plot, in_place: bool, drop_wrong: bool, fitted,
-                    by_nccl: bool, sm, inputs, sets, limits, as_json: bool,
-                    no_verify: bool) -> int:
+                    by_nccl: bool, sm, inputs, sets, limits, as_json: bool, no_verify: bool,
+                    machine, ranks) -> int:
     """FILE's predicted time against measured rows of nccl-tests LOGs, without fitting."""
     from ..api import fitted_sets, load, plot_prediction, predict, predict_nccl
     from ..errors import UsageError
@@ -136,7 +143,7 @@ def predict_command(file: Path, logs, schedule, plot, in_place: bool, drop_wrong
     if by_nccl and fitted:
         raise UsageError("--nccl predicts by NCCL's own constants: --fitted has no params there")
     sets = (*(fitted_sets(fitted) if fitted else ()), *sets)
-    session = load(file, sets, **limits)
+    session = load(file, sets, **limits, machine=machine, ranks=ranks)
     if by_nccl:
         result = predict_nccl(session, logs, schedule, sm=sm, inputs=tuple(inputs),
                               in_place=in_place, drop_wrong=drop_wrong)

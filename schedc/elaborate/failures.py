@@ -49,8 +49,8 @@ def fail(stmt: st.Fail, env: Env, ctx: ScheduleContext) -> None:
     raise error
 
 
-def shown(value: object, ctx: ScheduleContext) -> str:
-    """A value in an `error` message: numbers as numbers, devices by name."""
+def shown(value: object, ctx: ScheduleContext | None = None) -> str:
+    """A value in an `error` message: numbers as numbers, devices by name (in a schedule)."""
     if isinstance(value, (np.ndarray, np.integer)) and np.size(value) == 1:
         value = int(np.ravel(value)[0])
     if isinstance(value, (bool, np.bool_)):
@@ -59,7 +59,7 @@ def shown(value: object, ctx: ScheduleContext) -> str:
         return str(value)
     if isinstance(value, Quantity):
         return str(value.expr)
-    if isinstance(value, Devices) and not value.lanes:
+    if isinstance(value, Devices) and not value.lanes and ctx is not None:
         names = [ctx.device_names[int(i)] for i in np.ravel(value.ids)]
         return names[0] if value.rank == 0 else "[" + ", ".join(names) + "]"
     return kind_of(value)

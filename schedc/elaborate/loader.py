@@ -10,6 +10,7 @@ from __future__ import annotations
 from fractions import Fraction
 from pathlib import Path
 
+import numpy as np
 import sympy
 
 from ..errors import (
@@ -40,6 +41,7 @@ from ..model.values import (
 )
 from ..units import BYTES, DIMENSIONLESS, RATE, SECONDS, dim_name, format_seconds
 from .evaluate import evaluate
+from .failures import shown
 from .lanes import Env
 from .program import (
     DEFAULT_LIMITS,
@@ -176,6 +178,8 @@ class _Loader:
                 self._schedule(stmt, collective, is_main)
             elif isinstance(stmt, ast.Protocol):
                 self.protocols.append(self._protocol(stmt, env))
+            elif isinstance(stmt, ast.Guard):
+                self._guard(stmt, env)
             elif is_main:  # budget, expect, report: checked by `schedc check`
                 self.checks.append(stmt)
         self.active.pop()
@@ -268,6 +272,18 @@ class _Loader:
         self.params[stmt.name] = Param(stmt.name, symbol, dim, nominal, stmt.span)
         self.nominal[symbol] = sympy.Rational(nominal.numerator, nominal.denominator)
         self.names.define(stmt.name, Quantity(symbol, dim), stmt.span)
+
+    def _guard(self, stmt: ast.Guard, env: Env) -> None:
+        """`if CONDITION: error "text", values...`: refuse the file at these values."""
+        condition = evaluate(stmt.condition, env)
+        if not isinstance(condition, (bool, np.bool_)):
+            raise ElaborationError(f"expected a condition, not {kind_of(condition)}",
+                                   stmt.condition.span)
+        if not condition:
+            return
+        words = [stmt.message] + [v.value if isinstance(v, ast.String) else shown(evaluate(v, env))
+                                  for v in stmt.values]
+        raise ElaborationError(" ".join(w for w in words if w), stmt.span)
 
     def _constant(self, expr: ast.Expr, env: Env, what: str):
         value = evaluate(expr, env)

@@ -93,8 +93,12 @@ class _Reader:
     def system(self, root: Element) -> HostModel:
         version = root.attrs.get("version")
         if version != "1":
+            rccl = version == "2" or _has_element(root, "xgmi")
             raise ParseError(f"<system version=\"{version}\">: NCCL reads version 1 only "
-                             "(NCCL_TOPO_XML_VERSION, xml.h:50; xml.cc:393)", root.span)
+                             "(NCCL_TOPO_XML_VERSION, xml.h:50; xml.cc:393)" + (
+                                 "; this looks like RCCL's (AMD) dump, version 2 with <xgmi> "
+                                 "links (ROCm/rccl src/graph/xml.h:47 at 0cbce2a), which schedc does not import"
+                                 if rccl else ""), root.span)
         cpus = [c for c in root.children if c.name == "cpu"]
         if not cpus:
             raise ParseError("<system> has no <cpu>: NCCL's topology hangs every device under a "
@@ -409,3 +413,13 @@ class _Reader:
                              if low is not None and number < low else
                              f"{key}=\"{value}\" of <{element.name}> is out of range", element.span)
         return number
+
+
+def _has_element(root: Element, name: str) -> bool:
+    stack = [root]
+    while stack:
+        element = stack.pop()
+        if element.name == name:
+            return True
+        stack.extend(element.children)
+    return False

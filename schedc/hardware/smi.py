@@ -37,29 +37,34 @@ def _max_links(sm: int) -> int:
 
 def read_nvidia_smi(path: str | Path, assume: Assumptions) -> HostModel:
     source = read_source(path, "nvidia-smi topo -m output", ParseError)
-    lines = source.lines()
+    # On a terminal, nvidia-smi underlines the header with ANSI escapes; a capture keeps them.
+    lines = [_ANSI.sub("", line) for line in source.lines()]
     head = next((i for i, line in enumerate(lines) if re.match(r"\s*GPU0\b", line)), None)
     if head is None:
         raise ParseError("no header row naming GPU0: not the output of `nvidia-smi topo -m`",
                          Span(source, 1, 1, 1, 2))
-    columns = _cells(lines[head])
-    names = [c for c in columns if re.fullmatch(r"GPU\d+|NIC\d+|mlx\d+_\d+|[a-z]+\d*_\d+", c)]
+    # The last device's cell may run into the affinity titles with single spaces
+    # (`mlx5_1 CPU Affinity NUMA Affinity`): a device is a cell's first word.
+    names = [w for w in (c.split()[0] for c in _cells(lines[head])) if _DEVICE.fullmatch(w)]
     if not any(n.startswith("GPU") for n in names):
         raise ParseError("no GPU columns in the header row: `nvidia-smi topo -m` separates its "
                          "columns by tabs (or runs of two or more spaces)",
                          Span(source, head + 1, 1, head + 1, len(lines[head]) + 1))
+    twice = next((n for n in names if names.count(n) > 1), None)
+    if twice is not None:
+        raise ParseError(f"the header names {twice} twice", Span(source, head + 1, 1, head + 1, 2))
     rows: dict[str, tuple[int, list[str]]] = {}
     for number in range(head + 1, len(lines)):
         cells = _cells(lines[number])
         if not cells or cells[0] not in names:
             if cells and cells[0].startswith("Legend"):
                 break
+            if cells and _DEVICE.fullmatch(cells[0]) and len(cells) > len(names) // 2:
+                raise ParseError(f"a row for {cells[0]}, which the header does not name",
+                                 Span(source, number + 1, 1, number + 1, len(cells[0]) + 1))
             continue
         rows[cells[0]] = (number + 1, cells[1:])
     header = Span(source, head + 1, 1, head + 1, 2)
-    twice = next((n for n in names if names.count(n) > 1), None)
-    if twice is not None:
-        raise ParseError(f"the header names {twice} twice", header)
     missing = [n for n in names if n not in rows]
     if missing:
         raise ParseError(f"no row for {missing[0]}, which the header names", header)
@@ -67,8 +72,12 @@ def read_nvidia_smi(path: str | Path, assume: Assumptions) -> HostModel:
     return _Builder(source, assume, names, rows, legend).build()
 
 
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+_DEVICE = re.compile(r"GPU\d+|NIC\d+|mlx\d+_\d+|[a-z]+\d*_\d+")
+
+
 def _cells(line: str) -> list[str]:
-    parts = line.split("\t") if "\t" in line else re.split(r"\s{2,}", line)
+    parts = re.split(r"\t|\s{2,}", line)  # tabs, or runs of spaces where a paste lost them
     return [p.strip() for p in parts if p.strip()]
 
 

@@ -304,6 +304,15 @@ class Budget(Node):
 
 
 @dataclass(frozen=True)
+class Guard(Node):
+    """`if CONDITION: error "text", values...` at the top of a file."""
+
+    condition: Expr
+    message: str
+    values: tuple[Expr, ...] = ()
+
+
+@dataclass(frozen=True)
 class Expect(Node):
     relation: Relation
     within: Expr | None = None

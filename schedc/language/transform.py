@@ -74,6 +74,9 @@ class _ToAst(Transformer):
     def report_stmt(self, c, span):
         return ast.Report(str(c[0]), c[1], span=span)
 
+    def guard_stmt(self, c, span):
+        return ast.Guard(c[0], c[1].message, c[1].values, span=span)
+
     def expect_stmt(self, c, span):
         return ast.Expect(c[0], c[1], span=span)
 

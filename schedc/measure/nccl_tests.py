@@ -8,7 +8,10 @@ Two formats, both written by NVIDIA/nccl-tests (src/util.cu):
   one row per size, the first time/algbw/busbw group out-of-place, the second in-place. The
   header names the columns, so rows are read by name. Lines around the table (NCCL INFO,
   `# nThread ...`, `#  Rank ...`, launcher noise) are metadata or ignored; a launcher's line
-  prefix (`0: ` from srun, `[1,0]<stdout>:` from mpirun) is stripped.
+  prefix (`0: ` from srun, `[1,0]<stdout>:` from mpirun) or a Markdown quote (`> `) is
+  stripped. Old dialects: the `error` column is judged by nccl-tests' own tolerance, an
+  old all-to-all's empty redop is read as `none`; a `-d all` table (several datatypes) is
+  refused.
 - the `-J FILE.json` document: `{"version", "args", "config": {"nthreads", "ngpus",
   "devices": [...]}, "results": [{"size", "count", "type", "redop", "root",
   "out_of_place": {"time" | "cpu_time", "alg_bw", "bus_bw", "nwrong"} | null, "in_place":
@@ -20,6 +23,7 @@ at its line and column, never skipped.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 from dataclasses import dataclass, field
@@ -39,12 +43,15 @@ BUSBW_FACTORS = {
     "reduce": lambda n: 1.0,
 }
 
-_PREFIX = re.compile(r"^(\s*\d+:\s|\s*\[\d+,\d+\]<std(?:out|err)>:)")
+# A launcher's prefix (srun's `0: `, mpirun's `[1,0]<stdout>:`) or a Markdown quote (`> `).
+_PREFIX = re.compile(r"^(\s*\d+:\s|\s*\[\d+,\d+\]<std(?:out|err)>:|(?:\s*>(?=\s|$)\s?)+)")
 _RANK = re.compile(r"^#\s+Rank\s+(\d{1,9})\s")  # (longer: not a rank line)
 _HOST = re.compile(r"\son\s+(\S+)\s+device\s")  # `#  Rank 3 Group 0 Pid 7 on HOST device 3`
 # The command line (`./build/all_reduce_perf -b 8 -e 8G -f 2 -g 1`), wherever a launcher or a
 # README printed it: the binary names the collective, -g / -t the GPUs and threads per process.
-_BINARY = re.compile(r"(?:^|[\s/'\"])([a-z_]+)_perf(?=\s|$|['\"])")
+# nccl-tests' Makefile appends NAME_SUFFIX to every binary (`make MPI=1 NAME_SUFFIX=_mpi`,
+# src/Makefile:38 at a0b82b2): all_reduce_perf_mpi is all_reduce_perf.
+_BINARY = re.compile(r"(?:^|[\s/'\"])([a-z_]+?)_perf(?:_\w+)?(?=\s|$|['\"])")
 _ARG = re.compile(r"\s-([gt])\s+(\d{1,4})\b")
 _STARTING = re.compile(r"^#\s*Collective test starting:\s*(\S+)")
 _TOKEN = re.compile(r"\S+")
@@ -58,6 +65,13 @@ _HEADERLESS = {
     13: "size count type redop root time algbw busbw #wrong time algbw busbw #wrong",
 }
 _WRONG = ("#wrong", "error")
+# Before nccl-tests 2.13 (51af557) a placement's last column was `error`: the largest
+# difference from the expected result (`%5.0le` of maxDelta, src/common.cu:736 at 8274cb4),
+# not a count; the run counted a row wrong only when maxDelta > DeltaMaxValue(type) ×
+# (nranks − 1) (src/common.cu:464; DeltaMaxValue at :110: half and bfloat16 1e-2, float
+# 1e-5, double 1e-12, every integer type 1e-200).
+_DELTA_MAX = {"half": 1e-2, "bfloat16": 1e-2, "float": 1e-5, "double": 1e-12}
+_DELTA_MAX_OTHER = 1e-200
 _TIME = ("time", "cputime")
 # What a measurement may be: a time in microseconds, as nccl-tests prints it, from 1 ns to
 # about 11.6 days (0 or 1e-300 would make every relative error meaningless), and sizes and
@@ -214,9 +228,12 @@ def parse_text(source: SourceFile) -> tuple[Table, ...]:
     def close() -> None:
         nonlocal rows, columns
         if rows:
-            tables.append(Table(tuple(rows), meta.collective, max(meta.ranks) + 1
-                                if meta.ranks else None, meta.fields, header_span or rows[0].span,
-                                meta.collective_from, len(meta.hosts) or None, meta.arguments))
+            table = Table(tuple(rows), meta.collective, max(meta.ranks) + 1
+                          if meta.ranks else None, meta.fields, header_span or rows[0].span,
+                          meta.collective_from, len(meta.hosts) or None, meta.arguments)
+            if columns is not None and "error" in columns:
+                table = _errors_as_wrong(table)
+            tables.append(_one_datatype(table))
         rows, columns = [], None
 
     for number, raw in enumerate(source.text.splitlines(), start=1):
@@ -273,6 +290,37 @@ def parse_text(source: SourceFile) -> tuple[Table, ...]:
     return tuple(tables)
 
 
+def _errors_as_wrong(table: Table) -> Table:
+    """An old table's `error` (the largest difference) as nccl-tests judged it: 1 wrong row
+    above DeltaMaxValue(type) × (nranks − 1), else 0. Ranks from the `#  Rank` lines, else
+    the GPUs of the one process the header counts, else 2 (the strictest tolerance)."""
+    per_process = table.per_process()
+    ranks = table.ranks or (per_process[0] if per_process else 2)
+
+    def judged(row: Row, m: Measurement | None) -> Measurement | None:
+        if m is None or m.wrong is None:
+            return m
+        limit = _DELTA_MAX.get(row.type, _DELTA_MAX_OTHER) * max(ranks - 1, 1)
+        return dataclasses.replace(m, wrong=1.0 if m.wrong > limit else 0.0)
+
+    rows = tuple(dataclasses.replace(r, out_of_place=judged(r, r.out_of_place),
+                                     in_place=judged(r, r.in_place)) for r in table.rows)
+    return dataclasses.replace(table, rows=rows)
+
+
+def _one_datatype(table: Table) -> Table:
+    """`-d all` measures every datatype in one table; its rows are not one series of sizes."""
+    first: dict[str, Row] = {}
+    for row in table.rows:
+        first.setdefault(row.type, row)
+    if len(first) > 1:
+        kinds = ", ".join(f"{t} (line {r.span.line})" for t, r in first.items())
+        raise LogError(f"the table mixes datatypes: {kinds}, as nccl-tests' '-d all' prints "
+                       "them; give a log of one datatype (e.g. '-d float')",
+                       list(first.values())[1].span)
+    return table
+
+
 def _is_header(words: list[str]) -> bool:
     names = {w.lstrip("#") for w in words}
     return {"size", "count", "type", "algbw", "busbw"} <= names and bool(names & set(_TIME))
@@ -322,8 +370,15 @@ def _fields(words: list[str]) -> tuple[tuple[str, str], ...]:
 
 
 def collective_name(binary: str) -> str:
-    name = Path(binary).name
-    return name[:-5] if name.endswith("_perf") else name
+    """`all_reduce_perf` (or `all_reduce_perf_mpi`, a NAME_SUFFIX) -> `all_reduce`."""
+    return re.sub(r"_perf(_\w+)?$", "", Path(binary).name)
+
+
+def _blank_redop(tokens: list[tuple[str, int]], needed: list[str]) -> bool:
+    """The row's field at the redop column is already the next column's number."""
+    k = needed.index("redop")
+    return k < len(tokens) and _NUMBERISH.match(tokens[k][0]) is not None \
+        and not tokens[k][0].isalpha()
 
 
 def _row(source: SourceFile, number: int, raw: str, tokens: list[tuple[str, int]],
@@ -333,6 +388,11 @@ def _row(source: SourceFile, number: int, raw: str, tokens: list[tuple[str, int]
         return Span(source, number, col, number, col + len(text))
 
     needed = [c for c in columns if c != "timestamp"]
+    if len(tokens) == len(needed) - 1 and "redop" in needed and _blank_redop(tokens, needed):
+        # Before d313d20 alltoall's op name was "", printed by `%6s` as blanks
+        # (src/alltoall.cu:111 and src/common.cu:19 at 464f038): the column is empty.
+        k = needed.index("redop")
+        tokens = [*tokens[:k], ("none", tokens[k][1]), *tokens[k:]]
     if len(tokens) < len(needed):
         end = len(raw) + 1
         raise LogError(f"the row has {len(tokens)} fields; the header has {len(needed)} "

@@ -62,9 +62,14 @@ def derive(topology: Topology, ranks: tuple[int, ...], nominal: dict, sm: int,
         inter = rate.concurrent([(hosts[k][i], hosts[(k + 1) % machine_nodes][i])
                                  for k in range(machine_nodes) for i in range(local)])
         inter_total = inter * local  # every GPU to its counterpart on the next host at once
+        # A channel crosses the network once per host: its bw is bounded by the best single
+        # GPU-to-network path (getMaxBw, search.cc:20-28 and :50), not by a GPU's share of a
+        # NIC all GPUs use at once; the channels together share inter_total.
+        single = max(rate.concurrent([(hosts[0][i], hosts[1][i])]) for i in range(local))
     else:
         inter_total = rate.leaving(topology, hosts[0])  # a one-host machine: its links out
         inter = inter_total / local if inter_total else 0.0
+        single = inter
     type_intra = _type_intra(topology, hosts[0]) if local > 1 else "LOC"
     type_inter = _type_inter(topology, hosts[0][0])
     where = f"{len(ranks)} ranks on {machine_nodes} host{'s' if machine_nodes > 1 else ''}"
@@ -89,16 +94,18 @@ def derive(topology: Topology, ranks: tuple[int, ...], nominal: dict, sm: int,
     }
     speeds = _speeds(sm, n_nodes > 1)
     ring_cap = intra if n_nodes == 1 else min(intra, inter_total)
-    per_channel = intra if n_nodes == 1 else min(intra, inter)
+    per_channel = intra if n_nodes == 1 else min(intra, single)
     ring_s, ring_n = _best(speeds, per_channel, ring_cap, K.MAXCHANNELS // 2)
     ring_s, ring_n, dup = _dup(ring_s, ring_n, sm, K.MAXCHANNELS // 2)
     tree_cap = intra * local / (local - 1) if local > 1 else intra
     tree_cap = tree_cap if n_nodes == 1 else min(tree_cap, inter_total)
     tree_s = _fastest_fit(speeds, per_channel, tree_cap, ring_n)
-    rates = f"intra {intra:g}" + (f", inter {inter:g}" if n_nodes > 1 else "") + " GB/s per GPU"
+    rates = f"intra {intra:g}" + (f", inter {inter:g}" if n_nodes > 1 else "") + " GB/s per GPU" \
+        + (f" (one path alone {single:g})" if n_nodes > 1 and single != inter else "")
     graph_from = {
-        "ring": (f"speed arrays (search.cc:1051-1066): most nChannels × bw within "
-                 f"{ring_cap:g} GB/s, bw ≤ {per_channel:g}; {rates}" + (f"; {dup}" if dup else "")),
+        "ring": (f"speed arrays (search.cc:1051-1066) descended as search.cc:1170-1240 does: "
+                 f"nChannels × bw within {ring_cap:g} GB/s, bw ≤ {per_channel:g}; {rates}"
+                 + (f"; {dup}" if dup else "")),
         "tree": f"the ring's channels (init.cc:1183-1185), fastest bw within {tree_cap:g} GB/s",
     }
     for name, s, n in (("ring", ring_s, ring_n), ("tree", tree_s, ring_n)):
@@ -232,13 +239,20 @@ def _speeds(sm: int, inter: bool) -> tuple[float, ...]:
 
 def _best(speeds: tuple[float, ...], per_channel: float, cap: float, most: int
           ) -> tuple[float, int]:
-    """(speed, channels) with the most speed × channels, the faster speed on a tie."""
-    best = (speeds[-1], 1)
-    for s in speeds:
-        n = min(most, int(cap // s)) if s <= per_channel else 0
-        if n >= 1 and s * n > best[0] * best[1]:
+    """(speed, channels) as the search's first pass descends the speeds (search.cc:1170-1240):
+    from the fastest within `per_channel` (maxBw), as many channels as `cap` allows at each
+    speed, the best speed × channels kept (the faster on a tie); it stops once that reaches
+    `cap` (totalBw), or when the next speed is under .49 of the best one found."""
+    best: tuple[float, int] | None = None
+    usable = [s for s in speeds if s <= per_channel] or [speeds[-1]]
+    for k, s in enumerate(usable):
+        n = min(most, int(cap // s))
+        if n >= 1 and (best is None or s * n > best[0] * best[1]):
             best = (s, n)
-    return best
+        if best is not None and (best[0] * best[1] >= cap or (
+                k + 1 < len(usable) and usable[k + 1] / best[0] <= .49)):
+            break
+    return best or (usable[-1], 1)
 
 
 def _fastest_fit(speeds: tuple[float, ...], per_channel: float, cap: float, n: int) -> float:

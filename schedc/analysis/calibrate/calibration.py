@@ -198,8 +198,17 @@ def check_table(session: Session, schedule: str, table: Table, log: str) -> list
                 f"{log} names no collective, and its rows are of a collective with "
                 f"{shape} (redop/root columns), but schedule '{schedule}' computes "
                 f"{collective.kind} ({binary}_perf: {ROW_SHAPES[binary]})", table.span)
-        said.append(f"collective: the log names none; its rows' redop/root fit {binary}"
-                    if shape else "collective check skipped: the log names none")
+        fits = _collectives_from_busbw(table)
+        if fits is not None and binary not in fits[0]:
+            raise CalibrationError(
+                f"{log} names no collective, and its busbw/algbw of {fits[1]:.4f} is nccl-tests' "
+                f"factor for {' or '.join(sorted(fits[0]))} on its {table.ranks} ranks, but "
+                f"schedule '{schedule}' computes {collective.kind} ({binary}_perf: "
+                f"{_FACTOR_TEXT.get(binary, '1')})", table.span)
+        said.append(f"collective: the log names none; its rows' "
+                    f"{'redop/root' if shape else ''}{' and ' if shape and fits else ''}"
+                    f"{'busbw/algbw' if fits else ''} fit {binary}"
+                    if shape or fits else "collective check skipped: the log names none")
     ranks = len(collective.ranks)
     if table.ranks is not None:
         if table.ranks != ranks:
@@ -233,6 +242,23 @@ def check_table(session: Session, schedule: str, table: Table, log: str) -> list
 
 _FACTOR_TEXT = {"all_reduce": "2(n-1)/n", "reduce_scatter": "(n-1)/n", "all_gather": "(n-1)/n",
                 "alltoall": "(n-1)/n"}
+
+
+# nccl-tests' busbw factors (src/*.cu GetBw, doc/PERFORMANCE.md), by the collectives sharing one.
+_FACTOR_FAMILIES = ((("all_reduce",), lambda n: 2 * (n - 1) / n),
+                    (("reduce_scatter", "all_gather", "alltoall"), lambda n: (n - 1) / n),
+                    (("broadcast", "reduce"), lambda n: 1.0))
+
+
+def _collectives_from_busbw(table: Table) -> tuple[set[str], float] | None:
+    """The collectives whose busbw factor, at the ranks the `#  Rank` lines count, gives the
+    rows' busbw/algbw (to the printed precision, on the row of the largest algbw)."""
+    best = max((r.measurement("out") for r in table.rows), key=lambda m: m.algbw)
+    if table.ranks is None or best.algbw < 10:
+        return None
+    fits = {name for names, factor in _FACTOR_FAMILIES for name in names
+            if abs(factor(table.ranks) * best.algbw - best.busbw) <= 0.02}
+    return (fits, best.busbw / best.algbw) if fits else None
 
 
 def _ranks_from_busbw(table: Table, binary: str) -> tuple[int, float] | None:
