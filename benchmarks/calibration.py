@@ -8,6 +8,19 @@
 - interleaved held out (every 4th size fit): geomean (goal <= 6 %), with no param at a bound
   or otherwise flagged.
 
+Beside them, two predictions of a machine that use less than a fit on other logs' rows, or
+one measurement more:
+
+- NCCL's own tuning model on the machine file (`schedc predict --nccl`), nothing fitted:
+  the GPU generation from the log's header (SM below), NCCL's constants; for the two EFA
+  logs also with the network latency the EFA plugin reports to NCCL (aws-ofi-nccl
+  v1.16.3, src/platform-aws.cpp:94 p4de.24xlarge and :152 p5: `.latency = 75.0`), which
+  NCCL adds per inter-node step (NVIDIA/nccl 5067397c, src/graph/tuning.cc:389-391);
+- `--split leave-one-out:16B`: leave-one-out, plus the held-out log's own params (its
+  fabric's latency) fitted on its rows of at most 16 B (two rows: a run of
+  `all_reduce_perf -b 8 -e 16`), the shared constants from the other logs; geomean over
+  the other rows.
+
 Accuracy, not speed: each figure is computed once (the fit is deterministic).
 
     PYTHONPATH=$PWD python benchmarks/calibration.py
@@ -31,6 +44,11 @@ LOGS = ROOT.parent / "shared" / "data" / "nccl-tests"
 NAMES = ("aws_2node_p4de_16xA100-80GB_efa_allreduce", "aws_2node_p5_16xH100_efa_allreduce",
          "nvidia_dgxc_1node_8xH100_nvlink_allreduce", "oci_2node_16xA100-SXM4-40GB_rdma_allreduce")
 MiB = 2**20
+# The GPU generation of each log (its header: A100 is sm 80, H100 sm 90), for NCCL's model.
+SM = {NAMES[0]: 80, NAMES[1]: 90, NAMES[2]: 90, NAMES[3]: 80}
+# What aws-ofi-nccl tells NCCL the EFA latency is (µs), on the graphs NCCL adds it to.
+EFA_PLUGIN = tuple(f"{g}.latencyInter=75" for g in ("ring", "tree", "nvls"))
+SMALL = 16  # bytes: the held-out log's rows up to this size fit its own params
 
 
 def _gm(values: list[float]) -> float:
@@ -78,7 +96,31 @@ def main() -> int:
     for check in joint.checks:
         print(f"  model check: {check}")
     print(f"\ntargets met: {'yes' if ok else 'no'}")
+    _without_a_fit(runs)
     return 0
+
+
+def _without_a_fit(runs: list[Run]) -> None:
+    from schedc.api import predict_nccl
+    print("\n| log | NCCL's model alone, all rows | ≥ 1 MiB | with the EFA plugin's 75 µs, "
+          "all rows | ≥ 1 MiB | leave-one-out:16B, other rows | ≥ 1 MiB |")
+    print("|---|---|---|---|---|---|---|")
+    own = calibrate_runs(runs, split=Split("leave-one-out", own_below=SMALL))
+    for run, name in zip(runs, NAMES):
+        cols = []
+        for inputs in ((), EFA_PLUGIN):
+            if inputs and "efa" not in name:
+                cols += ["-", "-"]
+                continue
+            c = predict_nccl(run.session, [run.log], sm=SM[name], inputs=inputs)
+            cols += [_pct(c.geomean(None) or 0), _pct(c.geomean(None, MiB) or 0)]
+        held = [(p, e) for p, e in zip(own.comparison.points, own.comparison.errors)
+                if p.log == run.log and not p.fit]
+        cols += [_pct(_gm([e for _, e in held])), _pct(_gm([e for p, e in held if p.size >= MiB]))]
+        print(f"| {name} | " + " | ".join(cols) + " |")
+    for note in own.notes:
+        if "its own params" in note or "no own params" in note:
+            print(f"  {note}")
 
 
 if __name__ == "__main__":

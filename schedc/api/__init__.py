@@ -67,6 +67,7 @@ from .measuring import (
     fitted_sets,
     plot_prediction,
     predict,
+    predict_nccl,
     read_manifest,
 )
 from .nccl import NcclModel, nccl_model
@@ -118,4 +119,5 @@ __all__ = [
     "ForAll", "verify_for_all",
     "calibrate_logs", "read_manifest",
     "validate_msccl",
+    "predict_nccl",
 ]

@@ -77,23 +77,27 @@ def calibrate_logs(pairs: Iterable[tuple[str | Path, Session]], schedule: str | 
 
 
 def parse_split(text: str, every: int = 4):
-    """`interleaved`, `size:SIZE` (e.g. size:64MiB) or `leave-one-out`."""
+    """`interleaved`, `size:SIZE` (e.g. size:64MiB), `leave-one-out` or `leave-one-out:SIZE`
+    (the held-out log's own params fitted on its rows up to SIZE, e.g. leave-one-out:16B)."""
     from ..analysis.calibrate.calibration import Split
     from ..errors import UsageError
     if text == "interleaved":
         return Split("interleaved", every)
     if text == "leave-one-out":
         return Split("leave-one-out", every)
-    if text.startswith("size:"):
+    kind, _, given = text.partition(":")
+    if kind in ("size", "leave-one-out") and given:
         import re
 
         from ..units import BYTES, UNITS
-        match = re.fullmatch(r"\s*(\d{1,15})\s*([A-Za-z]*)\s*", text[5:])
+        match = re.fullmatch(r"\s*(\d{1,15})\s*([A-Za-z]*)\s*", given)
         factor = UNITS.get(match.group(2) or "B") if match else None
         if match and factor is not None and factor[1] == BYTES and int(match.group(1)) > 0:
-            return Split("size", every, int(int(match.group(1)) * factor[0]))
-    raise UsageError(f"--split {text}: expected interleaved, size:SIZE (e.g. size:64MiB) or "
-                     "leave-one-out")
+            size = int(int(match.group(1)) * factor[0])
+            return (Split("size", every, size) if kind == "size" else
+                    Split("leave-one-out", every, own_below=size))
+    raise UsageError(f"--split {text}: expected interleaved, size:SIZE (e.g. size:64MiB), "
+                     "leave-one-out or leave-one-out:SIZE (e.g. leave-one-out:16B)")
 
 
 def predict(session: Session, logs: Iterable[str | Path], schedule: str | None = None, *,
@@ -109,6 +113,30 @@ def predict(session: Session, logs: Iterable[str | Path], schedule: str | None =
     name = _schedule(session, schedule)
     verified_timings(session, name.split(","), verify)
     return compare(session, name, _tables(logs), _place(in_place), drop_wrong)
+
+
+def predict_nccl(session: Session, logs: Iterable[str | Path], schedule: str | None = None, *,
+                 sm: int | None = None, inputs: tuple[str, ...] = (), in_place: bool = False,
+                 drop_wrong: bool = False) -> Comparison:
+    """The logs' rows against NCCL's own tuning model on the file's machine, nothing fitted:
+    at each size the algorithm/protocol NCCL picks and its time, lat + n/(1000·bw) µs
+    (`sm`: the GPU generation, 80 for A100, 90 for H100; `inputs`: NAME=VALUE overrides of
+    NCCL's inputs, as `schedc nccl --input`).
+
+        >>> compared = schedc.api.predict_nccl(machine, [LOG], sm=90)          # doctest: +SKIP
+        >>> compared.protocols[0]                                          # doctest: +SKIP
+        'ring/ll'
+    """
+    from ..analysis.calibrate.nccl_prediction import nccl_compare
+    from ..nccl.constants import VERSION
+    from .nccl import DEFAULT_SM, nccl_model
+    name = _schedule(session, schedule)
+    kind = session.program.result(name.split(",")[0]).collective.kind
+    model = nccl_model(session, collective=kind if kind != "alltoall" else None, sm=sm,
+                       inputs=inputs, max_bytes=1)
+    label = f"NCCL {VERSION}'s tuning model (sm {DEFAULT_SM if sm is None else sm})"
+    return nccl_compare(session, name, _tables(logs), model.comm, model.table, label,
+                        _place(in_place), drop_wrong)
 
 
 def read_manifest(path: str | Path) -> list[tuple[str, str]]:
@@ -145,9 +173,16 @@ def plot_prediction(session: Session, comparison: Comparison, path: str | Path) 
     from ..measure.nccl_tests import BUSBW_FACTORS
     from ..render.measured_plot import plot_comparison
     name = comparison.schedule.split(",")[0]
-    spans = protocol_spans(session.timing(name), size_symbol(session, name))
-    switches = [(float(b.lo), a.protocol, b.protocol) for a, b in zip(spans, spans[1:])]
-    collective = session.program.result(name).collective
+    if name in {r.name for r in session.program.results}:
+        spans = protocol_spans(session.timing(name), size_symbol(session, name))
+        switches = [(float(b.lo), a.protocol, b.protocol) for a, b in zip(spans, spans[1:])]
+        collective = session.program.result(name).collective
+    else:  # `predict --nccl`: NCCL's picks change between two measured sizes (marked at the
+        # first size of the new pick)
+        pts, picks = comparison.points, comparison.protocols
+        switches = [(float(b.size), x or "", y or "") for a, b, x, y in
+                    zip(pts, pts[1:], picks, picks[1:]) if x != y and a.log == b.log]
+        collective = session.program.results[0].collective
     factor = BUSBW_FACTORS[COLLECTIVE_BINARIES[collective.kind]](len(collective.ranks))
     plot_comparison(comparison, Path(path), factor, switches)
 

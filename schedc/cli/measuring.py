@@ -34,9 +34,10 @@ from .paths import InputPath, OutputPath
               help="Fit these params (default: every param the time depends on but the size "
               "and the link rates).")
 @click.option("--split", "split", default="interleaved", show_default=True,
-              metavar="interleaved|size:SIZE|leave-one-out",
+              metavar="interleaved|size:SIZE|leave-one-out[:SIZE]",
               help="Which rows are held out: every --every-th size is fit (interleaved); sizes "
-              "above SIZE (size:64MiB, extrapolation); each log in turn (leave-one-out).")
+              "above SIZE (size:64MiB, extrapolation); each log in turn (leave-one-out; "
+              "leave-one-out:16B also fits its own params on its rows up to 16 B).")
 @click.option("--every", type=click.IntRange(min=1), default=4, show_default=True,
               help="With --split interleaved: fit on one size in this many (and the largest).")
 @click.option("--in-place", is_flag=True, help="Use the in-place times (default: out-of-place).")
@@ -118,25 +119,43 @@ def calibrate_command(logs, machines, manifest, schedule, fit, split: str, every
               help="Leave out rows with a nonzero #wrong (else they are refused).")
 @click.option("--fitted", type=InputPath(),
               help="Set params to the values in this file (from calibrate --write).")
+@click.option("--nccl", "by_nccl", is_flag=True,
+              help="Predict by NCCL's own tuning model on FILE's machine (its algorithm, "
+                   "protocol and time per size), nothing fitted.")
+@click.option("--sm", type=int, default=None, metavar="N",
+              help="With --nccl: the GPU generation (80: A100, 90: H100; default 90).")
+@click.option("--input", "inputs", multiple=True, metavar="NAME=VALUE",
+              help="With --nccl: override one of NCCL's inputs, as `schedc nccl --input`.")
 @set_option
 @limit_options
 @json_option(schema.PREDICT)
 @no_verify_option
 @machine_options
 def predict_command(file: Path, logs, schedule, plot, in_place: bool, drop_wrong: bool, fitted,
-                    sets, limits, as_json: bool, no_verify: bool, machine, ranks) -> int:
+                    by_nccl: bool, sm, inputs, sets, limits, as_json: bool, no_verify: bool,
+                    machine, ranks) -> int:
     """FILE's predicted time against measured rows of nccl-tests LOGs, without fitting."""
-    from ..api import fitted_sets, load, plot_prediction, predict
+    from ..api import fitted_sets, load, plot_prediction, predict, predict_nccl
+    from ..errors import UsageError
     from ..render.calibration import comparison_json, comparison_text
+    if not by_nccl and (sm is not None or inputs):
+        raise UsageError("--sm and --input go with --nccl (NCCL's own tuning model)")
+    if by_nccl and fitted:
+        raise UsageError("--nccl predicts by NCCL's own constants: --fitted has no params there")
     sets = (*(fitted_sets(fitted) if fitted else ()), *sets)
     session = load(file, sets, **limits, machine=machine, ranks=ranks)
-    result = predict(session, logs, schedule, in_place=in_place, verify=not no_verify,
-                     drop_wrong=drop_wrong)
+    if by_nccl:
+        result = predict_nccl(session, logs, schedule, sm=sm, inputs=tuple(inputs),
+                              in_place=in_place, drop_wrong=drop_wrong)
+    else:
+        result = predict(session, logs, schedule, in_place=in_place, verify=not no_verify,
+                         drop_wrong=drop_wrong)
     if plot is not None:
         plot_prediction(session, result, plot)
     shown = str(fitted) if fitted else None
-    click.echo(comparison_json(result, shown) if as_json else comparison_text(result, shown),
-               nl=False)
+    how = "by NCCL's model alone, nothing fitted" if by_nccl else None
+    click.echo(comparison_json(result, shown) if as_json else
+               comparison_text(result, shown, how), nl=False)
     return EXIT_OK
 
 

@@ -87,7 +87,7 @@ def calibration_text(cal: Calibration, place: str) -> str:
         out.append(f"geomean |error|: {_percent(c.geomean(False))} over the {held} rows, each "
                    "predicted from the other logs' fit")
         for log in c.logs:
-            sub = [(p, e) for p, e in zip(c.points, c.errors) if p.log == log]
+            sub = [(p, e) for p, e in zip(c.points, c.errors) if p.log == log and not p.fit]
             big = [abs(e) for p, e in sub if p.size >= 2**20]
             out.append(f"  {log}: {_percent(_gm([abs(e) for _, e in sub]))} over all rows, "
                        f"{_percent(_gm(big))} over rows >= 1 MiB")
@@ -162,7 +162,8 @@ def calibration_json(cal: Calibration) -> str:
         "mean_error_fit": json_number(c.mean(True), integer=False),
         "mean_error_heldout": json_number(c.mean(False), integer=False),
         "split": {"kind": cal.split.kind, "every": cal.split.every,
-                  "size": cal.split.size if cal.split.kind == "size" else None},
+                  "size": cal.split.size if cal.split.kind == "size" else
+                  (cal.split.own_below or None)},
         "heldout_by_size": [{"range": name, "rows": n,
                              "geomean_error": json_number(g, integer=False)}
                             for name, n, g in c.by_range(False)],
@@ -210,8 +211,8 @@ def calibration_sched(cal: Calibration, command: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def comparison_text(c: Comparison, fitted: str | None = None) -> str:
-    at = f"at the params of {fitted}" if fitted else "at the file's params"
+def comparison_text(c: Comparison, fitted: str | None = None, how: str | None = None) -> str:
+    at = how or (f"at the params of {fitted}" if fitted else "at the file's params")
     out = [f"predict {c.schedule} against {len(c.points)} measured rows, {at}",
            *[f"  log: {log}" for log in c.logs], "", *_rows(c, False), "",
            f"geomean |error|: {_percent(c.geomean(None))} over {len(c.points)} rows; "

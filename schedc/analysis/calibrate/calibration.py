@@ -63,16 +63,22 @@ class Run:
 @dataclass(frozen=True)
 class Split:
     """Which rows are fit rows: "interleaved" (one size in `every`, and the largest), "size"
-    (the sizes up to `size`), "leave-one-out" (every log but one, in turn)."""
+    (the sizes up to `size`), "leave-one-out" (every log but one, in turn; with `own_below`,
+    the held-out log's own params are then fitted on its rows up to that size)."""
 
     kind: str = "interleaved"
     every: int = DEFAULT_EVERY
     size: int = 64 * MiB
+    own_below: int = 0  # bytes; 0: the held-out log's own params stay at its file's values
 
     def describe(self) -> str:
         if self.kind == "size":
             from ...units import format_bytes
             return f"size:{format_bytes(self.size)} (fit on sizes <= it, held out above)"
+        if self.kind == "leave-one-out" and self.own_below:
+            from ...units import format_bytes
+            return ("leave-one-out (each log predicted from a fit on the others, its own "
+                    f"params fitted on its rows <= {format_bytes(self.own_below)})")
         if self.kind == "leave-one-out":
             return "leave-one-out (each log predicted from a fit on the others)"
         return f"interleaved (every {self.every}th size and the largest fit, per log)"

@@ -97,7 +97,7 @@ def calibrate_runs(runs: list[Run], names: tuple[str, ...] = (), split: Split = 
                    fit_all: bool = False) -> Calibration:
     if split.kind == "leave-one-out" and not fit_all:
         from .splits import leave_one_out
-        return leave_one_out(runs, names, place, drop_wrong, max_evaluations)
+        return leave_one_out(runs, names, place, drop_wrong, max_evaluations, split.own_below)
     unknowns, per_run, run_names = _unknowns(runs, names)  # usage errors first
     notes: list[str] = []
     for run in runs:

@@ -1,18 +1,21 @@
 """`--split leave-one-out`: each log predicted from constants fitted on the others (every
 row of every other log a fit row) plus its own machine file — transfer to a machine the fit
 has not seen. The held-out log's own params (declared in its machine file, such as its
-fabric's latency) and any shared param no other log has stay at its machine file's values."""
+fabric's latency) and any shared param no other log has stay at its machine file's values;
+with `leave-one-out:SIZE` the own params are fitted instead on the held-out log's rows up to
+SIZE (its smallest sizes: a short run on the new machine), the shared ones held at the
+other logs' values, and its other rows are held out."""
 
 from __future__ import annotations
 
 from dataclasses import replace
 
 from ...errors import UsageError
-from .calibration import Calibration, Comparison, Point, Run, Split
+from .calibration import Calibration, CalibrationError, Comparison, Point, Run, Split
 
 
 def leave_one_out(runs: list[Run], names: tuple[str, ...], place: str, drop_wrong: bool,
-                  max_evaluations: int) -> Calibration:
+                  max_evaluations: int, own_below: int = 0) -> Calibration:
     from .fit import calibrate_runs, prediction
     if len(runs) < 2:
         raise UsageError("--split leave-one-out needs two logs or more (each is predicted from "
@@ -27,7 +30,12 @@ def leave_one_out(runs: list[Run], names: tuple[str, ...], place: str, drop_wron
         fold = calibrate_runs(others, names, Split(), place, drop_wrong, max_evaluations,
                               fit_all=True)
         values = {(p.name, p.log): p.value for p in fold.params}
-        got, times, wins, said = prediction(run, names, values, place, drop_wrong)
+        if own_below:
+            got, times, wins, said, own = _own_fit(run, names, values, place, drop_wrong,
+                                                   max_evaluations, own_below)
+            fold = replace(fold, params=fold.params + own)  # its own, fitted on its rows
+        else:
+            got, times, wins, said = prediction(run, names, values, place, drop_wrong)
         pts += got
         predicted += times
         winners += wins
@@ -38,6 +46,50 @@ def leave_one_out(runs: list[Run], names: tuple[str, ...], place: str, drop_wron
                             tuple(predicted), tuple(winners))
     cal = Calibration(comparison, (), all(f.converged for _, f in folds),
                       "; ".join(dict.fromkeys(f.message for _, f in folds)),
-                      sum(f.evaluations for _, f in folds), 0, Split("leave-one-out"),
+                      sum(f.evaluations for _, f in folds), 0,
+                      Split("leave-one-out", own_below=own_below),
                       tuple(s for _, f in folds for s in f.starts), tuple(dict.fromkeys(notes)))
     return replace(cal, folds=tuple(folds))
+
+
+def _own_fit(run: Run, names: tuple[str, ...], values: dict, place: str, drop_wrong: bool,
+             max_evaluations: int, below: int):
+    """The held-out log with its shared params at the other logs' values (a shared param no
+    other log has at its prior) and its own params fitted on its rows up to `below`."""
+    from ...elaborate.program import parse_override
+    from ...session import Session
+    from ...units import base_unit, format_bytes, format_quantity
+    from .fit import _shared, calibrate_runs, prediction
+    from .model import check_names, default_unknowns
+    from .roles import roles
+    session = run.session
+    mine = (check_names(session, run.schedule, names, anywhere=True) if names
+            else default_unknowns(session, run.schedule))
+    params = [session.program.params[n] for n in mine]
+    own = tuple(p.name for p in params if not _shared(run, p.name))
+    if not own or session.origin is None:
+        got, times, wins, said = prediction(run, names, values, place, drop_wrong)
+        return got, times, wins, [*said, f"{run.log}: no own params (its machine file declares "
+                                  "none it times): predicted from the other logs' alone"], ()
+    shared = {p.name: values.get((p.name, None), role.prior if role.prior is not None
+                                 else float(p.nominal))
+              for p, role in zip(params, roles(session, params)) if p.name not in own}
+    path, overrides, limits = session.origin
+    kept = tuple(o for o in overrides if o.name not in shared)
+    given = tuple(parse_override(f"{n}={v!r} {base_unit(session.program.params[n].dim)}"
+                                 .rstrip()) for n, v in shared.items())
+    again = Session.load(path, kept + given, limits, None, session.changes)
+    try:
+        fitted = calibrate_runs([replace(run, session=again)], own,
+                                Split("size", size=below), place, drop_wrong, max_evaluations)
+    except CalibrationError as error:
+        raise CalibrationError(f"{run.log}, its rows <= {format_bytes(below)} for its own "
+                               f"params {', '.join(own)}: {error.message}", error.span) from None
+    c = fitted.comparison
+    values_said = ", ".join(f"{p.name} = {format_quantity(p.value, p.dim)}"
+                            + (f" ({'; '.join(p.flags)})" if p.flags else "")
+                            for p in fitted.params)
+    notes = [*fitted.notes, f"{run.log}: its own params fitted on its rows <= "
+             f"{format_bytes(below)}: {values_said}"]
+    own_params = tuple(replace(p, log=run.log) for p in fitted.params)  # a one-log fit's
+    return c.points, list(c.predicted), list(c.protocols), notes, own_params  # are shared
