@@ -286,9 +286,15 @@ def prove(session: Session, param: str, name: str, piece: Piece, n: sympy.Symbol
           others: dict, stop: int | None) -> Verdict:
     """Whether `piece` holds for every n in [valid_from, stop] (stop None: unbounded)."""
     if piece.family.name != "integers" or piece.family.step != 1:
-        return Verdict(None, "not proved: the proof covers schedules affine in "
-                       f"{param} over the integers; this piece is fitted over the "
-                       f"{piece.family.label}")
+        why = ""
+        try:
+            _symbolic(session, param, name)
+        except Outside as exc:
+            why = f" ({_where(exc.span)}{exc.message})"
+        kind = "a power-of-two family" if piece.family.name != "integers" else \
+            f"fitted over the {piece.family.label}"
+        return Verdict(None, f"not proved: {kind}, checked at its instances only; the proof "
+                       f"covers schedules affine in {param} over the integers{why}")
     if piece.regime is None or not piece.classes:
         return Verdict(None, "not proved: no full formula to prove")
     start = piece.valid_from
