@@ -18,11 +18,12 @@ from the source (`elaborate.structure`: a comparison `p > 48`, a `ceil(p/64)`), 
 regime changes between the small instances and the far check (located by bisection). A
 period read from the source (`p % 9`) is fitted one residue class at a time.
 
-Status. Every piece is `checked`: it equals the compiles at `checked_at` and is claimed only
+Status. A piece is `checked`: it equals the compiles at `checked_at` and is claimed only
 between its first and last; past the last piece's last compile it is an extrapolation
-(`Scaling.form_at`, `--extrapolate`). Nothing here proves a form for every n: `proved`
-(with its `argument`) is for a proof that the fitted form cannot change past the compiles,
-which is not derived yet (see docs/scale.md, "Limits").
+(`Scaling.form_at`, `--extrapolate`). It is `proved` (with its `argument`; unbounded if it is
+the last) when every hypothesis of `proof` holds for the file at hand: transfers affine in
+n, a port machine built uniformly in n, and round classes derived for every n (Presburger
+sets, `portloads`) equal to the fitted ones; else a note says which hypothesis failed.
 """
 
 from __future__ import annotations
@@ -177,7 +178,10 @@ class Scaler:
                       None if piece.last else piece.valid_to)
         if found.argument is None:
             return replace(piece, notes=(*piece.notes, str(found.note)))
-        return replace(piece, status="proved", argument=found.argument,
+        notes = piece.notes + (("the bounds and time/bound are fitted, checked at the "
+                                "compiled instances only (the proof covers the time)",)
+                               if piece.bounds else ())
+        return replace(piece, status="proved", argument=found.argument, notes=notes,
                        valid_to=None if piece.last else piece.valid_to,
                        ends=None if piece.last else piece.ends)
 

@@ -82,6 +82,8 @@ def _occupied(family: Family, case: tuple[Cons, ...], ends: tuple[Lin, ...], dim
         body = f"exists ({', '.join(inner)} : {body})"
     text = f"[{PARAM}] -> {{ [{', '.join(family.domain.vars)}] -> [{', '.join(outs)}] : {body} }}"
     mapping = isl.Map(text)
+    if mapping.is_empty():
+        return mapping.range()
     if not mapping.is_injective():
         raise Unproved(f"{family.span.source.path}:{family.span.line}: a rank takes part in more "
                        "than one transfer of this statement in one round")

@@ -233,8 +233,11 @@ def port_rule(at: Session, name: str, copies: str, path: tuple[str, ...], stride
 
 def _obligations(sym: Symbolic, start: int, param: str) -> None:
     """(H1): the elaboration's obligations hold for every n >= start."""
+    domains: dict = {}
     for ob in dict.fromkeys(sym.obligations):
-        left = isl.Set(_set_text(ob.domain.vars, ob.domain.cons, start))
+        if ob.domain not in domains:
+            domains[ob.domain] = isl.Set(_set_text(ob.domain.vars, ob.domain.cons, start))
+        left = domains[ob.domain]
         for case in ob.cases:
             left = left.subtract(isl.Set(_set_text(ob.domain.vars, ob.domain.cons + case, start)))
         if not left.is_empty():
