@@ -9,9 +9,10 @@ import json
 from fractions import Fraction
 
 import pytest
-import schedc
 import sympy
 from conftest import ROOT, SCHEDULES, write
+
+import schedc
 
 HOSTS = SCHEDULES / "seed" / "nvlink_hosts.sched"
 FLAT = SCHEDULES / "algorithms" / "flat_p.sched"

@@ -285,6 +285,21 @@ def _regime_holds(piece: Piece, n: sympy.Symbol, others: dict) -> bool:
     return sympy.cancel(sympy.expand(total - piece.regime)) == 0
 
 
+MAX_ROUTED = 1024  # ranks of the instances whose every pair is routed
+
+
+def _smallest_pair(session: Session, param: str, name: str, start: int) -> int:
+    """The smallest n >= 2 (up to `start`, at most 16) at which the file compiles at n and n + 1."""
+    for n in range(2, min(max(start, 2), 16) + 1):
+        try:
+            for m in (n, n + 1):
+                session.at({param: m}).schedule(name)
+            return n
+        except SchedcError:
+            continue
+    return max(start, 2)
+
+
 def prove(session: Session, param: str, name: str, piece: Piece, n: sympy.Symbol,
           others: dict, stop: int | None) -> Verdict:
     """Whether `piece` holds for every n in [valid_from, stop] (stop None: unbounded)."""
@@ -314,12 +329,17 @@ def prove(session: Session, param: str, name: str, piece: Piece, n: sympy.Symbol
         lows = [lo.const + dict(lo.terms).get(PARAM, 0) * start for lo in order.lows]
         if any(lo.names - {PARAM} for lo in order.lows):
             raise Unproved("the ranks' coordinates start at a loop variable")
-        first = max(start, 2)
+        if session.at({param: start}).timing(name).cost.protocol is not None:
+            raise Unproved("the time is the minimum over protocols, not one cost model")
+        # The routes at any two sizes with two copies or more show every pair (see the
+        # module doc): the smallest that compile, so that every pair is cheap to route.
+        first = _smallest_pair(session, param, name, start)
         rules = set()
         for at_n in (first, first + 1):
             at = session.at({param: at_n})
-            if at.timing(name).cost.protocol is not None:
-                raise Unproved("the time is the minimum over protocols, not one cost model")
+            if len(at.program.result(name).collective.ranks) > MAX_ROUTED:
+                raise Unproved(f"more than {MAX_ROUTED} ranks at {param} = {at_n} to read "
+                               "every route")
             rule = port_rule(at, name, copies, order.path, order.strides[0],
                              lows[0] if len(lows) else 0)
             rules.add((rule.copy_coord, rule.same, rule.cross, tuple(sorted(
@@ -333,6 +353,8 @@ def prove(session: Session, param: str, name: str, piece: Piece, n: sympy.Symbol
         return Verdict(None, f"not proved: {exc.args[0]}")
     except SchedcError as exc:
         return Verdict(None, f"not proved: an instance does not compile ({exc.message})")
+    except isl.Error:
+        return Verdict(None, "not proved: isl could not decide a set of the argument")
     collective = session.program.result(name).collective
     size = sympy.Add(*[sympy.Rational(c.numerator, c.denominator) * s for s, c in collective.size])
     if not _matches(derived, piece.classes, size, session.program.alpha):
@@ -340,7 +362,7 @@ def prove(session: Session, param: str, name: str, piece: Piece, n: sympy.Symbol
                        f"{param} differ from the fitted ones")
     if not _regime_holds(piece, n, others):
         return Verdict(None, "not proved: the regime form is not the largest term of each "
-                       f"class over the whole piece")
+                       "class over the whole piece")
     span = f"every {param} >= {start}" if stop is None else f"every {start} <= {param} <= {stop}"
     return Verdict(f"Presburger (isl): transfers affine in {param}, port machine uniform in "
                    f"{copies}[...] (routes read at {param} = {first}, {first + 1}), round "
