@@ -327,8 +327,11 @@ def prove(session: Session, param: str, name: str, piece: Piece, n: sympy.Symbol
         copies = uniform_copies(session, param)
         order = sym.ranks
         lows = [lo.const + dict(lo.terms).get(PARAM, 0) * start for lo in order.lows]
-        if any(lo.names - {PARAM} for lo in order.lows):
-            raise Unproved("the ranks' coordinates start at a loop variable")
+        if any(not lo.is_const for lo in order.lows) or any(
+                not hi.is_const for hi in order.highs[1:]):
+            # Every copy must hold the same ranks at every n, so that the instances where the
+            # routes are read show every pair of local positions.
+            raise Unproved(f"the ranks' local positions in a copy vary with {param}")
         if session.at({param: start}).timing(name).cost.protocol is not None:
             raise Unproved("the time is the minimum over protocols, not one cost model")
         # The routes at any two sizes with two copies or more show every pair (see the
