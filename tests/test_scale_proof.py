@@ -150,3 +150,27 @@ def test_solve_for_hosts_compiles_what_the_proved_forms_say(run):
             if p["value"] >= 2:
                 assert at[p["value"]]["method"] == "formula"
                 assert at[p["value"]]["time_s"] == p[side]
+
+
+def test_the_traps_of_issue_20_stay_checked_with_the_reason(run, tmp_path):
+    """The side-link trap is affine, but its machine is sized by p + 2 (not one family of p
+    copies) and joins two ranks directly; the branch trap lists its ranks and branches on p. Neither is
+    proved, and each says which line stops the proof (tests/test_scale_traps.py checks
+    their figures against compiles past every sample)."""
+    from test_scale_traps import SIDE, _trap
+    case = write(tmp_path, "side.sched", SIDE)
+    document = _scale(run, case, "--in", "p", "--no-bound", "--no-verify")
+    line = SIDE.splitlines().index("  gpu g[p + 2]") + 1
+    for piece in document["schedules"]:
+        assert piece["status"] == "checked" and piece["valid_to"] is not None
+        assert f"not proved: {case}:{line}: a family sized by p other than one family of p " \
+               "copies" in piece["notes"]
+    case = _trap(tmp_path, "branch", "for s in 0..p-1 round { copy part(0 of p) from g[0] "
+                                     "to g[1]; if p > 48: copy all from g[2] to g[3] }")
+    document = _scale(run, case, "--in", "p", "--no-bound", "--no-verify")
+    for piece in document["schedules"]:
+        assert piece["status"] == "checked"
+        # The first hypothesis to fail is named: its ranks are a list literal (line 10),
+        # before its `if` (line 12).
+        assert f"not proved: {case}:10: a list literal is outside the affine class" in \
+            piece["notes"]
