@@ -115,6 +115,9 @@ FLAT_MACHINE = f'import "{SCHEDULES}/machines/flat.sched"\nimport "{SCHEDULES}/l
     # A `send` moves bytes the symbolic elaboration does not read.
     ("", "schedule s {\n  ring_allgather(ranks)\n  send V from g[0] to g[1]\n}",
      "'send' (bytes without data) is not read symbolically"),
+    # ... also in a schedule it calls.
+    ("schedule helper(g) {\n  ring_allgather(g)\n  send V from g[0] to g[1]\n}\n",
+     "schedule s = helper(ranks)", "'send' (bytes without data) is not read symbolically"),
     # A link to one fixed copy: the machine is not uniform in g[...] (the time is still
     # right, but the argument does not cover it).
     ("topology {\n  switch extra\n  link g[0] <-> extra bw B\n}\n",

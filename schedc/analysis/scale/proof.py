@@ -46,7 +46,7 @@ from ...errors import SchedcError, Span
 from ...language import statements as st
 from ...language import syntax as ast
 from ...session import Session
-from ..forall.affine import PARAM, Outside
+from ..forall.affine import Outside
 from ..forall.family import _symbolic
 from ..forall.model import Symbolic
 from ..forall.presburger import _set_text
@@ -231,6 +231,19 @@ def port_rule(at: Session, name: str, copies: str, path: tuple[str, ...], stride
     return PortRule(0 if len(path) == 2 else None, cls.get(True), cls[False], bandwidth)
 
 
+def _no_send(session: Session, body: object, seen: set[str]) -> None:
+    """(H1): no `send` in the schedule or anything it calls (the symbolic elaboration reads
+    data moves only, and would leave a send's bytes out)."""
+    for node in _nodes(body):
+        if isinstance(node, st.Send):
+            raise Outside("'send' (bytes without data) is not read symbolically", node.span)
+        if isinstance(node, ast.Call) and node.func not in seen:
+            seen.add(node.func)
+            called = session.program.functions.get(node.func)
+            if called is not None:
+                _no_send(session, called.body, seen)
+
+
 def _obligations(sym: Symbolic, start: int, param: str) -> None:
     """(H1): the elaboration's obligations hold for every n >= start."""
     domains: dict = {}
@@ -317,16 +330,13 @@ def prove(session: Session, param: str, name: str, piece: Piece, n: sympy.Symbol
         return Verdict(None, "not proved: no full formula to prove")
     start = piece.valid_from
     try:
-        definition = session.program.result(name).definition
-        for node in _nodes(definition.body):
-            if isinstance(node, st.Send):
-                raise Outside("'send' (bytes without data) is not read symbolically", node.span)
+        _no_send(session, session.program.result(name).definition.body, set())
         sym, _ = _symbolic(session, param, name)
         assert sym.ranks is not None
         _obligations(sym, start, param)
         copies = uniform_copies(session, param)
         order = sym.ranks
-        lows = [lo.const + dict(lo.terms).get(PARAM, 0) * start for lo in order.lows]
+        lows = [lo.const for lo in order.lows]
         if any(not lo.is_const for lo in order.lows) or any(
                 not hi.is_const for hi in order.highs[1:]):
             # Every copy must hold the same ranks at every n, so that the instances where the
