@@ -68,6 +68,15 @@ def _bounds(start: int, stop: int | None) -> list[str]:
     return [f"{PARAM} >= {start}"] + ([] if stop is None else [f"{PARAM} <= {stop}"])
 
 
+def _domain(family: Family, case: tuple[Cons, ...], start: int, stop: int | None) -> isl.Set:
+    cons = [*family.domain.cons, *case]
+    inner = sorted({v for c in cons for v in c.lin.names} - set(family.domain.vars) - {PARAM})
+    body = " and ".join([*_bounds(start, stop), *(c.isl() for c in cons)])
+    if inner:
+        body = f"exists ({', '.join(inner)} : {body})"
+    return isl.Set(f"[{PARAM}] -> {{ [{', '.join(family.domain.vars)}] : {body} }}")
+
+
 def _occupied(family: Family, case: tuple[Cons, ...], ends: tuple[Lin, ...], dims: int,
               start: int, stop: int | None) -> isl.Set:
     """{(t, port coordinates)} that the family's transfers of one case occupy; raises
@@ -82,8 +91,6 @@ def _occupied(family: Family, case: tuple[Cons, ...], ends: tuple[Lin, ...], dim
         body = f"exists ({', '.join(inner)} : {body})"
     text = f"[{PARAM}] -> {{ [{', '.join(family.domain.vars)}] -> [{', '.join(outs)}] : {body} }}"
     mapping = isl.Map(text)
-    if mapping.is_empty():
-        return mapping.range()
     if not mapping.is_injective():
         raise Unproved(f"{family.span.source.path}:{family.span.line}: a rank takes part in more "
                        "than one transfer of this statement in one round")
@@ -155,10 +162,10 @@ def round_classes(sym: Symbolic, rule: PortRule, start: int, stop: int | None,
             cases = [(rule.same, (eq(s, d),)), (rule.cross, (ge(s - d, const(1)),)),
                      (rule.cross, (ge(d - s, const(1)),))]
         for cls, case in cases:
+            if _domain(family, case, start, stop).is_empty():
+                continue
             for direction, ends in (("out", family.src), ("in", family.dst)):
                 points = _occupied(family, case, ends, dims, start, stop)
-                if points.is_empty():
-                    continue
                 if cls is None:
                     raise Unproved("a transfer between two ranks of one copy, which the "
                                    "machine joins by no port of its own")
