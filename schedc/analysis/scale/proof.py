@@ -10,11 +10,13 @@ A piece [a, b] (b = None: unbounded) is proved when
      size of one top-level family (the copies: `host node[hosts]`, `gpu g[p]`) and the
      bound of `for v in 0..n-1` clauses whose variable only indexes that family; no host
      body, bandwidth or other statement mentions n; no pinned route, no shared resource;
-(H3) it is a port machine, checked on its compiled instances at a and a + 1 (at least 2):
+(H3) it is a port machine, checked on two compiled instances, n0 and n0 + 1 for the smallest
+     n0 >= 2 at which both compile (2 and 3 for the shipped files):
      every resource with a bandwidth is one direction of one link with exactly one end that
      does not forward, has no latency or window, and each rank has at most one per class
      and direction; every link between a copy and the rest has its copy's end a device that
-     does not forward; for every pair of ranks the route loads exactly the source's out-port
+     does not forward; the ranks are the copies' devices, the same local positions in
+     every copy at every n; for every pair of ranks the route loads exactly the source's out-port
      and the destination's in-port of one class, with all the bytes, the class depending
      only on whether the two share a copy;
 (H4) the round classes derived from (H1)-(H3) for every n in [a, b] (`portloads`) are the
@@ -28,7 +30,7 @@ one block joined to one fabric by the same links; a route between ranks of diffe
 cannot pass through a third copy (entering one means passing a device that does not
 forward), so it lies in the source, the fabric and the destination, the same graph for
 every pair of copies and every n; a route inside one copy lies in that copy (the host-local
-rule) or, failing that, the same way. So the instances at a and a + 1, where every pair of
+rule) or, failing that, the same way. So the instances n0 and n0 + 1, where every pair of
 local positions occurs both inside a copy and across two, show the route of every pair at
 every n. Then (H1) and (H3) make the loads of each round exact Presburger sets in n, (H4)
 makes the full formula the time at every n, and (H5) the regime form.
