@@ -183,3 +183,37 @@ def test_the_traps_of_issue_20_stay_checked_with_the_reason(run, tmp_path):
         # before its `if` (line 12).
         assert f"not proved: {case}:10: a list literal is outside the affine class" in \
             piece["notes"]
+
+
+MIX = f"""import "{SCHEDULES}/machines/nvlink_hosts.sched"
+param V = 192 MiB
+allgather V over ranks
+schedule mix {{
+  for s in 0..6 round {{
+    for h in 0..hosts-1: for j in 0..7: copy part(0 of 8) of all from node[h].g[j] to node[h].g[(j + 1) % 8]
+    for i in 0..7: for h in 0..hosts-1: copy part(0 of 8 * hosts) of all from node[h].g[i] to node[(h + 1) % hosts].g[i]
+  }}
+}}
+"""
+
+
+def test_a_regime_that_ends_is_proved_piece_by_piece(run, tmp_path):
+    """Each of 7 rounds moves V/8 over every NVLink port and V/(8n) over every NIC, so by
+    hand T(n) = 7α + 7·max(V/(8 B_L), V/(8n B_N)): the NIC binds below n = B_L/B_N = 9,
+    NVLink from 9 on (a tie at 9). Both pieces are proved, each over its own range. (The
+    rounds compute no collective: --no-verify.)"""
+    case = write(tmp_path, "mix.sched", MIX)
+    document = _scale(run, case, "--in", "hosts", "--no-bound", "--no-verify",
+                      "--at", "300")
+    first, second = document["schedules"]
+    assert (first["status"], first["valid_from"], first["valid_to"]) == ("proved", 2, 8)
+    assert first["argument"].endswith("exact for every 2 <= hosts <= 8")
+    assert (second["status"], second["valid_from"], second["valid_to"]) == ("proved", 9, None)
+    alpha, V, B_L, B_N = Fraction(83, 10**8), 192 * 2**20, 450 * 10**9, 50 * 10**9
+
+    def hand(n: int) -> Fraction:
+        return 7 * alpha + 7 * max(Fraction(V, 8 * B_L), Fraction(V, 8 * n * B_N))
+
+    for n in (8, 9, 300):
+        assert _compiled(case, f"hosts={n}", "mix") == hand(n)
+    assert document["at"]["mix"] == [{"n": 300, "time_s": float(hand(300)), "method": "formula"}]
