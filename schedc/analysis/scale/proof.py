@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, fields, is_dataclass
+from pathlib import Path
 
 import islpy as isl
 import sympy
@@ -49,7 +50,7 @@ from ...language import statements as st
 from ...language import syntax as ast
 from ...session import Session
 from ..forall.affine import Outside
-from ..forall.family import _symbolic
+from ..forall.family import _modules, _symbolic
 from ..forall.model import Symbolic
 from ..forall.presburger import _set_text
 from ..forall.witness import smallest_n
@@ -315,13 +316,20 @@ def _smallest_pair(session: Session, param: str, name: str, start: int) -> int:
     return max(start, 2)
 
 
+def _elaborated(session: Session, param: str, name: str):
+    """The symbolic elaboration, the file's syntax trees parsed once per session."""
+    modules = session.memo("scale-proof", "modules",
+                           lambda: _modules(Path(session.program.path)))
+    return _symbolic(session, param, name, modules)
+
+
 def prove(session: Session, param: str, name: str, piece: Piece, n: sympy.Symbol,
           others: dict, stop: int | None) -> Verdict:
     """Whether `piece` holds for every n in [valid_from, stop] (stop None: unbounded)."""
     if piece.family.name != "integers" or piece.family.step != 1:
         why = ""
         try:
-            _symbolic(session, param, name)
+            _elaborated(session, param, name)
         except Outside as exc:
             why = f" ({_where(exc.span)}{exc.message})"
         kind = "a power-of-two family" if piece.family.name != "integers" else \
@@ -333,7 +341,7 @@ def prove(session: Session, param: str, name: str, piece: Piece, n: sympy.Symbol
     start = piece.valid_from
     try:
         _no_send(session, session.program.result(name).definition.body, set())
-        sym, _ = _symbolic(session, param, name)
+        sym, _ = _elaborated(session, param, name)
         assert sym.ranks is not None
         _obligations(sym, start, param)
         copies = uniform_copies(session, param)
