@@ -1,5 +1,6 @@
 """Closed forms over hosts: `schedc scale --in hosts` of the seed file (issue 20's target: at
-most 3 s whole process), of the ring with finite rail-to-spine links (two pieces), of the ring
+most 3 s whole process; its two forms are proved), of the ring with finite rail-to-spine links
+(two pieces, checked), of the textbook library in p (the ring collectives proved), of the ring
 and of the hierarchical all-reduce over hosts × 8 GPUs, and a structural sweep of hosts over 2–256 (compiles, wall time). Each is a
 whole process (`python -m schedc`), timed wall-clock and in CPU seconds (user + system of
 the child; on a shared machine the wall time also counts waiting for a core).
@@ -47,6 +48,9 @@ def main(runs: int = 3) -> None:
     spine = ROOT / "tests" / "scale" / "rail_spine_hosts.sched"
     args = ["scale", str(spine), "--in", "hosts", "--no-bound"]
     print(_line("scale rail_spine_hosts --no-bound (2 pieces)", [_timed(args) for _ in range(runs)]))
+    flat = ROOT / "schedules" / "algorithms" / "flat_p.sched"  # 3 pieces proved, 8 labelled
+    args = ["scale", str(flat), "--in", "p", "--no-bound"]
+    print(_line("scale flat_p --in p --no-bound (11 schedules)", [_timed(args) for _ in range(runs)]))
     for name in ("ring", "hierarchical"):
         args = ["scale", str(FILE), "--in", "hosts", "-s", name]
         print(_line(f"scale --in hosts -s {name}", [_timed(args) for _ in range(runs)]))

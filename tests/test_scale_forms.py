@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 import sympy
-from conftest import SCHEDULES, timings, write
+from conftest import ROOT, SCHEDULES, timings, write
 
 HOSTS = SCHEDULES / "seed" / "nvlink_hosts.sched"
 FIELDS = {"name", "param", "formula", "regime_formula", "regime_conditions", "fit_points",
@@ -45,13 +45,13 @@ def test_ring_and_hierarchical_over_hosts(run):
         assert set(entry) >= FIELDS
         assert sympy.simplify(_parse(entry["regime_formula"], **names) - reference) == 0
         assert entry["param"] == "hosts" and entry["valid_from"] == 2
-        # Checked, not proved: it holds where it was compiled, up to the far check, and no
-        # further claim is made (valid_to is never null for a checked piece).
-        assert entry["status"] == "checked" and entry["argument"] is None
-        assert entry["checked_at"] == [2, 3, 4, 5, 6, 7, 40] and entry["valid_to"] == 40
-        assert entry["extrapolated_beyond"] == 40
+        # Proved for every hosts >= 2 (tests/test_scale_proof.py checks the argument's
+        # hypotheses one by one): unbounded, and its limit is no extrapolation.
+        assert entry["status"] == "proved" and entry["argument"].startswith("Presburger (isl)")
+        assert entry["checked_at"] == [2, 3, 4, 5, 6, 7, 40] and entry["valid_to"] is None
+        assert entry["extrapolated_beyond"] is None
         assert entry["limit"] == "oo"  # 2(8n - 1)·α and (2n + 12)·α grow without bound
-        assert entry["limit_extrapolated"] is True
+        assert entry["limit_extrapolated"] is False
         fit, check = entry["fit_points"], entry["check_points"]
         assert not set(fit) & set(check) and max(check) >= 8 * max(fit)
         # The formula with its Max agrees with the regime form where B_L >= B_N.
@@ -115,8 +115,10 @@ def test_a_regime_that_changes_with_n_is_a_piece_of_its_own(run):
     assert (first["valid_from"], first["valid_to"], first["regime_formula"]) == (1, 1, None)
     _, one = timings(HOSTS, "hosts=1", names=["ring"])
     assert first["times"] == [{"value": 1, "time_s": float(one["ring"].time)}]
-    assert second["valid_from"] == 2 and second["valid_to"] == max(second["checked_at"])
-    assert second["regime_formula"] is not None and second["status"] == "checked"
+    assert second["valid_from"] == 2 and second["valid_to"] is None
+    assert second["regime_formula"] is not None and second["status"] == "proved"
+    # The one-host piece has no form, so nothing of it is proved.
+    assert first["status"] == "checked" and first["argument"] is None
 
 
 def test_a_regime_change_far_out_is_found_by_bisection(run, tmp_path):
@@ -241,26 +243,39 @@ def test_the_library_in_p_is_the_textbook(run):
 
 
 def test_at_past_the_checked_range_compiles_unless_extrapolate(run):
+    """The ring is proved for every hosts >= 2, so 10^5 hosts comes from its form; on the
+    machine with finite rail-to-spine links it is only checked (up to 244 hosts), so beyond
+    that `--at` compiles, or with --extrapolate evaluates the last form, labelled so."""
     document = _scale(run, HOSTS, "--in", "hosts", "-s", "ring", "--no-bound", "--at", "100000",
-                      "--at", "3", "--at", "20", "--extrapolate")
+                      "--at", "3", "--at", "20")
     far, near, inside = document["at"]["ring"]
     # By hand at 10^5 hosts: 2(8·10^5 - 1) α + (8·10^5 - 1)/(4·10^5) V/B_N.
     alpha, V, B_N = sympy.Rational(83, 10**8), 192 * 2**20, 50 * 10**9
     n = 100000
     assert far == {"n": n, "time_s": float(2 * (8 * n - 1) * alpha
                                           + sympy.Rational(8 * n - 1, 4 * n) * V / B_N),
-                   "method": "extrapolated"}
+                   "method": "formula"}
     for entry, hosts in ((near, 3), (inside, 20)):  # inside the checked range: the form
         _, t = timings(HOSTS, f"hosts={hosts}", names=["ring"])
         assert entry == {"n": hosts, "time_s": float(t["ring"].time), "method": "formula"}
     assert document["compiles"] < 10  # 2–7 and 40: nothing near 10^5 was compiled
-    # Without --extrapolate, 100 hosts (past the far check at 40) is compiled, and says so.
-    document = _scale(run, HOSTS, "--in", "hosts", "-s", "ring", "--no-bound", "--at", "100")
+    # A checked last piece: past its range (244 hosts) a value is compiled, and says so.
+    spine = ROOT / "tests" / "scale" / "rail_spine_hosts.sched"
+    document = _scale(run, spine, "--in", "hosts", "-s", "ring", "--no-bound", "--at", "250")
+    assert [p["status"] for p in document["schedules"]] == ["checked", "checked"]
     (entry,) = document["at"]["ring"]
-    _, t = timings(HOSTS, "hosts=100", names=["ring"])
-    assert entry == {"n": 100, "time_s": float(t["ring"].time), "method": "compiled"}
-    # ... and a size the limits refuse is refused, pointing at --extrapolate.
-    code, out, err = run("scale", HOSTS, "--in", "hosts", "-s", "ring", "--no-bound",
+    _, t = timings(spine, "hosts=250", names=["ring"])
+    assert entry == {"n": 250, "time_s": float(t["ring"].time), "method": "compiled"}
+    # ... with --extrapolate, from the last form, labelled so: by hand, from 51 hosts the
+    # rail-to-spine link binds, 2(8n - 1)(α + V/(8 B_S)) with B_S = 2.5 TB/s.
+    document = _scale(run, spine, "--in", "hosts", "-s", "ring", "--no-bound", "--at", "100000",
+                      "--extrapolate")
+    (entry,) = document["at"]["ring"]
+    B_S = 2500 * 10**9
+    assert entry == {"n": n, "time_s": float(2 * (8 * n - 1) * (alpha + sympy.Rational(V, 8 * B_S))),
+                     "method": "extrapolated"}
+    # ... and without it, a size the limits refuse is refused, pointing at --extrapolate.
+    code, out, err = run("scale", spine, "--in", "hosts", "-s", "ring", "--no-bound",
                          "--at", "100000")
     assert code == 2 and out == ""
     assert "800,000 devices" in err and "--extrapolate evaluates the last form" in err

@@ -151,7 +151,9 @@ def scale_text(program: Program, results: list[Scaling]) -> str:
                     shown = form if form is not None else "no closed form in this basis"
                     out.append(f"    {kind:<9} {shown}")
             if piece.ratio is not None:
-                tail = f"  -> {piece.ratio_limit}" if piece.ratio_limit is not None else ""
+                # The bounds are fitted, never proved: their limit is an extrapolation.
+                tail = (f"  -> {piece.ratio_limit} (extrapolated)"
+                        if piece.ratio_limit is not None else "")
                 out.append(f"    time/bound {piece.ratio}{tail}")
             if piece.optimum is not None:
                 o = piece.optimum

@@ -188,9 +188,12 @@ def _modules(path: Path) -> list[ast.Module]:
     return out
 
 
-def _symbolic(session: Session, param: str, name: str):
+def _symbolic(session: Session, param: str, name: str, modules: list[ast.Module] | None = None):
+    """The schedule elaborated with `param` a symbol; `modules`: the file and its imports,
+    parsed (by `_modules`), when the caller has them already."""
     program = session.program
-    modules = _modules(Path(program.path))
+    if modules is None:
+        modules = _modules(Path(program.path))
     lets = {s.name: s.value for m in modules for s in m.body if isinstance(s, ast.Let)}
     topology = [s for m in modules for s in m.body if isinstance(s, ast.Topology)]
     constants: dict[str, object] = {}

@@ -18,16 +18,18 @@ from the source (`elaborate.structure`: a comparison `p > 48`, a `ceil(p/64)`), 
 regime changes between the small instances and the far check (located by bisection). A
 period read from the source (`p % 9`) is fitted one residue class at a time.
 
-Status. Every piece is `checked`: it equals the compiles at `checked_at` and is claimed only
+Status. A piece is `checked`: it equals the compiles at `checked_at` and is claimed only
 between its first and last; past the last piece's last compile it is an extrapolation
-(`Scaling.form_at`, `--extrapolate`). Nothing here proves a form for every n: `proved`
-(with its `argument`) is for a proof that the fitted form cannot change past the compiles,
-which is not derived yet (see docs/scale.md, "Limits").
+(`Scaling.form_at`, `--extrapolate`). It is `proved` (with its `argument`; unbounded if it is
+the last) when every hypothesis of `proof` holds for the file at hand: transfers affine in
+n, a port machine built uniformly in n, and round classes derived for every n (Presburger
+sets, `portloads`) equal to the fitted ones; else a note says which hypothesis failed.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 
 import sympy
 
@@ -53,6 +55,7 @@ from .fitting import (
     regime_shape,
 )
 from .pieces import AtValue, Observation, Piece, Scaling
+from .proof import prove
 from .terms import full_shape
 
 MAX_PIECES = 4
@@ -163,7 +166,24 @@ class Scaler:
                 break
             notes.append(f"over the {group[0].name}: no closed form in the basis "
                          f"{_basis_text(group[0], self.symbol)}")
-        return Scaling(name, self.param, self.symbol, tuple(pieces), tuple(notes))
+        return Scaling(name, self.param, self.symbol, tuple(self._proved(name, p) for p in pieces),
+                       tuple(notes))
+
+    def _proved(self, name: str, piece: Piece) -> Piece:
+        """The piece `proved` for every n of its range (unbounded if it is the last) when
+        every hypothesis of `proof` holds; else `checked`, with a note saying which fails."""
+        if piece.regime is None:
+            return piece
+        found = prove(self.session, self.param, name, piece, self.symbol, self.others,
+                      None if piece.last else piece.valid_to)
+        if found.argument is None:
+            return replace(piece, notes=(*piece.notes, str(found.note)))
+        notes = piece.notes + (("the bounds and time/bound are fitted, checked at the "
+                                "compiled instances only (the proof covers the time)",)
+                               if piece.bounds else ())
+        return replace(piece, status="proved", argument=found.argument, notes=notes,
+                       valid_to=None if piece.last else piece.valid_to,
+                       ends=None if piece.last else piece.ends)
 
     def _families(self) -> list[list[Family]]:
         """The integers (one residue class at a time if the source has a period in n), then
@@ -341,7 +361,8 @@ class Scaler:
                       conditions, formula, limit(regime, n) if last else None, bounds,
                       ratio, limit(ratio, n) if ratio is not None and last else None, times,
                       tuple(a for a in asymptote if a[1] is not None), ends=why, last=last,
-                      notes=notes)
+                      notes=notes, classes=() if classes is None else tuple(
+                          (c, s, tuple(t)) for c, s, t in classes))
         return with_optimum(piece, self, name)
 
 

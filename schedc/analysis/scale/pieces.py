@@ -47,6 +47,9 @@ class Piece:
     ends: str | None = None  # why the piece ends at valid_to
     last: bool = False  # the last piece: beyond valid_to the form is an extrapolation
     notes: tuple[str, ...] = ()
+    # The full formula's round classes as fitted: (count, start-up, the terms of its Max),
+    # each a function of n (what `proof` compares with the classes it derives).
+    classes: tuple[tuple[sympy.Expr, sympy.Expr, tuple[sympy.Expr, ...]], ...] = ()
 
     @property
     def checked_at(self) -> tuple[int, ...]:

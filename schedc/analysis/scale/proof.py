@@ -1,0 +1,392 @@
+"""When a fitted piece of `analysis.scale` is `proved`: the theorem of docs/scale.md
+("Proof for every n"), its hypotheses each checked here for the file at hand.
+
+A piece [a, b] (b = None: unbounded) is proved when
+
+(H1) the schedule is in the affine class: the symbolic elaboration (`analysis.forall.
+     symbolic`) reads it with n kept a symbol, and its obligations (indices in range, the
+     cases of each `%` covering) hold for every n >= a (isl);
+(H2) the machine is built uniformly in n, read from the topology's source: n is only the
+     size of one top-level family (the copies: `host node[hosts]`, `gpu g[p]`) and the
+     bound of `for v in 0..n-1` clauses whose variable only indexes that family; no host
+     body, bandwidth or other statement mentions n; no pinned route, no shared resource;
+(H3) it is a port machine, checked on two compiled instances, n0 and n0 + 1 for the smallest
+     n0 >= 2 at which both compile (2 and 3 for the shipped files):
+     every resource with a bandwidth is one direction of one link with exactly one end that
+     does not forward, has no latency or window, and each rank has at most one per class
+     and direction; every link between a copy and the rest has its copy's end a device that
+     does not forward; the ranks are the copies' devices, the same local positions in
+     every copy at every n; for every pair of ranks the route loads exactly the source's out-port
+     and the destination's in-port of one class, with all the bytes, the class depending
+     only on whether the two share a copy;
+(H4) the round classes derived from (H1)-(H3) for every n in [a, b] (`portloads`) are the
+     fitted classes, count by count and load by load, as functions of n (SymPy);
+(H5) with the other params at their values, the term of each class that the regime form
+     takes is the largest of the class at every n in [a, b] (solved exactly, `ends`), and
+     the regime form is the sum of those terms (SymPy).
+
+Why (H2) and (H3) give the routes at every n: under (H2) the machine at n is n copies of
+one block joined to one fabric by the same links; a route between ranks of different copies
+cannot pass through a third copy (entering one means passing a device that does not
+forward), so it lies in the source, the fabric and the destination, the same graph for
+every pair of copies and every n; a route inside one copy lies in that copy (the host-local
+rule) or, failing that, the same way. So the instances n0 and n0 + 1, where every pair of
+local positions occurs both inside a copy and across two, show the route of every pair at
+every n. Then (H1) and (H3) make the loads of each round exact Presburger sets in n, (H4)
+makes the full formula the time at every n, and (H5) the regime form.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, fields, is_dataclass
+from pathlib import Path
+
+import islpy as isl
+import sympy
+
+from ...errors import SchedcError, Span
+from ...language import statements as st
+from ...language import syntax as ast
+from ...session import Session
+from ..forall.affine import Outside
+from ..forall.family import _modules, _symbolic
+from ..forall.model import Symbolic
+from ..forall.presburger import _set_text
+from ..forall.witness import smallest_n
+from .ends import first_failure
+from .pieces import Piece
+from .portloads import PortRule, RoundClass, Unproved, round_classes
+
+
+@dataclass(frozen=True)
+class Verdict:
+    argument: str | None  # proved: why
+    note: str | None  # not proved: the hypothesis that fails, where
+
+
+def _where(span: Span | None) -> str:
+    return f"{span.source.path}:{span.line}: " if span is not None else ""
+
+
+def _nodes(node: object):
+    """Every syntax node under `node` (spans left out)."""
+    if isinstance(node, (tuple, list)):
+        for item in node:
+            yield from _nodes(item)
+    elif is_dataclass(node) and not isinstance(node, type) and not isinstance(node, Span):
+        yield node
+        for f in fields(node):
+            if f.name != "span":
+                yield from _nodes(getattr(node, f.name))
+
+
+def _mentions(node: object, names: set[str]) -> bool:
+    return any(isinstance(x, ast.Name) and x.id in names for x in _nodes(node))
+
+
+def _dependent(session: Session, param: str) -> set[str]:
+    """The param and every top-level `let` computed from it."""
+    lets = {s.name: s.value for m in session.modules for s in m.body if isinstance(s, ast.Let)}
+    found = {param}
+    while True:
+        more = {name for name, value in lets.items() if name not in found
+                and _mentions(value, found)}
+        if not more:
+            return found
+        found |= more
+
+
+def uniform_copies(session: Session, param: str) -> str:
+    """(H2): the name of the family of copies; raises Unproved naming the line that fails."""
+    dep = _dependent(session, param)
+    copies: str | None = None
+    for module in session.modules:
+        for block in (s for s in module.body if isinstance(s, ast.Topology)):
+            for stmt in block.body:
+                decls = [stmt.name] if isinstance(stmt, ast.HostDecl) else list(
+                    stmt.names) if isinstance(stmt, ast.DeviceDecl) else []
+                for decl in decls:
+                    if decl.count is not None and _mentions(decl.count, dep):
+                        if not (isinstance(decl.count, ast.Name) and decl.count.id == param) \
+                                or copies is not None:
+                            raise Unproved(f"{_where(decl.span)}a family sized by {param} other "
+                                           f"than one family of {param} copies")
+                        copies = decl.name
+                if isinstance(stmt, ast.HostDecl):
+                    if _mentions(stmt.body, dep):
+                        raise Unproved(f"{_where(stmt.span)}a host body depends on {param}")
+                elif isinstance(stmt, ast.LinkDecl):
+                    _uniform_link(stmt, param, dep)
+                elif isinstance(stmt, (ast.RouteDecl, ast.SharedDecl)):
+                    raise Unproved(f"{_where(stmt.span)}pinned routes and shared resources are "
+                                   "not covered")
+                elif not isinstance(stmt, ast.DeviceDecl) and _mentions(stmt, dep):
+                    raise Unproved(f"{_where(stmt.span)}this statement depends on {param}")
+    if copies is None:
+        raise Unproved(f"no family of the topology is sized by {param}")
+    for module in session.modules:  # the links' copy variables index that family only
+        for block in (s for s in module.body if isinstance(s, ast.Topology)):
+            for stmt in block.body:
+                if isinstance(stmt, ast.LinkDecl):
+                    _indexes_only(stmt, copies, param, dep)
+    return copies
+
+
+def _copy_vars(stmt: ast.LinkDecl, param: str, dep: set[str]) -> set[str]:
+    out = set()
+    for clause in stmt.clauses:
+        if not _mentions(clause, dep):
+            continue
+        it = clause.iter
+        if not (clause.cond is None and isinstance(it, ast.Range) and isinstance(it.lo, ast.Number)
+                and it.lo.value == 0 and it.lo.unit is None and isinstance(it.hi, ast.BinOp)
+                and it.hi.op == "-" and isinstance(it.hi.left, ast.Name)
+                and it.hi.left.id == param and isinstance(it.hi.right, ast.Number)
+                and it.hi.right.value == 1 and it.hi.right.unit is None):
+            raise Unproved(f"{_where(clause.span)}a link loop over something other than 0..{param}-1")
+        out.add(clause.var)
+    return out
+
+
+def _uniform_link(stmt: ast.LinkDecl, param: str, dep: set[str]) -> None:
+    _copy_vars(stmt, param, dep)
+    if _mentions((stmt.a, stmt.b, stmt.attrs), dep):
+        raise Unproved(f"{_where(stmt.span)}a link's ends or attributes depend on {param}")
+
+
+def _indexes_only(stmt: ast.LinkDecl, copies: str, param: str, dep: set[str]) -> None:
+    """Each copy variable occurs only as `copies[v]`; `copies` is indexed only so."""
+    loop = _copy_vars(stmt, param, dep)
+    for end in (stmt.a, stmt.b):
+        nodes = list(_nodes(end))
+        allowed = {id(x.index) for x in nodes if isinstance(x, ast.Index)
+                   and isinstance(x.base, ast.Name) and x.base.id == copies
+                   and isinstance(x.index, ast.Name) and x.index.id in loop}
+        bases = {id(x.base) for x in nodes if isinstance(x, ast.Index) and id(x.index) in allowed}
+        for x in nodes:
+            if isinstance(x, ast.Name) and ((x.id in loop and id(x) not in allowed)
+                                            or (x.id == copies and id(x) not in bases)):
+                raise Unproved(f"{_where(stmt.span)}a link not uniform in the copies of "
+                               f"{copies} (each copy must be joined the same way)")
+
+
+def _copy_of(name: str, copies: str) -> int | None:
+    found = re.match(rf"{re.escape(copies)}\[(\d+)\]", name)
+    return int(found.group(1)) if found else None
+
+
+def port_rule(at: Session, name: str, copies: str, path: tuple[str, ...], stride: int,
+              low: int) -> PortRule:
+    """(H3) on one compiled instance: the rule, or Unproved naming what fails."""
+    topo = at.program.topology
+    ranks = at.program.result(name).collective.ranks
+    copy = [_copy_of(d.name, copies) for d in topo.devices]
+    if path[0] != copies or len(path) > 2:
+        raise Unproved(f"the ranks are not the devices of the copies of {copies}")
+    for k, r in enumerate(ranks):
+        if copy[r] != (k // stride + low if len(path) == 2 else k + low) or topo.devices[r].forwards:
+            raise Unproved(f"rank {topo.devices[r].name} is not where its coordinates say, "
+                           "or forwards traffic")
+    carriers: dict[int, list] = {}
+    for hop in topo.hops:
+        if copy[hop.src] != copy[hop.dst]:
+            inside = [d for d in (hop.src, hop.dst) if copy[d] is not None]
+            if len(inside) == 2 or any(topo.devices[d].forwards for d in inside):
+                raise Unproved(f"{_where(hop.span)}a link between copies, or from a copy's "
+                               "device that forwards to the rest")
+        for r in hop.resources:
+            carriers.setdefault(r, []).append(hop)
+    port: dict[tuple[str, int, str], int] = {}
+    bandwidth: dict[str, sympy.Expr] = {}
+    for resource in topo.resources:
+        if resource.effective_bandwidth is None:
+            continue
+        hops = carriers.get(resource.id, [])
+        ends = [(d, side) for h in hops for d, side in ((h.src, "out"), (h.dst, "in"))
+                if not topo.devices[d].forwards]
+        if len(hops) != 1 or len(ends) != 1 or resource.latency is not None \
+                or resource.window is not None:
+            raise Unproved(f"{_where(resource.span)}a resource with a bandwidth that is not "
+                           "one port of one device (one direction of one link, no latency)")
+        (device, side), = ends
+        key = (side, device, resource.cls)
+        if key in port or bandwidth.setdefault(resource.cls, resource.bandwidth) != \
+                resource.bandwidth:
+            raise Unproved(f"{_where(resource.span)}two ports of one class on one device, or "
+                           "one class with two bandwidths")
+        port[key] = resource.id
+    cls: dict[bool, str] = {}
+    for a in ranks:
+        for b in ranks:
+            if a == b:
+                continue
+            same = copy[a] == copy[b]
+            loaded = dict(topo.route_resources(a, b, None))
+            found = [c for c in bandwidth if loaded == {port.get(("out", a, c)): 1,
+                                                        port.get(("in", b, c)): 1}]
+            if len(found) != 1 or cls.setdefault(same, found[0]) != found[0]:
+                raise Unproved(f"the route from {topo.devices[a].name} to "
+                               f"{topo.devices[b].name} does not load exactly one port of "
+                               "each end, of the class of the other pairs like it")
+    if False not in cls:
+        raise Unproved("no two ranks of different copies to read the rule from")
+    return PortRule(0 if len(path) == 2 else None, cls.get(True), cls[False], bandwidth)
+
+
+def _no_send(session: Session, body: object, seen: set[str]) -> None:
+    """(H1): no `send` in the schedule or anything it calls (the symbolic elaboration reads
+    data moves only, and would leave a send's bytes out)."""
+    for node in _nodes(body):
+        if isinstance(node, st.Send):
+            raise Outside("'send' (bytes without data) is not read symbolically", node.span)
+        if isinstance(node, ast.Call) and node.func not in seen:
+            seen.add(node.func)
+            called = session.program.functions.get(node.func)
+            if called is not None:
+                _no_send(session, called.body, seen)
+
+
+def _obligations(sym: Symbolic, start: int, param: str) -> None:
+    """(H1): the elaboration's obligations hold for every n >= start."""
+    domains: dict = {}
+    for ob in dict.fromkeys(sym.obligations):
+        if ob.domain not in domains:
+            domains[ob.domain] = isl.Set(_set_text(ob.domain.vars, ob.domain.cons, start))
+        left = domains[ob.domain]
+        for case in ob.cases:
+            left = left.subtract(isl.Set(_set_text(ob.domain.vars, ob.domain.cons + case, start)))
+        if not left.is_empty():
+            raise Unproved(f"{_where(ob.span)}{ob.message} fails at {param} = "
+                           f"{smallest_n(left.params())}")
+
+
+def _matches(derived: list[RoundClass], fitted: tuple, size: sympy.Expr, alpha) -> bool:
+    """(H4): the derived classes are the fitted ones, as functions of n."""
+    if len(derived) != len(fitted):
+        return False
+    left = list(fitted)
+    for c in derived:
+        terms = [k * size / bw for bw, k in c.loads]
+        for f in left:
+            count, startup, loads = f
+            if sympy.cancel(count - c.count) == 0 and sympy.cancel(startup - alpha) == 0 \
+                    and len(loads) == len(terms) and all(
+                        any(sympy.cancel(t - u) == 0 for u in loads) for t in terms):
+                left.remove(f)
+                break
+        else:
+            return False
+    return True
+
+
+def _regime_holds(piece: Piece, n: sympy.Symbol, others: dict) -> bool:
+    """(H5)."""
+    assert piece.regime is not None
+    total = sympy.Integer(0)
+    for count, startup, loads in piece.classes:
+        if loads:
+            values = [sympy.sympify(t).xreplace(others).xreplace({n: piece.valid_from})
+                      for t in loads]
+            top = max(range(len(loads)), key=lambda k: (values[k], -k))
+            for k, term in enumerate(loads):
+                fails = None if k == top else first_failure(
+                    sympy.GreaterThan(loads[top], term, evaluate=False), n, others,
+                    piece.valid_from)
+                if fails is not None and (piece.valid_to is None or fails <= piece.valid_to):
+                    return False
+            total += count * (startup + loads[top])
+        else:
+            total += count * startup
+    return sympy.cancel(sympy.expand(total - piece.regime)) == 0
+
+
+MAX_ROUTED = 1024  # ranks of the instances whose every pair is routed
+
+
+def _smallest_pair(session: Session, param: str, name: str, start: int) -> int:
+    """The smallest n >= 2 (up to `start`, at most 16) at which the file compiles at n and n + 1."""
+    for n in range(2, min(max(start, 2), 16) + 1):
+        try:
+            for m in (n, n + 1):
+                session.at({param: m}).schedule(name)
+            return n
+        except SchedcError:
+            continue
+    return max(start, 2)
+
+
+def _elaborated(session: Session, param: str, name: str):
+    """The symbolic elaboration, the file's syntax trees parsed once per session."""
+    modules = session.memo("scale-proof", "modules",
+                           lambda: _modules(Path(session.program.path)))
+    return _symbolic(session, param, name, modules)
+
+
+def prove(session: Session, param: str, name: str, piece: Piece, n: sympy.Symbol,
+          others: dict, stop: int | None) -> Verdict:
+    """Whether `piece` holds for every n in [valid_from, stop] (stop None: unbounded)."""
+    if piece.family.name != "integers" or piece.family.step != 1:
+        why = ""
+        try:
+            _elaborated(session, param, name)
+        except Outside as exc:
+            why = f" ({_where(exc.span)}{exc.message})"
+        kind = "a power-of-two family" if piece.family.name != "integers" else \
+            f"fitted over the {piece.family.label}"
+        return Verdict(None, f"not proved: {kind}, checked at its instances only; the proof "
+                       f"covers schedules affine in {param} over the integers{why}")
+    if piece.regime is None or not piece.classes:
+        return Verdict(None, "not proved: no full formula to prove")
+    start = piece.valid_from
+    try:
+        _no_send(session, session.program.result(name).definition.body, set())
+        sym, _ = _elaborated(session, param, name)
+        assert sym.ranks is not None
+        _obligations(sym, start, param)
+        copies = uniform_copies(session, param)
+        order = sym.ranks
+        lows = [lo.const for lo in order.lows]
+        if any(not lo.is_const for lo in order.lows) or any(
+                not hi.is_const for hi in order.highs[1:]):
+            # Every copy must hold the same ranks at every n, so that the instances where the
+            # routes are read show every pair of local positions.
+            raise Unproved(f"the ranks' local positions in a copy vary with {param}")
+        if session.at({param: start}).timing(name).cost.protocol is not None:
+            raise Unproved("the time is the minimum over protocols, not one cost model")
+        # The routes at any two sizes with two copies or more show every pair (see the
+        # module doc): the smallest that compile, so that every pair is cheap to route.
+        first = _smallest_pair(session, param, name, start)
+        rules = set()
+        for at_n in (first, first + 1):
+            at = session.at({param: at_n})
+            if len(at.program.result(name).collective.ranks) > MAX_ROUTED:
+                raise Unproved(f"more than {MAX_ROUTED} ranks at {param} = {at_n} to read "
+                               "every route")
+            rule = port_rule(at, name, copies, order.path, order.strides[0],
+                             lows[0] if len(lows) else 0)
+            rules.add((rule.copy_coord, rule.same, rule.cross, tuple(sorted(
+                (k, str(v)) for k, v in rule.bandwidth.items()))))
+        if len(rules) != 1:
+            raise Unproved(f"the port rule differs between {param} = {first} and {first + 1}")
+        derived = round_classes(sym, rule, start, stop, n)
+    except Outside as exc:
+        return Verdict(None, f"not proved: {_where(exc.span)}{exc.message}")
+    except Unproved as exc:
+        return Verdict(None, f"not proved: {exc.args[0]}")
+    except SchedcError as exc:
+        return Verdict(None, f"not proved: an instance does not compile ({exc.message})")
+    except isl.Error:
+        return Verdict(None, "not proved: isl could not decide a set of the argument")
+    collective = session.program.result(name).collective
+    size = sympy.Add(*[sympy.Rational(c.numerator, c.denominator) * s for s, c in collective.size])
+    if not _matches(derived, piece.classes, size, session.program.alpha):
+        return Verdict(None, "not proved: the round classes derived for every "
+                       f"{param} differ from the fitted ones")
+    if not _regime_holds(piece, n, others):
+        return Verdict(None, "not proved: the regime form is not the largest term of each "
+                       "class over the whole piece")
+    span = f"every {param} >= {start}" if stop is None else f"every {start} <= {param} <= {stop}"
+    return Verdict(f"Presburger (isl): transfers affine in {param}, port machine uniform in "
+                   f"{copies}[...] (routes read at {param} = {first}, {first + 1}), round "
+                   f"classes and loads exact for {span}", None)
