@@ -1,7 +1,9 @@
 """nccl-tests logs as real runs print them, in the dialects a first reader missed: the old
 `error` column (a largest difference, not a count), binaries built with a NAME_SUFFIX, old
 all-to-all rows with an empty redop, tables pasted as Markdown quotes, `-d all` tables of
-several datatypes, and tables that name no collective but whose busbw/algbw does.
+several datatypes, and tables that name no collective but whose busbw/algbw does; and two
+things the same probe of real files found in `predict` and `calibrate` (an MSCCL file's
+machine, an undetermined param's label).
 
 Every log here is written by hand in nccl-tests' print format (the rule and its source line
 beside each); none is copied from a real run."""
@@ -165,3 +167,28 @@ def test_predict_times_an_msccl_algorithm_on_a_named_machine(run, tmp_path):
     assert "against 1 measured rows" in out
     code, out, err = run("calibrate", log, "--machine", xml)
     assert code == 2 and "`schedc predict FILE.xml --machine M.sched --against LOG`" in err
+
+
+@pytest.mark.parametrize("value, flag", [
+    (8.4e-6, "undetermined by the fit rows (held by its prior)"),
+    (199.7e-6, "undetermined by the fit rows"),
+])
+def test_an_undetermined_param_is_held_by_its_prior_only_where_it_stayed(value, flag):
+    # A param the fit rows cannot see (its Jacobian column is zero) that the other params
+    # pushed to 199.7 us, near its 200 us bound, is undetermined, not "held by its prior"
+    # of 8.4 us (a real two-log fit printed that).
+    import math
+    from types import SimpleNamespace
+
+    import numpy as np
+
+    from schedc.analysis.calibrate.fit import Unknown, _params
+    from schedc.analysis.calibrate.roles import Role
+    role = Role("startup", "the per-call latency", 1e-7, 200e-6, 8.4e-6, 1.0)
+    unknowns = [Unknown("b_call", None, role, 8.4e-6, ()), Unknown("B", None, role, 1e-6, ())]
+    jac = np.array([[0.0, 1.0], [0.0, 2.0], [0.0, 0.5]])
+    best = SimpleNamespace(x=np.array([math.log(value), math.log(1e-6)]), jac=jac)
+    lower, upper = [math.log(1e-7)] * 2, [math.log(200e-6)] * 2
+    (b_call, _) = _params(unknowns, best, lambda x: np.zeros(3), [], lower, upper, 3)
+    assert not b_call.determined
+    assert b_call.flags == (flag,)

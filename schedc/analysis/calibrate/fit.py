@@ -45,6 +45,7 @@ DATA_SIGMA = 0.05
 ORDER_WEIGHT = 300.0
 INTERLEAVED = Split()  # residual per unit of log-violation of an order: a steep wall
 AT_BOUND = 1e-4  # log distance from a bound that counts as at it
+PRIOR_HELD = math.log(1.05)  # log space: within 5 % of the prior is "held by it"
 STARTS = 8
 AGREE = 0.05  # starts that reach the best cost agree when every value is within 5 %
 
@@ -221,8 +222,12 @@ def _params(unknowns: list[Unknown], best, data_residuals, pairs, lower, upper,
                 other = unknowns[b if j == a else a].name
                 flags.append(f"at its ordering bound (equal to {other})")
         if not determined[j]:
-            flags.append("undetermined by the fit rows (held by its prior)"
-                         if u.role.prior is not None else "undetermined by the fit rows")
+            # "Held by its prior" only where it stayed there: an undetermined param the other
+            # params pushed elsewhere (to near a bound, say) is only undetermined.
+            held = u.role.prior is not None and u.role.prior > 0 and \
+                abs(best.x[j] - math.log(u.role.prior)) <= PRIOR_HELD
+            flags.append("undetermined by the fit rows (held by its prior)" if held
+                         else "undetermined by the fit rows")
         elif sigma[j] > 1.0:
             flags.append(f"uncertain (±{sigma[j] * 100:.0f} %)")
         out.append(FittedParam(u.name, float(math.exp(best.x[j])), u.nominal, u.dim,
