@@ -171,9 +171,9 @@ def test_predict_times_an_msccl_algorithm_on_a_named_machine(run, tmp_path):
 
 @pytest.mark.parametrize("value, flag", [
     (8.4e-6, "undetermined by the fit rows (held by its prior)"),
-    (199.7e-6, "undetermined by the fit rows"),
+    (199.7e-6, "undetermined by the fit rows (pushed near its upper bound)"),
 ])
-def test_an_undetermined_param_is_held_by_its_prior_only_where_it_stayed(value, flag):
+def test_an_undetermined_param_pushed_to_a_bound_is_not_held_by_its_prior(value, flag):
     # A param the fit rows cannot see (its Jacobian column is zero) that the other params
     # pushed to 199.7 us, near its 200 us bound, is undetermined, not "held by its prior"
     # of 8.4 us (a real two-log fit printed that).

@@ -45,7 +45,7 @@ DATA_SIGMA = 0.05
 ORDER_WEIGHT = 300.0
 INTERLEAVED = Split()  # residual per unit of log-violation of an order: a steep wall
 AT_BOUND = 1e-4  # log distance from a bound that counts as at it
-PRIOR_HELD = math.log(1.05)  # log space: within 5 % of the prior is "held by it"
+NEAR_BOUND = math.log(1.01)  # within 1 %: an undetermined param there was pushed, not held
 STARTS = 8
 AGREE = 0.05  # starts that reach the best cost agree when every value is within 5 %
 
@@ -222,12 +222,12 @@ def _params(unknowns: list[Unknown], best, data_residuals, pairs, lower, upper,
                 other = unknowns[b if j == a else a].name
                 flags.append(f"at its ordering bound (equal to {other})")
         if not determined[j]:
-            # "Held by its prior" only where it stayed there: an undetermined param the other
-            # params pushed elsewhere (to near a bound, say) is only undetermined.
-            held = u.role.prior is not None and u.role.prior > 0 and \
-                abs(best.x[j] - math.log(u.role.prior)) <= PRIOR_HELD
-            flags.append("undetermined by the fit rows (held by its prior)" if held
-                         else "undetermined by the fit rows")
+            # Not "held by its prior" when the other params pushed it against a bound.
+            near = "lower" if best.x[j] <= lower[j] + NEAR_BOUND else \
+                "upper" if best.x[j] >= upper[j] - NEAR_BOUND else None
+            flags.append(f"undetermined by the fit rows (pushed near its {near} bound)" if near
+                         else "undetermined by the fit rows (held by its prior)"
+                         if u.role.prior is not None else "undetermined by the fit rows")
         elif sigma[j] > 1.0:
             flags.append(f"uncertain (±{sigma[j] * 100:.0f} %)")
         out.append(FittedParam(u.name, float(math.exp(best.x[j])), u.nominal, u.dim,
