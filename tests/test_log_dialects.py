@@ -192,3 +192,22 @@ def test_an_undetermined_param_pushed_to_a_bound_is_not_held_by_its_prior(value,
     (b_call, _) = _params(unknowns, best, lambda x: np.zeros(3), [], lower, upper, 3)
     assert not b_call.determined
     assert b_call.flags == (flag,)
+
+
+def test_a_collective_nccl_tests_does_not_measure_is_refused_at_its_declaration(run, tmp_path):
+    # alltonext (msccl-tools' custom collective) has no nccl-tests binary: every route that
+    # compares it with a log stops at the collective, exit 2, no traceback.
+    machine = _machine(tmp_path, "alltonext", "shift_to_next(ranks)").read_text().replace(
+        str(SCHEDULES / "lib" / "ring.sched"), str(SCHEDULES / "lib" / "neighbour.sched"))
+    machine = write(tmp_path, "next.sched", machine)
+    log = write(tmp_path, "ag.txt", "# Collective test starting: all_gather_perf\n"
+                + NEW_HEADER + NEW_ROW)
+    refused = f"{machine}:11:1: error: nccl-tests has no benchmark of alltonext"
+    for args, message in ((("predict", machine, "--against", log), refused),
+                          (("calibrate", log, "--machine", machine), refused),
+                          (("predict", machine, "--against", log, "--nccl"),
+                           "error: NCCL's tuning model has no collective 'alltonext'")):
+        code, out, err = run(*args)
+        assert (code, out) == (2, ""), (args, err)
+        assert message in err, err
+        assert "Traceback" not in err

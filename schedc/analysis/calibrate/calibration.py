@@ -181,7 +181,11 @@ def check_table(session: Session, schedule: str, table: Table, log: str) -> list
     returns what was checked and from where, or why a check was skipped."""
     size_symbol(session, schedule)  # (several schedules: of one collective)
     collective = session.program.result(schedules(schedule)[0]).collective
-    binary = COLLECTIVE_BINARIES[collective.kind]
+    binary = COLLECTIVE_BINARIES.get(collective.kind)
+    if binary is None:
+        raise CalibrationError(f"nccl-tests has no benchmark of {collective.kind}, which schedule "
+                               f"'{schedule}' computes: a log measures one of "
+                               f"{', '.join(COLLECTIVE_BINARIES)}", collective.span)
     said = []
     if table.collective is not None:
         where = ("its '# Collective test starting' line" if table.collective_from == "starting"
