@@ -211,3 +211,10 @@ def test_a_collective_nccl_tests_does_not_measure_is_refused_at_its_declaration(
         assert (code, out) == (2, ""), (args, err)
         assert message in err, err
         assert "Traceback" not in err
+
+
+def test_only_nccl_tests_binaries_name_a_collective(tmp_path):
+    # BIN_FILES_LIST (src/Makefile:37 at a0b82b2): a job named nccl_perf_sweep is no binary.
+    log = write(tmp_path, "job.txt", "Starting job nccl_perf_sweep on 1 node\n"
+                + NEW_HEADER + NEW_ROW)
+    assert read_log(log).table().collective is None

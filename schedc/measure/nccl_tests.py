@@ -23,7 +23,6 @@ at its line and column, never skipped.
 
 from __future__ import annotations
 
-import dataclasses
 import math
 import re
 from dataclasses import dataclass, field
@@ -32,6 +31,7 @@ from pathlib import Path
 from ..errors import SchedcError, SourceFile, Span
 from ..files import read_source
 from ..limits import MAX_LOG_ROWS
+from .dialects import errors_as_wrong, with_blank_redop
 
 # nccl-tests' busbw = algbw × this factor (doc/PERFORMANCE.md), n ranks.
 BUSBW_FACTORS = {
@@ -49,9 +49,11 @@ _RANK = re.compile(r"^#\s+Rank\s+(\d{1,9})\s")  # (longer: not a rank line)
 _HOST = re.compile(r"\son\s+(\S+)\s+device\s")  # `#  Rank 3 Group 0 Pid 7 on HOST device 3`
 # The command line (`./build/all_reduce_perf -b 8 -e 8G -f 2 -g 1`), wherever a launcher or a
 # README printed it: the binary names the collective, -g / -t the GPUs and threads per process.
-# nccl-tests' Makefile appends NAME_SUFFIX to every binary (`make MPI=1 NAME_SUFFIX=_mpi`,
-# src/Makefile:38 at a0b82b2): all_reduce_perf_mpi is all_reduce_perf.
-_BINARY = re.compile(r"(?:^|[\s/'\"])([a-z_]+?)_perf(?:_\w+)?(?=\s|$|['\"])")
+# nccl-tests' binaries (BIN_FILES_LIST, src/Makefile:37 at a0b82b2), each with the build's
+# NAME_SUFFIX (:38, `make MPI=1 NAME_SUFFIX=_mpi`): all_reduce_perf_mpi is all_reduce_perf.
+BINARIES = ("all_reduce", "all_gather", "broadcast", "reduce_scatter", "reduce", "alltoall",
+            "alltoallv", "scatter", "gather", "sendrecv", "hypercube")
+_BINARY = re.compile(r"(?:^|[\s/'\"])(" + "|".join(BINARIES) + r")_perf\w*(?=\s|$|['\"])")
 _ARG = re.compile(r"\s-([gt])\s+(\d{1,4})\b")
 _STARTING = re.compile(r"^#\s*Collective test starting:\s*(\S+)")
 _TOKEN = re.compile(r"\S+")
@@ -65,13 +67,6 @@ _HEADERLESS = {
     13: "size count type redop root time algbw busbw #wrong time algbw busbw #wrong",
 }
 _WRONG = ("#wrong", "error")
-# Before nccl-tests 2.13 (51af557) a placement's last column was `error`: the largest
-# difference from the expected result (`%5.0le` of maxDelta, src/common.cu:736 at 8274cb4),
-# not a count; the run counted a row wrong only when maxDelta > DeltaMaxValue(type) ×
-# (nranks − 1) (src/common.cu:464; DeltaMaxValue at :110: half and bfloat16 1e-2, float
-# 1e-5, double 1e-12, every integer type 1e-200).
-_DELTA_MAX = {"half": 1e-2, "bfloat16": 1e-2, "float": 1e-5, "double": 1e-12}
-_DELTA_MAX_OTHER = 1e-200
 _TIME = ("time", "cputime")
 # What a measurement may be: a time in microseconds, as nccl-tests prints it, from 1 ns to
 # about 11.6 days (0 or 1e-300 would make every relative error meaningless), and sizes and
@@ -232,7 +227,7 @@ def parse_text(source: SourceFile) -> tuple[Table, ...]:
                           if meta.ranks else None, meta.fields, header_span or rows[0].span,
                           meta.collective_from, len(meta.hosts) or None, meta.arguments)
             if columns is not None and "error" in columns:
-                table = _errors_as_wrong(table)
+                table = errors_as_wrong(table)
             tables.append(_one_datatype(table))
         rows, columns = [], None
 
@@ -288,24 +283,6 @@ def parse_text(source: SourceFile) -> tuple[Table, ...]:
         rows.append(_row(source, number, raw, tokens, columns))
     close()
     return tuple(tables)
-
-
-def _errors_as_wrong(table: Table) -> Table:
-    """An old table's `error` (the largest difference) as nccl-tests judged it: 1 wrong row
-    above DeltaMaxValue(type) × (nranks − 1), else 0. Ranks from the `#  Rank` lines, else
-    the GPUs of the one process the header counts, else 2 (the strictest tolerance)."""
-    per_process = table.per_process()
-    ranks = table.ranks or (per_process[0] if per_process else 2)
-
-    def judged(row: Row, m: Measurement | None) -> Measurement | None:
-        if m is None or m.wrong is None:
-            return m
-        limit = _DELTA_MAX.get(row.type, _DELTA_MAX_OTHER) * max(ranks - 1, 1)
-        return dataclasses.replace(m, wrong=1.0 if m.wrong > limit else 0.0)
-
-    rows = tuple(dataclasses.replace(r, out_of_place=judged(r, r.out_of_place),
-                                     in_place=judged(r, r.in_place)) for r in table.rows)
-    return dataclasses.replace(table, rows=rows)
 
 
 def _one_datatype(table: Table) -> Table:
@@ -370,15 +347,9 @@ def _fields(words: list[str]) -> tuple[tuple[str, str], ...]:
 
 
 def collective_name(binary: str) -> str:
-    """`all_reduce_perf` (or `all_reduce_perf_mpi`, a NAME_SUFFIX) -> `all_reduce`."""
-    return re.sub(r"_perf(_\w+)?$", "", Path(binary).name)
-
-
-def _blank_redop(tokens: list[tuple[str, int]], needed: list[str]) -> bool:
-    """The row's field at the redop column is already the next column's number."""
-    k = needed.index("redop")
-    return k < len(tokens) and _NUMBERISH.match(tokens[k][0]) is not None \
-        and not tokens[k][0].isalpha()
+    """`all_reduce_perf` (or `all_reduce_perf_mpi`, with a NAME_SUFFIX) -> `all_reduce`."""
+    found = _BINARY.search(" " + Path(binary).name)
+    return found.group(1) if found else Path(binary).name
 
 
 def _row(source: SourceFile, number: int, raw: str, tokens: list[tuple[str, int]],
@@ -388,11 +359,7 @@ def _row(source: SourceFile, number: int, raw: str, tokens: list[tuple[str, int]
         return Span(source, number, col, number, col + len(text))
 
     needed = [c for c in columns if c != "timestamp"]
-    if len(tokens) == len(needed) - 1 and "redop" in needed and _blank_redop(tokens, needed):
-        # Before d313d20 alltoall's op name was "", printed by `%6s` as blanks
-        # (src/alltoall.cu:111 and src/common.cu:19 at 464f038): the column is empty.
-        k = needed.index("redop")
-        tokens = [*tokens[:k], ("none", tokens[k][1]), *tokens[k:]]
+    tokens = with_blank_redop(tokens, needed)
     if len(tokens) < len(needed):
         end = len(raw) + 1
         raise LogError(f"the row has {len(tokens)} fields; the header has {len(needed)} "

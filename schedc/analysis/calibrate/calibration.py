@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ...errors import SchedcError
-from ...measure.nccl_tests import Row, Table
+from ...measure.nccl_tests import BUSBW_FACTORS, Row, Table
 from ...session import Session
 from .model import Model, schedules, size_symbol
 
@@ -248,19 +248,13 @@ _FACTOR_TEXT = {"all_reduce": "2(n-1)/n", "reduce_scatter": "(n-1)/n", "all_gath
                 "alltoall": "(n-1)/n"}
 
 
-# nccl-tests' busbw factors (src/*.cu GetBw, doc/PERFORMANCE.md), by the collectives sharing one.
-_FACTOR_FAMILIES = ((("all_reduce",), lambda n: 2 * (n - 1) / n),
-                    (("reduce_scatter", "all_gather", "alltoall"), lambda n: (n - 1) / n),
-                    (("broadcast", "reduce"), lambda n: 1.0))
-
-
 def _collectives_from_busbw(table: Table) -> tuple[set[str], float] | None:
     """The collectives whose busbw factor, at the ranks the `#  Rank` lines count, gives the
     rows' busbw/algbw (to the printed precision, on the row of the largest algbw)."""
     best = max((r.measurement("out") for r in table.rows), key=lambda m: m.algbw)
     if table.ranks is None or best.algbw < 10:
         return None
-    fits = {name for names, factor in _FACTOR_FAMILIES for name in names
+    fits = {name for name, factor in BUSBW_FACTORS.items()
             if abs(factor(table.ranks) * best.algbw - best.busbw) <= 0.02}
     return (fits, best.busbw / best.algbw) if fits else None
 
