@@ -184,9 +184,10 @@ schedule s { for k in 0..0 round { copy all from node[0].g[0] to node[1].g[0] } 
 def test_a_ring_channel_crosses_one_shared_nic_at_its_full_rate(tmp_path):
     # Four GPUs of a host behind one 56 Gbit/s NIC (7 GB/s). NCCL's search starts at maxBw, the
     # best single GPU-to-network path (getMaxBw, search.cc:20-28, :50): 7 GB/s, not the
-    # 1.75 GB/s a GPU gets when all four send at once; SM80's inter speeds include 7.0
-    # (search.cc:1051-1066), where one channel already uses the whole NIC, so the descent
-    # stops there (search.cc:1193): 1 channel of 7 GB/s, not 29 channels of 0.24 GB/s.
+    # 1.75 GB/s a GPU gets when all four send at once. SM80's inter speeds (search.cc:1051-1066)
+    # from 7.0: one channel fits at 7 (the NIC's whole rate), and at 6, 5 and 4; 1 × 7 stays
+    # the best, below the GPU's 24 GB/s PCIe total (so no stop at :1198), and 3.0 is under .49
+    # of 7 (:1245): 1 channel of 7 GB/s, not 29 channels of 0.24 GB/s.
     import schedc
     model = schedc.nccl_model(schedc.load(str(write(tmp_path, "m.sched", SHARED_NIC))),
                               collective="allreduce", sm=80, verify=False)

@@ -95,7 +95,7 @@ def derive(topology: Topology, ranks: tuple[int, ...], nominal: dict, sm: int,
     speeds = _speeds(sm, n_nodes > 1)
     ring_cap = intra if n_nodes == 1 else min(intra, inter_total)
     per_channel = intra if n_nodes == 1 else min(intra, single)
-    ring_s, ring_n = _best(speeds, per_channel, ring_cap, K.MAXCHANNELS // 2)
+    ring_s, ring_n = _best(speeds, per_channel, ring_cap, K.MAXCHANNELS // 2, intra)
     ring_s, ring_n, dup = _dup(ring_s, ring_n, sm, K.MAXCHANNELS // 2)
     tree_cap = intra * local / (local - 1) if local > 1 else intra
     tree_cap = tree_cap if n_nodes == 1 else min(tree_cap, inter_total)
@@ -103,7 +103,7 @@ def derive(topology: Topology, ranks: tuple[int, ...], nominal: dict, sm: int,
     rates = f"intra {intra:g}" + (f", inter {inter:g}" if n_nodes > 1 else "") + " GB/s per GPU" \
         + (f" (one path alone {single:g})" if n_nodes > 1 and single != inter else "")
     graph_from = {
-        "ring": (f"speed arrays (search.cc:1051-1066) descended as search.cc:1170-1240 does: "
+        "ring": (f"speed arrays (search.cc:1051-1066) descended as search.cc:1170-1246 does: "
                  f"nChannels × bw within {ring_cap:g} GB/s, bw ≤ {per_channel:g}; {rates}"
                  + (f"; {dup}" if dup else "")),
         "tree": f"the ring's channels (init.cc:1183-1185), fastest bw within {tree_cap:g} GB/s",
@@ -237,19 +237,20 @@ def _speeds(sm: int, inter: bool) -> tuple[float, ...]:
     return table[100 if sm >= 100 else 90 if sm >= 90 else 0]
 
 
-def _best(speeds: tuple[float, ...], per_channel: float, cap: float, most: int
+def _best(speeds: tuple[float, ...], per_channel: float, cap: float, most: int, total: float
           ) -> tuple[float, int]:
-    """(speed, channels) as the search's first pass descends the speeds (search.cc:1170-1240):
-    from the fastest within `per_channel` (maxBw), as many channels as `cap` allows at each
-    speed, the best speed × channels kept (the faster on a tie); it stops once that reaches
-    `cap` (totalBw), or when the next speed is under .49 of the best one found."""
+    """(speed, channels) as the search's first pass descends the speeds (search.cc:1170-1246):
+    from the fastest within `per_channel` (maxBw, :1170), as many channels at each speed as
+    the links allow (`cap`: what the channels share), the best speed × channels kept (the
+    faster on a tie); it stops once that reaches `total` (the GPU's own link total, totalBw,
+    :1198), or when the next speed is at most .49 of the best one found (:1245)."""
     best: tuple[float, int] | None = None
     usable = [s for s in speeds if s <= per_channel] or [speeds[-1]]
     for k, s in enumerate(usable):
         n = min(most, int(cap // s))
         if n >= 1 and (best is None or s * n > best[0] * best[1]):
             best = (s, n)
-        if best is not None and (best[0] * best[1] >= cap or (
+        if best is not None and (best[0] * best[1] >= total or (
                 k + 1 < len(usable) and usable[k + 1] / best[0] <= .49)):
             break
     return best or (usable[-1], 1)
