@@ -201,11 +201,15 @@ def test_ra_ends_its_thread_block_as_microsoft_msccls_kernel_does(run, tmp_path)
            "is not one it knows (msccl_parser.cc:541" in err
 
 
-def test_ra_as_the_last_step_changes_nothing(run, tmp_path):
+def test_ra_as_the_last_step_changes_nothing_for_a_one_slice_buffer(run, tmp_path):
+    # The kernel's `return` at the ra leaves its loop over slices of the buffer too
+    # (msccl_interpreter.h:105, :195-196 at b23e9cd): the reading holds for a buffer whose
+    # chunks fit one slice, and the warning says so.
     code, out, err = run("verify", pair(tmp_path, LAST + step(3, "ra", dstoff=1)))
     assert code == 0, err
     assert out == "pair: allreduce over 2 ranks: verified (2 rounds, 4 transfers; exact multisets)\n"
     assert "this step does not run" in err
+    assert "only a buffer whose chunks fit one slice" in err
 
 
 def test_what_waits_for_a_step_after_an_ra_is_an_error(run, tmp_path):

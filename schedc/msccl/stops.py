@@ -9,8 +9,13 @@ later step of the thread block runs, and the flags those steps would set
 (`mscclFlags[bid].flag`, :198-201) are never set. msccl-executor-nccl does not know the type
 and refuses the file (src/misc/msccl/msccl_parser.cc:541 at c6f6b36d1a4c).
 
-So schedc reads an `ra` as the end of its thread block: the steps before it run, the rest
-do not. What would wait for a step that never runs is an error (the executor would hang:
+The `return` leaves the whole interpreter, and the steps run inside its loop over slices of
+the buffer (`for gridOffset ...`, :105, slices of one protocol step's bytes, `chunkSize`,
+:79): at the `ra` the thread block has run its earlier steps on the first slice only. So
+schedc's reading — the steps before it run, the rest do not — is the kernel's only while
+each MSCCL chunk fits one slice (V / nchunksperloop ≤ chunkSize); with a larger buffer the
+thread block stops after its first slice and its peers wait forever for the rest, which the
+warning says. What would wait for a step that never runs is an error (the executor would hang:
 a dependency, a receive of what it never sends) and so is a receive that never runs (what
 is sent to it is never taken in); anything else is read with a warning.
 """
@@ -63,6 +68,10 @@ def stop_at_ra(algo: Algo) -> Algo:
     dropped = len(algo.gpus[g].tbs[t].steps) - s
     warning = ReadWarning(
         f"{where(g, t, s)}: 'ra' ends its thread block{others}: {WHY}; read so: this step "
-        + (f"and the {dropped - 1} after it do not run" if dropped > 1 else "does not run"),
+        + (f"and the {dropped - 1} after it do not run" if dropped > 1 else "does not run")
+        + "; and since the return leaves the kernel's loop over slices of the buffer "
+        "(msccl_interpreter.h:105), only a buffer whose chunks fit one slice (one protocol "
+        "step's bytes, :79) runs so: a larger one stops after its first slice, and its peers "
+        "wait forever",
         step.span)
     return replace(algo, gpus=gpus, warnings=(*algo.warnings, warning))
