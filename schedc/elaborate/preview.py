@@ -23,6 +23,7 @@ abandoned.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from contextlib import suppress
 from dataclasses import replace
 
 from ..errors import LimitError, SchedcError
@@ -56,7 +57,5 @@ def preview(elaborate: Callable[[Limits], object], limits: Limits) -> None:
     """Run `elaborate` (a preview elaboration, its watch passing refusals) within `limits` and
     at most PREVIEW_TRANSFERS transfers: a refusal propagates as `Refused`, any other error
     the preview raises is dropped."""
-    try:
+    with suppress(SchedcError, NeedScalar):  # the full elaboration reports it, where it arises
         elaborate(replace(limits, transfers=min(limits.transfers, PREVIEW_TRANSFERS)))
-    except (SchedcError, NeedScalar):
-        pass  # the full elaboration reports it, where it arises
