@@ -43,7 +43,7 @@ class PiecesSeen:
     def __call__(self, batches: Sequence[Batch]) -> None:
         # One union per call, not per batch: a `parallel for` of 1,023 small branches shows
         # 1,023 batches, and re-sorting the boundaries seen (~8,000) for each cost a second.
-        samples = []
+        samples: list[np.ndarray] = []
         for batch in batches:
             if batch.op == "send" or self.scale > MAX_SCALE:
                 continue
