@@ -69,9 +69,16 @@ def _json_pieces(document: dict, as_bytes: bool) -> list:
     numpy = sys.modules.get("numpy")  # not imported: no value is an array
     arrays: list = []  # (array, its index in inline): an array equal to an earlier one reuses it
 
-    def mark(value):
+    def inlined(text: str) -> str:
+        inline.append([text.encode("ascii") if as_bytes else text])
+        return f"\0{len(inline) - 1}"
+
+    def mark(value, level: int):
+        """`value`, to be written `level` deep, with its long parts made text already."""
         if isinstance(value, dict):
-            return {k: mark(v) for k, v in value.items()}
+            if value and all(type(k) is str and type(v) in _SCALARS for k, v in value.items()):
+                return inlined(_flat_dict(value, level))  # (a bound's 18,000 cuts)
+            return {k: mark(v, level + 1) for k, v in value.items()}
         if numpy is not None and isinstance(value, numpy.ndarray):
             if value.ndim == 1 and len(value) > INLINE_LIST and value.dtype.kind == "f":
                 from .floats import json_pieces, same_bits
@@ -85,15 +92,13 @@ def _json_pieces(document: dict, as_bytes: bool) -> list:
             value = value.tolist()
         if isinstance(value, list):
             if len(value) > INLINE_LIST and all(type(v) in (int, float) for v in value):
-                text = json.dumps(value, allow_nan=False)
-                inline.append([text.encode("ascii") if as_bytes else text])
-                return f"\0{len(inline) - 1}"
-            if all(type(v) is str for v in value):  # (names: a cut's sides list thousands)
-                return value
-            return [mark(v) for v in value]
+                return inlined(json.dumps(value, allow_nan=False))
+            if value and all(type(v) is str for v in value):  # (names: a cut's sides list thousands)
+                return inlined(_flat_list(value, level))
+            return [mark(v, level + 1) for v in value]
         return value
 
-    text = json.dumps(mark(document), indent=2, allow_nan=False)
+    text = json.dumps(mark(document, 0), indent=2, allow_nan=False)
     skeleton = re.split(r'"\\u0000(\d+)"', text + "\n")  # ASCII: json.dumps escapes the rest
     pieces = []
     for k, piece in enumerate(skeleton):
@@ -102,6 +107,34 @@ def _json_pieces(document: dict, as_bytes: bool) -> list:
         else:
             pieces.append(piece.encode("ascii") if as_bytes else piece)
     return pieces
+
+
+# Parts written as `json.dumps(..., indent=2)` writes them, without its pure-Python walk (a
+# generator per level, every piece passed up through each): dicts of plain values and lists
+# of strings, `level` deep. tests/test_json_text.py compares them with json's own output.
+_SCALARS = (str, int, float, bool, type(None))
+_encode = json.encoder.encode_basestring_ascii  # (C; json.dumps's default ensure_ascii)
+
+
+def _scalar(value) -> str:
+    if type(value) is str:
+        return _encode(value)
+    if value is None or type(value) is bool:
+        return {None: "null", True: "true", False: "false"}[value]
+    if type(value) is float and not math.isfinite(value):
+        raise ValueError(f"Out of range float values are not JSON compliant: {value!r}")
+    return repr(value)  # (int.__repr__ and float.__repr__, as json writes them)
+
+
+def _flat_dict(value: dict, level: int) -> str:
+    inner, outer = "\n" + "  " * (level + 1), "\n" + "  " * level
+    items = (f"{_encode(k)}: {_scalar(v)}" for k, v in value.items())
+    return "{" + inner + ("," + inner).join(items) + outer + "}"
+
+
+def _flat_list(value: list[str], level: int) -> str:
+    inner, outer = "\n" + "  " * (level + 1), "\n" + "  " * level
+    return "[" + inner + ("," + inner).join(map(_encode, value)) + outer + "]"
 
 
 def _class_json(c: RoundClass, topology: Topology, nominal: dict) -> dict:
