@@ -25,7 +25,7 @@ def _scalar(rng: random.Random):
 def _document(rng: random.Random, depth: int):
     if depth == 0 or rng.random() < 0.25:
         return _scalar(rng)
-    kind = rng.choice(["dict", "flat dict", "list", "names", "numbers", "empty"])
+    kind = rng.choice(["dict", "flat dict", "list", "tuple", "names", "numbers", "empty"])
     width = rng.randint(1, 5)
     if kind == "dict":
         return {rng.choice(WORDS) + str(k): _document(rng, depth - 1) for k in range(width)}
@@ -36,7 +36,9 @@ def _document(rng: random.Random, depth: int):
     if kind == "numbers":  # at most INLINE_LIST: a longer list goes on one line
         return [rng.randint(-5, 5) for _ in range(rng.randint(1, INLINE_LIST))]
     if kind == "empty":
-        return rng.choice([{}, []])
+        return rng.choice([{}, [], ()])
+    if kind == "tuple":  # (json writes a tuple as a list, a long one too: one number a line)
+        return tuple(rng.randint(-5, 5) for _ in range(rng.randint(1, 2 * INLINE_LIST)))
     return [_document(rng, depth - 1) for _ in range(width)]
 
 
@@ -45,6 +47,15 @@ def test_random_documents_are_written_as_json_writes_them(seed):
     rng = random.Random(seed)
     document = {"schema": "test/1", "body": _document(rng, 5)}
     assert dump_json(document) == json.dumps(document, indent=2, allow_nan=False) + "\n"
+
+
+def test_a_long_list_of_numbers_goes_on_one_line_at_any_depth():
+    numbers = [*range(INLINE_LIST), 0.5]
+    document = {"a": [{"b": numbers, "c": "x"}], "d": {"e": {"f": numbers}}}
+    one_line = json.dumps(numbers)
+    expected = json.dumps({"a": [{"b": 0, "c": "x"}], "d": {"e": {"f": 1}}}, indent=2)
+    expected = expected.replace('"b": 0', f'"b": {one_line}').replace('"f": 1', f'"f": {one_line}')
+    assert dump_json(document) == expected + "\n"
 
 
 def test_a_non_finite_float_is_refused_in_a_flat_dict_too():

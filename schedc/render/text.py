@@ -69,15 +69,20 @@ def _json_pieces(document: dict, as_bytes: bool) -> list:
     numpy = sys.modules.get("numpy")  # not imported: no value is an array
     arrays: list = []  # (array, its index in inline): an array equal to an earlier one reuses it
 
+    written: dict = {}  # (id of a dict, level) -> its text: thousands of cuts share a few
+
     def inlined(text: str) -> str:
         inline.append([text.encode("ascii") if as_bytes else text])
         return f"\0{len(inline) - 1}"
 
     def mark(value, level: int):
         """`value`, to be written `level` deep, with its long parts made text already."""
+        if type(value) in (dict, list):
+            try:
+                return inlined(_plain(value, level, written))  # (a bound's 18,000 cuts)
+            except _NotPlain:  # an array below: written by the parts
+                pass
         if isinstance(value, dict):
-            if value and all(type(k) is str and type(v) in _SCALARS for k, v in value.items()):
-                return inlined(_flat_dict(value, level))  # (a bound's 18,000 cuts)
             return {k: mark(v, level + 1) for k, v in value.items()}
         if numpy is not None and isinstance(value, numpy.ndarray):
             if value.ndim == 1 and len(value) > INLINE_LIST and value.dtype.kind == "f":
@@ -91,10 +96,8 @@ def _json_pieces(document: dict, as_bytes: bool) -> list:
                 return f"\0{index}"
             value = value.tolist()
         if isinstance(value, list):
-            if len(value) > INLINE_LIST and all(type(v) in (int, float) for v in value):
+            if _numbers(value):
                 return inlined(json.dumps(value, allow_nan=False))
-            if value and all(type(v) is str for v in value):  # (names: a cut's sides list thousands)
-                return inlined(_flat_list(value, level))
             return [mark(v, level + 1) for v in value]
         return value
 
@@ -109,32 +112,56 @@ def _json_pieces(document: dict, as_bytes: bool) -> list:
     return pieces
 
 
-# Parts written as `json.dumps(..., indent=2)` writes them, without its pure-Python walk (a
-# generator per level, every piece passed up through each): dicts of plain values and lists
-# of strings, `level` deep. tests/test_json_text.py compares them with json's own output.
+# Plain parts (dicts with string keys, lists, strings, numbers, booleans, None) written as
+# `json.dumps(..., indent=2)` writes them, without its pure-Python walk: a generator per
+# level, every piece passed up through each. Anything else (a NumPy array, a subclass) is
+# left to the walk. tests/test_json_text.py compares the two on random documents.
 _SCALARS = (str, int, float, bool, type(None))
 _encode = json.encoder.encode_basestring_ascii  # (C; json.dumps's default ensure_ascii)
 
 
-def _scalar(value) -> str:
-    if type(value) is str:
+class _NotPlain(Exception):
+    pass
+
+
+def _numbers(value: list) -> bool:
+    """A long list of plain numbers: written on one line."""
+    return len(value) > INLINE_LIST and all(type(v) in (int, float) for v in value)
+
+
+def _plain(value, level: int, written: dict) -> str:
+    kind = type(value)
+    if kind is str:
         return _encode(value)
-    if value is None or type(value) is bool:
-        return {None: "null", True: "true", False: "false"}[value]
-    if type(value) is float and not math.isfinite(value):
-        raise ValueError(f"Out of range float values are not JSON compliant: {value!r}")
-    return repr(value)  # (int.__repr__ and float.__repr__, as json writes them)
-
-
-def _flat_dict(value: dict, level: int) -> str:
-    inner, outer = "\n" + "  " * (level + 1), "\n" + "  " * level
-    items = (f"{_encode(k)}: {_scalar(v)}" for k, v in value.items())
-    return "{" + inner + ("," + inner).join(items) + outer + "}"
-
-
-def _flat_list(value: list[str], level: int) -> str:
-    inner, outer = "\n" + "  " * (level + 1), "\n" + "  " * level
-    return "[" + inner + ("," + inner).join(map(_encode, value)) + outer + "]"
+    if value is None or kind is bool:
+        return "null" if value is None else "true" if value else "false"
+    if kind is int or kind is float:
+        if kind is float and not math.isfinite(value):
+            raise ValueError(f"Out of range float values are not JSON compliant: {value!r}")
+        return repr(value)  # (int.__repr__ and float.__repr__, as json writes them)
+    if kind is dict:
+        if not value:
+            return "{}"
+        text = written.get((id(value), level))
+        if text is None:
+            inner = "\n" + "  " * (level + 1)
+            items = []
+            for k, v in value.items():
+                if type(k) is not str:
+                    raise _NotPlain
+                items.append(f"{_encode(k)}: {_plain(v, level + 1, written)}")
+            text = "{" + inner + ("," + inner).join(items) + "\n" + "  " * level + "}"
+            written[(id(value), level)] = text
+        return text
+    if kind is list or kind is tuple:
+        if not value:
+            return "[]"
+        if kind is list and _numbers(value):
+            return json.dumps(value, allow_nan=False)
+        inner = "\n" + "  " * (level + 1)
+        return ("[" + inner + ("," + inner).join([_plain(v, level + 1, written) for v in value])
+                + "\n" + "  " * level + "]")
+    raise _NotPlain
 
 
 def _class_json(c: RoundClass, topology: Topology, nominal: dict) -> dict:
