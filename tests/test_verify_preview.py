@@ -86,3 +86,26 @@ def test_an_error_in_a_round_loop_is_reported_by_the_full_elaboration(tmp_path, 
     verified, plain = run("time", path), run("time", path, "--no-verify")
     assert verified[0] == 2 and "out of range" in verified[2], verified
     assert verified == plain
+
+
+def test_a_loop_of_calls_is_previewed_as_lanes(tmp_path, monkeypatch, run):
+    """1,000 sequential calls of the ring all-gather: the preview runs them as lanes, as the full
+    elaboration does (a group of one call, then the rest at once), not one call at a time —
+    which a check meant for the first group only, met by every group of a preview (whose
+    round loops keep no rounds), once made it do, at 20x the cost of the whole compile."""
+    ring = ROOT / "schedules" / "lib" / "ring.sched"
+    text = (f'import "{ring}"\nparam V = 1 MiB\nparam B = 100 GB/s\n'
+            "topology {\n  gpu g[8]\n  switch sw\n  link g[i] <-> sw bw B for i in 0..7\n}\n"
+            "allgather V over g\nschedule calls {\n  for t in 0..999 {\n    ring_allgather(g)\n  }\n}\n")
+    path = write(tmp_path, "calls.sched", text)
+    calls: list[bool] = []
+    original = elaborate_schedule._call
+
+    def counted(call, env, ctx):
+        calls.append(ctx.preview)
+        return original(call, env, ctx)
+
+    monkeypatch.setattr(elaborate_schedule, "_call", counted)
+    code, out, err = run("time", str(path))
+    assert code == 0, err
+    assert calls.count(True) == calls.count(False) == 2  # a group of one lane, then 999

@@ -207,8 +207,8 @@ def _loop_as_lanes(stmt: st.For, env: Env, ctx: ScheduleContext) -> RoundList | 
         every = expand_lanes(replace(env, lanes=1, max_lanes=ctx.room, sequential=True),
                              stmt.var, values, stmt.iter.span)
         ctx.spend(count, 0, stmt.span)  # its iterations, as _bounded counts them
-        for lanes, made in _lane_groups(stmt, every, ctx):
-            if not groups and spent[1] + (ctx.transfers - spent[1]) * count > ctx.limits.transfers:
+        for k, (lanes, made) in enumerate(_lane_groups(stmt, every, ctx)):
+            if k == 0 and spent[1] + (ctx.transfers - spent[1]) * count > ctx.limits.transfers:
                 raise NeedScalar  # refused after its first iteration, as _bounded words it
             series = [part for part in made.parts if isinstance(part, Series)]
             if len(series) < len(made.parts) or any(len(part) % lanes for part in series):
