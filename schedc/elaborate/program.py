@@ -98,7 +98,8 @@ class Program:
 
     def schedule(self, name: str, span: Span | None = None, watch: Watch | None = None) -> Schedule:
         """Elaborate a result schedule to IR (`Session.schedule` does it once per run); `watch`
-        is shown each round loop's batches as they are made."""
+        is shown each round loop's batches as they are made, first those of a preview (each
+        round loop's first iteration, `preview.py`), and may refuse with a LimitError."""
         result = self.result(name, span)
         names = [d.name for d in self.topology.devices]
         reducing = tuple(d.id for d in self.topology.devices if d.reduces)
