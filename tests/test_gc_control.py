@@ -98,3 +98,26 @@ def test_output_that_cannot_be_written_is_said_not_a_bug(args):
                               stdout=full, stderr=subprocess.PIPE, text=True, check=False)
     assert done.returncode == 120
     assert done.stderr == "schedc: cannot write the output: No space left on device\n"
+
+
+def test_the_program_neither_collects_nor_frees_its_session_before_exiting(capsys):
+    """Run as the program (`entry`: `main(exiting=True)`, then an exit without teardown), a
+    command leaves the collector off (turning it on would start a full collection over every
+    object, 0.1-0.4 s) and its session alive (freeing it object by object costs as much on a
+    big machine); run in-process, `main` frees it and restores the collector."""
+    from schedc.cli import main
+    from schedc.cli.options import KEPT
+    assert gc.isenabled() and not KEPT
+    try:
+        with pytest.raises(SystemExit):
+            main(["compare", str(SEED)], exiting=True)
+        assert not gc.isenabled()
+        assert [type(s).__name__ for s in KEPT] == ["Session"]
+        gc.enable()  # (as an in-process caller's collector)
+        with pytest.raises(SystemExit):
+            main(["compare", str(SEED)])
+        assert gc.isenabled() and not KEPT
+    finally:
+        KEPT.clear()
+        gc.enable()
+    capsys.readouterr()

@@ -35,7 +35,7 @@ from . import (
     whatif,
 )
 from . import nccl as nccl_commands
-from .options import EXIT_BAD_INPUT, EXIT_INTERNAL, EXIT_OK, JSON_REQUESTED
+from .options import EXIT_BAD_INPUT, EXIT_INTERNAL, EXIT_OK, JSON_REQUESTED, KEPT
 
 EXIT_UNWRITTEN = 120  # as CPython exits when it cannot flush stdout at exit
 
@@ -68,9 +68,10 @@ for command in (*compiling.COMMANDS, *analysing.COMMANDS, *measuring.COMMANDS,
 exporting.export.add_command(astra.export_astra_command)
 
 
-def main(argv: list[str] | None = None) -> None:
+def main(argv: list[str] | None = None, *, exiting: bool = False) -> None:
     """Run a command, turning every schedc error into a message and exit code 2 (and, when the
-    command was given --json, a `schedc.error/1` object on stdout as well)."""
+    command was given --json, a `schedc.error/1` object on stdout as well). `exiting`: the
+    process exits next without teardown (`entry`), so its sessions are not freed."""
     from .progress import progress_bar
     requested = JSON_REQUESTED.set(False)
     collecting = gc.isenabled()
@@ -114,8 +115,10 @@ def main(argv: list[str] | None = None) -> None:
         code = EXIT_INTERNAL
     finally:
         JSON_REQUESTED.reset(requested)
-        if collecting:  # as it was, for a program that runs commands in-process
-            gc.enable()
+        if not exiting:  # as it was, for a program that runs commands in-process
+            KEPT.clear()
+            if collecting:
+                gc.enable()
     sys.exit(code if isinstance(code, int) else EXIT_OK)
 
 
@@ -127,7 +130,7 @@ def entry() -> NoReturn:
     call `main` themselves keep their interpreter: it only raises SystemExit."""
     code = EXIT_OK
     try:
-        main()
+        main(exiting=True)
     except SystemExit as exc:  # (main's code is always an int)
         code = exc.code if isinstance(exc.code, int) else EXIT_OK
     atexit._run_exitfuncs()  # (first: what a handler prints is flushed below)

@@ -23,6 +23,7 @@ from ..model.topology import Topology
 from ..model.values import TopoRef
 from ..units import Dim
 from .lanes import Env, Names
+from .preview import Refused, passing_refusals, preview
 from .schedule import Limits, ScheduleContext, Watch, elaborate_schedule
 from .topology import Namespace
 
@@ -97,13 +98,26 @@ class Program:
 
     def schedule(self, name: str, span: Span | None = None, watch: Watch | None = None) -> Schedule:
         """Elaborate a result schedule to IR (`Session.schedule` does it once per run); `watch`
-        is shown each round loop's batches as they are made."""
+        is shown each round loop's batches as they are made, first those of a preview (each
+        round loop's first iteration, `preview.py`), and may refuse with a LimitError."""
         result = self.result(name, span)
-        ctx = ScheduleContext(self.functions, result.collective,
-                              [d.name for d in self.topology.devices], self.limits, self.nominal,
-                              tuple(d.id for d in self.topology.devices if d.reduces), watch=watch)
+        names = [d.name for d in self.topology.devices]
+        reducing = tuple(d.id for d in self.topology.devices if d.reduces)
         env = Env(self.names, max_lanes=self.limits.transfers)
-        return elaborate_schedule(name, result.definition, env, ctx)
+
+        def run(limits: Limits, watching: Watch | None, first_look: bool = False) -> Schedule:
+            ctx = ScheduleContext(self.functions, result.collective, names, limits, self.nominal,
+                                  reducing, watch=watching, preview=first_look)
+            return elaborate_schedule(name, result.definition, env, ctx)
+
+        if watch is None:
+            return run(self.limits, None)
+        watching = passing_refusals(watch)
+        try:  # a first look for the watch, then the whole (`preview.py`)
+            preview(lambda limits: run(limits, watching, first_look=True), self.limits)
+            return run(self.limits, watching)
+        except Refused as refused:
+            raise refused.error from None
 
 
 class ProgramNames(Names):

@@ -47,6 +47,8 @@ def pinned_routes(devices: list[Device], hops: list[Hop],
     """Every pinned route (its devices, ends included, and its statement's span) checked
     against the declared links: each step a link in its direction, every device between the
     ends one that forwards, no device twice, no pair pinned twice differently."""
+    if not pinned:
+        return {}
     links: dict[tuple[int, int], list[int]] = {}
     for index, hop in enumerate(hops):
         links.setdefault((hop.src, hop.dst), []).append(index)

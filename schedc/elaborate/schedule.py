@@ -57,6 +57,7 @@ class ScheduleContext:
     calls: list[ast.Call] = field(default_factory=list)  # the calls that led there
     # Shown each round loop's batches as they are made (verification's early refusal).
     watch: Watch | None = None
+    preview: bool = False  # round loops run their first iteration only (`preview.py`)
 
     def __post_init__(self) -> None:
         self.is_rank = np.zeros(len(self.device_names), dtype=bool)
@@ -206,8 +207,8 @@ def _loop_as_lanes(stmt: st.For, env: Env, ctx: ScheduleContext) -> RoundList | 
         every = expand_lanes(replace(env, lanes=1, max_lanes=ctx.room, sequential=True),
                              stmt.var, values, stmt.iter.span)
         ctx.spend(count, 0, stmt.span)  # its iterations, as _bounded counts them
-        for lanes, made in _lane_groups(stmt, every, ctx):
-            if not groups and spent[1] + (ctx.transfers - spent[1]) * count > ctx.limits.transfers:
+        for k, (lanes, made) in enumerate(_lane_groups(stmt, every, ctx)):
+            if k == 0 and spent[1] + (ctx.transfers - spent[1]) * count > ctx.limits.transfers:
                 raise NeedScalar  # refused after its first iteration, as _bounded words it
             series = [part for part in made.parts if isinstance(part, Series)]
             if len(series) < len(made.parts) or any(len(part) % lanes for part in series):
@@ -344,14 +345,22 @@ def _round_loop(stmt: st.RoundFor, env: Env, ctx: ScheduleContext, rounds: Round
                              stmt.iter.span)
         count = lanes.lanes or 0  # expand_lanes counts them: per in each branch
         lanes = lanes.bind(_ITERATION, np.arange(count))
+        if ctx.preview:  # each branch's first iteration (its lanes are branch after branch)
+            lanes = filter_lanes(lanes, np.arange(count) % max(per, 1) == 0, stmt.iter.span)
         out: list = []
         _round_body(stmt.body, lanes, ctx, out)
     except NeedScalar:
         if env.lanes is not None:
             raise
-        for buffer in _bounded(_values(stmt.iter, env), ctx, stmt.span,
+        values = _values(stmt.iter, env)
+        for buffer in _bounded(values[:1] if ctx.preview else values, ctx, stmt.span,
                                lambda v: _round(stmt.body, env.bind(stmt.var, v), ctx, stmt.span)):
             rounds.append(buffer)
+        return
+    if ctx.preview:
+        ctx.spend(1, sum(len(b) for b, _ in out), stmt.span)
+        if ctx.watch is not None:
+            ctx.watch([batch for batch, _ in out])
         return
     ordered = []
     for batch, iteration in out:

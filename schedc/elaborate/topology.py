@@ -35,6 +35,7 @@ from ..model.values import (
 from ..units import BYTES, RATE, SECONDS
 from .evaluate import check_index, evaluate, lanewise
 from .lanes import Env, expand_lanes, filter_lanes, lane_array
+from .replicate import copy_instances, copyable, marks
 from .routes import checked_preference, class_preference, pinned_routes
 
 MAX_TOPOLOGY_ITEMS = 1_000_000  # hosts, links or routes (each takes microseconds)
@@ -249,7 +250,11 @@ class TopologyBuilder:
     def _host(self, stmt: ast.HostDecl, env: Env) -> None:
         fam = self._declare(stmt.name, "host", env, (), None)  # refuses too many hosts
         count = fam.size if fam.size is not None else 1
+        first = marks(self)
         for k in range(count):
+            if k == 1 and copyable(stmt, self, first, count, MAX_TOPOLOGY_ITEMS):
+                copy_instances(stmt, self, first, count)  # the rest, as instance 0 (replicate.py)
+                return
             name = stmt.name.name if fam.size is None else f"{stmt.name.name}[{k}]"
             self.host_names.append(name)
             self._block(stmt.body, env, (stmt.name.name,), (len(self.host_names) - 1, k))

@@ -69,9 +69,21 @@ def _json_pieces(document: dict, as_bytes: bool) -> list:
     numpy = sys.modules.get("numpy")  # not imported: no value is an array
     arrays: list = []  # (array, its index in inline): an array equal to an earlier one reuses it
 
-    def mark(value):
+    written: dict = {}  # (id of a dict, level) -> its text: thousands of cuts share a few
+
+    def inlined(text: str) -> str:
+        inline.append([text.encode("ascii") if as_bytes else text])
+        return f"\0{len(inline) - 1}"
+
+    def mark(value, level: int):
+        """`value`, to be written `level` deep, with its long parts made text already."""
+        if type(value) in (dict, list):
+            try:
+                return inlined(_plain(value, level, written))  # (a bound's 18,000 cuts)
+            except _NotPlain:  # an array below: written by the parts
+                pass
         if isinstance(value, dict):
-            return {k: mark(v) for k, v in value.items()}
+            return {k: mark(v, level + 1) for k, v in value.items()}
         if numpy is not None and isinstance(value, numpy.ndarray):
             if value.ndim == 1 and len(value) > INLINE_LIST and value.dtype.kind == "f":
                 from .floats import json_pieces, same_bits
@@ -84,16 +96,12 @@ def _json_pieces(document: dict, as_bytes: bool) -> list:
                 return f"\0{index}"
             value = value.tolist()
         if isinstance(value, list):
-            if len(value) > INLINE_LIST and all(type(v) in (int, float) for v in value):
-                text = json.dumps(value, allow_nan=False)
-                inline.append([text.encode("ascii") if as_bytes else text])
-                return f"\0{len(inline) - 1}"
-            if all(type(v) is str for v in value):  # (names: a cut's sides list thousands)
-                return value
-            return [mark(v) for v in value]
+            if _numbers(value):
+                return inlined(json.dumps(value, allow_nan=False))
+            return [mark(v, level + 1) for v in value]
         return value
 
-    text = json.dumps(mark(document), indent=2, allow_nan=False)
+    text = json.dumps(mark(document, 0), indent=2, allow_nan=False)
     skeleton = re.split(r'"\\u0000(\d+)"', text + "\n")  # ASCII: json.dumps escapes the rest
     pieces = []
     for k, piece in enumerate(skeleton):
@@ -102,6 +110,58 @@ def _json_pieces(document: dict, as_bytes: bool) -> list:
         else:
             pieces.append(piece.encode("ascii") if as_bytes else piece)
     return pieces
+
+
+# Plain parts (dicts with string keys, lists, strings, numbers, booleans, None) written as
+# `json.dumps(..., indent=2)` writes them, without its pure-Python walk: a generator per
+# level, every piece passed up through each. Anything else (a NumPy array, a subclass) is
+# left to the walk. tests/test_json_text.py compares the two on random documents.
+_SCALARS = (str, int, float, bool, type(None))
+_encode = json.encoder.encode_basestring_ascii  # (C; json.dumps's default ensure_ascii)
+
+
+class _NotPlain(Exception):
+    pass
+
+
+def _numbers(value: list) -> bool:
+    """A long list of plain numbers: written on one line."""
+    return len(value) > INLINE_LIST and all(type(v) in (int, float) for v in value)
+
+
+def _plain(value, level: int, written: dict) -> str:
+    kind = type(value)
+    if kind is str:
+        return _encode(value)
+    if value is None or kind is bool:
+        return "null" if value is None else "true" if value else "false"
+    if kind is int or kind is float:
+        if kind is float and not math.isfinite(value):
+            raise ValueError(f"Out of range float values are not JSON compliant: {value!r}")
+        return repr(value)  # (int.__repr__ and float.__repr__, as json writes them)
+    if kind is dict:
+        if not value:
+            return "{}"
+        text = written.get((id(value), level))
+        if text is None:
+            inner = "\n" + "  " * (level + 1)
+            items = []
+            for k, v in value.items():
+                if type(k) is not str:
+                    raise _NotPlain
+                items.append(f"{_encode(k)}: {_plain(v, level + 1, written)}")
+            text = "{" + inner + ("," + inner).join(items) + "\n" + "  " * level + "}"
+            written[(id(value), level)] = text
+        return text
+    if kind is list or kind is tuple:
+        if not value:
+            return "[]"
+        if kind is list and _numbers(value):
+            return json.dumps(value, allow_nan=False)
+        inner = "\n" + "  " * (level + 1)
+        return ("[" + inner + ("," + inner).join([_plain(v, level + 1, written) for v in value])
+                + "\n" + "  " * level + "]")
+    raise _NotPlain
 
 
 def _class_json(c: RoundClass, topology: Topology, nominal: dict) -> dict:

@@ -278,14 +278,13 @@ def _moved_across(schedule: Schedule, side: frozenset[int], devices: int) -> tup
     inside = np.zeros(devices, dtype=bool)
     inside[list(side)] = True
     moved: dict[tuple[int, int, LinearBytes], int] = {}  # integers first: exact, and cheap
-    for rnd in schedule.rounds:
-        for b in rnd.batches:
-            src, dst = inside[b.src], inside[b.dst]
-            for way, mask in ((0, src & ~dst), (1, ~src & dst)):
-                length = int(b.length[mask].sum())
-                if length:
-                    key = (way, b.den, b.size)
-                    moved[key] = moved.get(key, 0) + length
+    for b in schedule.rounds.batches():  # (a series' batches whole: sums need no rounds)
+        src, dst = inside[b.src], inside[b.dst]
+        for way, mask in ((0, src & ~dst), (1, ~src & dst)):
+            length = int(b.length[mask].sum())
+            if length:
+                key = (way, b.den, b.size)
+                moved[key] = moved.get(key, 0) + length
     totals: dict[tuple[int, sympy.Expr], Fraction] = {}
     for (way, den, size), length in moved.items():
         share = Fraction(length, den)

@@ -41,21 +41,32 @@ class PiecesSeen:
         self.most = MAX_CELLS // p  # pieces allowed
 
     def __call__(self, batches: Sequence[Batch]) -> None:
+        # One union per call, not per batch: a `parallel for` of 1,023 small branches shows
+        # 1,023 batches, and re-sorting the boundaries seen (~8,000) for each cost a second.
+        samples: list[np.ndarray] = []
         for batch in batches:
             if batch.op == "send" or self.scale > MAX_SCALE:
                 continue
             scale = lcm(self.scale, batch.den)
             if scale > MAX_SCALE:  # geometry refuses that itself
+                self._add(samples)
                 self.scale = scale
                 return
             if scale != self.scale:
+                self._add(samples)
+                samples = []
                 self.points = self.points * (scale // self.scale)
                 self.scale = scale
             off, length = batch.off[:SAMPLE], batch.length[:SAMPLE]
             factor = scale // batch.den
-            self.points = np.union1d(self.points, np.concatenate([off, off + length]) * factor)
+            samples += [off * factor, (off + length) * factor]
+        self._add(samples)
         pieces = len(self.points) - 1
         if pieces > self.most:
             raise LimitError(f"verifying this needs {self.ranks:,} ranks × at least {pieces:,} "
                              f"pieces of the buffer (counted in the part elaborated so far); the "
                              f"limit is {MAX_CELLS:,} in all{NO_VERIFY_HINT}", self.span)
+
+    def _add(self, samples: list[np.ndarray]) -> None:
+        if samples:
+            self.points = np.union1d(self.points, np.concatenate(samples))
