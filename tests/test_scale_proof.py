@@ -145,6 +145,49 @@ def test_a_hypothesis_that_fails_leaves_the_piece_checked(run, tmp_path, extra, 
         piece["notes"]
 
 
+CHAIN_ON = """\
+param alpha = 1 us
+param B = 25 GB/s
+param p = 8
+param V = 64 MiB
+topology {{
+  gpu g[p]
+  switch sw
+  {links}
+}}
+let ranks = [g[i] for i in 0..p-1]
+broadcast V over ranks root ranks[0]
+schedule chain {{
+  for j in 0..p-2 round {{ copy all from ranks[j] to ranks[j + 1] }}
+}}
+"""
+
+
+@pytest.mark.parametrize("links", [
+    # The link's bandwidth depends on which copy it joins: from g[62] on, slower.
+    "link g[i] <-> sw bw B / max(1, i - 60) class port for i in 0..p-1",
+    # An inner clause whose `if` reads the copy: from g[60] on, a second, equal-cost port.
+    "link g[i] <-> sw bw B class port for i in 0..p-1\n"
+    "  link g[i] <-> sw bw B class port for i in 0..p-1 for k in 0..0 if i >= 60",
+])
+def test_a_link_that_depends_on_its_copy_leaves_the_piece_checked(run, tmp_path, links):
+    # Both machines equal the flat one at every instance the fit and the routes were read at
+    # (p <= 40); a proof that read only the links' ends called them proved, and at p = 100 a
+    # compile disagreed with the form (a reviewer's repro).
+    case = write(tmp_path, "case.sched", CHAIN_ON.format(links=links))
+    document = _scale(run, case, "--in", "p", "--no-bound", "--at", "100")
+    (piece, *_) = document["schedules"]
+    assert piece["status"] == "checked" and piece["valid_to"] is not None
+    assert any("a link whose bandwidth, class or loops depend on which copy of g it joins"
+               in note for note in piece["notes"]), piece["notes"]
+    (at,) = document["at"]["chain"]
+    assert at["method"] == "compiled"
+    # The flat machine's chain: 99 rounds of α + V/B; these machines are slower at p = 100.
+    alpha, V, B = 1e-6, 64 * 2**20, 25e9
+    assert at["time_s"] > 99 * (alpha + V / B) * 1.001 if "max(1" in links else \
+        at["time_s"] < 99 * (alpha + V / B) * 0.999
+
+
 def test_solve_for_hosts_compiles_what_the_proved_forms_say(run):
     """`solve --for hosts` compiles each value; its times are the proved forms' values."""
     code, out, err = run("solve", HOSTS, "time(hierarchical) = time(ring)", "--for", "hosts",

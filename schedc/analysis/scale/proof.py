@@ -8,8 +8,9 @@ A piece [a, b] (b = None: unbounded) is proved when
      cases of each `%` covering) hold for every n >= a (isl);
 (H2) the machine is built uniformly in n, read from the topology's source: n is only the
      size of one top-level family (the copies: `host node[hosts]`, `gpu g[p]`) and the
-     bound of `for v in 0..n-1` clauses whose variable only indexes that family; no host
-     body, bandwidth or other statement mentions n; no pinned route, no shared resource;
+     bound of `for v in 0..n-1` clauses whose variable only indexes that family in the
+     link's ends (never its bandwidth, class, other loops or conditions); no host body,
+     bandwidth or other statement mentions n; no pinned route, no shared resource;
 (H3) it is a port machine, checked on two compiled instances, n0 and n0 + 1 for the smallest
      n0 >= 2 at which both compile (2 and 3 for the shipped files):
      every resource with a bandwidth is one direction of one link with exactly one end that
@@ -156,8 +157,16 @@ def _uniform_link(stmt: ast.LinkDecl, param: str, dep: set[str]) -> None:
 
 
 def _indexes_only(stmt: ast.LinkDecl, copies: str, param: str, dep: set[str]) -> None:
-    """Each copy variable occurs only as `copies[v]`; `copies` is indexed only so."""
+    """Each copy variable occurs only as `copies[v]` in the link's ends — never in its
+    attributes (`bw B / max(1, i - 60)`), another clause's range or any clause's `if` (`for k
+    in 0..0 if i >= 60`), which would join the copies differently — and `copies` is indexed
+    only so."""
     loop = _copy_vars(stmt, param, dep)
+    rest = (stmt.attrs, *(c.iter for c in stmt.clauses if c.var not in loop),
+            *(c.cond for c in stmt.clauses if c.cond is not None))
+    if _mentions(rest, loop):
+        raise Unproved(f"{_where(stmt.span)}a link whose bandwidth, class or loops depend on "
+                       f"which copy of {copies} it joins (each copy must be joined the same way)")
     for end in (stmt.a, stmt.b):
         nodes = list(_nodes(end))
         allowed = {id(x.index) for x in nodes if isinstance(x, ast.Index)
