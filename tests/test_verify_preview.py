@@ -57,6 +57,9 @@ def test_hierarchical_is_refused_in_the_preview_with_every_piece(tmp_path, monke
     assert (code, out) == (2, "")
     assert "verifying this needs 16 ranks × at least 16 pieces of the buffer (counted in the " \
            "part elaborated so far); the limit is 240 in all" in err
+    # The rest of the schedule was never elaborated, so errors there go unreported: it says so.
+    assert "note: refused from a first look at the schedule (each round loop's first " \
+           "iteration); the rest was not elaborated" in err
     assert made == [True]  # the full elaboration never started
     made.clear()
     assert run("time", path, "--no-verify")[0] == 0 and made == [False]  # no watch, no preview

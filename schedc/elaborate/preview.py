@@ -12,7 +12,9 @@ What the preview makes is a subset of what the full elaboration makes: a round h
 transfers, loops, conditions and lets (no calls or round loops), so the first iteration of a
 round loop is the same transfers in both, and what later statements compute never depends on
 the rounds made before them. A watch that refuses on a lower bound (as `PiecesSeen` does)
-therefore refuses in the preview only what it would refuse in the full elaboration.
+therefore refuses in the preview only what it would refuse in the full elaboration — unless
+an error in a later iteration would have stopped that first, which the refusal's note says
+it did not look for.
 
 Any other error in the preview (a limit, a bad index) is not reported from it: the full
 elaboration reports it, as it would have without a preview. The preview spends at most
@@ -32,6 +34,11 @@ from ..model.ir import Batch
 from ..model.values import NeedScalar
 
 PREVIEW_TRANSFERS = 1 << 20  # a preview's transfers (each round loop's first rounds: few)
+# Said with a refusal from the preview: what the full elaboration would have reported first
+# (an index out of range in a later iteration, say) was never looked at.
+FIRST_LOOK = ("refused from a first look at the schedule (each round loop's first iteration); "
+              "the rest was not elaborated, so an error there is not reported here: "
+              "--no-verify elaborates it all")
 
 
 class Refused(Exception):

@@ -23,7 +23,7 @@ from ..model.topology import Topology
 from ..model.values import TopoRef
 from ..units import Dim
 from .lanes import Env, Names
-from .preview import Refused, passing_refusals, preview
+from .preview import FIRST_LOOK, Refused, passing_refusals, preview
 from .schedule import Limits, ScheduleContext, Watch, elaborate_schedule
 from .topology import Namespace
 
@@ -115,6 +115,10 @@ class Program:
         watching = passing_refusals(watch)
         try:  # a first look for the watch, then the whole (`preview.py`)
             preview(lambda limits: run(limits, watching, first_look=True), self.limits)
+        except Refused as refused:
+            error = refused.error
+            raise type(error)(error.message, error.span, (*error.notes, FIRST_LOOK)) from None
+        try:
             return run(self.limits, watching)
         except Refused as refused:
             raise refused.error from None
