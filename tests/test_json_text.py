@@ -75,3 +75,14 @@ def test_a_bound_document_is_written_as_json_writes_it():
     text = bound_json(session.program, bound(session))
     assert text == json.dumps(json.loads(text), indent=2) + "\n"
     assert text.count('"bound_s"') > 16  # a dict of plain values per cut, and their sides
+
+
+@pytest.mark.parametrize("text", ["\0" "0", "\0" "1", "\0" "#0", "\0"])
+def test_a_string_that_looks_like_a_placeholder_is_written_as_itself(text):
+    # The inline parts stand in the skeleton as "\u0000<index>" strings; a document's own
+    # string of that form once took an array's place (a reviewer's repro).
+    import numpy as np
+    document = {"a": text, text: 1, "b": np.zeros(20), "c": list(range(30))}
+    written = json.loads(dump_json(document))
+    assert written["a"] == text and written[text] == 1
+    assert written["b"] == [0.0] * 20 and written["c"] == list(range(30))

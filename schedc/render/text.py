@@ -63,8 +63,10 @@ def dump_json_pieces(document: dict) -> list[bytes]:
     return _json_pieces(document, as_bytes=True)
 
 
-def _json_pieces(document: dict, as_bytes: bool) -> list:
-    """The text, or bytes, of `dump_json` in pieces: indented JSON and the inline lists."""
+def _json_pieces(document: dict, as_bytes: bool, nonce: str = "") -> list:
+    """The text, or bytes, of `dump_json` in pieces: indented JSON and the inline lists. Each
+    inline part is a placeholder string `"\\0<nonce><index>"` in the skeleton; a document
+    whose own strings look like one is written again with a longer nonce."""
     inline: list[list] = []  # the pieces of each inline list
     numpy = sys.modules.get("numpy")  # not imported: no value is an array
     arrays: list = []  # (array, its index in inline): an array equal to an earlier one reuses it
@@ -73,7 +75,7 @@ def _json_pieces(document: dict, as_bytes: bool) -> list:
 
     def inlined(text: str) -> str:
         inline.append([text.encode("ascii") if as_bytes else text])
-        return f"\0{len(inline) - 1}"
+        return f"\0{nonce}{len(inline) - 1}"
 
     def mark(value, level: int):
         """`value`, to be written `level` deep, with its long parts made text already."""
@@ -93,7 +95,7 @@ def _json_pieces(document: dict, as_bytes: bool) -> list:
                     inline.append(pieces if as_bytes else [b"".join(pieces).decode("ascii")])
                     index = len(inline) - 1
                     arrays.append((value, index))
-                return f"\0{index}"
+                return f"\0{nonce}{index}"
             value = value.tolist()
         if isinstance(value, list):
             if _numbers(value):
@@ -102,7 +104,11 @@ def _json_pieces(document: dict, as_bytes: bool) -> list:
         return value
 
     text = json.dumps(mark(document, 0), indent=2, allow_nan=False)
-    skeleton = re.split(r'"\\u0000(\d+)"', text + "\n")  # ASCII: json.dumps escapes the rest
+    # ASCII: json.dumps escapes the rest
+    skeleton = re.split(r'"\\u0000' + re.escape(nonce) + r'(\d+)"', text + "\n")
+    used = skeleton[1::2]
+    if sorted(used, key=int) != [str(k) for k in range(len(inline))] or len(set(used)) != len(used):
+        return _json_pieces(document, as_bytes, nonce + "#")  # a string of the document's own
     pieces = []
     for k, piece in enumerate(skeleton):
         if k % 2:
