@@ -68,6 +68,7 @@ def _json_pieces(document: dict, as_bytes: bool, nonce: str = "") -> list:
     inline part is a placeholder string `"\\0<nonce><index>"` in the skeleton; a document
     whose own strings look like one is written again with a longer nonce."""
     inline: list[list] = []  # the pieces of each inline list
+    placed = [0]  # placeholders put in the skeleton (an array's may stand in several places)
     numpy = sys.modules.get("numpy")  # not imported: no value is an array
     arrays: list = []  # (array, its index in inline): an array equal to an earlier one reuses it
 
@@ -75,6 +76,7 @@ def _json_pieces(document: dict, as_bytes: bool, nonce: str = "") -> list:
 
     def inlined(text: str) -> str:
         inline.append([text.encode("ascii") if as_bytes else text])
+        placed[0] += 1
         return f"\0{nonce}{len(inline) - 1}"
 
     def mark(value, level: int):
@@ -95,6 +97,7 @@ def _json_pieces(document: dict, as_bytes: bool, nonce: str = "") -> list:
                     inline.append(pieces if as_bytes else [b"".join(pieces).decode("ascii")])
                     index = len(inline) - 1
                     arrays.append((value, index))
+                placed[0] += 1
                 return f"\0{nonce}{index}"
             value = value.tolist()
         if isinstance(value, list):
@@ -106,9 +109,8 @@ def _json_pieces(document: dict, as_bytes: bool, nonce: str = "") -> list:
     text = json.dumps(mark(document, 0), indent=2, allow_nan=False)
     # ASCII: json.dumps escapes the rest
     skeleton = re.split(r'"\\u0000' + re.escape(nonce) + r'(\d+)"', text + "\n")
-    used = skeleton[1::2]
-    if sorted(used, key=int) != [str(k) for k in range(len(inline))] or len(set(used)) != len(used):
-        return _json_pieces(document, as_bytes, nonce + "#")  # a string of the document's own
+    if len(skeleton) // 2 != placed[0]:  # a string of the document's own looks like one
+        return _json_pieces(document, as_bytes, nonce + "#")
     pieces = []
     for k, piece in enumerate(skeleton):
         if k % 2:
