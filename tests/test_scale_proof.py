@@ -77,19 +77,19 @@ def test_a_proved_form_equals_a_direct_compile_far_out(run, path, param, n, name
 def test_the_derived_round_classes_are_the_ones_counted_by_hand():
     """Hierarchical over n hosts, by hand: 7 + 7 rounds inside the hosts, each GPU sending
     V/8 over NVLink; 2(n - 1) rounds of the rail rings, V/(8n) over each NIC."""
-    from schedc.analysis.forall.family import _symbolic
+    from schedc.analysis.forall.family import symbolic_result
     from schedc.analysis.scale.portloads import PortRule, round_classes
     session = schedc.load(HOSTS)
     n = sympy.Symbol("hosts", positive=True, integer=True)
     B_L, B_N = (next(r.bandwidth for r in session.program.topology.resources if r.cls == cls)
                 for cls in ("nvlink", "nic"))
     rule = PortRule(0, "nvlink", "nic", {"nvlink": B_L, "nic": B_N})
-    sym, _ = _symbolic(session, "hosts", "hierarchical")
+    sym, _ = symbolic_result(session, "hosts", "hierarchical")
     found = {(c.count, c.loads) for c in round_classes(sym, rule, 2, None, n)}
     assert found == {(14, frozenset({(B_L, sympy.Rational(1, 8))})),
                      (2 * n - 2, frozenset({(B_N, 1 / (8 * n))}))}
     # The ring: every one of its 2(8n - 1) rounds loads an NVLink port and a NIC by V/(8n).
-    sym, _ = _symbolic(session, "hosts", "ring")
+    sym, _ = symbolic_result(session, "hosts", "ring")
     (ring,) = round_classes(sym, rule, 2, None, n)
     assert ring.count == 16 * n - 2 and ring.loads == {(B_L, 1 / (8 * n)), (B_N, 1 / (8 * n))}
 

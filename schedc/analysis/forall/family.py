@@ -119,7 +119,7 @@ def _one(session: Session, param: str, name: str, start: int) -> ForAll:
                         f"{', '.join(COVERED)}; this schedule computes {kind}",
                         result.collective.span)
     try:
-        sym, ranks = _symbolic(session, param, name)
+        sym, ranks = symbolic_result(session, param, name)
         checked = prove(sym, ranks, start, param, kind)
     except Outside as exc:
         return _unknown(session, base, f"outside the affine class: {exc.message}", exc.span)
@@ -170,7 +170,7 @@ def _unknown(session: Session, base: dict[str, Any], reason: str, span: Span | N
     return ForAll(**base, status="unknown", reason=reason, reason_span=span, instances=tuple(found))
 
 
-def _modules(path: Path) -> list[ast.Module]:
+def parsed_modules(path: Path) -> list[ast.Module]:
     """The file and everything it imports, parsed (each file once)."""
     out: list[ast.Module] = []
     seen: set[Path] = set()
@@ -188,12 +188,12 @@ def _modules(path: Path) -> list[ast.Module]:
     return out
 
 
-def _symbolic(session: Session, param: str, name: str, modules: list[ast.Module] | None = None):
+def symbolic_result(session: Session, param: str, name: str, modules: list[ast.Module] | None = None):
     """The schedule elaborated with `param` a symbol; `modules`: the file and its imports,
-    parsed (by `_modules`), when the caller has them already."""
+    parsed (by `parsed_modules`), when the caller has them already."""
     program = session.program
     if modules is None:
-        modules = _modules(Path(program.path))
+        modules = parsed_modules(Path(program.path))
     lets = {s.name: s.value for m in modules for s in m.body if isinstance(s, ast.Let)}
     topology = [s for m in modules for s in m.body if isinstance(s, ast.Topology)]
     constants: dict[str, object] = {}

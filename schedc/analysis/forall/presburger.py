@@ -36,7 +36,22 @@ class Checked:
     inexact: bool = False
 
 
-def _set_text(names: tuple[str, ...], cons: tuple[Cons, ...], start: int,
+def failed_obligation(sym, start: int):
+    """The first of the elaboration's obligations that fails for some n >= start, with the
+    points where it fails (an isl set), or None: each must hold on its whole domain."""
+    domains: dict[Domain, isl.Set] = {}
+    for ob in dict.fromkeys(sym.obligations):  # (each once, in order)
+        if ob.domain not in domains:
+            domains[ob.domain] = isl.Set(set_text(ob.domain.vars, ob.domain.cons, start))
+        left = domains[ob.domain]
+        for case in ob.cases:
+            left = left.subtract(isl.Set(set_text(ob.domain.vars, ob.domain.cons + case, start)))
+        if not left.is_empty():
+            return ob, left
+    return None
+
+
+def set_text(names: tuple[str, ...], cons: tuple[Cons, ...], start: int,
               known: tuple[str, ...] = ()) -> str:
     """`[n] -> { [names] : exists (others : cons) }` where the other variables are existential."""
     used = sorted({v for c in cons for v in c.lin.names} - set(names) - set(known) - {PARAM})
@@ -119,18 +134,12 @@ class Flow:
         return self._map(family.domain.vars + free, ("t", *self.rank_dims, *dst, *self.cells), cons)
 
     def obligation_failure(self) -> Bad | None:
-        domains: dict[Domain, isl.Set] = {}
-        for ob in dict.fromkeys(self.sym.obligations):  # (each once, in order)
-            if ob.domain not in domains:
-                domains[ob.domain] = isl.Set(_set_text(ob.domain.vars, ob.domain.cons, self.start))
-            left = domains[ob.domain]
-            for case in ob.cases:
-                left = left.subtract(isl.Set(_set_text(ob.domain.vars, ob.domain.cons + case,
-                                                       self.start)))
-            if not left.is_empty():
-                n = smallest_n(left.params())
-                return Bad("obligation", n, params_text(left.params()), {}, ob.message, ob.span)
-        return None
+        failed = failed_obligation(self.sym, self.start)
+        if failed is None:
+            return None
+        ob, left = failed
+        return Bad("obligation", smallest_n(left.params()), params_text(left.params()), {},
+                   ob.message, ob.span)
 
     def check(self) -> Checked:
         failed = self.obligation_failure()
@@ -138,7 +147,7 @@ class Flow:
             return Checked(False, failed)
         families = [(f, self.edges(f)) for f in self.sym.families]
         families = [(f, m) for f, m in families if not m.is_empty()]
-        space = isl.Set(_set_text(self.point, tuple(self._point_cons()), self.start))
+        space = isl.Set(set_text(self.point, tuple(self._point_cons()), self.start))
         empty = space.subtract(space)
         empty_map = isl.Map.from_domain_and_range(empty, empty)
         copies, reduces = empty_map, empty_map
@@ -152,7 +161,7 @@ class Flow:
         if bad is not None:
             return Checked(False, bad)
         rounds = self.sym.rounds
-        alive = space.intersect(isl.Set(_set_text(self.point, (ge(rounds - const(1), Lin.var("t")),
+        alive = space.intersect(isl.Set(set_text(self.point, (ge(rounds - const(1), Lin.var("t")),
                                                                ge(Lin.var("t"), const(0))), self.start)))
         step = isl.Map(f"{{ [{', '.join(self.point)}] -> [t + 1, {', '.join(self.point[1:])}] }}")
         back = step.reverse()
@@ -238,7 +247,7 @@ class Flow:
     def _at(self, t: Lin, upto: Lin | None = None) -> isl.Set:
         cons = (Cons(Lin.var("t") - t, True),) if upto is None else (
             ge(Lin.var("t"), t), ge(upto - const(1), Lin.var("t")))
-        return isl.Set(_set_text(self.point, cons, self.start))
+        return isl.Set(set_text(self.point, cons, self.start))
 
     def _segments(self, flow: isl.Map, sources: isl.Map, cuts: list[Lin]) -> isl.Map | None:
         """Everything `sources` (label -> point, at any round) reaches, segment by segment;

@@ -51,9 +51,9 @@ from ...language import statements as st
 from ...language import syntax as ast
 from ...session import Session
 from ..forall.affine import Outside
-from ..forall.family import _modules, _symbolic
+from ..forall.family import parsed_modules, symbolic_result
 from ..forall.model import Symbolic
-from ..forall.presburger import _set_text
+from ..forall.presburger import failed_obligation
 from ..forall.witness import smallest_n
 from .ends import first_failure
 from .pieces import Piece
@@ -258,16 +258,11 @@ def _no_send(session: Session, body: object, seen: set[str]) -> None:
 
 def _obligations(sym: Symbolic, start: int, param: str) -> None:
     """(H1): the elaboration's obligations hold for every n >= start."""
-    domains: dict = {}
-    for ob in dict.fromkeys(sym.obligations):
-        if ob.domain not in domains:
-            domains[ob.domain] = isl.Set(_set_text(ob.domain.vars, ob.domain.cons, start))
-        left = domains[ob.domain]
-        for case in ob.cases:
-            left = left.subtract(isl.Set(_set_text(ob.domain.vars, ob.domain.cons + case, start)))
-        if not left.is_empty():
-            raise Unproved(f"{_where(ob.span)}{ob.message} fails at {param} = "
-                           f"{smallest_n(left.params())}")
+    failed = failed_obligation(sym, start)
+    if failed is not None:
+        ob, left = failed
+        raise Unproved(f"{_where(ob.span)}{ob.message} fails at {param} = "
+                       f"{smallest_n(left.params())}")
 
 
 def _matches(derived: list[RoundClass], fitted: tuple, size: sympy.Expr, alpha) -> bool:
@@ -328,8 +323,8 @@ def _smallest_pair(session: Session, param: str, name: str, start: int) -> int:
 def _elaborated(session: Session, param: str, name: str):
     """The symbolic elaboration, the file's syntax trees parsed once per session."""
     modules = session.memo("scale-proof", "modules",
-                           lambda: _modules(Path(session.program.path)))
-    return _symbolic(session, param, name, modules)
+                           lambda: parsed_modules(Path(session.program.path)))
+    return symbolic_result(session, param, name, modules)
 
 
 def prove(session: Session, param: str, name: str, piece: Piece, n: sympy.Symbol,
