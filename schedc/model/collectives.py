@@ -139,6 +139,18 @@ def _to_neighbour(step: int) -> Callable[[Cells], Spec]:
     return flow
 
 
+def _by_ranks(a: int, p: int, rooted_here: bool) -> tuple[Fraction, Fraction]:
+    """A collective whose crossing depends on which ranks a side has (`crossing_of`) has no
+    answer by the side's size alone: never a silent zero."""
+    raise TypeError("this collective's crossing depends on the side's ranks: use "
+                    "analysis.bound.bounds.must_cross")
+
+
+# msccl-tools' alltonext-forward and -backwards (examples/mscclang/alltonext_*.py): rank j
+# ends with rank j - step's buffer.
+NEIGHBOUR_STEPS = {"alltonext": 1, "alltoprev": -1}
+
+
 def _neighbour_crossing(step: int) -> Callable[[frozenset[int], int], tuple[Fraction, Fraction]]:
     """V for each rank of the side whose receiver (rank + step) is not, and back."""
     def crossing(side: frozenset[int], p: int) -> tuple[Fraction, Fraction]:
@@ -177,13 +189,11 @@ KINDS: dict[str, CollectiveKind] = {k.name: k for k in (
     CollectiveKind("alltoall", (), False, False, _alltoall,
                    # Not "parts": the displacement its data must end with wraps round the buffer.
                    lambda a, p, _: (Fraction(a * (p - a), p), Fraction(a * (p - a), p)), None),
-    # msccl-tools' alltonext-forward (alltonext_forward.py:11-39): rank j's V to rank j + 1;
-    # what crosses a cut is V per rank whose neighbour is across it (`crossing_of`).
-    CollectiveKind("alltonext", (), False, False, _to_neighbour(1), lambda a, p, _: (
-        Fraction(0), Fraction(0)), None, None, False, _neighbour_crossing(1)),
-    # ... and alltonext-backwards (alltonext_backward.py:11-37): rank j's V to rank j - 1.
-    CollectiveKind("alltoprev", (), False, False, _to_neighbour(-1), lambda a, p, _: (
-        Fraction(0), Fraction(0)), None, None, False, _neighbour_crossing(-1)),
+    # msccl-tools' alltonext-forward (alltonext_forward.py:11-39) and -backwards
+    # (alltonext_backward.py:11-37): rank j's V to rank j ± 1; what crosses a cut is V per
+    # rank whose neighbour is across it (`crossing_of`).
+    *(CollectiveKind(name, (), False, False, _to_neighbour(step), _by_ranks, None, None, False,
+                     _neighbour_crossing(step)) for name, step in NEIGHBOUR_STEPS.items()),
 )}
 
 _NAMED = {name: k for k in KINDS.values() for name in (k.name, *k.aliases)}

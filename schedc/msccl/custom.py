@@ -20,10 +20,7 @@ from __future__ import annotations
 
 from ..errors import ElaborationError, Span
 
-MSCCL_TOOLS_COMMIT = "030a750fc56e03fb863ffe48268672d84d4cdc7b"
 CUSTOM = {"alltonext-forward": "alltonext", "alltonext-backwards": "alltoprev"}
-# Rank r ends with rank r - STEP's input (msccl-tools' check), for each of schedc's names.
-STEP = {"alltonext": 1, "alltoprev": -1}
 
 
 def custom_collective(name: str, span: Span) -> str:

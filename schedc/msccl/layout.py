@@ -28,8 +28,8 @@ import numpy as np
 
 from ..errors import ElaborationError, LimitError
 from ..limits import MAX_CELLS
+from ..model.collectives import NEIGHBOUR_STEPS
 from ..model.ir import BufferLayout
-from .custom import STEP
 from .document import RECEIVES, Algo, Step
 
 
@@ -126,11 +126,12 @@ def buffer_layout(layout: Layout) -> BufferLayout:
             start[r, layout.input_position(r, k)] = r
         for k in range(c_out):
             here = layout.output_position(r, k)
-            if kind in STEP:  # msccl-tools' alltonext: rank r - step's input, where it exists
-                if 0 <= r - STEP[kind] < p:
+            step = NEIGHBOUR_STEPS.get(kind)
+            if step is not None:  # msccl-tools' alltonext: rank r - step's input, if it exists
+                if 0 <= r - step < p:
                     required[r, here] = True
-                    owner[r, here] = r - STEP[kind]
-                    shift[r, here] = layout.input_position(r - STEP[kind], k) - here
+                    owner[r, here] = r - step
+                    shift[r, here] = layout.input_position(r - step, k) - here
                 continue
             required[r, here] = True
             if kind == "allreduce":
