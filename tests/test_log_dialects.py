@@ -218,3 +218,20 @@ def test_only_nccl_tests_binaries_name_a_collective(tmp_path):
     log = write(tmp_path, "job.txt", "Starting job nccl_perf_sweep on 1 node\n"
                 + NEW_HEADER + NEW_ROW)
     assert read_log(log).table().collective is None
+
+
+def test_the_runs_own_count_of_wrong_rows_outranks_the_judgement(tmp_path):
+    # The column is printed to one digit (`%5.0le`), so a row near the limit can be judged
+    # either way; the run's own footer (common.cu:1202 at 8274cb4) says whether any row was
+    # wrong, and wins: 1e-04 on 2 ranks is above DeltaMaxValue(float) × 1 = 1e-5 by the rule,
+    # not wrong by a footer of 0, still wrong by a footer that counts errors.
+    header = OLD_HEADER.replace("nGpus 8", "nGpus 2").replace(RANKS, "")
+    rows = _old_row(1 << 20, 60.0, "1e-04")
+    judged = read_log(write(tmp_path, "a.txt", header + rows)).table()
+    assert judged.rows[0].out_of_place.wrong == 1.0
+    footer = "# Out of bounds values : 0 OK\n# Avg bus bandwidth    : 1.23\n"
+    counted = read_log(write(tmp_path, "b.txt", header + rows + footer)).table()
+    assert counted.rows[0].out_of_place.wrong == 0.0
+    failed = read_log(write(tmp_path, "c.txt", header + rows
+                            + "# Out of bounds values : 3 FAILED\n")).table()
+    assert failed.rows[0].out_of_place.wrong == 1.0

@@ -26,7 +26,8 @@ def errors_as_wrong(table: Table) -> Table:
     printed precision (one significant digit, so a row within a digit of the limit may go
     the other way): 1 wrong row above DeltaMaxValue(type) × (nranks − 1), else 0. Ranks from
     the `#  Rank` lines, else the GPUs of the one process the header counts, else 2 (the
-    strictest tolerance)."""
+    strictest tolerance). A `# Out of bounds values : 0 OK` after the table overrides it
+    (`none_wrong`)."""
     per_process = table.per_process()
     ranks = table.ranks or (per_process[0] if per_process else 2)
 
@@ -38,6 +39,16 @@ def errors_as_wrong(table: Table) -> Table:
 
     rows = tuple(dataclasses.replace(r, out_of_place=judged(r, r.out_of_place),
                                      in_place=judged(r, r.in_place)) for r in table.rows)
+    return dataclasses.replace(table, rows=rows)
+
+
+def none_wrong(table: Table) -> Table:
+    """An old table of a run whose `# Out of bounds values : 0 OK` line says no row was wrong:
+    the run's own count outranks a judgement to one printed digit."""
+    def cleared(m: Measurement | None) -> Measurement | None:
+        return m if m is None or m.wrong is None else dataclasses.replace(m, wrong=0.0)
+    rows = tuple(dataclasses.replace(r, out_of_place=cleared(r.out_of_place),
+                                     in_place=cleared(r.in_place)) for r in table.rows)
     return dataclasses.replace(table, rows=rows)
 
 

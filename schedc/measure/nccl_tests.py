@@ -31,7 +31,7 @@ from pathlib import Path
 from ..errors import SchedcError, SourceFile, Span
 from ..files import read_source
 from ..limits import MAX_LOG_ROWS
-from .dialects import errors_as_wrong, with_blank_redop
+from .dialects import errors_as_wrong, none_wrong, with_blank_redop
 
 # nccl-tests' busbw = algbw × this factor (doc/PERFORMANCE.md), n ranks.
 BUSBW_FACTORS = {
@@ -55,6 +55,8 @@ BINARIES = ("all_reduce", "all_gather", "broadcast", "reduce_scatter", "reduce",
             "alltoallv", "scatter", "gather", "sendrecv", "hypercube")
 _BINARY = re.compile(r"(?:^|[\s/'\"])(" + "|".join(BINARIES) + r")_perf\w*(?=\s|$|['\"])")
 _ARG = re.compile(r"\s-([gt])\s+(\d{1,4})\b")
+# The run's count of wrong rows, once after its tables (common.cu:1202 at 8274cb4).
+_NO_ERRORS = re.compile(r"^#\s*Out of bounds values\s*:\s*0\s+OK\b")
 _STARTING = re.compile(r"^#\s*Collective test starting:\s*(\S+)")
 _TOKEN = re.compile(r"\S+")
 _INT = re.compile(r"^\d+$")
@@ -219,6 +221,7 @@ def parse_text(source: SourceFile) -> tuple[Table, ...]:
     header_span: Span | None = None
     rows: list[Row] = []
     meta = pending
+    judged: list[int] = []  # tables whose old `error` column was judged, since the last footer
 
     def close() -> None:
         nonlocal rows, columns
@@ -228,6 +231,7 @@ def parse_text(source: SourceFile) -> tuple[Table, ...]:
                           meta.collective_from, len(meta.hosts) or None, meta.arguments)
             if columns is not None and "error" in columns:
                 table = errors_as_wrong(table)
+                judged.append(len(tables))
             tables.append(_one_datatype(table))
         rows, columns = [], None
 
@@ -253,6 +257,10 @@ def parse_text(source: SourceFile) -> tuple[Table, ...]:
             _metadata(stripped, pending)
             if rows:  # a comment after rows (`# Out of bounds values`, ...) ends the table
                 close()
+            if _NO_ERRORS.match(stripped):  # the run's own count: no row was wrong
+                for k in judged:
+                    tables[k] = none_wrong(tables[k])
+                judged.clear()
             continue
         if not _INT.match(words[0]):
             _command_line(line, pending)
