@@ -379,7 +379,7 @@ class Protocol(Node):
 
 TopStmt = (
     Import | ParamDecl | SetParam | Let | Startup | Budget | Expect | Report | Topology | CollectiveDecl
-    | ScheduleDef | Protocol
+    | ScheduleDef | Protocol | Guard
 )
 
 
