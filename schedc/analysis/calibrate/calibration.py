@@ -248,11 +248,18 @@ _FACTOR_TEXT = {"all_reduce": "2(n-1)/n", "reduce_scatter": "(n-1)/n", "all_gath
                 "alltoall": "(n-1)/n"}
 
 
+def _fastest_row(table: Table):
+    """The measurement of the largest algbw, if its busbw/algbw is exact enough to read
+    (two printed decimals: above 10 GB/s), else None."""
+    best = max((r.measurement("out") for r in table.rows), key=lambda m: m.algbw)
+    return best if best.algbw >= 10 else None
+
+
 def _collectives_from_busbw(table: Table) -> tuple[set[str], float] | None:
     """The collectives whose busbw factor, at the ranks the `#  Rank` lines count, gives the
     rows' busbw/algbw (to the printed precision, on the row of the largest algbw)."""
-    best = max((r.measurement("out") for r in table.rows), key=lambda m: m.algbw)
-    if table.ranks is None or best.algbw < 10:
+    best = _fastest_row(table)
+    if table.ranks is None or best is None:
         return None
     fits = {name for name, factor in BUSBW_FACTORS.items()
             if abs(factor(table.ranks) * best.algbw - best.busbw) <= 0.02}
@@ -262,10 +269,8 @@ def _collectives_from_busbw(table: Table) -> tuple[set[str], float] | None:
 def _ranks_from_busbw(table: Table, binary: str) -> tuple[int, float] | None:
     """The rank count the rows' busbw/algbw implies (nccl-tests' factor, its PERFORMANCE.md),
     read from the rows of the largest algbw (two decimals: exact enough above 10 GB/s)."""
-    if binary not in _FACTOR_TEXT:
-        return None
-    best = max((r.measurement("out") for r in table.rows), key=lambda m: m.algbw)
-    if best.algbw < 10:
+    best = _fastest_row(table)
+    if binary not in _FACTOR_TEXT or best is None:
         return None
     ratio = best.busbw / best.algbw
     share = ratio / 2 if binary == "all_reduce" else ratio  # (n-1)/n
