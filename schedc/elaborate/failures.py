@@ -36,15 +36,21 @@ def at_the_call(exc: ElaborationError, ctx: ScheduleContext) -> ElaborationError
     return moved
 
 
+def error_text(text: str, values: tuple[ast.Expr, ...], env: Env,
+            ctx: ScheduleContext | None = None) -> str:
+    """An `error` statement's words: its text, then each value (a string as written)."""
+    words = [text] + [v.value if isinstance(v, ast.String) else shown(evaluate(v, env), ctx)
+                      for v in values]
+    return " ".join(w for w in words if w)
+
+
 def fail(stmt: st.Fail, env: Env, ctx: ScheduleContext) -> None:
     """`error "text", values...`: reported at the outermost call, the one the user wrote."""
-    words = [stmt.message] + [v.value if isinstance(v, ast.String) else shown(evaluate(v, env), ctx)
-                              for v in stmt.values]
     where = ctx.calls[0].span if ctx.calls else stmt.span
     notes = [f"raised by the 'error' at {stmt.span} in '{ctx.stack[-1].name}'"] if ctx.calls else []
     if len(ctx.calls) > 1:
         notes.append("called as " + " -> ".join(f"{c.func} ({c.span})" for c in ctx.calls))
-    error = ElaborationError(" ".join(w for w in words if w), where, tuple(notes))
+    error = ElaborationError(error_text(stmt.message, stmt.values, env, ctx), where, tuple(notes))
     error.at_call = True  # already at the user's call
     raise error
 

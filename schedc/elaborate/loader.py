@@ -41,7 +41,7 @@ from ..model.values import (
 )
 from ..units import BYTES, DIMENSIONLESS, RATE, SECONDS, dim_name, format_seconds
 from .evaluate import evaluate
-from .failures import shown
+from .failures import error_text
 from .lanes import Env
 from .program import (
     DEFAULT_LIMITS,
@@ -281,9 +281,7 @@ class _Loader:
                                    stmt.condition.span)
         if not condition:
             return
-        words = [stmt.message] + [v.value if isinstance(v, ast.String) else shown(evaluate(v, env))
-                                  for v in stmt.values]
-        raise ElaborationError(" ".join(w for w in words if w), stmt.span)
+        raise ElaborationError(error_text(stmt.message, stmt.values, env), stmt.span)
 
     def _constant(self, expr: ast.Expr, env: Env, what: str):
         value = evaluate(expr, env)
