@@ -28,6 +28,15 @@ class Element:
     parent: Element | None = field(default=None, repr=False)
 
 
+def descendants(root: Element):
+    """`root` and every element under it, in document order."""
+    stack = [root]
+    while stack:
+        element = stack.pop()
+        yield element
+        stack.extend(reversed(element.children))
+
+
 class _Refused(Exception):
     def __init__(self, message: str, line: int, col: int) -> None:
         super().__init__(message)

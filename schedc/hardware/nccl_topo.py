@@ -19,7 +19,7 @@ from pathlib import Path
 
 from ..errors import ParseError, SourceFile, Span, decode_source
 from ..files import read_input
-from ..xmltree import Element, foreign_kind, parse, start_of
+from ..xmltree import Element, descendants, foreign_kind, parse, start_of
 from . import rules
 from .system import Figure, HostModel, Part, Port, Wire
 
@@ -56,15 +56,11 @@ MAX_NVLINKS_PER_GPU = 18  # H100 and B200 have 18 NVLinks, the most of any GPU N
 def _within_nccls_limit(root: Element) -> None:
     """NCCL refuses a topology of more than 256 elements ("XML parser is limited to 256
     nodes", xml.cc:201); so does schedc, at the first element past it."""
-    seen, stack = 0, [root]
-    while stack:
-        element = stack.pop()
-        seen += 1
+    for seen, element in enumerate(descendants(root), start=1):
         if seen > MAX_ELEMENTS:
             raise ParseError(f"more than {MAX_ELEMENTS} elements: NCCL's reader is limited to "
                              f"{MAX_ELEMENTS} (NCCL_TOPO_XML_MAX_NODES, src/graph/topo.h:211; "
                              "xml.cc:201)", element.span)
-        stack.extend(reversed(element.children))
 
 
 def bus_id(text: str) -> int | None:
@@ -93,7 +89,7 @@ class _Reader:
     def system(self, root: Element) -> HostModel:
         version = root.attrs.get("version")
         if version != "1":
-            rccl = version == "2" or _has_element(root, "xgmi")
+            rccl = version == "2" or any(e.name == "xgmi" for e in descendants(root))
             raise ParseError(f"<system version=\"{version}\">: NCCL reads version 1 only "
                              "(NCCL_TOPO_XML_VERSION, xml.h:50; xml.cc:393)" + (
                                  "; this looks like RCCL's (AMD) dump, version 2 with <xgmi> "
@@ -413,13 +409,3 @@ class _Reader:
                              if low is not None and number < low else
                              f"{key}=\"{value}\" of <{element.name}> is out of range", element.span)
         return number
-
-
-def _has_element(root: Element, name: str) -> bool:
-    stack = [root]
-    while stack:
-        element = stack.pop()
-        if element.name == name:
-            return True
-        stack.extend(element.children)
-    return False
