@@ -368,13 +368,18 @@ int main(int argc, char** argv) {
 """
 
 
+def _nccl_source(path: str) -> str:
+    """A file of the NVIDIA/nccl mirror at NCCL_COMMIT, to compile with g++ (else skip)."""
+    if not NCCL.is_dir() or shutil.which("g++") is None:
+        pytest.skip("needs the NVIDIA/nccl mirror and g++")
+    return subprocess.run(["git", "-C", str(NCCL), "show", f"{NCCL_COMMIT}:{path}"],
+                          capture_output=True, text=True, check=True).stdout
+
+
 @pytest.fixture(scope="module")
 def nccl_pat(tmp_path_factory):
     """A program running NCCL's PAT classes, compiled from the mirror's collectives.h."""
-    if not NCCL.is_dir() or shutil.which("g++") is None:
-        pytest.skip("needs the NVIDIA/nccl mirror and g++")
-    header = subprocess.run(["git", "-C", str(NCCL), "show", f"{NCCL_COMMIT}:src/include/collectives.h"],
-                            capture_output=True, text=True, check=True).stdout
+    header = _nccl_source("src/include/collectives.h")
     start = header.index("struct ncclPatStep {")
     end = header.index("\n};", header.index("class PatAGAlgorithm")) + 3
     folder = tmp_path_factory.mktemp("pat")
@@ -451,10 +456,7 @@ int main(int argc, char** argv) {
 
 @pytest.fixture(scope="module")
 def nccl_trees(tmp_path_factory):
-    if not NCCL.is_dir() or shutil.which("g++") is None:
-        pytest.skip("needs the NVIDIA/nccl mirror and g++")
-    source = subprocess.run(["git", "-C", str(NCCL), "show", f"{NCCL_COMMIT}:src/graph/trees.cc"],
-                            capture_output=True, text=True, check=True).stdout
+    source = _nccl_source("src/graph/trees.cc")
     folder = tmp_path_factory.mktemp("trees")
     (folder / "trees.inc").write_text(source.replace('#include "nccl.h"', ""))
     (folder / "trees.cc").write_text(TREES)
