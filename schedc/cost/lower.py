@@ -19,7 +19,7 @@ from math import lcm
 import numpy as np
 import sympy
 
-from ..model.ir import LinearBytes, Round, Schedule, Series, joined
+from ..model.ir import LinearBytes, Round, Schedule, Series, joined, random_words
 from ..model.topology import Topology
 
 _INT64_SAFE = 2**62
@@ -219,7 +219,7 @@ ROWS_AT_ONCE = 1 << 20  # entries of the rows compared together, to bound the me
 
 def row_weights(width: int) -> np.ndarray:
     """The weights of a row's hash (random, and always the same)."""
-    return np.random.default_rng(0).integers(1, 2**63, size=width, dtype=np.uint64)
+    return random_words(width)
 
 
 def _shape_latency(topology: Topology, pairs: np.ndarray, spans: list, pair_of_transfer: np.ndarray,

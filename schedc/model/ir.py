@@ -36,6 +36,29 @@ def joined(arrays: list[np.ndarray]) -> np.ndarray:
     return np.concatenate(arrays) if arrays else np.zeros(0, np.int64)
 
 
+def distinct(values: np.ndarray) -> np.ndarray:
+    """np.unique of a 1-d array (its values, sorted, each once), without np.unique's test for a
+    masked array: its first call imports numpy.ma, 11 ms of a compile's start-up."""
+    values = np.sort(values)
+    keep = np.ones(len(values), bool)
+    np.not_equal(values[1:], values[:-1], out=keep[1:])
+    return values[keep]
+
+
+def random_words(count: int, seed: int = 0) -> np.ndarray:
+    """`count` pseudo-random 64-bit words, always the same for a seed: SplitMix64 (Steele,
+    Lea and Flood, OOPSLA 2014), the generator that seeds NumPy's own. Not np.random: its
+    first use imports numpy.random, 11 ms of a compile's start-up. (NumPy's uint64 arrays
+    wrap on overflow, as the generator needs.)"""
+    gamma = np.uint64(0x9E3779B97F4A7C15)
+    x = np.uint64(seed % 2**64) + np.arange(1, count + 1, dtype=np.uint64) * gamma
+    x ^= x >> np.uint64(30)
+    x *= np.uint64(0xBF58476D1CE4E5B9)
+    x ^= x >> np.uint64(27)
+    x *= np.uint64(0x94D049BB133111EB)
+    return x ^ (x >> np.uint64(31))
+
+
 def linear_expr(form: LinearBytes) -> sympy.Expr:
     return sympy.Add(*[sympy.Rational(c.numerator, c.denominator) * s for s, c in form])
 

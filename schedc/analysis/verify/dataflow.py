@@ -22,7 +22,7 @@ import numpy as np
 from ...errors import LimitError, Span
 from ...limits import MAX_CELLS
 from ...model.collectives import KINDS, Cells, Spec
-from ...model.ir import Batch, Collective, Round, Rounds, Schedule, Series, joined
+from ...model.ir import Batch, Collective, Round, Rounds, Schedule, Series, distinct, joined
 
 T = TypeVar("T", bound=Sized)
 MAX_SCALE = 2**62  # the common denominator of all region boundaries
@@ -206,7 +206,7 @@ def geometry(schedule: Schedule, devices: int, ran: Ran | None = None) -> Geomet
                 mark[points] = True
             full = full or (k % 64 == 63 and bool(mark.all()))
     if mark is None:
-        bounds = np.unique(np.concatenate(cuts))
+        bounds = distinct(np.concatenate(cuts))
     else:
         for points in cuts:
             mark[points] = True
@@ -271,7 +271,7 @@ def _close_under_moves(bounds: np.ndarray, moves: np.ndarray, schedule: Schedule
             which = np.repeat(np.arange(len(lo)), count)
             index = first[which] + np.arange(len(which)) - np.repeat(np.cumsum(count) - count, count)
             new.append(bounds[index] + shift[which])
-        grown = np.unique(np.concatenate(new))
+        grown = distinct(np.concatenate(new))
         if len(grown) == len(bounds):
             return bounds
         if len(grown) > MAX_CELLS:

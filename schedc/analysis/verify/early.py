@@ -22,7 +22,7 @@ import numpy as np
 from ...errors import LimitError, Span
 from ...limits import MAX_CELLS
 from ...model.collectives import KINDS
-from ...model.ir import Batch, Collective
+from ...model.ir import Batch, Collective, distinct
 from .dataflow import MAX_SCALE, NO_VERIFY_HINT
 
 SAMPLE = 1 << 16  # transfers of a batch looked at: a ring's first rounds touch all its parts
@@ -69,4 +69,4 @@ class PiecesSeen:
 
     def _add(self, samples: list[np.ndarray]) -> None:
         if samples:
-            self.points = np.union1d(self.points, np.concatenate(samples))
+            self.points = distinct(np.concatenate([self.points, *samples]))

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...errors import Span, TopologyError
-from ...model.ir import Batch, Part, Region, Schedule, Series, joined
+from ...model.ir import Batch, Part, Region, Schedule, Series, distinct, joined
 from ...model.topology import Topology
 
 
@@ -39,7 +39,7 @@ def missing_route(schedule: Schedule, topology: Topology) -> NoRoute | None:
     n = len(topology.devices)
     codes = [_codes(b, n) for part in schedule.rounds.parts for b in _batches(part)]
     failing: dict[int, TopologyError] = {}
-    for code in np.unique(joined(codes)).tolist() if codes else []:
+    for code in distinct(joined(codes)).tolist() if codes else []:
         src, dst = divmod(code, n)
         if src != dst:  # (a transfer to itself is no route question; elaboration refuses it)
             try:

@@ -32,13 +32,14 @@ that fails, every column runs again; a failing cell is then replayed exactly
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 import numpy as np
 
 from ... import progress
-from ...model.ir import Schedule
+from ...model.ir import Schedule, random_words
 from ...model.symmetry import device_shift
 from ...model.topology import Topology
 from ...session import Session
@@ -147,9 +148,9 @@ def verify_schedule(schedule: Schedule, names: list[str], method: str = "auto",
     if method == "exact":
         embed = np.eye(2 * p, dtype=np.uint64)
     else:
-        rng = np.random.default_rng(seed)
-        embed = rng.integers(0, np.iinfo(np.uint64).max, size=(2 * p, 2), dtype=np.uint64,
-                             endpoint=True)
+        if seed is None:  # fresh for every run: no fixed input can be built to fool them
+            seed = int.from_bytes(os.urandom(8), "little")
+        embed = random_words(2 * p * 2, seed).reshape(2 * p, 2)
     reduction = reduce_columns(schedule, geo, ran, hints) if symmetry else None
     if reduction is not None:  # one column per orbit stands for the rest (see `columns`)
         spec = collective_spec(schedule, geo, reduction.columns)

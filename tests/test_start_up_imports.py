@@ -1,0 +1,65 @@
+"""A compile imports no more of NumPy than it uses: `np.unique` imports numpy.ma on its first
+call (11 ms) and `np.random` numpy.random (11 ms), so the compile path has its own two
+helpers, checked here against NumPy's own functions and the reference generator."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from conftest import ROOT
+from hypothesis import given
+from hypothesis import strategies as st
+
+from schedc.model.ir import distinct, random_words
+
+MASK = 2**64 - 1
+
+
+def splitmix64(seed: int, count: int) -> list[int]:
+    """Steele, Lea and Flood's SplitMix64 as published (next(): state += golden gamma, then
+    the three xor-shift-multiply steps), on Python integers."""
+    out, state = [], seed
+    for _ in range(count):
+        state = (state + 0x9E3779B97F4A7C15) & MASK
+        z = state
+        z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & MASK
+        z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & MASK
+        out.append(z ^ (z >> 31))
+    return out
+
+
+def test_the_words_are_splitmix64():
+    # Seed 0's first output is the generator's well-known first value.
+    assert int(random_words(1)[0]) == 0xE220A8397B1DCDAF
+    for seed in (0, 1, 12345, 2**63 + 7):
+        assert random_words(50, seed).tolist() == splitmix64(seed, 50)
+
+
+@given(st.lists(st.integers(-2**62, 2**62), max_size=60))
+def test_distinct_is_numpys_unique(values):
+    array = np.array(values, dtype=np.int64)
+    assert np.array_equal(distinct(array), np.unique(array))
+
+
+def test_distinct_of_large_integers():
+    array = np.array([2**80, 3, 2**80, -1, 3], dtype=object)
+    assert distinct(array).tolist() == [-1, 3, 2**80]
+
+
+@pytest.mark.parametrize("args", [
+    ["compare", "schedules/seed/nvlink_2x8.sched"],
+    ["time", "schedules/seed/nvlink_hosts.sched", "--set", "hosts=16", "-s", "hierarchical"],
+])
+def test_a_compile_imports_neither_numpy_ma_nor_numpy_random(args):
+    code = ("import sys\nfrom schedc.cli import main\n"
+            "try:\n    main(sys.argv[1:])\nexcept SystemExit:\n    pass\n"
+            "print(sorted(m for m in ('numpy.ma', 'numpy.random') if m in sys.modules), "
+            "file=sys.stderr)")
+    result = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True,
+                            cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert result.stderr.strip().splitlines()[-1] == "[]"
