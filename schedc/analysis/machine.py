@@ -43,6 +43,7 @@ class MachineSummary:
     links: tuple[LinkRow, ...]
     routes: tuple[RouteClass, ...]
     derived_from: dict[str, tuple[str, str, str]]  # param → (value, from, rule)
+    gpu_sms: tuple[tuple[int | None, int], ...] = ()  # (sm or None if undeclared, GPUs)
 
 
 def summarize(program: Program) -> MachineSummary:
@@ -51,8 +52,10 @@ def summarize(program: Program) -> MachineSummary:
     hosts = tuple(topo.host_names)
     devices = tuple((d.name, d.kind, hosts[d.host] if d.host is not None else None)
                     for d in topo.devices)
+    sms = Counter(d.sm for d in topo.devices if d.kind == "gpu")
+    gpu_sms = tuple(sorted(sms.items(), key=lambda kv: (kv[0] is None, kv[0] or 0)))
     return MachineSummary(program.path, hosts, devices, _links(program, nominal),
-                          _routes(program), _derived(program))
+                          _routes(program), _derived(program), gpu_sms)
 
 
 def _value(expr: sympy.Expr | None, nominal) -> Fraction | None:

@@ -129,12 +129,12 @@ def predict_nccl(session: Session, logs: Iterable[str | Path], schedule: str | N
     """
     from ..analysis.calibrate.nccl_prediction import nccl_compare
     from ..nccl.constants import VERSION
-    from .nccl import DEFAULT_SM, nccl_model
+    from .nccl import nccl_model
     name = _schedule(session, schedule)
     kind = session.program.result(name.split(",")[0]).collective.kind
     model = nccl_model(session, collective=kind if kind != "alltoall" else None, sm=sm,
                        inputs=inputs, max_bytes=1)
-    label = f"NCCL {VERSION}'s tuning model (sm {DEFAULT_SM if sm is None else sm})"
+    label = f"NCCL {VERSION}'s tuning model (sm {model.comm['minCompCap']})"
     return nccl_compare(session, name, _tables(logs), model.comm, model.table, label,
                         _place(in_place), drop_wrong)
 

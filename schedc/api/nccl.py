@@ -9,10 +9,13 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import TYPE_CHECKING
 
+from ..hardware.rules import DEFAULT_SM
+
 if TYPE_CHECKING:
+    from ..model.topology import Device, Topology
+    from ..nccl.comm import Comm
     from ..session import Session
 
-DEFAULT_SM = 90
 DEFAULT_MAX_BYTES = 16 * 2**30
 
 
@@ -36,7 +39,7 @@ class Explanation:
 @dataclass(frozen=True)
 class NcclModel:
     source: str
-    comm: object  # schedc.nccl.comm.Comm
+    comm: Comm
     table: object  # schedc.nccl.tuning.Table
     collectives: tuple[str, ...]
     bands: dict  # collective → tuple[Band, ...]
@@ -63,7 +66,7 @@ def nccl_model(session: Session, *, collective: str | None = None, nodes: int | 
     from ..nccl import constants as K
     from ..nccl.choice import bands
     from ..nccl.derive import derive
-    from ..nccl.inputs import check_sm, override
+    from ..nccl.inputs import override
     from ..nccl.tuning import tune_model
     if collective is not None and collective not in K.FUNCTIONS:
         raise UsageError(f"NCCL's tuning model has no collective '{collective}' (its "
@@ -76,9 +79,7 @@ def nccl_model(session: Session, *, collective: str | None = None, nodes: int | 
     program = session.program
     ranks = program.results[0].collective.ranks if program.results else tuple(
         d.id for d in program.topology.devices if d.kind == "gpu")
-    sm_from = "--sm" if sm is not None else \
-        f"--sm's default {DEFAULT_SM}: a schedc machine declares no GPU model"
-    sm = check_sm(DEFAULT_SM if sm is None else sm)
+    sm, sm_from = _compute_capability(program.topology, ranks, sm)
     comm = derive(program.topology, ranks, program.nominal, sm, sm_from, nodes)
     comm = override(comm, tuple(inputs), channels)
     table = tune_model(comm)
@@ -92,6 +93,35 @@ def nccl_model(session: Session, *, collective: str | None = None, nodes: int | 
         size = parse_size(explain)
         explained = tuple(_explain(session, comm, table, c, size, verify) for c in chosen)
     return NcclModel(program.path, comm, table, chosen, found, max_bytes, explained, formulas)
+
+
+def _compute_capability(topology: Topology, ranks: tuple[int, ...],
+                        sm: int | None) -> tuple[int, str]:
+    """`--sm`, else what the ranks' GPUs declare (`gpu g[8] sm 80`), else the default; and
+    where it came from. One GPU model: NCCL's model here takes one sm for minCompCap and
+    maxCompCap alike."""
+    from ..errors import UsageError
+    from ..nccl.inputs import check_sm
+    if sm is not None:
+        return check_sm(sm), "--sm"
+    declared = {topology.devices[r].sm for r in ranks}
+    if declared == {None}:
+        return DEFAULT_SM, (f"--sm's default {DEFAULT_SM}: the machine declares no sm for its "
+                            "GPUs (`gpu g[8] sm 80`)")
+    if None in declared:
+        bare = next(topology.devices[r] for r in ranks if topology.devices[r].sm is None)
+        raise UsageError(f"some ranks' GPUs declare their sm and others do not ({bare.name}, "
+                         f"declared at {bare.span}): declare it for every GPU, or pass --sm")
+    first: dict[int, Device] = {}
+    for device in (topology.devices[r] for r in ranks):
+        if device.sm is not None:
+            first.setdefault(device.sm, device)
+    if len(first) > 1:
+        where = ", ".join(f"sm {sm} at {first[sm].span}" for sm in sorted(first))
+        raise UsageError(f"the ranks' GPUs are of {len(first)} models ({where}); schedc's NCCL "
+                         "model takes one: pass --sm")
+    ((found, device),) = first.items()
+    return found, f"the machine: sm {found} at {device.span}"
 
 
 def parse_size(text: str) -> int:

@@ -92,7 +92,7 @@ def copy_instances(stmt: ast.HostDecl, builder, first: Marks, count: int) -> Non
             return renamed(text)  # a shared resource: `node[0].pcie (forward)`
 
         builder.devices += [Device(d.id + k * nd, renamed(d.name), d.kind, first.host + k,
-                                   d.forwards, d.span, d.reduces) for d in devices]
+                                   d.forwards, d.span, d.reduces, d.sm) for d in devices]
         builder.resources += [Resource(r.id + k * nr, resource_name(r.name), r.cls, r.bandwidth,
                                        r.latency, r.window, r.span) for r in resources]
         builder.hops += [Hop(device(h.src), device(h.dst), tuple(resource(r) for r in h.resources),

@@ -15,6 +15,7 @@ import numpy as np
 import sympy
 
 from ..errors import ElaborationError, LimitError, Span, did_you_mean
+from ..hardware.rules import KNOWN_SMS
 from ..language import syntax as ast
 from ..limits import MAX_DEVICES
 from ..model.routing import DEFAULT_PREFERENCE, POLICIES
@@ -157,9 +158,11 @@ class TopologyBuilder:
             if isinstance(stmt, ast.Let):
                 env = env.bind(stmt.name, evaluate(stmt.value, env))
             elif isinstance(stmt, ast.DeviceDecl):
+                sm = _sm(stmt, env)
                 for decl in stmt.names:
                     fam = self._declare(decl, stmt.kind, env, prefix, host)
-                    self._fill(fam, decl, prefix, host, partial(self._device, stmt=stmt, host=host))
+                    self._fill(fam, decl, prefix, host,
+                               partial(self._device, stmt=stmt, host=host, sm=sm))
                     env = self._local(env, decl.name, prefix, host)
             elif isinstance(stmt, ast.SharedDecl):
                 fam = self._declare(stmt.name, "shared", env, prefix, host)
@@ -237,13 +240,13 @@ class TopologyBuilder:
         for i in range(fam.size):
             fam.table[(*outer, i)] = make(f"{base}{decl.name}[{i}]")
 
-    def _device(self, name: str, stmt: ast.DeviceDecl, host) -> int:
+    def _device(self, name: str, stmt: ast.DeviceDecl, host, sm: int | None) -> int:
         if stmt.reduces and stmt.kind != "switch":
             raise ElaborationError(f"only a switch reduces in the network, not a {stmt.kind}",
                                    stmt.span)
         device = Device(len(self.devices), name, stmt.kind, host[0] if host else None,
                         stmt.kind in FORWARDING_KINDS or stmt.forwards, stmt.span,
-                        stmt.reduces)
+                        stmt.reduces, sm)
         self.devices.append(device)
         return device.id
 
@@ -396,6 +399,21 @@ class TopologyBuilder:
             preference = DEFAULT_PREFERENCE
         return Topology(self.devices, self.resources, self.hops, self.host_names, policy,
                         pinned_routes(self.devices, self.hops, self.pinned), preference=preference)
+
+
+def _sm(stmt: ast.DeviceDecl, env: Env) -> int | None:
+    """A GPU declaration's `sm N`: a compute capability NCCL knows (its tuning reads it)."""
+    if stmt.sm is None:
+        return None
+    if stmt.kind != "gpu":
+        raise ElaborationError(f"only a gpu has a compute capability (sm), not a {stmt.kind}",
+                               stmt.sm.span)
+    number = as_number(evaluate(stmt.sm, env))
+    if not isinstance(number, int) or number not in KNOWN_SMS:
+        raise ElaborationError(f"sm {span_text(stmt.sm.span)}: not a compute capability NCCL "
+                               f"runs on (known: {', '.join(map(str, KNOWN_SMS))}; SM 9.0 is "
+                               "90)", stmt.sm.span)
+    return number
 
 
 def _count(value: object, span: Span) -> int:

@@ -109,7 +109,8 @@ def _host_body(host: HostModel, params: _Params) -> list[str]:
     for family, kind in (("g", "gpu"), ("n", "nic"), ("cpu", "switch"), ("pci", "switch")):
         count = len(host.members(family))
         if count:
-            lines.append(f"    {kind} {family}[{count}]")
+            sm = f" sm {host.sm}" if kind == "gpu" and host.sm is not None else ""
+            lines.append(f"    {kind} {family}[{count}]{sm}")
     if host.members("nvswitch"):
         lines.append("    switch nvswitch")
     merged = _merge_directions(host.wires)

@@ -21,6 +21,7 @@ from ..errors import ParseError, SourceFile, Span, decode_source
 from ..files import read_input
 from ..xmltree import Element, descendants, foreign_kind, parse, start_of
 from . import rules
+from .rules import KNOWN_SMS
 from .system import Figure, HostModel, Part, Port, Wire
 
 
@@ -85,6 +86,7 @@ class _Reader:
     pcilinks: list[tuple[int, Element]] = field(default_factory=list)  # switch, <pcilink>
     nvswitch: int | None = None
     full: bool = False
+    sms: dict[int, int] = field(default_factory=dict)  # GPU part → its <gpu sm> (or --sm)
 
     def system(self, root: Element) -> HostModel:
         version = root.attrs.get("version")
@@ -138,9 +140,26 @@ class _Reader:
                               "NVLinks): "
                               "their NVLinks are not in the file, so GPUs meet over PCI only; "
                               "--nvlinks N --sm S assumes N NVLinks per GPU to an NVSwitch")
+        sm = self._compute_capability()
         return HostModel(self.source.path, "full dump" if self.full else "PCI tree only",
                          tuple(self.parts), tuple(self.wires), tuple(self.ports),
-                         tuple(self.notes))
+                         tuple(self.notes), sm)
+
+    def _compute_capability(self) -> int | None:
+        """The GPUs' sm, written as `gpu g[N] sm S` when every GPU has the same one that NCCL
+        runs on (else a note says why none is written)."""
+        sms = {self.sms.get(g, self.assume.sm) for g in self.gpus.values()}
+        if len(sms) == 1 and None not in sms:
+            (sm,) = sms
+            if sm in KNOWN_SMS:
+                return sm
+            self.notes.append(f"sm=\"{sm}\" is not a compute capability NCCL runs on: no sm "
+                              "is written for the GPUs")
+        elif len(known := sorted(s for s in sms if s is not None)) > 1:
+            self.notes.append(f"the GPUs are of several compute capabilities "
+                              f"({', '.join(map(str, known))}): no sm is written; "
+                              "`schedc nccl --sm S` takes one")
+        return None
 
     # ---- devices
 
@@ -232,6 +251,7 @@ class _Reader:
             raise ParseError("<gpu> has NVLinks but no sm attribute: NCCL reads the compute "
                              "capability from the GPU at run time; pass --sm", element.span)
         sm = self._integer(element, "sm") if "sm" in element.attrs else self.assume.sm or 0
+        self.sms[gpu] = sm
         per_link = rules.nvlink_per_link(sm)
         to_switch: list[tuple[int, Element]] = []
         to_gpu: dict[int, list[tuple[int, Element]]] = {}

@@ -158,7 +158,7 @@ class _Builder:
             self.assume.nic_gbps or Fraction(0), f"--nic-speed {self.assume.nic_speed_text}",
             "as given on the command line"), self._span(n)) for k, n in enumerate(self.nics)]
         return HostModel(self.source.path, "nvidia-smi topo -m", tuple(parts), tuple(wires),
-                         tuple(ports), tuple(notes))
+                         tuple(ports), tuple(notes), self.assume.sm)
 
     def _nvlinks(self, parts: list[Part], index: dict, notes: list[str]) -> list[Wire]:
         sm = self.assume.sm or 0

@@ -61,6 +61,7 @@ class HostModel:
     wires: tuple[Wire, ...]
     ports: tuple[Port, ...]
     notes: tuple[str, ...]  # assumptions and quirks met, for the file's header
+    sm: int | None = None  # every GPU's compute capability, when the file (or --sm) gives one
 
     def members(self, family: str) -> list[int]:
         """The parts of a family in their numbering order."""

@@ -207,6 +207,7 @@ class DeviceDecl(Node):
     names: tuple[DeclName, ...]
     forwards: bool = False
     reduces: bool = False  # sums what is reduced into it (in-network reduction)
+    sm: Expr | None = None  # a GPU's compute capability (NCCL's sm: 80 for A100, 90 for H100)
 
 
 @dataclass(frozen=True)

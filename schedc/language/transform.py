@@ -114,9 +114,9 @@ class _ToAst(Transformer):
         return tuple(x for x in c if x is not None)
 
     def device_decl(self, c, span):
-        kind, *names, forwards, reduces = c
+        kind, *names, forwards, reduces, sm = c
         return ast.DeviceDecl(kind, tuple(names), forwards is not None, reduces is not None,
-                              span=span)
+                              sm, span=span)
 
     def protocol_stmt(self, c, span):
         return ast.Protocol(str(c[0]), tuple(c[1:]), token_span(_SOURCE.get(), c[0]), span=span)

@@ -41,6 +41,7 @@ class Device:
     forwards: bool
     span: Span = field(compare=False, repr=False)
     reduces: bool = False  # a switch that sums what is reduced into it (NVLS, SHARP)
+    sm: int | None = None  # a GPU's compute capability, if declared (NCCL's tuning reads it)
 
 
 @dataclass(frozen=True)

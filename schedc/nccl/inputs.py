@@ -6,12 +6,10 @@ from __future__ import annotations
 import math
 
 from ..errors import UsageError, did_you_mean
+from ..hardware.rules import KNOWN_SMS
 from . import constants as K
 from .comm import GRAPHS, Comm
 
-# Compute capabilities of the GPUs NCCL runs on (CUDA's list), each read by tuning.cc's
-# compCapIndex (:263-266).
-KNOWN_SMS = (60, 61, 62, 70, 72, 75, 80, 86, 87, 89, 90, 100, 101, 103, 110, 120, 121)
 NAMES = {"cpuArch": ("x86", "POWER", "ARM"), "cpuVendor": ("INTEL", "AMD", "ZHAOXIN", "MIXED"),
          "netDeviceType": ("HOST", "UNPACK")}
 FLOATS = ("bwIntra", "bwInter", "latencyInter")

@@ -8,6 +8,7 @@ from fractions import Fraction
 from html import escape
 
 from ..analysis.machine import LinkRow, MachineSummary
+from ..hardware.rules import DEFAULT_SM
 from ..units import format_rate
 from . import schema
 from .text import dump_json, json_number, table
@@ -27,6 +28,11 @@ def machine_text(summary: MachineSummary) -> str:
     if per_host:
         lines.append(f"per host ({summary.hosts[0]}): " +
                      ", ".join(f"{n} {k}" for k, n in sorted(per_host.items())))
+    if summary.gpu_sms:
+        lines.append("GPU compute capability: " + ", ".join(
+            f"sm {sm} ({n} GPUs)" if sm is not None else
+            f"not declared ({n} GPUs; `schedc nccl` assumes sm {DEFAULT_SM} unless --sm)"
+            for sm, n in summary.gpu_sms))
     lines += ["", "links by class (per direction):"]
     rows: list[tuple[str, ...]] = [("class", "links", "bandwidth", "each way", "shared")]
     for (cls, expr, fwd, back, shared), count in _link_classes(summary.links).items():
@@ -66,6 +72,7 @@ def machine_json(summary: MachineSummary) -> str:
                     "share": str(r.share)} for r in summary.routes],
         "derived_from": {name: {"value": v, "from": s, "rule": r}
                          for name, (v, s, r) in summary.derived_from.items()},
+        "gpu_sm": [{"sm": sm, "gpus": n} for sm, n in summary.gpu_sms],
     }
     return dump_json(document)
 
