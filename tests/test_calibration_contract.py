@@ -277,3 +277,12 @@ def test_gpus_per_process_must_divide_the_ranks(run, tmp_path):
     code, _, err = run("calibrate", log, "--machine", _machine())
     assert code == 2 and "3 GPUs per process (the '# nThread' header) cannot make the 8 ranks" \
         in err
+
+
+def test_a_zero_thread_or_gpu_count_says_nothing(run, tmp_path):
+    """`# nThread 0` (no real run prints it; the fuzzer did) gave a ZeroDivisionError, exit 70;
+    it now gives no GPUs-per-process figure, as a header without the field does."""
+    log = _changed(tmp_path, "# nThread 1 nGpus 1 ", "# nThread 0 nGpus 1 ")
+    assert read_log(log).table().per_process() is None
+    code, _, err = run("calibrate", log, "--machine", _machine())
+    assert code in (0, 1) and "Traceback" not in err and "internal error" not in err

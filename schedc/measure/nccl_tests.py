@@ -147,7 +147,9 @@ class Table:
             candidates.append(("the command line's -t/-g", str(given.get("t", 1)),
                                str(given.get("g", 1))))
         for source, threads, gpus in candidates:
-            if threads is not None and gpus is not None and threads.isdigit() and gpus.isdigit():
+            # (nccl-tests runs at least one thread of at least one GPU: a 0 says nothing)
+            if threads is not None and gpus is not None and threads.isdigit() and gpus.isdigit() \
+                    and int(threads) * int(gpus) > 0:
                 return int(threads) * int(gpus), source
         return None
 
