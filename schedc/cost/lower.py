@@ -19,7 +19,7 @@ from math import lcm
 import numpy as np
 import sympy
 
-from ..model.ir import LinearBytes, Round, Schedule, Series, joined, random_words
+from ..model.ir import LinearBytes, Round, Schedule, Series, distinct, joined, random_words
 from ..model.topology import Topology
 
 _INT64_SAFE = 2**62
@@ -234,7 +234,7 @@ def _shape_latency(topology: Topology, pairs: np.ndarray, spans: list, pair_of_t
                         for p, span in zip(pairs, spans)], dtype=np.int64)
     exprs = list(index)
     found: list[list[sympy.Expr]] = [[] for _ in range(n_shapes)]
-    for key in np.unique(shape_of_transfer * len(exprs) + of_pair[pair_of_transfer]).tolist():
+    for key in distinct(shape_of_transfer * len(exprs) + of_pair[pair_of_transfer]).tolist():
         found[key // len(exprs)].append(exprs[key % len(exprs)])
     return tuple(sympy.Max(*f) if f else sympy.Integer(0) for f in found)
 

@@ -29,7 +29,7 @@ from functools import cached_property
 import numpy as np
 
 from ..errors import UsageError
-from ..model.ir import Batch, Schedule, Series, linear_value
+from ..model.ir import Batch, Schedule, Series, distinct, linear_value
 from ..model.topology import Topology
 from ..render.schema import ASTRA
 from ..render.text import dump_json, json_number
@@ -232,7 +232,7 @@ def export_astra(schedule: Schedule, topology: Topology, alpha, nominal: dict,
         raise UsageError(f"the collective's size is {float(total):g} bytes at the nominal "
                          "point; ASTRA-sim's comm_size is a whole number of bytes",
                          schedule.collective.span)
-    pairs = np.unique(nodes.rank[nodes.send] * len(ranks) + nodes.peer[nodes.send])
+    pairs = distinct(nodes.rank[nodes.send] * len(ranks) + nodes.peer[nodes.send])
     network = network_of(topology, [ranks[i] for i in (pairs // len(ranks)).tolist()],
                          [ranks[i] for i in (pairs % len(ranks)).tolist()], ranks, alpha, nominal)
     return AstraExport(prefix or schedule.name, kind, len(ranks), int(total), network,

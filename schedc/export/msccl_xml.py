@@ -31,7 +31,7 @@ from math import ceil, lcm
 import numpy as np
 
 from ..errors import UsageError
-from ..model.ir import Schedule, Series, joined
+from ..model.ir import Schedule, Series, distinct, joined
 from ..msccl.rules import (
     MAX_CHANNELS,
     MAX_DEPENDED_TB,
@@ -204,7 +204,7 @@ def _most_per_round(schedule: Schedule) -> int:
 
 def _most_peers(schedule: Schedule) -> int:
     """The most peers one gpu sends to, or receives from."""
-    pairs = np.unique(joined([b.src * (1 << 32) + b.dst for b in schedule.rounds.batches()]))
+    pairs = distinct(joined([b.src * (1 << 32) + b.dst for b in schedule.rounds.batches()]))
     if not len(pairs):
         return 0
     return max(int(np.unique(pairs >> 32, return_counts=True)[1].max()),
@@ -227,7 +227,7 @@ def _busiest_pair(schedule: Schedule) -> int:
             keys += [(b.src * devices + b.dst) * rounds + first + k
                      for k, rnd in enumerate(part) for b in rnd.batches]
         first += len(part)
-    pairs = np.unique(joined(keys)) // rounds  # each (pair, round) once
+    pairs = distinct(joined(keys)) // rounds  # each (pair, round) once
     return int(np.unique(pairs, return_counts=True)[1].max(initial=0))
 
 
