@@ -28,13 +28,14 @@ from .calibration import (
     Calibration,
     CalibrationError,
     Comparison,
-    FittedParam,
     Point,
     Run,
     Split,
     check_table,
     points,
 )
+from .identify import AT_BOUND, NEAR_BOUND, to_hold
+from .identify import fitted_params as _params
 from .model import Model, check_names, default_unknowns
 from .roles import Role, orderings, roles
 
@@ -44,8 +45,6 @@ from .roles import Role, orderings, roles
 DATA_SIGMA = 0.05
 ORDER_WEIGHT = 300.0
 INTERLEAVED = Split()  # residual per unit of log-violation of an order: a steep wall
-AT_BOUND = 1e-4  # log distance from a bound that counts as at it
-NEAR_BOUND = math.log(1.01)  # within 1 %: an undetermined param there was pushed, not held
 STARTS = 8
 AGREE = 0.05  # starts that reach the best cost agree when every value is within 5 %
 
@@ -143,17 +142,33 @@ def calibrate_runs(runs: list[Run], names: tuple[str, ...] = (), split: Split = 
         extra += [ORDER_WEIGHT * max(0.0, x[a] - x[b]) for a, b in pairs]
         return np.concatenate([data_residuals(x), np.array(extra)])
 
-    from scipy.optimize import least_squares  # type: ignore[import-untyped]  # no types
-    results = []
-    with warnings.catch_warnings():  # no library warning reaches the user's terminal
-        warnings.simplefilter("ignore")
-        for x0 in _starts(unknowns, lower, upper):
-            results.append(least_squares(residuals, x0, bounds=(lower, upper), method="trf",
-                                         max_nfev=max_evaluations))
-    best = min(results, key=lambda r: r.cost)
+    n = len(unknowns)
+    held: list[int] = []  # held at their priors: the rows do not determine them (identify.py)
+    at_prior = np.array([math.log(u.role.prior) if u.role.prior is not None else
+                         math.log(u.nominal) for u in unknowns])
+    starts_x = _starts(unknowns, lower, upper)
+    best, results = _optimise(residuals, starts_x, at_prior, held, lower, upper,
+                              max_evaluations)
+    # The rows' own scatter (per fit row, in units of DATA_SIGMA), from the fit of everything:
+    # a hold may cost the rows at most one such unit of χ² (identify.py).
+    scale = max(2 * _data_cost(data_residuals, best) / max(fit_rows - n, 1), 1.0)
+    refused: set[int] = set()
+    while True:
+        more = [j for j in _undetermined(best, held, unknowns, pairs, lower, upper, fit_rows,
+                                         scale) if j not in refused]
+        if not more:
+            break
+        j = more[0]  # the least determined first (identify.to_hold's order)
+        trial, trials = _optimise(residuals, starts_x, at_prior, sorted(held + [j]), lower,
+                                  upper, max_evaluations)
+        if 2 * (_data_cost(data_residuals, trial) - _data_cost(data_residuals, best)) \
+                <= scale and not _new_contacts(best, trial, held + [j], pairs, lower, upper):
+            held, best, results = sorted(held + [j]), trial, trials
+        else:
+            refused.add(j)  # the rows object to NCCL's value: it stays fitted
     theta = np.exp(best.x)
     starts = _disagreement(results, best, unknowns)
-    fitted = _params(unknowns, best, data_residuals, pairs, lower, upper, fit_rows)
+    fitted = _params(unknowns, best, data_residuals, pairs, lower, upper, fit_rows, held)
     predicted: list[float] = []
     winners: list[str | None] = []
     for model, idx, (sizes, _, _) in zip(models, per_run, data):
@@ -197,58 +212,86 @@ def _disagreement(results, best, unknowns: list[Unknown]) -> tuple[str, ...]:
     return tuple(out)
 
 
-def _params(unknowns: list[Unknown], best, data_residuals, pairs, lower, upper,
-            fit_rows: int) -> tuple[FittedParam, ...]:
-    jac = best.jac
-    data_jac = jac[:fit_rows]
-    determined = _determined(data_jac)
-    r = data_residuals(best.x)
-    dof = max(fit_rows - len(unknowns), 1)
-    s2 = float(r @ r) / dof
-    try:
-        cov = np.linalg.pinv(jac.T @ jac) * s2
-        sigma = np.sqrt(np.maximum(np.diag(cov), 0.0))
-    except np.linalg.LinAlgError:
-        sigma = np.full(len(unknowns), np.inf)
-    out = []
-    for j, u in enumerate(unknowns):
-        flags = []
-        if best.x[j] <= lower[j] + AT_BOUND:
-            flags.append("at its lower bound")
-        if best.x[j] >= upper[j] - AT_BOUND:
-            flags.append("at its upper bound")
-        for a, b in pairs:
-            if j in (a, b) and best.x[a] >= best.x[b] - AT_BOUND:
-                other = unknowns[b if j == a else a].name
-                flags.append(f"at its ordering bound (equal to {other})")
-        if not determined[j]:
-            # Not "held by its prior" when the other params pushed it against a bound.
-            near = "lower" if best.x[j] <= lower[j] + NEAR_BOUND else \
-                "upper" if best.x[j] >= upper[j] - NEAR_BOUND else None
-            flags.append(f"undetermined by the fit rows (pushed near its {near} bound)" if near
-                         else "undetermined by the fit rows (held by its prior)"
-                         if u.role.prior is not None else "undetermined by the fit rows")
-        elif sigma[j] > 1.0:
-            flags.append(f"uncertain (±{sigma[j] * 100:.0f} %)")
-        out.append(FittedParam(u.name, float(math.exp(best.x[j])), u.nominal, u.dim,
-                               bool(determined[j]), u.log, u.role.what, u.role.lower,
-                               u.role.upper, u.role.prior, float(sigma[j]), tuple(flags)))
-    return tuple(out)
+@dataclass(frozen=True)
+class _Solution:
+    """One start's result over every unknown: held ones at their priors (zero columns)."""
+
+    x: np.ndarray
+    jac: np.ndarray
+    cost: float
+    success: bool
+    message: str
+    nfev: int
 
 
-def _determined(jac: np.ndarray) -> np.ndarray:
-    """Per param: do the data determine it? Not if its Jacobian column vanishes, or if it
-    lies in the Jacobian's null space (it moves only together with others)."""
-    norms = np.linalg.norm(jac, axis=0)
-    determined = norms > 1e-8 * max(float(norms.max(initial=0)), 1e-300)
-    if determined.any():
-        _, singular, vt = np.linalg.svd(jac[:, determined] / norms[determined], full_matrices=False)
-        null = vt[singular < 1e-6 * singular.max()]
-        if len(null):
-            involved = (np.abs(null) > 1e-3).any(axis=0)
-            idx = np.flatnonzero(determined)
-            determined[idx[involved]] = False
-    return determined
+def _optimise(residuals, starts: list[np.ndarray], at_prior: np.ndarray, held: list[int],
+              lower: np.ndarray, upper: np.ndarray, max_evaluations: int):
+    """least_squares over the unknowns not held, from every start; (best, all)."""
+    from scipy.optimize import least_squares  # type: ignore[import-untyped]  # no types
+    free = np.array([j for j in range(len(at_prior)) if j not in held], dtype=int)
+
+    def full(xf: np.ndarray) -> np.ndarray:
+        x = at_prior.copy()
+        x[free] = xf
+        return x
+
+    results = []
+    with warnings.catch_warnings():  # no library warning reaches the user's terminal
+        warnings.simplefilter("ignore")
+        for x0 in starts:
+            r = least_squares(lambda xf: residuals(full(xf)), x0[free],
+                              bounds=(lower[free], upper[free]), method="trf",
+                              max_nfev=max_evaluations)
+            jac = np.zeros((r.jac.shape[0], len(at_prior)))
+            jac[:, free] = r.jac
+            results.append(_Solution(full(r.x), jac, float(r.cost), bool(r.success),
+                                     str(r.message), int(r.nfev)))
+    return min(results, key=lambda r: r.cost), results
+
+
+def _data_cost(data_residuals, solution: _Solution) -> float:
+    r = data_residuals(solution.x)
+    return 0.5 * float(r @ r)
+
+
+def _contacts(x: np.ndarray, skip: list[int], pairs, lower, upper) -> set:
+    """The bounds and orderings the free params of `x` sit at."""
+    out: set = set()
+    for j in range(len(x)):
+        if j not in skip and (x[j] <= lower[j] + AT_BOUND or x[j] >= upper[j] - AT_BOUND):
+            out.add(j)
+    out |= {(a, b) for a, b in pairs if x[a] >= x[b] - AT_BOUND}
+    return out
+
+
+def _new_contacts(before: _Solution, after: _Solution, held: list[int], pairs, lower,
+                  upper) -> bool:
+    """Does holding push a fitted param to a bound or an ordering it was not at? Then NCCL's
+    value contradicts what the rows fix for the others (e.g. LL128 held at NCCL's share
+    above the Simple share the rows give): the rows do bound it, and it is not held."""
+    return bool(_contacts(after.x, held, pairs, lower, upper)
+                - _contacts(before.x, held, pairs, lower, upper))
+
+
+def _undetermined(best: _Solution, held: list[int], unknowns: list[Unknown], pairs,
+                  lower: np.ndarray, upper: np.ndarray, fit_rows: int,
+                  scale: float) -> list[int]:
+    """The free unknowns the fit rows do not determine and that may be held (identify.py):
+    with a prior, not at or near a bound, not at an ordering bound."""
+    free = [j for j in range(len(unknowns)) if j not in held]
+    x = best.x
+
+    def holdable(j: int) -> bool:
+        if unknowns[j].role.prior is None:
+            return False
+        if x[j] <= lower[j] + NEAR_BOUND or x[j] >= upper[j] - NEAR_BOUND:
+            return False
+        return not any(j in (a, b) and x[a] >= x[b] - AT_BOUND for a, b in pairs)
+
+    jac = best.jac[:fit_rows][:, free] / math.sqrt(scale)  # in units of the rows' scatter
+    # Held when the rows leave it less sure than its prior, or than ±100 % (log space).
+    widths = np.array([min(unknowns[j].role.sigma, 1.0) for j in free])
+    return [free[k] for k in to_hold(jac, widths, np.array([holdable(j) for j in free]))]
 
 
 def prediction(run: Run, names: tuple[str, ...], values: dict[tuple[str, str | None], float],
