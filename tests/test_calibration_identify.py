@@ -118,3 +118,27 @@ def test_a_param_at_a_bound_is_not_held_but_flagged(run, tmp_path):
     e = document["params"]["e"]
     assert e["held"] is None and "at its upper bound" in e["flags"]
     assert math.isclose(e["value"], 1.0) and code == 1 and "e" in document["flagged"]
+
+
+def test_a_held_share_follows_simple_at_nccls_ratio(run, tmp_path):
+    # NCCL's LL128 bandwidth is Simple's × 0.92 (tuning.cc:329). Rows that only Simple wins
+    # (every size large: LL128's start-up advantage never pays) do not determine LL128's
+    # share; it is held at 0.92 of the fitted Simple share, not at an absolute 0.736, which
+    # here (Simple's share 0.6 < 0.736) would make LL128 the faster at every size.
+    text = MACHINE.format(bw="100 GB/s").replace(
+        "protocol Simple alpha a eff e launch b\n",
+        "param a128 = 1.9 us\nparam e128 = 0.7\n"
+        "protocol LL128 alpha a128 eff e128 launch b\nprotocol Simple alpha a eff e launch b\n")
+    machine = write(tmp_path, "m.sched", text)
+    sizes = [2**k for k in range(24, 41)]
+    log = _log(tmp_path, [(s, 20e-6 + s / (0.6 * 100e9)) for s in sizes])
+    code, out, err = run("calibrate", log, "--machine", machine, "--json",
+                         "--every", "2")
+    import json
+    document = json.loads(out)
+    params = document["params"]
+    e128, e = params["e128"], params["e"]
+    assert e128["held"] == "held at NCCL's value, 0.92 of e: these rows do not determine it"
+    assert e128["value"] == pytest.approx(0.92 * e["value"], rel=1e-9)
+    assert e["value"] == pytest.approx(0.6, rel=5e-3) and e["held"] is None
+    assert all(r["protocol"] == "Simple" for r in document["rows"])

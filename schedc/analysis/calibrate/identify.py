@@ -58,7 +58,7 @@ def to_hold(jac: np.ndarray, widths: np.ndarray, holdable: np.ndarray) -> list[i
 
 
 def fitted_params(unknowns, best, data_residuals, pairs, lower, upper, fit_rows: int,
-                  held=()) -> tuple[FittedParam, ...]:
+                  held=(), anchors=None) -> tuple[FittedParam, ...]:
     """Each unknown's value, relative standard error (s² (JᵀJ)⁻¹ over the free ones, in log
     space) and flags; a held one is at its prior, with no error and the status HELD."""
     free = [j for j in range(len(unknowns)) if j not in held]
@@ -79,8 +79,7 @@ def fitted_params(unknowns, best, data_residuals, pairs, lower, upper, fit_rows:
         if j in held:
             out.append(FittedParam(u.name, float(math.exp(best.x[j])), u.nominal, u.dim, False,
                                    u.log, u.role.what, u.role.lower, u.role.upper, u.role.prior,
-                                   None, (), held=HELD if u.role.prior is not None
-                                   else HELD_NO_PRIOR))
+                                   None, (), held=_held_text(u, j, unknowns, anchors or {})))
             continue
         flags = []
         if best.x[j] <= lower[j] + AT_BOUND:
@@ -92,19 +91,29 @@ def fitted_params(unknowns, best, data_residuals, pairs, lower, upper, fit_rows:
                 other = unknowns[b if j == a else a].name
                 flags.append(f"at its ordering bound (equal to {other})")
         if not determined[j]:
-            # A param the rows cannot see that is not held: the other params pushed it
-            # against a bound (or it has no prior to hold it at).
+            # A param the rows cannot see locally that is not held: the other params pushed
+            # it against a bound, or holding it at NCCL's value was refused (the rows do not
+            # fit that value: they bound it without determining it), or it has no prior.
             near = "lower" if best.x[j] <= lower[j] + NEAR_BOUND else \
                 "upper" if best.x[j] >= upper[j] - NEAR_BOUND else None
             flags.append(f"undetermined by the fit rows (pushed near its {near} bound)" if near
-                         else "undetermined by the fit rows (held by its prior)"
-                         if u.role.prior is not None else "undetermined by the fit rows")
+                         else "undetermined by the fit rows (they do not fit NCCL's value "
+                         "either: not held)" if u.role.prior is not None
+                         else "undetermined by the fit rows")
         elif sigma[j] > 1.0:
             flags.append(f"uncertain (±{sigma[j] * 100:.0f} %)")
         out.append(FittedParam(u.name, float(math.exp(best.x[j])), u.nominal, u.dim,
                                bool(determined[j]), u.log, u.role.what, u.role.lower,
                                u.role.upper, u.role.prior, float(sigma[j]), tuple(flags)))
     return tuple(out)
+
+
+def _held_text(u, j: int, unknowns, anchors: dict) -> str:
+    if j in anchors:
+        simple = unknowns[anchors[j][0]].name
+        return (f"held at NCCL's value, {u.role.ratio:g} of {simple}: these rows do not "
+                "determine it")
+    return HELD if u.role.prior is not None else HELD_NO_PRIOR
 
 
 def _determined(jac: np.ndarray) -> np.ndarray:
