@@ -8,7 +8,7 @@ import math
 
 import numpy as np
 import pytest
-from conftest import write
+from conftest import SCHEDULES, needs_shared_data, write
 
 from schedc.analysis.calibrate.identify import to_hold
 
@@ -142,3 +142,35 @@ def test_a_held_share_follows_simple_at_nccls_ratio(run, tmp_path):
     assert e128["value"] == pytest.approx(0.92 * e["value"], rel=1e-9)
     assert e["value"] == pytest.approx(0.6, rel=5e-3) and e["held"] is None
     assert all(r["protocol"] == "Simple" for r in document["rows"])
+
+
+def test_a_hold_that_pushes_a_fitted_param_to_an_ordering_is_refused():
+    # Holding LL128's share at NCCL's value above the Simple share the rows give pushes the
+    # Simple share up against it (the ordering LL128 <= Simple): a new contact, refused.
+    from types import SimpleNamespace
+
+    from schedc.analysis.calibrate.fit import _new_contacts
+    lower, upper = np.log([0.01, 0.01]), np.log([0.9375, 1.0])
+    pairs = [(0, 1)]  # x[0] (LL128's share) <= x[1] (Simple's)
+    before = SimpleNamespace(x=np.log([0.46, 0.66]))
+    after = SimpleNamespace(x=np.log([0.736, 0.736]))
+    assert _new_contacts(before, after, [0], pairs, lower, upper)
+    apart = SimpleNamespace(x=np.log([0.61, 0.66]))  # 0.92 of Simple's: no contact
+    assert not _new_contacts(before, apart, [0], pairs, lower, upper)
+
+
+def test_the_shipped_constants_are_the_joint_fit_written_without_force(run, tmp_path):
+    """`calibrate --manifest` on the four logs is trusted (no flag, starts agree: e_LL_hopper's
+    Jacobian error of about ±117 % is ±51 % by its profile) and writes what is shipped, to its
+    printed digits (the starts do not read the file's values, so the file cannot steer it)."""
+    needs_shared_data("nccl-tests", "aws_2node_p4de_16xA100-80GB_efa_allreduce.txt")
+    out_file = tmp_path / "c.sched"
+    code, out, err = run("calibrate", "--manifest", SCHEDULES / "calibration" / "manifest.txt",
+                         "--write", out_file)
+    assert code == 0 and "FLAGGED" not in out and "STARTS DISAGREE" not in out, out + err
+
+    def params(text: str) -> list[str]:
+        return [line.split("  #")[0] for line in text.splitlines() if line.startswith("param ")]
+    assert params(out_file.read_text()) == params(
+        (SCHEDULES / "calibration" / "nccl_constants.sched").read_text())
+    assert "param a_LL128 = 1.9 us  # held at NCCL's value" in out_file.read_text()
