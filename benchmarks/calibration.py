@@ -85,14 +85,18 @@ def main() -> int:
         above = size.comparison.geomean(False) or 0.0
         flagged = ", ".join(p.name for p in inter.flagged) or "none"
         ranks = len(run.session.program.result("nccl").collective.ranks)
-        print(f"| {name} | {ranks} | {len(inter.params)} | {_pct(held)} | {flagged} | "
+        kept = sum(1 for p in inter.params if p.held)
+        fitted = f"{len(inter.params) - kept} (+{kept} held)"
+        print(f"| {name} | {ranks} | {fitted} | {_pct(held)} | {flagged} | "
               f"{_pct(above)} | {_pct(every)} | {_pct(big)} |")
         ok &= held <= 0.06 and not inter.flagged and above <= 0.15 and every <= 0.25 \
             and big <= 0.15
     joint = calibrate_runs(runs)
     print(f"\njoint interleaved fit of all four logs: held out "
           f"{_pct(joint.comparison.geomean(False) or 0)}, flagged: "
-          f"{', '.join(p.name for p in joint.flagged) or 'none'}")
+          f"{', '.join(p.name for p in joint.flagged) or 'none'}; held at NCCL's value: "
+          f"{', '.join(p.name for p in joint.params if p.held) or 'none'}; starts disagree: "
+          f"{len(joint.starts)}")
     for check in joint.checks:
         print(f"  model check: {check}")
     print(f"\ntargets met: {'yes' if ok else 'no'}")

@@ -170,13 +170,14 @@ def test_predict_times_an_msccl_algorithm_on_a_named_machine(run, tmp_path):
 
 
 @pytest.mark.parametrize("value, flag", [
-    (8.4e-6, "undetermined by the fit rows (held by its prior)"),
+    (8.4e-6, "undetermined by the fit rows (they do not fit NCCL's value either: not held)"),
     (199.7e-6, "undetermined by the fit rows (pushed near its upper bound)"),
 ])
 def test_an_undetermined_param_pushed_to_a_bound_is_not_held_by_its_prior(value, flag):
     # A param the fit rows cannot see (its Jacobian column is zero) that the other params
     # pushed to 199.7 us, near its 200 us bound, is undetermined, not "held by its prior"
-    # of 8.4 us (a real two-log fit printed that).
+    # of 8.4 us (a real two-log fit printed that); one not held at its prior (the fit refused
+    # the hold, identify.py) says that the rows do not fit NCCL's value either.
     import math
     from types import SimpleNamespace
 

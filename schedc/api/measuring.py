@@ -40,7 +40,8 @@ def calibrate(session: Session, logs: Iterable[str | Path], schedule: str | None
     """Fit the params `fit` (default: every param the time depends on but the size) of one
     schedule (default: the file's only one) to nccl-tests logs, by least squares on log time,
     on one size in `every` (and the largest); the rest are held out. The fit is trustworthy
-    when `.converged` and no param is `.undetermined`.
+    when `.trusted`: converged, no param `.flagged` (a param the rows do not determine is
+    held at NCCL's value, its `.held` saying so, and is not a flag).
 
         >>> machine = schedc.load("schedules/calibration/nvidia_dgxc_1node_8xH100_nvlink_allreduce.sched")
         >>> fitted = schedc.calibrate(machine, [LOG])                      # doctest: +SKIP

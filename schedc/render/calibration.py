@@ -50,7 +50,7 @@ def _param_line(p: FittedParam, several: bool) -> tuple[str, ...]:
     line: tuple[str, ...] = (p.name, format_quantity(p.value, p.dim), sigma,
                              f"[{_bound(p.lower, p.dim)}, {_bound(p.upper, p.dim)}]", prior)
     line += (p.log or "shared",) if several else ()
-    return line + ("; ".join(p.flags).upper() if p.flags else "ok",)
+    return line + ("; ".join(p.flags).upper() if p.flags else p.held or "ok",)
 
 
 def _params_table(cal: Calibration) -> list[str]:
@@ -71,6 +71,7 @@ def calibration_text(cal: Calibration, place: str) -> str:
     loo = cal.split.kind == "leave-one-out"
     what = (f"{len(cal.folds)} fits, each on every row of all logs but one" if loo
             else f"{len(cal.params)} params on {fit} of {len(c.points)} rows")
+    at_prior = [p for f in ([cal] + [f for _, f in cal.folds]) for p in f.params if p.held]
     out = [f"calibrate {c.schedule}: {what}, by least squares on log time with priors "
            f"(scipy least_squares, 8 starts); {'out-of' if place == 'out' else 'in'}-place times",
            f"  split: {cal.split.describe()}", *[f"  log: {log}" for log in c.logs]]
@@ -108,6 +109,9 @@ def calibration_text(cal: Calibration, place: str) -> str:
         out.append(f"FLAGGED: {', '.join(dict.fromkeys(p.name for p in flagged))}: at a bound, "
                    "undetermined or uncertain (see the table); --write writes nothing without "
                    "--force")
+    if at_prior:
+        out.append(f"held at NCCL's value (the rows do not determine them; not fitted): "
+                   f"{', '.join(dict.fromkeys(p.name for p in at_prior))}")
     out += [f"model check: {x}" for x in cal.checks]
     if not cal.checks and not loo:
         out.append("model check: no inadequacy found (bandwidth ceiling, shares, residual runs)")
@@ -133,7 +137,7 @@ def _param_json(p: FittedParam) -> dict:
             "prior": json_number(p.prior, integer=False) if p.prior is not None else None,
             "relative_error": json_number(p.sigma, integer=False) if p.sigma is not None
             else None, "initial": json_number(p.initial, integer=False),
-            "flags": list(p.flags)}
+            "flags": list(p.flags), "held": p.held or None}
 
 
 def _params_json(params: tuple[FittedParam, ...]) -> dict:
@@ -159,6 +163,7 @@ def calibration_json(cal: Calibration) -> str:
         # Beyond the keys: whether the fit can be trusted at all.
         "converged": cal.converged,
         "undetermined": list(cal.undetermined),
+        "held": [p.name for p in cal.params if p.held],
         "mean_error_fit": json_number(c.mean(True), integer=False),
         "mean_error_heldout": json_number(c.mean(False), integer=False),
         "split": {"kind": cal.split.kind, "every": cal.split.every,
@@ -202,12 +207,15 @@ def calibration_sched(cal: Calibration, command: str) -> str:
              f"{_percent(c.geomean(False))} on held-out rows; {_worst(c, True)}.", ""]
     for p in cal.params:
         sigma = f"  # ±{p.sigma * 100:.0f}% (1σ); {p.what}" if p.sigma is not None else ""
+        if p.held:  # never written as a fitted value
+            sigma = f"  # {p.held} (not fitted); {p.what}"
         if p.log is None:
             lines.append(f"param {p.name} = {_literal(p)}{sigma}")
     own = [p for p in cal.params if p.log is not None]
     if own:
         lines += ["", "# Each log's own params (they belong in its machine file):"]
-        lines += [f"#   {p.log}: param {p.name} = {_literal(p)}" for p in own]
+        lines += [f"#   {p.log}: param {p.name} = {_literal(p)}"
+                  + (f"  ({p.held}, not fitted)" if p.held else "") for p in own]
     return "\n".join(lines) + "\n"
 
 

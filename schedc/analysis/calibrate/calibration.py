@@ -99,6 +99,7 @@ class FittedParam:
     sigma: float | None = None  # the value's relative standard error (from the Jacobian)
     flags: tuple[str, ...] = ()  # "at its lower bound", "undetermined", ...
     fitted: bool = True  # False: not fitted here (leave-one-out: the held-out log's own)
+    held: str = ""  # why it is held at its prior, not fitted (identify.py); "" when fitted
 
 
 @dataclass(frozen=True)

@@ -6,12 +6,17 @@ it; a param declared in the machine file itself (e.g. its fabric's latency) is t
 own. Each is searched in log space within its physical bounds, pulled softly towards its
 prior (roles.py), and the protocols' params are kept in order (LL <= LL128 <= Simple) so
 their labels cannot swap. The optimiser (scipy least_squares, trf) starts from several
-points: the file's values, the priors, and six spread around the priors (a fixed seed);
-the best is kept, and starts that reach as low a cost at other values are reported.
+points: the priors and seven spread ×/÷ 10 around them (a fixed seed; not the file's values,
+which for a shipped library are an earlier fit's output); the best is kept, and starts that
+reach as low a cost at values further apart than their standard error (and 5 %) are
+reported.
 
-Each fitted value gets a standard error from the Jacobian (s² (JᵀJ)⁻¹, in log space, so a
-relative one) and flags: at a bound, at an ordering bound, not determined by the rows (its
-Jacobian column vanishes or it moves only together with others), or uncertain beyond ±100 %.
+Params the rows do not determine are held at NCCL's value and the rest refitted
+(identify.py; a hold is refused when the rows object to that value). Each fitted value gets
+a standard error from the Jacobian (s² (JᵀJ)⁻¹, in log space, so a relative one), replaced by
+its profile's where the Jacobian says beyond ±100 % (the Jacobian is local; the protocols'
+minimum has kinks), and flags: at a bound, at an ordering bound, not determined by the rows
+though not held, or uncertain beyond ±100 %.
 """
 
 from __future__ import annotations
@@ -35,6 +40,8 @@ from .calibration import (
     check_table,
     points,
 )
+from .identify import AT_BOUND, NEAR_BOUND, to_hold
+from .identify import fitted_params as _params
 from .model import Model, check_names, default_unknowns
 from .roles import Role, orderings, roles
 
@@ -44,8 +51,6 @@ from .roles import Role, orderings, roles
 DATA_SIGMA = 0.05
 ORDER_WEIGHT = 300.0
 INTERLEAVED = Split()  # residual per unit of log-violation of an order: a steep wall
-AT_BOUND = 1e-4  # log distance from a bound that counts as at it
-NEAR_BOUND = math.log(1.01)  # within 1 %: an undetermined param there was pushed, not held
 STARTS = 8
 AGREE = 0.05  # starts that reach the best cost agree when every value is within 5 %
 
@@ -126,6 +131,7 @@ def calibrate_runs(runs: list[Run], names: tuple[str, ...] = (), split: Split = 
     lower = np.array([math.log(u.role.lower) if u.role.lower > 0 else -np.inf for u in unknowns])
     upper = np.array([math.log(u.role.upper) if u.role.upper < np.inf else np.inf
                       for u in unknowns])
+    anchors = _anchors(unknowns)
     priors = [(j, math.log(u.role.prior), u.role.sigma) for j, u in enumerate(unknowns)
               if u.role.prior is not None]
 
@@ -143,17 +149,42 @@ def calibrate_runs(runs: list[Run], names: tuple[str, ...] = (), split: Split = 
         extra += [ORDER_WEIGHT * max(0.0, x[a] - x[b]) for a, b in pairs]
         return np.concatenate([data_residuals(x), np.array(extra)])
 
-    from scipy.optimize import least_squares  # type: ignore[import-untyped]  # no types
-    results = []
-    with warnings.catch_warnings():  # no library warning reaches the user's terminal
-        warnings.simplefilter("ignore")
-        for x0 in _starts(unknowns, lower, upper):
-            results.append(least_squares(residuals, x0, bounds=(lower, upper), method="trf",
-                                         max_nfev=max_evaluations))
-    best = min(results, key=lambda r: r.cost)
+    n = len(unknowns)
+    held: list[int] = []  # held at their priors: the rows do not determine them (identify.py)
+    at_prior = np.array([math.log(u.role.prior) if u.role.prior is not None else
+                         math.log(u.nominal) for u in unknowns])
+    starts_x = _starts(unknowns, lower, upper)
+    best, results = _optimise(residuals, starts_x, at_prior, held, lower, upper,
+                              max_evaluations, anchors)
+    # The rows' own scatter (per fit row, in units of DATA_SIGMA), from the fit of everything:
+    # a hold may cost the rows at most one such unit of χ² (identify.py).
+    scale = max(2 * _data_cost(data_residuals, best) / max(fit_rows - n, 1), 1.0)
+    refused: set[int] = set()
+    while True:
+        more = [j for j in _undetermined(best, held, unknowns, pairs, lower, upper, fit_rows,
+                                         scale) if j not in refused]
+        if not more:
+            break
+        j = more[0]  # the least determined first (identify.to_hold's order)
+        # From the fit so far too (a warm start): the refit is then never worse than where
+        # the search already was, whatever the file's values are.
+        trial, trials = _optimise(residuals, [*starts_x, best.x], at_prior, sorted(held + [j]),
+                                  lower, upper, max_evaluations, anchors)
+        if 2 * (_data_cost(data_residuals, trial) - _data_cost(data_residuals, best)) \
+                <= scale and not _new_contacts(best, trial, held + [j], pairs, lower, upper):
+            held, best, results = sorted(held + [j]), trial, trials
+        else:
+            refused.add(j)  # the rows object to NCCL's value: it stays fitted
     theta = np.exp(best.x)
-    starts = _disagreement(results, best, unknowns)
-    fitted = _params(unknowns, best, data_residuals, pairs, lower, upper, fit_rows)
+    fitted = _params(unknowns, best, data_residuals, pairs, lower, upper, fit_rows, held,
+                     anchors)
+    # The Jacobian's error is local; where it says beyond ±100 %, the profile decides.
+    fitted = tuple(_profiled(p, j, best, held, residuals, data_residuals, starts_x, at_prior,
+                             lower, upper, max_evaluations, anchors, scale)
+                   if not p.held and (p.sigma is not None and p.sigma > 1.0 or any(
+                       f.startswith("undetermined") for f in p.flags)) else p
+                   for j, p in enumerate(fitted))
+    starts = _disagreement(results, best, unknowns, [p.sigma for p in fitted])
     predicted: list[float] = []
     winners: list[str | None] = []
     for model, idx, (sizes, _, _) in zip(models, per_run, data):
@@ -175,80 +206,164 @@ def _starts(unknowns: list[Unknown], lower: np.ndarray, upper: np.ndarray) -> li
         span = np.where(np.isfinite(upper - lower), (upper - lower) * 1e-6, 1e-9)
         return np.clip(x, lower + span, upper - span)
 
-    nominal = np.log(np.array([u.nominal for u in unknowns]))
+    # Not from the file's values: those of a shipped library are an earlier fit's output, and
+    # a fit started there would depend on it (a loop through the file). The priors, and
+    # points spread ×/÷ 10 around them (a fixed seed); a param without a prior: its file's.
     centre = np.array([math.log(u.role.prior) if u.role.prior is not None else
                        math.log(u.nominal) for u in unknowns])
     rng = np.random.default_rng(0)
-    out = [inside(nominal), inside(centre)]
+    out = [inside(centre)]
     out += [inside(centre + rng.uniform(-math.log(10), math.log(10), len(unknowns)))
-            for _ in range(STARTS - 2)]
+            for _ in range(STARTS - 1)]
     return out
 
 
-def _disagreement(results, best, unknowns: list[Unknown]) -> tuple[str, ...]:
-    """Starts that reach the best cost (to 0.1 %) with a value more than 5 % away."""
+def _profiled(p: FittedParam, j: int, best: _Solution, held: list[int], residuals,
+              data_residuals, starts_x, at_prior: np.ndarray, lower, upper,
+              max_evaluations: int, anchors, scale: float) -> FittedParam:
+    """A param whose local (Jacobian) error is beyond ±100 %: refit with it fixed a factor e
+    (±100 % in log space) either way, or at its bound if that is nearer. Where the rows' χ²
+    rises by Δ (in units of their scatter), a quadratic profile has standard error
+    shift / √Δ; at a bound nearer than that, the bound. The larger side is its error, and
+    it is flagged uncertain (or undetermined, where the Jacobian's column vanished) only if
+    that is still beyond ±100 %."""
+    sides = []
+    base = _data_cost(data_residuals, best)
+    for sign in (1.0, -1.0):
+        edge = upper[j] if sign > 0 else lower[j]
+        shift = min(1.0, abs(edge - best.x[j]))
+        fixed = at_prior.copy()
+        fixed[j] = best.x[j] + sign * shift
+        trial, _ = _optimise(residuals, [*starts_x[:2], best.x], fixed, sorted(held + [j]),
+                             lower, upper, max_evaluations, anchors)
+        delta = max(2 * (_data_cost(data_residuals, trial) - base) / scale, 0.0)
+        error = shift / math.sqrt(delta) if delta > 0 else math.inf
+        sides.append(min(error, shift) if shift < 1.0 else error)
+    sigma = max(sides)
+    if sigma > 1.0:  # the profile confirms it: flagged as the Jacobian said
+        return replace(p, flags=tuple(f if not f.startswith("uncertain") else
+                                      f"uncertain (±{sigma * 100:.0f} % by its profile)"
+                                      for f in p.flags))
+    # Determined after all (the rows' χ² rises both ways within ±100 %): only a bound or an
+    # ordering it sits at stays flagged.
+    return replace(p, sigma=sigma, determined=True, flags=tuple(
+        f for f in p.flags if not f.startswith(("uncertain", "undetermined"))))
+
+
+def _disagreement(results, best, unknowns: list[Unknown],
+                  sigmas: list[float | None]) -> tuple[str, ...]:
+    """Starts that reach the best cost (to 0.1 %) with a value more than 5 % away, and
+    further than the value's own standard error (within it, they are the same answer)."""
     out = []
     for k, r in enumerate(results):
         if r.cost <= best.cost * (1 + 1e-3) + 1e-12:
-            far = [u.name for u, a, b in zip(unknowns, r.x, best.x) if abs(a - b) > AGREE]
+            far = [u.name for u, a, b, s in zip(unknowns, r.x, best.x, sigmas)
+                   if abs(a - b) > max(AGREE, s or 0.0)]
             if far:
                 out.append(f"start {k + 1} reaches the same cost with {', '.join(far)} "
                            f"{'differing' if len(far) > 1 else 'differing'} by more than 5 %")
     return tuple(out)
 
 
-def _params(unknowns: list[Unknown], best, data_residuals, pairs, lower, upper,
-            fit_rows: int) -> tuple[FittedParam, ...]:
-    jac = best.jac
-    data_jac = jac[:fit_rows]
-    determined = _determined(data_jac)
-    r = data_residuals(best.x)
-    dof = max(fit_rows - len(unknowns), 1)
-    s2 = float(r @ r) / dof
-    try:
-        cov = np.linalg.pinv(jac.T @ jac) * s2
-        sigma = np.sqrt(np.maximum(np.diag(cov), 0.0))
-    except np.linalg.LinAlgError:
-        sigma = np.full(len(unknowns), np.inf)
-    out = []
+@dataclass(frozen=True)
+class _Solution:
+    """One start's result over every unknown: held ones at their priors (zero columns)."""
+
+    x: np.ndarray
+    jac: np.ndarray
+    cost: float
+    success: bool
+    message: str
+    nfev: int
+
+
+def _anchors(unknowns: list[Unknown]) -> dict[int, tuple[int, float]]:
+    """Shares NCCL sets relative to Simple's (roles.SHARE_OF_SIMPLE), whose Simple share is
+    an unknown of this fit: index -> (its Simple share's index, log ratio)."""
+    index = {(u.name, u.log): k for k, u in enumerate(unknowns)}
+    out = {}
     for j, u in enumerate(unknowns):
-        flags = []
-        if best.x[j] <= lower[j] + AT_BOUND:
-            flags.append("at its lower bound")
-        if best.x[j] >= upper[j] - AT_BOUND:
-            flags.append("at its upper bound")
-        for a, b in pairs:
-            if j in (a, b) and best.x[a] >= best.x[b] - AT_BOUND:
-                other = unknowns[b if j == a else a].name
-                flags.append(f"at its ordering bound (equal to {other})")
-        if not determined[j]:
-            # Not "held by its prior" when the other params pushed it against a bound.
-            near = "lower" if best.x[j] <= lower[j] + NEAR_BOUND else \
-                "upper" if best.x[j] >= upper[j] - NEAR_BOUND else None
-            flags.append(f"undetermined by the fit rows (pushed near its {near} bound)" if near
-                         else "undetermined by the fit rows (held by its prior)"
-                         if u.role.prior is not None else "undetermined by the fit rows")
-        elif sigma[j] > 1.0:
-            flags.append(f"uncertain (±{sigma[j] * 100:.0f} %)")
-        out.append(FittedParam(u.name, float(math.exp(best.x[j])), u.nominal, u.dim,
-                               bool(determined[j]), u.log, u.role.what, u.role.lower,
-                               u.role.upper, u.role.prior, float(sigma[j]), tuple(flags)))
-    return tuple(out)
+        if u.role.anchor is not None:
+            k = index.get((u.role.anchor, u.log), index.get((u.role.anchor, None)))
+            if k is not None:
+                out[j] = (k, math.log(u.role.ratio))
+    return out
 
 
-def _determined(jac: np.ndarray) -> np.ndarray:
-    """Per param: do the data determine it? Not if its Jacobian column vanishes, or if it
-    lies in the Jacobian's null space (it moves only together with others)."""
-    norms = np.linalg.norm(jac, axis=0)
-    determined = norms > 1e-8 * max(float(norms.max(initial=0)), 1e-300)
-    if determined.any():
-        _, singular, vt = np.linalg.svd(jac[:, determined] / norms[determined], full_matrices=False)
-        null = vt[singular < 1e-6 * singular.max()]
-        if len(null):
-            involved = (np.abs(null) > 1e-3).any(axis=0)
-            idx = np.flatnonzero(determined)
-            determined[idx[involved]] = False
-    return determined
+def _optimise(residuals, starts: list[np.ndarray], at_prior: np.ndarray, held: list[int],
+              lower: np.ndarray, upper: np.ndarray, max_evaluations: int,
+              anchors: dict[int, tuple[int, float]]):
+    """least_squares over the unknowns not held, from every start; (best, all). A held share
+    NCCL sets relative to Simple's follows the Simple share at NCCL's ratio."""
+    from scipy.optimize import least_squares  # type: ignore[import-untyped]  # no types
+    free = np.array([j for j in range(len(at_prior)) if j not in held], dtype=int)
+
+    def full(xf: np.ndarray) -> np.ndarray:
+        x = at_prior.copy()
+        x[free] = xf
+        for j in held:
+            if j in anchors:
+                k, ratio = anchors[j]
+                x[j] = min(max(x[k] + ratio, lower[j]), upper[j])
+        return x
+
+    results = []
+    with warnings.catch_warnings():  # no library warning reaches the user's terminal
+        warnings.simplefilter("ignore")
+        for x0 in starts:
+            r = least_squares(lambda xf: residuals(full(xf)), x0[free],
+                              bounds=(lower[free], upper[free]), method="trf",
+                              max_nfev=max_evaluations)
+            jac = np.zeros((r.jac.shape[0], len(at_prior)))
+            jac[:, free] = r.jac
+            results.append(_Solution(full(r.x), jac, float(r.cost), bool(r.success),
+                                     str(r.message), int(r.nfev)))
+    return min(results, key=lambda r: r.cost), results
+
+
+def _data_cost(data_residuals, solution: _Solution) -> float:
+    r = data_residuals(solution.x)
+    return 0.5 * float(r @ r)
+
+
+def _contacts(x: np.ndarray, skip: list[int], pairs, lower, upper) -> set:
+    """The bounds and orderings the free params of `x` sit at."""
+    out: set = set()
+    for j in range(len(x)):
+        if j not in skip and (x[j] <= lower[j] + AT_BOUND or x[j] >= upper[j] - AT_BOUND):
+            out.add(j)
+    out |= {(a, b) for a, b in pairs if x[a] >= x[b] - AT_BOUND}
+    return out
+
+
+def _new_contacts(before: _Solution, after: _Solution, held: list[int], pairs, lower,
+                  upper) -> bool:
+    """Does holding push a fitted param to a bound or an ordering it was not at? Then NCCL's
+    value contradicts what the rows fix for the others (e.g. LL128 held at NCCL's share
+    above the Simple share the rows give): the rows do bound it, and it is not held."""
+    return bool(_contacts(after.x, held, pairs, lower, upper)
+                - _contacts(before.x, held, pairs, lower, upper))
+
+
+def _undetermined(best: _Solution, held: list[int], unknowns: list[Unknown], pairs,
+                  lower: np.ndarray, upper: np.ndarray, fit_rows: int,
+                  scale: float) -> list[int]:
+    """The free unknowns the fit rows do not determine and that may be held (identify.py):
+    with a prior, not at or near a bound, not at an ordering bound."""
+    free = [j for j in range(len(unknowns)) if j not in held]
+    x = best.x
+
+    def holdable(j: int) -> bool:
+        if unknowns[j].role.prior is None:
+            return False
+        if x[j] <= lower[j] + NEAR_BOUND or x[j] >= upper[j] - NEAR_BOUND:
+            return False
+        return not any(j in (a, b) and x[a] >= x[b] - AT_BOUND for a, b in pairs)
+
+    jac = best.jac[:fit_rows][:, free] / math.sqrt(scale)  # in units of the rows' scatter
+    # Held when the rows leave it less sure than its prior, or than ±100 % (log space).
+    widths = np.array([min(unknowns[j].role.sigma, 1.0) for j in free])
+    return [free[k] for k in to_hold(jac, widths, np.array([holdable(j) for j in free]))]
 
 
 def prediction(run: Run, names: tuple[str, ...], values: dict[tuple[str, str | None], float],
@@ -264,6 +379,8 @@ def prediction(run: Run, names: tuple[str, ...], values: dict[tuple[str, str | N
     params = [run.session.program.params[n] for n in mine]
     # A shared param no other log has is at its prior (NCCL's value), not at the library's
     # value, which may have been fitted on this very log; the log's own are its file's.
+    # (Not NCCL's ratio to the other logs' Simple share, as a held share is: measured, that
+    # predicts the single host worse, 44.26 % against 43.28 % over all rows.)
     theta = np.array([values.get((p.name, None), role.prior if role.prior is not None
                                  else float(p.nominal))
                       if _shared(run, p.name) else float(p.nominal)

@@ -42,6 +42,8 @@ NET_HOP_PRIOR = 2.7 * US  # tuning.cc:171, NET ring LL: the hop latency itself
 # (tuning.cc:151); not ordered (NCCL's own LL128 is above Simple's).
 LAUNCH_PRIORS = {"LL": 6.6 * US, "LL128": 14.0 * US, "Simple": 8.4 * US}
 LAUNCH_BOUNDS = (0.01 * US, 200 * US)
+# NCCL's bandwidth of LL and LL128 is Simple's times these (tuning.cc:327, :329).
+SHARE_OF_SIMPLE = {"LL": 0.5, "LL128": 0.92}
 # Priors are soft: a log-space standard deviation (a share within ×/÷ 1.5 at one σ, a
 # latency within ×/÷ 3): the data decide wherever they can.
 EFF_SIGMA = math.log(1.5)
@@ -62,11 +64,17 @@ class Role:
     prior: float | None  # None: no prior (the data alone)
     sigma: float  # log-space
     protocol: str | None = None
+    # A share NCCL sets relative to Simple's (tuning.cc:327 LL × .5, :329 LL128 × 0.92): the
+    # param of Simple's share in the same file, and the ratio; its prior is then that ratio
+    # of the fitted Simple share (and `prior` only when Simple's is not fitted).
+    anchor: str | None = None
+    ratio: float = 1.0
 
 
 def roles(session: Session, params: list[Param]) -> list[Role]:
     program = session.program
     effs = {str(p.eff): p.name for p in program.protocols}
+    simple = next((str(p.eff) for p in program.protocols if p.name == "Simple"), None)
     alphas = {str(p.alpha): p.name for p in program.protocols}
     launches = {str(p.launch) for p in program.protocols}
     latencies = {str(r.latency): r.cls for r in program.topology.resources
@@ -77,8 +85,10 @@ def roles(session: Session, params: list[Param]) -> list[Role]:
         if name in effs and param.dim == DIMENSIONLESS:
             protocol = effs[name]
             prior, upper, _ = PROTOCOL_PRIORS.get(protocol, (SIMPLE_EFF, 1.0, 0.0))
+            ratio = SHARE_OF_SIMPLE.get(protocol)
+            anchor = simple if ratio is not None and simple != name else None
             out.append(Role("eff", f"{protocol}'s share of a link's bandwidth", MIN_EFF, upper,
-                            prior, EFF_SIGMA, protocol))
+                            prior, EFF_SIGMA, protocol, anchor, ratio or 1.0))
         elif name in alphas and param.dim == SECONDS:
             protocol = alphas[name]
             start = PROTOCOL_PRIORS.get(protocol, (0, 0, 3.4 * US))[2]

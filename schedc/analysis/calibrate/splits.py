@@ -87,7 +87,8 @@ def _own_fit(run: Run, names: tuple[str, ...], values: dict, place: str, drop_wr
                                f"params {', '.join(own)}: {error.message}", error.span) from None
     c = fitted.comparison
     values_said = ", ".join(f"{p.name} = {format_quantity(p.value, p.dim)}"
-                            + (f" ({'; '.join(p.flags)})" if p.flags else "")
+                            + (f" ({'; '.join(p.flags)})" if p.flags else
+                               f" ({p.held}, not fitted)" if p.held else "")
                             for p in fitted.params)
     notes = [*fitted.notes, f"{run.log}: its own params fitted on its rows <= "
              f"{format_bytes(below)}: {values_said}"]

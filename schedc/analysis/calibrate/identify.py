@@ -1,0 +1,131 @@
+"""Which params do the fit rows determine? Those they do not are held at their prior (NCCL's
+value) and the others refitted, instead of reporting a value the rows never chose.
+
+One log cannot separate constants that add to every row alike: a per-call latency, a
+start-up per round and a fabric's latency per hop all add a constant to each size's time, so
+their Jacobian columns are (nearly) proportional. The test is the information the rows give
+about each param beyond what the others already explain, against what its prior gives:
+
+- the data Jacobian J: d log T / d log θ per fit row, over the rows' own scatter (the fit's
+  residual variance, at least the assumed noise DATA_SIGMA);
+- the information about one param with all the others free is the part of its column the
+  others cannot mimic, |J_j − J_¬j β|² (least squares β: the Schur complement of JᵀJ, which
+  exists even when JᵀJ is singular); 1 / its root is the rows' standard error of that param;
+- a param whose rows' standard error is above its prior's width (or ±100 %) is not
+  determined by them: the least determined is held first (of equals, the one whose column
+  is smallest: the rows see it least), the rest refitted, and the test repeated, so of a
+  group of params whose sum alone the rows know, the one they see best stays fitted.
+
+A param at a bound is never held (holding it would hide that the rows push it there): it
+stays fitted and flagged. The test is repeated after each refit (the Jacobian moves with the
+values) until nothing more is held.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .calibration import FittedParam
+
+AT_BOUND = 1e-4  # log distance from a bound that counts as at it
+NEAR_BOUND = math.log(1.01)  # within 1 %: an undetermined param there was pushed, not held
+HELD = "held at NCCL's value: these rows do not determine it"
+HELD_NO_PRIOR = "held at the file's value: these rows do not determine it"
+
+
+def to_hold(jac: np.ndarray, widths: np.ndarray, holdable: np.ndarray) -> list[int]:
+    """Column indices of `jac` (fit rows × free params, in units of the rows' scatter) whose
+    params the rows do not determine: the information about param j with every other free
+    param free too (the Schur complement of JᵀJ: |J_j − J_¬j β|², the part of its column the
+    others cannot mimic) times its width² is below 1. Least determined first; ties by
+    column order."""  # (the rounding: equal informations compare equal, not by noise)
+    n = jac.shape[1]
+    out = []
+    for j in range(n):
+        if not holdable[j]:
+            continue
+        column = jac[:, j]
+        others = np.delete(jac, j, axis=1)
+        if others.shape[1]:
+            coef, *_ = np.linalg.lstsq(others, column, rcond=None)
+            column = column - others @ coef
+        information = float(column @ column) * float(widths[j]) ** 2
+        if information < 1.0:
+            out.append((round(information, 9), float(np.linalg.norm(jac[:, j])), j))
+    return [j for *_, j in sorted(out)]
+
+
+def fitted_params(unknowns, best, data_residuals, pairs, lower, upper, fit_rows: int,
+                  held=(), anchors=None) -> tuple[FittedParam, ...]:
+    """Each unknown's value, relative standard error (s² (JᵀJ)⁻¹ over the free ones, in log
+    space) and flags; a held one is at its prior, with no error and the status HELD."""
+    free = [j for j in range(len(unknowns)) if j not in held]
+    jac = np.asarray(best.jac)[:, free]
+    determined = np.zeros(len(unknowns), dtype=bool)
+    determined[free] = _determined(jac[:fit_rows])
+    r = data_residuals(best.x)
+    dof = max(fit_rows - len(free), 1)
+    s2 = float(r @ r) / dof
+    sigma = np.full(len(unknowns), np.inf)
+    try:
+        cov = np.linalg.pinv(jac.T @ jac) * s2
+        sigma[free] = np.sqrt(np.maximum(np.diag(cov), 0.0))
+    except np.linalg.LinAlgError:
+        pass
+    out = []
+    for j, u in enumerate(unknowns):
+        if j in held:
+            out.append(FittedParam(u.name, float(math.exp(best.x[j])), u.nominal, u.dim, False,
+                                   u.log, u.role.what, u.role.lower, u.role.upper, u.role.prior,
+                                   None, (), held=_held_text(u, j, unknowns, anchors or {})))
+            continue
+        flags = []
+        if best.x[j] <= lower[j] + AT_BOUND:
+            flags.append("at its lower bound")
+        if best.x[j] >= upper[j] - AT_BOUND:
+            flags.append("at its upper bound")
+        for a, b in pairs:
+            if j in (a, b) and best.x[a] >= best.x[b] - AT_BOUND:
+                other = unknowns[b if j == a else a].name
+                flags.append(f"at its ordering bound (equal to {other})")
+        if not determined[j]:
+            # A param the rows cannot see locally that is not held: the other params pushed
+            # it against a bound, or holding it at NCCL's value was refused (the rows do not
+            # fit that value: they bound it without determining it), or it has no prior.
+            near = "lower" if best.x[j] <= lower[j] + NEAR_BOUND else \
+                "upper" if best.x[j] >= upper[j] - NEAR_BOUND else None
+            flags.append(f"undetermined by the fit rows (pushed near its {near} bound)" if near
+                         else "undetermined by the fit rows (they do not fit NCCL's value "
+                         "either: not held)" if u.role.prior is not None
+                         else "undetermined by the fit rows")
+        elif sigma[j] > 1.0:
+            flags.append(f"uncertain (±{sigma[j] * 100:.0f} %)")
+        out.append(FittedParam(u.name, float(math.exp(best.x[j])), u.nominal, u.dim,
+                               bool(determined[j]), u.log, u.role.what, u.role.lower,
+                               u.role.upper, u.role.prior, float(sigma[j]), tuple(flags)))
+    return tuple(out)
+
+
+def _held_text(u, j: int, unknowns, anchors: dict) -> str:
+    if j in anchors:
+        simple = unknowns[anchors[j][0]].name
+        return (f"held at NCCL's value, {u.role.ratio:g} of {simple}: these rows do not "
+                "determine it")
+    return HELD if u.role.prior is not None else HELD_NO_PRIOR
+
+
+def _determined(jac: np.ndarray) -> np.ndarray:
+    """Per param: do the data determine it at all? Not if its Jacobian column vanishes, or if
+    it lies in the Jacobian's null space (it moves only together with others)."""
+    norms = np.linalg.norm(jac, axis=0)
+    determined = norms > 1e-8 * max(float(norms.max(initial=0)), 1e-300)
+    if determined.any():
+        _, singular, vt = np.linalg.svd(jac[:, determined] / norms[determined], full_matrices=False)
+        null = vt[singular < 1e-6 * singular.max()]
+        if len(null):
+            involved = (np.abs(null) > 1e-3).any(axis=0)
+            idx = np.flatnonzero(determined)
+            determined[idx[involved]] = False
+    return determined
