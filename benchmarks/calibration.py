@@ -12,7 +12,7 @@ Beside them, two predictions of a machine that use less than a fit on other logs
 one measurement more:
 
 - NCCL's own tuning model on the machine file (`schedc predict --nccl`), nothing fitted:
-  the GPU generation from the log's header (SM below), NCCL's constants; for the two EFA
+  the GPU generation the machine file declares (`gpu g[8] sm 80`), NCCL's constants; for the two EFA
   logs also with the network latency the EFA plugin reports to NCCL (aws-ofi-nccl
   v1.16.3, src/platform-aws.cpp:94 p4de.24xlarge and :152 p5: `.latency = 75.0`), which
   NCCL adds per inter-node step (NVIDIA/nccl 5067397c, src/graph/tuning.cc:389-391);
@@ -44,8 +44,6 @@ LOGS = ROOT.parent / "shared" / "data" / "nccl-tests"
 NAMES = ("aws_2node_p4de_16xA100-80GB_efa_allreduce", "aws_2node_p5_16xH100_efa_allreduce",
          "nvidia_dgxc_1node_8xH100_nvlink_allreduce", "oci_2node_16xA100-SXM4-40GB_rdma_allreduce")
 MiB = 2**20
-# The GPU generation of each log (its header: A100 is sm 80, H100 sm 90), for NCCL's model.
-SM = {NAMES[0]: 80, NAMES[1]: 90, NAMES[2]: 90, NAMES[3]: 80}
 # What aws-ofi-nccl tells NCCL the EFA latency is (µs), on the graphs NCCL adds it to.
 EFA_PLUGIN = tuple(f"{g}.latencyInter=75" for g in ("ring", "tree", "nvls"))
 SMALL = 16  # bytes: the held-out log's rows up to this size fit its own params
@@ -116,7 +114,7 @@ def _without_a_fit(runs: list[Run]) -> None:
             if inputs and "efa" not in name:
                 cols += ["-", "-"]
                 continue
-            c = predict_nccl(run.session, [run.log], sm=SM[name], inputs=inputs)
+            c = predict_nccl(run.session, [run.log], inputs=inputs)
             cols += [_pct(c.geomean(None) or 0), _pct(c.geomean(None, MiB) or 0)]
         held = [(p, e) for p, e in zip(own.comparison.points, own.comparison.errors)
                 if p.log == run.log and not p.fit]

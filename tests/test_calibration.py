@@ -265,3 +265,21 @@ def test_several_logs_fit_together(run):
     rows = document["rows"]
     assert len(rows) == 31 + 2 and rows[-1]["size"] == 10 * 2**30
     assert rows[-1]["measured_s"] == pytest.approx(111812e-6) and rows[-1]["fit"]
+
+
+def test_the_readmes_table_is_the_pages():
+    """README.md's calibration figures are docs/calibration.md's (which the test above, and
+    benchmarks/calibration.py for the leave-one-out columns, check against the tool)."""
+    from conftest import ROOT
+    page = (ROOT / "docs" / "calibration.md").read_text().splitlines()
+    readme = (ROOT / "README.md").read_text().splitlines()
+    machines = ("(p4de)", "(p5)", "(DGX)", "(OCI)")
+    names = ("aws_2node_p4de", "aws_2node_p5", "nvidia_dgxc", "oci_2node")
+    for short, name in zip(machines, names):
+        cells = [c.strip() for c in next(x for x in page if x.startswith(f"| {name}"))
+                 .strip("|").split("|")]
+        row = [c.strip() for c in next(x for x in readme if x.strip().startswith("| ")
+                                       and short in x).strip().strip("|").split("|")]
+        flagged = "" if cells[4] == "none" else f" ({cells[4]} flagged)"
+        assert row[1:] == [cells[3].replace("%", " %") + flagged,
+                           *(c.replace("%", " %") for c in cells[5:8])], short

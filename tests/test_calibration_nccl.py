@@ -27,7 +27,8 @@ def test_two_hosts_small_size_is_the_tree_ll_latency(run):
     # 2 hosts × 8 A100 (sm 80), 8 B: NCCL picks tree/LL; its latency (tuning.cc:385-417) is
     # baseLat[tree][LL] 6.8 + 2 × ((8 - 1) × hwLat[NVLINK][tree][LL] 0.6 + log2(2) ×
     # hwLat[NET][tree][LL] 5.0) = 6.8 + 2 × (4.2 + 5.0) = 25.2 µs; 8 B / bw adds < 0.01 µs.
-    got = _predict(run, OCI, "--sm", "80")
+    # The sm is the machine file's (`gpu g[8] sm 80`), not --sm's.
+    got = _predict(run, OCI)
     first = got["rows"][0]
     assert first["size"] == 8 and first["protocol"] == "tree/ll"
     assert first["predicted_s"] == pytest.approx(25.2e-6, abs=0.01e-6)
