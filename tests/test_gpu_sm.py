@@ -120,3 +120,31 @@ def test_nvidia_smi_import_writes_the_given_sm(run, tmp_path):
     assert code == 0, err
     assert any(line.strip().startswith("gpu g[") and line.endswith(" sm 80")
                for line in out.read_text().splitlines())
+
+
+def test_nccl_on_a_machine_without_gpus_is_a_usage_error(run, tmp_path):
+    # No ranks declare an sm when there are no ranks: the default, then derive's own refusal
+    # (this was `((found, device),) = {}.items()`, an internal error, exit 70).
+    path = tmp_path / "switches.sched"
+    path.write_text("topology {\n  switch a, b\n  link a <-> b bw 1 GB/s\n}\n")
+    code, out, err = run("nccl", path)
+    assert (code, out) == (2, "") and "NCCL's model needs GPUs" in err
+    assert "internal error" not in err
+
+
+def test_nvidia_smi_import_of_an_sm_nccl_does_not_know_writes_none(run, tmp_path):
+    # `--sm 81` passes the import's range check (10..200), but `gpu g[8] sm 81` is refused by
+    # the language: the file written must load, with a note saying why no sm is declared.
+    out = tmp_path / "smi.sched"
+    code, _, err = run("machine", "import", "--nvidia-smi",
+                       "tests/fixtures/topo/dgx-a100-like-nvidia-smi.txt", "--sm", "81",
+                       "--nic-speed", "200Gbit/s", "-o", str(out))
+    assert code == 0, err
+    text = out.read_text()
+    assert "--sm 81 is not a compute capability NCCL runs on: no sm" in " ".join(
+        line.lstrip("# ") for line in text.splitlines())
+    assert not any(line.strip().startswith("gpu g[") and " sm " in line
+                   for line in text.splitlines())
+    code, shown, err = run("machine", "show", str(out))
+    assert code == 0, err
+    assert "GPU compute capability: not declared (8 GPUs;" in shown
