@@ -34,14 +34,6 @@ def test_two_hosts_small_size_is_the_tree_ll_latency(run):
     assert got["schedule"] == "NCCL 2.30.7's tuning model (sm 80)" and got["fitted"] is None
 
 
-def test_the_machine_files_sm_is_used_without_sm(run):
-    # The OCI machine declares its A100s (`gpu g[8] sm 80`): without --sm, the same 25.2 µs
-    # tree/LL as above, not sm 90's default.
-    got = _predict(run, OCI)
-    assert got["schedule"] == "NCCL 2.30.7's tuning model (sm 80)"
-    assert got["rows"][0]["predicted_s"] == pytest.approx(25.2e-6, abs=0.01e-6)
-
-
 def test_one_host_small_size_is_the_ring_ll_latency(run):
     # One host of 8 H100: no network, NCCL's ring/LL at 8 B costs baseLat[ring][LL] 6.6 +
     # nsteps 2 × (8 - 1) = 14 steps × hwLat[NVLINK][ring][LL] 0.6 = 15.0 µs (tuning.cc:399-412).

@@ -148,3 +148,13 @@ def test_nvidia_smi_import_of_an_sm_nccl_does_not_know_writes_none(run, tmp_path
     code, shown, err = run("machine", "show", str(out))
     assert code == 0, err
     assert "GPU compute capability: not declared (8 GPUs;" in shown
+
+
+@pytest.mark.parametrize("name, sm", [("oci_2node_16xA100-SXM4-40GB_rdma_allreduce", 80),
+                                      ("nvidia_dgxc_1node_8xH100_nvlink_allreduce", 90)])
+def test_the_calibration_machines_give_predict_nccl_their_sm(name, sm):
+    # Their logs' GPUs (A100, H100, named in each file's header) are declared, so
+    # `predict --nccl` needs no --sm for them (it took 90 for the A100 logs before).
+    model = schedc.nccl_model(schedc.load(ROOT / "schedules" / "calibration" / f"{name}.sched"))
+    assert model.comm["minCompCap"] == sm
+    assert model.comm.values["minCompCap"].derived_from.startswith(f"the machine: sm {sm} at ")
