@@ -158,3 +158,20 @@ def test_the_calibration_machines_give_predict_nccl_their_sm(name, sm):
     model = schedc.nccl_model(schedc.load(ROOT / "schedules" / "calibration" / f"{name}.sched"))
     assert model.comm["minCompCap"] == sm
     assert model.comm.values["minCompCap"].derived_from.startswith(f"the machine: sm {sm} at ")
+
+
+def test_machine_show_promises_the_default_only_when_no_gpu_declares_one(run, tmp_path):
+    # Some GPUs declaring an sm and others not: `schedc nccl` refuses (above), so `machine
+    # show` must not say it assumes 90 for the rest.
+    path = tmp_path / "mixed.sched"
+    path.write_text("topology {\n  gpu g[2] sm 80\n  gpu x[2]\n  switch s\n"
+                    "  link g[i] <-> s bw 100 GB/s for i in 0..1\n"
+                    "  link x[i] <-> s bw 100 GB/s for i in 0..1\n}\n")
+    code, text, err = run("machine", "show", path)
+    assert code == 0, err
+    assert "GPU compute capability: sm 80 (2 GPUs), not declared (2 GPUs)" in text.splitlines()
+    path.write_text(path.read_text().replace(" sm 80", ""))
+    code, text, err = run("machine", "show", path)
+    assert code == 0, err
+    assert "GPU compute capability: not declared (4 GPUs; `schedc nccl` assumes sm 90 unless " \
+        "--sm)" in text.splitlines()
