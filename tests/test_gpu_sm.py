@@ -5,6 +5,7 @@ default, written by `machine import` from a dump's <gpu sm>, shown by `machine s
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from conftest import ROOT
@@ -85,7 +86,7 @@ def test_ranks_of_several_or_unknown_models_are_refused(tmp_path, gpus, words):
     text = _machine(tmp_path, gpus)
     path = tmp_path / "m.sched"
     # four GPUs per host, two of each family: the ranks take both
-    path.write_text(open(text).read()
+    path.write_text(Path(text).read_text()
                     .replace("link g[i] <-> s bw 100 GB/s for i in 0..3",
                              "link g[i] <-> s bw 100 GB/s for i in 0..1\n"
                              "    link x[i] <-> s bw 100 GB/s for i in 0..1")
@@ -120,3 +121,72 @@ def test_nvidia_smi_import_writes_the_given_sm(run, tmp_path):
     assert code == 0, err
     assert any(line.strip().startswith("gpu g[") and line.endswith(" sm 80")
                for line in out.read_text().splitlines())
+
+
+def test_nccl_on_a_machine_without_gpus_is_a_usage_error(run, tmp_path):
+    # No ranks declare an sm when there are no ranks: the default, then derive's own refusal
+    # (this was `((found, device),) = {}.items()`, an internal error, exit 70).
+    path = tmp_path / "switches.sched"
+    path.write_text("topology {\n  switch a, b\n  link a <-> b bw 1 GB/s\n}\n")
+    code, out, err = run("nccl", path)
+    assert (code, out) == (2, "") and "NCCL's model needs GPUs" in err
+    assert "internal error" not in err
+
+
+def test_nvidia_smi_import_of_an_sm_nccl_does_not_know_writes_none(run, tmp_path):
+    # `--sm 81` passes the import's range check (10..200), but `gpu g[8] sm 81` is refused by
+    # the language: the file written must load, with a note saying why no sm is declared.
+    out = tmp_path / "smi.sched"
+    code, _, err = run("machine", "import", "--nvidia-smi",
+                       "tests/fixtures/topo/dgx-a100-like-nvidia-smi.txt", "--sm", "81",
+                       "--nic-speed", "200Gbit/s", "-o", str(out))
+    assert code == 0, err
+    text = out.read_text()
+    assert "--sm 81 is not a compute capability NCCL runs on: no sm" in " ".join(
+        line.lstrip("# ") for line in text.splitlines())
+    assert not any(line.strip().startswith("gpu g[") and " sm " in line
+                   for line in text.splitlines())
+    code, shown, err = run("machine", "show", str(out))
+    assert code == 0, err
+    assert "GPU compute capability: not declared (8 GPUs;" in shown
+
+
+@pytest.mark.parametrize("name, sm", [("oci_2node_16xA100-SXM4-40GB_rdma_allreduce", 80),
+                                      ("nvidia_dgxc_1node_8xH100_nvlink_allreduce", 90)])
+def test_the_calibration_machines_give_predict_nccl_their_sm(name, sm):
+    # Their logs' GPUs (A100, H100, named in each file's header) are declared, so
+    # `predict --nccl` needs no --sm for them (it took 90 for the A100 logs before).
+    model = schedc.nccl_model(schedc.load(ROOT / "schedules" / "calibration" / f"{name}.sched"))
+    assert model.comm["minCompCap"] == sm
+    assert model.comm.values["minCompCap"].derived_from.startswith(f"the machine: sm {sm} at ")
+
+
+def test_machine_show_promises_the_default_only_when_no_gpu_declares_one(run, tmp_path):
+    # Some GPUs declaring an sm and others not: `schedc nccl` refuses (above), so `machine
+    # show` must not say it assumes 90 for the rest.
+    path = tmp_path / "mixed.sched"
+    path.write_text("topology {\n  gpu g[2] sm 80\n  gpu x[2]\n  switch s\n"
+                    "  link g[i] <-> s bw 100 GB/s for i in 0..1\n"
+                    "  link x[i] <-> s bw 100 GB/s for i in 0..1\n}\n")
+    code, text, err = run("machine", "show", path)
+    assert code == 0, err
+    assert "GPU compute capability: sm 80 (2 GPUs), not declared (2 GPUs)" in text.splitlines()
+    path.write_text(path.read_text().replace(" sm 80", ""))
+    code, text, err = run("machine", "show", path)
+    assert code == 0, err
+    assert "GPU compute capability: not declared (4 GPUs; `schedc nccl` assumes sm 90 unless " \
+        "--sm)" in text.splitlines()
+
+
+def test_a_dump_where_only_some_gpus_give_their_sm_writes_none_and_says_so(run, tmp_path):
+    text = (ROOT / "tests/fixtures/topo/hgx-h100-dump-constructed.xml").read_text()
+    start = text.index('<gpu dev="0"')
+    end = text.index("</gpu>", start) + len("</gpu>")
+    dump = tmp_path / "dump.xml"
+    dump.write_text(text[:start] + '<gpu dev="0"/>' + text[end:])  # GPU 0: a bare <gpu>
+    out = tmp_path / "m.sched"
+    code, _, err = run("machine", "import", str(dump), "--nic-speed", "400Gbit/s", "-o", str(out))
+    assert code == 0, err
+    written = out.read_text()
+    assert "    gpu g[8]" in written.splitlines() and " sm 90" not in written
+    assert "only some GPUs give their sm (90): no sm is written" in written.replace("\n# ", " ")

@@ -105,7 +105,7 @@ def _compute_capability(topology: Topology, ranks: tuple[int, ...],
     if sm is not None:
         return check_sm(sm), "--sm"
     declared = {topology.devices[r].sm for r in ranks}
-    if declared == {None}:
+    if declared <= {None}:  # (no ranks at all: derive says that NCCL's model needs GPUs)
         return DEFAULT_SM, (f"--sm's default {DEFAULT_SM}: the machine declares no sm for its "
                             "GPUs (`gpu g[8] sm 80`)")
     if None in declared:

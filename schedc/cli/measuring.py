@@ -123,7 +123,8 @@ def calibrate_command(logs, machines, manifest, schedule, fit, split: str, every
               help="Predict by NCCL's own tuning model on FILE's machine (its algorithm, "
                    "protocol and time per size), nothing fitted.")
 @click.option("--sm", type=int, default=None, metavar="N",
-              help="With --nccl: the GPU generation (80: A100, 90: H100; default 90).")
+              help="With --nccl: the GPU generation (80: A100, 90: H100; default: the "
+                   "machine's `gpu ... sm S`, else 90).")
 @click.option("--input", "inputs", multiple=True, metavar="NAME=VALUE",
               help="With --nccl: override one of NCCL's inputs, as `schedc nccl --input`.")
 @set_option

@@ -17,7 +17,8 @@ from .options import EXIT_OK, compiling, json_option, no_verify_option
 @click.option("--nodes", type=int, metavar="N",
               help="nNodes: as if the machine had N such hosts (default: its own).")
 @click.option("--sm", type=int, metavar="SM",
-              help="The GPUs' compute capability, like 90 for SM 9.0 (default 90).")
+              help="The GPUs' compute capability, like 90 for SM 9.0 (default: the "
+                   "machine's `gpu ... sm S`, else 90).")
 @click.option("--channels", type=int, metavar="K",
               help="nChannels of the ring and tree graphs (NCCL's limit: 64).")
 @click.option("--input", "inputs", multiple=True, metavar="NAME=VALUE",

@@ -147,7 +147,7 @@ class _Reader:
 
     def _compute_capability(self) -> int | None:
         """The GPUs' sm, written as `gpu g[N] sm S` when every GPU has the same one that NCCL
-        runs on (else a note says why none is written)."""
+        runs on (else, when any GPU gives one, a note says why none is written)."""
         sms = {self.sms.get(g, self.assume.sm) for g in self.gpus.values()}
         if len(sms) == 1 and None not in sms:
             (sm,) = sms
@@ -159,6 +159,9 @@ class _Reader:
             self.notes.append(f"the GPUs are of several compute capabilities "
                               f"({', '.join(map(str, known))}): no sm is written; "
                               "`schedc nccl --sm S` takes one")
+        elif known:
+            self.notes.append(f"only some GPUs give their sm ({known[0]}): no sm is written; "
+                              "--sm gives the others'")
         return None
 
     # ---- devices

@@ -154,11 +154,15 @@ class _Builder:
         notes = [ASSUMED + ": PIX and PXB share one PCIe switch, PHB and NODE one CPU, SYS "
                  "crosses between CPUs"]
         wires += self._nvlinks(parts, index, notes)
+        sm = self.assume.sm if self.assume.sm in rules.KNOWN_SMS else None  # (the language's)
+        if sm is None:
+            notes.append(f"--sm {self.assume.sm} is not a compute capability NCCL runs on: no sm "
+                         "is written for the GPUs")
         ports = [Port(index[n], self.legend.get(n, n), k, Figure(
             self.assume.nic_gbps or Fraction(0), f"--nic-speed {self.assume.nic_speed_text}",
             "as given on the command line"), self._span(n)) for k, n in enumerate(self.nics)]
         return HostModel(self.source.path, "nvidia-smi topo -m", tuple(parts), tuple(wires),
-                         tuple(ports), tuple(notes), self.assume.sm)
+                         tuple(ports), tuple(notes), sm)
 
     def _nvlinks(self, parts: list[Part], index: dict, notes: list[str]) -> list[Wire]:
         sm = self.assume.sm or 0

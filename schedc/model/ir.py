@@ -39,7 +39,7 @@ def joined(arrays: list[np.ndarray]) -> np.ndarray:
 def distinct(values: np.ndarray) -> np.ndarray:
     """np.unique of a 1-d array (its values, sorted, each once) by a sort: np.unique's first
     call imports numpy.ma (11 ms of a compile's start-up), and NumPy 2.4's hashing path takes
-    1.0-1.6 s on 2 million integers with as many distinct values against 0.02 s for this
+    1.0-1.6 s on 2 million integers drawn from 10^6 values, against 0.02 s for this
     (benchmarks/numpy_imports.py)."""
     values = np.sort(values)
     keep = np.ones(len(values), bool)

@@ -29,9 +29,11 @@ def machine_text(summary: MachineSummary) -> str:
         lines.append(f"per host ({summary.hosts[0]}): " +
                      ", ".join(f"{n} {k}" for k, n in sorted(per_host.items())))
     if summary.gpu_sms:
+        # (the default is assumed only when no GPU declares one: else `schedc nccl` refuses)
+        none = f"; `schedc nccl` assumes sm {DEFAULT_SM} unless --sm" \
+            if len(summary.gpu_sms) == 1 else ""
         lines.append("GPU compute capability: " + ", ".join(
-            f"sm {sm} ({n} GPUs)" if sm is not None else
-            f"not declared ({n} GPUs; `schedc nccl` assumes sm {DEFAULT_SM} unless --sm)"
+            f"sm {sm} ({n} GPUs)" if sm is not None else f"not declared ({n} GPUs{none})"
             for sm, n in summary.gpu_sms))
     lines += ["", "links by class (per direction):"]
     rows: list[tuple[str, ...]] = [("class", "links", "bandwidth", "each way", "shared")]
