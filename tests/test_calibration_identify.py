@@ -28,6 +28,20 @@ def test_proportional_columns_hold_the_one_the_rows_see_least():
     assert to_hold(jac, widths, np.array([False, True, True])) == [1]
 
 
+def test_of_equals_a_shared_constant_is_held_before_a_logs_own():
+    # The same pair as above, column 0 now a log's own param (its fabric's latency) and
+    # column 1 a shared constant (a per-call latency NCCL states): equal information (0), so
+    # the shared one is held first, whatever the columns' sizes; the own one is what the log
+    # tells. The p4de log's size:64MiB fit had held lat_efa and put its 160 µs floor into
+    # b_call (155 µs per call, against NCCL's 8.4 µs).
+    v = np.array([1.0, 1.0, 1.0, 1.0])
+    w = np.array([1.0, -1.0, 1.0, -1.0])
+    jac = np.column_stack([0.5 * v, 2.0 * v, 10.0 * w])
+    holdable = np.array([True, True, True])
+    assert to_hold(jac, np.ones(3), holdable, np.array([False, True, True])) == [1, 0]
+    assert to_hold(jac, np.ones(3), holdable, np.array([True, True, True])) == [0, 1]
+
+
 @pytest.mark.parametrize("width, held", [(0.5, False), (0.1, True)])
 def test_the_threshold_is_the_prior_width(width, held):
     # One column [3, 4]: information |c|² = 25 in units of the rows' scatter, so the rows'

@@ -62,6 +62,7 @@ class Unknown:
     role: Role
     nominal: float
     dim: tuple
+    shared: bool = True  # declared in a library the machine imports (else the machine's own)
 
 
 def _shared(run: Run, name: str) -> bool:
@@ -81,11 +82,12 @@ def _unknowns(runs: list[Run], names: tuple[str, ...]) -> tuple[list[Unknown], l
         params = [run.session.program.params[n] for n in mine]
         idx = []
         for param, role in zip(params, roles(run.session, params)):
-            key = (param.name, None if len(runs) == 1 or _shared(run, param.name) else run.log)
+            shared = _shared(run, param.name)
+            key = (param.name, None if len(runs) == 1 or shared else run.log)
             if key not in index:
                 index[key] = len(unknowns)
                 unknowns.append(Unknown(param.name, key[1], role, float(param.nominal),
-                                        param.dim))
+                                        param.dim, shared))
             idx.append(index[key])
         per_run.append(idx)
         run_names.append(mine)
@@ -349,7 +351,8 @@ def _undetermined(best: _Solution, held: list[int], unknowns: list[Unknown], pai
                   lower: np.ndarray, upper: np.ndarray, fit_rows: int,
                   scale: float) -> list[int]:
     """The free unknowns the fit rows do not determine and that may be held (identify.py):
-    with a prior, not at or near a bound, not at an ordering bound."""
+    with a prior, not at or near a bound, not at an ordering bound; of a group the rows see
+    only together, a shared constant before a log's own."""
     free = [j for j in range(len(unknowns)) if j not in held]
     x = best.x
 
@@ -363,7 +366,8 @@ def _undetermined(best: _Solution, held: list[int], unknowns: list[Unknown], pai
     jac = best.jac[:fit_rows][:, free] / math.sqrt(scale)  # in units of the rows' scatter
     # Held when the rows leave it less sure than its prior, or than ±100 % (log space).
     widths = np.array([min(unknowns[j].role.sigma, 1.0) for j in free])
-    return [free[k] for k in to_hold(jac, widths, np.array([holdable(j) for j in free]))]
+    shared = np.array([unknowns[j].shared for j in free])
+    return [free[k] for k in to_hold(jac, widths, np.array([holdable(j) for j in free]), shared)]
 
 
 def prediction(run: Run, names: tuple[str, ...], values: dict[tuple[str, str | None], float],

@@ -12,9 +12,11 @@ about each param beyond what the others already explain, against what its prior 
   others cannot mimic, |J_j − J_¬j β|² (least squares β: the Schur complement of JᵀJ, which
   exists even when JᵀJ is singular); 1 / its root is the rows' standard error of that param;
 - a param whose rows' standard error is above its prior's width (or ±100 %) is not
-  determined by them: the least determined is held first (of equals, the one whose column
-  is smallest: the rows see it least), the rest refitted, and the test repeated, so of a
-  group of params whose sum alone the rows know, the one they see best stays fitted.
+  determined by them: the least determined is held first (of equals, a shared constant,
+  which NCCL's source states, before a log's own, which no data sheet gives; then the one
+  whose column is smallest: the rows see it least), the rest refitted, and the test
+  repeated, so of a group of params whose sum alone the rows know, the log's own and then
+  the one they see best stay fitted.
 
 A param at a bound is never held (holding it would hide that the rows push it there): it
 stays fitted and flagged. The test is repeated after each refit (the Jacobian moves with the
@@ -35,12 +37,16 @@ HELD = "held at NCCL's value: these rows do not determine it"
 HELD_NO_PRIOR = "held at the file's value: these rows do not determine it"
 
 
-def to_hold(jac: np.ndarray, widths: np.ndarray, holdable: np.ndarray) -> list[int]:
+def to_hold(jac: np.ndarray, widths: np.ndarray, holdable: np.ndarray,
+            shared: np.ndarray | None = None) -> list[int]:
     """Column indices of `jac` (fit rows × free params, in units of the rows' scatter) whose
     params the rows do not determine: the information about param j with every other free
     param free too (the Schur complement of JᵀJ: |J_j − J_¬j β|², the part of its column the
-    others cannot mimic) times its width² is below 1. Least determined first; ties by
-    column order."""  # (the rounding: equal informations compare equal, not by noise)
+    others cannot mimic) times its width² is below 1. Least determined first; of equals, a
+    `shared` param (NCCL's protocol constants, which NCCL's source states) before a log's
+    own (its fabric's latency, which no data sheet gives: what the log is there to tell),
+    then the one whose column is smallest; then column order."""  # (the rounding: equal
+    # informations compare equal, not by noise)
     n = jac.shape[1]
     out = []
     for j in range(n):
@@ -53,7 +59,8 @@ def to_hold(jac: np.ndarray, widths: np.ndarray, holdable: np.ndarray) -> list[i
             column = column - others @ coef
         information = float(column @ column) * float(widths[j]) ** 2
         if information < 1.0:
-            out.append((round(information, 9), float(np.linalg.norm(jac[:, j])), j))
+            own = shared is not None and not shared[j]
+            out.append((round(information, 9), own, float(np.linalg.norm(jac[:, j])), j))
     return [j for *_, j in sorted(out)]
 
 
