@@ -104,24 +104,22 @@ def _compute_capability(topology: Topology, ranks: tuple[int, ...],
     from ..nccl.inputs import check_sm
     if sm is not None:
         return check_sm(sm), "--sm"
-    declared = {topology.devices[r].sm for r in ranks}
-    if declared <= {None}:  # (no ranks at all: derive says that NCCL's model needs GPUs)
+    first: dict[int | None, Device] = {}  # each sm declared (None: none) → its first GPU
+    for r in ranks:
+        first.setdefault(topology.devices[r].sm, topology.devices[r])
+    declared = sorted(sm for sm in first if sm is not None)
+    if not declared:  # (no ranks at all: derive says that NCCL's model needs GPUs)
         return DEFAULT_SM, (f"--sm's default {DEFAULT_SM}: the machine declares no sm for its "
                             "GPUs (`gpu g[8] sm 80`)")
-    if None in declared:
-        bare = next(topology.devices[r] for r in ranks if topology.devices[r].sm is None)
+    if None in first:
+        bare = first[None]
         raise UsageError(f"some ranks' GPUs declare their sm and others do not ({bare.name}, "
                          f"declared at {bare.span}): declare it for every GPU, or pass --sm")
-    first: dict[int, Device] = {}
-    for device in (topology.devices[r] for r in ranks):
-        if device.sm is not None:
-            first.setdefault(device.sm, device)
-    if len(first) > 1:
-        where = ", ".join(f"sm {sm} at {first[sm].span}" for sm in sorted(first))
-        raise UsageError(f"the ranks' GPUs are of {len(first)} models ({where}); schedc's NCCL "
-                         "model takes one: pass --sm")
-    ((found, device),) = first.items()
-    return found, f"the machine: sm {found} at {device.span}"
+    if len(declared) > 1:
+        where = ", ".join(f"sm {sm} at {first[sm].span}" for sm in declared)
+        raise UsageError(f"the ranks' GPUs are of {len(declared)} models ({where}); schedc's "
+                         "NCCL model takes one: pass --sm")
+    return declared[0], f"the machine: sm {declared[0]} at {first[declared[0]].span}"
 
 
 def parse_size(text: str) -> int:

@@ -15,7 +15,7 @@ import numpy as np
 import sympy
 
 from ..errors import ElaborationError, LimitError, Span, did_you_mean
-from ..hardware.rules import KNOWN_SMS
+from ..hardware.rules import KNOWN_SMS, not_a_known_sm
 from ..language import syntax as ast
 from ..limits import MAX_DEVICES
 from ..model.routing import DEFAULT_PREFERENCE, POLICIES
@@ -410,9 +410,7 @@ def _sm(stmt: ast.DeviceDecl, env: Env) -> int | None:
                                stmt.sm.span)
     number = as_number(evaluate(stmt.sm, env))
     if not isinstance(number, int) or number not in KNOWN_SMS:
-        raise ElaborationError(f"sm {span_text(stmt.sm.span)}: not a compute capability NCCL "
-                               f"runs on (known: {', '.join(map(str, KNOWN_SMS))}; SM 9.0 is "
-                               "90)", stmt.sm.span)
+        raise ElaborationError(not_a_known_sm(f"sm {span_text(stmt.sm.span)}"), stmt.sm.span)
     return number
 
 

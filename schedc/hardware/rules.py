@@ -10,10 +10,17 @@ from __future__ import annotations
 from fractions import Fraction
 
 # Compute capabilities of the GPUs NCCL runs on (CUDA's list), each read by NCCL's tuning
-# (compCapIndex, NCCL 2.30.7 src/graph/tuning.cc:263-266): what a GPU's `sm` may be (`gpu g[8] sm 80`).
+# (compCapIndex, NCCL 2.30.7 src/graph/tuning.cc:263-266): what a GPU's `sm` may be
+# (`gpu g[8] sm 80`, `--sm 80`).
 KNOWN_SMS = (60, 61, 62, 70, 72, 75, 80, 86, 87, 89, 90, 100, 101, 103, 110, 120, 121)
 # What `schedc nccl` assumes when neither the machine file nor --sm gives one (H100).
 DEFAULT_SM = 90
+
+
+def not_a_known_sm(shown: str) -> str:
+    """Why `shown` (`--sm 81`, `sm 8.0`) is refused: it is none of KNOWN_SMS."""
+    return (f"{shown}: not a compute capability NCCL runs on (known: "
+            f"{', '.join(map(str, KNOWN_SMS))}; SM 9.0 is 90)")
 
 NCCL = "NCCL 5067397c"
 PCI_CLASS_RULE = "kvDictPciClass, src/graph/topo.cc:538, matched by prefix (kvConvertToInt, xml.h:428)"

@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 
 from ..errors import UsageError, did_you_mean
-from ..hardware.rules import KNOWN_SMS
+from ..hardware.rules import KNOWN_SMS, not_a_known_sm
 from . import constants as K
 from .comm import GRAPHS, Comm
 
@@ -17,8 +17,7 @@ FLOATS = ("bwIntra", "bwInter", "latencyInter")
 
 def check_sm(sm: int, what: str = "--sm") -> int:
     if sm not in KNOWN_SMS:
-        raise UsageError(f"{what} {sm}: not a compute capability NCCL runs on (known: "
-                         f"{', '.join(map(str, KNOWN_SMS))}; SM 9.0 is 90)")
+        raise UsageError(not_a_known_sm(f"{what} {sm}"))
     return sm
 
 
