@@ -162,6 +162,24 @@ def golden(path: Path, actual: str) -> None:
     assert actual == path.read_text()
 
 
+def imported_by(args, modules) -> tuple[int, list[str]]:
+    """The exit code of `schedc ARGS`, run from the root in a fresh interpreter (this one has
+    imported everything), and which of `modules` it imported by its end. The code is given
+    too, so that a command that fails early, before the paths that import them, cannot pass
+    a check that they were not imported."""
+    import subprocess
+    import sys
+    code = ("import sys\nfrom schedc.cli import main\nnames = sys.argv[1].split(',')\n"
+            "try:\n    main(sys.argv[2:])\nexcept SystemExit as exc:\n    status = exc.code\n"
+            "print(status, ','.join(n for n in names if n in sys.modules), file=sys.stderr)")
+    result = subprocess.run([sys.executable, "-c", code, ",".join(modules), *map(str, args)],
+                            capture_output=True, text=True, cwd=ROOT,
+                            env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=60)
+    assert result.returncode == 0, result.stderr
+    status, _, found = result.stderr.strip().splitlines()[-1].partition(" ")
+    return int(status), [n for n in found.split(",") if n]
+
+
 def write(directory: Path, name: str, text: str) -> Path:
     path = directory / name
     path.write_text(text)

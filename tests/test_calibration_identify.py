@@ -96,17 +96,23 @@ def _log(path, times):
                  "(GB/s)            (us)  (GB/s)  (GB/s)\n" + rows)
 
 
+def _fit_20us_and_60_gbps(run, tmp_path, bw: str) -> tuple[int, dict]:
+    """`calibrate --json` of rows measured as 20 µs + V / (0.6 · 100 GB/s) on MACHINE with
+    links of `bw`: (exit code, document)."""
+    import json
+    machine = write(tmp_path, "m.sched", MACHINE.format(bw=bw))
+    sizes = [2**k for k in range(3, 31, 2)]
+    log = _log(tmp_path, [(s, 20e-6 + s / (0.6 * 100e9)) for s in sizes])
+    code, out, _ = run("calibrate", log, "--machine", machine, "--json")
+    return code, json.loads(out)
+
+
 def test_collinear_latencies_one_is_held_at_its_prior_and_the_sum_fitted(run, tmp_path):
     # Measured: 20 µs + V / (0.6 · 100 GB/s) (two rounds of V/2 each over e·B). b and a are
     # collinear (the rows know b + 2a = 20 µs only): one of them is held at its prior (the
     # file's NCCL value), the other fitted so that b + 2a = 20 µs, and e = 0.6 (to the
     # printed digits and the soft prior's pull towards 0.8: 0.5 %).
-    machine = write(tmp_path, "m.sched", MACHINE.format(bw="100 GB/s"))
-    sizes = [2**k for k in range(3, 31, 2)]
-    log = _log(tmp_path, [(s, 20e-6 + s / (0.6 * 100e9)) for s in sizes])
-    code, out, err = run("calibrate", log, "--machine", machine, "--json")
-    import json
-    document = json.loads(out)
+    code, document = _fit_20us_and_60_gbps(run, tmp_path, "100 GB/s")
     params = document["params"]
     held = [n for n, p in params.items() if p["held"]]
     assert len(held) == 1 and held[0] in ("a", "b"), params
@@ -123,12 +129,7 @@ def test_collinear_latencies_one_is_held_at_its_prior_and_the_sum_fitted(run, tm
 def test_a_param_at_a_bound_is_not_held_but_flagged(run, tmp_path):
     # The same rows on a link of 40 GB/s: e would need 1.5 (60 GB/s over 40), above its
     # bound of 1: e sits at its upper bound, flagged (and the machine inadequate), never held.
-    machine = write(tmp_path, "m.sched", MACHINE.format(bw="40 GB/s"))
-    sizes = [2**k for k in range(3, 31, 2)]
-    log = _log(tmp_path, [(s, 20e-6 + s / (0.6 * 100e9)) for s in sizes])
-    code, out, err = run("calibrate", log, "--machine", machine, "--json")
-    import json
-    document = json.loads(out)
+    code, document = _fit_20us_and_60_gbps(run, tmp_path, "40 GB/s")
     e = document["params"]["e"]
     assert e["held"] is None and "at its upper bound" in e["flags"]
     assert math.isclose(e["value"], 1.0) and code == 1 and "e" in document["flagged"]

@@ -113,14 +113,19 @@ def test_machine_import_writes_the_dumps_sm_and_show_prints_it(run, tmp_path):
     assert model.comm.values["minCompCap"].derived_from.startswith(f"the machine: sm 90 at {out}:")
 
 
-def test_nvidia_smi_import_writes_the_given_sm(run, tmp_path):
+def _smi_import(run, tmp_path, sm: str) -> str:
+    """The .sched file `machine import --nvidia-smi` writes for the DGX A100-like matrix."""
     out = tmp_path / "smi.sched"
     code, _, err = run("machine", "import", "--nvidia-smi",
-                       "tests/fixtures/topo/dgx-a100-like-nvidia-smi.txt", "--sm", "80",
+                       "tests/fixtures/topo/dgx-a100-like-nvidia-smi.txt", "--sm", sm,
                        "--nic-speed", "200Gbit/s", "-o", str(out))
     assert code == 0, err
+    return out.read_text()
+
+
+def test_nvidia_smi_import_writes_the_given_sm(run, tmp_path):
     assert any(line.strip().startswith("gpu g[") and line.endswith(" sm 80")
-               for line in out.read_text().splitlines())
+               for line in _smi_import(run, tmp_path, "80").splitlines())
 
 
 def test_nccl_on_a_machine_without_gpus_is_a_usage_error(run, tmp_path):
@@ -136,17 +141,12 @@ def test_nccl_on_a_machine_without_gpus_is_a_usage_error(run, tmp_path):
 def test_nvidia_smi_import_of_an_sm_nccl_does_not_know_writes_none(run, tmp_path):
     # `--sm 81` passes the import's range check (10..200), but `gpu g[8] sm 81` is refused by
     # the language: the file written must load, with a note saying why no sm is declared.
-    out = tmp_path / "smi.sched"
-    code, _, err = run("machine", "import", "--nvidia-smi",
-                       "tests/fixtures/topo/dgx-a100-like-nvidia-smi.txt", "--sm", "81",
-                       "--nic-speed", "200Gbit/s", "-o", str(out))
-    assert code == 0, err
-    text = out.read_text()
+    text = _smi_import(run, tmp_path, "81")
     assert "--sm 81 is not a compute capability NCCL runs on: no sm" in " ".join(
         line.lstrip("# ") for line in text.splitlines())
     assert not any(line.strip().startswith("gpu g[") and " sm " in line
                    for line in text.splitlines())
-    code, shown, err = run("machine", "show", str(out))
+    code, shown, err = run("machine", "show", str(tmp_path / "smi.sched"))
     assert code == 0, err
     assert "GPU compute capability: not declared (8 GPUs;" in shown
 
