@@ -190,3 +190,17 @@ def test_a_dump_where_only_some_gpus_give_their_sm_writes_none_and_says_so(run, 
     written = out.read_text()
     assert "    gpu g[8]" in written.splitlines() and " sm 90" not in written
     assert "only some GPUs give their sm (90): no sm is written" in written.replace("\n# ", " ")
+
+
+def test_nccl_reads_a_dumps_gpu_sm_as_its_compute_capability():
+    # NVIDIA/nccl src/graph/topo.cc:513 (v2.30.7-1): ncclTopoAddGpu reads
+    #   NCCLCHECK(xmlGetAttrInt(xmlGpu, "sm", &gpu->gpu.cudaCompCap));
+    # so a dump's <gpu sm="90"> is compute capability 90: what `machine import` writes as
+    # `gpu g[8] sm 90` (test above) and NCCL's tuning takes as minCompCap.
+    import subprocess
+    mirror = ROOT.parent / ".mirror" / "NVIDIA+nccl" / "repo"  # as test_machine_import.py
+    if not mirror.is_dir():
+        pytest.skip("no NVIDIA/nccl mirror")
+    topo_cc = subprocess.run(["git", "-C", str(mirror), "show", "v2.30.7-1:src/graph/topo.cc"],
+                             capture_output=True, text=True, check=True).stdout
+    assert 'xmlGetAttrInt(xmlGpu, "sm", &gpu->gpu.cudaCompCap)' in topo_cc
