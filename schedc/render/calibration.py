@@ -64,6 +64,11 @@ def _ranges(c: Comparison, fit: bool | None) -> str:
     return "; ".join(f"{name}: {_percent(g)} ({n} rows)" for name, n, g in c.by_range(fit) if n)
 
 
+def _optimum(cal: Calibration) -> str:
+    reached, made = cal.optimum
+    return f"optimum: the best cost reached from {reached} of {made} starts"
+
+
 def calibration_text(cal: Calibration, place: str) -> str:
     c = cal.comparison
     fit = sum(p.fit for p in c.points)
@@ -73,12 +78,12 @@ def calibration_text(cal: Calibration, place: str) -> str:
             else f"{len(cal.params)} params on {fit} of {len(c.points)} rows")
     at_prior = [p for f in ([cal] + [f for _, f in cal.folds]) for p in f.params if p.held]
     out = [f"calibrate {c.schedule}: {what}, by least squares on log time with priors "
-           f"(scipy least_squares, 8 starts); {'out-of' if place == 'out' else 'in'}-place times",
+           f"(scipy least_squares, multistart); {'out-of' if place == 'out' else 'in'}-place times",
            f"  split: {cal.split.describe()}", *[f"  log: {log}" for log in c.logs]]
     out += [f"  {n}" for n in cal.notes]
     if loo:
         for log, fold in cal.folds:
-            out += ["", f"fitted without {log}:", *_params_table(fold)]
+            out += ["", f"fitted without {log}:", *_params_table(fold), f"  {_optimum(fold)}"]
             out += [f"  {x}" for x in fold.checks if x.startswith("INADEQUATE")]
     else:
         out += ["", "fitted params (value, relative standard error, physical bounds, prior):"]
@@ -98,6 +103,8 @@ def calibration_text(cal: Calibration, place: str) -> str:
     out += [f"held out by size: {_ranges(c, False)}",
             f"mean |error|:    {_percent(c.mean(True))} on the fit rows, "
             f"{_percent(c.mean(False))} on the held-out rows", _worst(c, not loo)]
+    if not loo:
+        out.append(_optimum(cal))
     if cal.converged:
         out.append(f"converged: {cal.message} ({cal.evaluations} evaluations)")
     else:
@@ -174,13 +181,21 @@ def calibration_json(cal: Calibration) -> str:
                             for name, n, g in c.by_range(False)],
         "flagged": [p.name for p in cal.flagged],
         "starts_disagree": list(cal.starts),
+        "optimum": _optimum_json(cal),
         "checks": list(cal.checks),
         "notes": list(cal.notes),
         "folds": [{"heldout_log": log, "params": _params_json(f.params),
-                   "flagged": [p.name for p in f.flagged], "checks": list(f.checks)}
+                   "flagged": [p.name for p in f.flagged], "checks": list(f.checks),
+                   "optimum": _optimum_json(f)}
                   for log, f in cal.folds],
         "trusted": cal.trusted,
     })
+
+
+def _optimum_json(cal: Calibration) -> dict | None:
+    """How many starts reached the best cost, of how many made (None: several fits)."""
+    reached, made = cal.optimum
+    return {"reached": reached, "starts": made} if made else None
 
 
 def _literal(p: FittedParam) -> str:

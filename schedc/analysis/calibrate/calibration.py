@@ -157,6 +157,7 @@ class Calibration:
     notes: tuple[str, ...] = ()  # rows excluded, duplicated sizes, checks skipped
     checks: tuple[str, ...] = ()  # the model's adequacy problems (checks.py)
     folds: tuple[tuple[str, Calibration], ...] = ()  # leave-one-out: (held-out log, its fit)
+    optimum: tuple[int, int] = (0, 0)  # (starts that reached the best cost, starts made)
 
     @property
     def undetermined(self) -> tuple[str, ...]:

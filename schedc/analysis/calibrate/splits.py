@@ -48,7 +48,7 @@ def leave_one_out(runs: list[Run], names: tuple[str, ...], place: str, drop_wron
                       "; ".join(dict.fromkeys(f.message for _, f in folds)),
                       sum(f.evaluations for _, f in folds), 0,
                       Split("leave-one-out", own_below=own_below),
-                      tuple(s for _, f in folds for s in f.starts), tuple(dict.fromkeys(notes)))
+                      tuple(f"fitted without {log}: {s}" for log, f in folds for s in f.starts), tuple(dict.fromkeys(notes)))
     return replace(cal, folds=tuple(folds))
 
 
