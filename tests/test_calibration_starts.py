@@ -54,6 +54,18 @@ def test_a_best_reached_once_asks_for_another_batch(monkeypatch):
     assert fit._reached(results, best) == 2  # 4.002 is within 0.1 % of 4.0
 
 
+def test_costs_the_rows_cannot_tell_apart_are_the_same_cost(monkeypatch):
+    # 0.4291 and 0.4295 differ by 0.09 % (0.0008 of a unit of χ², twice the cost): the same
+    # cost; so is anything within SAME_COST above; 0.60 is 0.34 units of χ² above: another.
+    best = _solution(0.4291)
+    assert fit._same_cost(_solution(0.4295), best)
+    assert fit._same_cost(_solution(0.4291 + 0.9 * fit.SAME_COST), best)
+    assert not fit._same_cost(_solution(0.60), best)
+    # Large costs: relative, 0.1 %.
+    assert fit._same_cost(_solution(700.6), _solution(700.0))
+    assert not fit._same_cost(_solution(701.0), _solution(700.0))
+
+
 def test_the_search_stops_when_the_starts_run_out(monkeypatch):
     once = [1.0 + k for k in range(8)]
     sizes = _fake(monkeypatch, [once, [x + 10 for x in once]])

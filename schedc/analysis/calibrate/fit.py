@@ -56,6 +56,7 @@ INTERLEAVED = Split()  # residual per unit of log-violation of an order: a steep
 STARTS = 8  # a batch of starts
 MAX_STARTS = 32  # measured (benchmarks/calibration.py): see docs/calibration.md
 CONFIRMED = 2  # starts that must reach the best cost for it to count as found
+SAME_COST = 0.025  # in cost units (half a χ²): 0.05 of χ², far below one unit
 AGREE = 0.05  # starts that reach the best cost agree when every value is within 5 %
 
 
@@ -228,9 +229,15 @@ def _starts(unknowns: list[Unknown], lower: np.ndarray, upper: np.ndarray) -> li
     return out
 
 
+def _same_cost(r: _Solution, best: _Solution) -> bool:
+    """Within 0.1 % of the best cost, or a twentieth of a unit of χ² (the cost is half the
+    sum of squared residuals in units of the assumed noise): fits the rows cannot tell apart."""
+    return r.cost <= best.cost * (1 + 1e-3) or r.cost - best.cost <= SAME_COST
+
+
 def _reached(results: list[_Solution], best: _Solution) -> int:
-    """How many of the results reach the best cost (to 0.1 %)."""
-    return sum(r.cost <= best.cost * (1 + 1e-3) + 1e-12 for r in results)
+    """How many of the results reach the best cost."""
+    return sum(_same_cost(r, best) for r in results)
 
 
 def _search(residuals, starts: list[np.ndarray], at_prior: np.ndarray, held: list[int],
@@ -285,11 +292,11 @@ def _profiled(p: FittedParam, j: int, best: _Solution, held: list[int], residual
 
 def _disagreement(results, best, unknowns: list[Unknown],
                   sigmas: list[float | None]) -> tuple[str, ...]:
-    """Starts that reach the best cost (to 0.1 %) with a value more than 5 % away, and
+    """Starts that reach the best cost (_same_cost) with a value more than 5 % away, and
     further than the value's own standard error (within it, they are the same answer)."""
     out = []
     for k, r in enumerate(results):
-        if r.cost <= best.cost * (1 + 1e-3) + 1e-12:
+        if _same_cost(r, best):
             far = [u.name for u, a, b, s in zip(unknowns, r.x, best.x, sigmas)
                    if abs(a - b) > max(AGREE, s or 0.0)]
             if far:
