@@ -73,9 +73,12 @@ def main() -> int:
     print("|---|---|---|---|---|---|---|---|")
     loo = calibrate_runs(runs, split=Split("leave-one-out"))
     ok = True
+    optima = [f"leave-one-out without {name}: {_optimum(fold)}"
+              for name, (_, fold) in zip(NAMES, loo.folds)]
     for run, name in zip(runs, NAMES):
         inter = calibrate_runs([run])
         size = calibrate_runs([run], split=Split("size"))
+        optima += [f"{name}, interleaved: {_optimum(inter)}; size:64MiB: {_optimum(size)}"]
         rows = [(p, e) for p, e in zip(loo.comparison.points, loo.comparison.errors)
                 if p.log == run.log]
         every, big = _gm([e for _, e in rows]), _gm([e for p, e in rows if p.size >= MiB])
@@ -97,9 +100,17 @@ def main() -> int:
           f"{len(joint.starts)}")
     for check in joint.checks:
         print(f"  model check: {check}")
+    print("\nhow sure each optimum is (starts that reached the best cost, of those made):")
+    for line in [*optima, f"joint interleaved fit: {_optimum(joint)}"]:
+        print(f"  {line}")
     print(f"\ntargets met: {'yes' if ok else 'no'}")
     _without_a_fit(runs)
     return 0
+
+
+def _optimum(cal) -> str:
+    reached, made = cal.optimum
+    return f"{reached} of {made}"
 
 
 def _without_a_fit(runs: list[Run]) -> None:
