@@ -163,6 +163,9 @@ def calibrate_runs(runs: list[Run], names: tuple[str, ...] = (), split: Split = 
     starts_x = _starts(unknowns, lower, upper)
     best, results = _search(residuals, starts_x, at_prior, held, lower, upper,
                             max_evaluations, anchors)
+    # Every search the result rests on (the first, and each refit whose hold was kept): one
+    # whose best a single start reached is said, even when a later refit confirms its own.
+    unconfirmed = [] if _reached(results, best) >= CONFIRMED else [("the first fit", results)]
     # The rows' own scatter (per fit row, in units of DATA_SIGMA), from the fit of everything:
     # a hold may cost the rows at most one such unit of χ² (identify.py).
     scale = max(2 * _data_cost(data_residuals, best) / max(fit_rows - n, 1), 1.0)
@@ -180,6 +183,8 @@ def calibrate_runs(runs: list[Run], names: tuple[str, ...] = (), split: Split = 
         if 2 * (_data_cost(data_residuals, trial) - _data_cost(data_residuals, best)) \
                 <= scale and not _new_contacts(best, trial, held + [j], pairs, lower, upper):
             held, best, results = sorted(held + [j]), trial, trials
+            if _reached(results, best) < CONFIRMED:
+                unconfirmed.append((f"the refit holding {unknowns[j].name}", results))
         else:
             refused.add(j)  # the rows object to NCCL's value: it stays fitted
     theta = np.exp(best.x)
@@ -192,10 +197,9 @@ def calibrate_runs(runs: list[Run], names: tuple[str, ...] = (), split: Split = 
                        f.startswith("undetermined") for f in p.flags)) else p
                    for j, p in enumerate(fitted))
     starts = _disagreement(results, best, unknowns, [p.sigma for p in fitted])
-    reached = _reached(results, best)
-    if reached < CONFIRMED:
-        starts = (f"the best cost was reached from 1 of {len(results)} starts only: another "
-                  "start may find a lower one, with other values", *starts)
+    starts = (*(f"the best cost of {which} was reached from one of {len(tried)} starts only: "
+                "another start may find a lower one, with other values"
+                for which, tried in unconfirmed), *starts)
     predicted: list[float] = []
     winners: list[str | None] = []
     for model, idx, (sizes, _, _) in zip(models, per_run, data):
@@ -208,7 +212,7 @@ def calibrate_runs(runs: list[Run], names: tuple[str, ...] = (), split: Split = 
     from .checks import adequacy
     cal = Calibration(comparison, fitted, bool(all(r.success for r in [best])), str(best.message),
                       int(sum(r.nfev for r in results)), split.every, split, starts,
-                      tuple(notes), optimum=(reached, len(results)))
+                      tuple(notes), optimum=(_reached(results, best), len(results)))
     return replace(cal, checks=tuple(adequacy(runs, cal, models, per_run, theta)))
 
 
@@ -230,8 +234,10 @@ def _starts(unknowns: list[Unknown], lower: np.ndarray, upper: np.ndarray) -> li
 
 
 def _same_cost(r: _Solution, best: _Solution) -> bool:
-    """Within 0.1 % of the best cost, or a twentieth of a unit of χ² (the cost is half the
-    sum of squared residuals in units of the assumed noise): fits the rows cannot tell apart."""
+    """Within SAME_COST of the best cost (a twentieth of a unit of χ²: the cost is half the
+    sum of squared residuals in units of the assumed noise), or within 0.1 % of it: at the
+    costs of many rows, 0.1 % is about 0.002 units of χ² per fit row, far below the rows'
+    own scatter (the fit's `scale`, one unit or more per row)."""
     return r.cost <= best.cost * (1 + 1e-3) or r.cost - best.cost <= SAME_COST
 
 

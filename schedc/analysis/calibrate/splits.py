@@ -31,9 +31,11 @@ def leave_one_out(runs: list[Run], names: tuple[str, ...], place: str, drop_wron
                               fit_all=True)
         values = {(p.name, p.log): p.value for p in fold.params}
         if own_below:
-            got, times, wins, said, own = _own_fit(run, names, values, place, drop_wrong,
-                                                   max_evaluations, own_below)
-            fold = replace(fold, params=fold.params + own)  # its own, fitted on its rows
+            got, times, wins, said, own, own_starts = _own_fit(
+                run, names, values, place, drop_wrong, max_evaluations, own_below)
+            # Its own, fitted on its rows; that fit's starts are the fold's too.
+            fold = replace(fold, params=fold.params + own, starts=fold.starts + tuple(
+                f"its own params' fit: {s}" for s in own_starts))
         else:
             got, times, wins, said = prediction(run, names, values, place, drop_wrong)
         pts += got
@@ -48,7 +50,8 @@ def leave_one_out(runs: list[Run], names: tuple[str, ...], place: str, drop_wron
                       "; ".join(dict.fromkeys(f.message for _, f in folds)),
                       sum(f.evaluations for _, f in folds), 0,
                       Split("leave-one-out", own_below=own_below),
-                      tuple(f"fitted without {log}: {s}" for log, f in folds for s in f.starts), tuple(dict.fromkeys(notes)))
+                      tuple(f"fitted without {log}: {s}" for log, f in folds for s in f.starts),
+                      tuple(dict.fromkeys(notes)))
     return replace(cal, folds=tuple(folds))
 
 
@@ -70,7 +73,7 @@ def _own_fit(run: Run, names: tuple[str, ...], values: dict, place: str, drop_wr
     if not own or session.origin is None:
         got, times, wins, said = prediction(run, names, values, place, drop_wrong)
         return got, times, wins, [*said, f"{run.log}: no own params (its machine file declares "
-                                  "none it times): predicted from the other logs' alone"], ()
+                                  "none it times): predicted from the other logs' alone"], (), ()
     shared = {p.name: values.get((p.name, None), role.prior if role.prior is not None
                                  else float(p.nominal))
               for p, role in zip(params, roles(session, params)) if p.name not in own}
@@ -93,4 +96,5 @@ def _own_fit(run: Run, names: tuple[str, ...], values: dict, place: str, drop_wr
     notes = [*fitted.notes, f"{run.log}: its own params fitted on its rows <= "
              f"{format_bytes(below)}: {values_said}"]
     own_params = tuple(replace(p, log=run.log) for p in fitted.params)  # a one-log fit's
-    return c.points, list(c.predicted), list(c.protocols), notes, own_params  # are shared
+    return (c.points, list(c.predicted), list(c.protocols), notes, own_params,  # are shared
+            fitted.starts)
