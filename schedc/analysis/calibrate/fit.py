@@ -165,7 +165,7 @@ def calibrate_runs(runs: list[Run], names: tuple[str, ...] = (), split: Split = 
                             max_evaluations, anchors)
     # Every search the result rests on (the first, and each refit whose hold was kept): one
     # whose best a single start reached is said, even when a later refit confirms its own.
-    unconfirmed = [] if _reached(results, best) >= CONFIRMED else [("the first fit", results)]
+    rests_on = [("the first fit", best, results)]
     # The rows' own scatter (per fit row, in units of DATA_SIGMA), from the fit of everything:
     # a hold may cost the rows at most one such unit of χ² (identify.py).
     scale = max(2 * _data_cost(data_residuals, best) / max(fit_rows - n, 1), 1.0)
@@ -183,8 +183,7 @@ def calibrate_runs(runs: list[Run], names: tuple[str, ...] = (), split: Split = 
         if 2 * (_data_cost(data_residuals, trial) - _data_cost(data_residuals, best)) \
                 <= scale and not _new_contacts(best, trial, held + [j], pairs, lower, upper):
             held, best, results = sorted(held + [j]), trial, trials
-            if _reached(results, best) < CONFIRMED:
-                unconfirmed.append((f"the refit holding {unknowns[j].name}", results))
+            rests_on.append((f"the refit holding {unknowns[j].name}", best, results))
         else:
             refused.add(j)  # the rows object to NCCL's value: it stays fitted
     theta = np.exp(best.x)
@@ -199,7 +198,8 @@ def calibrate_runs(runs: list[Run], names: tuple[str, ...] = (), split: Split = 
     starts = _disagreement(results, best, unknowns, [p.sigma for p in fitted])
     starts = (*(f"the best cost of {which} was reached from one of {len(tried)} starts only: "
                 "another start may find a lower one, with other values"
-                for which, tried in unconfirmed), *starts)
+                for which, found, tried in rests_on if _reached(tried, found) < CONFIRMED),
+              *starts)
     predicted: list[float] = []
     winners: list[str | None] = []
     for model, idx, (sizes, _, _) in zip(models, per_run, data):
@@ -235,9 +235,9 @@ def _starts(unknowns: list[Unknown], lower: np.ndarray, upper: np.ndarray) -> li
 
 def _same_cost(r: _Solution, best: _Solution) -> bool:
     """Within SAME_COST of the best cost (a twentieth of a unit of χ²: the cost is half the
-    sum of squared residuals in units of the assumed noise), or within 0.1 % of it: at the
-    costs of many rows, 0.1 % is about 0.002 units of χ² per fit row, far below the rows'
-    own scatter (the fit's `scale`, one unit or more per row)."""
+    sum of squared residuals in units of the assumed noise), or within 0.1 % of it: that is
+    0.001 of the fit's χ², so per fit row a thousandth of the rows' own scatter (the fit's
+    `scale`, one unit or more per row)."""
     return r.cost <= best.cost * (1 + 1e-3) or r.cost - best.cost <= SAME_COST
 
 
