@@ -32,7 +32,8 @@ from .paths import InputPath, OutputPath
               help="The schedule to fit (default: each file's only one).")
 @click.option("--fit", "fit", multiple=True, metavar="NAME[,NAME...]",
               help="Fit these params (default: every param the time depends on but the size "
-              "and the link rates).")
+              "and the link rates); `latencies` names every latency per call, start-up per "
+              "round and latency per hop, `shares` every protocol's share of a link.")
 @click.option("--split", "split", default="interleaved", show_default=True,
               metavar="interleaved|size:SIZE|leave-one-out[:SIZE]",
               help="Which rows are held out: every --every-th size is fit (interleaved); sizes "

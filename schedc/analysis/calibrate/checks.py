@@ -2,9 +2,10 @@
 (calibration.check_table), two checks of the model itself:
 
 - the bandwidth ceiling: with every protocol at its full physical share of every link
-  (each `eff` at its upper bound, every start-up and latency at its lower one), can the machine run the log's largest size as fast as
-  it was measured? If not, its links are too slow (or too few) for that log: inadequate;
-  so is a fit that needs a share at its upper bound to get close;
+  (each fitted `eff` at its upper bound, every start-up and latency at its lower one), can
+  the machine run the log's largest size as fast as it was measured? If not, its links are
+  too slow (or too few) for that log, or a share that is not fitted (`--fit latencies`) too
+  small: inadequate; so is a fit that needs a share at its upper bound to get close;
 - systematic misfit: a run of four or more consecutive sizes whose errors all have one sign
   and are all beyond 10 % is a shape the model does not follow (an algorithm or channel
   count NCCL changes there), reported with its size range and its errors.
@@ -40,18 +41,34 @@ def adequacy(runs: list[Run], cal: Calibration, models, per_run, theta: np.ndarr
         collective = run.session.program.result(schedules(run.schedule)[0]).collective
         factor = BUSBW_FACTORS[COLLECTIVE_BINARIES[collective.kind]](len(collective.ranks))
         if best > largest.measured * 1.02:
+            fixed = _fixed_shares(run, model)
+            given = ", ".join(f"{p.name} = {float(p.nominal):.4g}" for p in fixed)
             out.append(f"{INADEQUATE}: {run.log}: even with every protocol at its full share of "
-                       f"a link, the machine needs {best * 1e3:.4g} ms for "
+                       f"a link{f' (but the shares not fitted: {given})' if fixed else ''}, the "
+                       f"machine needs {best * 1e3:.4g} ms for "
                        f"{format_bytes(largest.size)}, measured {largest.measured * 1e3:.4g} ms:"
                        f" a busbw ceiling of {factor * largest.size / best / 1e9:.4g} GB/s "
                        f"below the log's {factor * largest.size / largest.measured / 1e9:.4g} "
-                       "GB/s (its links are too slow or too few for this log)")
+                       "GB/s (its links are too slow or too few for this log"
+                       f"{', or the shares not fitted too small' if fixed else ''})")
     for p in params:
         if p.what.endswith("share of a link's bandwidth") and "at its upper bound" in p.flags:
             out.append(f"{INADEQUATE}: {p.name} ({p.what}) needs its upper bound "
                        f"{p.upper:.4g}: the machine's links are too slow for the log")
     out += misfit_runs(cal)
     return out
+
+
+def _fixed_shares(run: Run, model) -> list:
+    """The shares of a link the time depends on that are not fitted (`--fit latencies`):
+    they stay at their values in the ceiling."""
+    from .model import default_unknowns
+    from .roles import group_members
+    program = run.session.program
+    fitted = {p.name for p in model.params}
+    candidates = [program.params[n] for n in default_unknowns(run.session, run.schedule)
+                  if n not in fitted]
+    return [program.params[n] for n in group_members(run.session, "shares", candidates)]
 
 
 def misfit_runs(cal: Calibration) -> list[str]:

@@ -45,7 +45,7 @@ from .calibration import (
 from .identify import AT_BOUND, NEAR_BOUND, to_hold
 from .identify import fitted_params as _params
 from .model import Model, check_names, default_unknowns
-from .roles import Role, orderings, roles
+from .roles import GROUPS, Role, orderings, roles
 
 # The fit rows' noise in log time: nccl-tests' run-to-run spread is a few per cent (the
 # in-place and out-of-place columns of the shipped logs differ by a median of about 1 %, up
@@ -96,7 +96,7 @@ def _unknowns(runs: list[Run], names: tuple[str, ...]) -> tuple[list[Unknown], l
             idx.append(index[key])
         per_run.append(idx)
         run_names.append(mine)
-    missing = [n for n in names if not any(n in m for m in run_names)]
+    missing = [n for n in names if n not in GROUPS and not any(n in m for m in run_names)]
     if missing:
         raise UsageError(f"--fit {missing[0]}: no machine file has a param named '{missing[0]}'")
     if not unknowns:

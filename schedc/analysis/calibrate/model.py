@@ -53,11 +53,20 @@ def check_names(session: Session, schedule: str, names: tuple[str, ...],
                 anywhere: bool = False) -> tuple[str, ...]:
     """The names of `--fit` this file has (all of them unless `anywhere`: with several logs a
     name need only be in one machine file), each checked."""
+    from .roles import GROUPS, group_members
     program = session.program
     size = size_symbol(session, schedule)
     depends = {s.name for f in _formulas(session, schedule) for s in f.free_symbols}
     out = []
     for k, name in enumerate(names):
+        if name in GROUPS and name not in program.params:
+            candidates = [program.params[n] for n in default_unknowns(session, schedule)]
+            members = group_members(session, name, candidates)
+            if not members and not anywhere:
+                raise UsageError(f"--fit {name}: the time of '{schedule}' depends on no "
+                                 f"{GROUPS[name][1]}")
+            out += [n for n in members if n not in names and n not in out]
+            continue
         if name in names[:k]:  # one unknown each: a param twice would be two of the same
             raise UsageError(f"--fit names {name} twice")
         param = program.params.get(name)

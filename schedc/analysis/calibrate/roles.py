@@ -111,6 +111,21 @@ def roles(session: Session, params: list[Param]) -> list[Role]:
     return out
 
 
+# `--fit latencies` and `--fit shares`: every param of those roles that the time depends on
+# (a param of that name, if a file has one, is meant instead). The shares of a link transfer
+# between machines and the latencies do not (docs/calibration.md, "What transfers"), so a new
+# machine is fitted as `--fit latencies` with the shares of a library it imports.
+GROUPS = {"latencies": (("launch", "startup", "latency"),
+                         "latency per call, start-up per round or latency per hop"),
+          "shares": (("eff",), "protocol's share of a link")}
+
+
+def group_members(session: Session, group: str, candidates: list[Param]) -> list[str]:
+    """The names among `candidates` whose role is one of `group`'s."""
+    kinds = GROUPS[group][0]
+    return [p.name for p, role in zip(candidates, roles(session, candidates)) if role.kind in kinds]
+
+
 def orderings(session: Session, names: list[str]) -> list[tuple[str, str]]:
     """Pairs (a, b) of fitted params with a <= b: LL's start-up <= LL128's <= Simple's, and
     shares the same way (LL's smaller than LL128's, smaller than Simple's), so that a fit
