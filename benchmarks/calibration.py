@@ -108,9 +108,25 @@ def main() -> int:
     for line in [*optima, f"joint interleaved fit: {_optimum(joint)}"]:
         print(f"  {line}")
     print(f"\ntargets met: {'yes' if ok else 'no'}")
+    _by_bound(loo)
     _what_transfers(runs, loo)
     _without_a_fit(runs)
     return 0
+
+
+def _by_bound(loo) -> None:
+    """The leave-one-out rows split by what bounds each one's predicted time."""
+    from schedc.analysis.calibrate.calibration import LATENCY_BOUND
+    c = loo.comparison
+    print(f"\nleave-one-out by what bounds each row (latency-bound: latency over "
+          f"{LATENCY_BOUND:.0%} of its predicted time):")
+    for name in NAMES:
+        parts = []
+        for side, label in ((True, "latency-bound"), (False, "bandwidth-bound")):
+            errors = [e for p, e, share in zip(c.points, c.errors, c.latency)
+                      if name in p.log and share is not None and (share > LATENCY_BOUND) == side]
+            parts.append(f"{label} {_pct(_gm(errors)) if errors else '-'} ({len(errors)} rows)")
+        print(f"  {name}: {'; '.join(parts)}")
 
 
 def _what_transfers(runs: list[Run], loo) -> None:

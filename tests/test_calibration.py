@@ -116,8 +116,8 @@ def test_calibrate_command_json(run):
     assert a_ll["unit"] == "s" and document["params"]["e_LL_ampere"]["unit"] == ""
     assert a_ll["lower"] <= a_ll["value"] <= a_ll["upper"] and a_ll["prior"] == 0.6e-6
     row = document["rows"][-1]
-    assert set(row) == {"size", "measured_s", "predicted_s", "error", "fit", "protocol", "log",
-                        "line"}
+    assert set(row) == {"size", "measured_s", "predicted_s", "error", "fit", "protocol",
+                        "latency_share", "log", "line"}
     # The last row: after 3 lines of provenance, 2 of header and 28 rows, line 34.
     assert row["protocol"] == "nccl/Simple" and row["line"] == 34  # schedule/protocol
     assert row["size"] == 2147483648 and row["measured_s"] == pytest.approx(51406e-6)

@@ -64,6 +64,30 @@ def _ranges(c: Comparison, fit: bool | None) -> str:
     return "; ".join(f"{name}: {_percent(g)} ({n} rows)" for name, n, g in c.by_range(fit) if n)
 
 
+def _bounds(c: Comparison, fit: bool | None) -> str:
+    """The error by what bounds each row's predicted time: latency-bound where its latencies
+    are over LATENCY_BOUND of it (their share of it is the time at size 0), else
+    bandwidth-bound."""
+    parts = []
+    for name, rows, g in c.by_bound(fit):
+        if rows:
+            sizes = sorted(p.size for p in rows)
+            span = (format_bytes(sizes[0]) if sizes[0] == sizes[-1]
+                    else f"{format_bytes(sizes[0])}-{format_bytes(sizes[-1])}")
+            parts.append(f"{name}-bound {_percent(g)} ({len(rows)} rows, {span})")
+    return "; ".join(parts)
+
+
+def _bounds_json(c: Comparison, fit: bool | None) -> list[dict]:
+    return [{"bound": name, "rows": len(rows), "geomean_error": json_number(g, integer=False)}
+            for name, rows, g in c.by_bound(fit)]
+
+
+def _latency(c: Comparison, k: int):
+    return json_number(c.latency[k], integer=False) if c.latency and \
+        c.latency[k] is not None else None
+
+
 def _optimum(cal: Calibration) -> str:
     reached, made = cal.optimum
     return f"optimum: the best cost reached from {reached} of {made} starts"
@@ -100,7 +124,10 @@ def calibration_text(cal: Calibration, place: str) -> str:
     else:
         out.append(f"geomean |error|: {_percent(c.geomean(True))} on the {fit} fit rows, "
                    f"{_percent(c.geomean(False))} on the {held} held-out rows")
-    out += [f"held out by size: {_ranges(c, False)}",
+    out += [f"held out by size: {_ranges(c, False)}"]
+    if c.by_bound(False):
+        out.append(f"held out by what bounds the time: {_bounds(c, False)}")
+    out += [
             f"mean |error|:    {_percent(c.mean(True))} on the fit rows, "
             f"{_percent(c.mean(False))} on the held-out rows", _worst(c, not loo)]
     if not loo:
@@ -162,8 +189,9 @@ def calibration_json(cal: Calibration) -> str:
         "rows": [{"size": p.size, "measured_s": json_number(p.measured, integer=False),
                   "predicted_s": json_number(predicted, integer=False),
                   "error": json_number(e, integer=False), "fit": p.fit, "protocol": w,
-                  "log": p.log, "line": p.line}
-                 for p, predicted, e, w in zip(c.points, c.predicted, c.errors, c.protocols)],
+                  "latency_share": _latency(c, k), "log": p.log, "line": p.line}
+                 for k, (p, predicted, e, w) in enumerate(zip(c.points, c.predicted, c.errors,
+                                                              c.protocols))],
         "geomean_error_fit": json_number(c.geomean(True), integer=False),
         "geomean_error_heldout": json_number(c.geomean(False), integer=False),
         "worst": {"size": point.size, "error": json_number(error, integer=False)},
@@ -179,6 +207,7 @@ def calibration_json(cal: Calibration) -> str:
         "heldout_by_size": [{"range": name, "rows": n,
                              "geomean_error": json_number(g, integer=False)}
                             for name, n, g in c.by_range(False)],
+        "heldout_by_bound": _bounds_json(c, False),
         "flagged": [p.name for p in cal.flagged],
         "starts_disagree": list(cal.starts),
         "optimum": _optimum_json(cal),
@@ -241,6 +270,7 @@ def comparison_text(c: Comparison, fitted: str | None = None, how: str | None = 
            f"geomean |error|: {_percent(c.geomean(None))} over {len(c.points)} rows; "
            f"mean |error|: {_percent(c.mean(None))}",
            f"by size: {_ranges(c, None)}",
+           *([f"by what bounds the time: {_bounds(c, None)}"] if c.by_bound(None) else []),
            _worst(c, False)]
     return "\n".join(out) + "\n"
 
@@ -254,13 +284,16 @@ def comparison_json(c: Comparison, fitted: str | None = None) -> str:
         "schedule": c.schedule,
         "rows": [{"size": p.size, "measured_s": json_number(p.measured, integer=False),
                   "predicted_s": json_number(predicted, integer=False),
-                  "error": json_number(e, integer=False), "protocol": w}
-                 for p, predicted, e, w in zip(c.points, c.predicted, c.errors, c.protocols)],
+                  "error": json_number(e, integer=False), "protocol": w,
+                  "latency_share": _latency(c, k)}
+                 for k, (p, predicted, e, w) in enumerate(zip(c.points, c.predicted, c.errors,
+                                                              c.protocols))],
         "geomean_error": json_number(c.geomean(None), integer=False),
         "worst": {"size": point.size, "error": json_number(error, integer=False)},
         "mean_error": json_number(c.mean(None), integer=False),
         "by_size": [{"range": name, "rows": n, "geomean_error": json_number(g, integer=False)}
                     for name, n, g in c.by_range(None)],
+        "by_bound": _bounds_json(c, None),
     })
 
 

@@ -30,6 +30,10 @@ ROW_SHAPES = {"all_reduce": "reduction", "reduce_scatter": "reduction",
               "reduce": "rooted reduction", "all_gather": "no reduction",
               "alltoall": "no reduction", "broadcast": "no reduction"}
 DEFAULT_EVERY = 4
+# A row is latency-bound when latency is more than this share of its predicted time: its
+# prediction rests on the latencies, which transfer between machines far less than the
+# shares of a link (docs/calibration.md, "What transfers").
+LATENCY_BOUND = 0.5
 MiB = 2**20
 # Held-out error is also shown by size: latency-bound, the middle, bandwidth-bound.
 SIZE_RANGES = (("<= 64 KiB", 0, 64 * 2**10), ("64 KiB - 64 MiB", 64 * 2**10 + 1, 64 * MiB - 1),
@@ -111,6 +115,9 @@ class Comparison:
     points: tuple[Point, ...]
     predicted: tuple[float, ...]
     protocols: tuple[str | None, ...]  # the winning protocol per row, when there are any
+    # Per row, the share of its predicted time that is latency (per call, per round, per hop:
+    # the time at size 0 of the winner), or None; empty when not computed.
+    latency: tuple[float | None, ...] = ()
 
     @property
     def errors(self) -> tuple[float, ...]:
@@ -137,6 +144,20 @@ class Comparison:
         """(range, rows, geomean |error|) per size range."""
         return [(name, len(self._chosen(fit, lo, hi)), self.geomean(fit, lo, hi))
                 for name, lo, hi in SIZE_RANGES]
+
+    def by_bound(self, fit: bool | None) -> list[tuple[str, list[Point], float | None]]:
+        """(what bounds the time, its rows, geomean |error|): latency where it is more than
+        LATENCY_BOUND of the predicted time, else bandwidth; empty when not computed."""
+        if not self.latency:
+            return []
+        out = []
+        for name, side in (("latency", True), ("bandwidth", False)):
+            rows = [(p, abs(e)) for p, e, share in zip(self.points, self.errors, self.latency)
+                    if share is not None and (share > LATENCY_BOUND) == side
+                    and (fit is None or p.fit == fit)]
+            out.append((name, [p for p, _ in rows], math.exp(
+                sum(math.log(max(e, 1e-15)) for _, e in rows) / len(rows)) if rows else None))
+        return out
 
     @property
     def worst(self) -> tuple[Point, float]:
@@ -346,7 +367,8 @@ def compare(session: Session, schedule: str, tables: list[tuple[str, Table]],
     theta = np.array([])
     return Comparison(schedule, tuple(dict.fromkeys(log for log, _ in tables)), tuple(pts),
                       tuple(float(x) for x in model(sizes, theta)),
-                      tuple(model.winners(sizes, theta)))
+                      tuple(model.winners(sizes, theta)),
+                      tuple(model.latency_shares(sizes, theta)))
 
 
 def calibrate(session: Session, schedule: str, tables: list[tuple[str, Table]],

@@ -202,13 +202,15 @@ def calibrate_runs(runs: list[Run], names: tuple[str, ...] = (), split: Split = 
               *starts)
     predicted: list[float] = []
     winners: list[str | None] = []
+    latency: list[float | None] = []
     for model, idx, (sizes, _, _) in zip(models, per_run, data):
         predicted += [float(v) for v in model(sizes, theta[idx])]
         winners += model.winners(sizes, theta[idx])
+        latency += model.latency_shares(sizes, theta[idx])
     comparison = Comparison(runs[0].schedule if len({r.schedule for r in runs}) == 1 else
                             ", ".join(dict.fromkeys(r.schedule for r in runs)),
                             tuple(dict.fromkeys(r.log for r in runs)), tuple(all_points),
-                            tuple(predicted), tuple(winners))
+                            tuple(predicted), tuple(winners), tuple(latency))
     from .checks import adequacy
     cal = Calibration(comparison, fitted, bool(all(r.success for r in [best])), str(best.message),
                       int(sum(r.nfev for r in results)), split.every, split, starts,
@@ -415,8 +417,7 @@ def _undetermined(best: _Solution, held: list[int], unknowns: list[Unknown], pai
 
 
 def prediction(run: Run, names: tuple[str, ...], values: dict[tuple[str, str | None], float],
-               place: str, drop_wrong: bool) -> tuple[tuple[Point, ...], list[float],
-                                                       list[str | None], list[str]]:
+               place: str, drop_wrong: bool) -> tuple[Comparison, list[str]]:
     """A log's rows predicted with `values` (by (name, log)) for its shared unknowns; all rows
     held out."""
     notes = check_table(run.session, run.schedule, run.table, run.log)
@@ -434,4 +435,7 @@ def prediction(run: Run, names: tuple[str, ...], values: dict[tuple[str, str | N
                       if _shared(run, p.name) else float(p.nominal)
                       for p, role in zip(params, roles(run.session, params))])
     sizes = np.array([float(p.size) for p in pts])
-    return pts, [float(v) for v in model(sizes, theta)], model.winners(sizes, theta), notes + said
+    return Comparison(run.schedule, (run.log,), tuple(pts),
+                      tuple(float(v) for v in model(sizes, theta)),
+                      tuple(model.winners(sizes, theta)),
+                      tuple(model.latency_shares(sizes, theta))), notes + said

@@ -117,10 +117,25 @@ class Model:
     def winners(self, sizes: np.ndarray, theta: np.ndarray) -> list[str | None]:
         if not self.protocols:
             return [None] * len(sizes)
+        return [self.protocols[k][0] for k in np.argmin(self._times(sizes, theta), axis=0)]
+
+    def latency_shares(self, sizes: np.ndarray, theta: np.ndarray) -> list[float | None]:
+        """Per size, the share of the time that is latency: the winner's time at size 0 (every
+        bandwidth term is proportional to the size) over its time at the size."""
+        functions = [f for _, f in self.protocols] or [self.function]
+        times = self._times(sizes, theta, functions)
+        at_zero = self._times(np.zeros_like(sizes), theta, functions)
+        winner = np.argmin(times, axis=0)
+        columns = np.arange(len(sizes))
         with np.errstate(all="ignore"):
-            times = np.stack([np.broadcast_to(np.asarray(f(sizes, *theta), dtype=float),
-                                              sizes.shape) for _, f in self.protocols])
-        return [self.protocols[k][0] for k in np.argmin(times, axis=0)]
+            shares = at_zero[winner, columns] / times[winner, columns]
+        return [float(x) if np.isfinite(x) and 0 <= x <= 1 + 1e-9 else None for x in shares]
+
+    def _times(self, sizes: np.ndarray, theta: np.ndarray, functions=None) -> np.ndarray:
+        with np.errstate(all="ignore"):
+            return np.stack([np.broadcast_to(np.asarray(f(sizes, *theta), dtype=float),
+                                             sizes.shape)
+                             for f in functions or [f for _, f in self.protocols]])
 
 
 def _lambdify(symbols, expr):

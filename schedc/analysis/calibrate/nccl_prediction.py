@@ -32,7 +32,7 @@ def nccl_compare(session: Session, schedule: str, tables: list[tuple[str, Table]
         check_table(session, schedule, table, log)
         got, _ = points(Run(session, schedule, log, table), Split(), place, drop_wrong)
         pts += [Point(p.size, p.measured, False, p.log, p.line) for p in got]
-    predicted, picks = [], []
+    predicted, picks, latency = [], [], []
     for p in pts:
         found = terms(comm, tuning, f, p.size)
         if not found:
@@ -41,5 +41,6 @@ def nccl_compare(session: Session, schedule: str, tables: list[tuple[str, Table]
         best = min(found, key=lambda t: t.time)  # min keeps the first of a tie, as NCCL
         predicted.append(best.time * 1e-6)
         picks.append(best.candidate.name)
+        latency.append(best.latency / best.time if best.time > 0 else None)
     return Comparison(label, tuple(dict.fromkeys(log for log, _ in tables)), tuple(pts),
-                      tuple(predicted), tuple(picks))
+                      tuple(predicted), tuple(picks), tuple(latency))

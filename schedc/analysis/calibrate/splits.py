@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ...errors import UsageError
-from .calibration import Calibration, CalibrationError, Comparison, Point, Run, Split
+from .calibration import Calibration, CalibrationError, Comparison, Run, Split
 
 
 def leave_one_out(runs: list[Run], names: tuple[str, ...], place: str, drop_wrong: bool,
@@ -21,9 +21,7 @@ def leave_one_out(runs: list[Run], names: tuple[str, ...], place: str, drop_wron
         raise UsageError("--split leave-one-out needs two logs or more (each is predicted from "
                          "a fit on the others)")
     folds = []
-    pts: list[Point] = []
-    predicted: list[float] = []
-    winners: list[str | None] = []
+    parts: list[Comparison] = []
     notes: list[str] = []
     for k, run in enumerate(runs):
         others = runs[:k] + runs[k + 1:]
@@ -31,21 +29,20 @@ def leave_one_out(runs: list[Run], names: tuple[str, ...], place: str, drop_wron
                               fit_all=True)
         values = {(p.name, p.log): p.value for p in fold.params}
         if own_below:
-            got, times, wins, said, own, own_starts = _own_fit(
+            part, said, own, own_starts = _own_fit(
                 run, names, values, place, drop_wrong, max_evaluations, own_below)
             # Its own, fitted on its rows; that fit's starts are the fold's too.
             fold = replace(fold, params=fold.params + own, starts=fold.starts + tuple(
                 f"its own params' fit: {s}" for s in own_starts))
         else:
-            got, times, wins, said = prediction(run, names, values, place, drop_wrong)
-        pts += got
-        predicted += times
-        winners += wins
+            part, said = prediction(run, names, values, place, drop_wrong)
+        parts.append(part)
         notes += said
         folds.append((run.log, fold))
     comparison = Comparison(", ".join(dict.fromkeys(r.schedule for r in runs)),
-                            tuple(dict.fromkeys(r.log for r in runs)), tuple(pts),
-                            tuple(predicted), tuple(winners))
+                            tuple(dict.fromkeys(r.log for r in runs)),
+                            *(tuple(x for part in parts for x in getattr(part, name))
+                              for name in ("points", "predicted", "protocols", "latency")))
     cal = Calibration(comparison, (), all(f.converged for _, f in folds),
                       "; ".join(dict.fromkeys(f.message for _, f in folds)),
                       sum(f.evaluations for _, f in folds), 0,
@@ -71,9 +68,9 @@ def _own_fit(run: Run, names: tuple[str, ...], values: dict, place: str, drop_wr
     params = [session.program.params[n] for n in mine]
     own = tuple(p.name for p in params if not _shared(run, p.name))
     if not own or session.origin is None:
-        got, times, wins, said = prediction(run, names, values, place, drop_wrong)
-        return got, times, wins, [*said, f"{run.log}: no own params (its machine file declares "
-                                  "none it times): predicted from the other logs' alone"], (), ()
+        part, said = prediction(run, names, values, place, drop_wrong)
+        return part, [*said, f"{run.log}: no own params (its machine file declares none it "
+                      "times): predicted from the other logs' alone"], (), ()
     shared = {p.name: values.get((p.name, None), role.prior if role.prior is not None
                                  else float(p.nominal))
               for p, role in zip(params, roles(session, params)) if p.name not in own}
@@ -96,5 +93,4 @@ def _own_fit(run: Run, names: tuple[str, ...], values: dict, place: str, drop_wr
     notes = [*fitted.notes, f"{run.log}: its own params fitted on its rows <= "
              f"{format_bytes(below)}: {values_said}"]
     own_params = tuple(replace(p, log=run.log) for p in fitted.params)  # a one-log fit's
-    return (c.points, list(c.predicted), list(c.protocols), notes, own_params,  # are shared
-            fitted.starts)
+    return c, notes, own_params, fitted.starts  # are shared
