@@ -10,7 +10,8 @@
 
 Beside them, what the transfer misses (not a target: it uses the held-out log's rows):
 leave-one-out with the held-out machine's latencies (every param but the shares of a link)
-fitted on its own interleaved fit rows and its shares at the other logs' values.
+fitted on its own interleaved fit rows and its shares at the other logs' values, and the
+reverse as the control.
 
 Then two predictions of a machine that use less than a fit on other logs' rows, or
 one measurement more:
@@ -116,60 +117,66 @@ def main() -> int:
 
 def _by_bound(loo) -> None:
     """The leave-one-out rows split by what bounds each one's predicted time."""
+    from dataclasses import replace
+
     from schedc.analysis.calibrate.calibration import LATENCY_BOUND
     c = loo.comparison
     print(f"\nleave-one-out by what bounds each row (latency-bound: latency over "
           f"{LATENCY_BOUND:.0%} of its predicted time):")
     for name in NAMES:
-        parts = []
-        for side, label in ((True, "latency-bound"), (False, "bandwidth-bound")):
-            errors = [e for p, e, share in zip(c.points, c.errors, c.latency)
-                      if name in p.log and share is not None and (share > LATENCY_BOUND) == side]
-            parts.append(f"{label} {_pct(_gm(errors)) if errors else '-'} ({len(errors)} rows)")
-        print(f"  {name}: {'; '.join(parts)}")
+        keep = [k for k, p in enumerate(c.points) if name in p.log]
+        mine = replace(c, **{f: tuple(getattr(c, f)[k] for k in keep)
+                             for f in ("points", "predicted", "protocols", "latency")})
+        print(f"  {name}: " + "; ".join(
+            f"{bound}-bound {_pct(g) if g is not None else '-'} ({len(rows)} rows)"
+            for bound, rows, g in mine.by_bound(None)))
 
 
 def _what_transfers(runs: list[Run], loo) -> None:
-    """Leave-one-out again, but with the held-out machine's latencies (every param but the
-    shares of a link) fitted on its own interleaved fit rows, the shares at the other logs'
-    values: what transfer would give if a machine's latencies were known. Not a target: it
-    uses the held-out log's rows; it measures what the shares alone carry over."""
-    from schedc.analysis.calibrate.model import default_unknowns
+    """Leave-one-out again, with one group of the held-out machine's params fitted on its own
+    interleaved fit rows and the other at the other logs' values (by leave-one-out's rule: a
+    shared param no other log has at its prior, its own params at its file's values). Its
+    latencies fitted, its shares from the others: what transfer would give if a machine's
+    latencies were known; the reverse is the control. Not a target: both use the held-out
+    log's rows."""
+    print("\nwhat transfers: each log with one group of its params fitted on its own "
+          "interleaved fit rows (a quarter of them), the other from the other logs; held-out "
+          "rows:")
+    print("| log | latencies fitted, shares transferred: all rows | ≥ 1 MiB | flagged | "
+          "shares fitted, latencies transferred: all rows | ≥ 1 MiB | flagged |")
+    print("|---|---|---|---|---|---|---|")
+    for run, name, (_, fold) in zip(runs, NAMES, loo.folds):
+        cols = []
+        latencies, shares = (_refit(run, fold, group) for group in ("latencies", "shares"))
+        for cal in (latencies, shares):
+            c = cal.comparison
+            big = [e for p, e in zip(c.points, c.errors) if not p.fit and p.size >= MiB]
+            cols += [_pct(c.geomean(False) or 0), _pct(_gm(big)),
+                     ", ".join(p.name for p in cal.flagged) or "none"]
+        print(f"| {name} | " + " | ".join(cols) + " |")
+        print("  its latencies: " + ", ".join(
+            f"{p.name} {p.value * 1e6:.3g} µs" + (" (held at NCCL's value)" if p.held else "")
+            for p in latencies.params))
+
+
+def _refit(run: Run, fold, group: str):
+    from schedc.analysis.calibrate.fit import _shared
+    from schedc.analysis.calibrate.model import default_unknowns, group_of
     from schedc.analysis.calibrate.roles import roles
     from schedc.elaborate.program import parse_override
     from schedc.session import Session
-    print("\nwhat transfers: each log's shares of a link from the other logs, its latencies "
-          "fitted on its own interleaved fit rows (a quarter of them), held-out rows:")
-    print("| log | all rows | ≥ 1 MiB | its latencies fitted | flagged |")
-    print("|---|---|---|---|---|")
-    for run, name, (_, fold) in zip(runs, NAMES, loo.folds):
-        program = run.session.program
-        params = [program.params[n] for n in default_unknowns(run.session, run.schedule)]
-        shares = {(p.name, p.log): p.value for p in fold.params}
-        # A share no other log has is NCCL's ratio of the Simple share the others give (LL128
-        # 0.92, tuning.cc:329), else its prior; never the shipped library's value, which the
-        # held-out log's rows helped fit.
-        given = [parse_override(f"{p.name}={_share(p.name, role, shares)!r}")
-                 for p, role in zip(params, roles(run.session, params)) if role.kind == "eff"]
-        path, overrides, limits = run.session.origin
-        session = Session.load(path, overrides + tuple(given), limits, None, run.session.changes)
-        cal = calibrate_runs([Run(session, run.schedule, run.log, run.table, run.machine)],
-                             ("latencies",))
-        c = cal.comparison
-        big = [e for p, e in zip(c.points, c.errors) if not p.fit and p.size >= MiB]
-        values = ", ".join(f"{p.name} {p.value * 1e6:.3g} µs" + (" (held)" if p.held else "")
-                           for p in cal.params)
-        flagged = ", ".join(p.name for p in cal.flagged) or "none"
-        print(f"| {name} | {_pct(c.geomean(False) or 0)} | {_pct(_gm(big))} | {values} | "
-              f"{flagged} |")
-
-
-def _share(name: str, role, shares: dict) -> float:
-    if (name, None) in shares:
-        return shares[name, None]
-    if role.anchor is not None and (role.anchor, None) in shares:
-        return role.ratio * shares[role.anchor, None]
-    return role.prior
+    program = run.session.program
+    fitted = set(group_of(run.session, run.schedule, group))
+    others = [program.params[n] for n in default_unknowns(run.session, run.schedule)
+              if n not in fitted and _shared(run, n)]
+    values = {(p.name, p.log): p.value for p in fold.params}
+    given = tuple(parse_override(f"{p.name}={values.get((p.name, None), role.prior)!r} "
+                                 f"{'s' if role.kind != 'eff' else ''}".rstrip())
+                  for p, role in zip(others, roles(run.session, others)))
+    path, overrides, limits = run.session.origin
+    session = Session.load(path, overrides + given, limits, None, run.session.changes)
+    return calibrate_runs([Run(session, run.schedule, run.log, run.table, run.machine)],
+                          (group,))
 
 
 def _optimum(cal) -> str:

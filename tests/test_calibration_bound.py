@@ -64,3 +64,28 @@ def test_leave_one_out_carries_every_fold_s_shares(run, tmp_path):
     document = json.loads(out)
     assert all(r["latency_share"] is not None for r in document["rows"])
     assert sum(b["rows"] for b in document["heldout_by_bound"]) == 2 * len(SIZES)
+
+
+def test_a_schedule_without_protocols_has_its_file_alpha_as_latency(run, tmp_path):
+    """No protocol: the time is 2·alpha + V/B (two rounds of V/2 each way), alpha = 5 µs."""
+    plain = MACHINE.format(bw="100 GB/s").replace("protocol Simple alpha a eff e launch b\n", "")
+    machine = write(tmp_path, "plain.sched", plain.replace("param V = 1 MiB",
+                                                           "param V = 1 MiB\nparam alpha = 5 us"))
+    _, out, _ = run("predict", machine, "--against", _rows(tmp_path), "--json")
+    for row in json.loads(out)["rows"]:
+        assert row["latency_share"] == pytest.approx(10e-6 / (10e-6 + row["size"] / 100e9))
+
+
+def test_nccl_s_model_gives_its_pick_s_latency_over_its_time(run):
+    """`predict --nccl`: the share is NCCL's latency of its pick over the pick's time, lat +
+    n / (1000 · bw) µs (tuning.cc:630-655); at 8 B the bandwidth term is nothing."""
+    from conftest import SCHEDULES, needs_shared_data
+    name = "oci_2node_16xA100-SXM4-40GB_rdma_allreduce"
+    log = needs_shared_data("nccl-tests", f"{name}.txt")
+    machine = SCHEDULES / "calibration" / f"{name}.sched"
+    _, out, _ = run("predict", machine, "--against", log, "--nccl", "--json")
+    rows = json.loads(out)["rows"]
+    assert rows[0]["size"] == 8 and rows[0]["latency_share"] == pytest.approx(1, abs=1e-4)
+    assert rows[-1]["latency_share"] < 0.01  # 8 GiB: bandwidth
+    shares = [r["latency_share"] for r in rows]
+    assert all(0 < x <= 1 for x in shares)

@@ -74,7 +74,8 @@ def _bounds(c: Comparison, fit: bool | None) -> str:
             sizes = sorted(p.size for p in rows)
             span = (format_bytes(sizes[0]) if sizes[0] == sizes[-1]
                     else f"{format_bytes(sizes[0])}-{format_bytes(sizes[-1])}")
-            parts.append(f"{name}-bound {_percent(g)} ({len(rows)} rows, {span})")
+            what = "without a latency share" if name == "unknown" else f"{name}-bound"
+            parts.append(f"{what} {_percent(g)} ({len(rows)} rows, {span})")
     return "; ".join(parts)
 
 
@@ -84,8 +85,7 @@ def _bounds_json(c: Comparison, fit: bool | None) -> list[dict]:
 
 
 def _latency(c: Comparison, k: int):
-    return json_number(c.latency[k], integer=False) if c.latency and \
-        c.latency[k] is not None else None
+    return None if c.latency[k] is None else json_number(c.latency[k], integer=False)
 
 
 def _optimum(cal: Calibration) -> str:
@@ -125,7 +125,7 @@ def calibration_text(cal: Calibration, place: str) -> str:
         out.append(f"geomean |error|: {_percent(c.geomean(True))} on the {fit} fit rows, "
                    f"{_percent(c.geomean(False))} on the {held} held-out rows")
     out += [f"held out by size: {_ranges(c, False)}"]
-    if c.by_bound(False):
+    if held:
         out.append(f"held out by what bounds the time: {_bounds(c, False)}")
     out += [
             f"mean |error|:    {_percent(c.mean(True))} on the fit rows, "
@@ -270,7 +270,7 @@ def comparison_text(c: Comparison, fitted: str | None = None, how: str | None = 
            f"geomean |error|: {_percent(c.geomean(None))} over {len(c.points)} rows; "
            f"mean |error|: {_percent(c.mean(None))}",
            f"by size: {_ranges(c, None)}",
-           *([f"by what bounds the time: {_bounds(c, None)}"] if c.by_bound(None) else []),
+           f"by what bounds the time: {_bounds(c, None)}",
            _worst(c, False)]
     return "\n".join(out) + "\n"
 

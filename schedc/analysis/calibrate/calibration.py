@@ -116,8 +116,14 @@ class Comparison:
     predicted: tuple[float, ...]
     protocols: tuple[str | None, ...]  # the winning protocol per row, when there are any
     # Per row, the share of its predicted time that is latency (per call, per round, per hop:
-    # the time at size 0 of the winner), or None; empty when not computed.
-    latency: tuple[float | None, ...] = ()
+    # the winner's time at size 0), or None where that is not a share (model.latency_shares).
+    latency: tuple[float | None, ...]
+
+    def __post_init__(self):
+        rows = len(self.points)
+        if not len(self.predicted) == len(self.protocols) == len(self.latency) == rows:
+            raise ValueError("a comparison needs a prediction, a winner and a latency share "
+                             "per row")
 
     @property
     def errors(self) -> tuple[float, ...]:
@@ -146,17 +152,21 @@ class Comparison:
                 for name, lo, hi in SIZE_RANGES]
 
     def by_bound(self, fit: bool | None) -> list[tuple[str, list[Point], float | None]]:
-        """(what bounds the time, its rows, geomean |error|): latency where it is more than
-        LATENCY_BOUND of the predicted time, else bandwidth; empty when not computed."""
-        if not self.latency:
-            return []
+        """(what bounds the time, its rows, geomean |error|): `latency` where latency is more
+        than LATENCY_BOUND of the predicted time, else `bandwidth`, and `unknown` for rows
+        without a share (listed only when there are any)."""
+        chosen = [(p, abs(e), share) for p, e, share in zip(self.points, self.errors,
+                                                             self.latency)
+                  if fit is None or p.fit == fit]
         out = []
-        for name, side in (("latency", True), ("bandwidth", False)):
-            rows = [(p, abs(e)) for p, e, share in zip(self.points, self.errors, self.latency)
-                    if share is not None and (share > LATENCY_BOUND) == side
-                    and (fit is None or p.fit == fit)]
-            out.append((name, [p for p, _ in rows], math.exp(
-                sum(math.log(max(e, 1e-15)) for _, e in rows) / len(rows)) if rows else None))
+        for name, test in (("latency", lambda x: x is not None and x > LATENCY_BOUND),
+                           ("bandwidth", lambda x: x is not None and x <= LATENCY_BOUND),
+                           ("unknown", lambda x: x is None)):
+            rows = [(p, e) for p, e, share in chosen if test(share)]
+            if rows or name != "unknown":
+                out.append((name, [p for p, _ in rows], math.exp(
+                    sum(math.log(max(e, 1e-15)) for _, e in rows) / len(rows)) if rows
+                    else None))
         return out
 
     @property

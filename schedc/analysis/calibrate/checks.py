@@ -2,10 +2,10 @@
 (calibration.check_table), two checks of the model itself:
 
 - the bandwidth ceiling: with every protocol at its full physical share of every link
-  (each fitted `eff` at its upper bound, every start-up and latency at its lower one), can
-  the machine run the log's largest size as fast as it was measured? If not, its links are
-  too slow (or too few) for that log, or a share that is not fitted (`--fit latencies`) too
-  small: inadequate; so is a fit that needs a share at its upper bound to get close;
+  (each `eff` at its upper bound, fitted or not, every start-up and latency at its lower
+  one), can the machine run the log's largest size as fast as it was measured? If not, its
+  links are too slow (or too few) for that log: inadequate; so is a fit that needs a share
+  at its upper bound to get close;
 - systematic misfit: a run of four or more consecutive sizes whose errors all have one sign
   and are all beyond 10 % is a shape the model does not follow (an algorithm or channel
   count NCCL changes there), reported with its size range and its errors.
@@ -17,7 +17,7 @@ import numpy as np
 
 from ...units import format_bytes
 from .calibration import COLLECTIVE_BINARIES, Calibration, Run
-from .model import schedules
+from .model import Model, schedules
 
 MISFIT_ROWS = 4
 MISFIT_ERROR = 0.10
@@ -29,28 +29,19 @@ def adequacy(runs: list[Run], cal: Calibration, models, per_run, theta: np.ndarr
     out = []
     params = cal.params
     for run, model, idx in zip(runs, models, per_run):
-        own = theta[idx].copy()
-        for k, j in enumerate(idx):
-            if params[j].what.endswith("share of a link's bandwidth"):
-                own[k] = params[j].upper
-            elif params[j].what.endswith(("start-up per round", "per hop", "per call")):
-                own[k] = params[j].lower  # the ceiling is of bandwidth alone
+        best_of, ceiling = _ceiling(run, model, [params[j] for j in idx], theta[idx])
         mine = [p for p in cal.comparison.points if p.log == run.log]
         largest = max(mine, key=lambda p: p.size)
-        best = float(model(np.array([float(largest.size)]), own)[0])
+        best = float(best_of(np.array([float(largest.size)]), ceiling)[0])
         collective = run.session.program.result(schedules(run.schedule)[0]).collective
         factor = BUSBW_FACTORS[COLLECTIVE_BINARIES[collective.kind]](len(collective.ranks))
         if best > largest.measured * 1.02:
-            fixed = _fixed_shares(run, model)
-            given = ", ".join(f"{p.name} = {float(p.nominal):.4g}" for p in fixed)
             out.append(f"{INADEQUATE}: {run.log}: even with every protocol at its full share of "
-                       f"a link{f' (but the shares not fitted: {given})' if fixed else ''}, the "
-                       f"machine needs {best * 1e3:.4g} ms for "
+                       f"a link, the machine needs {best * 1e3:.4g} ms for "
                        f"{format_bytes(largest.size)}, measured {largest.measured * 1e3:.4g} ms:"
                        f" a busbw ceiling of {factor * largest.size / best / 1e9:.4g} GB/s "
                        f"below the log's {factor * largest.size / largest.measured / 1e9:.4g} "
-                       "GB/s (its links are too slow or too few for this log"
-                       f"{', or the shares not fitted too small' if fixed else ''})")
+                       "GB/s (its links are too slow or too few for this log)")
     for p in params:
         if p.what.endswith("share of a link's bandwidth") and "at its upper bound" in p.flags:
             out.append(f"{INADEQUATE}: {p.name} ({p.what}) needs its upper bound "
@@ -59,16 +50,29 @@ def adequacy(runs: list[Run], cal: Calibration, models, per_run, theta: np.ndarr
     return out
 
 
-def _fixed_shares(run: Run, model) -> list:
-    """The shares of a link the time depends on that are not fitted (`--fit latencies`):
-    they stay at their values in the ceiling."""
+def _ceiling(run: Run, model: Model, fitted: list, theta: np.ndarray):
+    """The model and params of the bandwidth ceiling: every share of a link at its upper
+    bound, fitted or not (with `--fit latencies` the shares are not fitted, and a ceiling at
+    their values would call a share too small for the log an inadequate machine), every
+    latency at its lower bound, the rest at the fit's values."""
     from .model import default_unknowns
-    from .roles import group_members
+    from .roles import group_members, roles
     program = run.session.program
-    fitted = {p.name for p in model.params}
-    candidates = [program.params[n] for n in default_unknowns(run.session, run.schedule)
-                  if n not in fitted]
-    return [program.params[n] for n in group_members(run.session, "shares", candidates)]
+    names = [p.name for p in model.params]
+    unfitted = [program.params[n] for n in default_unknowns(run.session, run.schedule)
+                if n not in names]
+    shares = group_members(run.session, "shares", unfitted)
+    if shares:
+        model = Model(run.session, run.schedule, (*names, *shares))
+        extra = [r.upper for r in roles(run.session, [program.params[n] for n in shares])]
+        theta = np.concatenate([theta, extra])
+    ceiling = theta.copy()
+    for k, p in enumerate(fitted):
+        if p.what.endswith("share of a link's bandwidth"):
+            ceiling[k] = p.upper
+        elif p.what.endswith(("start-up per round", "per hop", "per call")):
+            ceiling[k] = p.lower  # the ceiling is of bandwidth alone
+    return model, ceiling
 
 
 def misfit_runs(cal: Calibration) -> list[str]:

@@ -44,7 +44,7 @@ from .calibration import (
 )
 from .identify import AT_BOUND, NEAR_BOUND, to_hold
 from .identify import fitted_params as _params
-from .model import Model, check_names, default_unknowns
+from .model import Model, check_names, default_unknowns, group_of
 from .roles import GROUPS, Role, orderings, roles
 
 # The fit rows' noise in log time: nccl-tests' run-to-run spread is a few per cent (the
@@ -96,6 +96,12 @@ def _unknowns(runs: list[Run], names: tuple[str, ...]) -> tuple[list[Unknown], l
             idx.append(index[key])
         per_run.append(idx)
         run_names.append(mine)
+    for name in names:
+        files = [r for r in runs if name not in r.session.program.params]
+        if name in GROUPS and files and not any(group_of(r.session, r.schedule, name)
+                                                for r in files):
+            raise UsageError(f"--fit {name}: no machine file's time depends on a "
+                             f"{GROUPS[name][1]}")
     missing = [n for n in names if n not in GROUPS and not any(n in m for m in run_names)]
     if missing:
         raise UsageError(f"--fit {missing[0]}: no machine file has a param named '{missing[0]}'")

@@ -53,22 +53,21 @@ def check_names(session: Session, schedule: str, names: tuple[str, ...],
                 anywhere: bool = False) -> tuple[str, ...]:
     """The names of `--fit` this file has (all of them unless `anywhere`: with several logs a
     name need only be in one machine file), each checked."""
-    from .roles import GROUPS, group_members
+    from .roles import GROUPS
     program = session.program
     size = size_symbol(session, schedule)
     depends = {s.name for f in _formulas(session, schedule) for s in f.free_symbols}
     out = []
     for k, name in enumerate(names):
+        if name in names[:k]:  # one unknown each: a param twice would be two of the same
+            raise UsageError(f"--fit names {name} twice")
         if name in GROUPS and name not in program.params:
-            candidates = [program.params[n] for n in default_unknowns(session, schedule)]
-            members = group_members(session, name, candidates)
+            members = group_of(session, schedule, name)
             if not members and not anywhere:
                 raise UsageError(f"--fit {name}: the time of '{schedule}' depends on no "
                                  f"{GROUPS[name][1]}")
             out += [n for n in members if n not in names and n not in out]
             continue
-        if name in names[:k]:  # one unknown each: a param twice would be two of the same
-            raise UsageError(f"--fit names {name} twice")
         param = program.params.get(name)
         if param is None:
             if anywhere:
@@ -83,6 +82,13 @@ def check_names(session: Session, schedule: str, names: tuple[str, ...],
             raise UsageError(f"--fit {name}: its nominal value must be positive to fit it")
         out.append(name)
     return tuple(out)
+
+
+def group_of(session: Session, schedule: str, group: str) -> list[str]:
+    """The params of `--fit latencies` or `--fit shares` in this file (roles.GROUPS)."""
+    from .roles import group_members
+    candidates = [session.program.params[n] for n in default_unknowns(session, schedule)]
+    return group_members(session, group, candidates)
 
 
 class Model:
@@ -121,7 +127,9 @@ class Model:
 
     def latency_shares(self, sizes: np.ndarray, theta: np.ndarray) -> list[float | None]:
         """Per size, the share of the time that is latency: the winner's time at size 0 (every
-        bandwidth term is proportional to the size) over its time at the size."""
+        bandwidth term is proportional to the size) over its time at the size; None where
+        that is not in [0, 1]. A link held to window/latency (cost.formula) is counted as
+        bandwidth: its latency is inside a term proportional to the size."""
         functions = [f for _, f in self.protocols] or [self.function]
         times = self._times(sizes, theta, functions)
         at_zero = self._times(np.zeros_like(sizes), theta, functions)

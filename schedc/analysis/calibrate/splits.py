@@ -39,6 +39,10 @@ def leave_one_out(runs: list[Run], names: tuple[str, ...], place: str, drop_wron
         parts.append(part)
         notes += said
         folds.append((run.log, fold))
+    if names:  # e.g. `--fit latencies`: the shares stay at the library's values
+        notes.append("--fit: the params not fitted are at the machine files' values; where a "
+                     "library they import was fitted on the held-out log too, that log's "
+                     "prediction is not a transfer")
     comparison = Comparison(", ".join(dict.fromkeys(r.schedule for r in runs)),
                             tuple(dict.fromkeys(r.log for r in runs)),
                             *(tuple(x for part in parts for x in getattr(part, name))
