@@ -165,13 +165,14 @@ def _refit(run: Run, fold, group: str):
     from schedc.analysis.calibrate.roles import roles
     from schedc.elaborate.program import parse_override
     from schedc.session import Session
+    from schedc.units import base_unit
     program = run.session.program
     fitted = set(group_of(run.session, run.schedule, group))
     others = [program.params[n] for n in default_unknowns(run.session, run.schedule)
               if n not in fitted and _shared(run, n)]
     values = {(p.name, p.log): p.value for p in fold.params}
     given = tuple(parse_override(f"{p.name}={values.get((p.name, None), role.prior)!r} "
-                                 f"{'s' if role.kind != 'eff' else ''}".rstrip())
+                                 f"{base_unit(p.dim)}".rstrip())
                   for p, role in zip(others, roles(run.session, others)))
     path, overrides, limits = run.session.origin
     session = Session.load(path, overrides + given, limits, None, run.session.changes)

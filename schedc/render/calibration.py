@@ -124,11 +124,10 @@ def calibration_text(cal: Calibration, place: str) -> str:
     else:
         out.append(f"geomean |error|: {_percent(c.geomean(True))} on the {fit} fit rows, "
                    f"{_percent(c.geomean(False))} on the {held} held-out rows")
-    out += [f"held out by size: {_ranges(c, False)}"]
+    out.append(f"held out by size: {_ranges(c, False)}")
     if held:
         out.append(f"held out by what bounds the time: {_bounds(c, False)}")
-    out += [
-            f"mean |error|:    {_percent(c.mean(True))} on the fit rows, "
+    out += [f"mean |error|:    {_percent(c.mean(True))} on the fit rows, "
             f"{_percent(c.mean(False))} on the held-out rows", _worst(c, not loo)]
     if not loo:
         out.append(_optimum(cal))

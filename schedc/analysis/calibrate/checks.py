@@ -17,7 +17,8 @@ import numpy as np
 
 from ...units import format_bytes
 from .calibration import COLLECTIVE_BINARIES, Calibration, Run
-from .model import Model, schedules
+from .model import Model, group_of, schedules
+from .roles import roles
 
 MISFIT_ROWS = 4
 MISFIT_ERROR = 0.10
@@ -54,14 +55,10 @@ def _ceiling(run: Run, model: Model, fitted: list, theta: np.ndarray):
     """The model and params of the bandwidth ceiling: every share of a link at its upper
     bound, fitted or not (with `--fit latencies` the shares are not fitted, and a ceiling at
     their values would call a share too small for the log an inadequate machine), every
-    latency at its lower bound, the rest at the fit's values."""
-    from .model import default_unknowns
-    from .roles import group_members, roles
+    fitted latency at its lower bound, the rest at the fit's values."""
     program = run.session.program
     names = [p.name for p in model.params]
-    unfitted = [program.params[n] for n in default_unknowns(run.session, run.schedule)
-                if n not in names]
-    shares = group_members(run.session, "shares", unfitted)
+    shares = [n for n in group_of(run.session, run.schedule, "shares") if n not in names]
     if shares:
         model = Model(run.session, run.schedule, (*names, *shares))
         extra = [r.upper for r in roles(run.session, [program.params[n] for n in shares])]

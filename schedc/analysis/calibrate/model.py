@@ -9,6 +9,7 @@ import sympy
 from ...errors import UsageError, did_you_mean
 from ...session import Session
 from ...units import RATE
+from .roles import GROUPS, group_members
 
 
 def schedules(schedule: str) -> list[str]:
@@ -53,7 +54,6 @@ def check_names(session: Session, schedule: str, names: tuple[str, ...],
                 anywhere: bool = False) -> tuple[str, ...]:
     """The names of `--fit` this file has (all of them unless `anywhere`: with several logs a
     name need only be in one machine file), each checked."""
-    from .roles import GROUPS
     program = session.program
     size = size_symbol(session, schedule)
     depends = {s.name for f in _formulas(session, schedule) for s in f.free_symbols}
@@ -86,7 +86,6 @@ def check_names(session: Session, schedule: str, names: tuple[str, ...],
 
 def group_of(session: Session, schedule: str, group: str) -> list[str]:
     """The params of `--fit latencies` or `--fit shares` in this file (roles.GROUPS)."""
-    from .roles import group_members
     candidates = [session.program.params[n] for n in default_unknowns(session, schedule)]
     return group_members(session, group, candidates)
 
