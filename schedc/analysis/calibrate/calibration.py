@@ -31,7 +31,7 @@ ROW_SHAPES = {"all_reduce": "reduction", "reduce_scatter": "reduction",
               "alltoall": "no reduction", "broadcast": "no reduction"}
 DEFAULT_EVERY = 4
 # A row is latency-bound when latency is more than this share of its predicted time: its
-# prediction rests on the latencies, which transfer between machines far less than the
+# prediction rests on the latencies, which transfer between machines less well than the
 # shares of a link (docs/calibration.md, "What transfers").
 LATENCY_BOUND = 0.5
 MiB = 2**20

@@ -113,8 +113,8 @@ def roles(session: Session, params: list[Param]) -> list[Role]:
 
 # `--fit latencies` and `--fit shares`: every param of those roles that the time depends on
 # (a param of that name, if a file has one, is meant instead). The shares of a link transfer
-# between machines and the latencies do not (docs/calibration.md, "What transfers"), so a new
-# machine is fitted as `--fit latencies` with the shares of a library it imports.
+# between machines better than the latencies (docs/calibration.md, "What transfers"), so a
+# new machine is fitted as `--fit latencies` with the shares of a library it imports.
 GROUPS = {"latencies": (("launch", "startup", "latency"),
                          "latency per call, start-up per round or latency per hop"),
           "shares": (("eff",), "protocol's share of a link")}
