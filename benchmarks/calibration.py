@@ -33,7 +33,6 @@ Accuracy, not speed: each figure is computed once (the fit is deterministic).
 
 from __future__ import annotations
 
-import math
 import sys
 from pathlib import Path
 
@@ -41,7 +40,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 import schedc  # noqa: E402
-from schedc.analysis.calibrate.calibration import Run, Split  # noqa: E402
+from schedc.analysis.calibrate.calibration import Run, Split, geomean_abs  # noqa: E402
 from schedc.analysis.calibrate.fit import calibrate_runs  # noqa: E402
 from schedc.measure.nccl_tests import read_log  # noqa: E402
 
@@ -55,7 +54,7 @@ SMALL = 16  # bytes: the held-out log's rows up to this size fit its own params
 
 
 def _gm(values: list[float]) -> float:
-    return math.exp(sum(math.log(max(abs(v), 1e-15)) for v in values) / len(values))
+    return geomean_abs(values) or 0.0
 
 
 def _pct(x: float) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from ..analysis.calibrate.calibration import Calibration, Comparison, FittedParam
+from ..analysis.calibrate.calibration import Calibration, Comparison, FittedParam, geomean_abs
 from ..files import write_output_with
 from ..units import BYTES, RATE, SECONDS, base_unit, format_bytes, format_quantity, format_seconds
 from . import schema
@@ -84,10 +84,6 @@ def _bounds_json(c: Comparison, fit: bool | None) -> list[dict]:
             for name, rows, g in c.by_bound(fit)]
 
 
-def _latency(c: Comparison, k: int):
-    return None if c.latency[k] is None else json_number(c.latency[k], integer=False)
-
-
 def _optimum(cal: Calibration) -> str:
     reached, made = cal.optimum
     return f"optimum: the best cost reached from {reached} of {made} starts"
@@ -119,8 +115,8 @@ def calibration_text(cal: Calibration, place: str) -> str:
         for log in c.logs:
             sub = [(p, e) for p, e in zip(c.points, c.errors) if p.log == log and not p.fit]
             big = [abs(e) for p, e in sub if p.size >= 2**20]
-            out.append(f"  {log}: {_percent(_gm([abs(e) for _, e in sub]))} over all rows, "
-                       f"{_percent(_gm(big))} over rows >= 1 MiB")
+            out.append(f"  {log}: {_percent(geomean_abs([abs(e) for _, e in sub]))} over all rows, "
+                       f"{_percent(geomean_abs(big))} over rows >= 1 MiB")
     else:
         out.append(f"geomean |error|: {_percent(c.geomean(True))} on the {fit} fit rows, "
                    f"{_percent(c.geomean(False))} on the {held} held-out rows")
@@ -149,13 +145,6 @@ def calibration_text(cal: Calibration, place: str) -> str:
     if not cal.checks and not loo:
         out.append("model check: no inadequacy found (bandwidth ceiling, shares, residual runs)")
     return "\n".join(out) + "\n"
-
-
-def _gm(values: list[float]) -> float | None:
-    import math
-    if not values:
-        return None
-    return math.exp(sum(math.log(max(v, 1e-15)) for v in values) / len(values))
 
 
 def _param_unit(p: FittedParam) -> str:
@@ -188,9 +177,10 @@ def calibration_json(cal: Calibration) -> str:
         "rows": [{"size": p.size, "measured_s": json_number(p.measured, integer=False),
                   "predicted_s": json_number(predicted, integer=False),
                   "error": json_number(e, integer=False), "fit": p.fit, "protocol": w,
-                  "latency_share": _latency(c, k), "log": p.log, "line": p.line}
-                 for k, (p, predicted, e, w) in enumerate(zip(c.points, c.predicted, c.errors,
-                                                              c.protocols))],
+                  "latency_share": json_number(share, integer=False), "log": p.log,
+                  "line": p.line}
+                 for p, predicted, e, w, share in zip(c.points, c.predicted, c.errors,
+                                                      c.protocols, c.latency)],
         "geomean_error_fit": json_number(c.geomean(True), integer=False),
         "geomean_error_heldout": json_number(c.geomean(False), integer=False),
         "worst": {"size": point.size, "error": json_number(error, integer=False)},
@@ -284,9 +274,9 @@ def comparison_json(c: Comparison, fitted: str | None = None) -> str:
         "rows": [{"size": p.size, "measured_s": json_number(p.measured, integer=False),
                   "predicted_s": json_number(predicted, integer=False),
                   "error": json_number(e, integer=False), "protocol": w,
-                  "latency_share": _latency(c, k)}
-                 for k, (p, predicted, e, w) in enumerate(zip(c.points, c.predicted, c.errors,
-                                                              c.protocols))],
+                  "latency_share": json_number(share, integer=False)}
+                 for p, predicted, e, w, share in zip(c.points, c.predicted, c.errors,
+                                                      c.protocols, c.latency)],
         "geomean_error": json_number(c.geomean(None), integer=False),
         "worst": {"size": point.size, "error": json_number(error, integer=False)},
         "mean_error": json_number(c.mean(None), integer=False),

@@ -106,6 +106,14 @@ class FittedParam:
     held: str = ""  # why it is held at its prior, not fitted (identify.py); "" when fitted
 
 
+def geomean_abs(errors) -> float | None:
+    """Geomean |error| (None for no rows); an exact row counts as 1e-15, not as 0."""
+    errors = list(errors)
+    if not errors:
+        return None
+    return math.exp(sum(math.log(max(abs(e), 1e-15)) for e in errors) / len(errors))
+
+
 @dataclass(frozen=True)
 class Comparison:
     """Predicted against measured, row by row."""
@@ -136,10 +144,7 @@ class Comparison:
     def geomean(self, fit: bool | None, lo: float = 0, hi: float = math.inf) -> float | None:
         """Geomean |error| over fit rows (True), held-out rows (False) or all (None), of
         sizes in [lo, hi]."""
-        chosen = self._chosen(fit, lo, hi)
-        if not chosen:
-            return None
-        return math.exp(sum(math.log(max(e, 1e-15)) for e in chosen) / len(chosen))
+        return geomean_abs(self._chosen(fit, lo, hi))
 
     def mean(self, fit: bool | None) -> float | None:
         """Mean |error|: unlike the geomean, not pulled down by a few near-exact rows."""
@@ -155,19 +160,15 @@ class Comparison:
         """(what bounds the time, its rows, geomean |error|): `latency` where latency is more
         than LATENCY_BOUND of the predicted time, else `bandwidth`, and `unknown` for rows
         without a share (listed only when there are any)."""
-        chosen = [(p, abs(e), share) for p, e, share in zip(self.points, self.errors,
-                                                             self.latency)
-                  if fit is None or p.fit == fit]
-        out = []
-        for name, test in (("latency", lambda x: x is not None and x > LATENCY_BOUND),
-                           ("bandwidth", lambda x: x is not None and x <= LATENCY_BOUND),
-                           ("unknown", lambda x: x is None)):
-            rows = [(p, e) for p, e, share in chosen if test(share)]
-            if rows or name != "unknown":
-                out.append((name, [p for p, _ in rows], math.exp(
-                    sum(math.log(max(e, 1e-15)) for _, e in rows) / len(rows)) if rows
-                    else None))
-        return out
+        rows: dict[str, list[tuple[Point, float]]] = {"latency": [], "bandwidth": [],
+                                                      "unknown": []}
+        for p, e, share in zip(self.points, self.errors, self.latency):
+            if fit is None or p.fit == fit:
+                bound = ("unknown" if share is None else
+                         "latency" if share > LATENCY_BOUND else "bandwidth")
+                rows[bound].append((p, e))
+        return [(name, [p for p, _ in mine], geomean_abs([e for _, e in mine]))
+                for name, mine in rows.items() if mine or name != "unknown"]
 
     @property
     def worst(self) -> tuple[Point, float]:

@@ -96,10 +96,9 @@ def _unknowns(runs: list[Run], names: tuple[str, ...]) -> tuple[list[Unknown], l
             idx.append(index[key])
         per_run.append(idx)
         run_names.append(mine)
-    for name in names:
+    for name in (n for n in names if n in GROUPS):
         files = [r for r in runs if name not in r.session.program.params]
-        if name in GROUPS and files and not any(group_of(r.session, r.schedule, name)
-                                                for r in files):
+        if files and not any(group_of(r.session, r.schedule, name) for r in files):
             raise UsageError(f"--fit {name}: no machine file's time depends on a "
                              f"{GROUPS[name][1]}")
     missing = [n for n in names if n not in GROUPS and not any(n in m for m in run_names)]
