@@ -23,7 +23,7 @@ __all__ = ["DEFAULT_TIMEOUT", "Limits", "SchedcError", "Session", "VerificationF
            "__version__", "bound", "calibrate", "check", "compare", "emit", "evaluate",
            "export_astra", "export_msccl", "fitted_sets", "import_machine", "load",
            "machine_summary", "nccl_model", "predict", "report", "scale", "sensitivity", "solve",
-           "sweep", "time", "tune", "validate_msccl", "verify", "verify_files", "verify_for_all",
+           "sweep", "synthesize", "time", "tune", "validate_msccl", "verify", "verify_files", "verify_for_all",
            "whatif"]
 
 if TYPE_CHECKING:
@@ -51,6 +51,7 @@ if TYPE_CHECKING:
         sensitivity,
         solve,
         sweep,
+        synthesize,
         time,
         tune,
         validate_msccl,

@@ -61,6 +61,7 @@ from .exporting import (
 )
 from .forall import verify_for_all
 from .machines import import_machine, machine_summary
+from .synthesizing import Synthesis, synthesize
 from .measuring import (
     calibrate,
     calibrate_logs,
@@ -119,5 +120,6 @@ __all__ = [
     "ForAll", "verify_for_all",
     "calibrate_logs", "read_manifest",
     "validate_msccl",
+    "Synthesis", "synthesize",
     "predict_nccl",
 ]
