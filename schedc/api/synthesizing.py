@@ -119,7 +119,7 @@ def _synthesize(source, machine, kind, over, size, root, chunks, within, name, s
     for part in exact.parts:
         rate = shard / float(part.value)
         packing = pack(program.topology, program.nominal, coll.ranks, part.kind,
-                       coll.root, rate, coll.span)
+                       coll.root, rate, coll.span, finder.shift)
         reached, iterations = min(reached, packing.reached), iterations + packing.iterations
         prefix = "" if len(exact.parts) == 1 else ("rs_" if part.kind == "reduce_scatter" else "ag_")
         phases.append(Phase(plan(packing, within), prefix))

@@ -30,6 +30,7 @@ import numpy as np
 
 from ... import progress
 from ...errors import LimitError, TopologyError
+from ...model.symmetry import HostShift
 from ...model.topology import Topology
 from .arborescence import min_arborescence, shallowest
 
@@ -75,23 +76,39 @@ class Packing:
 
 
 def pack(topology: Topology, nominal: dict, ranks: tuple[int, ...], kind: str,
-         root: int | None, optimum_rate: float, span=None) -> Packing:
+         root: int | None, optimum_rate: float, span=None, shift: HostShift | None = None
+         ) -> Packing:
     """The packing for `kind` over `ranks` (rank indices in trees are positions in `ranks`);
-    `optimum_rate` is the exact optimum's rate (bytes of one root's data per second)."""
+    `optimum_rate` is the exact optimum's rate (bytes of one root's data per second).
+
+    With a host shift that maps every route onto a route (checked edge by edge), the LP is
+    solved over orbits: a symmetric optimum exists (the average of an optimum's shifts), so
+    one variable stands for a tree and its H shifts, one row for an orbit of resources, and
+    only one root per orbit is priced — H times fewer rows, columns and arborescences."""
     inward = kind in ("reduce_scatter", "reduce")
     n = len(ranks)
-    roots = [ranks.index(root)] if kind in ("broadcast", "reduce") else list(range(n))
+    rooted = kind in ("broadcast", "reduce")
     edges, shares, resources, capacity = _routes(topology, nominal, ranks, inward, span)
+    row_of = {(int(a), int(b)): k for k, (a, b) in enumerate(edges)}
+    orbits = None if rooted else _orbits(shift, ranks, resources, row_of, edges, shares)
+    sigma, orbit_of, copies = orbits if orbits is not None else (
+        np.arange(n)[None, :], np.arange(len(resources)), 1)
+    order = len(sigma)
+    roots = [ranks.index(root)] if rooted else sorted({int(sigma[:, a].min()) for a in range(n)})
+    weight_of_root = np.array([order / len({int(x) for x in sigma[:, c]}) for c in roots])
+    rows = int(orbit_of.max()) + 1
+    orbit_size = np.bincount(orbit_of, minlength=rows)
     scale = float(capacity.max())
-    capacity = capacity / scale
+    orbit_capacity = np.zeros(rows)
+    orbit_capacity[orbit_of] = capacity / scale
+    per_resource = order / orbit_size[orbit_of]  # a price's weight on each resource of an orbit
     trees: list[tuple[int, tuple[tuple[int, int], ...]]] = []
     columns: list[np.ndarray] = []
     seen: set = set()
-    row_of = {(int(a), int(b)): k for k, (a, b) in enumerate(edges)}
 
-    def cost_matrix(y: np.ndarray) -> np.ndarray:
+    def cost_matrix(y_resources: np.ndarray) -> np.ndarray:
         matrix = np.full((n, n), np.inf)
-        matrix[edges[:, 0], edges[:, 1]] = shares @ y
+        matrix[edges[:, 0], edges[:, 1]] = shares @ y_resources
         return matrix
 
     def tree(c: int, matrix: np.ndarray) -> tuple[tuple[int, int], ...]:
@@ -102,12 +119,15 @@ def pack(topology: Topology, nominal: dict, ranks: tuple[int, ...], kind: str,
                                 f"{topology.devices[ranks[c]].name}", span) from None
         return _breadth_first(shallowest(matrix, parent, c, 1e-12), c)
 
+    def load(found) -> np.ndarray:
+        return np.asarray(shares[[row_of[e] for e in found]].sum(axis=0)).ravel()
+
     def add(c: int, found: tuple[tuple[int, int], ...]) -> bool:
         if (c, found) in seen:
             return False
         seen.add((c, found))
         trees.append((c, found))
-        columns.append(np.asarray(shares[[row_of[e] for e in found]].sum(axis=0)).ravel())
+        columns.append(np.bincount(orbit_of, weights=load(found) * per_resource, minlength=rows))
         return True
 
     start = cost_matrix(1.0 / capacity)  # the first trees: the cheapest by bandwidth alone
@@ -119,12 +139,12 @@ def pack(topology: Topology, nominal: dict, ranks: tuple[int, ...], kind: str,
     while True:
         iterations += 1
         ticker.advance()
-        rate, weights, y, z = _master(columns, trees, roots, capacity)
+        rate, weights, y, z = _master(columns, trees, roots, weight_of_root, orbit_capacity)
         if rate >= target * (1 - 1e-9) or iterations >= MAX_ITERATIONS:
             break
-        matrix = cost_matrix(y)
+        matrix = cost_matrix(y[orbit_of] * per_resource)
         added = 0
-        for c, zc in zip(roots, z):
+        for c, zc in zip(roots, z * weight_of_root):
             found = tree(c, matrix)
             price = float(sum(matrix[e] for e in found))
             if price < zc - _EPS * max(1.0, zc):
@@ -132,12 +152,57 @@ def pack(topology: Topology, nominal: dict, ranks: tuple[int, ...], kind: str,
         if not added:
             break
     ticker.finish()
-    kept = [k for k, w in enumerate(weights) if w > _EPS * max(rate, _EPS)]
-    packed = tuple(Tree(trees[k][0], trees[k][1], float(weights[k])) for k in kept)
-    loads = np.array([columns[k] / capacity for k in kept]) if kept else np.zeros((0, len(resources)))
-    seconds = shares.multiply(1.0 / (capacity * scale)[None, :]).tocsr()
+    expanded: dict[tuple, float] = {}  # each kept tree and its shifts, at its weight
+    for k, w in enumerate(weights):
+        if w > _EPS * max(rate, _EPS):
+            c, found = trees[k]
+            for image in sigma:
+                key = (int(image[c]), tuple((int(image[a]), int(image[b])) for a, b in found))
+                expanded[key] = expanded.get(key, 0.0) + float(w)
+    packed = tuple(Tree(c, found, w) for (c, found), w in sorted(expanded.items()))
+    seconds = shares.multiply(1.0 / (capacity[None, :])).tocsr()
+    loads = np.array([load(t.edges) / capacity for t in packed]) if packed else \
+        np.zeros((0, len(resources)))
     return Packing(kind, packed, rate * scale, rate / target if target else 1.0, iterations,
-                   loads / scale, resources, row_of, seconds)
+                   loads, resources, row_of, seconds)
+
+
+def _orbits(shift: HostShift | None, ranks: tuple[int, ...], resources: tuple[int, ...],
+            row_of: dict, edges: np.ndarray, shares) -> tuple[np.ndarray, np.ndarray, int] | None:
+    """(σ^k on rank indices for k = 0..H-1, each resource's orbit, H), if the shift maps the
+    ranks onto themselves and every edge's route onto the image edge's route; else None."""
+    if shift is None:
+        return None
+    position = {d: k for k, d in enumerate(ranks)}
+    ids = np.asarray(ranks, dtype=np.int64)
+    try:
+        sigma = np.array([[position[int(d)] for d in shift.devices.power(k, ids)]
+                          for k in range(shift.order)])
+    except KeyError:
+        return None
+    local = {r: k for k, r in enumerate(resources)}
+    try:
+        rho = np.array([local[int(r)] for r in shift.resources.power(1, np.asarray(resources))])
+    except KeyError:
+        return None
+    image_rows = [row_of.get((int(sigma[1, a]), int(sigma[1, b]))) for a, b in edges]
+    if any(r is None for r in image_rows):
+        return None
+    moved = shares[image_rows].toarray()  # the image edges' loads, as rows
+    mapped = np.zeros_like(moved)
+    mapped[:, rho] = shares.toarray()  # each edge's loads carried to the images of resources
+    if not np.allclose(moved, mapped, rtol=1e-12, atol=0):
+        return None
+    orbit_of = np.full(len(resources), -1)
+    count = 0
+    for e in range(len(resources)):
+        if orbit_of[e] < 0:
+            x = e
+            while orbit_of[x] < 0:
+                orbit_of[x] = count
+                x = rho[x]
+            count += 1
+    return sigma, orbit_of, shift.order
 
 
 def _routes(topology: Topology, nominal: dict, ranks: tuple[int, ...], inward: bool, span):
@@ -193,8 +258,9 @@ def _breadth_first(parent: np.ndarray, root: int) -> tuple[tuple[int, int], ...]
                 nxt.append(b)
         frontier = nxt
     return tuple(order)
-def _master(columns, trees, roots, capacity):
-    """The restricted LP: (r, tree weights, resource duals y, root duals z)."""
+def _master(columns, trees, roots, weight_of_root, capacity):
+    """The restricted LP: (r, tree weights, resource duals y, root duals z); a root's row
+    counts each of its trees `weight_of_root` times (its shifts that root there)."""
     from scipy.optimize import linprog  # type: ignore[import-untyped]  # no types
     from scipy.sparse import csr_array, hstack, vstack  # type: ignore[import-untyped]
 
@@ -203,7 +269,7 @@ def _master(columns, trees, roots, capacity):
     loads = csr_array(np.column_stack(columns))  # resources × trees
     owner = np.zeros((len(roots), t))
     for k, (c, _) in enumerate(trees):
-        owner[row_of[c], k] = -1.0
+        owner[row_of[c], k] = -weight_of_root[row_of[c]]
     a_ub = vstack([hstack([loads, csr_array((m, 1))]),
                    hstack([csr_array(owner), csr_array(np.ones((len(roots), 1)))])])
     b_ub = np.concatenate([capacity, np.zeros(len(roots))])
