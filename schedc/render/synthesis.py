@@ -9,7 +9,7 @@ from . import schema
 from .text import dump_json, json_number
 
 if TYPE_CHECKING:
-    from ..api.synthesizing import Synthesis
+    from ..analysis.synthesize.result import Synthesis
 
 
 def synthesis_text(s: Synthesis, written: str | None) -> str:

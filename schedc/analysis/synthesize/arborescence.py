@@ -13,59 +13,73 @@ import numpy as np
 def min_arborescence(cost: np.ndarray, root: int) -> np.ndarray:
     """parent[v] of the spanning out-tree from `root` of least Σ cost[parent[v], v]
     (parent[root] = -1). `cost[u, v]` is the cost of edge u → v, inf where there is none;
-    raises ValueError if some node cannot be reached."""
+    raises ValueError if some node cannot be reached.
+
+    Each level takes every node's cheapest entering edge; if they form cycles, all of them
+    are contracted at once (an edge into a cycle costs less the edge it replaces) and the
+    smaller problem is solved the same way, then expanded. With many equal costs (a
+    packing's prices are mostly 0) many cycles form per level, so few levels are needed."""
     n = len(cost)
     w = cost.astype(float, copy=True)
     np.fill_diagonal(w, np.inf)
     w[:, root] = np.inf
     parent = np.argmin(w, axis=0)
     best = w[parent, np.arange(n)]
-    if np.isinf(np.delete(best, root)).any():
+    best[root] = 0.0
+    if np.isinf(best).any():
         raise ValueError("some node has no edge into it")
     parent[root] = -1
-    cycle = _cycle(parent, root)
-    if cycle is None:
+    cycles = _cycles(parent, root)
+    if not cycles:
         return parent
-    # Contract the cycle into one node (the last index) and solve the smaller problem.
-    inside = np.zeros(n, dtype=bool)
-    inside[cycle] = True
-    outside = np.flatnonzero(~inside)
-    m = len(outside)
-    small = np.full((m + 1, m + 1), np.inf)
-    small[:m, :m] = w[np.ix_(outside, outside)]
-    entering = w[np.ix_(outside, cycle)] - best[cycle]  # u → v in the cycle, less v's edge
-    enter_at = np.argmin(entering, axis=1)
-    small[:m, m] = entering[np.arange(m), enter_at]
-    leaving = w[np.ix_(cycle, outside)]
-    leave_from = np.argmin(leaving, axis=0)
-    small[m, :m] = leaving[leave_from, np.arange(m)]
-    contracted = min_arborescence(small, int(np.flatnonzero(outside == root)[0]))
+    group = np.full(n, -1)  # node -> its node in the contracted problem
+    for k, cycle in enumerate(cycles):
+        group[cycle] = k
+    alone = np.flatnonzero(group < 0)
+    group[alone] = len(cycles) + np.arange(len(alone))
+    size = len(cycles) + len(alone)
+    in_cycle = group < len(cycles)
+    reduced = w - np.where(in_cycle, best, 0.0)[None, :]  # entering a cycle replaces its edge
+    order = np.argsort(group, kind="stable")
+    starts = np.searchsorted(group[order], np.arange(size))
+    rows = np.minimum.reduceat(reduced[order], starts, axis=0)  # group × node
+    small = np.minimum.reduceat(rows[:, order], starts, axis=1)  # group × group
+    np.fill_diagonal(small, np.inf)
+    contracted = min_arborescence(small, int(group[root]))
+    # Expand: into each group, the edge its contracted parent edge stands for — the target
+    # of least reduced cost from the parent group, and the cheapest source there.
+    above = contracted[group]  # each node's group's parent group (-1: the root's)
+    entering = np.where(above >= 0, rows[above.clip(0), np.arange(n)], np.inf)
+    by_group = np.lexsort((entering, group))
+    firsts = by_group[np.searchsorted(group[by_group], np.arange(size))]
+    targets = firsts[contracted[group[firsts]] >= 0]
+    sources = contracted[group[targets]]
+    costs = np.where(group[:, None] == sources[None, :], reduced[:, targets], np.inf)
     result = parent.copy()
-    for k, v in enumerate(outside):
-        p = contracted[k]
-        result[v] = -1 if p < 0 else (outside[p] if p < m else cycle[leave_from[k]])
-    into = int(contracted[m])  # the cycle's parent in the contracted tree
-    v_in = cycle[enter_at[into]]
-    result[v_in] = outside[into]
+    result[~in_cycle] = -1
+    result[targets] = np.argmin(costs, axis=0)  # a cycle keeps its other edges
+    result[root] = -1
     return result
 
 
-def _cycle(parent: np.ndarray, root: int) -> list[int] | None:
-    """A cycle of the parent pointers, if any (the nodes on it, in order)."""
-    state = np.zeros(len(parent), dtype=np.int8)  # 0 new, 1 on the current walk, 2 done
+def _cycles(parent: np.ndarray, root: int) -> list[list[int]]:
+    """Every cycle of the parent pointers (the nodes on each, in order)."""
+    state = [0] * len(parent)  # 0 new, 1 on the current walk, 2 done
     state[root] = 2
-    for start in range(len(parent)):
+    up = parent.tolist()
+    found = []
+    for start in range(len(up)):
         walk = []
         v = start
         while state[v] == 0:
             state[v] = 1
             walk.append(v)
-            v = parent[v]
+            v = up[v]
         if state[v] == 1:  # came back to the walk: a cycle
-            return walk[walk.index(v):]
+            found.append(walk[walk.index(v):])
         for x in walk:
             state[x] = 2
-    return None
+    return found
 
 
 def shallowest(cost: np.ndarray, parent: np.ndarray, root: int, tolerance: float) -> np.ndarray:
