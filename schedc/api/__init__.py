@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from ..choices import EXECUTORS, NCCL_EXECUTOR, NCCL_PROTOCOLS
 from ..deadline import DEFAULT_TIMEOUT
 from ..errors import SchedcError, VerificationFailed
 from ..files import (  # what a run reads and writes (see files.py)
@@ -25,7 +26,14 @@ from ..files import (  # what a run reads and writes (see files.py)
     check_output,
     check_output_folder,
 )
-from ..limits import DEFAULT_POINTS, MAX_CUTS, Limits
+from ..limits import (
+    DEFAULT_POINTS,
+    MAX_CHANNELS,
+    MAX_CUTS,
+    MAX_SIZE,
+    MAX_STEP_IDS,
+    Limits,
+)
 from ..progress import listening
 from .analysing import (
     Sensitivities,
@@ -42,6 +50,7 @@ from .analysing import (
 from .changing import whatif
 from .compiling import (
     MAX_EMIT_LINES,
+    STAGES,
     VerifiedFile,
     compare,
     emit,
@@ -60,7 +69,7 @@ from .exporting import (
     validate_msccl,
 )
 from .forall import verify_for_all
-from .machines import import_machine, machine_summary
+from .machines import MAX_HOSTS, NVLINKS, SMS, import_machine, machine_summary
 from .measuring import (
     calibrate,
     calibrate_logs,
@@ -120,4 +129,6 @@ __all__ = [
     "calibrate_logs", "read_manifest",
     "validate_msccl",
     "predict_nccl",
+    "EXECUTORS", "MAX_CHANNELS", "MAX_HOSTS", "MAX_SIZE", "MAX_STEP_IDS", "NCCL_EXECUTOR",
+    "NCCL_PROTOCOLS", "NVLINKS", "SMS", "STAGES",
 ]

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from ..deadline import DEFAULT_TIMEOUT
 from ..limits import MAX_CUTS
+from .arguments import whole, work_limits
 from .compiling import load, verified_timings
 
 if TYPE_CHECKING:
@@ -156,6 +157,7 @@ def bound(session: Session, schedules: Iterable[str] = (), *, max_cuts: int = MA
         ['allreduce']
     """
     from ..analysis.bound.bounds import bound_all
+    max_cuts = whole(max_cuts, "--max-cuts")
     names = session.selected(tuple(schedules), required=False)
     groups = bound_all(session, names, max_cuts)  # bad input before verification
     verified_timings(session, names, verify)
@@ -182,11 +184,12 @@ def scale(session: Session, param: str, schedules: Iterable[str] = (), *, start:
     from dataclasses import replace
 
     from ..analysis.scale.forms import Scaler
+    start = whole(start, "--from")
+    values = tuple(whole(n, "--at") for n in at)
     names = session.selected(tuple(schedules))
     scaler = Scaler(session, param.strip(), names, start, bounds,
                     lambda at, name: verified_timings(at, [name], verify))
     results = [scaler.scale(name) for name in names]
-    values = tuple(at)
     return [replace(r, at=tuple(scaler.evaluate(r, n, extrapolate) for n in values))
             for r in results]
 
@@ -213,10 +216,9 @@ def check(paths: str | Path | Iterable[str | Path], sets: Iterable[str] = (), *,
         [False, False, False, False]
     """
     from ..analysis.check import check_file, sched_files
-    from ..limits import Limits
     if isinstance(paths, (str, Path)):
         paths = [paths]
-    limits = Limits(max_transfers or Limits.transfers, max_rounds or Limits.steps)
+    limits = work_limits(max_transfers, max_rounds)
     machine_path = None if machine is None else Path(machine)
     return [check_file(path, timeout, limits, tuple(sets), machine_path, ranks)
             for path in sched_files([Path(p) for p in paths])]

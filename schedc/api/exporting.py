@@ -8,8 +8,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, NamedTuple
 
+from ..choices import EXECUTORS, LAYOUTS, NCCL_EXECUTOR, NCCL_PROTOCOLS
 from ..deadline import DEFAULT_TIMEOUT
-from ..limits import MAX_CUTS
+from ..limits import MAX_CHANNELS, MAX_CUTS, MAX_SIZE, MAX_STEP_IDS
+from .arguments import one_of, optional_whole, whole
 from .compiling import refusal, verified_timings
 
 if TYPE_CHECKING:
@@ -18,12 +20,9 @@ if TYPE_CHECKING:
     from ..language.syntax import NcclName
     from ..session import Session
 
-MAX_BYTES = 2**63 - 1  # the executor's default upper size: any
-
-
 def export_msccl(session: Session, schedule: str, *, proto: str = "Simple", channels: int = 1,
-                 executor: str = "msccl-executor-nccl", min_bytes: int = 0,
-                 max_bytes: int = MAX_BYTES, verify: bool = True, max_steps: int | None = None,
+                 executor: str = NCCL_EXECUTOR, min_bytes: int = 0,
+                 max_bytes: int = MAX_SIZE, verify: bool = True, max_steps: int | None = None,
                  layout: str = "inplace") -> str:
     """A schedule as an MSCCL XML algorithm (the text), verified first, within `executor`'s
     limits ("msccl-executor-nccl", or "msccl": microsoft/msccl, which also names
@@ -38,12 +37,15 @@ def export_msccl(session: Session, schedule: str, *, proto: str = "Simple", chan
     """
     from ..errors import UsageError
     from ..export.msccl_xml import export_msccl as write_xml
+    proto = one_of(proto, "--proto", NCCL_PROTOCOLS)
+    channels = whole(channels, "--channels", 1, MAX_CHANNELS)
+    executor = one_of(executor, "--executor", EXECUTORS)
+    max_steps = optional_whole(max_steps, "--max-steps", 1, MAX_STEP_IDS)
+    min_bytes = whole(min_bytes, "--min-bytes", 0, MAX_SIZE)
+    max_bytes = whole(max_bytes, "--max-bytes", 0, MAX_SIZE)
     if max_bytes < min_bytes:
         raise UsageError("--max-bytes is less than --min-bytes")
-    if layout not in ("inplace", "outofplace", "both"):
-        raise UsageError(f"layout {layout!r}: one of inplace, outofplace, both")
-    if executor not in ("msccl-executor-nccl", "msccl"):
-        raise UsageError(f"--executor {executor}: one of msccl-executor-nccl, msccl")
+    layout = one_of(layout, "layout", LAYOUTS)
     name = session.selected((schedule,))[0]
     if verify:
         from ..analysis.verify.verdict import verdict
@@ -62,13 +64,16 @@ def validate_msccl(path: str, executor: str, max_steps: int | None = None) -> st
         >>> schedc.validate_msccl("tests/fixtures/hierarchical.xml", "msccl")
         'tests/fixtures/hierarchical.xml: msccl would load it ...'
     """
+    from pathlib import Path
+
     from ..errors import UsageError
     from ..msccl.document import check_file
-    from ..msccl.rules import EXECUTORS, MAX_STEPS, ExecutorRulesError
-    if executor not in EXECUTORS:
-        raise UsageError(f"--executor {executor}: one of {', '.join(EXECUTORS)}")
-    if max_steps is not None and not 1 <= max_steps <= MAX_STEPS["msccl"] * 128:
-        raise UsageError("--max-steps must be between 1 and 32768 (the step ids are int16_t)")
+    from ..msccl.rules import ExecutorRulesError
+    executor = one_of(executor, "--executor", EXECUTORS)
+    max_steps = optional_whole(max_steps, "--max-steps", 1, MAX_STEP_IDS)
+    if Path(path).suffix.lower() != ".xml":
+        raise UsageError(f"{path}: --executor checks an MSCCL XML file (FILE.xml) against the "
+                         "executor's rules; a .sched file is verified without --executor")
     found, counts = check_file(path, executor, max_steps)
     if found:
         raise ExecutorRulesError(executor, found)
@@ -135,6 +140,8 @@ def tune(session: Session, collective: str, sizes: str, *, nodes: str | Iterable
         >>> [s.fastest for s in tuning.tables[0].envelope.stretches]
         ['doubling', 'ring']
     """
+    from ..export.tuner import COLLECTIVES
+    collective = one_of(collective, "--collective", tuple(COLLECTIVES))
     per_nodes, counts = _node_counts(session, nodes, nodes_param)
     sessions = [session] if per_nodes is None else [session.at({per_nodes: n}) for n in counts]
     tables = tuple(_tune_at(at, collective, sizes, timeout, verify) for at in sessions)
@@ -229,5 +236,6 @@ def report(session: Session, *, timeout: float = DEFAULT_TIMEOUT, max_cuts: int 
     """
     from ..analysis.overview import overview
     from ..render.html import report_html
+    max_cuts = whole(max_cuts, "--max-cuts")
     timings = verified_timings(session, session.selected(), verify)
     return report_html(session.program, overview(session, timings, timeout, max_cuts))

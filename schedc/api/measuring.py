@@ -7,6 +7,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from .arguments import whole
 from .compiling import verified_timings
 
 if TYPE_CHECKING:
@@ -49,6 +50,7 @@ def calibrate(session: Session, logs: Iterable[str | Path], schedule: str | None
         ['a_L', 'B_L']
     """
     from ..analysis.calibrate.calibration import calibrate as fit_params
+    every = whole(every, "--every")
     name = _schedule(session, schedule)
     verified_timings(session, name.split(","), verify)
     return fit_params(session, name, _tables(logs), tuple(fit), every, _place(in_place),
@@ -67,6 +69,7 @@ def calibrate_logs(pairs: Iterable[tuple[str | Path, Session]], schedule: str | 
     """
     from ..analysis.calibrate.calibration import Run
     from ..analysis.calibrate.fit import calibrate_runs
+    every = whole(every, "--every")
     runs = []
     for log, session in pairs:
         name = _schedule(session, schedule)
@@ -82,6 +85,7 @@ def parse_split(text: str, every: int = 4):
     (the held-out log's own params fitted on its rows up to SIZE, e.g. leave-one-out:16B)."""
     from ..analysis.calibrate.calibration import Split
     from ..errors import UsageError
+    every = whole(every, "--every")
     if text == "interleaved":
         return Split("interleaved", every)
     if text == "leave-one-out":

@@ -39,7 +39,7 @@ from .paths import InputPath, OutputPath
               help="Which rows are held out: every --every-th size is fit (interleaved); sizes "
               "above SIZE (size:64MiB, extrapolation); each log in turn (leave-one-out; "
               "leave-one-out:16B also fits its own params on its rows up to 16 B).")
-@click.option("--every", type=click.IntRange(min=1), default=4, show_default=True,
+@click.option("--every", type=int, default=4, show_default=True,
               help="With --split interleaved: fit on one size in this many (and the largest).")
 @click.option("--in-place", is_flag=True, help="Use the in-place times (default: out-of-place).")
 @click.option("--drop-wrong", is_flag=True,

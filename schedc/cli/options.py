@@ -83,10 +83,10 @@ def plot_option(func):
 
 def limit_options(func):
     """`--max-transfers` and `--max-rounds`, passed on as one `limits` argument: the keyword
-    arguments of `schedc.load` that set them."""
-    @click.option("--max-transfers", type=click.IntRange(min=1), default=Limits.transfers,
+    arguments of `schedc.load` that set them (and check them: at least 1)."""
+    @click.option("--max-transfers", type=int, default=Limits.transfers,
                   show_default=True, help="Refuse a schedule making more transfers.")
-    @click.option("--max-rounds", type=click.IntRange(min=1), default=Limits.steps,
+    @click.option("--max-rounds", type=int, default=Limits.steps,
                   show_default=True,
                   help="Refuse a schedule making more rounds and loop iterations.")
     @functools.wraps(func)

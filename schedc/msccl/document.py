@@ -18,6 +18,7 @@ from typing import Any
 
 from ..errors import ElaborationError, LoadError, ParseError, SourceFile, Span, decode_source
 from ..files import read_input
+from ..limits import MAX_CHANNELS
 from ..xmltree import Element, start_of
 from ..xmltree import parse as parse_xml
 from .custom import CUSTOM, custom_collective
@@ -32,7 +33,6 @@ PROTOCOLS = ("Simple", "LL", "LL128")
 COLLECTIVES = {"allreduce": "allreduce", "allgather": "allgather", "alltoall": "alltoall",
                "reducescatter": "reduce_scatter", "reduce_scatter": "reduce_scatter"}
 MAX_THREAD_BLOCKS = 32 * 32  # MSCCL_MAX_NUM_THREAD_BLOCKS: 32 per channel × MAXCHANNELS
-MAX_CHANNELS = 32
 
 # Which buffers a step type reads (src) and writes or forwards from (dst).
 USES_SRC = {"s", "rrs", "rrc", "rrcs", "cpy", "re", "ra"}

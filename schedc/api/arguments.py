@@ -1,0 +1,49 @@
+"""The API's checks of its arguments: one rule per option, applied where the API is called, so
+that a script and the command line meet the same refusal. The command line converts an
+option to its type (click's `int`, `float`) and leaves its range to these checks; each
+raises `UsageError` naming the option as the command line spells it (`--channels 0: must be
+from 1 to 32`), which is also the keyword argument a script passed.
+
+Imports nothing heavy: the command line reads the ranges below for its help.
+"""
+
+from __future__ import annotations
+
+from numbers import Integral
+
+from ..errors import UsageError
+from ..limits import Limits
+
+
+def whole(value: object, option: str, lo: int = 1, hi: int | None = None) -> int:
+    """`value` as an int from `lo` to `hi` (both included; `hi` None: no upper end). A bool
+    or a float is refused, as the command line refuses `--channels 1.5`."""
+    if isinstance(value, bool) or not isinstance(value, Integral):
+        raise UsageError(f"{option} {value!r}: must be a whole number {_range_text(lo, hi)}")
+    if value < lo or (hi is not None and value > hi):
+        raise UsageError(f"{option} {value}: must be {_range_text(lo, hi)}")
+    return int(value)
+
+
+def _range_text(lo: int, hi: int | None) -> str:
+    return f"at least {lo:,}" if hi is None else f"from {lo:,} to {hi:,}"
+
+
+def optional_whole(value: object, option: str, lo: int = 1, hi: int | None = None
+                   ) -> int | None:
+    """`whole`, with None (the option not given) passed through."""
+    return None if value is None else whole(value, option, lo, hi)
+
+
+def one_of(value: object, option: str, choices: tuple[str, ...]) -> str:
+    if not isinstance(value, str) or value not in choices:
+        raise UsageError(f"{option} {value}: one of {', '.join(choices)}")
+    return value
+
+
+def work_limits(max_transfers: int | None, max_rounds: int | None) -> Limits:
+    """The `Limits` of `max_transfers` and `max_rounds` (None: the defaults), each at least 1:
+    a limit of 0 would refuse every schedule, not lift the limit."""
+    return Limits(Limits.transfers if max_transfers is None else
+                  whole(max_transfers, "--max-transfers"),
+                  Limits.steps if max_rounds is None else whole(max_rounds, "--max-rounds"))
