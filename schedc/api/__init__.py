@@ -86,6 +86,7 @@ if TYPE_CHECKING:
     from ..analysis.calibrate.calibration import Calibration, Comparison
     from ..analysis.check import FileCheck
     from ..analysis.forall.family import ForAll
+    from ..analysis.machine import MachineSummary
     from ..analysis.scale.pieces import Scaling
     from ..analysis.solve.instances import IntegerSearch
     from ..analysis.solve.reports import ReportValue
@@ -94,6 +95,7 @@ if TYPE_CHECKING:
     from ..analysis.verify.verdict import Verdict
     from ..analysis.whatif import WhatIf
     from ..cost.timing import Timing
+    from ..export.astra import AstraExport
     from ..session import Session
 
 # The result types, for isinstance and annotations; imported on first use (they bring SymPy).
@@ -105,7 +107,8 @@ RESULT_TYPES = {
     "Calibration": "schedc.analysis.calibrate.calibration",
     "Comparison": "schedc.analysis.calibrate.calibration", "FileCheck": "schedc.analysis.check",
     "ReportValue": "schedc.analysis.solve.reports", "WhatIf": "schedc.analysis.whatif",
-    "ForAll": "schedc.analysis.forall.family",
+    "ForAll": "schedc.analysis.forall.family", "MachineSummary": "schedc.analysis.machine",
+    "AstraExport": "schedc.export.astra",
 }
 
 
@@ -116,19 +119,27 @@ def __getattr__(name: str):
     raise AttributeError(f"module 'schedc.api' has no attribute {name!r}")
 
 
+# The whole public API, which `schedc` re-exports (tests/test_api_names.py keeps the two lists
+# and the type checkers' imports equal).
 __all__ = [
-    "Bounds", "Calibration", "Comparison", "FileCheck", "IntegerSearch", "ReportValue",
-    "Scaling", "Session", "Solution", "Sweep", "Timing", "Verdict",
-    "RUN", "Run", "check_output", "check_output_folder", "DEFAULT_POINTS", "DEFAULT_TIMEOUT", "MAX_CUTS", "MAX_EMIT_LINES", "Limits", "SchedcError",
-    "Sensitivities", "TunedTable", "Tuning", "VerifiedFile", "VerificationFailed", "bound", "calibrate", "check", "compare", "emit", "evaluate",
-    "export_astra", "export_msccl", "fitted_sets", "listening", "load", "plot_prediction", "plot_solution",
-    "predict", "protocol_switches", "report", "scale", "sensitivity", "solve", "sweep", "time",
-    "tune", "verify", "verify_files", "import_machine", "machine_summary", "WhatIf", "whatif",
-    "NcclModel", "nccl_model",
-    "ForAll", "verify_for_all",
-    "calibrate_logs", "read_manifest",
-    "validate_msccl",
-    "predict_nccl",
-    "EXECUTORS", "MAX_CHANNELS", "MAX_HOSTS", "MAX_SIZE", "MAX_STEP_IDS", "NCCL_EXECUTOR",
+    # the commands, one function each
+    "bound", "calibrate", "calibrate_logs", "check", "compare", "emit", "evaluate",
+    "export_astra", "export_msccl", "import_machine", "load", "machine_summary", "nccl_model",
+    "predict", "predict_nccl", "protocol_switches", "report", "scale", "sensitivity", "solve",
+    "sweep", "time", "tune", "validate_msccl", "verify", "verify_files", "verify_for_all",
+    "whatif",
+    # helpers of the commands: plots, a calibration's inputs and outputs, files, progress
+    "check_output", "check_output_folder", "fitted_sets", "listening", "plot_prediction",
+    "plot_solution", "read_manifest", "RUN", "Run",
+    # what they return
+    "AstraExport", "Bounds", "Calibration", "Comparison", "FileCheck", "ForAll",
+    "IntegerSearch", "MachineSummary", "NcclModel", "ReportValue", "Scaling", "Sensitivities",
+    "Session", "Solution", "Sweep", "Timing", "TunedTable", "Tuning", "Verdict",
+    "VerifiedFile", "WhatIf",
+    # errors
+    "SchedcError", "VerificationFailed",
+    # the options' defaults, ranges and names
+    "DEFAULT_POINTS", "DEFAULT_TIMEOUT", "EXECUTORS", "Limits", "MAX_CHANNELS", "MAX_CUTS",
+    "MAX_EMIT_LINES", "MAX_HOSTS", "MAX_SIZE", "MAX_STEP_IDS", "NCCL_EXECUTOR",
     "NCCL_PROTOCOLS", "NVLINKS", "SMS", "STAGES",
 ]
