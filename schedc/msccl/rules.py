@@ -19,13 +19,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import cache, lru_cache
 
+from ..choices import MSCCL_EXECUTOR, NCCL_EXECUTOR
 from ..errors import ElaborationError, Span
 from ..limits import MAX_CHANNELS  # MAXCHANNELS: src/include/device.h:65 / devcomm.h:51
 from ..xmltree import Element
 from .tokens import TokenProblem, scan
 
-NCCL, MSCCL = "msccl-executor-nccl", "msccl"
-EXECUTORS = (NCCL, MSCCL)
+NCCL, MSCCL = NCCL_EXECUTOR, MSCCL_EXECUTOR
 PARSER = {NCCL: "Azure/msccl-executor-nccl src/misc/msccl/msccl_parser.cc",
           MSCCL: "microsoft/msccl src/graph/topo.cc"}
 COMMITS = {NCCL: "c6f6b36d1a4c7ae44916fcc5c8e32c95cce2ae54",
