@@ -71,15 +71,19 @@ from .exporting import (
 from .forall import verify_for_all
 from .machines import MAX_HOSTS, NVLINKS, SMS, import_machine, machine_summary
 from .measuring import (
+    FitNotWritten,
     calibrate,
+    calibrate_files,
     calibrate_logs,
+    calibration_pairs,
     fitted_sets,
     plot_prediction,
     predict,
     predict_nccl,
     read_manifest,
+    write_calibration,
 )
-from .nccl import NcclModel, nccl_model
+from .nccl import Against, NcclModel, against_nccl, nccl_model
 
 if TYPE_CHECKING:
     from ..analysis.bound.bounds import Bounds
@@ -123,21 +127,21 @@ def __getattr__(name: str):
 # and the type checkers' imports equal).
 __all__ = [
     # the commands, one function each
-    "bound", "calibrate", "calibrate_logs", "check", "compare", "emit", "evaluate",
+    "against_nccl", "bound", "calibrate", "calibrate_files", "calibrate_logs", "check", "compare", "emit", "evaluate",
     "export_astra", "export_msccl", "import_machine", "load", "machine_summary", "nccl_model",
     "predict", "predict_nccl", "protocol_switches", "report", "scale", "sensitivity", "solve",
     "sweep", "time", "tune", "validate_msccl", "verify", "verify_files", "verify_for_all",
     "whatif",
     # helpers of the commands: plots, a calibration's inputs and outputs, files, progress
-    "check_output", "check_output_folder", "fitted_sets", "listening", "plot_prediction",
-    "plot_solution", "read_manifest", "RUN", "Run",
+    "calibration_pairs", "check_output", "check_output_folder", "fitted_sets", "listening", "plot_prediction",
+    "plot_solution", "read_manifest", "write_calibration", "RUN", "Run",
     # what they return
-    "AstraExport", "Bounds", "Calibration", "Comparison", "FileCheck", "ForAll",
+    "Against", "AstraExport", "Bounds", "Calibration", "Comparison", "FileCheck", "ForAll",
     "IntegerSearch", "MachineSummary", "NcclModel", "ReportValue", "Scaling", "Sensitivities",
     "Session", "Solution", "Sweep", "Timing", "TunedTable", "Tuning", "Verdict",
     "VerifiedFile", "WhatIf",
     # errors
-    "SchedcError", "VerificationFailed",
+    "FitNotWritten", "SchedcError", "VerificationFailed",
     # the options' defaults, ranges and names
     "DEFAULT_POINTS", "DEFAULT_TIMEOUT", "EXECUTORS", "Limits", "MAX_CHANNELS", "MAX_CUTS",
     "MAX_EMIT_LINES", "MAX_HOSTS", "MAX_SIZE", "MAX_STEP_IDS", "NCCL_EXECUTOR",

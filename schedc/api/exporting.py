@@ -115,7 +115,8 @@ class TunedTable(NamedTuple):
     nodes: int  # nNodes (-1: any)
     ranks: int  # nRanks
     labelled: Envelope | None = None  # the fastest of the labelled schedules: the rows
-    against: tuple = ()  # with --against-nccl: schedc.export.tuner.Against rows
+    against: tuple = ()  # with against_nccl: schedc.api.nccl.Against rows
+    against_notes: tuple[str, ...] = ()  # with against_nccl: the ranges not compared
 
 
 @dataclass(frozen=True)
@@ -124,16 +125,20 @@ class Tuning:
     source: str  # the file
     per_nodes: str | None  # the structural param of a table per node count (None: one table)
     tables: tuple[TunedTable, ...]
+    margin: str | None = None  # with against_nccl: the margin, as given ("5%")
 
 
 def tune(session: Session, collective: str, sizes: str, *, nodes: str | Iterable[int] | None = None,
-         nodes_param: str | None = None, timeout: float = DEFAULT_TIMEOUT, verify: bool = True
-         ) -> Tuning:
+         nodes_param: str | None = None, timeout: float = DEFAULT_TIMEOUT, verify: bool = True,
+         against_nccl: str | None = None) -> Tuning:
     """The fastest schedule of the file per message-size range ("8B:16GB", as `--sizes`),
     among those computing `collective`, from exact crossovers. With `nodes` ("1,2,4" or a
     list of ints), one table per value of the file's structural param (`nodes_param`,
     default its only one), each compiled at that value. Write it with
-    `schedc.export.tuner.tuner_csv`.
+    `schedc.export.tuner.tuner_csv`. With `against_nccl`, a margin ("5%" or "0.05", as
+    `--margin` takes it), the table's `against` rows are only where schedc's model says
+    another NCCL pair beats NCCL's own pick by more than it (`schedc.against_nccl`), on the
+    file's own machine (so not with `nodes`).
 
         >>> flat = schedc.load("schedules/examples/tuner_flat_8.sched")
         >>> tuning = schedc.tune(flat, "allreduce", "8B:16GB")
@@ -142,10 +147,22 @@ def tune(session: Session, collective: str, sizes: str, *, nodes: str | Iterable
     """
     from ..export.tuner import COLLECTIVES
     collective = one_of(collective, "--collective", tuple(COLLECTIVES))
+    share = None
+    if against_nccl is not None:
+        from ..errors import UsageError
+        from ..export.tuner import parse_margin
+        if nodes is not None:
+            raise UsageError("--against-nccl compares on the file's own machine: drop --nodes")
+        share = parse_margin(against_nccl)
     per_nodes, counts = _node_counts(session, nodes, nodes_param)
     sessions = [session] if per_nodes is None else [session.at({per_nodes: n}) for n in counts]
     tables = tuple(_tune_at(at, collective, sizes, timeout, verify) for at in sessions)
-    return Tuning(collective, session.program.path, per_nodes, tables)
+    if share is not None:
+        from .nccl import against_nccl as against
+        (table,) = tables
+        rows, notes = against(session, table, collective, share, verify)
+        tables = (table._replace(against=rows, against_notes=notes),)
+    return Tuning(collective, session.program.path, per_nodes, tables, against_nccl)
 
 
 def _node_counts(session: Session, nodes: str | Iterable[int] | None, param: str | None

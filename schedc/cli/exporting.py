@@ -103,7 +103,6 @@ def tune(session, collective: str, sizes: str, output: Path | None, channels: in
     from ..export.tuner import (
         against_csv,
         against_text,
-        parse_margin,
         tune_json,
         tune_table,
         tune_text,
@@ -111,20 +110,16 @@ def tune(session, collective: str, sizes: str, output: Path | None, channels: in
     )
     from ..render.files import write_atomically
     tuning = tuned(session, collective, sizes, nodes=nodes, nodes_param=nodes_param,
-                   timeout=timeout, verify=not no_verify)
+                   timeout=timeout, verify=not no_verify,
+                   against_nccl=margin if against_nccl else None)
     found, source, per_nodes = tuning.tables, tuning.source, tuning.per_nodes
-    if against_nccl:
-        from ..api.nccl import against_nccl as against
-        share = parse_margin(margin)
-        if per_nodes is not None:
-            from ..errors import UsageError
-            raise UsageError("--against-nccl compares on the file's own machine: drop --nodes")
+    if tuning.margin is not None:
         (t,) = found
-        rows, notes = against(session, t, collective, share, verify=not no_verify)
         if output is not None:
-            write_atomically(output, against_csv(rows, collective, channels, t.nodes, t.ranks,
-                                                 source, margin))
-        click.echo(against_text(rows, notes, collective, margin), nl=False)
+            write_atomically(output, against_csv(t.against, collective, channels, t.nodes,
+                                                 t.ranks, source, tuning.margin))
+        click.echo(against_text(t.against, t.against_notes, collective, tuning.margin),
+                   nl=False)
         return EXIT_OK
     if output is not None:
         write_atomically(output, "".join(
