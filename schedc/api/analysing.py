@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from ..deadline import DEFAULT_TIMEOUT
 from ..limits import MAX_CUTS
-from .arguments import whole, work_limits
+from .arguments import seconds, whole, work_limits
 from .compiling import load, verified_timings
 
 if TYPE_CHECKING:
@@ -66,6 +66,7 @@ def solve(session: Session, equation: str, param: str, *, timeout: float = DEFAU
     from ..analysis.solve.equations import Equations
     from ..deadline import OutOfTime, TimeLimit
     from ..errors import SolveError, SourceFile, Span
+    timeout = seconds(timeout)
     relation, timed = _timed(session, equation)
     limit = TimeLimit(timeout)  # one budget: deriving the times, then solving
     try:
@@ -119,6 +120,7 @@ def sensitivity(session: Session, schedules: Iterable[str] = (), *,
     """
     from ..analysis.solve.sensitivity import sensitivities
     from ..deadline import TimeLimit
+    timeout = seconds(timeout)
     program = session.program
     return [Sensitivities(t.name, t.cost.formula.xreplace(program.nominal),
                           sensitivities(program, t, TimeLimit(timeout)))
@@ -201,7 +203,7 @@ def evaluate(session: Session, *, timeout: float = DEFAULT_TIMEOUT) -> tuple[Rep
         [...]
     """
     from ..analysis.solve.equations import Equations
-    return Equations(session, timeout).reports().values
+    return Equations(session, seconds(timeout)).reports().values
 
 
 def check(paths: str | Path | Iterable[str | Path], sets: Iterable[str] = (), *,
@@ -218,6 +220,7 @@ def check(paths: str | Path | Iterable[str | Path], sets: Iterable[str] = (), *,
     from ..analysis.check import check_file, sched_files
     if isinstance(paths, (str, Path)):
         paths = [paths]
+    timeout = seconds(timeout)
     limits = work_limits(max_transfers, max_rounds)
     machine_path = None if machine is None else Path(machine)
     return [check_file(path, timeout, limits, tuple(sets), machine_path, ranks)

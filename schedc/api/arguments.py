@@ -9,30 +9,42 @@ Imports nothing heavy: the command line reads the ranges below for its help.
 
 from __future__ import annotations
 
-from numbers import Integral
+from numbers import Integral, Real
 
 from ..errors import UsageError
 from ..limits import Limits
 
 
-def whole(value: object, option: str, lo: int = 1, hi: int | None = None) -> int:
-    """`value` as an int from `lo` to `hi` (both included; `hi` None: no upper end). A bool
-    or a float is refused, as the command line refuses `--channels 1.5`."""
+def whole(value: object, option: str, lo: int | None = 1, hi: int | None = None) -> int:
+    """`value` as an int from `lo` to `hi` (both included; None: no end there, as for a
+    value whose range a later stage says with more context). A bool or a float is refused,
+    as the command line refuses `--channels 1.5`."""
+    within = _range_text(lo, hi)
     if isinstance(value, bool) or not isinstance(value, Integral):
-        raise UsageError(f"{option} {value!r}: must be a whole number {_range_text(lo, hi)}")
-    if value < lo or (hi is not None and value > hi):
-        raise UsageError(f"{option} {value}: must be {_range_text(lo, hi)}")
+        raise UsageError(f"{option} {value!r}: must be a whole number"
+                         + (f" {within}" if within else ""))
+    if (lo is not None and value < lo) or (hi is not None and value > hi):
+        raise UsageError(f"{option} {value}: must be {within}")
     return int(value)
 
 
-def _range_text(lo: int, hi: int | None) -> str:
+def _range_text(lo: int | None, hi: int | None) -> str:
+    if lo is None:
+        return "" if hi is None else f"at most {hi:,}"
     return f"at least {lo:,}" if hi is None else f"from {lo:,} to {hi:,}"
 
 
-def optional_whole(value: object, option: str, lo: int = 1, hi: int | None = None
+def optional_whole(value: object, option: str, lo: int | None = 1, hi: int | None = None
                    ) -> int | None:
     """`whole`, with None (the option not given) passed through."""
     return None if value is None else whole(value, option, lo, hi)
+
+
+def seconds(value: object, option: str = "--timeout") -> float:
+    """A time limit in seconds: a number above 0 (NaN is not)."""
+    if isinstance(value, bool) or not isinstance(value, Real) or not value > 0:
+        raise UsageError(f"{option} {value!r}: must be a number of seconds above 0")
+    return float(value)
 
 
 def one_of(value: object, option: str, choices: tuple[str, ...]) -> str:

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, NamedTuple
 from ..choices import EXECUTORS, LAYOUTS, NCCL_EXECUTOR, NCCL_PROTOCOLS
 from ..deadline import DEFAULT_TIMEOUT
 from ..limits import MAX_CHANNELS, MAX_CUTS, MAX_SIZE, MAX_STEP_IDS
-from .arguments import one_of, optional_whole, whole
+from .arguments import one_of, optional_whole, seconds, whole
 from .compiling import refusal, verified_timings
 
 if TYPE_CHECKING:
@@ -147,6 +147,7 @@ def tune(session: Session, collective: str, sizes: str, *, nodes: str | Iterable
     """
     from ..export.tuner import COLLECTIVES
     collective = one_of(collective, "--collective", tuple(COLLECTIVES))
+    timeout = seconds(timeout)
     share = None
     if against_nccl is not None:
         from ..errors import UsageError
@@ -254,5 +255,6 @@ def report(session: Session, *, timeout: float = DEFAULT_TIMEOUT, max_cuts: int 
     from ..analysis.overview import overview
     from ..render.html import report_html
     max_cuts = whole(max_cuts, "--max-cuts")
+    timeout = seconds(timeout)
     timings = verified_timings(session, session.selected(), verify)
     return report_html(session.program, overview(session, timings, timeout, max_cuts))

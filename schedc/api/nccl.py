@@ -74,6 +74,8 @@ def nccl_model(session: Session, *, collective: str | None = None, nodes: int | 
         raise UsageError(f"NCCL's tuning model has no collective '{collective}' (its "
                          f"functions: {', '.join(K.FUNCTIONS)}; src/graph/tuning.cc:288)")
     nodes = optional_whole(nodes, "--nodes")
+    sm = optional_whole(sm, "--sm", None)  # (which ones NCCL knows: check_sm)
+    channels = optional_whole(channels, "--channels", None)  # (the range: nccl.inputs)
     if isinstance(max_bytes, bool) or not isinstance(max_bytes, int) or \
             not 1 <= max_bytes <= MAX_SIZE:
         raise UsageError("--max-bytes: from 1 to 2^63 - 1 (NCCL's sizes are size_t; schedc "
