@@ -23,9 +23,10 @@ def whole(value: object, option: str, lo: int | None = 1, hi: int | None = None)
     if isinstance(value, bool) or not isinstance(value, Integral):
         raise UsageError(f"{option} {value!r}: must be a whole number"
                          + (f" {within}" if within else ""))
-    if (lo is not None and value < lo) or (hi is not None and value > hi):
-        raise UsageError(f"{option} {value}: must be {within}")
-    return int(value)
+    number = int(value)
+    if (lo is not None and number < lo) or (hi is not None and number > hi):
+        raise UsageError(f"{option} {number}: must be {within}")
+    return number
 
 
 def _range_text(lo: int | None, hi: int | None) -> str:
@@ -42,7 +43,7 @@ def optional_whole(value: object, option: str, lo: int | None = 1, hi: int | Non
 
 def seconds(value: object, option: str = "--timeout") -> float:
     """A time limit in seconds: a number above 0 (NaN is not)."""
-    if isinstance(value, bool) or not isinstance(value, Real) or not value > 0:
+    if isinstance(value, bool) or not isinstance(value, Real) or not float(value) > 0:
         raise UsageError(f"{option} {value!r}: must be a number of seconds above 0")
     return float(value)
 

@@ -93,18 +93,19 @@ def calibration_pairs(logs: Iterable[str | Path] = (), machines: Iterable[str | 
     `logs` with its machine (one of `machines` for every log, or one per log in order). A
     machine that is an MSCCL algorithm is refused: it has no params of its own to fit."""
     from ..errors import UsageError
-    logs, machines = [str(p) for p in logs], [str(p) for p in machines]
+    log_paths, machine_paths = [str(p) for p in logs], [str(p) for p in machines]
     if manifest is not None:
-        if logs or machines:
+        if log_paths or machine_paths:
             raise UsageError("give either --manifest or LOG... --machine M..., not both")
         pairs = read_manifest(manifest)
     else:
-        if not logs or not machines:
+        if not log_paths or not machine_paths:
             raise UsageError("give LOG... and --machine M... (or --manifest FILE)")
-        if len(machines) not in (1, len(logs)):
-            raise UsageError(f"{len(logs)} logs and {len(machines)} --machine files: give one "
-                             "machine for all logs, or one per log")
-        pairs = list(zip(logs, machines * len(logs) if len(machines) == 1 else machines))
+        if len(machine_paths) not in (1, len(log_paths)):
+            raise UsageError(f"{len(log_paths)} logs and {len(machine_paths)} --machine files: "
+                             "give one machine for all logs, or one per log")
+        pairs = list(zip(log_paths, machine_paths * len(log_paths)
+                         if len(machine_paths) == 1 else machine_paths))
     xml = next((m for _, m in pairs if Path(m).suffix.lower() == ".xml"), None)
     if xml is not None:
         raise UsageError(f"--machine {xml}: calibrate fits the params of a .sched file (its "
