@@ -36,7 +36,8 @@ from .options import (
 @click.option("--pair", nargs=2, metavar="A B", default=None,
               help="routes: only the route from device A to device B (names as in the topology).")
 @click.option("--max-lines", type=int, default=MAX_EMIT_LINES,
-              show_default=True, help="Refuse to dump an ir or loads stage longer than this.")
+              show_default=True,
+              help="Refuse to dump an ir or loads stage longer than this (at least 1).")
 @machine_options
 @change_options
 def emit(stage: str, file: Path, schedules, sets, limits, pair, max_lines: int, machine,

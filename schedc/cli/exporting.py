@@ -41,7 +41,7 @@ def export() -> None:
               help="Write steps right both in place and out of place (inplace=1 outofplace=1).")
 @click.option("--force", is_flag=True, help="Replace the --output file if it exists.")
 @click.option("--min-bytes", type=int, default=0, show_default=True,
-              help="The smallest size the executor picks it for.")
+              help="The smallest size the executor picks it for (from 0).")
 @click.option("--max-bytes", type=int, default=MAX_SIZE,
               help=f"The largest size the executor picks it for (default: any, {MAX_SIZE:,}).")
 @no_verify_option

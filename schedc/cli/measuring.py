@@ -40,7 +40,8 @@ from .paths import InputPath, OutputPath
               "above SIZE (size:64MiB, extrapolation); each log in turn (leave-one-out; "
               "leave-one-out:16B also fits its own params on its rows up to 16 B).")
 @click.option("--every", type=int, default=4, show_default=True,
-              help="With --split interleaved: fit on one size in this many (and the largest).")
+              help="With --split interleaved: fit on one size in this many (and the largest; "
+                   "at least 1).")
 @click.option("--in-place", is_flag=True, help="Use the in-place times (default: out-of-place).")
 @click.option("--drop-wrong", is_flag=True,
               help="Leave out rows with a nonzero #wrong (else they are refused).")

@@ -22,7 +22,7 @@ def default_output(source: str) -> Path:
               help="The HTML file to write (default: FILE's stem + .html, here).")
 @timeout_option
 @click.option("--max-cuts", type=int, default=MAX_CUTS, show_default=True,
-              help="Refuse a collective whose bound needs more max-flow problems.")
+              help="Refuse a collective whose bound needs more max-flow problems (at least 1).")
 @no_verify_option
 def report_command(session, output: Path | None, timeout: float, max_cuts: int,
                    no_verify: bool) -> int:
