@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import sympy
 
+from ..choices import NCCL_PROTOCOLS  # `protocol LL ...`: NCCL's names
 from ..errors import (
     ElaborationError,
     LoadError,
@@ -27,7 +28,7 @@ from ..language import syntax as ast
 from ..language.parser import parse_module
 from ..model.collectives import collective_kind, collective_names
 from ..model.ir import Collective
-from ..model.protocol import MAX_EFF, NCCL_PROTOCOLS, Protocol
+from ..model.protocol import MAX_EFF, Protocol
 from ..model.values import (
     Devices,
     Quantity,
