@@ -18,17 +18,21 @@ from ..analysis.synthesize.result import Synthesis
 from ..errors import SchedcError, UsageError
 
 COLLECTIVES = ("allgather", "reduce_scatter", "allreduce", "broadcast", "reduce")
+# Pricing solves one minimum arborescence over all ranks per root orbit and round, and the LP
+# has a row per resource orbit: 64 ranks take seconds, 144 (2 hosts of 72) take minutes.
+MAX_RANKS = 128
 
 
 def synthesize(path: str | Path, collective: str, *, over: str | None = None,
                size: str | None = None, root: str | None = None, output: str | Path | None = None,
                chunks: int | None = None, within: float = 0.01, name: str | None = None,
-               sets: tuple[str, ...] = ()) -> Synthesis:
+               sets: tuple[str, ...] = (), max_ranks: int = MAX_RANKS) -> Synthesis:
     """Pack trees that reach the exact optimum of `collective` on the machine of the `.sched`
     file `path`, and write them as a schedule: the text imports `path` relative to `output`'s
     folder (the current folder when None). `over`, `size` and `root` default to the file's
     first collective's; `chunks` None picks the fewest within `within` of the optimum at α = 0.
-    The text is compiled and verified before it is returned; nothing is written here.
+    More than `max_ranks` ranks are refused before any work. The text is compiled and verified
+    before it is returned; nothing is written here.
 
         >>> s = schedc.synthesize("schedules/algorithms/flat_8.sched", "allgather")
         >>> round(s.ratio, 6)
@@ -41,6 +45,8 @@ def synthesize(path: str | Path, collective: str, *, over: str | None = None,
         raise UsageError(f"--within is a fraction between 0 and 1 (1% = 0.01), not {within}")
     if chunks is not None and not 1 <= chunks <= MAX_CHUNKS:
         raise UsageError(f"--chunks is 1 to {MAX_CHUNKS}, not {chunks}")
+    if isinstance(max_ranks, bool) or not isinstance(max_ranks, int) or max_ranks < 2:
+        raise UsageError(f"--max-ranks is at least 2, not {max_ranks!r}")
     if name is not None and not name.isidentifier():
         raise UsageError(f"--name is a schedule name (letters, digits, _), not {name!r}")
     source = Path(path)
@@ -48,11 +54,11 @@ def synthesize(path: str | Path, collective: str, *, over: str | None = None,
     machine = os.path.relpath(source.resolve(), folder)
     with tempfile.TemporaryDirectory(prefix="schedc-synthesize-") as scratch:
         return _synthesize(source, machine, collective, over, size, root, chunks, within,
-                           name or f"synthesized_{collective}", sets, Path(scratch))
+                           name or f"synthesized_{collective}", sets, Path(scratch), max_ranks)
 
 
 def _synthesize(source, machine, kind, over, size, root, chunks, within, name, sets,
-                scratch) -> Synthesis:
+                scratch, max_ranks) -> Synthesis:
     from ..analysis.bound.cuts import RankCuts
     from ..analysis.bound.naming import SideNames
     from ..analysis.bound.optimum import optimum
@@ -79,6 +85,9 @@ def _synthesize(source, machine, kind, over, size, root, chunks, within, name, s
     probe = _compile(scratch, source.resolve(), decl + [f"schedule {name} {{}}"], sets)
     program = probe.program
     coll = program.result(name).collective
+    if len(coll.ranks) > max_ranks:
+        raise UsageError(f"synthesizing over {len(coll.ranks)} ranks is refused: the limit is "
+                         f"{max_ranks} (raise it with --max-ranks; pricing grows as ranks^3)")
     finder = RankCuts(program.topology, program.nominal, coll.ranks)
     exact = optimum(finder, coll, program.nominal)
     if exact is None:
@@ -98,7 +107,7 @@ def _synthesize(source, machine, kind, over, size, root, chunks, within, name, s
         chunks = max(chunks_within(p.plan, float(part.value), shard, within)
                      for p, part in zip(phases, exact.parts))
     alpha = float(nominal_value(program.alpha, program.nominal))
-    alpha_chunks = alpha_optimal(phases[0].plan, shard, alpha / len(phases))
+    alpha_chunks = alpha_optimal([p.plan for p in phases], shard, alpha)
     namer = SideNames(program.topology, [(h, frozenset(m)) for _, h, m in finder.groups], coll.ranks)
     sides = tuple(namer.sides(frozenset(p.ranks_inside)) for p in exact.parts)
 

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 
+from ..api.synthesizing import COLLECTIVES, MAX_RANKS
 from ..render import schema
 from .options import EXIT_OK, json_option, set_option
 from .paths import InputPath, OutputPath
@@ -33,7 +34,7 @@ def _percent(value: str) -> float:
 @click.command("synthesize")
 @click.argument("file", type=InputPath())
 @click.option("--collective", required=True,
-              type=click.Choice(("allgather", "reduce_scatter", "allreduce", "broadcast", "reduce")),
+              type=click.Choice(COLLECTIVES),
               help="The collective to synthesize.")
 @click.option("--over", metavar="EXPR",
               help="Its ranks, an expression of FILE (default: its first collective's).")
@@ -50,11 +51,14 @@ def _percent(value: str) -> float:
 @click.option("--within", default="1%", show_default=True, metavar="PCT",
               help="How close to the optimum (at α = 0) --chunks auto and the rounding come.")
 @click.option("--name", metavar="NAME", help="The schedule's name (default: synthesized_KIND).")
+@click.option("--max-ranks", type=int, default=MAX_RANKS, show_default=True, metavar="N",
+              help="Refuse more ranks than this before any work.")
 @set_option
 @json_option(schema.SYNTHESIZE)
 def synthesize_command(file: Path, collective: str, over: str | None, size: str | None,
                        root: str | None, output: Path | None, force: bool, chunks: str,
-                       within: str, name: str | None, sets: tuple[str, ...], as_json: bool) -> int:
+                       within: str, name: str | None, max_ranks: int, sets: tuple[str, ...],
+                       as_json: bool) -> int:
     """Pack trees that reach the exact optimum of a collective on FILE's machine (the
     binding cut over all cuts, as `bound` reports it) and write them as a schedule: verified,
     timed by the compiler, and within --within of the optimum at α = 0."""
@@ -65,7 +69,8 @@ def synthesize_command(file: Path, collective: str, over: str | None, size: str 
     if output is not None and not force and output.exists() and output.is_file():
         raise UsageError(f"{output} exists; --force replaces it")
     result = synthesize(file, collective, over=over, size=size, root=root, output=output,
-                        chunks=_chunks(chunks), within=_percent(within), name=name, sets=sets)
+                        chunks=_chunks(chunks), within=_percent(within), name=name, sets=sets,
+                        max_ranks=max_ranks)
     written = None
     if output is not None:
         write_atomically(output, result.text)

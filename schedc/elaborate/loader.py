@@ -98,6 +98,7 @@ def load_program(path: str | Path, overrides: tuple[Override, ...] = (),
         checks=loader.checks,
         limits=limits,
         protocols=tuple(loader.protocols),
+        collectives=tuple(loader.collectives),
     )
 
 
@@ -112,6 +113,7 @@ class _Loader:
         self.names = ProgramNames(self.topology.namespace)
         self.results: list[Result] = []
         self.checks: list[ast.Node] = []
+        self.collectives: list[Collective] = []  # the main file's, in order
         self.protocols: list[Protocol] = []
         self.startup: tuple[Quantity, Span] | None = None
         self.done: set[Path] = set()
@@ -175,6 +177,8 @@ class _Loader:
                 self.startup = (value, stmt.span)
             elif isinstance(stmt, ast.CollectiveDecl):
                 collective = self._collective(stmt, env)
+                if is_main:
+                    self.collectives.append(collective)
             elif isinstance(stmt, ast.ScheduleDef):
                 self._schedule(stmt, collective, is_main)
             elif isinstance(stmt, ast.Protocol):

@@ -43,11 +43,13 @@ def schedule_text(*, machine: str, kind: str, size: str, over: str, root: str | 
               f"{kind} {size} over {group}" + (f" root {root}" if root is not None else ""), ""]
     for phase in phases:
         lines += _tables(phase)
-        lines += _runner(phase, group, ranks,
-                         name if len(phases) == 1 else f"{name}_{phase.plan.kind}")
+        if len(phases) == 1:  # the result itself, over the collective's ranks
+            lines += _runner(phase, group, ranks, f"schedule {name} {{")
+        else:  # a function of the ranks `g`, which the result calls
+            lines += _runner(phase, "g", ranks, f"schedule {name}_{phase.plan.kind}(g) {{")
     if len(phases) > 1:
         lines += [f"schedule {name} {{",
-                  *(f"  {name}_{p.plan.kind}()" for p in phases), "}", ""]
+                  *(f"  {name}_{p.plan.kind}({group})" for p in phases), "}", ""]
     return "\n".join(lines)
 
 
@@ -72,7 +74,7 @@ def _tables(phase: Phase) -> list[str]:
     ]
 
 
-def _runner(phase: Phase, group: str, ranks: int, name: str) -> list[str]:
+def _runner(phase: Phase, group: str, ranks: int, opening: str) -> list[str]:
     p, x = phase.plan, phase.prefix
     inward = p.kind in ("reduce_scatter", "reduce")
     rooted = p.kind in ("broadcast", "reduce")
@@ -92,7 +94,7 @@ def _runner(phase: Phase, group: str, ranks: int, name: str) -> list[str]:
         how = "chunk k reaches depth d in round k + d - 1"
     return [
         f"# Pipelined: {how}.",
-        f"schedule {name} {{",
+        opening,
         f"  for s in 0..chunks + {p.depth - 2} round {{",
         f"    for e in 0..len({x}edge_tree) - 1 {{",
         f"      let k = {when}",

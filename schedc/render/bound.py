@@ -384,16 +384,15 @@ def optimum_text(b: Bounds, topology: Topology, nominal: dict) -> str:
                      f"{format_seconds(part.value)} = {_str(part.time)}")
     head = (f"optimum over all cuts (exact, α = 0; {sum(p.solved for p in o.parts)} max-flows): "
             f"{format_seconds(o.value)} = {_str(o.time)}")
+    tail = "  reached by packed trees, pipelined (schedc synthesize writes them)"
     if o.kind == "allreduce":
+        head += ", reduce-scatter then all-gather"
         if o.value == b.best_value:
-            verdict = "reduce-scatter then all-gather reaches the best bound: optimal"
+            tail += "; equal to the best bound below: no all-reduce does better"
         else:
-            verdict = (f"reduce-scatter then all-gather, reachable; "
-                       f"{float(o.value / b.best_value):.3f}× the best bound below")
-        head = f"optimum of {verdict}\n  {head}"
-    else:
-        head += "\n  reachable by packed trees, pipelined (schedc synthesize writes one)"
-    return "\n".join([head, *lines])
+            tail += (f"; {float(o.value / b.best_value):.3f}× the best bound below: an "
+                     "all-reduce may do better, or the bound is loose")
+    return "\n".join([head, *lines, tail])
 
 
 SCHEDULE_HEADER = ("schedule", "time", "overlapped", "ratio", "held back by")

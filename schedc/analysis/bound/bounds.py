@@ -164,6 +164,8 @@ def bound_all(session: Session, names: list[str], max_cuts: int = MAX_CUTS) -> l
     groups: dict[Collective, list[str]] = {}
     for name in names:
         groups.setdefault(session.program.result(name).collective, []).append(name)
+    for declared in session.program.collectives:  # declared, with no schedule: bounded too
+        groups.setdefault(declared, [])
     return [bound(session, collective, group, max_cuts) for collective, group in groups.items()] \
         or [bound(session, None, [], max_cuts)]
 

@@ -24,6 +24,7 @@ shard and the compiler then gives the exact time of what was written.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 from fractions import Fraction
 
 import numpy as np
@@ -68,7 +69,7 @@ class Packing:
     loads: np.ndarray  # per tree, per resource: load_T[e] / B_e (seconds per byte it carries)
     resources: tuple[int, ...]  # the resources with a bandwidth, in the rows' order
     edge_rows: dict  # (parent, child) -> its row of `edge_seconds`
-    edge_seconds: object  # sparse, edges × resources: share / B_e (seconds per byte)
+    edge_seconds: Any  # sparse (SciPy), edges × resources: share / B_e (seconds per byte)
 
     def edge_load(self, parent: int, child: int) -> np.ndarray:
         """Seconds per byte that one edge's transfer costs each resource."""
@@ -142,6 +143,14 @@ def pack(topology: Topology, nominal: dict, ranks: tuple[int, ...], kind: str,
         rate, weights, y, z = _master(columns, trees, roots, weight_of_root, orbit_capacity)
         if rate >= target * (1 - 1e-9) or iterations >= MAX_ITERATIONS:
             break
+        if len(columns) > 8 * (rows + len(roots)):  # keep the LP small: drop priced-out trees
+            z_of = dict(zip(roots, z * weight_of_root))
+            slack = [float(col @ y) - z_of[c] for col, (c, _) in zip(columns, trees)]
+            keep = [k for k, w in enumerate(weights) if w > 0 or slack[k] <= _EPS]
+            for k in set(range(len(columns))) - set(keep):
+                seen.discard(trees[k])
+            trees[:] = [trees[k] for k in keep]
+            columns[:] = [columns[k] for k in keep]
         matrix = cost_matrix(y[orbit_of] * per_resource)
         added = 0
         for c, zc in zip(roots, z * weight_of_root):
@@ -209,7 +218,7 @@ def _routes(topology: Topology, nominal: dict, ranks: tuple[int, ...], inward: b
     """The tree edges (parent, child) that have a route, as an array; per edge the shares of
     its bytes each resource carries (rows of a sparse matrix; for in-trees the transfer runs
     child → parent); the resources' ids and nominal bandwidths."""
-    from scipy.sparse import csr_array  # type: ignore[import-untyped]  # no types
+    from scipy.sparse import csr_array
 
     index: dict[int, int] = {}
     ids: list[int] = []

@@ -108,15 +108,20 @@ def chunks_within(p: Plan, optimum: float, shard: float, within: float) -> int:
                      f"{within:.2%} of the optimum; give --chunks or a larger --within")
 
 
-def alpha_optimal(p: Plan, shard: float, alpha: float, rounds_per_chunk: int = 1) -> int:
-    """The K minimising (K + D - 1)·α + B(K): B(K) - S falls as C/K, so near √(C/α)."""
-    if alpha <= 0:
-        return MAX_CHUNKS
-    excess = p.bandwidth_time(1, shard) - p.steady(shard)  # C, as B(1) = S + C
-    guess = max(1, min(MAX_CHUNKS, round((max(excess, 0.0) / alpha) ** 0.5)))
-    window = range(max(1, guess - 2), min(MAX_CHUNKS, guess + 2) + 1)
-    return min(window, key=lambda k: ((k + p.depth - 1) * alpha * rounds_per_chunk
-                                      + p.bandwidth_time(k, shard)))
+def alpha_optimal(plans: list[Plan], shard: float, alpha: float) -> int:
+    """The K minimising Σ_phases (K + D - 1)·α + B(K): α·K grows and B(K) falls as 1/K,
+    so the sum is unimodal in K and a ternary search over the integers finds it."""
+    def time(k: int) -> float:
+        return sum((k + p.depth - 1) * alpha + p.bandwidth_time(k, shard) for p in plans)
+
+    lo, hi = 1, MAX_CHUNKS
+    while hi - lo > 2:
+        a, b = lo + (hi - lo) // 3, hi - (hi - lo) // 3
+        if time(a) <= time(b):
+            hi = b
+        else:
+            lo = a
+    return min(range(lo, hi + 1), key=time)
 
 
 def _units(packing: Packing, roots: list[int], units: int) -> dict[int, int]:
