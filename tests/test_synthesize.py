@@ -140,3 +140,13 @@ def test_comments_cannot_start_a_statement(hostile):
     line = comment(hostile)
     assert "\n" not in line and "\r" not in line and line.startswith("# ")
     assert all(ch.isprintable() for ch in line)
+
+
+def test_msccl_export_of_a_synthesized_allgather(tmp_path):
+    # 8 units a shard keep the XML small: msccl-executor-nccl's parser rules (the limits
+    # tests/test_msccl_executor_rules.py quotes from its source) accept it.
+    out, result = written(tmp_path, ROOT / "schedules" / "seed" / "nvlink_2x8.sched", "allgather",
+                          over="ranks", size="192 MiB", units=8, chunks=8)
+    xml = tmp_path / "ag.xml"
+    xml.write_text(schedc.export_msccl(schedc.load(out), result.name))
+    assert "would load it" in schedc.validate_msccl(xml, "msccl-executor-nccl")

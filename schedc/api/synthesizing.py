@@ -26,25 +26,30 @@ MAX_RANKS = 128
 def synthesize(path: str | Path, collective: str, *, over: str | None = None,
                size: str | None = None, root: str | None = None, output: str | Path | None = None,
                chunks: int | None = None, within: float = 0.01, name: str | None = None,
-               sets: tuple[str, ...] = (), max_ranks: int = MAX_RANKS) -> Synthesis:
+               sets: tuple[str, ...] = (), max_ranks: int = MAX_RANKS,
+               units: int | None = None) -> Synthesis:
     """Pack trees that reach the exact optimum of `collective` on the machine of the `.sched`
     file `path`, and write them as a schedule: the text imports `path` relative to `output`'s
     folder (the current folder when None). `over`, `size` and `root` default to the file's
     first collective's; `chunks` None picks the fewest within `within` of the optimum at α = 0.
-    More than `max_ranks` ranks are refused before any work. The text is compiled and verified
+    `units` fixes how many units a shard is cut into (default: the fewest powers of two whose
+    rounding stays within `within`/4; fewer make smaller MSCCL XML). More than `max_ranks`
+    ranks are refused before any work. The text is compiled and verified
     before it is returned; nothing is written here.
 
         >>> s = schedc.synthesize("schedules/algorithms/flat_8.sched", "allgather")
         >>> round(s.ratio, 6)
         1.0
     """
-    from ..analysis.synthesize.plan import MAX_CHUNKS
+    from ..analysis.synthesize.plan import MAX_CHUNKS, MAX_UNITS
     if collective not in COLLECTIVES:
         raise UsageError(f"synthesize packs {', '.join(COLLECTIVES)}, not {collective!r}")
     if not 0 < within < 1:
         raise UsageError(f"--within is a fraction between 0 and 1 (1% = 0.01), not {within}")
     if chunks is not None and not 1 <= chunks <= MAX_CHUNKS:
         raise UsageError(f"--chunks is 1 to {MAX_CHUNKS}, not {chunks}")
+    if units is not None and not (isinstance(units, int) and 1 <= units <= MAX_UNITS):
+        raise UsageError(f"--units is 1 to {MAX_UNITS}, not {units!r}")
     if isinstance(max_ranks, bool) or not isinstance(max_ranks, int) or max_ranks < 2:
         raise UsageError(f"--max-ranks is at least 2, not {max_ranks!r}")
     if name is not None and not name.isidentifier():
@@ -54,11 +59,12 @@ def synthesize(path: str | Path, collective: str, *, over: str | None = None,
     machine = os.path.relpath(source.resolve(), folder)
     with tempfile.TemporaryDirectory(prefix="schedc-synthesize-") as scratch:
         return _synthesize(source, machine, collective, over, size, root, chunks, within,
-                           name or f"synthesized_{collective}", sets, Path(scratch), max_ranks)
+                           name or f"synthesized_{collective}", sets, Path(scratch), max_ranks,
+                           units)
 
 
 def _synthesize(source, machine, kind, over, size, root, chunks, within, name, sets,
-                scratch, max_ranks) -> Synthesis:
+                scratch, max_ranks, units) -> Synthesis:
     from ..analysis.bound.cuts import RankCuts
     from ..analysis.bound.naming import SideNames
     from ..analysis.bound.optimum import optimum
@@ -102,7 +108,7 @@ def _synthesize(source, machine, kind, over, size, root, chunks, within, name, s
                        coll.root, rate, coll.span, finder.shift)
         reached, iterations = min(reached, packing.reached), iterations + packing.iterations
         prefix = "" if len(exact.parts) == 1 else ("rs_" if part.kind == "reduce_scatter" else "ag_")
-        phases.append(Phase(plan(packing, within), prefix))
+        phases.append(Phase(plan(packing, within, units), prefix))
     if chunks is None:  # each phase within `within` of its own optimum: the sum is too
         chunks = max(chunks_within(p.plan, float(part.value), shard, within)
                      for p, part in zip(phases, exact.parts))

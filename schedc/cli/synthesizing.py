@@ -51,13 +51,17 @@ def _percent(value: str) -> float:
 @click.option("--within", default="1%", show_default=True, metavar="PCT",
               help="How close to the optimum (at α = 0) --chunks auto and the rounding come.")
 @click.option("--name", metavar="NAME", help="The schedule's name (default: synthesized_KIND).")
+@click.option("--units", type=int, metavar="N",
+              help="Cut each shard into N units for the trees (default: the fewest powers of "
+                   "two within --within/4); fewer make smaller MSCCL XML.")
 @click.option("--max-ranks", type=int, default=MAX_RANKS, show_default=True, metavar="N",
               help="Refuse more ranks than this before any work.")
 @set_option
 @json_option(schema.SYNTHESIZE)
 def synthesize_command(file: Path, collective: str, over: str | None, size: str | None,
                        root: str | None, output: Path | None, force: bool, chunks: str,
-                       within: str, name: str | None, max_ranks: int, sets: tuple[str, ...],
+                       within: str, name: str | None, units: int | None, max_ranks: int,
+                       sets: tuple[str, ...],
                        as_json: bool) -> int:
     """Pack trees that reach the exact optimum of a collective on FILE's machine (the
     binding cut over all cuts, as `bound` reports it) and write them as a schedule: verified,
@@ -70,7 +74,7 @@ def synthesize_command(file: Path, collective: str, over: str | None, size: str 
         raise UsageError(f"{output} exists; --force replaces it")
     result = synthesize(file, collective, over=over, size=size, root=root, output=output,
                         chunks=_chunks(chunks), within=_percent(within), name=name, sets=sets,
-                        max_ranks=max_ranks)
+                        max_ranks=max_ranks, units=units)
     written = None
     if output is not None:
         write_atomically(output, result.text)

@@ -64,14 +64,17 @@ class Plan:
         return float(self.stages.sum(axis=0).max()) * shard
 
 
-def plan(packing: Packing, within: float) -> Plan:
-    """Units for every tree, the smallest power of two within `within`/4 of the packing's own
-    steady time (refused past MAX_UNITS)."""
+def plan(packing: Packing, within: float, units: int | None = None) -> Plan:
+    """Units for every tree: `units` if given, else the smallest power of two within
+    `within`/4 of the packing's own steady time (refused past MAX_UNITS)."""
     best = None
     roots = sorted({t.root for t in packing.trees})
     exact = _steady(packing, {k: t.weight for k, t in enumerate(packing.trees)}, roots)
-    units = 8
-    while units <= MAX_UNITS:
+    if units is not None:
+        best = (units, _units(packing, roots, units))
+    else:
+        units = 8
+    while best is None and units <= MAX_UNITS:
         shares = _units(packing, roots, units)
         if _steady(packing, {k: u / units for k, u in shares.items()}, roots, per_root=False) \
                 <= exact * (1 + within / 4):
@@ -101,6 +104,10 @@ def plan(packing: Packing, within: float) -> Plan:
 
 def chunks_within(p: Plan, optimum: float, shard: float, within: float) -> int:
     """The smallest K whose bandwidth term is within `within` of `optimum` (seconds)."""
+    if p.steady(shard) > optimum * (1 + within):
+        raise LimitError(f"with {p.units} units a shard the trees' rounding alone is "
+                         f"{p.steady(shard) / optimum - 1:.2%} above the optimum, more than "
+                         f"{within:.2%}: give --chunks, or more --units")
     for k in range(1, MAX_CHUNKS + 1):
         if p.bandwidth_time(k, shard) <= optimum * (1 + within):
             return k
