@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import os
 import tempfile
+from dataclasses import replace
 from pathlib import Path
 
 from ..analysis.synthesize.result import Synthesis
+from ..choices import PACKED
 from ..errors import SchedcError, UsageError
 from .arguments import work_limits
 
-COLLECTIVES = ("allgather", "reduce_scatter", "allreduce", "broadcast", "reduce")
 # Pricing solves one minimum arborescence over all ranks per root orbit and round, and the LP
 # has a row per resource orbit: 64 ranks take seconds, 144 (2 hosts of 72) take minutes.
 MAX_RANKS = 128
@@ -45,8 +46,8 @@ def synthesize(path: str | Path, collective: str, *, over: str | None = None,
         1.0
     """
     from ..analysis.synthesize.plan import MAX_CHUNKS, MAX_UNITS
-    if collective not in COLLECTIVES:
-        raise UsageError(f"synthesize packs {', '.join(COLLECTIVES)}, not {collective!r}")
+    if collective not in PACKED:
+        raise UsageError(f"synthesize packs {', '.join(PACKED)}, not {collective!r}")
     if not 0 < within < 1:
         raise UsageError(f"--within is a fraction between 0 and 1 (1% = 0.01), not {within}")
     if chunks is not None and not 1 <= chunks <= MAX_CHUNKS:
@@ -73,8 +74,7 @@ def synthesize(path: str | Path, collective: str, *, over: str | None = None,
 def _synthesize(source, machine, kind, over, size, root, chunks, within, name, sets,
                 scratch, max_ranks, units, limits) -> Synthesis:
     from ..analysis.bound.cuts import RankCuts
-    from ..analysis.bound.naming import SideNames
-    from ..analysis.bound.optimum import optimum
+    from ..analysis.bound.optimum import optimum, side_names
     from ..analysis.synthesize.packing import pack
     from ..analysis.synthesize.plan import alpha_optimal, chunks_within, plan
     from ..cost.formula import nominal_value
@@ -124,8 +124,7 @@ def _synthesize(source, machine, kind, over, size, root, chunks, within, name, s
                      for p, part in zip(phases, exact.parts))
     alpha = float(nominal_value(program.alpha, program.nominal))
     alpha_chunks = alpha_optimal([p.plan for p in phases], shard, alpha)
-    namer = SideNames(program.topology, [(h, frozenset(m)) for _, h, m in finder.groups], coll.ranks)
-    sides = tuple(namer.sides(frozenset(p.ranks_inside)) for p in exact.parts)
+    sides = side_names(finder, exact)
 
     def text(header: list[str], machine_path: str) -> str:
         return schedule_text(machine=machine_path, kind=kind, size=size, over=over, root=root,
@@ -144,8 +143,7 @@ def _synthesize(source, machine, kind, over, size, root, chunks, within, name, s
                        bandwidth, timing.time, timing.cost.formula, timing.cost.rounds,
                        sum(len(p.plan.trees) for p in phases), phases[0].plan.units,
                        max(p.plan.depth for p in phases), reached, iterations)
-    header = _header(result, source, phases)
-    return _with_text(result, text(header, machine))
+    return replace(result, text=text(_header(result, source), machine))
 
 
 def _declared(session) -> tuple[str, str, str, str | None] | None:
@@ -188,7 +186,7 @@ def _at_option(error: SchedcError, scratch: Path, decl: list[str], over: str, si
     return UsageError(f"{option} {value}: {error.message}", None, error.notes)
 
 
-def _header(s: Synthesis, source: Path, phases) -> list[str]:
+def _header(s: Synthesis, source: Path) -> list[str]:
     from ..units import format_seconds
     cuts = "; ".join(s.optimum_cuts)
     return [
@@ -204,8 +202,3 @@ def _header(s: Synthesis, source: Path, phases) -> list[str]:
         f"{s.ratio:.4f}x the optimum.",
         f"At this machine's alpha the fastest is chunks = {s.alpha_chunks} (--set chunks=K).",
     ]
-
-
-def _with_text(s: Synthesis, text: str) -> Synthesis:
-    from dataclasses import replace
-    return replace(s, text=text)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from ..api.synthesizing import COLLECTIVES, MAX_RANKS
+from ..api.synthesizing import MAX_RANKS, PACKED
 from ..render import schema
 from .options import EXIT_OK, json_option, limit_options, set_option
 from .paths import InputPath, OutputPath
@@ -34,7 +34,7 @@ def _percent(value: str) -> float:
 @click.command("synthesize")
 @click.argument("file", type=InputPath())
 @click.option("--collective", required=True,
-              type=click.Choice(COLLECTIVES),
+              type=click.Choice(PACKED),
               help="The collective to synthesize.")
 @click.option("--over", metavar="EXPR",
               help="Its ranks, an expression of FILE (default: its first collective's).")

@@ -31,14 +31,15 @@ from fractions import Fraction
 import networkx as nx
 import sympy
 
+from ...choices import PACKED
 from ...model.collectives import KINDS
 from ...model.ir import Collective, LinearBytes, linear_expr, linear_scale, linear_value
 from ...model.symmetry import HostShift
 from ...model.topology import Topology
 from .cuts import RankCuts
+from .naming import SideNames
 
 _SOURCE = "optimum-source"
-PACKED = ("allgather", "reduce_scatter", "broadcast", "reduce", "allreduce")
 
 
 @dataclass(frozen=True)
@@ -84,6 +85,13 @@ def optimum(finder: RankCuts, collective: Collective, nominal: dict) -> Optimum 
     found = tuple(p for p in parts if p is not None)
     return Optimum(collective.kind, found, sympy.Add(*[p.time for p in found]),
                    sum((p.value for p in found), Fraction(0)))
+
+
+def side_names(finder: RankCuts, exact: Optimum) -> tuple[str, ...]:
+    """Each optimal cut as `inside | rest`, its ranks named as the families' cuts are."""
+    namer = SideNames(finder.topology, [(name, frozenset(m)) for _, name, m in finder.groups],
+                      finder.ranks)
+    return tuple(namer.sides(frozenset(part.ranks_inside)) for part in exact.parts)
 
 
 def _packing(finder: RankCuts, collective: Collective, kind: str, nominal: dict,
