@@ -111,17 +111,19 @@ def _synthesize(source, machine, kind, over, size, root, chunks, within, name, s
     n = len(coll.ranks)
     whole = float(linear_value(coll.size, program.nominal))
     phases, shard = [], (whole if rooted else whole / n)
-    reached, iterations = 1.0, 0
+    reached, iterations, goals = 1.0, 0, []
     for part in exact.parts:
         rate = shard / float(part.value)
         packing = pack(program.topology, program.nominal, coll.ranks, part.kind,
                        coll.root, rate, coll.span, finder.shift)
         reached, iterations = min(reached, packing.reached), iterations + packing.iterations
+        # Below the optimum, routed trees reach no more (the cut counts paths that schedc's
+        # routes between these ranks do not take): come within `within` of what they reach.
+        goals.append(float(part.value) / min(packing.reached, 1.0))
         prefix = "" if len(exact.parts) == 1 else ("rs_" if part.kind == "reduce_scatter" else "ag_")
         phases.append(Phase(plan(packing, within, units), prefix))
-    if chunks is None:  # each phase within `within` of its own optimum: the sum is too
-        chunks = max(chunks_within(p.plan, float(part.value), shard, within)
-                     for p, part in zip(phases, exact.parts))
+    if chunks is None:  # each phase within `within` of its goal: the sum is too
+        chunks = max(chunks_within(p.plan, goal, shard, within) for p, goal in zip(phases, goals))
     alpha = float(nominal_value(program.alpha, program.nominal))
     alpha_chunks = alpha_optimal([p.plan for p in phases], shard, alpha)
     sides = side_names(finder, exact)
@@ -186,6 +188,14 @@ def _at_option(error: SchedcError, scratch: Path, decl: list[str], over: str, si
     return UsageError(f"{option} {value}: {error.message}", None, error.notes)
 
 
+def _short(s: Synthesis) -> str:
+    """Why trees over schedc's routes can stop below the optimum, when they do."""
+    if s.reached >= 1 - 1e-6:
+        return ""
+    return (" (the optimum's cut counts paths that schedc's routes between these ranks do "
+            "not take: no tree of routed transfers does better)")
+
+
 def _header(s: Synthesis, source: Path) -> list[str]:
     from ..units import format_seconds
     cuts = "; ".join(s.optimum_cuts)
@@ -195,7 +205,7 @@ def _header(s: Synthesis, source: Path) -> list[str]:
         f"Optimum at alpha = 0 (exact): {format_seconds(s.optimum)} = {s.optimum_formula}.",
         f"No schedule does better: its data must cross the cut {cuts}.",
         f"Found by column generation (HiGHS LP, {s.iterations} rounds of pricing by minimum "
-        f"arborescences), {s.reached:.6%} of the optimum's rate;",
+        f"arborescences), {s.reached:.6%} of the optimum's rate{_short(s)};",
         f"trees rounded to {s.units} units of a shard, depth {s.depth}.",
         f"Time (compiled, chunks = {s.chunks}): {s.formula}",
         f"  = {format_seconds(s.time)}; at alpha = 0 {format_seconds(s.bandwidth_time)}, "

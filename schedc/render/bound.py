@@ -384,7 +384,8 @@ def optimum_text(b: Bounds, topology: Topology, nominal: dict) -> str:
                      f"{format_seconds(part.value)} = {_str(part.time)}")
     head = (f"optimum over all cuts (exact, α = 0; {sum(p.solved for p in o.parts)} max-flows): "
             f"{format_seconds(o.value)} = {_str(o.time)}")
-    tail = "  reached by packed trees, pipelined (schedc synthesize writes them)"
+    tail = ("  reached by packed trees, pipelined, where routes may take any path; schedc "
+            "synthesize says how near trees over schedc's routes come")
     if o.kind == "allreduce":
         head += ", reduce-scatter then all-gather"
         if o.value == b.best_value:

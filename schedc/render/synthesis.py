@@ -21,7 +21,10 @@ def synthesis_text(s: Synthesis, written: str | None) -> str:
         f"  optimum      {format_seconds(s.optimum)} = {s.optimum_formula}  (exact, α = 0; "
         f"{kinds})",
         *(f"  cut          {side}" for side in s.optimum_cuts),
-        f"  packing      {s.reached:.6%} of the optimum's rate ({s.iterations} rounds of pricing)",
+        f"  packing      {s.reached:.6%} of the optimum's rate ({s.iterations} rounds of pricing)"
+        + ("" if s.reached >= 1 - 1e-6 else
+           "\n               below it: the cut counts paths schedc's routes between these "
+           "ranks do not take"),
         f"  time         {format_seconds(s.time)}  (compiled and verified, chunks = {s.chunks}, "
         f"{s.rounds} rounds)",
         f"  formula      {s.formula}",

@@ -106,7 +106,7 @@ def chunks_within(p: Plan, optimum: float, shard: float, within: float) -> int:
     """The smallest K whose bandwidth term is within `within` of `optimum` (seconds)."""
     if p.steady(shard) > optimum * (1 + within):
         raise LimitError(f"with {p.units} units a shard the trees' rounding alone is "
-                         f"{p.steady(shard) / optimum - 1:.2%} above the optimum, more than "
+                         f"{p.steady(shard) / optimum - 1:.2%} above their goal, more than "
                          f"{within:.2%}: give --chunks, or more --units")
     for k in range(1, MAX_CHUNKS + 1):
         if p.bandwidth_time(k, shard) <= optimum * (1 + within):
