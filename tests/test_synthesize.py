@@ -184,3 +184,16 @@ def test_below_the_optimum_it_says_so(tmp_path):
     assert result.reached < 0.99
     assert "counts paths that schedc's routes" in result.text
     assert at_zero_alpha(out, result.name) >= result.optimum  # a lower bound all the same
+
+
+def test_compare_lists_the_synthesized_schedule(run, monkeypatch):
+    monkeypatch.chdir(ROOT)
+    code, out, err = run("compare", "schedules/seed/nvlink_2x8.sched", "--with-synthesized",
+                         "--set", "B_L=300GB/s", "--json")
+    assert code == 0, err
+    rows = {s["name"]: s["time_s"] for s in json.loads(out)["schedules"]}
+    assert list(rows)[-1] == "synthesized_allreduce"
+    # It beats the seed's schedules (hierarchical's best, 1.691 ms at B_L = 300 GB/s), and the
+    # end-host bound 15/8 V / (B_L + B_N) at the same B_L holds below it.
+    assert rows["synthesized_allreduce"] < rows["hierarchical"]
+    assert rows["synthesized_allreduce"] > 15 / 8 * 192 * 2**20 / 350e9

@@ -77,15 +77,21 @@ def time(session: Session, schedule: str, *, verify: bool = True) -> Timing:
     return verified_timings(session, [schedule], verify)[0]
 
 
-def compare(session: Session, schedules: Iterable[str] = (), *, verify: bool = True
-            ) -> list[Timing]:
+def compare(session: Session, schedules: Iterable[str] = (), *, verify: bool = True,
+            with_synthesized: bool = False) -> list[Timing]:
     """The timings of the named result schedules (default: every one of the file), verified
-    first, as `schedc compare` and `schedc time` show them.
+    first, as `schedc compare` and `schedc time` show them; `with_synthesized`: and last, the
+    schedule `synthesize` writes for the file's first collective, at the chunk count that
+    is fastest at the file's α.
 
         >>> [t.name for t in schedc.compare(session)]
         ['ring', 'interleaved', 'hierarchical']
     """
-    return verified_timings(session, session.selected(tuple(schedules)), verify)
+    timings = verified_timings(session, session.selected(tuple(schedules)), verify)
+    if with_synthesized:
+        from .synthesizing import synthesized_timing
+        timings.append(synthesized_timing(session))
+    return timings
 
 
 def verify(session: Session, schedules: Iterable[str] = ()) -> list[Verdict]:

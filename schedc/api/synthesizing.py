@@ -17,8 +17,10 @@ from pathlib import Path
 
 from ..analysis.synthesize.result import Synthesis
 from ..choices import PACKED
+from ..cost.timing import Timing
 from ..errors import SchedcError, UsageError
 from .arguments import work_limits
+from .compiling import verified_timings
 
 # Pricing solves one minimum arborescence over all ranks per root orbit and round, and the LP
 # has a row per resource orbit: 64 ranks take seconds, 144 (2 hosts of 72) take minutes.
@@ -71,6 +73,28 @@ def synthesize(path: str | Path, collective: str, *, over: str | None = None,
                            units, work_limits(max_transfers, max_rounds))
 
 
+def synthesized_timing(session) -> Timing:
+    """The timing of the schedule `synthesize` writes for the first collective of the file
+    `session` was opened from (with its --set values and limits), at the chunk count that is
+    fastest at the file's α; compiled from the written text, verified."""
+    from ..session import Session
+    if session.origin is None or not session.program.results:
+        raise UsageError("--with-synthesized needs a .sched file with a collective and schedules")
+    path, overrides, limits = session.origin
+    kind = session.program.results[0].collective.kind
+    if kind not in PACKED:
+        raise UsageError(f"--with-synthesized: synthesize packs {', '.join(PACKED)}, not {kind}")
+    sets = tuple(f"{o.name}={o.source.text}" for o in overrides)
+    with tempfile.TemporaryDirectory(prefix="schedc-synthesize-") as scratch:
+        out = Path(scratch) / "synthesized.sched"
+        made = synthesize(path, kind, output=out, sets=sets, max_transfers=limits.transfers,
+                          max_rounds=limits.steps)
+        out.write_text(made.text, encoding="utf-8")
+        fastest = Session.open(out, (*sets, f"chunks={made.alpha_chunks}"), limits)
+        (timing,) = verified_timings(fastest, [made.name])
+    return timing
+
+
 def _synthesize(source, machine, kind, over, size, root, chunks, within, name, sets,
                 scratch, max_ranks, units, limits) -> Synthesis:
     from ..analysis.bound.cuts import RankCuts
@@ -81,7 +105,6 @@ def _synthesize(source, machine, kind, over, size, root, chunks, within, name, s
     from ..export.sched_schedule import Phase, schedule_text
     from ..model.ir import linear_value
     from ..session import Session
-    from .compiling import verified_timings
 
     declared = _declared(Session.open(source, sets, limits))
     size = size or (declared[1] if declared else None)

@@ -71,12 +71,16 @@ def time(session, schedules, as_json: bool, output_format: str, no_verify: bool)
 @json_option(schema.TIME)
 @format_option
 @no_verify_option
-def compare(session, as_json: bool, output_format: str, no_verify: bool) -> int:
+@click.option("--with-synthesized", is_flag=True,
+              help="Add the schedule `synthesize` writes for FILE's first collective, at the "
+                   "chunk count fastest at FILE's α.")
+def compare(session, as_json: bool, output_format: str, no_verify: bool,
+            with_synthesized: bool) -> int:
     """All schedules of FILE side by side (the seed's §3 table)."""
     from ..api import compare as timings_of
     from ..render.text import to_json
     show = formatted(output_format, as_json, "compare", to_json)
-    timings = timings_of(session, verify=not no_verify)
+    timings = timings_of(session, verify=not no_verify, with_synthesized=with_synthesized)
     click.echo(show(session.program, timings), nl=False)
     return EXIT_OK
 
