@@ -14,13 +14,16 @@ import os
 import tempfile
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..analysis.synthesize.result import Synthesis
 from ..choices import PACKED
-from ..cost.timing import Timing
 from ..errors import SchedcError, UsageError
 from .arguments import work_limits
 from .compiling import verified_timings
+
+if TYPE_CHECKING:  # (annotations only: `import schedc` stays cheap)
+    from ..cost.timing import Timing
 
 # Pricing solves one minimum arborescence over all ranks per root orbit and round, and the LP
 # has a row per resource orbit: 64 ranks take seconds, 144 (2 hosts of 72) take minutes.
