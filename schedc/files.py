@@ -107,13 +107,14 @@ def read_input(path: str | Path, what: str, span: Span | None = None, shown: str
     except (OSError, ValueError) as exc:
         raise LoadError(f"cannot read {shown}: {getattr(exc, 'strerror', None) or exc}",
                         span) from None
-    with os.fdopen(fd, "rb") as handle:
-        info = os.fstat(fd)
+    info = os.fstat(fd)  # before fdopen, which refuses a directory with an OSError of its own
+    if not stat.S_ISREG(info.st_mode):
+        os.close(fd)
         if stat.S_ISDIR(info.st_mode):
             raise LoadError(f"{shown} is a directory, not {what}", span)
-        if not stat.S_ISREG(info.st_mode):
-            raise LoadError(f"{shown} is {_kind(info.st_mode)}, not {what}: inputs are "
-                            "regular files", span)
+        raise LoadError(f"{shown} is {_kind(info.st_mode)}, not {what}: inputs are "
+                        "regular files", span)
+    with os.fdopen(fd, "rb") as handle:
         run = RUN.get()
         budget = limit if run is None else min(limit, MAX_INPUT_BYTES - run.read)
         if info.st_size > budget:

@@ -134,15 +134,15 @@ def _derived(program: Program) -> dict[str, tuple[str, str, str]]:
         span = param.span
         if span is None:
             continue
-        lines = span.source.lines()
+        line = span.source.line  # (one line at a time: the file is not split per param)
         above: list[str] = []
         number = span.line - 1
-        while number >= 1 and lines[number - 1].lstrip().startswith("#"):
-            above.insert(0, lines[number - 1].strip().lstrip("#").strip())
+        while number >= 1 and line(number).lstrip().startswith("#"):
+            above.insert(0, line(number).strip().lstrip("#").strip())
             number -= 1
         source = next((t[5:].strip() for t in above if t.startswith("from:")), None)
         rule = next((t[5:].strip() for t in above if t.startswith("rule:")), None)
         if source is not None and rule is not None:
-            text = lines[span.line - 1].split("=", 1)[-1].split("#")[0].strip()
+            text = line(span.line).split("=", 1)[-1].split("#")[0].strip()
             out[name] = (text, source, rule)
     return out

@@ -175,8 +175,7 @@ def violations(root: Element, text: str, source, executor: str,
 
     problem = scan(text) if tokens is None else tokens[0]
     if problem is not None:
-        line = text.count("\n", 0, problem.offset) + 1
-        col = problem.offset - (text.rfind("\n", 0, problem.offset) + 1) + 1
+        line, col = source.position(problem.offset)
         found.append(Violation(executor, problem.message, Span(source, line, col, line, col + 1),
                                ("msccl_parser.cc" if executor == NCCL else "xml.cc")
                                + f":{problem.line if executor == NCCL else 'xmlGetNode'}"))

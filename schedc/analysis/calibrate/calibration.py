@@ -10,6 +10,7 @@ their geomean is over |error|.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, field
 
@@ -133,7 +134,7 @@ class Comparison:
             raise ValueError("a comparison needs a prediction, a winner and a latency share "
                              "per row")
 
-    @property
+    @functools.cached_property  # (once: `worst` and the tables read it per row)
     def errors(self) -> tuple[float, ...]:
         return tuple(p / m.measured - 1 for p, m in zip(self.predicted, self.points))
 
@@ -172,7 +173,8 @@ class Comparison:
 
     @property
     def worst(self) -> tuple[Point, float]:
-        k = max(range(len(self.points)), key=lambda i: abs(self.errors[i]))
+        errors = self.errors
+        k = max(range(len(self.points)), key=lambda i: abs(errors[i]))
         return self.points[k], self.errors[k]
 
 
