@@ -13,6 +13,7 @@ from .comm import GRAPHS, Comm
 NAMES = {"cpuArch": ("x86", "POWER", "ARM"), "cpuVendor": ("INTEL", "AMD", "ZHAOXIN", "MIXED"),
          "netDeviceType": ("HOST", "UNPACK")}
 FLOATS = ("bwIntra", "bwInter", "latencyInter")
+C_FLOAT_MAX = 3.4028234663852886e38  # FLT_MAX: NCCL's graph bandwidths are C floats
 
 
 def check_sm(sm: int, what: str = "--sm") -> int:
@@ -60,6 +61,9 @@ def _parse(name: str, raw: str) -> object:
         raise UsageError(f"--input {name}={raw}: expects {kind}") from None
     if not math.isfinite(value):
         raise UsageError(f"--input {name}={raw}: expects a finite number")
+    if field in FLOATS and value > C_FLOAT_MAX:
+        raise UsageError(f"--input {name}={raw}: NCCL holds it in a C float, whose largest "
+                         f"value is {C_FLOAT_MAX:.7g}")
     if value < 0:
         raise UsageError(f"--input {name}={raw}: cannot be negative")
     return value
