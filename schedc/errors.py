@@ -20,6 +20,9 @@ class SourceFile:
 
     path: str
     text: str
+    # False: a file that is not shown as schedc's (it is not in the format it was given as):
+    # errors give its file:line:col but never a line of it (docs/robustness.md).
+    quoted: bool = True
 
     def __post_init__(self) -> None:
         # Python's rule for source text: '\r\n' and a lone '\r' end a line like '\n' (as
@@ -79,7 +82,9 @@ class Span:
     def excerpt(self) -> str:
         """The source line and a caret line underlining the span; a line longer than
         `EXCERPT_WIDTH` is cut to that many columns around the caret, with '...' where it is
-        cut (a 14 MB line is not echoed whole to stderr)."""
+        cut (a 14 MB line is not echoed whole to stderr). Nothing for an unquoted file."""
+        if not self.source.quoted:
+            return ""
         text = self.source.line(self.line)
         stop = self.end_col if self.end_line == self.line else len(text) + 1
         width = max(1, min(stop, len(text) + 1) - self.col)
@@ -110,7 +115,7 @@ class SchedcError(Exception):
     def render(self) -> str:
         where = f"{self.span}: " if self.span else ""
         lines = [f"{where}error: {self.message}"]
-        if self.span:
+        if self.span and self.span.source.quoted:
             lines.append(self.span.excerpt())
         lines.extend(f"  note: {note}" for note in self.notes)
         return "\n".join(lines)

@@ -142,6 +142,25 @@ def read_source(path: str | Path, what: str, error: type[SchedcError] = LoadErro
     return decode_source(shown or str(path), read_input(path, what, span, shown), error)
 
 
+def read_sched(path: str | Path, error: type[SchedcError] = LoadError, span: Span | None = None,
+                shown: str | None = None) -> SourceFile:
+    """A `.sched` file's text (`read_source`), refused before a byte is read unless the file
+    it resolves to is named `.sched`: a symbolic link `x.sched` to `secret.txt`, an
+    `import`, `--machine` or `--fitted` naming any other file, is refused, so an error never
+    quotes a line of a file that is not schedc's (the name a user gave is not enough)."""
+    shown = str(path) if shown is None else shown
+    try:
+        real = Path(os.path.realpath(path))
+    except (OSError, ValueError) as exc:  # a NUL character in the name
+        raise error(f"cannot read {shown}: {exc}", span) from None
+    # (a special file, a /proc file whose size says 0, a missing one: read_input says what)
+    if real.suffix != ".sched" and real.is_file() and real.stat().st_size > 0:
+        through = "" if real.name == Path(shown).name else f" (it leads to {real.name})"
+        raise error(f"{shown} is not a .sched file{through}: schedc reads its language only "
+                    "from files named .sched", span)
+    return read_source(path, "a .sched file", error, span, shown)
+
+
 def _too_big(shown: str, size: int, budget: int, limit: int, run: Run | None) -> str:
     if budget < limit and run is not None:
         return (f"{shown}: the inputs of this run would exceed {_mib(MAX_INPUT_BYTES)} "
@@ -368,4 +387,4 @@ def _umask() -> int:
 
 
 __all__ = ["RUN", "Run", "SchedcError", "check_output", "check_output_folder", "read_input",
-           "read_source", "write_folder", "write_output", "write_output_with"]
+           "read_sched", "read_source", "write_folder", "write_output", "write_output_with"]

@@ -143,18 +143,21 @@ def predict_nccl(session: Session, logs: Iterable[str | Path], schedule: str | N
 def read_manifest(path: str | Path) -> list[tuple[str, str]]:
     """A manifest's (log, machine) pairs: one `LOG MACHINE` pair a line, paths relative to
     the manifest's folder, `#` to the end of a line a comment."""
-    from ..errors import Span, UsageError
+    from ..errors import SourceFile, Span, UsageError
     from ..files import read_source
     source = read_source(path, "a calibration manifest", UsageError, shown=str(path))
+    # A line that is not `LOG MACHINE.sched` is refused at its position without being shown or
+    # quoted: a file given as a manifest that is not one (a secret) is never echoed.
+    hidden = SourceFile(source.path, source.text, quoted=False)
     folder = Path(path).parent
     pairs = []
     for number, raw in enumerate(source.text.splitlines(), start=1):
         words = raw.split("#", 1)[0].split()
         if not words:
             continue
-        if len(words) != 2:
-            raise UsageError(f"expected 'LOG MACHINE' (two paths), got {len(words)} words",
-                             Span(source, number, 1, number, len(raw) + 1))
+        if len(words) != 2 or not words[1].endswith(".sched"):
+            raise UsageError(f"expected 'LOG MACHINE' (two paths, the machine a .sched file), "
+                             f"got {len(words)} words", Span(hidden, number, 1, number, 2))
         for word in words:  # a missing file is said at its line, before any work
             if not (folder / word).is_file():
                 start = raw.index(word) + 1

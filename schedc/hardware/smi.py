@@ -41,8 +41,9 @@ def read_nvidia_smi(path: str | Path, assume: Assumptions) -> HostModel:
     lines = [_ANSI.sub("", line) for line in source.lines()]
     head = next((i for i, line in enumerate(lines) if re.match(r"\s*GPU0\b", line)), None)
     if head is None:
+        hidden = SourceFile(source.path, source.text, quoted=False)  # (not smi's: not shown)
         raise ParseError("no header row naming GPU0: not the output of `nvidia-smi topo -m`",
-                         Span(source, 1, 1, 1, 2))
+                         Span(hidden, 1, 1, 1, 2))
     # The last device's cell may run into the affinity titles with single spaces
     # (`mlx5_1 CPU Affinity NUMA Affinity`): a device is a cell's first word.
     names = [w for w in (c.split()[0] for c in _cells(lines[head])) if _DEVICE.fullmatch(w)]
