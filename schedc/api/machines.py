@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..errors import UsageError
+from ..limits import MAX_ROUTES
 
 if TYPE_CHECKING:
     from ..analysis.machine import MachineSummary
@@ -91,8 +92,10 @@ def import_machine(path: str | Path, *, hosts: int = 1, fabric: str = "rail",
     return machine_sched(host, hosts, shape, command)
 
 
-def machine_summary(session: Session) -> MachineSummary:
+def machine_summary(session: Session, max_routes: int | None = None) -> MachineSummary:
     """Hosts, devices, links, route classes and (imported machines) where figures came from.
+    The routes go from the first GPU to every other, or to `max_routes` of them evenly
+    spread (default `limits.MAX_ROUTES`; `summary.routed` says how many).
 
         >>> summary = schedc.machine_summary(session)  # the seed's 2 × 8 machine
         >>> summary.hosts, len(summary.devices)  # 16 GPUs, 2 NVSwitches, 8 rails, a spine
@@ -106,4 +109,4 @@ def machine_summary(session: Session) -> MachineSummary:
     if not program.topology.devices:
         raise UsageError(f"{program.path} declares no machine (no topology block, none "
                          "imported): nothing to show")
-    return summarize(program)
+    return summarize(program, MAX_ROUTES if max_routes is None else max_routes)

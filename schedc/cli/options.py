@@ -99,7 +99,7 @@ def limit_options(func):
 def _finite_timeout(ctx: click.Context, param: click.Parameter, value: float) -> float:
     """`--timeout` must be a number of seconds the alarm can be set to: FloatRange lets NaN
     through (every comparison with it is false), and 1e308 or inf overflows setitimer."""
-    from ..deadline import MAX_TIMEOUT
+    from ..api.analysing import MAX_TIMEOUT
     if not 0 < value <= MAX_TIMEOUT:
         raise click.BadParameter(f"{value:g} is not a number of seconds from 0 (excluded) to "
                                  f"{MAX_TIMEOUT:g}", ctx, param)
