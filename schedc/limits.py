@@ -22,6 +22,9 @@ MAX_DEVICES = 65_536
 # `machine show` routes from the first GPU to at most this many others, evenly spread: each
 # target costs a search of the whole fabric, so all 7,999 of 1,000 hosts took 30 s and 4.6 GB.
 MAX_ROUTES = 128
+# `whatif`: failures timed × (devices + links + transfers), each failure a copy of the machine
+# routed and timed anew; about 4 µs a unit (800 NICs of a 100-host rail machine: 3.3 M, 14 s).
+MAX_FAILURE_WORK = 4_000_000
 
 
 @dataclass(frozen=True)
