@@ -25,6 +25,10 @@ MAX_ROUTES = 128
 # `whatif`: failures timed × (devices + links + transfers), each failure a copy of the machine
 # routed and timed anew; about 4 µs a unit (800 NICs of a 100-host rail machine: 3.3 M, 14 s).
 MAX_FAILURE_WORK = 4_000_000
+# `calibrate`: per evaluation of the model (over every start, refit and profile of one fit)
+# its fit rows + 100, about a µs each; a fit that does not settle within it is refused, in
+# about 25 s: 1,000 rows of four repeated sizes took 194 s, 10,000 rows 70 s.
+MAX_FIT_WORK = 20_000_000
 
 
 @dataclass(frozen=True)

@@ -7,6 +7,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ..limits import MAX_FIT_WORK
 from .compiling import verified_timings
 
 if TYPE_CHECKING:
@@ -58,10 +59,11 @@ def calibrate(session: Session, logs: Iterable[str | Path], schedule: str | None
 def calibrate_logs(pairs: Iterable[tuple[str | Path, Session]], schedule: str | None = None, *,
                    fit: Iterable[str] = (), every: int = 4, in_place: bool = False,
                    verify: bool = True, split: str = "interleaved",
-                   drop_wrong: bool = False) -> Calibration:
+                   drop_wrong: bool = False, max_work: int = MAX_FIT_WORK) -> Calibration:
     """One fit over several logs, each with its own machine (a loaded session): params of a
     library the machine files import are shared, a machine file's own params are its log's.
-    `split` is "interleaved", "size:64MiB" or "leave-one-out".
+    `split` is "interleaved", "size:64MiB" or "leave-one-out". A fit that does not settle
+    within `max_work` (per evaluation of the model, its fit rows + 100) is refused.
 
         >>> fitted = schedc.calibrate_logs([(LOG1, m1), (LOG2, m2)])       # doctest: +SKIP
     """
@@ -74,7 +76,7 @@ def calibrate_logs(pairs: Iterable[tuple[str | Path, Session]], schedule: str | 
         (path, table), = _tables([log])
         runs.append(Run(session, name, path, table, session.program.path))
     return calibrate_runs(runs, tuple(fit), parse_split(split, every), _place(in_place),
-                          drop_wrong)
+                          drop_wrong, max_work=max_work)
 
 
 def parse_split(text: str, every: int = 4):

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ...errors import SchedcError
+from ...limits import MAX_FIT_WORK
 from ...measure.nccl_tests import BUSBW_FACTORS, Row, Table
 from ...session import Session
 from .model import Model, schedules, size_symbol
@@ -43,6 +44,27 @@ SIZE_RANGES = (("<= 64 KiB", 0, 64 * 2**10), ("64 KiB - 64 MiB", 64 * 2**10 + 1,
 
 class CalibrationError(SchedcError):
     """A calibration cannot be set up (a log that does not fit the machine, a bad param)."""
+
+
+class WorkBudget:
+    """The work a fit may still take (`limits.MAX_FIT_WORK`, `--max-fit-work`): each
+    evaluation of the model spends its fit rows and CALL_COST; past the limit, refused."""
+
+    CALL_COST = 100  # a call of the model costs about as much as 100 rows more (measured)
+
+    def __init__(self, limit: int | None, rows: int, params: int) -> None:
+        self.limit = self.left = MAX_FIT_WORK if limit is None else limit
+        self.rows, self.params = rows, params
+
+    def spend(self) -> None:
+        self.left -= self.rows + self.CALL_COST
+        if self.left < 0:
+            calls = self.limit // (self.rows + self.CALL_COST)
+            raise CalibrationError(
+                f"the fit did not settle within {self.limit:,} units of work ({self.rows:,} fit "
+                f"rows and {self.CALL_COST} more per evaluation of the model: {calls:,} "
+                f"evaluations, for {self.params} params); fit fewer params (--fit) or fewer "
+                "rows (--every, fewer logs), or raise --max-fit-work")
 
 
 @dataclass(frozen=True)
