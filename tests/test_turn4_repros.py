@@ -427,3 +427,22 @@ def test_r17_a_fifo_with_a_reader_is_written_through(run, tmp_path):
     reader.join(30)
     assert code == 0, err
     assert got and got[0].startswith(b"<algo") and fifo.is_fifo()
+
+
+@pytest.mark.parametrize("hosts, fabric, refused_at", [(100, "rail", False), (3641, "rail", True),
+                                                       (3500, "fat-tree:", True)])
+def test_machine_import_counts_the_devices_hosts_and_fabric_make(run, tmp_path, hosts, fabric,
+                                                                 refused_at):
+    """What --hosts and --fabric will create is counted before the file is written (the DGX-1
+    matrix: 18 devices a host; a rail fabric adds its 4 rails and a spine, a fat tree a leaf
+    per host and the spines): 3,640 hosts on rails are 65,525 devices, 3,641 are refused."""
+    out = tmp_path / "m.sched"
+    code, _, err = run("machine", "import", "--nvidia-smi", TOPO / "dgx1-nvidia-smi-msccl-tools.txt",
+                       "--nic-speed", "400Gbit/s", "--sm", "90", "--nvlinks", "1", "--hosts",
+                       hosts, "--fabric", fabric, "-o", out)
+    if refused_at:
+        assert code == 2 and "the limit is 65,536" in err and not out.exists()
+    else:
+        assert code == 0, err
+        shown = run("machine", "show", out, "--max-routes", "2")[1]
+        assert "devices: 800 gpu, 400 nic, 605 switch" in shown  # 100 × 18 + 5, as counted

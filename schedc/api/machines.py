@@ -14,6 +14,7 @@ from ..limits import MAX_ROUTES
 if TYPE_CHECKING:
     from ..analysis.machine import MachineSummary
     from ..export.sched_machine import Fabric
+    from ..hardware.system import HostModel
     from ..session import Session
 
 MAX_HOSTS = 4096  # a structural param: more hosts is another compile, refused past this
@@ -89,7 +90,23 @@ def import_machine(path: str | Path, *, hosts: int = 1, fabric: str = "rail",
     else:
         from ..hardware.nccl_topo import read_nccl_topology
         host = read_nccl_topology(path, assume)
+    _check_devices(host, hosts, shape)
     return machine_sched(host, hosts, shape, command)
+
+
+def _check_devices(host: HostModel, hosts: int, shape: Fabric) -> None:
+    """Refuse, before the file is written, a machine no command could compile: its hosts'
+    devices and the fabric's switches past MAX_DEVICES (what `topology` would refuse later,
+    said here at the option that makes them)."""
+    from ..limits import MAX_DEVICES
+    ports = len(host.ports)
+    fabric = {"rail": max(1, ports) + 1, "single-switch": 1}.get(shape.kind, hosts + shape.spines)
+    total = hosts * len(host.parts) + fabric
+    if total > MAX_DEVICES:
+        raise UsageError(f"--hosts {hosts}: the machine would have {total:,} devices "
+                         f"({len(host.parts)} per host, {fabric:,} in the {shape.kind} fabric); "
+                         f"the limit is {MAX_DEVICES:,}: at most "
+                         f"{(MAX_DEVICES - fabric) // max(1, len(host.parts)):,} such hosts")
 
 
 def machine_summary(session: Session, max_routes: int | None = None) -> MachineSummary:
