@@ -99,6 +99,13 @@ def test_r04_an_nccl_input_beyond_a_c_float(run):
     assert "NCCL holds it in a C float, whose largest value is 3.402823e+38" in err
 
 
+@pytest.mark.parametrize("value", ["1" + "0" * 400, "3000000000"])
+def test_an_nccl_count_beyond_a_c_int(run, value):
+    """Found by this round's campaign: math.isfinite overflowed on a 401-digit count."""
+    err = refused(run, "nccl", PCIE, "--input", f"nNodes={value}")
+    assert "NCCL holds it in a C int, whose largest value is 2,147,483,647" in err
+
+
 def test_r04_an_overflow_in_ncclS_floats_is_null_in_json_and_warns_nothing(run):
     code, out, err = run("nccl", PCIE, "--input", "ring.bwIntra=3e38", "--input",
                          "ring.nChannels=32", "--json")
