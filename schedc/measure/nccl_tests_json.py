@@ -114,14 +114,19 @@ def _json_measurement(value: object, where: str, span: Span) -> Measurement | No
 
 
 def _json_ranks(config: dict) -> int | None:
-    devices, threads, gpus = config.get("devices"), config.get("nthreads"), config.get("ngpus")
-    counts = (threads, gpus)
-    if isinstance(devices, list) and devices and all(
-            isinstance(n, int) and not isinstance(n, bool) and n > 0 for n in counts):
+    devices = config.get("devices")
+    threads, gpus = _count(config.get("nthreads")), _count(config.get("ngpus"))
+    if isinstance(devices, list) and devices and threads and gpus:
         # One device entry per process (the first of its lines), each driving threads × gpus;
         # a count of 0 or less is ignored, as the text reader ignores a header it cannot use.
         return len(devices) * threads * gpus
     return None
+
+
+def _count(value: object) -> int | None:
+    """A count of the config (a whole number above 0), else None."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 \
+        else None
 
 
 MAX_JSON_DEPTH = 200  # reported as the limit; json's C scanner itself recurses until ~1,000

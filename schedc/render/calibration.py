@@ -250,7 +250,7 @@ def calibration_sched(cal: Calibration, command: str) -> str:
     own = [p for p in cal.params if p.log is not None]
     if own:
         lines += ["", "# Each log's own params (they belong in its machine file):"]
-        lines += [f"#   {comment(p.log)}: param {p.name} = {_literal(p)}"
+        lines += [f"#   {comment(p.log or '')}: param {p.name} = {_literal(p)}"
                   + (f"  ({p.held}, not fitted)" if p.held else "") for p in own]
     return "\n".join(lines) + "\n"
 
