@@ -11,7 +11,8 @@ deadlines and limits):
     schedc.solve(session, "time(hierarchical) = time(ring)", "B_L")
     schedc.bound(session)                             # one Bounds per collective
 
-Every name is looked up in `schedc.api` on first use, and each function imports its stage
+Every name of `schedc.api` (its `__all__`: the functions, what they return, the errors and
+the options' constants) is looked up there on first use, and each function imports its stage
 when called, so `import schedc` stays cheap. `__version__` comes from the package metadata.
 """
 
@@ -19,22 +20,78 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-__all__ = ["DEFAULT_TIMEOUT", "Limits", "SchedcError", "Session", "VerificationFailed",
-           "__version__", "bound", "calibrate", "check", "compare", "emit", "evaluate",
-           "export_astra", "export_msccl", "fitted_sets", "import_machine", "load",
-           "machine_summary", "nccl_model", "predict", "report", "scale", "sensitivity", "solve",
-           "sweep", "time", "tune", "validate_msccl", "verify", "verify_files", "verify_for_all",
-           "whatif"]
+# The whole public API: `schedc.api.__all__` and the version (tests/test_api_names.py keeps
+# them equal, and the type checkers' imports below).
+__all__ = ["__version__", "against_nccl", "bound", "calibrate", "calibrate_files",
+           "calibrate_logs", "calibration_pairs", "check", "check_output", "check_output_folder",
+           "compare", "emit", "evaluate", "export_astra", "export_msccl", "fitted_sets",
+           "import_machine", "listening", "load", "machine_summary", "nccl_model",
+           "plot_prediction", "plot_solution", "predict", "predict_nccl", "protocol_switches",
+           "read_manifest", "report", "scale", "sensitivity", "solve", "sweep", "synthesize", "time", "tune",
+           "validate_msccl", "verify", "verify_files", "verify_for_all", "whatif",
+           "write_calibration", "Against", "AstraExport", "Bounds", "Calibration", "Comparison",
+           "DEFAULT_POINTS", "DEFAULT_TIMEOUT", "EXECUTORS", "FileCheck", "FitNotWritten",
+           "ForAll", "IntegerSearch", "Limits", "MachineSummary", "MAX_CHANNELS", "MAX_CUTS",
+           "MAX_EMIT_LINES", "MAX_HOSTS", "MAX_SIZE", "MAX_STEP_IDS", "NCCL_EXECUTOR",
+           "NCCL_PROTOCOLS", "NcclModel", "NVLINKS", "ReportValue", "RUN", "Run", "Scaling",
+           "SchedcError", "Sensitivities", "Session", "SMS", "Solution", "STAGES", "Sweep", "Synthesis",
+           "Timing", "TunedTable", "Tuning", "Verdict", "VerificationFailed", "VerifiedFile",
+           "WhatIf"]
 
 if TYPE_CHECKING:
     from .api import (
+        DEFAULT_POINTS,
         DEFAULT_TIMEOUT,
+        EXECUTORS,
+        MAX_CHANNELS,
+        MAX_CUTS,
+        MAX_EMIT_LINES,
+        MAX_HOSTS,
+        MAX_SIZE,
+        MAX_STEP_IDS,
+        NCCL_EXECUTOR,
+        NCCL_PROTOCOLS,
+        NVLINKS,
+        RUN,
+        SMS,
+        STAGES,
+        Against,
+        AstraExport,
+        Bounds,
+        Calibration,
+        Comparison,
+        FileCheck,
+        FitNotWritten,
+        ForAll,
+        IntegerSearch,
         Limits,
+        MachineSummary,
+        NcclModel,
+        ReportValue,
+        Run,
+        Scaling,
         SchedcError,
+        Sensitivities,
+        Session,
+        Solution,
+        Sweep,
+        Synthesis,
+        Timing,
+        TunedTable,
+        Tuning,
+        Verdict,
         VerificationFailed,
+        VerifiedFile,
+        WhatIf,
+        against_nccl,
         bound,
         calibrate,
+        calibrate_files,
+        calibrate_logs,
+        calibration_pairs,
         check,
+        check_output,
+        check_output_folder,
         compare,
         emit,
         evaluate,
@@ -42,15 +99,22 @@ if TYPE_CHECKING:
         export_msccl,
         fitted_sets,
         import_machine,
+        listening,
         load,
         machine_summary,
         nccl_model,
+        plot_prediction,
+        plot_solution,
         predict,
+        predict_nccl,
+        protocol_switches,
+        read_manifest,
         report,
         scale,
         sensitivity,
         solve,
         sweep,
+        synthesize,
         time,
         tune,
         validate_msccl,
@@ -58,8 +122,8 @@ if TYPE_CHECKING:
         verify_files,
         verify_for_all,
         whatif,
+        write_calibration,
     )
-    from .session import Session
 
     __version__: str
 
@@ -83,9 +147,6 @@ def __getattr__(name: str):
     if name == "__version__":
         value = globals()[name] = _version()
         return value
-    if name == "Session":
-        from .session import Session
-        return Session
     if name in __all__:
         from . import api
         return getattr(api, name)

@@ -19,6 +19,14 @@ MAX_CELLS = 2**26  # (rank, segment) cells of a verification; more are refused
 MAX_INPUT_BYTES = 16 * 2**20
 MAX_LOG_ROWS = 10_000
 MAX_DEVICES = 65_536
+# The largest size in bytes: sizes are 64-bit (NCCL's size_t, an MSCCL file's maxBytes, an
+# nccl-tests row), and an exported MSCCL algorithm's maxBytes without a limit.
+MAX_SIZE = 2**63 - 1
+# MSCCL XML's ranges (each executor's rules are in schedc.msccl.rules): NCCL's channels,
+# MAXCHANNELS (src/include/device.h:65 / devcomm.h:51), and the most steps a build may allow
+# a thread block (MSCCL_MAX_NUM_STEPS), whose step ids are int16_t.
+MAX_CHANNELS = 32
+MAX_STEP_IDS = 2**15
 # `machine show` routes from the first GPU to at most this many others, evenly spread: each
 # target costs a search of the whole fabric, so all 7,999 of 1,000 hosts took 30 s and 4.6 GB.
 MAX_ROUTES = 128

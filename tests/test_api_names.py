@@ -21,3 +21,50 @@ def test_result_types_are_the_type_checking_imports():
     assert imported == schedc.api.RESULT_TYPES
     for name, module in imported.items():
         assert getattr(schedc.api, name).__module__ == module
+
+
+def _type_checking_names(path) -> set[str]:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    guarded = next(node for node in tree.body if isinstance(node, ast.If)
+                   and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING")
+    return {alias.name for node in guarded.body if isinstance(node, ast.ImportFrom)
+            for alias in node.names}
+
+
+def test_the_root_package_is_the_whole_api():
+    """`schedc.X` for every name of `schedc.api.__all__` (issue 35: `schedc.calibrate_logs`,
+    `schedc.predict_nccl` and the result types were missing), each the API's own object,
+    and the names type checkers see are the same ones."""
+    import schedc
+    assert len(set(schedc.__all__)) == len(schedc.__all__)
+    assert len(set(schedc.api.__all__)) == len(schedc.api.__all__)
+    assert set(schedc.__all__) == {*schedc.api.__all__, "__version__"}
+    for name in schedc.api.__all__:
+        assert getattr(schedc, name) is getattr(schedc.api, name), name
+    assert _type_checking_names(ROOT / "schedc" / "__init__.py") == set(schedc.api.__all__)
+    assert schedc.calibrate_logs is schedc.api.measuring.calibrate_logs
+    assert isinstance(schedc.Session, type) and isinstance(schedc.MachineSummary, type)
+
+
+def test_import_schedc_imports_no_stage():
+    """`import schedc` looks names up in `schedc.api` on first use only."""
+    import subprocess
+    import sys
+    probe = ("import sys, schedc; print(sorted(m for m in sys.modules "
+             "if m.startswith('schedc.')))")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                          check=True, cwd=ROOT)
+    assert done.stdout.strip() == "[]"
+
+
+def test_the_architecture_page_lists_every_function():
+    """docs/architecture.md's Python API tables name every function of `schedc` (as
+    `name(...)`), and no function that is not one."""
+    import re
+
+    import schedc
+    text = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+    section = text.split("## Python API", 1)[1].split("\n## ", 1)[0]
+    listed = set(re.findall(r"^\| `(\w+)\(", section, re.M))
+    functions = {n for n in schedc.__all__ if n[0].islower() and callable(getattr(schedc, n))}
+    assert listed == functions

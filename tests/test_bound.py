@@ -392,7 +392,7 @@ def test_json(run):
     document = json.loads(out)
     assert document["schema"] == "schedc.bound/1"
     keys = {"collective", "bound_s", "bound_formula", "binds", "binding_cut", "end_host", "cuts",
-            "schedules"}
+            "schedules", "optimum"}
     assert set(document) == {"schema", "file", "params", "collectives"} | keys
     (only,) = document["collectives"]
     assert set(only) == keys and all(only[k] == document[k] for k in keys)
@@ -402,6 +402,11 @@ def test_json(run):
     assert (cut["name"], cut["bandwidth"], cut["bandwidth_formula"]) == ("node[0] | node[1]", 400 * GB, "8*B_N")
     assert cut["bound_s"] == pytest.approx(192 * MiB / 400e9, rel=1e-15)
     assert cut["sides"][0] == [f"node[0].g[{i}]" for i in range(8)]
+    # Reduce-scatter then all-gather: 15/16 of V leaves, then enters, one GPU over B_L + B_N.
+    optimum = document["optimum"]
+    assert optimum["lower_bound"] is False
+    assert [c["kind"] for c in optimum["cuts"]] == ["reduce_scatter", "allgather"]
+    assert optimum["time_s"] == pytest.approx(2 * 15 / 16 * 192 * MiB / 500e9, rel=1e-15)
     assert [s["name"] for s in document["schedules"]] == ["ring", "interleaved", "hierarchical"]
     for s in document["schedules"]:
         assert s["ratio"] == pytest.approx(s["time_s"] / document["bound_s"], rel=1e-12)

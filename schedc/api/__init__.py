@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from ..choices import EXECUTORS, NCCL_EXECUTOR, NCCL_PROTOCOLS
 from ..deadline import DEFAULT_TIMEOUT
 from ..errors import SchedcError, VerificationFailed
 from ..files import (  # what a run reads and writes (see files.py)
@@ -25,7 +26,14 @@ from ..files import (  # what a run reads and writes (see files.py)
     check_output,
     check_output_folder,
 )
-from ..limits import DEFAULT_POINTS, MAX_CUTS, Limits
+from ..limits import (
+    DEFAULT_POINTS,
+    MAX_CHANNELS,
+    MAX_CUTS,
+    MAX_SIZE,
+    MAX_STEP_IDS,
+    Limits,
+)
 from ..progress import listening
 from .analysing import (
     Sensitivities,
@@ -42,6 +50,7 @@ from .analysing import (
 from .changing import whatif
 from .compiling import (
     MAX_EMIT_LINES,
+    STAGES,
     VerifiedFile,
     compare,
     emit,
@@ -60,23 +69,29 @@ from .exporting import (
     validate_msccl,
 )
 from .forall import verify_for_all
-from .machines import import_machine, machine_summary
+from .machines import MAX_HOSTS, NVLINKS, SMS, import_machine, machine_summary
+from .synthesizing import Synthesis, synthesize
 from .measuring import (
+    FitNotWritten,
     calibrate,
+    calibrate_files,
     calibrate_logs,
+    calibration_pairs,
     fitted_sets,
     plot_prediction,
     predict,
     predict_nccl,
     read_manifest,
+    write_calibration,
 )
-from .nccl import NcclModel, nccl_model
+from .nccl import Against, NcclModel, against_nccl, nccl_model
 
 if TYPE_CHECKING:
     from ..analysis.bound.bounds import Bounds
     from ..analysis.calibrate.calibration import Calibration, Comparison
     from ..analysis.check import FileCheck
     from ..analysis.forall.family import ForAll
+    from ..analysis.machine import MachineSummary
     from ..analysis.scale.pieces import Scaling
     from ..analysis.solve.instances import IntegerSearch
     from ..analysis.solve.reports import ReportValue
@@ -85,6 +100,7 @@ if TYPE_CHECKING:
     from ..analysis.verify.verdict import Verdict
     from ..analysis.whatif import WhatIf
     from ..cost.timing import Timing
+    from ..export.astra import AstraExport
     from ..session import Session
 
 # The result types, for isinstance and annotations; imported on first use (they bring SymPy).
@@ -96,7 +112,8 @@ RESULT_TYPES = {
     "Calibration": "schedc.analysis.calibrate.calibration",
     "Comparison": "schedc.analysis.calibrate.calibration", "FileCheck": "schedc.analysis.check",
     "ReportValue": "schedc.analysis.solve.reports", "WhatIf": "schedc.analysis.whatif",
-    "ForAll": "schedc.analysis.forall.family",
+    "ForAll": "schedc.analysis.forall.family", "MachineSummary": "schedc.analysis.machine",
+    "AstraExport": "schedc.export.astra",
 }
 
 
@@ -107,17 +124,27 @@ def __getattr__(name: str):
     raise AttributeError(f"module 'schedc.api' has no attribute {name!r}")
 
 
+# The whole public API, which `schedc` re-exports (tests/test_api_names.py keeps the two lists
+# and the type checkers' imports equal).
 __all__ = [
-    "Bounds", "Calibration", "Comparison", "FileCheck", "IntegerSearch", "ReportValue",
-    "Scaling", "Session", "Solution", "Sweep", "Timing", "Verdict",
-    "RUN", "Run", "check_output", "check_output_folder", "DEFAULT_POINTS", "DEFAULT_TIMEOUT", "MAX_CUTS", "MAX_EMIT_LINES", "Limits", "SchedcError",
-    "Sensitivities", "TunedTable", "Tuning", "VerifiedFile", "VerificationFailed", "bound", "calibrate", "check", "compare", "emit", "evaluate",
-    "export_astra", "export_msccl", "fitted_sets", "listening", "load", "plot_prediction", "plot_solution",
-    "predict", "protocol_switches", "report", "scale", "sensitivity", "solve", "sweep", "time",
-    "tune", "verify", "verify_files", "import_machine", "machine_summary", "WhatIf", "whatif",
-    "NcclModel", "nccl_model",
-    "ForAll", "verify_for_all",
-    "calibrate_logs", "read_manifest",
-    "validate_msccl",
-    "predict_nccl",
+    # the commands, one function each
+    "against_nccl", "bound", "calibrate", "calibrate_files", "calibrate_logs", "check", "compare", "emit", "evaluate",
+    "export_astra", "export_msccl", "import_machine", "load", "machine_summary", "nccl_model",
+    "predict", "predict_nccl", "protocol_switches", "report", "scale", "sensitivity", "solve",
+    "sweep", "synthesize", "time", "tune", "validate_msccl", "verify", "verify_files", "verify_for_all",
+    "whatif",
+    # helpers of the commands: plots, a calibration's inputs and outputs, files, progress
+    "calibration_pairs", "check_output", "check_output_folder", "fitted_sets", "listening", "plot_prediction",
+    "plot_solution", "read_manifest", "write_calibration", "RUN", "Run",
+    # what they return
+    "Against", "AstraExport", "Bounds", "Calibration", "Comparison", "FileCheck", "ForAll",
+    "IntegerSearch", "MachineSummary", "NcclModel", "ReportValue", "Scaling", "Sensitivities",
+    "Session", "Solution", "Sweep", "Synthesis", "Timing", "TunedTable", "Tuning", "Verdict",
+    "VerifiedFile", "WhatIf",
+    # errors
+    "FitNotWritten", "SchedcError", "VerificationFailed",
+    # the options' defaults, ranges and names
+    "DEFAULT_POINTS", "DEFAULT_TIMEOUT", "EXECUTORS", "Limits", "MAX_CHANNELS", "MAX_CUTS",
+    "MAX_EMIT_LINES", "MAX_HOSTS", "MAX_SIZE", "MAX_STEP_IDS", "NCCL_EXECUTOR",
+    "NCCL_PROTOCOLS", "NVLINKS", "SMS", "STAGES",
 ]

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from ..deadline import DEFAULT_TIMEOUT, MAX_TIMEOUT  # (MAX_TIMEOUT: for the CLI's --timeout)
 from ..limits import MAX_CUTS
+from .arguments import seconds, whole, work_limits
 from .compiling import load, verified_timings
 
 if TYPE_CHECKING:
@@ -65,6 +66,7 @@ def solve(session: Session, equation: str, param: str, *, timeout: float = DEFAU
     from ..analysis.solve.equations import Equations
     from ..deadline import OutOfTime, TimeLimit
     from ..errors import SolveError, SourceFile, Span
+    timeout = seconds(timeout)
     relation, timed = _timed(session, equation)
     limit = TimeLimit(timeout)  # one budget: deriving the times, then solving
     try:
@@ -118,6 +120,7 @@ def sensitivity(session: Session, schedules: Iterable[str] = (), *,
     """
     from ..analysis.solve.sensitivity import sensitivities
     from ..deadline import TimeLimit
+    timeout = seconds(timeout)
     program = session.program
     return [Sensitivities(t.name, t.cost.formula.xreplace(program.nominal),
                           sensitivities(program, t, TimeLimit(timeout)))
@@ -156,6 +159,7 @@ def bound(session: Session, schedules: Iterable[str] = (), *, max_cuts: int = MA
         ['allreduce']
     """
     from ..analysis.bound.bounds import bound_all
+    max_cuts = whole(max_cuts, "--max-cuts")
     names = session.selected(tuple(schedules), required=False)
     groups = bound_all(session, names, max_cuts)  # bad input before verification
     verified_timings(session, names, verify)
@@ -182,11 +186,12 @@ def scale(session: Session, param: str, schedules: Iterable[str] = (), *, start:
     from dataclasses import replace
 
     from ..analysis.scale.forms import Scaler
+    start = whole(start, "--from")
+    values = tuple(whole(n, "--at") for n in at)
     names = session.selected(tuple(schedules))
     scaler = Scaler(session, param.strip(), names, start, bounds,
                     lambda at, name: verified_timings(at, [name], verify))
     results = [scaler.scale(name) for name in names]
-    values = tuple(at)
     return [replace(r, at=tuple(scaler.evaluate(r, n, extrapolate) for n in values))
             for r in results]
 
@@ -198,7 +203,7 @@ def evaluate(session: Session, *, timeout: float = DEFAULT_TIMEOUT) -> tuple[Rep
         [...]
     """
     from ..analysis.solve.equations import Equations
-    return Equations(session, timeout).reports().values
+    return Equations(session, seconds(timeout)).reports().values
 
 
 def check(paths: str | Path | Iterable[str | Path], sets: Iterable[str] = (), *,
@@ -213,10 +218,10 @@ def check(paths: str | Path | Iterable[str | Path], sets: Iterable[str] = (), *,
         [False, False, False, False]
     """
     from ..analysis.check import check_file, sched_files
-    from ..limits import Limits
     if isinstance(paths, (str, Path)):
         paths = [paths]
-    limits = Limits(max_transfers or Limits.transfers, max_rounds or Limits.steps)
+    timeout = seconds(timeout)
+    limits = work_limits(max_transfers, max_rounds)
     machine_path = None if machine is None else Path(machine)
     return [check_file(path, timeout, limits, tuple(sets), machine_path, ranks)
             for path in sched_files([Path(p) for p in paths])]

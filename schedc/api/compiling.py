@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..errors import SchedcError
+from .arguments import whole, work_limits
 
 if TYPE_CHECKING:
     from ..analysis.verify.verdict import Verdict
@@ -36,10 +37,9 @@ def load(path: str | Path, sets: Iterable[str] = (), *, max_transfers: int | Non
         >>> session.selected()
         ['ring', 'interleaved', 'hierarchical']
     """
-    from ..limits import Limits
     from ..model.changes import Changes
     from ..session import Session
-    limits = Limits(max_transfers or Limits.transfers, max_rounds or Limits.steps)
+    limits = work_limits(max_transfers, max_rounds)
     return Session.open(path, tuple(sets), limits, machine, ranks,
                         Changes(tuple(fail), tuple(derate)))
 
@@ -121,6 +121,7 @@ def verify_files(path: str | Path, sets: Iterable[str] = (), schedules: Iterable
         ['nvlink_2x8.sched', 'nvlink_hosts.sched', 'pcie_2x4.sched']
     """
     from ..errors import UsageError
+    work_limits(max_transfers, max_rounds)  # bad limits are refused, not said per file
     path, sets, schedules = Path(path), tuple(sets), tuple(schedules)
     if path.is_dir():
         if schedules or sets:
@@ -165,6 +166,8 @@ def emit(stage: str, path: str | Path, schedules: Iterable[str] = (), *, sets: I
     from ..render import emit as dumps
     if stage not in STAGES:
         raise UsageError(f"no stage {stage!r}; the stages are {', '.join(STAGES)}")
+    max_lines = whole(max_lines, "--max-lines")
+    work_limits(max_transfers, max_rounds)  # (the ast stage compiles nothing)
     path = Path(path)
     if pair and stage != "routes":
         raise UsageError("--pair goes with `emit routes`")

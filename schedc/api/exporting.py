@@ -8,8 +8,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, NamedTuple
 
+from ..choices import EXECUTORS, LAYOUTS, NCCL_EXECUTOR, NCCL_PROTOCOLS
 from ..deadline import DEFAULT_TIMEOUT
-from ..limits import MAX_CUTS
+from ..limits import MAX_CHANNELS, MAX_CUTS, MAX_SIZE, MAX_STEP_IDS
+from .arguments import one_of, optional_whole, seconds, whole
 from .compiling import refusal, verified_timings
 
 if TYPE_CHECKING:
@@ -18,12 +20,9 @@ if TYPE_CHECKING:
     from ..language.syntax import NcclName
     from ..session import Session
 
-MAX_BYTES = 2**63 - 1  # the executor's default upper size: any
-
-
 def export_msccl(session: Session, schedule: str, *, proto: str = "Simple", channels: int = 1,
-                 executor: str = "msccl-executor-nccl", min_bytes: int = 0,
-                 max_bytes: int = MAX_BYTES, verify: bool = True, max_steps: int | None = None,
+                 executor: str = NCCL_EXECUTOR, min_bytes: int = 0,
+                 max_bytes: int = MAX_SIZE, verify: bool = True, max_steps: int | None = None,
                  layout: str = "inplace") -> str:
     """A schedule as an MSCCL XML algorithm (the text), verified first, within `executor`'s
     limits ("msccl-executor-nccl", or "msccl": microsoft/msccl, which also names
@@ -38,12 +37,15 @@ def export_msccl(session: Session, schedule: str, *, proto: str = "Simple", chan
     """
     from ..errors import UsageError
     from ..export.msccl_xml import export_msccl as write_xml
+    proto = one_of(proto, "--proto", NCCL_PROTOCOLS)
+    channels = whole(channels, "--channels", 1, MAX_CHANNELS)
+    executor = one_of(executor, "--executor", EXECUTORS)
+    max_steps = optional_whole(max_steps, "--max-steps", 1, MAX_STEP_IDS)
+    min_bytes = whole(min_bytes, "--min-bytes", 0, MAX_SIZE)
+    max_bytes = whole(max_bytes, "--max-bytes", 0, MAX_SIZE)
     if max_bytes < min_bytes:
         raise UsageError("--max-bytes is less than --min-bytes")
-    if layout not in ("inplace", "outofplace", "both"):
-        raise UsageError(f"layout {layout!r}: one of inplace, outofplace, both")
-    if executor not in ("msccl-executor-nccl", "msccl"):
-        raise UsageError(f"--executor {executor}: one of msccl-executor-nccl, msccl")
+    layout = one_of(layout, "layout", LAYOUTS)
     name = session.selected((schedule,))[0]
     if verify:
         from ..analysis.verify.verdict import verdict
@@ -62,13 +64,16 @@ def validate_msccl(path: str, executor: str, max_steps: int | None = None) -> st
         >>> schedc.validate_msccl("tests/fixtures/hierarchical.xml", "msccl")
         'tests/fixtures/hierarchical.xml: msccl would load it ...'
     """
+    from pathlib import Path
+
     from ..errors import UsageError
     from ..msccl.document import check_file
-    from ..msccl.rules import EXECUTORS, MAX_STEPS, ExecutorRulesError
-    if executor not in EXECUTORS:
-        raise UsageError(f"--executor {executor}: one of {', '.join(EXECUTORS)}")
-    if max_steps is not None and not 1 <= max_steps <= MAX_STEPS["msccl"] * 128:
-        raise UsageError("--max-steps must be between 1 and 32768 (the step ids are int16_t)")
+    from ..msccl.rules import ExecutorRulesError
+    executor = one_of(executor, "--executor", EXECUTORS)
+    max_steps = optional_whole(max_steps, "--max-steps", 1, MAX_STEP_IDS)
+    if Path(path).suffix.lower() != ".xml":
+        raise UsageError(f"{path}: --executor checks an MSCCL XML file (FILE.xml) against the "
+                         "executor's rules; a .sched file is verified without --executor")
     found, counts = check_file(path, executor, max_steps)
     if found:
         raise ExecutorRulesError(executor, found)
@@ -110,7 +115,8 @@ class TunedTable(NamedTuple):
     nodes: int  # nNodes (-1: any)
     ranks: int  # nRanks
     labelled: Envelope | None = None  # the fastest of the labelled schedules: the rows
-    against: tuple = ()  # with --against-nccl: schedc.export.tuner.Against rows
+    against: tuple = ()  # with against_nccl: schedc.api.nccl.Against rows
+    against_notes: tuple[str, ...] = ()  # with against_nccl: the ranges not compared
 
 
 @dataclass(frozen=True)
@@ -119,26 +125,45 @@ class Tuning:
     source: str  # the file
     per_nodes: str | None  # the structural param of a table per node count (None: one table)
     tables: tuple[TunedTable, ...]
+    margin: str | None = None  # with against_nccl: the margin, as given ("5%")
 
 
 def tune(session: Session, collective: str, sizes: str, *, nodes: str | Iterable[int] | None = None,
-         nodes_param: str | None = None, timeout: float = DEFAULT_TIMEOUT, verify: bool = True
-         ) -> Tuning:
+         nodes_param: str | None = None, timeout: float = DEFAULT_TIMEOUT, verify: bool = True,
+         against_nccl: str | None = None) -> Tuning:
     """The fastest schedule of the file per message-size range ("8B:16GB", as `--sizes`),
     among those computing `collective`, from exact crossovers. With `nodes` ("1,2,4" or a
     list of ints), one table per value of the file's structural param (`nodes_param`,
     default its only one), each compiled at that value. Write it with
-    `schedc.export.tuner.tuner_csv`.
+    `schedc.export.tuner.tuner_csv`. With `against_nccl`, a margin ("5%" or "0.05", as
+    `--margin` takes it), the table's `against` rows are only where schedc's model says
+    another NCCL pair beats NCCL's own pick by more than it (`schedc.against_nccl`), on the
+    file's own machine (so not with `nodes`).
 
         >>> flat = schedc.load("schedules/examples/tuner_flat_8.sched")
         >>> tuning = schedc.tune(flat, "allreduce", "8B:16GB")
         >>> [s.fastest for s in tuning.tables[0].envelope.stretches]
         ['doubling', 'ring']
     """
+    from ..export.tuner import COLLECTIVES
+    collective = one_of(collective, "--collective", tuple(COLLECTIVES))
+    timeout = seconds(timeout)
+    share = None
+    if against_nccl is not None:
+        from ..errors import UsageError
+        from ..export.tuner import parse_margin
+        if nodes is not None:
+            raise UsageError("--against-nccl compares on the file's own machine: drop --nodes")
+        share = parse_margin(against_nccl)
     per_nodes, counts = _node_counts(session, nodes, nodes_param)
     sessions = [session] if per_nodes is None else [session.at({per_nodes: n}) for n in counts]
     tables = tuple(_tune_at(at, collective, sizes, timeout, verify) for at in sessions)
-    return Tuning(collective, session.program.path, per_nodes, tables)
+    if share is not None:
+        from .nccl import against_nccl as against
+        (table,) = tables
+        rows, notes = against(session, table, collective, share, verify)
+        tables = (table._replace(against=rows, against_notes=notes),)
+    return Tuning(collective, session.program.path, per_nodes, tables, against_nccl)
 
 
 def _node_counts(session: Session, nodes: str | Iterable[int] | None, param: str | None
@@ -229,5 +254,7 @@ def report(session: Session, *, timeout: float = DEFAULT_TIMEOUT, max_cuts: int 
     """
     from ..analysis.overview import overview
     from ..render.html import report_html
+    max_cuts = whole(max_cuts, "--max-cuts")
+    timeout = seconds(timeout)
     timings = verified_timings(session, session.selected(), verify)
     return report_html(session.program, overview(session, timings, timeout, max_cuts))

@@ -6,6 +6,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from .arguments import optional_whole
 from .compiling import load
 
 if TYPE_CHECKING:
@@ -28,6 +29,7 @@ def verify_for_all(path: str | Path, param: str, sets: Iterable[str] = (),
     """
     from ..analysis.forall.family import for_all
     from ..errors import UsageError
+    start = optional_whole(start, "--from", None)  # (the smallest valid one: for_all says)
     if Path(path).is_dir():
         raise UsageError("--for-all needs one FILE, not a directory")
     session = load(path, sets, max_transfers=max_transfers, max_rounds=max_rounds)

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 from ..errors import UsageError
 from ..limits import MAX_ROUTES
+from .arguments import optional_whole, whole
 
 if TYPE_CHECKING:
     from ..analysis.machine import MachineSummary
@@ -18,6 +19,8 @@ if TYPE_CHECKING:
     from ..session import Session
 
 MAX_HOSTS = 4096  # a structural param: more hosts is another compile, refused past this
+NVLINKS = (1, 72)  # the range of `nvlinks`: NVLinks per GPU to an NVSwitch
+SMS = (10, 200)  # the range of `sm`: a compute capability, 80 for A100, 90 for H100
 
 
 def parse_fabric(text: str) -> Fabric:
@@ -76,8 +79,9 @@ def import_machine(path: str | Path, *, hosts: int = 1, fabric: str = "rail",
     """
     from ..export.sched_machine import machine_sched
     from ..hardware.nccl_topo import Assumptions
-    if not 1 <= hosts <= MAX_HOSTS:
-        raise UsageError(f"--hosts {hosts}: 1 to {MAX_HOSTS}")
+    hosts = whole(hosts, "--hosts", 1, MAX_HOSTS)
+    nvlinks = optional_whole(nvlinks, "--nvlinks", *NVLINKS)
+    sm = optional_whole(sm, "--sm", *SMS)
     if nvlinks is not None and sm is None or (sm is not None and nvlinks is None and not nvidia_smi):
         raise UsageError("--nvlinks and --sm go together (N NVLinks of the per-link bandwidth "
                          "of compute capability S)")
@@ -126,4 +130,5 @@ def machine_summary(session: Session, max_routes: int | None = None) -> MachineS
     if not program.topology.devices:
         raise UsageError(f"{program.path} declares no machine (no topology block, none "
                          "imported): nothing to show")
-    return summarize(program, MAX_ROUTES if max_routes is None else max_routes)
+    most = optional_whole(max_routes, "--max-routes")
+    return summarize(program, MAX_ROUTES if most is None else most)

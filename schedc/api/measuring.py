@@ -1,5 +1,6 @@
-"""Meeting measurements: `calibrate` fits a file's params to nccl-tests logs, `predict`
-compares its prediction with them, without fitting."""
+"""Meeting measurements: `calibrate` fits a file's params to nccl-tests logs (`calibrate_files`
+as the command does, from paths, and `write_calibration` writes the fit), `predict` compares
+its prediction with them, without fitting."""
 
 from __future__ import annotations
 
@@ -7,8 +8,10 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ..errors import SchedcError
 from ..limits import MAX_FIT_WORK
-from .compiling import verified_timings
+from .arguments import whole
+from .compiling import load, verified_timings
 
 if TYPE_CHECKING:
     from ..analysis.calibrate.calibration import Calibration, Comparison
@@ -34,6 +37,11 @@ def _place(in_place: bool) -> str:
     return "in" if in_place else "out"
 
 
+def _fit_names(fit: Iterable[str]) -> tuple[str, ...]:
+    """`--fit a,b --fit c`: the names, each item split at its commas."""
+    return tuple(n.strip() for item in fit for n in item.split(",") if n.strip())
+
+
 def calibrate(session: Session, logs: Iterable[str | Path], schedule: str | None = None, *,
               fit: Iterable[str] = (), every: int = 4, in_place: bool = False,
               verify: bool = True, split: str = "interleaved",
@@ -50,9 +58,10 @@ def calibrate(session: Session, logs: Iterable[str | Path], schedule: str | None
         ['a_L', 'B_L']
     """
     from ..analysis.calibrate.calibration import calibrate as fit_params
+    every = whole(every, "--every")
     name = _schedule(session, schedule)
     verified_timings(session, name.split(","), verify)
-    return fit_params(session, name, _tables(logs), tuple(fit), every, _place(in_place),
+    return fit_params(session, name, _tables(logs), _fit_names(fit), every, _place(in_place),
                       split=parse_split(split, every), drop_wrong=drop_wrong)
 
 
@@ -69,14 +78,99 @@ def calibrate_logs(pairs: Iterable[tuple[str | Path, Session]], schedule: str | 
     """
     from ..analysis.calibrate.calibration import Run
     from ..analysis.calibrate.fit import calibrate_runs
+    every = whole(every, "--every")
     runs = []
     for log, session in pairs:
         name = _schedule(session, schedule)
         verified_timings(session, name.split(","), verify)
         (path, table), = _tables([log])
         runs.append(Run(session, name, path, table, session.program.path))
-    return calibrate_runs(runs, tuple(fit), parse_split(split, every), _place(in_place),
-                          drop_wrong, max_work=max_work)
+    return calibrate_runs(runs, _fit_names(fit), parse_split(split, every), _place(in_place),
+                          drop_wrong, max_work=whole(max_work, "--max-fit-work"))
+
+
+def calibration_pairs(logs: Iterable[str | Path] = (), machines: Iterable[str | Path] = (),
+                      manifest: str | Path | None = None) -> list[tuple[str, str]]:
+    """The (log, machine) pairs a calibration fits: the lines of a `manifest`, or each of
+    `logs` with its machine (one of `machines` for every log, or one per log in order). A
+    machine that is an MSCCL algorithm is refused: it has no params of its own to fit."""
+    from ..errors import UsageError
+    log_paths, machine_paths = [str(p) for p in logs], [str(p) for p in machines]
+    if manifest is not None:
+        if log_paths or machine_paths:
+            raise UsageError("give either --manifest or LOG... --machine M..., not both")
+        pairs = read_manifest(manifest)
+    else:
+        if not log_paths or not machine_paths:
+            raise UsageError("give LOG... and --machine M... (or --manifest FILE)")
+        if len(machine_paths) not in (1, len(log_paths)):
+            raise UsageError(f"{len(log_paths)} logs and {len(machine_paths)} --machine files: "
+                             "give one machine for all logs, or one per log")
+        pairs = list(zip(log_paths, machine_paths * len(log_paths)
+                         if len(machine_paths) == 1 else machine_paths))
+    xml = next((m for _, m in pairs if Path(m).suffix.lower() == ".xml"), None)
+    if xml is not None:
+        raise UsageError(f"--machine {xml}: calibrate fits the params of a .sched file (its "
+                         "machine, collective and schedule); an MSCCL algorithm has no params "
+                         "of its own: `schedc predict FILE.xml --machine M.sched --against LOG`")
+    return pairs
+
+
+def calibrate_files(logs: Iterable[str | Path] = (), machines: Iterable[str | Path] = (), *,
+                    manifest: str | Path | None = None, schedule: str | None = None,
+                    fit: Iterable[str] = (), sets: Iterable[str] = (), every: int = 4,
+                    in_place: bool = False, verify: bool = True, split: str = "interleaved",
+                    drop_wrong: bool = False, max_transfers: int | None = None,
+                    max_rounds: int | None = None, max_work: int = MAX_FIT_WORK) -> Calibration:
+    """`schedc calibrate`: `calibrate_logs` over the pairs of `calibration_pairs`, each machine
+    file loaded once with `sets`; `fit` items may name several params (`"a_L,B_L"`). The
+    result records the command line that makes it again (`made_by`), which
+    `write_calibration` writes at the top of the file.
+
+        >>> fitted = schedc.calibrate_files([LOG], [MACHINE], fit=["latencies"])  # doctest: +SKIP
+        >>> schedc.write_calibration(fitted, "fit.sched")                           # doctest: +SKIP
+    """
+    from dataclasses import replace
+    logs, machines, sets, fit = tuple(logs), tuple(machines), tuple(sets), tuple(fit)
+    every = whole(every, "--every")
+    pairs = calibration_pairs(logs, machines, manifest)
+    sessions: dict[str, Session] = {}
+    loaded = [(log, sessions.setdefault(m, load(m, sets, max_transfers=max_transfers,
+                                                max_rounds=max_rounds))) for log, m in pairs]
+    result = calibrate_logs(loaded, schedule, fit=fit, every=every, in_place=in_place,
+                            verify=verify, split=split, drop_wrong=drop_wrong, max_work=max_work)
+    where = (["--manifest", str(manifest)] if manifest is not None else
+             [*map(str, logs), *(a for m in machines for a in ("--machine", str(m)))])
+    command = " ".join(["schedc calibrate", *where, *(["-s", schedule] if schedule else []),
+                        *(f"--fit {n}" for n in _fit_names(fit)), *(f"--set {s}" for s in sets),
+                        f"--split {split}", f"--every {every}",
+                        *(["--in-place"] if in_place else []),
+                        *(["--drop-wrong"] if drop_wrong else [])])
+    return replace(result, made_by=command)
+
+
+class FitNotWritten(SchedcError):
+    """`write_calibration` refused: the fit is reported, not written (on the command line a
+    note, and the exit code says whether the fit is trusted)."""
+
+
+def write_calibration(calibration: Calibration, path: str | Path, *, force: bool = False
+                      ) -> None:
+    """Write the fitted params as a `.sched` library a machine file can import (`calibrate
+    --write`), all of it or nothing. Refused (`FitNotWritten`) for a leave-one-out fit, which
+    is one fit per log, and, unless `force`, for a fit that is not `trusted`."""
+    from ..files import write_output_with
+    from ..render.calibration import calibration_sched
+    if calibration.split.kind == "leave-one-out":
+        raise FitNotWritten(f"not writing {path}: leave-one-out makes one fit per log; fit "
+                            "without --split leave-one-out to write the constants")
+    if not calibration.trusted and not force:
+        raise FitNotWritten(f"not writing {path}: the fit is not trustworthy (see its flags "
+                            "and checks); --force writes it anyway")
+    made_by = calibration.made_by or "the Python API (schedc.calibrate_logs)"
+    text = calibration_sched(calibration, made_by + (" --force" if force and calibration.made_by
+                                                     else ""))
+    write_output_with(Path(path), lambda temporary: Path(temporary).write_text(text, "utf-8"))
 
 
 def parse_split(text: str, every: int = 4):
@@ -84,6 +178,7 @@ def parse_split(text: str, every: int = 4):
     (the held-out log's own params fitted on its rows up to SIZE, e.g. leave-one-out:16B)."""
     from ..analysis.calibrate.calibration import Split
     from ..errors import UsageError
+    every = whole(every, "--every")
     if text == "interleaved":
         return Split("interleaved", every)
     if text == "leave-one-out":

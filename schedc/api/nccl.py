@@ -10,6 +10,8 @@ from fractions import Fraction
 from typing import TYPE_CHECKING
 
 from ..hardware.rules import DEFAULT_SM
+from ..limits import MAX_SIZE
+from .arguments import optional_whole
 
 if TYPE_CHECKING:
     from ..model.topology import Device, Topology
@@ -71,9 +73,11 @@ def nccl_model(session: Session, *, collective: str | None = None, nodes: int | 
     if collective is not None and collective not in K.FUNCTIONS:
         raise UsageError(f"NCCL's tuning model has no collective '{collective}' (its "
                          f"functions: {', '.join(K.FUNCTIONS)}; src/graph/tuning.cc:288)")
-    if nodes is not None and nodes < 1:
-        raise UsageError("--nodes: at least 1")
-    if not 1 <= max_bytes <= 2**63 - 1:
+    nodes = optional_whole(nodes, "--nodes")
+    sm = optional_whole(sm, "--sm", None)  # (which ones NCCL knows: check_sm)
+    channels = optional_whole(channels, "--channels", None)  # (the range: nccl.inputs)
+    if isinstance(max_bytes, bool) or not isinstance(max_bytes, int) or \
+            not 1 <= max_bytes <= MAX_SIZE:
         raise UsageError("--max-bytes: from 1 to 2^63 - 1 (NCCL's sizes are size_t; schedc "
                          "counts them in 64-bit integers)")
     program = session.program
@@ -148,7 +152,7 @@ def parse_size(text: str) -> int:
     if dim != BYTES:
         raise UsageError(f"--explain {text}: '{name}' is not a unit of bytes")
     size = number * factor
-    if size.denominator != 1 or not 1 <= size <= 2**63 - 1:
+    if size.denominator != 1 or not 1 <= size <= MAX_SIZE:
         raise UsageError(f"--explain {text}: NCCL's sizes are whole bytes, 1 to 2^63 - 1")
     return int(size)
 

@@ -33,6 +33,7 @@ from . import (
     measuring,
     reporting,
     scaling,
+    synthesizing,
     whatif,
 )
 from . import nccl as nccl_commands
@@ -64,7 +65,8 @@ def cli() -> None:
 
 for command in (*compiling.COMMANDS, *analysing.COMMANDS, *measuring.COMMANDS,
                 *exporting.COMMANDS, *reporting.COMMANDS, *scaling.COMMANDS,
-                *machines.COMMANDS, *whatif.COMMANDS, *nccl_commands.COMMANDS):
+                *machines.COMMANDS, *whatif.COMMANDS, *nccl_commands.COMMANDS,
+                *synthesizing.COMMANDS):
     cli.add_command(command)
 exporting.export.add_command(astra.export_astra_command)
 

@@ -115,8 +115,8 @@ def sweep_command(session, vary: str, linear: bool, csv_path: Path | None,
 @schedule_option
 @json_option(schema.BOUND)
 @format_option
-@click.option("--max-cuts", type=click.IntRange(min=1), default=MAX_CUTS, show_default=True,
-              help="Refuse a collective whose bound needs more max-flow problems.")
+@click.option("--max-cuts", type=int, default=MAX_CUTS, show_default=True,
+              help="Refuse a collective whose bound needs more max-flow problems (at least 1).")
 @no_verify_option
 def bound_command(session, schedules, as_json: bool, output_format: str, max_cuts: int,
                   no_verify: bool) -> int:

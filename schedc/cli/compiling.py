@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from ..api import MAX_EMIT_LINES
+from ..api import EXECUTORS, MAX_EMIT_LINES, MAX_STEP_IDS, STAGES
 from ..render import schema
 from .forall import for_all_options, verify_for_all
 from .options import (
@@ -28,15 +28,16 @@ from .options import (
 
 
 @click.command()
-@click.argument("stage", type=click.Choice(("ast", "ir", "loads", "formula", "routes")))
+@click.argument("stage", type=click.Choice(STAGES))
 @click.argument("file", type=click.Path(dir_okay=True, path_type=Path))
 @schedule_option
 @set_option
 @limit_options
 @click.option("--pair", nargs=2, metavar="A B", default=None,
               help="routes: only the route from device A to device B (names as in the topology).")
-@click.option("--max-lines", type=click.IntRange(min=1), default=MAX_EMIT_LINES,
-              show_default=True, help="Refuse to dump an ir or loads stage longer than this.")
+@click.option("--max-lines", type=int, default=MAX_EMIT_LINES,
+              show_default=True,
+              help="Refuse to dump an ir or loads stage longer than this (at least 1).")
 @machine_options
 @change_options
 def emit(stage: str, file: Path, schedules, sets, limits, pair, max_lines: int, machine,
@@ -88,12 +89,13 @@ def compare(session, as_json: bool, output_format: str, no_verify: bool) -> int:
 @limit_options
 @machine_options
 @for_all_options
-@click.option("--executor", type=click.Choice(("msccl-executor-nccl", "msccl")),
+@click.option("--executor", type=click.Choice(EXECUTORS),
               help="For an .xml FILE: check it against this executor's parser and limits "
                    "instead, without importing it: every rule it breaks, at its line and column.")
-@click.option("--max-steps", type=click.IntRange(1, 32768), metavar="N",
-              help="With --executor: the build's MSCCL_MAX_NUM_STEPS (default: 64 for "
-                   "msccl-executor-nccl's default build, 256 for msccl).")
+@click.option("--max-steps", type=int, metavar="N",
+              help="With --executor: the build's MSCCL_MAX_NUM_STEPS, 1 to "
+                   f"{MAX_STEP_IDS:,} (default: 64 for msccl-executor-nccl's default build, "
+                   "256 for msccl).")
 def verify(file: Path, schedules, sets, as_json: bool, limits, machine, ranks, for_all,
            executor: str | None, max_steps: int | None) -> int:
     """Check that each schedule computes its collective.
@@ -138,12 +140,13 @@ def verify(file: Path, schedules, sets, as_json: bool, limits, machine, ranks, f
 
 def _against_executor(file: Path, executor: str | None, max_steps: int | None,
                       other: bool) -> int:
-    """`verify FILE.xml --executor E`: the file against E's rules, not imported."""
+    """`verify FILE.xml --executor E`: the file against E's rules, not imported (the API
+    refuses a FILE that is not .xml)."""
     from ..api import validate_msccl
     from ..errors import UsageError
     if executor is None:
         raise UsageError("--max-steps goes with --executor")
-    if other or file.suffix.lower() != ".xml":
+    if other:
         raise UsageError("--executor checks one MSCCL XML file (FILE.xml) and takes no "
                          "--schedule, --set, --json, --machine, --ranks or --for-all")
     click.echo(validate_msccl(str(file), executor, max_steps))

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 
+from ..api import EXECUTORS, MAX_CHANNELS, MAX_SIZE, MAX_STEP_IDS, NCCL_EXECUTOR, NCCL_PROTOCOLS
 from ..render import schema
 from .options import EXIT_OK, compiling, json_option, no_verify_option, timeout_option
 from .paths import OutputPath
@@ -23,25 +24,26 @@ def export() -> None:
               help="The schedule to write.")
 @click.option("--output", "-o", type=OutputPath(),
               help="Write the XML here (atomically) instead of printing it.")
-@click.option("--proto", type=click.Choice(("Simple", "LL", "LL128")), default="Simple",
+@click.option("--proto", type=click.Choice(NCCL_PROTOCOLS), default="Simple",
               show_default=True, help="The NCCL protocol the executor runs it with.")
-@click.option("--channels", type=click.IntRange(1, 32), default=1, show_default=True,
-              help="Cut every transfer into this many pieces, one per channel.")
-@click.option("--executor", type=click.Choice(("msccl-executor-nccl", "msccl")),
-              default="msccl-executor-nccl", show_default=True,
+@click.option("--channels", type=int, default=1, show_default=True,
+              help=f"Cut every transfer into this many pieces, one per channel (1 to "
+                   f"{MAX_CHANNELS}).")
+@click.option("--executor", type=click.Choice(EXECUTORS),
+              default=NCCL_EXECUTOR, show_default=True,
               help="Whose limits to stay within (and whose name of reduce-scatter to write).")
-@click.option("--max-steps", type=click.IntRange(1, 32768), metavar="N",
-              help="The executor build's MSCCL_MAX_NUM_STEPS (default: 64 for "
-                   "msccl-executor-nccl's default build, 256 for msccl).")
+@click.option("--max-steps", type=int, metavar="N",
+              help=f"The executor build's MSCCL_MAX_NUM_STEPS, 1 to {MAX_STEP_IDS:,} (default: "
+                   "64 for msccl-executor-nccl's default build, 256 for msccl).")
 @click.option("--outofplace", "layout", flag_value="outofplace",
               help="Write the out-of-place layout (input i, output o).")
 @click.option("--both", "layout", flag_value="both",
               help="Write steps right both in place and out of place (inplace=1 outofplace=1).")
 @click.option("--force", is_flag=True, help="Replace the --output file if it exists.")
-@click.option("--min-bytes", type=click.IntRange(min=0), default=0, show_default=True,
-              help="The smallest size the executor picks it for.")
-@click.option("--max-bytes", type=click.IntRange(min=0), default=2**63 - 1,
-              help="The largest size the executor picks it for (default: any).")
+@click.option("--min-bytes", type=int, default=0, show_default=True,
+              help="The smallest size the executor picks it for (from 0).")
+@click.option("--max-bytes", type=int, default=MAX_SIZE,
+              help=f"The largest size the executor picks it for (default: any, {MAX_SIZE:,}).")
 @no_verify_option
 def export_msccl_command(session, name: str, output: Path | None, proto: str, channels: int,
                          executor: str, max_steps: int | None, layout: str | None, force: bool,
@@ -101,7 +103,6 @@ def tune(session, collective: str, sizes: str, output: Path | None, channels: in
     from ..export.tuner import (
         against_csv,
         against_text,
-        parse_margin,
         tune_json,
         tune_table,
         tune_text,
@@ -109,20 +110,16 @@ def tune(session, collective: str, sizes: str, output: Path | None, channels: in
     )
     from ..render.files import write_atomically
     tuning = tuned(session, collective, sizes, nodes=nodes, nodes_param=nodes_param,
-                   timeout=timeout, verify=not no_verify)
+                   timeout=timeout, verify=not no_verify,
+                   against_nccl=margin if against_nccl else None)
     found, source, per_nodes = tuning.tables, tuning.source, tuning.per_nodes
-    if against_nccl:
-        from ..api.nccl import against_nccl as against
-        share = parse_margin(margin)
-        if per_nodes is not None:
-            from ..errors import UsageError
-            raise UsageError("--against-nccl compares on the file's own machine: drop --nodes")
+    if tuning.margin is not None:
         (t,) = found
-        rows, notes = against(session, t, collective, share, verify=not no_verify)
         if output is not None:
-            write_atomically(output, against_csv(rows, collective, channels, t.nodes, t.ranks,
-                                                 source, margin))
-        click.echo(against_text(rows, notes, collective, margin), nl=False)
+            write_atomically(output, against_csv(t.against, collective, channels, t.nodes,
+                                                 t.ranks, source, tuning.margin))
+        click.echo(against_text(t.against, t.against_notes, collective, tuning.margin),
+                   nl=False)
         return EXIT_OK
     if output is not None:
         write_atomically(output, "".join(

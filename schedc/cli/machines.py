@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 
+from ..api import MAX_HOSTS, NVLINKS, SMS
 from ..api.machines import MAX_ROUTES
 from ..render import schema
 from .options import EXIT_OK, compiling, json_option
@@ -22,18 +23,20 @@ def machine() -> None:
 @click.argument("topology", type=InputPath())
 @click.option("--nvidia-smi", "nvidia_smi", is_flag=True,
               help="TOPOLOGY is the output of `nvidia-smi topo -m`, not an NCCL topology file.")
-@click.option("--hosts", type=click.IntRange(1, 4096), default=1, show_default=True,
-              help="The nominal value of the structural param `hosts` (copies of the host).")
+@click.option("--hosts", type=int, default=1, show_default=True,
+              help="The nominal value of the structural param `hosts` (copies of the host), "
+                   f"1 to {MAX_HOSTS:,}.")
 @click.option("--fabric", default="rail", show_default=True,
               metavar="rail|single-switch|fat-tree:spines=S,oversub=R",
               help="The network between hosts, which NCCL's file cannot see.")
 @click.option("--nic-speed", metavar="RATE",
               help="The speed of NICs the file gives none for (e.g. 400Gbit/s).")
-@click.option("--nvlinks", type=click.IntRange(1, 72), metavar="N",
-              help="With --sm: N NVLinks per GPU to an NVSwitch, for files without <gpu> "
-                   "(the PCI tree alone) or nvidia-smi matrices.")
-@click.option("--sm", type=click.IntRange(10, 200), metavar="S",
-              help="The GPUs' compute capability (80 A100, 90 H100, 100 B200) for --nvlinks.")
+@click.option("--nvlinks", type=int, metavar="N",
+              help=f"With --sm: N NVLinks per GPU to an NVSwitch ({NVLINKS[0]} to {NVLINKS[1]}), "
+                   "for files without <gpu> (the PCI tree alone) or nvidia-smi matrices.")
+@click.option("--sm", type=int, metavar="S",
+              help="The GPUs' compute capability (80 A100, 90 H100, 100 B200; "
+                   f"{SMS[0]} to {SMS[1]}) for --nvlinks.")
 @click.option("--output", "-o", type=OutputPath(),
               help="Write the .sched machine here (atomically) instead of printing it.")
 def import_command(topology: Path, nvidia_smi: bool, hosts: int, fabric: str,

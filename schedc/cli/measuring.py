@@ -40,8 +40,9 @@ from .paths import InputPath, OutputPath
               help="Which rows are held out: every --every-th size is fit (interleaved); sizes "
               "above SIZE (size:64MiB, extrapolation); each log in turn (leave-one-out; "
               "leave-one-out:16B also fits its own params on its rows up to 16 B).")
-@click.option("--every", type=click.IntRange(min=1), default=4, show_default=True,
-              help="With --split interleaved: fit on one size in this many (and the largest).")
+@click.option("--every", type=int, default=4, show_default=True,
+              help="With --split interleaved: fit on one size in this many (and the largest; "
+                   "at least 1).")
 @click.option("--in-place", is_flag=True, help="Use the in-place times (default: out-of-place).")
 @click.option("--drop-wrong", is_flag=True,
               help="Leave out rows with a nonzero #wrong (else they are refused).")
@@ -63,53 +64,18 @@ def calibrate_command(logs, machines, manifest, schedule, fit, split: str, every
     """Fit the machine files' params to nccl-tests LOGs by least squares on log time (with
     NCCL's constants as priors, inside physical bounds); show every row's measured and
     predicted time, the error on fit and held-out rows, and checks of the model."""
-    from ..api import calibrate_logs, load, read_manifest
-    from ..errors import UsageError
-    from ..render.calibration import calibration_json, calibration_sched, calibration_text
-    if manifest is not None:
-        if logs or machines:
-            raise UsageError("give either --manifest or LOG... --machine M..., not both")
-        pairs = read_manifest(manifest)
-    else:
-        if not logs or not machines:
-            raise UsageError("give LOG... and --machine M... (or --manifest FILE)")
-        if len(machines) not in (1, len(logs)):
-            raise UsageError(f"{len(logs)} logs and {len(machines)} --machine files: give one "
-                             "machine for all logs, or one per log")
-        pairs = list(zip(logs, machines * len(logs) if len(machines) == 1 else machines))
-    xml = next((m for _, m in pairs if Path(m).suffix.lower() == ".xml"), None)
-    if xml is not None:
-        raise UsageError(f"--machine {xml}: calibrate fits the params of a .sched file (its "
-                         "machine, collective and schedule); an MSCCL algorithm has no params "
-                         "of its own: `schedc predict FILE.xml --machine M.sched --against LOG`")
-    sessions: dict = {}
-    loaded = [(log, sessions.setdefault(m, load(m, sets, **limits))) for log, m in pairs]
-    names = tuple(n.strip() for item in fit for n in item.split(",") if n.strip())
-    result = calibrate_logs(loaded, schedule, fit=names, every=every, in_place=in_place,
-                            verify=not no_verify, split=split, drop_wrong=drop_wrong,
-                            max_work=max_work)
+    from ..api import FitNotWritten, calibrate_files, write_calibration
+    from ..render.calibration import calibration_json, calibration_text
+    result = calibrate_files(logs, machines, manifest=manifest, schedule=schedule, fit=fit,
+                             sets=sets, every=every, in_place=in_place, verify=not no_verify,
+                             split=split, drop_wrong=drop_wrong, max_work=max_work, **limits)
     click.echo(calibration_json(result) if as_json
                else calibration_text(result, "in" if in_place else "out"), nl=False)
     if write_path is not None:
-        if result.split.kind == "leave-one-out":
-            click.echo(f"schedc: not writing {write_path}: leave-one-out makes one fit per log; "
-                       "fit without --split leave-one-out to write the constants", err=True)
-        elif not result.trusted and not force:
-            click.echo(f"schedc: not writing {write_path}: the fit is not trustworthy (see "
-                       "above); --force writes it anyway", err=True)
-        else:
-            where = (["--manifest", str(manifest)] if manifest is not None else
-                     [*map(str, logs), *(a for m in machines for a in ("--machine", str(m)))])
-            command = " ".join(["schedc calibrate", *where,
-                                *(["-s", schedule] if schedule else []),
-                                *(f"--fit {n}" for n in names), *(f"--set {s}" for s in sets),
-                                f"--split {split}", f"--every {every}",
-                                *(["--in-place"] if in_place else []),
-                                *(["--drop-wrong"] if drop_wrong else []),
-                                *(["--force"] if force else [])])
-            from ..render.calibration import write_whole
-            text = calibration_sched(result, command)
-            write_whole(write_path, lambda temporary: Path(temporary).write_text(text, "utf-8"))
+        try:
+            write_calibration(result, write_path, force=force)
+        except FitNotWritten as refused:  # a note: the fit is reported all the same
+            click.echo(f"schedc: {refused.message}", err=True)
     return EXIT_OK if result.trusted else EXIT_FAILED
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import click
 
+from ..api.nccl import DEFAULT_MAX_BYTES
 from ..render import schema
 from .options import EXIT_OK, compiling, json_option, no_verify_option
 
@@ -25,7 +26,7 @@ from .options import EXIT_OK, compiling, json_option, no_verify_option
               help="Override any input by NCCL's name, e.g. ring.bwIntra=20 (repeatable).")
 @click.option("--explain", metavar="V=SIZE",
               help="Each candidate's terms at this size, next to schedc's own time.")
-@click.option("--max-bytes", type=int, default=16 * 2**30, show_default=True,
+@click.option("--max-bytes", type=int, default=DEFAULT_MAX_BYTES, show_default=True,
               help="The choice bands cover 1 byte to this.")
 @json_option(schema.NCCL)
 @no_verify_option

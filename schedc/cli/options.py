@@ -83,12 +83,12 @@ def plot_option(func):
 
 def limit_options(func):
     """`--max-transfers` and `--max-rounds`, passed on as one `limits` argument: the keyword
-    arguments of `schedc.load` that set them."""
-    @click.option("--max-transfers", type=click.IntRange(min=1), default=Limits.transfers,
-                  show_default=True, help="Refuse a schedule making more transfers.")
-    @click.option("--max-rounds", type=click.IntRange(min=1), default=Limits.steps,
+    arguments of `schedc.load` that set them (and check them: at least 1)."""
+    @click.option("--max-transfers", type=int, default=Limits.transfers,
+                  show_default=True, help="Refuse a schedule making more transfers (at least 1).")
+    @click.option("--max-rounds", type=int, default=Limits.steps,
                   show_default=True,
-                  help="Refuse a schedule making more rounds and loop iterations.")
+                  help="Refuse a schedule making more rounds and loop iterations (at least 1).")
     @functools.wraps(func)
     def wrapper(*args, max_transfers: int, max_rounds: int, **kwargs):
         return func(*args, limits={"max_transfers": max_transfers, "max_rounds": max_rounds},

@@ -21,8 +21,8 @@ def default_output(source: str) -> Path:
 @click.option("-o", "--output", type=OutputPath(),
               help="The HTML file to write (default: FILE's stem + .html, here).")
 @timeout_option
-@click.option("--max-cuts", type=click.IntRange(min=1), default=MAX_CUTS, show_default=True,
-              help="Refuse a collective whose bound needs more max-flow problems.")
+@click.option("--max-cuts", type=int, default=MAX_CUTS, show_default=True,
+              help="Refuse a collective whose bound needs more max-flow problems (at least 1).")
 @no_verify_option
 def report_command(session, output: Path | None, timeout: float, max_cuts: int,
                    no_verify: bool) -> int:

@@ -13,12 +13,12 @@ from .options import EXIT_OK, compiling, json_option, no_verify_option, schedule
 @compiling
 @click.option("--in", "param", required=True, metavar="PARAM",
               help="The structural param (a unitless integer, e.g. hosts) to scale in.")
-@click.option("--from", "start", type=click.IntRange(min=1), default=2, show_default=True,
-              help="The smallest value of PARAM the forms are fitted from.")
+@click.option("--from", "start", type=int, default=2, show_default=True,
+              help="The smallest value of PARAM the forms are fitted from (at least 1).")
 @click.option("--no-bound", is_flag=True, help="Skip the cut-set and end-host bounds.")
-@click.option("--at", "at_values", multiple=True, type=click.IntRange(min=1), metavar="N",
-              help="Also give the time at PARAM = N: from the form of the piece holding N, "
-              "else compiled at N.")
+@click.option("--at", "at_values", multiple=True, type=int, metavar="N",
+              help="Also give the time at PARAM = N (at least 1): from the form of the piece "
+              "holding N, else compiled at N.")
 @click.option("--extrapolate", is_flag=True,
               help="With --at: past the last piece's checked range, evaluate its form "
               "(labelled extrapolated) instead of compiling.")

@@ -117,12 +117,23 @@ def _all_region(node: ast.AllRegion, env: Env) -> object:
 
 
 def _part(node: ast.Part, env: Env) -> object:
-    index = _integer(evaluate(node.index, env), node.index.span, "a part index")
+    """`part(i of k) [of r]`, or `part(lo..hi of k) [of r]`: parts lo to hi together."""
+    given = evaluate(node.index, env)
     count = _integer(evaluate(node.count, env), node.count.span, "a part count")
     if isinstance(count, np.ndarray):
         raise NeedScalar
     if count < 1:
         raise ElaborationError(f"a region splits into at least 1 part, not {count}", node.count.span)
+    if isinstance(given, IntRange):
+        index = _integer(given.lo, node.index.span, "a part index")
+        last = _integer(given.hi, node.index.span, "a part index")
+        check_index(last, count, node.index.span, f"part index of {count} parts")
+        if np.any(np.asarray(last) < np.asarray(index)):
+            raise ElaborationError("a range of parts runs upwards: lo..hi with lo <= hi",
+                                   node.index.span)
+        parts = last - index + 1
+    else:
+        index, parts = _integer(given, node.index.span, "a part index"), 1
     check_index(index, count, node.index.span, f"part index of {count} parts")
     whole = WHOLE if node.whole is None else evaluate(node.whole, env)
     if not isinstance(whole, Region):
@@ -132,7 +143,7 @@ def _part(node: ast.Part, env: Env) -> object:
     if den > MAX_REGION_DENOMINATOR:
         raise LimitError(f"region split too finely: 1/{den} of the buffer "
                          f"(the limit is 1/{MAX_REGION_DENOMINATOR})", node.span)
-    return Region(whole.off * count + index * whole.length, whole.length, den)
+    return Region(whole.off * count + index * whole.length, parts * whole.length, den)
 
 
 def _range(node: ast.Range, env: Env) -> object:

@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import sympy
 
+from ..choices import NCCL_PROTOCOLS  # `protocol LL ...`: NCCL's names
 from ..errors import (
     ElaborationError,
     LoadError,
@@ -27,7 +28,7 @@ from ..language import syntax as ast
 from ..language.parser import parse_module
 from ..model.collectives import collective_kind, collective_names
 from ..model.ir import Collective
-from ..model.protocol import MAX_EFF, NCCL_PROTOCOLS, Protocol
+from ..model.protocol import MAX_EFF, Protocol
 from ..model.values import (
     Devices,
     Quantity,
@@ -97,6 +98,7 @@ def load_program(path: str | Path, overrides: tuple[Override, ...] = (),
         checks=loader.checks,
         limits=limits,
         protocols=tuple(loader.protocols),
+        collectives=tuple(loader.collectives),
     )
 
 
@@ -111,6 +113,7 @@ class _Loader:
         self.names = ProgramNames(self.topology.namespace)
         self.results: list[Result] = []
         self.checks: list[ast.Node] = []
+        self.collectives: list[Collective] = []  # the main file's, in order
         self.protocols: list[Protocol] = []
         self.startup: tuple[Quantity, Span] | None = None
         self.done: set[Path] = set()
@@ -174,6 +177,8 @@ class _Loader:
                 self.startup = (value, stmt.span)
             elif isinstance(stmt, ast.CollectiveDecl):
                 collective = self._collective(stmt, env)
+                if is_main:
+                    self.collectives.append(collective)
             elif isinstance(stmt, ast.ScheduleDef):
                 self._schedule(stmt, collective, is_main)
             elif isinstance(stmt, ast.Protocol):

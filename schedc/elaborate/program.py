@@ -72,6 +72,7 @@ class Program:
     checks: list[ast.Node]  # budget, expect and report statements of the main file, in order
     limits: Limits = DEFAULT_LIMITS
     protocols: tuple[Protocol, ...] = ()  # with any, a time is the minimum over them
+    collectives: tuple[Collective, ...] = ()  # the main file's declarations, in order
 
     @cached_property
     def nominal(self) -> dict[sympy.Symbol, sympy.Expr]:

@@ -31,6 +31,7 @@ from math import ceil, lcm
 import numpy as np
 
 from ..errors import UsageError
+from ..limits import MAX_SIZE
 from ..model.ir import Schedule, Series, distinct, joined
 from ..msccl.rules import (
     MAX_CHANNELS,
@@ -45,12 +46,8 @@ from ..msccl.rules import (
 )
 from .msccl_steps import BAND, Block, Places, Shape, build, with_nops
 
-PROTOCOLS = ("Simple", "LL", "LL128")
 KINDS = {"allreduce": "allreduce", "allgather": "allgather", "alltoall": "alltoall",
          "reduce_scatter": "reducescatter"}
-EXECUTORS = (NCCL, MSCCL)  # msccl writes reduce_scatter as `reduce_scatter`
-LAYOUTS = ("inplace", "outofplace", "both")
-MAX_BYTES = 2**63 - 1
 TB_SOURCE = {NCCL: "msccl_struct.h:18", MSCCL: "src/include/msccl.h:8"}
 STEPS_SOURCE = {NCCL: "MSCCL_MAX_NUM_STEPS of its default build, makefiles/common.mk:19",
                 MSCCL: "MSCCL_MAX_NUM_STEPS, src/include/msccl.h:6"}
@@ -62,7 +59,7 @@ class FewerChannels(UsageError):
 
 def export_msccl(schedule: Schedule, name: str | None = None, proto: str = "Simple",
                  channels: int = 1, executor: str = NCCL, min_bytes: int = 0,
-                 max_bytes: int = MAX_BYTES, max_steps: int | None = None,
+                 max_bytes: int = MAX_SIZE, max_steps: int | None = None,
                  layout: str = "inplace") -> str:
     try:
         return _export(schedule, name, proto, channels, executor, min_bytes, max_bytes,

@@ -25,14 +25,13 @@ import sympy
 from ..analysis.solve.crossovers import Envelope
 from ..cost.regimes import key
 from ..language.syntax import NcclName
+from ..nccl.constants import ALGORITHMS, PROTOCOLS  # a tuner table names them as NCCL does
 from ..render.schema import TUNE
 from ..render.text import dump_json, json_number, table
 from ..units import format_bytes
 
 COLLECTIVES = {"allreduce": "allreduce", "allgather": "allgather",
                "reduce_scatter": "reducescatter", "broadcast": "broadcast", "reduce": "reduce"}
-ALGORITHMS = ("tree", "ring", "collnet_direct", "collnet_chain", "nvls", "nvls_tree", "pat")
-PROTOCOLS = ("ll", "ll128", "simple")
 
 
 ONLY_RING = ("broadcast", "reduce")

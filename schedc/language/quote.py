@@ -1,9 +1,9 @@
 """Text that schedc writes into `.sched` source: the one place that makes it safe.
 
-Everything schedc generates as `.sched` (`machine import`, `calibrate --write`, and any later
-writer) passes every piece of text it did not write itself — a name read from a topology
-file, a file's path, the command line — through one of these, so that the generated file
-parses to exactly the statements its writer meant and no input can add one:
+Everything schedc generates as `.sched` (`machine import`, `calibrate --write`, `synthesize`
+and any later writer) passes every piece of text it did not write itself — a name read from a
+topology file, a file's path, the command line — through one of these, so that the generated
+file parses to exactly the statements its writer meant and no input can add one:
 
 - `comment(text)`: the rest of a `#` comment. The lexer ends a comment only at a line break
   (`COMMENT: /#[^\\n]*/`, with '\\r' and '\\r\\n' read as '\\n': `errors.SourceFile`), so every

@@ -30,7 +30,7 @@ from pathlib import Path
 
 from ..errors import SchedcError, SourceFile, Span
 from ..files import read_source
-from ..limits import MAX_LOG_ROWS
+from ..limits import MAX_LOG_ROWS, MAX_SIZE
 from .dialects import errors_as_wrong, none_wrong, with_blank_redop
 
 # nccl-tests' busbw = algbw × this factor (doc/PERFORMANCE.md), n ranks.
@@ -72,9 +72,8 @@ _WRONG = ("#wrong", "error")
 _TIME = ("time", "cputime")
 # What a measurement may be: a time in microseconds, as nccl-tests prints it, from 1 ns to
 # about 11.6 days (0 or 1e-300 would make every relative error meaningless), and sizes and
-# counts within nccl-tests' 64-bit integers.
+# counts within nccl-tests' 64-bit integers (MAX_SIZE).
 MIN_TIME_US, MAX_TIME_US = 1e-3, 1e12
-MAX_SIZE = 2**63 - 1
 
 
 def figure_problem(key: str, figure: float) -> str | None:

@@ -29,9 +29,6 @@ from ..errors import Span
 
 MAX_EFF = 1  # a protocol's share of a link's bandwidth is at most all of it (see above)
 
-# NCCL's protocols as NCCL spells them: `ncclProtoStr[NCCL_NUM_PROTOCOLS] = {"LL", "LL128",
-# "Simple"}` (NVIDIA/nccl src/init.cc), indexed by NCCL_PROTO_LL/LL128/SIMPLE (devcomm.h).
-NCCL_PROTOCOLS = ("LL", "LL128", "Simple")
 
 
 @dataclass(frozen=True)

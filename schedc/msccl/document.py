@@ -16,23 +16,23 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from ..choices import EXECUTORS, NCCL_PROTOCOLS
 from ..errors import ElaborationError, LoadError, ParseError, SourceFile, Span, decode_source
 from ..files import read_input
+from ..limits import MAX_CHANNELS
 from ..xmltree import Element, start_of
 from ..xmltree import parse as parse_xml
 from .custom import CUSTOM, custom_collective
-from .rules import EXECUTORS, NCCL, Violation, violations
+from .rules import NCCL, Violation, violations
 from .tokens import scan
 
 STEP_TYPES = ("s", "r", "rcs", "rrs", "rrc", "rrcs", "cpy", "re", "ra", "nop")  # ra: see stops
 BUFFERS = {"i": "input", "o": "output", "s": "scratch"}
-PROTOCOLS = ("Simple", "LL", "LL128")
 # Both executors' names (msccl-tools writes reduce_scatter, the executor reads reducescatter)
 # → schedc's collective.
 COLLECTIVES = {"allreduce": "allreduce", "allgather": "allgather", "alltoall": "alltoall",
                "reducescatter": "reduce_scatter", "reduce_scatter": "reduce_scatter"}
 MAX_THREAD_BLOCKS = 32 * 32  # MSCCL_MAX_NUM_THREAD_BLOCKS: 32 per channel × MAXCHANNELS
-MAX_CHANNELS = 32
 
 # Which buffers a step type reads (src) and writes or forwards from (dst).
 USES_SRC = {"s", "rrs", "rrc", "rrcs", "cpy", "re", "ra"}
@@ -252,7 +252,7 @@ def _algo(element: Element, source: SourceFile) -> Algo:
     if absent:
         warnings.append(_defaults_warning(absent, inplace, element.span))
     fields: dict[str, Any] = dict(name=element.attrs.get("name", Path(source.path).stem), proto=a.choice(
-        "proto", PROTOCOLS), nchannels=a.integer("nchannels", 1, MAX_CHANNELS),
+        "proto", NCCL_PROTOCOLS), nchannels=a.integer("nchannels", 1, MAX_CHANNELS),
         nchunksperloop=a.integer("nchunksperloop", 1), ngpus=ngpus, coll=coll, inplace=inplace,
         outofplace=bool(a.integer("outofplace", 0, 1)) if "outofplace" in element.attrs
         else not inplace,

@@ -21,12 +21,13 @@ from collections import defaultdict
 from dataclasses import dataclass
 from functools import cache, lru_cache
 
+from ..choices import MSCCL_EXECUTOR, NCCL_EXECUTOR
 from ..errors import ElaborationError, Span
+from ..limits import MAX_CHANNELS  # MAXCHANNELS: src/include/device.h:65 / devcomm.h:51
 from ..xmltree import Element
 from .tokens import TokenProblem, scan
 
-NCCL, MSCCL = "msccl-executor-nccl", "msccl"
-EXECUTORS = (NCCL, MSCCL)
+NCCL, MSCCL = NCCL_EXECUTOR, MSCCL_EXECUTOR
 PARSER = {NCCL: "Azure/msccl-executor-nccl src/misc/msccl/msccl_parser.cc",
           MSCCL: "microsoft/msccl src/graph/topo.cc"}
 COMMITS = {NCCL: "c6f6b36d1a4c7ae44916fcc5c8e32c95cce2ae54",
@@ -37,7 +38,6 @@ MAX_STEPS = {NCCL: 64, MSCCL: 256}  # MSCCL_MAX_NUM_STEPS: common.mk:19 / msccl.
 MAX_THREAD_BLOCKS = {NCCL: 32 * 32, MSCCL: 108 * 2}  # msccl_struct.h:18 / msccl.h:8
 MAX_PER_CHANNEL = 32  # MSCCL_MAX_NUM_THREAD_BLOCKS_PER_CHANNEL: msccl_struct.h:17 / msccl.h:7
 MAX_COUNT = 72  # MSCCL_MAX_COUNT, cnt < 72: msccl_struct.h:19 / msccl.h:10
-MAX_CHANNELS = 32  # MAXCHANNELS: src/include/device.h:65 / devcomm.h:51
 MAX_DEPENDED_TB = 127  # dependentBid is int8_t: msccl_struct.h:58 / msccl.h:65
 MAX_OFFSET = 32767  # srcOffset, dstOffset are int16_t: msccl_struct.h:44-45 / msccl.h:46-47
 MAX_SUBS = 1024  # children of one element: msccl_parser.h:22 / xml.h:18

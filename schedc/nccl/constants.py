@@ -8,6 +8,8 @@ that commit when it is present, so a typing slip cannot go unnoticed.
 
 from __future__ import annotations
 
+from ..choices import NCCL_PROTOCOLS
+
 VERSION = "2.30.7"
 TAG = "v2.30.7-1"
 COMMIT = "73cf112295c33aee2b895f329f592f2a9b4b0f97"
@@ -16,7 +18,7 @@ COMMIT = "73cf112295c33aee2b895f329f592f2a9b4b0f97"
 ALGORITHMS = ("tree", "ring", "collnet_direct", "collnet_chain", "nvls", "nvls_tree", "pat")
 NCCL_ALGO_NAMES = ("Tree", "Ring", "CollNetDirect", "CollNetChain", "NVLS", "NVLSTree", "PAT")
 PROTOCOLS = ("ll", "ll128", "simple")
-NCCL_PROTO_NAMES = ("LL", "LL128", "Simple")
+NCCL_PROTO_NAMES = NCCL_PROTOCOLS  # "LL", "LL128", "Simple": ncclProtoStr
 FUNCTIONS = ("broadcast", "reduce", "allgather", "reduce_scatter", "allreduce")
 NCCL_FUNC_NAMES = ("Broadcast", "Reduce", "AllGather", "ReduceScatter", "AllReduce")
 TREE, RING, COLLNET_DIRECT, COLLNET_CHAIN, NVLS, NVLS_TREE, PAT = range(7)

@@ -159,8 +159,33 @@ def _bounds_json(program: Program, b: Bounds) -> dict:
         "binding_cut": None if b.binding is None else _binding_json(b.binding, topology, nominal),
         "end_host": end_host,
         **({"end_host_not_applicable": _in_network_reason(b)} if b.in_network else {}),
+        "optimum": _optimum_json(b, topology, nominal),
         "cuts": [_cut_json(k, nominal, memo) for k in b.cuts],
         "schedules": [_schedule_json(e, b, topology, nominal) for e in b.schedules],
+    }
+
+
+def _optimum_json(b: Bounds, topology: Topology, nominal: dict) -> dict | None:
+    o = b.optimum
+    if o is None:
+        return None
+    return {
+        "time_s": json_number(o.value, integer=False),
+        "time_formula": str(o.time),
+        "lower_bound": o.kind != "allreduce",  # all-reduce's: reduce-scatter + all-gather
+        "cuts": [{
+            "kind": part.kind,
+            "sides": sides,
+            "inside_ranks": len(part.ranks_inside),
+            "bytes": json_number(_bytes(part.bytes, nominal)),
+            "bytes_formula": str(linear_expr(part.bytes)),
+            "bandwidth": json_number(_bytes(part.bytes, nominal) / part.value),
+            "bandwidth_formula": str(part.bandwidth),
+            "resources": _names(topology, part.resources),
+            "time_s": json_number(part.value, integer=False),
+            "time_formula": str(part.time),
+            "max_flows": part.solved,
+        } for part, sides in zip(o.parts, b.optimum_sides)],
     }
 
 
@@ -254,6 +279,10 @@ def _bound_blocks(program: Program, b: Bounds) -> list[Block]:
                           tight=True),
                 Paragraph(parts=(f"Binding cut: {binding_text(b, topology)}.",), formats=PAGES)]
     out += _end_host_blocks(b, nominal)
+    if b.optimum is not None:
+        out += [Paragraph(parts=(optimum_text(b, topology, nominal),), formats=TEXT),
+                Paragraph(parts=(f"Optimum: {format_seconds(b.optimum.value)} = ",
+                                 Math.of(b.optimum.time), "."), formats=PAGES)]
     out.append(Paragraph(parts=best_parts(b)))
     if b.schedules:
         out += _schedule_blocks(b, topology, nominal)
@@ -333,11 +362,37 @@ def narrowest_text(b: Bounds) -> str:
 def best_text(b: Bounds) -> str:
     if b.binds == "none":
         return "best bound: 0 (nothing must cross a cut of finite bandwidth)"
-    which = "the binding cut" if b.binds == "cut" else "the end-host bound"
+    which = {"cut": "the binding cut", "end-host": "the end-host bound",
+             "optimum": "the exact optimum"}[b.binds]
     line = f"best bound: {format_seconds(b.best_value)} = {b.best}, from {which}"
-    if b.binds == "end-host" and b.binding is not None:
+    if b.binds != "cut" and b.binding is not None:
         line += f" (the binding cut gives {format_seconds(b.binding.value)})"
     return line
+
+
+def optimum_text(b: Bounds, topology: Topology, nominal: dict) -> str:
+    """The exact optimum, each of its cuts with what crosses it, and what it proves."""
+    o = b.optimum
+    assert o is not None and b.collective is not None
+    lines = []
+    for part, sides in zip(o.parts, b.optimum_sides):
+        way = "leave" if part.kind in ("reduce_scatter", "reduce") else "enter"
+        classes = "+".join(sorted({topology.resources[r].cls for r in part.resources}))
+        lines.append(f"  {part.kind}: {format_bytes(_bytes(part.bytes, nominal))} must {way} "
+                     f"{sides.split(' | ')[0]} over {len(part.resources)} × {classes} "
+                     f"({format_rate(_bytes(part.bytes, nominal) / part.value)}): "
+                     f"{format_seconds(part.value)} = {_str(part.time)}")
+    head = (f"optimum over all cuts (exact, α = 0; {sum(p.solved for p in o.parts)} max-flows): "
+            f"{format_seconds(o.value)} = {_str(o.time)}")
+    tail = "  reached by packed trees, pipelined (schedc synthesize writes them)"
+    if o.kind == "allreduce":
+        head += ", reduce-scatter then all-gather"
+        if o.value == b.best_value:
+            tail += "; equal to the best bound below: no all-reduce does better"
+        else:
+            tail += (f"; {float(o.value / b.best_value):.3f}× the best bound below: an "
+                     "all-reduce may do better, or the bound is loose")
+    return "\n".join([head, *lines, tail])
 
 
 SCHEDULE_HEADER = ("schedule", "time", "overlapped", "ratio", "held back by")

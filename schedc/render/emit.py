@@ -15,8 +15,6 @@ from ..language.syntax import Module, dump
 from ..model.ir import Batch, Schedule, buffer_text, linear_expr, region_text
 from ..model.topology import Topology
 
-STAGES = ("ast", "ir", "loads", "formula", "routes")
-
 
 def emit_ast(module: Module) -> str:
     return dump(module.body) + "\n"

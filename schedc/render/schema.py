@@ -19,3 +19,4 @@ ASTRA = "schedc.astra/1"  # export astra
 MACHINE = "schedc.machine/1"  # machine show
 WHATIF = "schedc.whatif/1"
 NCCL = "schedc.nccl/1"  # NCCL's own tuning model: inputs, table, choices
+SYNTHESIZE = "schedc.synthesize/1"  # synthesize: the written schedule against the optimum

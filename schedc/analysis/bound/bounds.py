@@ -37,6 +37,8 @@ from ...model.collectives import KINDS
 from ...model.ir import Collective, LinearBytes, Schedule, linear_expr, linear_scale, linear_value
 from ...session import Session
 from .cuts import Cut, CutCapacity, RankCuts
+from .naming import SideNames
+from .optimum import Optimum, optimum
 
 
 @dataclass(frozen=True)
@@ -101,6 +103,10 @@ class Bounds:
     # Switches that reduce in the network: the end-host bound, which assumes the ranks do all
     # the reducing, does not apply (the cut-set bounds do: V still crosses each cut each way).
     in_network: tuple[str, ...] = ()
+    # The exact optimum over all cuts (`optimum`), with each of its cuts named; all-reduce's
+    # is reduce-scatter's plus all-gather's, reachable but not a lower bound.
+    optimum: Optimum | None = None
+    optimum_sides: tuple[str, ...] = ()
 
 
 def bound(session: Session, collective: Collective | None, names: list[str],
@@ -134,9 +140,22 @@ def bound(session: Session, collective: Collective | None, names: list[str],
         best, best_value, binds = binding.crossing.bound, binding.value, "cut"
     if end_host is not None and end_host.value > best_value:
         best, best_value, binds = end_host.bound, end_host.value, "end-host"
+    exact = None if collective is None else optimum(finder, collective, nominal)
+    if exact is not None and collective is not None and collective.kind != "allreduce" \
+            and exact.value > best_value:  # over all cuts: at least every family's bound
+        best, best_value, binds = exact.time, exact.value, "optimum"
     schedules = tuple(_efficiency(session, n, binding, best_value) for n in names)
     return Bounds(collective, ranks, cuts, binding, end_host, best, best_value, binds, schedules,
-                  in_network)
+                  in_network, exact, _sides(finder, exact))
+
+
+def _sides(finder: RankCuts, exact: Optimum | None) -> tuple[str, ...]:
+    """Each optimal cut as `inside | rest`, its ranks named as the families' cuts are."""
+    if exact is None:
+        return ()
+    namer = SideNames(finder.topology, [(name, frozenset(m)) for _, name, m in finder.groups],
+                      finder.ranks)
+    return tuple(namer.sides(frozenset(part.ranks_inside)) for part in exact.parts)
 
 
 def bound_all(session: Session, names: list[str], max_cuts: int = MAX_CUTS) -> list[Bounds]:
@@ -145,6 +164,8 @@ def bound_all(session: Session, names: list[str], max_cuts: int = MAX_CUTS) -> l
     groups: dict[Collective, list[str]] = {}
     for name in names:
         groups.setdefault(session.program.result(name).collective, []).append(name)
+    for declared in session.program.collectives:  # declared, with no schedule: bounded too
+        groups.setdefault(declared, [])
     return [bound(session, collective, group, max_cuts) for collective, group in groups.items()] \
         or [bound(session, None, [], max_cuts)]
 

@@ -214,6 +214,9 @@ class Calibration:
     checks: tuple[str, ...] = ()  # the model's adequacy problems (checks.py)
     folds: tuple[tuple[str, Calibration], ...] = ()  # leave-one-out: (held-out log, its fit)
     optimum: tuple[int, int] = (0, 0)  # (starts that reached the best cost, starts made)
+    # The command line that makes it again, which a written fit records ("": made by the
+    # Python API from loaded sessions, which no command line names)
+    made_by: str = ""
 
     @property
     def undetermined(self) -> tuple[str, ...]:

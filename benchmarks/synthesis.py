@@ -1,0 +1,114 @@
+"""Benchmark of `bound`'s exact optimum and `synthesize`, on ForestColl's A100 machine
+(tests/fixtures/synthesize/forestcoll_a100.sched at 2, 8 hosts and, with 16 GPUs a host, 2)
+and a 16-GPU switch, against a reference run in the same window (`schedc compare` on the seed).
+
+Prints, per case: whole-process wall time (min and median of N runs, interpreter and imports
+included) and its ratio to the reference; for `synthesize` also the in-process time, the
+written schedule's time at α = 0 over the optimum (compiled again by `schedc time`), the
+chunks, and the best library all-gather's ratio (rails then host, and the ring) on the same
+machine.
+
+    python benchmarks/synthesis.py [--repeat N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+import schedc  # noqa: E402
+
+FORESTCOLL = ROOT / "tests" / "fixtures" / "synthesize" / "forestcoll_a100.sched"
+REFERENCE = ["compare", str(ROOT / "schedules" / "seed" / "nvlink_2x8.sched")]
+
+
+def machine(folder: Path, hosts: int, gpus: int) -> Path:
+    """ForestColl's machine at `hosts` × `gpus`, with the library's all-gathers as schedules:
+    rails then host (the ranks rail-major, so rail i holds part i of the buffer), the ring."""
+    text = FORESTCOLL.read_text().replace("param hosts = 2", f"param hosts = {hosts}")
+    text = text.replace("g[8]", f"g[{gpus}]").replace("n[8]", f"n[{gpus}]")
+    text = text.replace("0..7", f"0..{gpus - 1}").replace("allgather V over ranks\n", "")
+    last = gpus - 1
+    text = f'import "{ROOT}/schedules/lib/ring.sched"\n' + text + (
+        f"allgather V over [node[h].g[i] for i in 0..{last} for h in 0..hosts-1]\n"
+        "schedule rails_then_host {\n"
+        f"  parallel for i in 0..{last}: ring_allgather([node[h].g[i] for h in 0..hosts-1], "
+        f"part(i of {gpus}))\n"
+        "  parallel for h in 0..hosts-1: ring_allgather(node[h].g)\n}\n"
+        "schedule ring = ring_allgather([node[h].g[i] for i in 0.."
+        f"{last} for h in 0..hosts-1])\n")
+    path = folder / f"forestcoll_{hosts}x{gpus}.sched"
+    path.write_text(text)
+    return path
+
+
+def switch16(folder: Path) -> Path:
+    path = folder / "switch_1x16.sched"
+    path.write_text("param alpha = 0.83 us\nparam V = 1 GiB\nparam B = 300 GB/s\n"
+                    "topology {\n  gpu g[16]\n  switch nvs\n"
+                    "  link g[i] <-> nvs bw B class nvlink for i in 0..15\n}\n"
+                    "allgather V over [g[k] for k in 0..15]\n")
+    return path
+
+
+def wall(args: list[str], repeat: int) -> tuple[float, float, str]:
+    times, out = [], ""
+    for _ in range(repeat):
+        start = time.perf_counter()
+        done = subprocess.run(["schedc", *args], capture_output=True, text=True, check=True)
+        times.append(time.perf_counter() - start)
+        out = done.stdout
+    return min(times), statistics.median(times), out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--repeat", type=int, default=3)
+    repeat = parser.parse_args().repeat
+    folder = Path(tempfile.mkdtemp(prefix="schedc-synthesis-bench-"))
+    ref, ref_median, _ = wall(REFERENCE, repeat)
+    print(f"reference: schedc compare seed: min {ref:.2f} s, median {ref_median:.2f} s")
+    cases = [("2x8", machine(folder, 2, 8)), ("8x8", machine(folder, 8, 8)),
+             ("2x16", machine(folder, 2, 16))]
+    print("\nbound (whole process):")
+    for label, path in [*cases[:2], ("1x16", switch16(folder))]:
+        low, median, out = wall(["bound", str(path), "--json"], repeat)
+        optimum = json.loads(out)["optimum"]
+        algbw = 2**30 / optimum["time_s"] / 1e9
+        print(f"  {label:5} min {low:.2f} s, median {median:.2f} s ({low / ref:.2f}x ref); "
+              f"optimum {optimum['time_s'] * 1e3:.4f} ms, algbw {algbw:.3f} GB/s")
+    print("\nsynthesize allgather (whole process; in-process; the written schedule):")
+    for label, path in cases:
+        out = folder / f"synth_{label}.sched"
+        low, median, text = wall(["synthesize", str(path), "--collective", "allgather",
+                                  "-o", str(out), "--force", "--json"], repeat)
+        start = time.perf_counter()
+        schedc.synthesize(path, "allgather", output=out)
+        inside = time.perf_counter() - start
+        result = json.loads(text)
+        timed = json.loads(subprocess.run(["schedc", "time", str(out), "--set", "alpha=0 s",
+                                           "--json"], capture_output=True, text=True,
+                                          check=True).stdout)
+        ratio = timed["schedules"][0]["time_s"] / result["optimum_s"]
+        library = json.loads(subprocess.run(["schedc", "time", str(path), "--set", "alpha=0 s",
+                                             "--json"], capture_output=True, text=True,
+                                            check=True).stdout)
+        others = ", ".join(f"{s['name']} {s['time_s'] / result['optimum_s']:.2f}x"
+                           for s in library["schedules"])
+        print(f"  {label:5} min {low:.2f} s, median {median:.2f} s ({low / ref:.2f}x ref); "
+              f"in-process {inside:.2f} s; {result['trees']} trees, depth {result['depth']}, "
+              f"chunks {result['chunks']}; at alpha = 0 {ratio:.4f}x the optimum "
+              f"(library: {others})")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,291 @@
+"""Weighted trees that carry a collective at (or near) the machine's exact optimum.
+
+All-gather is N broadcasts, one per rank's shard, and a broadcast at rate w along an
+out-tree loads each resource e by w × (how many of the tree's edges route over e). The
+trees are over the collective's ranks: an edge u → v is a transfer from u to v, loading the
+resources of schedc's route from u to v, so every tree is a schedule schedc runs as it is
+(ranks relay; switches forward as routing says). The fractional packing
+
+    maximise r  subject to  Σ_{trees T of root c} w_T ≥ r          for every rank c
+                            Σ_T w_T · load_T[e] ≤ B_e               for every resource e
+
+is solved by column generation: the restricted LP over the trees found so far (HiGHS, via
+SciPy), whose duals price a new tree for root c as Σ_{edges} Σ_e y_e·share(u, v, e); the
+cheapest is a minimum spanning arborescence rooted at c (Chu–Liu/Edmonds, `arborescence`). A
+tree cheaper than its root's dual z_c improves the LP; none left means the LP is optimal.
+It stops early once r reaches the exact optimum of `bound.optimum` (no packing can exceed
+it), which certifies the trees; a packing that stops below it says by how much.
+
+Reduce-scatter packs in-trees (the same on the reversed routes), broadcast and reduce one
+root's trees. The weights are floats from the LP; `write` rounds them to whole units of a
+shard and the compiler then gives the exact time of what was written.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+from fractions import Fraction
+
+import numpy as np
+
+from ... import progress
+from ...errors import LimitError, TopologyError
+from ...model.symmetry import HostShift
+from ...model.topology import Topology
+from .arborescence import min_arborescence, shallowest
+
+MAX_ITERATIONS = 400  # rounds of pricing; each adds at most one tree per root
+_EPS = 1e-9
+
+
+@dataclass(frozen=True)
+class Tree:
+    """One tree of a packing: its root (a rank's index), its edges as (parent, child) rank
+    indices in breadth-first order, and its weight (a share of the root's data per second,
+    in units of the largest bandwidth)."""
+
+    root: int
+    edges: tuple[tuple[int, int], ...]
+    weight: float
+
+    def depths(self) -> dict[int, int]:
+        depth = {self.root: 0}
+        for parent, child in self.edges:
+            depth[child] = depth[parent] + 1
+        return depth
+
+
+@dataclass(frozen=True)
+class Packing:
+    """Trees per root; `rate` is the LP's r (bytes of a root's data per second, over all its
+    trees), `reached` its ratio to the exact optimum's rate (1.0: the optimum)."""
+
+    kind: str
+    trees: tuple[Tree, ...]
+    rate: float
+    reached: float
+    iterations: int
+    loads: np.ndarray  # per tree, per resource: load_T[e] / B_e (seconds per byte it carries)
+    resources: tuple[int, ...]  # the resources with a bandwidth, in the rows' order
+    edge_rows: dict  # (parent, child) -> its row of `edge_seconds`
+    edge_seconds: Any  # sparse (SciPy), edges × resources: share / B_e (seconds per byte)
+
+    def edge_load(self, parent: int, child: int) -> np.ndarray:
+        """Seconds per byte that one edge's transfer costs each resource."""
+        return self.edge_seconds[[self.edge_rows[(parent, child)]]].toarray().ravel()
+
+
+def pack(topology: Topology, nominal: dict, ranks: tuple[int, ...], kind: str,
+         root: int | None, optimum_rate: float, span=None, shift: HostShift | None = None
+         ) -> Packing:
+    """The packing for `kind` over `ranks` (rank indices in trees are positions in `ranks`);
+    `optimum_rate` is the exact optimum's rate (bytes of one root's data per second).
+
+    With a host shift that maps every route onto a route (checked edge by edge), the LP is
+    solved over orbits: a symmetric optimum exists (the average of an optimum's shifts), so
+    one variable stands for a tree and its H shifts, one row for an orbit of resources, and
+    only one root per orbit is priced — H times fewer rows, columns and arborescences."""
+    inward = kind in ("reduce_scatter", "reduce")
+    n = len(ranks)
+    rooted = kind in ("broadcast", "reduce")
+    edges, shares, resources, capacity = _routes(topology, nominal, ranks, inward, span)
+    row_of = {(int(a), int(b)): k for k, (a, b) in enumerate(edges)}
+    orbits = None if rooted else _orbits(shift, ranks, resources, row_of, edges, shares)
+    sigma, orbit_of, copies = orbits if orbits is not None else (
+        np.arange(n)[None, :], np.arange(len(resources)), 1)
+    order = len(sigma)
+    roots = [ranks.index(root)] if rooted else sorted({int(sigma[:, a].min()) for a in range(n)})
+    weight_of_root = np.array([order / len({int(x) for x in sigma[:, c]}) for c in roots])
+    rows = int(orbit_of.max()) + 1
+    orbit_size = np.bincount(orbit_of, minlength=rows)
+    scale = float(capacity.max())
+    orbit_capacity = np.zeros(rows)
+    orbit_capacity[orbit_of] = capacity / scale
+    per_resource = order / orbit_size[orbit_of]  # a price's weight on each resource of an orbit
+    trees: list[tuple[int, tuple[tuple[int, int], ...]]] = []
+    columns: list[np.ndarray] = []
+    seen: set = set()
+
+    def cost_matrix(y_resources: np.ndarray) -> np.ndarray:
+        matrix = np.full((n, n), np.inf)
+        matrix[edges[:, 0], edges[:, 1]] = shares @ y_resources
+        return matrix
+
+    def tree(c: int, matrix: np.ndarray) -> tuple[tuple[int, int], ...]:
+        try:
+            parent = min_arborescence(matrix, c)
+        except ValueError:
+            raise TopologyError(f"not every rank can be reached from "
+                                f"{topology.devices[ranks[c]].name}", span) from None
+        return _breadth_first(shallowest(matrix, parent, c, 1e-12), c)
+
+    def load(found) -> np.ndarray:
+        return np.asarray(shares[[row_of[e] for e in found]].sum(axis=0)).ravel()
+
+    def add(c: int, found: tuple[tuple[int, int], ...]) -> bool:
+        if (c, found) in seen:
+            return False
+        seen.add((c, found))
+        trees.append((c, found))
+        columns.append(np.bincount(orbit_of, weights=load(found) * per_resource, minlength=rows))
+        return True
+
+    start = cost_matrix(1.0 / capacity)  # the first trees: the cheapest by bandwidth alone
+    for c in roots:
+        add(c, tree(c, start))
+    target = optimum_rate / scale
+    iterations = 0
+    ticker = progress.ticker(f"synthesize: {kind} trees", MAX_ITERATIONS)
+    while True:
+        iterations += 1
+        ticker.advance()
+        rate, weights, y, z = _master(columns, trees, roots, weight_of_root, orbit_capacity)
+        if rate >= target * (1 - 1e-9) or iterations >= MAX_ITERATIONS:
+            break
+        if len(columns) > 8 * (rows + len(roots)):  # keep the LP small: drop priced-out trees
+            z_of = dict(zip(roots, z * weight_of_root))
+            slack = [float(col @ y) - z_of[c] for col, (c, _) in zip(columns, trees)]
+            keep = [k for k, w in enumerate(weights) if w > 0 or slack[k] <= _EPS]
+            for k in set(range(len(columns))) - set(keep):
+                seen.discard(trees[k])
+            trees[:] = [trees[k] for k in keep]
+            columns[:] = [columns[k] for k in keep]
+        matrix = cost_matrix(y[orbit_of] * per_resource)
+        added = 0
+        for c, zc in zip(roots, z * weight_of_root):
+            found = tree(c, matrix)
+            price = float(sum(matrix[e] for e in found))
+            if price < zc - _EPS * max(1.0, zc):
+                added += add(c, found)
+        if not added:
+            break
+    ticker.finish()
+    expanded: dict[tuple, float] = {}  # each kept tree and its shifts, at its weight
+    for k, w in enumerate(weights):
+        if w > _EPS * max(rate, _EPS):
+            c, found = trees[k]
+            for image in sigma:
+                key = (int(image[c]), tuple((int(image[a]), int(image[b])) for a, b in found))
+                expanded[key] = expanded.get(key, 0.0) + float(w)
+    packed = tuple(Tree(c, found, w) for (c, found), w in sorted(expanded.items()))
+    seconds = shares.multiply(1.0 / (capacity[None, :])).tocsr()
+    loads = np.array([load(t.edges) / capacity for t in packed]) if packed else \
+        np.zeros((0, len(resources)))
+    return Packing(kind, packed, rate * scale, rate / target if target else 1.0, iterations,
+                   loads, resources, row_of, seconds)
+
+
+def _orbits(shift: HostShift | None, ranks: tuple[int, ...], resources: tuple[int, ...],
+            row_of: dict, edges: np.ndarray, shares) -> tuple[np.ndarray, np.ndarray, int] | None:
+    """(σ^k on rank indices for k = 0..H-1, each resource's orbit, H), if the shift maps the
+    ranks onto themselves and every edge's route onto the image edge's route; else None."""
+    if shift is None:
+        return None
+    position = {d: k for k, d in enumerate(ranks)}
+    ids = np.asarray(ranks, dtype=np.int64)
+    try:
+        sigma = np.array([[position[int(d)] for d in shift.devices.power(k, ids)]
+                          for k in range(shift.order)])
+    except KeyError:
+        return None
+    local = {r: k for k, r in enumerate(resources)}
+    try:
+        rho = np.array([local[int(r)] for r in shift.resources.power(1, np.asarray(resources))])
+    except KeyError:
+        return None
+    image_rows = [row_of.get((int(sigma[1, a]), int(sigma[1, b]))) for a, b in edges]
+    if any(r is None for r in image_rows):
+        return None
+    moved = shares[image_rows].toarray()  # the image edges' loads, as rows
+    mapped = np.zeros_like(moved)
+    mapped[:, rho] = shares.toarray()  # each edge's loads carried to the images of resources
+    if not np.allclose(moved, mapped, rtol=1e-12, atol=0):
+        return None
+    orbit_of = np.full(len(resources), -1)
+    count = 0
+    for e in range(len(resources)):
+        if orbit_of[e] < 0:
+            x = e
+            while orbit_of[x] < 0:
+                orbit_of[x] = count
+                x = rho[x]
+            count += 1
+    return sigma, orbit_of, shift.order
+
+
+def _routes(topology: Topology, nominal: dict, ranks: tuple[int, ...], inward: bool, span):
+    """The tree edges (parent, child) that have a route, as an array; per edge the shares of
+    its bytes each resource carries (rows of a sparse matrix; for in-trees the transfer runs
+    child → parent); the resources' ids and nominal bandwidths."""
+    from scipy.sparse import csr_array
+
+    index: dict[int, int] = {}
+    ids: list[int] = []
+    bandwidth: list[float] = []
+    edges: list[tuple[int, int]] = []
+    rows: list[int] = []
+    cols: list[int] = []
+    values: list[float] = []
+    for a, u in enumerate(ranks):
+        for b, v in enumerate(ranks):
+            if a == b:
+                continue
+            src, dst = (v, u) if inward else (u, v)
+            try:
+                shares = topology.route_resources(src, dst, span)
+            except TopologyError:
+                continue  # no route: not an edge of any tree
+            for r, share in shares:
+                if r not in index:
+                    index[r] = len(ids)
+                    ids.append(r)
+                    bw = topology.resources[r].effective_bandwidth
+                    bandwidth.append(float(bw.xreplace(nominal)))  # type: ignore[union-attr]
+                rows.append(len(edges))
+                cols.append(index[r])
+                values.append(float(share))
+            edges.append((a, b))
+    if not ids:
+        raise LimitError("no resource with a bandwidth joins the ranks: nothing to pack", span)
+    matrix = csr_array((values, (rows, cols)), shape=(len(edges), len(ids)))
+    return np.array(edges, dtype=np.int64), matrix, tuple(ids), np.array(bandwidth)
+
+
+def _breadth_first(parent: np.ndarray, root: int) -> tuple[tuple[int, int], ...]:
+    """A tree's edges (parent, child), parents before children, children by index."""
+    children: dict[int, list[int]] = {}
+    for v, p in enumerate(parent.tolist()):
+        if p >= 0:
+            children.setdefault(p, []).append(v)
+    order, frontier = [], [root]
+    while frontier:
+        nxt = []
+        for a in frontier:
+            for b in children.get(a, ()):
+                order.append((a, b))
+                nxt.append(b)
+        frontier = nxt
+    return tuple(order)
+def _master(columns, trees, roots, weight_of_root, capacity):
+    """The restricted LP: (r, tree weights, resource duals y, root duals z); a root's row
+    counts each of its trees `weight_of_root` times (its shifts that root there)."""
+    from scipy.optimize import linprog  # type: ignore[import-untyped]  # no types
+    from scipy.sparse import csr_array, hstack, vstack  # type: ignore[import-untyped]
+
+    m, t = len(capacity), len(columns)
+    row_of = {c: k for k, c in enumerate(roots)}
+    loads = csr_array(np.column_stack(columns))  # resources × trees
+    owner = np.zeros((len(roots), t))
+    for k, (c, _) in enumerate(trees):
+        owner[row_of[c], k] = -weight_of_root[row_of[c]]
+    a_ub = vstack([hstack([loads, csr_array((m, 1))]),
+                   hstack([csr_array(owner), csr_array(np.ones((len(roots), 1)))])])
+    b_ub = np.concatenate([capacity, np.zeros(len(roots))])
+    objective = np.zeros(t + 1)
+    objective[-1] = -1.0
+    result = linprog(objective, A_ub=a_ub, b_ub=b_ub, bounds=(0, None), method="highs")
+    if result.status != 0:
+        raise LimitError(f"the packing LP did not solve: {result.message}")
+    marginals = -np.asarray(result.ineqlin.marginals)
+    return float(result.x[-1]), np.asarray(result.x[:-1]), marginals[:m], marginals[m:]

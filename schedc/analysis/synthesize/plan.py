@@ -1,0 +1,157 @@
+"""From a packing's float weights to a schedule: whole units of a shard per tree, and the
+number of pipelined chunks.
+
+Units. Tree T of root c carries u_T of U equal units of c's shard (u_T from the LP's
+weights by largest remainder, so a root's units add up to U exactly). U is the smallest power
+of two whose rounding keeps the steady-state time within a quarter of the allowed excess.
+
+Chunks. Each tree's slice is sent in K chunks, chunk k over an edge into depth d in round
+k + d - 1 (out-trees; in-trees run the other way: from depth d in round k + D - d). A round
+carries one chunk of every stage in flight, so with m_d the load of every tree's edges of
+stage d (per shard, over bandwidth) the rounds cost, at α = 0,
+
+    B(K) = Σ_rounds max_e Σ_{stages d in flight} m_d[e] / K
+
+(`bandwidth_time`): the steady rounds cost S / K each, S = max_e Σ_d m_d[e], and the D - 1
+rounds of fill and of drain less. B(K) - S falls as 1/K, so the smallest K within a tolerance
+of the optimum, and the K that minimises (K + D - 1)·α + B(K), are found by scanning K.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ...errors import LimitError
+from .packing import Packing
+
+MAX_UNITS = 4096
+MAX_CHUNKS = 4096
+
+
+@dataclass(frozen=True)
+class PlannedTree:
+    root: int  # a rank's index in the collective's order
+    first: int  # its slice: units first .. first + units - 1 of `units` of the root's shard
+    units: int
+    edges: tuple[tuple[int, int, int], ...]  # (parent, child, depth of the child)
+
+
+@dataclass(frozen=True)
+class Plan:
+    kind: str
+    trees: tuple[PlannedTree, ...]
+    units: int  # U
+    depth: int  # D: the deepest child
+    stages: np.ndarray  # m_d per stage d = 1..D (rows), per resource: seconds per shard byte
+
+    def bandwidth_time(self, chunks: int, shard: float) -> float:
+        """B(K) at α = 0 for a shard of `shard` bytes (see the module docstring)."""
+        d = self.depth
+        total = 0.0
+        inward = self.kind in ("reduce_scatter", "reduce")
+        for s in range(chunks + d - 1):
+            stage = np.arange(1, d + 1)
+            k = s - (d - stage) if inward else s - (stage - 1)
+            active = (k >= 0) & (k < chunks)
+            if active.any():
+                total += float(self.stages[active].sum(axis=0).max())
+        return total * shard / chunks
+
+    def steady(self, shard: float) -> float:
+        """The time as chunks grow without bound: S × shard."""
+        return float(self.stages.sum(axis=0).max()) * shard
+
+
+def plan(packing: Packing, within: float, units: int | None = None) -> Plan:
+    """Units for every tree: `units` if given, else the smallest power of two within
+    `within`/4 of the packing's own steady time (refused past MAX_UNITS)."""
+    best = None
+    roots = sorted({t.root for t in packing.trees})
+    exact = _steady(packing, {k: t.weight for k, t in enumerate(packing.trees)}, roots)
+    if units is not None:
+        best = (units, _units(packing, roots, units))
+    else:
+        units = 8
+    while best is None and units <= MAX_UNITS:
+        shares = _units(packing, roots, units)
+        if _steady(packing, {k: u / units for k, u in shares.items()}, roots, per_root=False) \
+                <= exact * (1 + within / 4):
+            best = (units, shares)
+            break
+        units *= 2
+    if best is None:
+        raise LimitError(f"the trees' weights need more than {MAX_UNITS} units of a shard to stay "
+                         f"within {within:.2%}; allow more with a larger --within")
+    units, shares = best
+    trees = []
+    first = {c: 0 for c in roots}
+    for k, tree in enumerate(packing.trees):
+        if not shares[k]:
+            continue
+        depth = tree.depths()
+        trees.append(PlannedTree(tree.root, first[tree.root], shares[k],
+                                 tuple((a, b, depth[b]) for a, b in tree.edges)))
+        first[tree.root] += shares[k]
+    deepest = max(e[2] for t in trees for e in t.edges)
+    stages = np.zeros((deepest, len(packing.resources)))
+    for t in trees:
+        for a, b, d in t.edges:
+            stages[d - 1] += packing.edge_load(a, b) * (t.units / units)
+    return Plan(packing.kind, tuple(trees), units, deepest, stages)
+
+
+def chunks_within(p: Plan, optimum: float, shard: float, within: float) -> int:
+    """The smallest K whose bandwidth term is within `within` of `optimum` (seconds)."""
+    if p.steady(shard) > optimum * (1 + within):
+        raise LimitError(f"with {p.units} units a shard the trees' rounding alone is "
+                         f"{p.steady(shard) / optimum - 1:.2%} above the optimum, more than "
+                         f"{within:.2%}: give --chunks, or more --units")
+    for k in range(1, MAX_CHUNKS + 1):
+        if p.bandwidth_time(k, shard) <= optimum * (1 + within):
+            return k
+    raise LimitError(f"more than {MAX_CHUNKS} chunks would be needed to come within "
+                     f"{within:.2%} of the optimum; give --chunks or a larger --within")
+
+
+def alpha_optimal(plans: list[Plan], shard: float, alpha: float) -> int:
+    """The K minimising Σ_phases (K + D - 1)·α + B(K): α·K grows and B(K) falls as 1/K,
+    so the sum is unimodal in K and a ternary search over the integers finds it."""
+    def time(k: int) -> float:
+        return sum((k + p.depth - 1) * alpha + p.bandwidth_time(k, shard) for p in plans)
+
+    lo, hi = 1, MAX_CHUNKS
+    while hi - lo > 2:
+        a, b = lo + (hi - lo) // 3, hi - (hi - lo) // 3
+        if time(a) <= time(b):
+            hi = b
+        else:
+            lo = a
+    return min(range(lo, hi + 1), key=time)
+
+
+def _units(packing: Packing, roots: list[int], units: int) -> dict[int, int]:
+    """Each tree's whole units, by largest remainder within its root (ties: tree order)."""
+    shares: dict[int, int] = {}
+    for c in roots:
+        mine = [k for k, t in enumerate(packing.trees) if t.root == c]
+        total = sum(packing.trees[k].weight for k in mine)
+        exact = {k: packing.trees[k].weight / total * units for k in mine}
+        floor = {k: int(v) for k, v in exact.items()}
+        left = units - sum(floor.values())
+        for k in sorted(mine, key=lambda k: (floor[k] - exact[k], k))[:left]:
+            floor[k] += 1
+        shares.update(floor)
+    return shares
+
+
+def _steady(packing: Packing, weights: dict[int, float], roots: list[int],
+            per_root: bool = True) -> float:
+    """max_e Σ_T share_T · load_T[e] per shard byte, where a tree's share is its part of its
+    root's shard (`per_root`: weights normalised within each root)."""
+    if per_root:
+        totals = {c: sum(w for k, w in weights.items() if packing.trees[k].root == c) for c in roots}
+        weights = {k: w / totals[packing.trees[k].root] for k, w in weights.items()}
+    load = sum((w * packing.loads[k] for k, w in weights.items()), np.zeros(len(packing.resources)))
+    return float(np.max(load))

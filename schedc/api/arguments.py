@@ -1,0 +1,62 @@
+"""The API's checks of its arguments: one rule per option, applied where the API is called, so
+that a script and the command line meet the same refusal. The command line converts an
+option to its type (click's `int`, `float`) and leaves its range to these checks; each
+raises `UsageError` naming the option as the command line spells it (`--channels 0: must be
+from 1 to 32`), which is also the keyword argument a script passed.
+
+Imports nothing heavy: the command line reads the ranges below for its help.
+"""
+
+from __future__ import annotations
+
+from numbers import Integral, Real
+
+from ..errors import UsageError
+from ..limits import Limits
+
+
+def whole(value: object, option: str, lo: int | None = 1, hi: int | None = None) -> int:
+    """`value` as an int from `lo` to `hi` (both included; None: no end there, as for a
+    value whose range a later stage says with more context). A bool or a float is refused,
+    as the command line refuses `--channels 1.5`."""
+    within = _range_text(lo, hi)
+    if isinstance(value, bool) or not isinstance(value, Integral):
+        raise UsageError(f"{option} {value!r}: must be a whole number"
+                         + (f" {within}" if within else ""))
+    number = int(value)
+    if (lo is not None and number < lo) or (hi is not None and number > hi):
+        raise UsageError(f"{option} {number}: must be {within}")
+    return number
+
+
+def _range_text(lo: int | None, hi: int | None) -> str:
+    if lo is None:
+        return "" if hi is None else f"at most {hi:,}"
+    return f"at least {lo:,}" if hi is None else f"from {lo:,} to {hi:,}"
+
+
+def optional_whole(value: object, option: str, lo: int | None = 1, hi: int | None = None
+                   ) -> int | None:
+    """`whole`, with None (the option not given) passed through."""
+    return None if value is None else whole(value, option, lo, hi)
+
+
+def seconds(value: object, option: str = "--timeout") -> float:
+    """A time limit in seconds: a number above 0 (NaN is not)."""
+    if isinstance(value, bool) or not isinstance(value, Real) or not float(value) > 0:
+        raise UsageError(f"{option} {value!r}: must be a number of seconds above 0")
+    return float(value)
+
+
+def one_of(value: object, option: str, choices: tuple[str, ...]) -> str:
+    if not isinstance(value, str) or value not in choices:
+        raise UsageError(f"{option} {value}: one of {', '.join(choices)}")
+    return value
+
+
+def work_limits(max_transfers: int | None, max_rounds: int | None) -> Limits:
+    """The `Limits` of `max_transfers` and `max_rounds` (None: the defaults), each at least 1:
+    a limit of 0 would refuse every schedule, not lift the limit."""
+    return Limits(Limits.transfers if max_transfers is None else
+                  whole(max_transfers, "--max-transfers"),
+                  Limits.steps if max_rounds is None else whole(max_rounds, "--max-rounds"))

@@ -1,0 +1,125 @@
+"""A synthesized schedule as a `.sched` file: the trees as tables, one loop that runs them.
+
+The file imports the machine, declares the collective and `param chunks` (structural, so
+`scale --in chunks` and `--set chunks=K` apply), lists every tree edge in integer tables and
+runs them in one loop of rounds; each pass of `plan` (rounding, chunk counts) is stated in
+the header. Only comments carry text from elsewhere, each line through `comment`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from ..analysis.synthesize.plan import Plan
+from ..language.quote import comment as escaped
+from ..language.quote import string
+
+_WIDTH = 96  # numbers per table line
+
+
+@dataclass(frozen=True)
+class Phase:
+    """One packing to write: all-reduce has two (reduce-scatter, then all-gather)."""
+
+    plan: Plan
+    prefix: str  # the tables' prefix: "" alone, "rs_" and "ag_" in an all-reduce
+
+
+def comment(text: str) -> str:
+    """`text` as a comment line (`language.quote.comment`: every line break or other
+    unprintable character a visible escape), so nothing in it can end the comment and start
+    a statement."""
+    return f"# {escaped(text)}".rstrip()
+
+
+def schedule_text(*, machine: str, kind: str, size: str, over: str, root: str | None, name: str,
+                  chunks: int, phases: Sequence[Phase], ranks: int, header: Sequence[str]) -> str:
+    """The whole file."""
+    lines = [comment(h) for h in header]
+    group = f"{name}_ranks"
+    lines += ["", f"import {string(machine, 'the machine file')}", "",
+              f"param chunks = {chunks}   # structural: each tree's slice goes in `chunks` "
+              "pipelined chunks", "",
+              f"let {group} = {over}",
+              f"{kind} {size} over {group}" + (f" root {root}" if root is not None else ""), ""]
+    for phase in phases:
+        lines += _tables(phase)
+        if len(phases) == 1:  # the result itself, over the collective's ranks
+            lines += _runner(phase, group, ranks, f"schedule {name} {{")
+        else:  # a function of the ranks `g`, which the result calls
+            lines += _runner(phase, "g", ranks, f"schedule {name}_{phase.plan.kind}(g) {{")
+    if len(phases) > 1:
+        lines += [f"schedule {name} {{",
+                  *(f"  {name}_{p.plan.kind}({group})" for p in phases), "}", ""]
+    return "\n".join(lines)
+
+
+def _tables(phase: Phase) -> list[str]:
+    p, x = phase.plan, phase.prefix
+    edges = [(t, a, b, d) for t, tree in enumerate(p.trees) for a, b, d in tree.edges]
+    role = "leaves" if p.kind in ("reduce_scatter", "reduce") else "reaches"
+    return [
+        f"# {p.kind}: {len(p.trees)} trees. Tree t carries units {x}tree_first[t] ..",
+        f"# {x}tree_first[t] + {x}tree_units[t] - 1 (of {p.units}) of rank {x}tree_root[t]'s data;",
+        f"# edge e of tree {x}edge_tree[e] joins rank {x}edge_parent[e] to rank "
+        f"{x}edge_child[e], and data {role} the",
+        f"# child at depth {x}edge_depth[e] (1: a child of the root).",
+        *_table(f"{x}tree_root", [t.root for t in p.trees]),
+        *_table(f"{x}tree_first", [t.first for t in p.trees]),
+        *_table(f"{x}tree_units", [t.units for t in p.trees]),
+        *_table(f"{x}edge_tree", [e[0] for e in edges]),
+        *_table(f"{x}edge_parent", [e[1] for e in edges]),
+        *_table(f"{x}edge_child", [e[2] for e in edges]),
+        *_table(f"{x}edge_depth", [e[3] for e in edges]),
+        "",
+    ]
+
+
+def _runner(phase: Phase, group: str, ranks: int, opening: str) -> list[str]:
+    p, x = phase.plan, phase.prefix
+    inward = p.kind in ("reduce_scatter", "reduce")
+    rooted = p.kind in ("broadcast", "reduce")
+    t = f"{x}edge_tree[e]"
+    slice_ = f"part({x}tree_first[{t}]..{x}tree_first[{t}] + {x}tree_units[{t}] - 1 of {p.units})"
+    if not rooted:
+        slice_ += f" of part({x}tree_root[{t}] of {ranks})"
+    region = f"part(k of chunks) of {slice_}"
+    parent, child = f"{group}[{x}edge_parent[e]]", f"{group}[{x}edge_child[e]]"
+    if inward:  # in-trees: the deepest stage first, each child reduces into its parent
+        when = f"s - ({p.depth} - {x}edge_depth[e])"
+        move = f"reduce {region} from {child} to {parent}"
+        how = f"chunk k leaves depth d in round k + {p.depth} - d"
+    else:
+        when = f"s - {x}edge_depth[e] + 1"
+        move = f"copy {region} from {parent} to {child}"
+        how = "chunk k reaches depth d in round k + d - 1"
+    return [
+        f"# Pipelined: {how}.",
+        opening,
+        f"  for s in 0..chunks + {p.depth - 2} round {{",
+        f"    for e in 0..len({x}edge_tree) - 1 {{",
+        f"      let k = {when}",
+        "      if k >= 0 and k < chunks {",
+        f"        {move}",
+        "      }",
+        "    }",
+        "  }",
+        "}",
+        "",
+    ]
+
+
+def _table(name: str, values: Sequence[int]) -> list[str]:
+    text = [str(v) for v in values]
+    rows, row = [], f"let {name} = ["
+    for k, item in enumerate(text):
+        piece = item + (", " if k < len(text) - 1 else "]")
+        if len(row) + len(piece) > _WIDTH:
+            rows.append(row.rstrip())
+            row = "  "
+        row += piece
+    if not text:
+        row += "]"
+    rows.append(row)
+    return rows

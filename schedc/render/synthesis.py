@@ -1,0 +1,56 @@
+"""`schedc synthesize` results → text and JSON (schema `schedc.synthesize/1`)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..units import format_seconds
+from . import schema
+from .text import dump_json, json_number
+
+if TYPE_CHECKING:
+    from ..analysis.synthesize.result import Synthesis
+
+
+def synthesis_text(s: Synthesis, written: str | None) -> str:
+    where = f"wrote {written}" if written else "printed above"
+    kinds = "reduce-scatter + all-gather" if s.kind == "allreduce" else s.kind
+    return "\n".join([
+        f"{s.name}: {s.kind}, {s.trees} packed trees, depth {s.depth}, {s.units} units a shard "
+        f"({where})",
+        f"  optimum      {format_seconds(s.optimum)} = {s.optimum_formula}  (exact, α = 0; "
+        f"{kinds})",
+        *(f"  cut          {side}" for side in s.optimum_cuts),
+        f"  packing      {s.reached:.6%} of the optimum's rate ({s.iterations} rounds of pricing)",
+        f"  time         {format_seconds(s.time)}  (compiled and verified, chunks = {s.chunks}, "
+        f"{s.rounds} rounds)",
+        f"  formula      {s.formula}",
+        f"  at α = 0     {format_seconds(s.bandwidth_time)} = {s.ratio:.4f}× the optimum",
+        f"  chunks       {s.chunks} written; {s.alpha_chunks} minimises the time at the file's α "
+        f"(--set chunks={s.alpha_chunks})",
+    ]) + "\n"
+
+
+def synthesis_json(s: Synthesis, written: str | None) -> str:
+    return dump_json({
+        "schema": schema.SYNTHESIZE,
+        "name": s.name,
+        "collective": s.kind,
+        "written": written,
+        "text": None if written else s.text,
+        "optimum_s": json_number(s.optimum, integer=False),
+        "optimum_formula": str(s.optimum_formula),
+        "optimum_cuts": list(s.optimum_cuts),
+        "packing_reached": s.reached,
+        "pricing_rounds": s.iterations,
+        "trees": s.trees,
+        "depth": s.depth,
+        "units": s.units,
+        "chunks": s.chunks,
+        "alpha_optimal_chunks": s.alpha_chunks,
+        "rounds": s.rounds,
+        "time_s": json_number(s.time, integer=False),
+        "time_formula": str(s.formula),
+        "bandwidth_time_s": json_number(s.bandwidth_time, integer=False),
+        "ratio": s.ratio,
+    })

@@ -1,0 +1,152 @@
+"""`schedc synthesize`: the written schedule verifies, and its time at α = 0 is within 1 % of the
+exact optimum (and never below it), measured by compiling the written file again here."""
+
+from __future__ import annotations
+
+import json
+from fractions import Fraction
+from pathlib import Path
+
+import pytest
+
+import schedc
+from schedc.cost.formula import nominal_value
+from schedc.export.sched_schedule import comment
+
+ROOT = Path(__file__).parents[1]
+FIXTURES = Path(__file__).parent / "fixtures" / "synthesize"
+MACHINES = ROOT / "schedules" / "machines"
+
+
+def written(tmp_path: Path, source: Path, collective: str, **options) -> tuple[Path, object]:
+    out = tmp_path / f"{collective}.sched"
+    result = schedc.synthesize(source, collective, output=out, **options)
+    out.write_text(result.text)
+    return out, result
+
+
+def at_zero_alpha(path: Path, name: str) -> Fraction:
+    """The written schedule's time with every start-up at 0, from a fresh compile."""
+    session = schedc.load(path)
+    timing = schedc.time(session, name)  # verifies first
+    zero = {s: 0 for s in session.program.alpha.free_symbols}
+    return nominal_value(timing.cost.formula.xreplace(zero), session.program.nominal)
+
+
+def optimum(path: Path, kind: str, over="ranks", size="1 GiB", tmp: Path | None = None) -> Fraction:
+    """`bound`'s optimum for the collective, declared on the machine in a file of its own."""
+    assert tmp is not None
+    probe = tmp / f"probe_{kind}.sched"
+    probe.write_text(f'import "{path}"\n{kind} {size} over {over}\n')
+    (b,) = schedc.bound(schedc.load(probe))
+    return b.optimum.value
+
+
+@pytest.mark.parametrize("machine", ["nvlink_2x8.sched", "pcie_2x4.sched", "rail_4x8.sched",
+                                     "shared_nic_2x8.sched", "ncv4.sched",
+                                     "systems/dgx_a100.sched", "systems/aws_p4d.sched"])
+@pytest.mark.parametrize("kind", ["allgather", "reduce_scatter"])
+def test_within_one_percent_of_the_optimum(tmp_path, machine, kind):
+    source = MACHINES / machine
+    out, result = written(tmp_path, source, kind, over="ranks", size="1 GiB")
+    best = optimum(source, kind, tmp=tmp_path)
+    assert result.optimum == best
+    time = at_zero_alpha(out, result.name)
+    assert best <= time <= best * Fraction(101, 100)
+    assert time == result.bandwidth_time
+
+
+def test_directly_linked_gcds(tmp_path):
+    # The optimum is the package pair's cut (tests/test_optimum.py works it by hand); GCDs relay.
+    out, result = written(tmp_path, FIXTURES / "mi250_16.sched", "allgather")
+    assert result.optimum == Fraction(14 * 2**30, 16 * 300 * 10**9)
+    assert result.optimum <= at_zero_alpha(out, result.name) <= result.optimum * Fraction(101, 100)
+
+
+def test_allreduce_is_reduce_scatter_then_allgather(tmp_path):
+    seed = ROOT / "schedules" / "seed" / "nvlink_2x8.sched"
+    out, result = written(tmp_path, seed, "allreduce")
+    rs = optimum(seed, "reduce_scatter", size="V", tmp=tmp_path)
+    ag = optimum(seed, "allgather", size="V", tmp=tmp_path)
+    assert result.optimum == rs + ag
+    assert rs + ag <= at_zero_alpha(out, result.name) <= (rs + ag) * Fraction(101, 100)
+    # At the seed's α and 192 MiB, the α-optimal chunks beat the library's best (hierarchical).
+    session = schedc.load(out, [f"chunks={result.alpha_chunks}"])
+    mine = schedc.time(session, result.name).time
+    library = schedc.load(seed)
+    assert mine < min(t.time for t in schedc.compare(library))
+
+
+def test_broadcast_and_reduce_from_the_root(tmp_path):
+    torus = MACHINES / "torus_4x4.sched"
+    for kind in ("broadcast", "reduce"):
+        out, result = written(tmp_path, torus, kind, over="ranks", size="64 MiB",
+                              root="ranks[5]")
+        # By hand: V leaves (enters) the root over its 4 links of 50 GB/s.
+        assert result.optimum == Fraction(64 * 2**20, 200 * 10**9)
+        assert result.optimum <= at_zero_alpha(out, result.name) <= result.optimum * Fraction(101, 100)
+
+
+def test_chunks_is_a_structural_param(tmp_path):
+    out, result = written(tmp_path, MACHINES / "pcie_2x4.sched", "allgather", over="ranks",
+                          size="1 GiB", chunks=4)
+    assert result.chunks == 4 and "param chunks = 4" in result.text
+    more = schedc.time(schedc.load(out, ["chunks=40"]), result.name)
+    fewer = schedc.time(schedc.load(out), result.name)
+    assert more.cost.rounds == fewer.cost.rounds + 36  # one round per chunk more
+
+
+def test_deterministic(tmp_path):
+    source = MACHINES / "rail_4x8.sched"
+    first = schedc.synthesize(source, "allgather", over="ranks", size="1 GiB").text
+    second = schedc.synthesize(source, "allgather", over="ranks", size="1 GiB").text
+    assert first == second
+
+
+def test_command_line(run, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    source = MACHINES / "nvlink_2x8.sched"
+    code, out, err = run("synthesize", str(source), "--collective", "allgather", "--over", "ranks",
+                         "--size", "192 MiB", "-o", "ag.sched", "--json")
+    assert code == 0, err
+    document = json.loads(out)
+    assert document["schema"] == "schedc.synthesize/1" and document["written"] == "ag.sched"
+    assert 1 <= document["ratio"] <= 1.01
+    text = (tmp_path / "ag.sched").read_text()
+    assert "nvlink_2x8.sched" in next(line for line in text.splitlines() if line.startswith("import"))
+    code, out, err = run("time", "ag.sched")
+    assert code == 0, err
+    # An existing output is not replaced without --force; bad options exit 2 before any work.
+    code, _, err = run("synthesize", str(source), "--collective", "allgather", "--over", "ranks",
+                       "--size", "1 GiB", "-o", "ag.sched")
+    assert code == 2 and "--force" in err
+    for bad in (["--chunks", "0"], ["--within", "0"], ["--chunks", "many"], ["--max-ranks", "8"]):
+        code, _, err = run("synthesize", str(source), "--collective", "allgather", "--over",
+                           "ranks", "--size", "1 GiB", *bad)
+        assert code == 2, bad
+
+
+def test_the_import_is_relative_to_the_output(tmp_path):
+    (tmp_path / "deep").mkdir()
+    out = tmp_path / "deep" / "x.sched"
+    result = schedc.synthesize(FIXTURES / "mi250_16.sched", "allgather", output=out)
+    line = next(line for line in result.text.splitlines() if line.startswith("import"))
+    target = (out.parent / line.split('"')[1]).resolve()
+    assert target == (FIXTURES / "mi250_16.sched").resolve()
+
+
+@pytest.mark.parametrize("hostile", ["a\nlet pwned = 1", "x\rparam q = 1", "\x00\x1b[2J", "é\u2028z"])
+def test_comments_cannot_start_a_statement(hostile):
+    line = comment(hostile)
+    assert "\n" not in line and "\r" not in line and line.startswith("# ")
+    assert all(ch.isprintable() for ch in line)
+
+
+def test_msccl_export_of_a_synthesized_allgather(tmp_path):
+    # 8 units a shard keep the XML small: msccl-executor-nccl's parser rules (the limits
+    # tests/test_msccl_executor_rules.py quotes from its source) accept it.
+    out, result = written(tmp_path, ROOT / "schedules" / "seed" / "nvlink_2x8.sched", "allgather",
+                          over="ranks", size="192 MiB", units=8, chunks=8)
+    xml = tmp_path / "ag.xml"
+    xml.write_text(schedc.export_msccl(schedc.load(out), result.name))
+    assert "would load it" in schedc.validate_msccl(xml, "msccl-executor-nccl")
