@@ -16,3 +16,7 @@ EXECUTORS = (NCCL_EXECUTOR, MSCCL_EXECUTOR)
 
 # Where an exported MSCCL algorithm's steps read and write (`schedc.export.msccl_xml`).
 LAYOUTS = ("inplace", "outofplace", "both")
+
+# The collectives whose exact optimum `bound` computes and `synthesize` packs (the others,
+# all-to-all and the neighbour exchanges, are not packings of trees).
+PACKED = ("allgather", "reduce_scatter", "allreduce", "broadcast", "reduce")

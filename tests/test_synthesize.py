@@ -150,3 +150,26 @@ def test_msccl_export_of_a_synthesized_allgather(tmp_path):
     xml = tmp_path / "ag.xml"
     xml.write_text(schedc.export_msccl(schedc.load(out), result.name))
     assert "would load it" in schedc.validate_msccl(xml, "msccl-executor-nccl")
+
+
+@pytest.mark.parametrize("option, value, said", [
+    ("--over", "[nonexistent]", "--over [nonexistent]: unknown name 'nonexistent'"),
+    ("--size", "64 Mfoo", "--size 64 Mfoo: unexpected 'Mfoo'"),
+    ("--over", "ranks\nlet pwned = 1", "--over is one expression on one line"),
+    ("--over", "ranks; let pwned = 1", "--over is one expression on one line"),
+])
+def test_bad_options_are_said_at_the_option(run, option, value, said):
+    args = ["synthesize", str(MACHINES / "rail_4x8.sched"), "--collective", "allgather",
+            "--over", "ranks", "--size", "64 MiB", option, value]
+    code, out, err = run(*args)
+    assert code == 2 and said in err and "Traceback" not in err
+    assert "schedc-synthesize-" not in err  # never a line of the temporary file
+
+
+def test_a_refused_compile_writes_nothing(run, tmp_path):
+    out = tmp_path / "x.sched"
+    code, _, err = run("synthesize", str(MACHINES / "rail_4x8.sched"), "--collective",
+                       "allgather", "--over", "ranks", "--size", "64 MiB", "--max-transfers",
+                       "1000", "-o", str(out))
+    assert code == 2 and "nothing written" in err and "--max-transfers" in err
+    assert not out.exists()

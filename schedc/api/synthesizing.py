@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import os
 import tempfile
+from dataclasses import replace
 from pathlib import Path
 
 from ..analysis.synthesize.result import Synthesis
+from ..choices import PACKED
 from ..errors import SchedcError, UsageError
+from .arguments import work_limits
 
-COLLECTIVES = ("allgather", "reduce_scatter", "allreduce", "broadcast", "reduce")
 # Pricing solves one minimum arborescence over all ranks per root orbit and round, and the LP
 # has a row per resource orbit: 64 ranks take seconds, 144 (2 hosts of 72) take minutes.
 MAX_RANKS = 128
@@ -27,14 +29,16 @@ def synthesize(path: str | Path, collective: str, *, over: str | None = None,
                size: str | None = None, root: str | None = None, output: str | Path | None = None,
                chunks: int | None = None, within: float = 0.01, name: str | None = None,
                sets: tuple[str, ...] = (), max_ranks: int = MAX_RANKS,
-               units: int | None = None) -> Synthesis:
+               units: int | None = None, max_transfers: int | None = None,
+               max_rounds: int | None = None) -> Synthesis:
     """Pack trees that reach the exact optimum of `collective` on the machine of the `.sched`
     file `path`, and write them as a schedule: the text imports `path` relative to `output`'s
     folder (the current folder when None). `over`, `size` and `root` default to the file's
     first collective's; `chunks` None picks the fewest within `within` of the optimum at α = 0.
     `units` fixes how many units a shard is cut into (default: the fewest powers of two whose
     rounding stays within `within`/4; fewer make smaller MSCCL XML). More than `max_ranks`
-    ranks are refused before any work. The text is compiled and verified
+    ranks are refused before any work; `max_transfers` and `max_rounds` bound the written
+    schedule's compile as `load`'s do. The text is compiled and verified
     before it is returned; nothing is written here.
 
         >>> s = schedc.synthesize("schedules/algorithms/flat_8.sched", "allgather")
@@ -42,8 +46,8 @@ def synthesize(path: str | Path, collective: str, *, over: str | None = None,
         1.0
     """
     from ..analysis.synthesize.plan import MAX_CHUNKS, MAX_UNITS
-    if collective not in COLLECTIVES:
-        raise UsageError(f"synthesize packs {', '.join(COLLECTIVES)}, not {collective!r}")
+    if collective not in PACKED:
+        raise UsageError(f"synthesize packs {', '.join(PACKED)}, not {collective!r}")
     if not 0 < within < 1:
         raise UsageError(f"--within is a fraction between 0 and 1 (1% = 0.01), not {within}")
     if chunks is not None and not 1 <= chunks <= MAX_CHUNKS:
@@ -52,6 +56,10 @@ def synthesize(path: str | Path, collective: str, *, over: str | None = None,
         raise UsageError(f"--units is 1 to {MAX_UNITS}, not {units!r}")
     if isinstance(max_ranks, bool) or not isinstance(max_ranks, int) or max_ranks < 2:
         raise UsageError(f"--max-ranks is at least 2, not {max_ranks!r}")
+    for option, text in (("--over", over), ("--size", size), ("--root", root)):
+        if text is not None and (";" in text or "#" in text or not text.isprintable()):
+            raise UsageError(f"{option} is one expression on one line (no ';', '#' or control "
+                             f"characters): {text!r}")
     if name is not None and not name.isidentifier():
         raise UsageError(f"--name is a schedule name (letters, digits, _), not {name!r}")
     source = Path(path)
@@ -60,14 +68,13 @@ def synthesize(path: str | Path, collective: str, *, over: str | None = None,
     with tempfile.TemporaryDirectory(prefix="schedc-synthesize-") as scratch:
         return _synthesize(source, machine, collective, over, size, root, chunks, within,
                            name or f"synthesized_{collective}", sets, Path(scratch), max_ranks,
-                           units)
+                           units, work_limits(max_transfers, max_rounds))
 
 
 def _synthesize(source, machine, kind, over, size, root, chunks, within, name, sets,
-                scratch, max_ranks, units) -> Synthesis:
+                scratch, max_ranks, units, limits) -> Synthesis:
     from ..analysis.bound.cuts import RankCuts
-    from ..analysis.bound.naming import SideNames
-    from ..analysis.bound.optimum import optimum
+    from ..analysis.bound.optimum import optimum, side_names
     from ..analysis.synthesize.packing import pack
     from ..analysis.synthesize.plan import alpha_optimal, chunks_within, plan
     from ..cost.formula import nominal_value
@@ -76,7 +83,7 @@ def _synthesize(source, machine, kind, over, size, root, chunks, within, name, s
     from ..session import Session
     from .compiling import verified_timings
 
-    declared = _declared(Session.open(source, sets))
+    declared = _declared(Session.open(source, sets, limits))
     size = size or (declared[1] if declared else None)
     over = over or (declared[2] if declared else None)
     rooted = kind in ("broadcast", "reduce")
@@ -88,7 +95,10 @@ def _synthesize(source, machine, kind, over, size, root, chunks, within, name, s
         raise UsageError(f"{source} declares no collective: give --over RANKS and --size BYTES")
     group = f"{name}_ranks"
     decl = [f"let {group} = {over}", f"{kind} {size} over {group}" + (f" root {root}" if root else "")]
-    probe = _compile(scratch, source.resolve(), decl + [f"schedule {name} {{}}"], sets)
+    try:
+        probe = _compile(scratch, source.resolve(), decl + [f"schedule {name} {{}}"], sets, limits)
+    except SchedcError as error:
+        raise _at_option(error, scratch, decl, over, size, root) from None
     program = probe.program
     coll = program.result(name).collective
     if len(coll.ranks) > max_ranks:
@@ -114,24 +124,26 @@ def _synthesize(source, machine, kind, over, size, root, chunks, within, name, s
                      for p, part in zip(phases, exact.parts))
     alpha = float(nominal_value(program.alpha, program.nominal))
     alpha_chunks = alpha_optimal([p.plan for p in phases], shard, alpha)
-    namer = SideNames(program.topology, [(h, frozenset(m)) for _, h, m in finder.groups], coll.ranks)
-    sides = tuple(namer.sides(frozenset(p.ranks_inside)) for p in exact.parts)
+    sides = side_names(finder, exact)
 
     def text(header: list[str], machine_path: str) -> str:
         return schedule_text(machine=machine_path, kind=kind, size=size, over=over, root=root,
                              name=name, chunks=chunks, phases=phases, ranks=n,
                              header=header)
 
-    compiled = _compile(scratch, None, [text([], str(source.resolve()))], sets)
-    (timing,) = verified_timings(compiled, [name])
+    try:  # the written file is not kept: its errors are said without its (temporary) lines
+        compiled = _compile(scratch, None, [text([], str(source.resolve()))], sets, limits)
+        (timing,) = verified_timings(compiled, [name])
+    except SchedcError as error:
+        raise type(error)(f"the synthesized schedule is refused, nothing written: "
+                          f"{error.message}", None, error.notes) from None
     zero = {s: 0 for s in program.alpha.free_symbols}
     bandwidth = nominal_value(timing.cost.formula.xreplace(zero), compiled.program.nominal)
     result = Synthesis("", name, kind, chunks, alpha_chunks, exact.value, exact.time, sides,
                        bandwidth, timing.time, timing.cost.formula, timing.cost.rounds,
                        sum(len(p.plan.trees) for p in phases), phases[0].plan.units,
                        max(p.plan.depth for p in phases), reached, iterations)
-    header = _header(result, source, phases)
-    return _with_text(result, text(header, machine))
+    return replace(result, text=text(_header(result, source), machine))
 
 
 def _declared(session) -> tuple[str, str, str, str | None] | None:
@@ -152,18 +164,29 @@ def _source(span) -> str:
     return " ".join([lines[0][span.col - 1:], *lines[1:-1], lines[-1][:span.end_col - 1]]).strip()
 
 
-def _compile(scratch: Path, machine: Path | None, lines: list[str], sets):
+def _compile(scratch: Path, machine: Path | None, lines: list[str], sets, limits):
     from ..session import Session
     head = [f'import "{machine}"'] if machine is not None else []
     path = scratch / "synthesized.sched"
     path.write_text("\n".join(head + lines) + "\n", encoding="utf-8")
-    try:
-        return Session.open(path, sets)
-    except SchedcError as error:
-        raise UsageError(f"the synthesized schedule does not compile: {error}") from None
+    return Session.open(path, sets, limits)
 
 
-def _header(s: Synthesis, source: Path, phases) -> list[str]:
+def _at_option(error: SchedcError, scratch: Path, decl: list[str], over: str, size: str,
+               root: str | None) -> SchedcError:
+    """An error in the declarations made from --over, --size and --root, said at the option
+    (the probe file that held them is temporary); an error in FILE keeps its position."""
+    span = error.span
+    if span is None or Path(span.source.path) != scratch / "synthesized.sched":
+        return error
+    line = span.line - 2  # after the import: the ranks' `let`, then the collective
+    rooted = root is not None and line == 1 and span.col > decl[1].index(" root ")
+    option, value = (("--over", over) if line == 0 else ("--root", root) if rooted
+                     else ("--size", size))
+    return UsageError(f"{option} {value}: {error.message}", None, error.notes)
+
+
+def _header(s: Synthesis, source: Path) -> list[str]:
     from ..units import format_seconds
     cuts = "; ".join(s.optimum_cuts)
     return [
@@ -179,8 +202,3 @@ def _header(s: Synthesis, source: Path, phases) -> list[str]:
         f"{s.ratio:.4f}x the optimum.",
         f"At this machine's alpha the fastest is chunks = {s.alpha_chunks} (--set chunks=K).",
     ]
-
-
-def _with_text(s: Synthesis, text: str) -> Synthesis:
-    from dataclasses import replace
-    return replace(s, text=text)

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import click
 
-from ..api.synthesizing import COLLECTIVES, MAX_RANKS
+from ..api.synthesizing import MAX_RANKS, PACKED
 from ..render import schema
-from .options import EXIT_OK, json_option, set_option
+from .options import EXIT_OK, json_option, limit_options, set_option
 from .paths import InputPath, OutputPath
 
 
@@ -34,7 +34,7 @@ def _percent(value: str) -> float:
 @click.command("synthesize")
 @click.argument("file", type=InputPath())
 @click.option("--collective", required=True,
-              type=click.Choice(COLLECTIVES),
+              type=click.Choice(PACKED),
               help="The collective to synthesize.")
 @click.option("--over", metavar="EXPR",
               help="Its ranks, an expression of FILE (default: its first collective's).")
@@ -57,12 +57,12 @@ def _percent(value: str) -> float:
 @click.option("--max-ranks", type=int, default=MAX_RANKS, show_default=True, metavar="N",
               help="Refuse more ranks than this before any work.")
 @set_option
+@limit_options
 @json_option(schema.SYNTHESIZE)
 def synthesize_command(file: Path, collective: str, over: str | None, size: str | None,
                        root: str | None, output: Path | None, force: bool, chunks: str,
                        within: str, name: str | None, units: int | None, max_ranks: int,
-                       sets: tuple[str, ...],
-                       as_json: bool) -> int:
+                       sets: tuple[str, ...], limits: dict[str, int], as_json: bool) -> int:
     """Pack trees that reach the exact optimum of a collective on FILE's machine (the
     binding cut over all cuts, as `bound` reports it) and write them as a schedule: verified,
     timed by the compiler, and within --within of the optimum at α = 0."""
@@ -74,7 +74,7 @@ def synthesize_command(file: Path, collective: str, over: str | None, size: str 
         raise UsageError(f"{output} exists; --force replaces it")
     result = synthesize(file, collective, over=over, size=size, root=root, output=output,
                         chunks=_chunks(chunks), within=_percent(within), name=name, sets=sets,
-                        max_ranks=max_ranks, units=units)
+                        max_ranks=max_ranks, units=units, **limits)
     written = None
     if output is not None:
         write_atomically(output, result.text)

@@ -37,8 +37,7 @@ from ...model.collectives import KINDS
 from ...model.ir import Collective, LinearBytes, Schedule, linear_expr, linear_scale, linear_value
 from ...session import Session
 from .cuts import Cut, CutCapacity, RankCuts
-from .naming import SideNames
-from .optimum import Optimum, optimum
+from .optimum import Optimum, optimum, side_names
 
 
 @dataclass(frozen=True)
@@ -146,16 +145,7 @@ def bound(session: Session, collective: Collective | None, names: list[str],
         best, best_value, binds = exact.time, exact.value, "optimum"
     schedules = tuple(_efficiency(session, n, binding, best_value) for n in names)
     return Bounds(collective, ranks, cuts, binding, end_host, best, best_value, binds, schedules,
-                  in_network, exact, _sides(finder, exact))
-
-
-def _sides(finder: RankCuts, exact: Optimum | None) -> tuple[str, ...]:
-    """Each optimal cut as `inside | rest`, its ranks named as the families' cuts are."""
-    if exact is None:
-        return ()
-    namer = SideNames(finder.topology, [(name, frozenset(m)) for _, name, m in finder.groups],
-                      finder.ranks)
-    return tuple(namer.sides(frozenset(part.ranks_inside)) for part in exact.parts)
+                  in_network, exact, () if exact is None else side_names(finder, exact))
 
 
 def bound_all(session: Session, names: list[str], max_cuts: int = MAX_CUTS) -> list[Bounds]:

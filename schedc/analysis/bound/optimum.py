@@ -31,14 +31,15 @@ from fractions import Fraction
 import networkx as nx
 import sympy
 
+from ...choices import PACKED
 from ...model.collectives import KINDS
 from ...model.ir import Collective, LinearBytes, linear_expr, linear_scale, linear_value
 from ...model.symmetry import HostShift
 from ...model.topology import Topology
 from .cuts import RankCuts
+from .naming import SideNames
 
 _SOURCE = "optimum-source"
-PACKED = ("allgather", "reduce_scatter", "broadcast", "reduce", "allreduce")
 
 
 @dataclass(frozen=True)
@@ -73,8 +74,12 @@ def optimum(finder: RankCuts, collective: Collective, nominal: dict) -> Optimum 
     that is not a packing (all-to-all, neighbour exchanges) or has fewer than two ranks."""
     if collective.kind not in PACKED or len(collective.ranks) < 2:
         return None
-    kinds = ("reduce_scatter", "allgather") if collective.kind == "allreduce" else (collective.kind,)
-    parts = tuple(_packing(finder, collective, kind, nominal) for kind in kinds)
+    if collective.kind != "allreduce":
+        parts: tuple[OptimalCut | None, ...] = (_packing(finder, collective, collective.kind, nominal),)
+    else:  # on a symmetric machine, reduce-scatter's cut is all-gather's, run backwards
+        gather = _packing(finder, collective, "allgather", nominal)
+        known = gather.inside if gather is not None and finder.network.symmetric else None
+        parts = (_packing(finder, collective, "reduce_scatter", nominal, known), gather)
     if any(p is None for p in parts):
         return None  # some rank is unreachable: `bound` says so through its cuts
     found = tuple(p for p in parts if p is not None)
@@ -82,17 +87,27 @@ def optimum(finder: RankCuts, collective: Collective, nominal: dict) -> Optimum 
                    sum((p.value for p in found), Fraction(0)))
 
 
-def _packing(finder: RankCuts, collective: Collective, kind: str, nominal: dict) -> OptimalCut | None:
+def side_names(finder: RankCuts, exact: Optimum) -> tuple[str, ...]:
+    """Each optimal cut as `inside | rest`, its ranks named as the families' cuts are."""
+    namer = SideNames(finder.topology, [(name, frozenset(m)) for _, name, m in finder.groups],
+                      finder.ranks)
+    return tuple(namer.sides(frozenset(part.ranks_inside)) for part in exact.parts)
+
+
+def _packing(finder: RankCuts, collective: Collective, kind: str, nominal: dict,
+             known: frozenset | None = None) -> OptimalCut | None:
+    """The binding cut of one packing; `known`: its far side, already found (a mirror)."""
     network = finder.network
     reverse = KINDS[kind].reduces  # reductions pack in-trees: all-gather on the reversed machine
     graph = network.graph.reverse(copy=False) if reverse else network.graph
     ranks = collective.ranks
-    if kind in ("broadcast", "reduce"):
+    share = Fraction(1) if kind in ("broadcast", "reduce") else None
+    if known is not None:
+        found: tuple[frozenset, int] | None = (known, 0)
+    elif share is not None:
         found = _rooted(graph, collective.root, ranks)
-        share = Fraction(1)
     else:
         found = _all_ranks(graph, ranks, finder.shift)
-        share = None
     if found is None:
         return None
     inside, solved = found

@@ -218,7 +218,7 @@ def _routes(topology: Topology, nominal: dict, ranks: tuple[int, ...], inward: b
     """The tree edges (parent, child) that have a route, as an array; per edge the shares of
     its bytes each resource carries (rows of a sparse matrix; for in-trees the transfer runs
     child → parent); the resources' ids and nominal bandwidths."""
-    from scipy.sparse import csr_array
+    from scipy.sparse import csr_array  # type: ignore[import-untyped]  # no types
 
     index: dict[int, int] = {}
     ids: list[int] = []
@@ -271,7 +271,7 @@ def _master(columns, trees, roots, weight_of_root, capacity):
     """The restricted LP: (r, tree weights, resource duals y, root duals z); a root's row
     counts each of its trees `weight_of_root` times (its shifts that root there)."""
     from scipy.optimize import linprog  # type: ignore[import-untyped]  # no types
-    from scipy.sparse import csr_array, hstack, vstack  # type: ignore[import-untyped]
+    from scipy.sparse import csr_array, hstack, vstack
 
     m, t = len(capacity), len(columns)
     row_of = {c: k for k, c in enumerate(roots)}
