@@ -50,6 +50,7 @@ from hypothesis import strategies as st  # noqa: E402
 
 import schedc.elaborate.topology as topology_stage  # noqa: E402
 from schedc.cli import main  # noqa: E402
+from schedc.errors import EXCERPT_WIDTH  # noqa: E402
 
 sys.path.insert(0, str(ROOT / "benchmarks"))
 import fuzz_fronts as fronts  # noqa: E402
@@ -242,11 +243,14 @@ COMMANDS = ["emit", "time", "compare", "verify", "solve", "sensitivity", "sweep"
 @st.composite
 def cases(draw) -> tuple[str, str, str, list[str]]:
     """(how it was made, file path relative to schedules/, text, command line after FILE)."""
-    how = ("output", "grammar", "mutation", "mutation", "tokens", "xml", "log", "output", "log",
-           "grammar")[draw(st.integers(0, 9))]
-    if how in ("xml", "log", "output"):  # (how, name, text, argv with placeholders, target)
-        return draw({"xml": fronts.xml_cases(), "log": fronts.log_cases(),
-                     "output": fronts.output_cases()}[how])
+    how = draw(st.sampled_from(["output", "grammar", "mutation", "mutation", "tokens", "xml",
+                                "log", "output", "log", "grammar", "topology", "smi",
+                                "json-log", "argv", "argv"]))
+    others = {"xml": fronts.xml_cases, "log": fronts.log_cases, "output": fronts.output_cases,
+              "topology": fronts.topology_cases, "smi": fronts.smi_cases,
+              "json-log": fronts.json_log_cases, "argv": fronts.argv_cases}
+    if how in others:  # (how, name, text, argv with placeholders, target)
+        return draw(others[how]())
     if how == "grammar":
         relative, text = "seed/fuzz_input.sched", draw(programs())
     elif how == "mutation":
@@ -329,6 +333,18 @@ _DIAGNOSTIC = re.compile(r"^(?P<file>[^\n]+?):(?P<line>\d+):(?P<col>\d+): error:
 _SHOWN_AS_SPACE = {c: " " for c in [*range(32), 0x7f, 0x85, 0x2028, 0x2029]}
 
 
+def _excerpt(line: str, col: int) -> tuple[str, int]:
+    """The excerpt of `line` and the caret's column in it: a line longer than EXCERPT_WIDTH
+    is cut to that many columns around `col`, '...' where it is cut (errors.Span.excerpt)."""
+    if len(line) <= EXCERPT_WIDTH:
+        return line.translate(_SHOWN_AS_SPACE), col
+    first = max(0, min(col - 1 - EXCERPT_WIDTH // 2, len(line) - EXCERPT_WIDTH))
+    before = "..." if first else ""
+    after = "..." if first + EXCERPT_WIDTH < len(line) else ""
+    cut = before + line[first:first + EXCERPT_WIDTH] + after
+    return cut.translate(_SHOWN_AS_SPACE), col - first + len(before)
+
+
 def wrong_lines(stderr: str, shown_path: str, text: str) -> list[str]:
     """Diagnostics about the fuzzed file whose excerpt or caret is not where they say.
 
@@ -341,8 +357,8 @@ def wrong_lines(stderr: str, shown_path: str, text: str) -> list[str]:
         if m["file"] != shown_path:
             continue
         number, col = int(m["line"]), int(m["col"])
-        expected = lines[number - 1].translate(_SHOWN_AS_SPACE) if number <= len(lines) else None
-        if expected is None or m["excerpt"] != expected or len(m["caret"]) != col - 1:
+        expected, at = _excerpt(lines[number - 1], col) if number <= len(lines) else (None, 0)
+        if expected is None or m["excerpt"] != expected or len(m["caret"]) != at - 1:
             bad.append(f"{m['file']}:{number}:{col}: excerpt {m['excerpt']!r} "
                        f"but line {number} is {expected!r}")
             continue
@@ -406,7 +422,8 @@ def _campaign(examples: int, seed: int, time_limit: float, out: Path | None,
             suffix = ".svg" if "--plot" in args else ".csv"
             out, state = fronts.prepare(target, scratch, path, str(scratch / f"out{suffix}"))
             argv = [a.replace("{input}", str(path)).replace("{schedules}", str(tree))
-                    .replace("{out}", out) for a in args] + SMALL_LIMITS
+                    .replace("{out}", out) for a in args]
+            argv += SMALL_LIMITS if args[:2] != ["machine", "import"] else []  # (no such options)
             text = text if text is not None else path.read_text(encoding="utf-8")
         else:
             path = tree / relative

@@ -1,6 +1,8 @@
 """The fuzz campaign's other front ends (imported by benchmarks/fuzz.py): MSCCL XML algorithms,
-NCCL topology-like XML, nccl-tests logs, and command lines that write files — to the input
-itself, through a link to it, to a FIFO, /dev/null, a missing folder or a directory.
+NCCL topology-like XML, nccl-tests logs (text and JSON), `machine import` of NCCL topology
+files and `nvidia-smi topo -m` matrices, the argument vectors behind issue 36's causes, and
+command lines that write files — to the input itself, through a link to it, to a FIFO,
+/dev/null, a missing folder or a directory.
 
 Each case is (how, input name, input text, argv with "{input}" and "{out}" placeholders, the
 kind of output target). `prepare` makes the target in the run's folder and `violations` says
@@ -9,6 +11,7 @@ what a run broke: an input changed, a special file replaced, a file left in a mi
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import stat
@@ -110,6 +113,140 @@ def log_cases(draw):
                 *(["--fit", draw(st.sampled_from(["alpha", "a_LL,a_LL", "nothing", "V"]))]
                   if draw(st.booleans()) else [])]
     return "nccl-tests-log", "input.txt", text, argv, None
+
+
+# ---- issue 36's front ends: machine import (NCCL topology, nvidia-smi), JSON logs, argv
+
+TOPO = ROOT / "tests" / "fixtures" / "topo"
+TOPOLOGIES = sorted(TOPO.glob("*.xml"))
+SMI_FILES = sorted(TOPO.glob("*nvidia-smi*.txt"))
+HOSTILE_NAMES = ["mlx5_0&#10;let pwned = 1&#10;#", "a&#13;param q = 1", "\u2028x", "&#x2028;",
+                 '"', "&lt;script&gt;", "x" * 300]
+# argv values of the causes issue 36 found
+NUMBERS = ["inf", "nan", "1e308", "-1", "0", "1e-9", "2", "1e6", "1e7", "3e38", "3.5e38",
+           "1" + "0" * 400, "x"]
+
+
+def _sometimes(draw, options: list[str]) -> list[str]:
+    return options if draw(st.integers(0, 2)) == 0 else []
+
+
+@st.composite
+def topology_cases(draw):
+    """`machine import` of an NCCL topology file mutated: attribute values (hostile names
+    among them), an element renamed (a GPU's <pci> as <nic>), lines; with --hosts/--fabric."""
+    text = draw(st.sampled_from(TOPOLOGIES)).read_text(encoding="utf-8")
+    text = _mutate(draw, text, XML_VALUES + HOSTILE_NAMES, r'(?<==")[^"]*')
+    if draw(st.booleans()):
+        tags = [m.start() for m in re.finditer(r"<(pci|gpu|nic|net|cpu) ", text)]
+        if tags:
+            at = draw(st.sampled_from(tags))
+            name = re.match(r"<(\w+)", text[at:]).group(1)
+            new = draw(st.sampled_from(["pci", "nic", "gpu", "cpu", "net", "nvlink"]))
+            text = text[:at + 1] + new + text[at + 1 + len(name):]
+    argv = ["machine", "import", "{input}",
+            *_sometimes(draw, ["--nic-speed", draw(st.sampled_from(["200Gbit/s", "0GB/s"]))]),
+            *_sometimes(draw, ["--hosts", draw(st.sampled_from(["2", "64", "1000", "4096",
+                                                               "0", "5000"]))]),
+            *_sometimes(draw, ["--fabric", draw(st.sampled_from(
+                ["rail", "single-switch", "fat-tree:", "fat-tree:spines=4,oversub=2", "x"]))]),
+            *_sometimes(draw, ["--sm", draw(st.sampled_from(["90", "80", "12"])), "--nvlinks",
+                               draw(st.sampled_from(["12", "1", "0"]))]),
+            "-o", "{out}"]
+    return "topology", "input.xml", text, argv, None
+
+
+def smi_matrix(gpus: int, nics: int = 0) -> str:
+    head = "\t" + "\t".join(f"GPU{g}" for g in range(gpus)) + \
+        "".join(f"\tNIC{i}" for i in range(nics)) + "\tCPU Affinity\tNUMA Affinity\tGPU NUMA ID"
+    rows = [f"GPU{g}\t" + "\t".join(" X " if h == g else "NV18" for h in range(gpus))
+            + "".join("\tPIX" for _ in range(nics)) + "\t0-47\t0\t\tN/A" for g in range(gpus)]
+    rows += [f"NIC{i}\t" + "\t".join("PIX" for _ in range(gpus))
+             + "".join("\t X " if j == i else "\tSYS" for j in range(nics)) for i in range(nics)]
+    legend = "".join(f"  NIC{i}: mlx5_{i}\n" for i in range(nics))
+    return head + "\n" + "\n".join(rows) + "\n\nLegend:\n\n  X    = Self\n" + \
+        (f"\nNIC Legend:\n\n{legend}" if nics else "")
+
+
+@st.composite
+def smi_cases(draw):
+    """`machine import --nvidia-smi` of a captured matrix with cells mutated, or a generated
+    one of up to 400 GPUs (the import must stay linear in the cells)."""
+    if draw(st.integers(0, 3)) == 0:
+        text = smi_matrix(draw(st.sampled_from([2, 8, 64, 400])), draw(st.sampled_from([0, 4])))
+    else:
+        text = draw(st.sampled_from(SMI_FILES)).read_text(encoding="utf-8")
+    text = _mutate(draw, text, ["NV99", "X", "SYS", "", "garbage", "NV0", "NV18", "PIX",
+                                "mlx5_0\nlet x = 1"], r"(?<=\s)(X|NV\d+|PIX|PXB|PHB|NODE|SYS)(?=\s)")
+    argv = ["machine", "import", "--nvidia-smi", "{input}", "--sm",
+            draw(st.sampled_from(["90", "80", "12"])), "--nvlinks",
+            draw(st.sampled_from(["18", "1", "0"])),
+            *_sometimes(draw, ["--nic-speed", "400Gbit/s"]),
+            *_sometimes(draw, ["--hosts", draw(st.sampled_from(["2", "1000"]))]), "-o", "{out}"]
+    return "smi", "input.txt", text, argv, None
+
+
+@st.composite
+def json_log_cases(draw):
+    """An nccl-tests -J log: its numbers replaced (huge integers, floats past the range, other
+    types), its nesting deepened, ngpus/nthreads 0, on one line or many."""
+    rows = [{"size": 8 << k, "count": 2 << k, "type": "float", "redop": "sum", "root": -1,
+             "out_of_place": {"time": round(13.5 * 1.3 ** k, 2), "alg_bw": 0.0, "bus_bw": 0.0,
+                              "nwrong": 0},
+             "in_place": {"time": 13.0, "alg_bw": 0.0, "bus_bw": 0.0, "nwrong": 0}}
+            for k in range(draw(st.sampled_from([4, 24, 2000])))]
+    config = {"nthreads": draw(st.sampled_from([1, 0, -1])), "ngpus": draw(st.sampled_from(
+        [1, 8, 0])), "devices": [{"rank": r} for r in range(8)]}
+    text = json.dumps({"version": 3, "args": ["./build/all_reduce_perf"], "config": config,
+                       "results": rows}, indent=draw(st.sampled_from([None, 1])))
+    text = _mutate(draw, text, VALUES + ["1" + "0" * 400, "1e999", "-0", "null", '"x"', "true",
+                                         "[" * 3000 + "]" * 3000],
+                   r"(?<=: )-?\d+(\.\d+)?(?=[,}])")
+    machine = "calibration/nvidia_dgxc_1node_8xH100_nvlink_allreduce.sched"
+    argv = (["predict", f"{{schedules}}/{machine}", "--against", "{input}"]
+            if draw(st.booleans()) else
+            ["calibrate", "{input}", "--machine", f"{{schedules}}/{machine}"])
+    return "json-log", "input.json", text, argv, None
+
+
+@st.composite
+def argv_cases(draw):
+    """The argument vectors behind issue 36's causes, their values drawn: --timeout past
+    what an alarm holds, NCCL inputs past a C float, scale of an MSCCL file, whatif and
+    machine show limits, a directory as FILE, export msccl's channels."""
+    kind = draw(st.integers(0, 6))
+    if kind == 0:
+        command = draw(st.sampled_from(["check", "eval", "sensitivity", "solve"]))
+        argv = [command, "{input}", *(["time(ring) = 1 ms", "--for", "V"]
+                                      if command == "solve" else []),
+                "--timeout", draw(st.sampled_from(NUMBERS))]
+    elif kind == 1:
+        field = draw(st.sampled_from(["ring.bwIntra", "tree.bwInter", "ring.latencyInter",
+                                      "ring.nChannels", "nNodes"]))
+        argv = ["nccl", "{input}", "--input", f"{field}={draw(st.sampled_from(NUMBERS))}",
+                *_sometimes(draw, ["--json"])]
+    elif kind == 2:
+        return "argv", "examples/pair_allreduce.xml", None, [
+            "scale", "{input}", "--machine", "{schedules}/machines/flat.sched", "--ranks",
+            "[g[0],g[1]]", "--in", draw(st.sampled_from(["p", "hosts", "x"]))], None
+    elif kind == 3:
+        argv = ["whatif", "{input}", "--class", draw(st.sampled_from(["nic", "nvlink", "switch",
+                                                                     "rail", "x"])),
+                *_sometimes(draw, ["--max-failure-work", draw(st.sampled_from(["1", "100000"]))]),
+                *_sometimes(draw, ["--json"])]
+    elif kind == 4:
+        argv = ["machine", "show", "{input}", "--max-routes",
+                draw(st.sampled_from(["1", "3", "1000", "0"])), *_sometimes(draw, ["--json"])]
+    elif kind == 5:
+        argv = [draw(st.sampled_from(["time", "eval", "whatif", "report", "bound"])),
+                "{schedules}/" + draw(st.sampled_from(["seed", "machines", ""])), "--set",
+                "V=1MiB", "--machine", "{input}"]
+    else:
+        argv = ["export", "msccl", "{input}", "-s", "ring", "--channels",
+                draw(st.sampled_from(["1", "8", "64", "0"])), "-o", "{out}", "--force"]
+    file = draw(st.sampled_from(["seed/pcie_2x4.sched", "seed/nvlink_2x8.sched",
+                                 "seed/nvlink_hosts.sched"]))
+    return "argv", file, None, argv, None
 
 
 WRITERS = [  # (argv before the output option, the option); {file} is a shipped .sched

@@ -13,6 +13,7 @@ runs unbounded rather than failing.
 
 from __future__ import annotations
 
+import math
 import signal
 import threading
 import time
@@ -20,6 +21,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 DEFAULT_TIMEOUT = 10.0  # seconds of symbolic work per equation
+# The largest --timeout: a million seconds (11.6 days) is "no limit" for any real run, and well
+# inside what setitimer takes (it overflows the platform's time_t near 9.2e18 s; NaN it refuses).
+MAX_TIMEOUT = 1e6
 
 
 class OutOfTime(BaseException):  # no library's `except Exception` may swallow it
@@ -45,8 +49,9 @@ class TimeLimit:
         if left <= 0:
             raise OutOfTime
         if threading.current_thread() is not threading.main_thread() or \
-                signal.getitimer(signal.ITIMER_REAL)[0] > 0:
-            yield  # not our thread to signal, or an outer alarm is already armed
+                signal.getitimer(signal.ITIMER_REAL)[0] > 0 or \
+                not math.isfinite(left) or left > MAX_TIMEOUT:
+            yield  # not our thread to signal, an outer alarm armed, or no real bound asked
             return
 
         def _expire(signum, frame):

@@ -7,7 +7,10 @@ caret instead of a traceback.
 
 from __future__ import annotations
 
+import bisect
 import difflib
+import functools
+import re
 from dataclasses import dataclass, field
 
 
@@ -17,6 +20,9 @@ class SourceFile:
 
     path: str
     text: str
+    # False: a file that is not shown as schedc's (it is not in the format it was given as):
+    # errors give its file:line:col but never a line of it (docs/robustness.md).
+    quoted: bool = True
 
     def __post_init__(self) -> None:
         # Python's rule for source text: '\r\n' and a lone '\r' end a line like '\n' (as
@@ -30,14 +36,34 @@ class SourceFile:
         lines = self.text.split("\n")
         return lines[:-1] if len(lines) > 1 and not lines[-1] else lines
 
+    @functools.cached_property
+    def _starts(self) -> list[int]:
+        """The offset where each line starts, found once: positions and excerpts of a file
+        with thousands of errors or rows stay linear in its size (cached_property writes the
+        instance's __dict__ directly, which a frozen dataclass allows)."""
+        return [0, *(m.end() for m in re.finditer("\n", self.text))]
+
     def line(self, number: int) -> str:
-        lines = self.lines()
-        return lines[number - 1] if 0 < number <= len(lines) else ""
+        starts = self._starts
+        if not 0 < number <= len(starts) or number == len(starts) > 1 and \
+                starts[-1] == len(self.text):
+            return ""
+        end = starts[number] - 1 if number < len(starts) else len(self.text)
+        return self.text[starts[number - 1]:end]
+
+    def position(self, offset: int) -> tuple[int, int]:
+        """(line, column), from 1, of the character at `offset`: a bisection of the line
+        starts, not a count from the file's start for each position."""
+        line = bisect.bisect_right(self._starts, offset)
+        return line, offset - self._starts[line - 1] + 1
 
 
 # Characters a terminal would move the cursor for or not show (tabs, control characters and
 # what str.splitlines() breaks at besides '\n'): one space each, so the caret keeps its column.
 _SHOWN_AS_SPACE = {c: " " for c in [*range(32), 0x7f, 0x85, 0x2028, 0x2029]}  # controls too
+
+
+EXCERPT_WIDTH = 200  # columns of a source line an excerpt shows at most
 
 
 @dataclass(frozen=True)
@@ -54,11 +80,24 @@ class Span:
         return f"{self.source.path}:{self.line}:{self.col}"
 
     def excerpt(self) -> str:
-        """The source line and a caret line underlining the span."""
-        text = self.source.line(self.line).translate(_SHOWN_AS_SPACE)
+        """The source line and a caret line underlining the span; a line longer than
+        `EXCERPT_WIDTH` is cut to that many columns around the caret, with '...' where it is
+        cut (a 14 MB line is not echoed whole to stderr). Nothing for an unquoted file."""
+        if not self.source.quoted:
+            return ""
+        text = self.source.line(self.line)
         stop = self.end_col if self.end_line == self.line else len(text) + 1
         width = max(1, min(stop, len(text) + 1) - self.col)
-        return f"  {text}\n  {' ' * (self.col - 1)}^{'~' * (width - 1)}"
+        col = self.col
+        if len(text) > EXCERPT_WIDTH:
+            first = max(0, min(col - 1 - EXCERPT_WIDTH // 2, len(text) - EXCERPT_WIDTH))
+            before = "..." if first > 0 else ""
+            after = "..." if first + EXCERPT_WIDTH < len(text) else ""
+            text = before + text[first:first + EXCERPT_WIDTH] + after
+            col = col - first + len(before)
+            width = max(1, min(width, EXCERPT_WIDTH + len(before) - col + 1))
+        text = text.translate(_SHOWN_AS_SPACE)
+        return f"  {text}\n  {' ' * (col - 1)}^{'~' * (width - 1)}"
 
 
 class SchedcError(Exception):
@@ -76,7 +115,7 @@ class SchedcError(Exception):
     def render(self) -> str:
         where = f"{self.span}: " if self.span else ""
         lines = [f"{where}error: {self.message}"]
-        if self.span:
+        if self.span and self.span.source.quoted:
             lines.append(self.span.excerpt())
         lines.extend(f"  note: {note}" for note in self.notes)
         return "\n".join(lines)

@@ -107,13 +107,14 @@ def read_input(path: str | Path, what: str, span: Span | None = None, shown: str
     except (OSError, ValueError) as exc:
         raise LoadError(f"cannot read {shown}: {getattr(exc, 'strerror', None) or exc}",
                         span) from None
-    with os.fdopen(fd, "rb") as handle:
-        info = os.fstat(fd)
+    info = os.fstat(fd)  # before fdopen, which refuses a directory with an OSError of its own
+    if not stat.S_ISREG(info.st_mode):
+        os.close(fd)
         if stat.S_ISDIR(info.st_mode):
             raise LoadError(f"{shown} is a directory, not {what}", span)
-        if not stat.S_ISREG(info.st_mode):
-            raise LoadError(f"{shown} is {_kind(info.st_mode)}, not {what}: inputs are "
-                            "regular files", span)
+        raise LoadError(f"{shown} is {_kind(info.st_mode)}, not {what}: inputs are "
+                        "regular files", span)
+    with os.fdopen(fd, "rb") as handle:
         run = RUN.get()
         budget = limit if run is None else min(limit, MAX_INPUT_BYTES - run.read)
         if info.st_size > budget:
@@ -139,6 +140,25 @@ def read_source(path: str | Path, what: str, error: type[SchedcError] = LoadErro
     """`read_input` decoded as UTF-8 text; a file that is not UTF-8 is `error` at the line and
     column of its first bad byte (see `errors.decode_source`)."""
     return decode_source(shown or str(path), read_input(path, what, span, shown), error)
+
+
+def read_sched(path: str | Path, error: type[SchedcError] = LoadError, span: Span | None = None,
+                shown: str | None = None) -> SourceFile:
+    """A `.sched` file's text (`read_source`), refused before a byte is read unless the file
+    it resolves to is named `.sched`: a symbolic link `x.sched` to `secret.txt`, an
+    `import`, `--machine` or `--fitted` naming any other file, is refused, so an error never
+    quotes a line of a file that is not schedc's (the name a user gave is not enough)."""
+    shown = str(path) if shown is None else shown
+    try:
+        real = Path(os.path.realpath(path))
+    except (OSError, ValueError) as exc:  # a NUL character in the name
+        raise error(f"cannot read {shown}: {exc}", span) from None
+    # (a special file, a /proc file whose size says 0, a missing one: read_input says what)
+    if real.suffix != ".sched" and real.is_file() and real.stat().st_size > 0:
+        through = "" if real.name == Path(shown).name else f" (it leads to {real.name})"
+        raise error(f"{shown} is not a .sched file{through}: schedc reads its language only "
+                    "from files named .sched", span)
+    return read_source(path, "a .sched file", error, span, shown)
 
 
 def _too_big(shown: str, size: int, budget: int, limit: int, run: Run | None) -> str:
@@ -367,4 +387,4 @@ def _umask() -> int:
 
 
 __all__ = ["RUN", "Run", "SchedcError", "check_output", "check_output_folder", "read_input",
-           "read_source", "write_folder", "write_output", "write_output_with"]
+           "read_sched", "read_source", "write_folder", "write_output", "write_output_with"]

@@ -27,6 +27,16 @@ MAX_SIZE = 2**63 - 1
 # a thread block (MSCCL_MAX_NUM_STEPS), whose step ids are int16_t.
 MAX_CHANNELS = 32
 MAX_STEP_IDS = 2**15
+# `machine show` routes from the first GPU to at most this many others, evenly spread: each
+# target costs a search of the whole fabric, so all 7,999 of 1,000 hosts took 30 s and 4.6 GB.
+MAX_ROUTES = 128
+# `whatif`: failures timed × (devices + links + transfers), each failure a copy of the machine
+# routed and timed anew, and collected; about 6 µs a unit (800 NICs of 100 rail hosts: 3.3 M, 18 s).
+MAX_FAILURE_WORK = 3_500_000
+# `calibrate`: per evaluation of the model (over every start, refit and profile of one fit)
+# its fit rows + 100, about a µs each; a fit that does not settle within it is refused, in
+# about 25 s: 1,000 rows of four repeated sizes took 194 s, 10,000 rows 70 s.
+MAX_FIT_WORK = 20_000_000
 
 
 @dataclass(frozen=True)

@@ -78,6 +78,10 @@ def parse(source: SourceFile, data: bytes, error: type[SchedcError] = ParseError
         raise error(exc.message, Span(source, exc.line, exc.col, exc.line, exc.col + 1)) from None
     except expat.ExpatError as exc:
         line, col = exc.lineno, exc.offset + 1
+        if not roots:  # not one element read: nothing says it is XML, so no line of it is shown
+            hidden = SourceFile(source.path, source.text, quoted=False)
+            raise error(f"not an XML file: {expat.ErrorString(exc.code)} before its first "
+                        "element", Span(hidden, line, col, line, col + 1)) from None
         raise error(f"malformed XML: {expat.ErrorString(exc.code)}",
                     Span(source, line, col, line, col + 1)) from None
     return roots

@@ -12,6 +12,7 @@ import sympy
 
 from ..elaborate.program import Program
 from ..errors import SchedcError
+from ..limits import MAX_ROUTES
 
 
 @dataclass(frozen=True)
@@ -44,9 +45,11 @@ class MachineSummary:
     routes: tuple[RouteClass, ...]
     derived_from: dict[str, tuple[str, str, str]]  # param → (value, from, rule)
     gpu_sms: tuple[tuple[int | None, int], ...] = ()  # (sm or None if undeclared, GPUs)
+    routed: tuple[int, int] = (0, 0)  # (GPUs the routes go to, GPUs besides the first)
 
 
-def summarize(program: Program) -> MachineSummary:
+
+def summarize(program: Program, max_routes: int = MAX_ROUTES) -> MachineSummary:
     topo = program.topology
     nominal = program.nominal
     hosts = tuple(topo.host_names)
@@ -54,8 +57,9 @@ def summarize(program: Program) -> MachineSummary:
                     for d in topo.devices)
     sms = Counter(d.sm for d in topo.devices if d.kind == "gpu")
     gpu_sms = tuple(sorted(sms.items(), key=lambda kv: (kv[0] is None, kv[0] or 0)))
+    routes, routed = _routes(program, max_routes)
     return MachineSummary(program.path, hosts, devices, _links(program, nominal),
-                          _routes(program), _derived(program), gpu_sms)
+                          routes, _derived(program), gpu_sms, routed)
 
 
 def _value(expr: sympy.Expr | None, nominal) -> Fraction | None:
@@ -95,13 +99,16 @@ def _links(program: Program, nominal) -> tuple[LinkRow, ...]:
     return tuple(rows)
 
 
-def _routes(program: Program) -> tuple[RouteClass, ...]:
-    """From the first GPU to every other GPU: the classes along each path of its route."""
+def _routes(program: Program, most: int) -> tuple[tuple[RouteClass, ...], tuple[int, int]]:
+    """From the first GPU to every other GPU (to `most` of them, evenly spread, when there
+    are more): the classes along each path of its route; and (GPUs routed to, of how many)."""
     topo = program.topology
     gpus = [d for d in topo.devices if d.kind == "gpu"]
     if len(gpus) < 2 or not program.has_machine:  # (an MSCCL file alone: devices, no links)
-        return ()
-    source = gpus[0]
+        return (), (0, 0)
+    source, others = gpus[0], gpus[1:]
+    chosen = others if len(others) <= most else \
+        [others[k * len(others) // most] for k in range(most)]
     cls_of = {}
     for hop in topo.hops:
         cls_of[(hop.src, hop.dst)] = topo.resources[hop.resources[0]].cls if hop.resources else "-"
@@ -109,7 +116,7 @@ def _routes(program: Program) -> tuple[RouteClass, ...]:
     pairs: dict[tuple, set[int]] = {}
     shares: dict[tuple, Fraction] = {}
     targets: Counter = Counter()
-    for target in gpus[1:]:
+    for target in chosen:
         scope = "inside a host" if source.host is not None and source.host == target.host \
             else "between hosts"
         targets[scope] += 1
@@ -124,7 +131,7 @@ def _routes(program: Program) -> tuple[RouteClass, ...]:
             shares[key] = shares.get(key, Fraction(0)) + Fraction(share)
     return tuple(RouteClass(scope, classes, len(pairs[(scope, classes)]),
                             shares[(scope, classes)] / targets[scope])
-                 for scope, classes in sorted(pairs))
+                 for scope, classes in sorted(pairs)), (len(chosen), len(others))
 
 
 def _derived(program: Program) -> dict[str, tuple[str, str, str]]:
@@ -134,15 +141,15 @@ def _derived(program: Program) -> dict[str, tuple[str, str, str]]:
         span = param.span
         if span is None:
             continue
-        lines = span.source.lines()
+        line = span.source.line  # (one line at a time: the file is not split per param)
         above: list[str] = []
         number = span.line - 1
-        while number >= 1 and lines[number - 1].lstrip().startswith("#"):
-            above.insert(0, lines[number - 1].strip().lstrip("#").strip())
+        while number >= 1 and line(number).lstrip().startswith("#"):
+            above.insert(0, line(number).strip().lstrip("#").strip())
             number -= 1
         source = next((t[5:].strip() for t in above if t.startswith("from:")), None)
         rule = next((t[5:].strip() for t in above if t.startswith("rule:")), None)
         if source is not None and rule is not None:
-            text = lines[span.line - 1].split("=", 1)[-1].split("#")[0].strip()
+            text = line(span.line).split("=", 1)[-1].split("#")[0].strip()
             out[name] = (text, source, rule)
     return out

@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
-from ..deadline import DEFAULT_TIMEOUT
+from ..deadline import DEFAULT_TIMEOUT, MAX_TIMEOUT  # (MAX_TIMEOUT: for the CLI's --timeout)
 from ..limits import MAX_CUTS
 from .arguments import seconds, whole, work_limits
 from .compiling import load, verified_timings

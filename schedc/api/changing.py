@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
+from ..limits import MAX_FAILURE_WORK
 from .compiling import verified_timings
 
 if TYPE_CHECKING:
@@ -16,10 +17,12 @@ if TYPE_CHECKING:
 
 
 def whatif(session: Session, cls: str = "nic", schedules: Iterable[str] = (), *,
-           verify: bool = True) -> WhatIf:
+           verify: bool = True, max_work: int = MAX_FAILURE_WORK) -> WhatIf:
     """Fail each item of class `cls` (a link class, a device kind or a device family) in
     turn and time the named schedules (default: all) on what is left; symmetric failures
-    are timed once. Verified first, on the whole machine, unless `verify=False`.
+    are timed once. Verified first, on the whole machine, unless `verify=False`. Refused
+    before any failure is timed when failures × (devices + links + transfers) pass
+    `max_work` (`limits.MAX_FAILURE_WORK`).
 
         >>> w = schedc.whatif(session, "nic")
         >>> len(w.items), w.symmetry["ring"].orbits
@@ -28,4 +31,4 @@ def whatif(session: Session, cls: str = "nic", schedules: Iterable[str] = (), *,
     from ..analysis.whatif import whatif as run
     names = tuple(session.selected(tuple(schedules)))
     verified_timings(session, names, verify)
-    return run(session, cls, names)
+    return run(session, cls, names, max_work)

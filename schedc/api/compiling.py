@@ -181,9 +181,9 @@ def emit(stage: str, path: str | Path, schedules: Iterable[str] = (), *, sets: I
         if path.suffix.lower() == ".xml":
             raise UsageError("an MSCCL XML file has no syntax tree of the .sched language; "
                              "try `emit ir`")
-        from ..files import read_source
+        from ..files import read_sched
         from ..language.parser import parse_module
-        return dumps.emit_ast(parse_module(read_source(path, "a .sched file", ParseError)))
+        return dumps.emit_ast(parse_module(read_sched(path, ParseError)))
     session = load(path, sets, max_transfers=max_transfers, max_rounds=max_rounds,
                    machine=machine, ranks=ranks, fail=fail, derate=derate)
     program, out = session.program, []

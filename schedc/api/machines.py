@@ -9,11 +9,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..errors import UsageError
+from ..limits import MAX_ROUTES
 from .arguments import optional_whole, whole
 
 if TYPE_CHECKING:
     from ..analysis.machine import MachineSummary
     from ..export.sched_machine import Fabric
+    from ..hardware.system import HostModel
     from ..session import Session
 
 MAX_HOSTS = 4096  # a structural param: more hosts is another compile, refused past this
@@ -92,11 +94,29 @@ def import_machine(path: str | Path, *, hosts: int = 1, fabric: str = "rail",
     else:
         from ..hardware.nccl_topo import read_nccl_topology
         host = read_nccl_topology(path, assume)
+    _check_devices(host, hosts, shape)
     return machine_sched(host, hosts, shape, command)
 
 
-def machine_summary(session: Session) -> MachineSummary:
+def _check_devices(host: HostModel, hosts: int, shape: Fabric) -> None:
+    """Refuse, before the file is written, a machine no command could compile: its hosts'
+    devices and the fabric's switches past MAX_DEVICES (what `topology` would refuse later,
+    said here at the option that makes them)."""
+    from ..limits import MAX_DEVICES
+    ports = len(host.ports)
+    fabric = {"rail": max(1, ports) + 1, "single-switch": 1}.get(shape.kind, hosts + shape.spines)
+    total = hosts * len(host.parts) + fabric
+    if total > MAX_DEVICES:
+        raise UsageError(f"--hosts {hosts}: the machine would have {total:,} devices "
+                         f"({len(host.parts)} per host, {fabric:,} in the {shape.kind} fabric); "
+                         f"the limit is {MAX_DEVICES:,}: at most "
+                         f"{(MAX_DEVICES - fabric) // max(1, len(host.parts)):,} such hosts")
+
+
+def machine_summary(session: Session, max_routes: int | None = None) -> MachineSummary:
     """Hosts, devices, links, route classes and (imported machines) where figures came from.
+    The routes go from the first GPU to every other, or to `max_routes` of them evenly
+    spread (default `limits.MAX_ROUTES`; `summary.routed` says how many).
 
         >>> summary = schedc.machine_summary(session)  # the seed's 2 × 8 machine
         >>> summary.hosts, len(summary.devices)  # 16 GPUs, 2 NVSwitches, 8 rails, a spine
@@ -110,4 +130,5 @@ def machine_summary(session: Session) -> MachineSummary:
     if not program.topology.devices:
         raise UsageError(f"{program.path} declares no machine (no topology block, none "
                          "imported): nothing to show")
-    return summarize(program)
+    most = optional_whole(max_routes, "--max-routes")
+    return summarize(program, MAX_ROUTES if most is None else most)

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..errors import SchedcError
+from ..limits import MAX_FIT_WORK
 from .arguments import whole
 from .compiling import load, verified_timings
 
@@ -67,10 +68,11 @@ def calibrate(session: Session, logs: Iterable[str | Path], schedule: str | None
 def calibrate_logs(pairs: Iterable[tuple[str | Path, Session]], schedule: str | None = None, *,
                    fit: Iterable[str] = (), every: int = 4, in_place: bool = False,
                    verify: bool = True, split: str = "interleaved",
-                   drop_wrong: bool = False) -> Calibration:
+                   drop_wrong: bool = False, max_work: int = MAX_FIT_WORK) -> Calibration:
     """One fit over several logs, each with its own machine (a loaded session): params of a
     library the machine files import are shared, a machine file's own params are its log's.
-    `split` is "interleaved", "size:64MiB" or "leave-one-out".
+    `split` is "interleaved", "size:64MiB" or "leave-one-out". A fit that does not settle
+    within `max_work` (per evaluation of the model, its fit rows + 100) is refused.
 
         >>> fitted = schedc.calibrate_logs([(LOG1, m1), (LOG2, m2)])       # doctest: +SKIP
     """
@@ -84,7 +86,7 @@ def calibrate_logs(pairs: Iterable[tuple[str | Path, Session]], schedule: str | 
         (path, table), = _tables([log])
         runs.append(Run(session, name, path, table, session.program.path))
     return calibrate_runs(runs, _fit_names(fit), parse_split(split, every), _place(in_place),
-                          drop_wrong)
+                          drop_wrong, max_work=whole(max_work, "--max-fit-work"))
 
 
 def calibration_pairs(logs: Iterable[str | Path] = (), machines: Iterable[str | Path] = (),
@@ -119,7 +121,7 @@ def calibrate_files(logs: Iterable[str | Path] = (), machines: Iterable[str | Pa
                     fit: Iterable[str] = (), sets: Iterable[str] = (), every: int = 4,
                     in_place: bool = False, verify: bool = True, split: str = "interleaved",
                     drop_wrong: bool = False, max_transfers: int | None = None,
-                    max_rounds: int | None = None) -> Calibration:
+                    max_rounds: int | None = None, max_work: int = MAX_FIT_WORK) -> Calibration:
     """`schedc calibrate`: `calibrate_logs` over the pairs of `calibration_pairs`, each machine
     file loaded once with `sets`; `fit` items may name several params (`"a_L,B_L"`). The
     result records the command line that makes it again (`made_by`), which
@@ -136,7 +138,7 @@ def calibrate_files(logs: Iterable[str | Path] = (), machines: Iterable[str | Pa
     loaded = [(log, sessions.setdefault(m, load(m, sets, max_transfers=max_transfers,
                                                 max_rounds=max_rounds))) for log, m in pairs]
     result = calibrate_logs(loaded, schedule, fit=fit, every=every, in_place=in_place,
-                            verify=verify, split=split, drop_wrong=drop_wrong)
+                            verify=verify, split=split, drop_wrong=drop_wrong, max_work=max_work)
     where = (["--manifest", str(manifest)] if manifest is not None else
              [*map(str, logs), *(a for m in machines for a in ("--machine", str(m)))])
     command = " ".join(["schedc calibrate", *where, *(["-s", schedule] if schedule else []),
@@ -238,18 +240,21 @@ def predict_nccl(session: Session, logs: Iterable[str | Path], schedule: str | N
 def read_manifest(path: str | Path) -> list[tuple[str, str]]:
     """A manifest's (log, machine) pairs: one `LOG MACHINE` pair a line, paths relative to
     the manifest's folder, `#` to the end of a line a comment."""
-    from ..errors import Span, UsageError
+    from ..errors import SourceFile, Span, UsageError
     from ..files import read_source
     source = read_source(path, "a calibration manifest", UsageError, shown=str(path))
+    # A line that is not `LOG MACHINE.sched` is refused at its position without being shown or
+    # quoted: a file given as a manifest that is not one (a secret) is never echoed.
+    hidden = SourceFile(source.path, source.text, quoted=False)
     folder = Path(path).parent
     pairs = []
     for number, raw in enumerate(source.text.splitlines(), start=1):
         words = raw.split("#", 1)[0].split()
         if not words:
             continue
-        if len(words) != 2:
-            raise UsageError(f"expected 'LOG MACHINE' (two paths), got {len(words)} words",
-                             Span(source, number, 1, number, len(raw) + 1))
+        if len(words) != 2 or not words[1].endswith(".sched"):
+            raise UsageError(f"expected 'LOG MACHINE' (two paths, the machine a .sched file), "
+                             f"got {len(words)} words", Span(hidden, number, 1, number, 2))
         for word in words:  # a missing file is said at its line, before any work
             if not (folder / word).is_file():
                 start = raw.index(word) + 1

@@ -64,7 +64,7 @@ def nccl_model(session: Session, *, collective: str | None = None, nodes: int | 
         >>> [b.choice.name for b in model.bands["allreduce"]][:3]
         ['tree/ll', 'tree/ll128', 'nvls_tree/simple']
     """
-    from ..errors import UsageError
+    from ..errors import TopologyError, UsageError
     from ..nccl import constants as K
     from ..nccl.choice import bands
     from ..nccl.derive import derive
@@ -84,7 +84,13 @@ def nccl_model(session: Session, *, collective: str | None = None, nodes: int | 
     ranks = program.results[0].collective.ranks if program.results else tuple(
         d.id for d in program.topology.devices if d.kind == "gpu")
     sm, sm_from = _compute_capability(program.topology, ranks, sm)
-    comm = derive(program.topology, ranks, program.nominal, sm, sm_from, nodes)
+    try:
+        comm = derive(program.topology, ranks, program.nominal, sm, sm_from, nodes)
+    except TopologyError as error:  # (a route NCCL's inputs need: said at the ranks' source)
+        if error.span is not None or not program.results:
+            raise
+        raise TopologyError(f"{error.message}, which NCCL's inputs for these ranks need",
+                            program.results[0].collective.span, error.notes) from None
     comm = override(comm, tuple(inputs), channels)
     table = tune_model(comm)
     chosen = (collective,) if collective else K.FUNCTIONS

@@ -18,6 +18,7 @@ import contextlib
 import gc
 import os
 import sys
+import warnings
 from typing import NoReturn
 
 import click
@@ -83,7 +84,12 @@ def main(argv: list[str] | None = None, *, exiting: bool = False) -> None:
     # tests/test_gc_control.py checks that memory stays bounded without it.
     gc.disable()
     try:
-        with progress_bar():
+        # No library's RuntimeWarning (NumPy's overflow in a cast, matplotlib's in a tick
+        # computation) reaches the user's terminal: schedc says what matters in its own words,
+        # and its own warnings are printed, not raised through `warnings`. SCHEDC_DEBUG shows them.
+        with progress_bar(), warnings.catch_warnings():
+            if not os.environ.get("SCHEDC_DEBUG"):
+                warnings.simplefilter("ignore")
             code = cli.main(args=argv, prog_name="schedc", standalone_mode=False)
     except click.exceptions.Exit as exc:
         code = exc.exit_code

@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 
 from ..api import MAX_HOSTS, NVLINKS, SMS
+from ..api.machines import MAX_ROUTES
 from ..render import schema
 from .options import EXIT_OK, compiling, json_option
 from .paths import InputPath, OutputPath
@@ -66,7 +67,11 @@ def import_command(topology: Path, nvidia_smi: bool, hosts: int, fabric: str,
 @json_option(schema.MACHINE)
 @click.option("--host-svg", type=OutputPath(), help="Draw one host (SVG) into this file.")
 @click.option("--fabric-svg", type=OutputPath(), help="Draw the fabric (SVG) into this file.")
-def show_command(session, as_json: bool, host_svg: Path | None, fabric_svg: Path | None) -> int:
+@click.option("--max-routes", type=click.IntRange(min=1), default=MAX_ROUTES, show_default=True,
+              help="Route from the first GPU to at most this many others, evenly spread "
+                   "(each costs a search of the whole fabric).")
+def show_command(session, as_json: bool, host_svg: Path | None, fabric_svg: Path | None,
+                 max_routes: int) -> int:
     """A machine's hosts, devices by kind, links (class, bandwidth per direction, shared
     resources), the classes of the routes from the first GPU, and where an imported
     machine's figures came from."""
@@ -75,7 +80,7 @@ def show_command(session, as_json: bool, host_svg: Path | None, fabric_svg: Path
     from ..render.machine import fabric_svg as draw_fabric
     from ..render.machine import host_svg as draw_host
     from ..render.machine import machine_json, machine_text
-    summary = machine_summary(session)
+    summary = machine_summary(session, max_routes)
     if host_svg is not None:
         write_atomically(host_svg, draw_host(summary))
     if fabric_svg is not None:

@@ -96,8 +96,18 @@ def limit_options(func):
     return wrapper
 
 
+def _finite_timeout(ctx: click.Context, param: click.Parameter, value: float) -> float:
+    """`--timeout` must be a number of seconds the alarm can be set to: FloatRange lets NaN
+    through (every comparison with it is false), and 1e308 or inf overflows setitimer."""
+    from ..api.analysing import MAX_TIMEOUT
+    if not 0 < value <= MAX_TIMEOUT:
+        raise click.BadParameter(f"{value:g} is not a number of seconds from 0 (excluded) to "
+                                 f"{MAX_TIMEOUT:g}", ctx, param)
+    return value
+
+
 def timeout_option(func):
-    return click.option("--timeout", type=click.FloatRange(min=0, min_open=True),
+    return click.option("--timeout", type=float, callback=_finite_timeout,
                         default=DEFAULT_TIMEOUT, show_default=True, metavar="SECONDS",
                         help="Give up on SymPy work after this many seconds per equation.")(func)
 

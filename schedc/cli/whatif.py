@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import click
 
+from ..api.changing import MAX_FAILURE_WORK
 from ..render import schema
 from .options import EXIT_OK, compiling, json_option, no_verify_option, schedule_option
 
@@ -16,17 +17,21 @@ from .options import EXIT_OK, compiling, json_option, no_verify_option, schedule
                    "or the devices of a kind (switch) or family (spine).")
 @click.option("--worst", is_flag=True, help="Only the worst failure of each schedule and its "
                                             "formula in d, not the whole table.")
+@click.option("--max-failure-work", "max_work", type=click.IntRange(min=1),
+              default=MAX_FAILURE_WORK, show_default=True,
+              help="Refuse before timing when failures × (devices + links + transfers) is "
+                   "larger: each failure is the machine copied, routed and timed anew.")
 @schedule_option
 @json_option(schema.WHATIF)
 @no_verify_option
-def whatif_command(session, cls: str, worst: bool, schedules, as_json: bool,
+def whatif_command(session, cls: str, worst: bool, max_work: int, schedules, as_json: bool,
                    no_verify: bool) -> int:
     """Fail each item of a class in turn (routes recomputed) and time every schedule on what
     is left; the worst failure, and the time with its item derated by a factor d as a
     formula. Symmetric failures are computed once."""
     from ..api import whatif
     from ..render.whatif import whatif_json, whatif_text
-    result = whatif(session, cls, schedules, verify=not no_verify)
+    result = whatif(session, cls, schedules, verify=not no_verify, max_work=max_work)
     path = session.program.path
     click.echo(whatif_json(path, result) if as_json else whatif_text(path, result, worst), nl=False)
     return EXIT_OK

@@ -23,7 +23,7 @@ from ..errors import (
     UsageError,
     did_you_mean,
 )
-from ..files import read_source
+from ..files import read_sched
 from ..language import syntax as ast
 from ..language.parser import parse_module
 from ..model.collectives import collective_kind, collective_names
@@ -128,7 +128,7 @@ class _Loader:
     # ---- files
 
     def _read(self, path: Path, shown: str, span: Span | None) -> ast.Module:
-        text = read_source(path, "a .sched file", LoadError, span, shown).text
+        text = read_sched(path, LoadError, span, shown).text
         if (shown, text) not in self.parsed:
             self.parsed[shown, text] = parse_module(SourceFile(shown, text))
         return self.parsed[shown, text]

@@ -115,6 +115,12 @@ def _export(schedule: Schedule, name: str | None, proto: str, channels: int, exe
         raise UsageError(_too_many_steps(ceil(busiest / groups), busiest, groups, limit,
                                          executor, f"a gpu sends to the same peer in {busiest} "
                                          f"rounds, over at most {groups} groups of channels"))
+    device, least = _least_elements(schedule, channels, p)
+    if least >= MAX_NODES:  # (the same refusal as _thread_blocks', before the work)
+        gpu = coll.ranks.index(device) if device in coll.ranks else device  # (its rank)
+        raise FewerChannels(f"gpu {gpu}'s part of the XML would have at least {least} elements "
+                            f"with the algo and every gpu; the executors' parser keeps "
+                            f"{MAX_NODES - 1} (MAX_NODES, msccl_parser.h:23)")
     kind = coll.kind
     outofplace = layout != "inplace"
     best = None
@@ -211,6 +217,28 @@ def _most_peers(schedule: Schedule) -> int:
 def _busiest_pair(schedule: Schedule) -> int:
     """The most rounds in which one gpu sends to one peer: every such round gives the pair's
     thread block on each channel of its group a step at least."""
+    pairs = _pair_rounds(schedule)[0] // max(len(schedule.rounds), 1)  # each (pair, round) once
+    return int(np.unique(pairs, return_counts=True)[1].max(initial=0))
+
+
+def _least_elements(schedule: Schedule, channels: int, p: int) -> tuple[int, int]:
+    """(a gpu, a lower bound on its elements in the XML), the largest such bound: the algo,
+    every gpu, and per round in which it sends to (or receives from) a peer a step on each
+    channel, besides a thread block. Known from the rounds before any step is built, so the
+    parser's MAX_NODES refuses a 1,024-rank ring in a second, not after 2.6 GB of XML."""
+    keys, devices = _pair_rounds(schedule)
+    if not len(keys):
+        return 0, 1 + p
+    pairs = keys // max(len(schedule.rounds), 1)
+    ends = np.concatenate([pairs // devices, pairs % devices])  # sender, then receiver
+    gpus, counts = np.unique(ends, return_counts=True)
+    k = int(counts.argmax())
+    return int(gpus[k]), 1 + p + 1 + int(counts[k]) * channels
+
+
+def _pair_rounds(schedule: Schedule) -> tuple[np.ndarray, int]:
+    """Every (sender, receiver, round) of the schedule once, as (src · devices + dst) ·
+    rounds + round; and `devices`."""
     rounds = max(len(schedule.rounds), 1)
     devices = 1 + max((int(max(b.src.max(initial=0), b.dst.max(initial=0)))
                        for b in schedule.rounds.batches()), default=0)
@@ -224,8 +252,7 @@ def _busiest_pair(schedule: Schedule) -> int:
             keys += [(b.src * devices + b.dst) * rounds + first + k
                      for k, rnd in enumerate(part) for b in rnd.batches]
         first += len(part)
-    pairs = distinct(joined(keys)) // rounds  # each (pair, round) once
-    return int(np.unique(pairs, return_counts=True)[1].max(initial=0))
+    return distinct(joined(keys)), devices
 
 
 def _write(name: str, proto: str, chunks: int, executor: str, min_bytes: int, max_bytes: int,

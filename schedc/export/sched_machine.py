@@ -11,6 +11,7 @@ from fractions import Fraction
 from ..hardware import rules
 from ..hardware.rules import decimal
 from ..hardware.system import Figure, HostModel, Wire
+from ..language.quote import comment
 
 FABRICS = ("rail", "single-switch", "fat-tree")
 
@@ -57,7 +58,7 @@ class _Params:
         for name, (figure, sources, title) in self.figures.items():
             more = f", and {len(sources) - 1} more like it" if len(sources) > 1 else ""
             out += [f"# {title}: {decimal(figure.gbps)} GB/s per direction.",
-                    f"#   from: {sources[0]}{more}", f"#   rule: {figure.rule}",
+                    f"#   from: {comment(sources[0])}{more}", f"#   rule: {comment(figure.rule)}",
                     f"param {name} = {decimal(figure.gbps)} GB/s", ""]
         return out
 
@@ -74,7 +75,10 @@ def machine_sched(host: HostModel, hosts: int, fabric: Fabric, command: str) -> 
     port_params = [params.name(f"B_net_{decimal(p.figure.gbps * 8).replace('.', '_')}g",
                                p.figure, "NIC port (NET)") for p in ports]
     gpus = len(host.members("g"))
-    head = [f"# Imported by `{command}`", f"# from {host.path} ({host.form}).", "#",
+    # Every text from the input (a path, a name in the file, the command line) goes through
+    # `comment`: a newline in a <net name> must not end the comment and start a statement.
+    head = [f"# Imported by `{comment(command)}`", f"# from {comment(host.path)} "
+            f"({comment(host.form)}).", "#",
             "# Every bandwidth is a param below, derived as NCCL derives it (NVIDIA/nccl "
             "5067397c,", "# src/graph/topo.cc and topo.h), per direction; its comment names "
             "the attribute it came", "# from and the rule.", "#"]
@@ -119,7 +123,7 @@ def _host_body(host: HostModel, params: _Params) -> list[str]:
         arrow = "<->" if both else "->"
         where = f"line {wire.span.line}" if wire.span is not None else "assumed"
         lines.append(f"    link {host.name(wire.a)} {arrow} {host.name(wire.b)} bw {name} "
-                     f"class {wire.cls}    # {host.parts[wire.a].label} ({where})")
+                     f"class {wire.cls}    # {comment(host.parts[wire.a].label)} ({where})")
     lines += _routes(host)
     return lines
 
@@ -178,7 +182,7 @@ def _fabric_lines(host: HostModel, fabric: Fabric, ports: list, names: list[str]
     if fabric.kind == "rail":
         lines = [f"  switch rail[{max(1, len(ports))}]", "  switch spine"]
         lines += [f"  link node[h].{host.name(p.nic)} <-> rail[{k}] bw {names[k]} class net {each}"
-                  f"    # {p.name}" for k, p in enumerate(ports)]
+                  f"    # {comment(p.name)}" for k, p in enumerate(ports)]
         if ports:
             lines.append(f"  link rail[k] <-> spine for k in 0..{len(ports) - 1}    # no "
                          "bandwidth: never a bottleneck")
@@ -186,10 +190,10 @@ def _fabric_lines(host: HostModel, fabric: Fabric, ports: list, names: list[str]
     if fabric.kind == "single-switch":
         return ["  switch fabric"] + [
             f"  link node[h].{host.name(p.nic)} <-> fabric bw {names[k]} class net {each}"
-            f"    # {p.name}" for k, p in enumerate(ports)]
+            f"    # {comment(p.name)}" for k, p in enumerate(ports)]
     lines = ["  switch leaf[hosts]", "  switch spine[spines]"]
     lines += [f"  link node[h].{host.name(p.nic)} <-> leaf[h] bw {names[k]} class net {each}"
-              f"    # {p.name}" for k, p in enumerate(ports)]
+              f"    # {comment(p.name)}" for k, p in enumerate(ports)]
     lines.append("  link leaf[h] <-> spine[s] bw B_up class uplink for h in 0..hosts-1 "
                  "for s in 0..spines-1")
     return lines
@@ -197,7 +201,9 @@ def _fabric_lines(host: HostModel, fabric: Fabric, ports: list, names: list[str]
 
 def _wrapped(text: str, width: int = 96) -> list[str]:
     lines, line = [], "#"
-    for word in text.split():
+    for word in comment(text).split(" "):  # (escaped first: no line break left to split at)
+        if not word:
+            continue
         if len(line) + 1 + len(word) > width and line != "#":
             lines.append(line)
             line = "#  "

@@ -12,6 +12,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..analysis.synthesize.plan import Plan
+from ..language.quote import comment as escaped
+from ..language.quote import string
 
 _WIDTH = 96  # numbers per table line
 
@@ -25,10 +27,10 @@ class Phase:
 
 
 def comment(text: str) -> str:
-    """`text` as comment lines: every line break or other control character becomes a
-    space, so nothing in it can end the comment and start a statement."""
-    clean = "".join(ch if ch.isprintable() else " " for ch in text)
-    return f"# {clean}".rstrip()
+    """`text` as a comment line (`language.quote.comment`: every line break or other
+    unprintable character a visible escape), so nothing in it can end the comment and start
+    a statement."""
+    return f"# {escaped(text)}".rstrip()
 
 
 def schedule_text(*, machine: str, kind: str, size: str, over: str, root: str | None, name: str,
@@ -36,7 +38,7 @@ def schedule_text(*, machine: str, kind: str, size: str, over: str, root: str | 
     """The whole file."""
     lines = [comment(h) for h in header]
     group = f"{name}_ranks"
-    lines += ["", f'import "{_quoted(machine)}"', "",
+    lines += ["", f"import {string(machine, 'the machine file')}", "",
               f"param chunks = {chunks}   # structural: each tree's slice goes in `chunks` "
               "pipelined chunks", "",
               f"let {group} = {over}",
@@ -121,9 +123,3 @@ def _table(name: str, values: Sequence[int]) -> list[str]:
         row += "]"
     rows.append(row)
     return rows
-
-
-def _quoted(path: str) -> str:
-    if any(ch in path for ch in '"\\') or not path.isprintable():
-        raise ValueError(f"a path that a .sched string cannot hold: {path!r}")
-    return path

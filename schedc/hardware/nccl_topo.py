@@ -181,6 +181,12 @@ class _Reader:
                              "from the running machine (sysfs); schedc needs it in the file",
                              element.span)
         kind = "nic" if nic is not None else rules.pci_class(code or "")
+        beside = next((c for c in element.children if c.name == "pci"), None)
+        if nic is not None and beside is not None:  # (a <pci> renamed <nic>, say)
+            raise ParseError(f"<pci busid=\"{busid}\"> holds a <nic>, which makes it a NIC to "
+                             "NCCL (ncclTopoAddPci), and <pci> devices too, which NCCL then "
+                             f"drops (line {beside.span.line}); a NIC's <pci> holds only its "
+                             "<nic>", nic.span)
         if kind is None:
             raise ParseError(f"unknown PCI class \"{code}\" (known: 0x0604.. bridge, 0x0801.. "
                              "CX8 data direct, 0x068000 NVSwitch, 0x068001 CPU, 0x03.. GPU, "
@@ -197,7 +203,7 @@ class _Reader:
         if kind == "gpu":
             index = self._gpu(element, busid, cpu)
         elif kind == "nic":
-            index = self._part("n", "nic", busid, element.span, (busid,))
+            index = self._part("n", "nic", busid, element.span, (1, bus_id(busid)))
             if nic is not None:
                 self._nets(nic, index)
             else:
@@ -364,9 +370,9 @@ class _Reader:
                 f"name=\"{name}\" dev=\"{dev}\"> (line {net.span.line}){fallback}",
                 rules.NET_RULE), net.span))
         ports = [p.dev for p in self.ports if p.nic == index]
-        part = self.parts[index]
+        part = self.parts[index]  # (orders of one type: a class-only NIC's is (1, bus id))
         self.parts[index] = Part(part.family, part.kind, part.label, part.span,
-                                 (0, min(ports)) if ports else (1, part.label))
+                                 (0, min(ports)) if ports else (1, bus_id(part.label) or 0))
 
     def _class_only_nic(self, element: Element, index: int, busid: str) -> None:
         if self.assume.nic_gbps is None:

@@ -41,8 +41,9 @@ def read_nvidia_smi(path: str | Path, assume: Assumptions) -> HostModel:
     lines = [_ANSI.sub("", line) for line in source.lines()]
     head = next((i for i, line in enumerate(lines) if re.match(r"\s*GPU0\b", line)), None)
     if head is None:
+        hidden = SourceFile(source.path, source.text, quoted=False)  # (not smi's: not shown)
         raise ParseError("no header row naming GPU0: not the output of `nvidia-smi topo -m`",
-                         Span(source, 1, 1, 1, 2))
+                         Span(hidden, 1, 1, 1, 2))
     # The last device's cell may run into the affinity titles with single spaces
     # (`mlx5_1 CPU Affinity NUMA Affinity`): a device is a cell's first word.
     names = [w for w in (c.split()[0] for c in _cells(lines[head])) if _DEVICE.fullmatch(w)]
@@ -93,12 +94,15 @@ class _Builder:
             source, assume, names, rows, legend
         self.gpus = [n for n in names if n.startswith("GPU")]
         self.nics = [n for n in names if not n.startswith("GPU")]
+        self.column = {n: k for k, n in enumerate(names)}  # (names.index per cell was N^3)
+        self.numas: dict[str, str | None] = {}
 
     def relation(self, a: str, b: str) -> str:
         line, cells = self.rows[a] if a in self.rows else self.rows[b]
         other = b if a in self.rows else a
-        value = cells[self.names.index(other)] if self.names.index(other) < len(cells) else ""
-        if value not in PATHS and not re.fullmatch(r"NV\d+", value):
+        at = self.column[other]
+        value = cells[at] if at < len(cells) else ""
+        if value not in PATHS and not _NV.fullmatch(value):
             col = self.source.line(line).find(value) + 1 if value else 1
             raise ParseError(f"unknown path type \"{value}\" between {a} and {b} (one of X, "
                              "NV#, PIX, PXB, PHB, NODE, SYS)",
@@ -135,9 +139,12 @@ class _Builder:
                      f"{rules.PCI_RULE}; speed {rate} (×100 Mbit/s per lane)")
         wires: list[Wire] = []
         switches = {}
+        grouped: dict[int, list[str]] = {}
+        for d in devices:
+            grouped.setdefault(switch_of[d], []).append(d)
         for d in devices:
             group = switch_of[d]
-            members = [e for e in devices if switch_of[e] == group]
+            members = grouped[group]
             if len(members) == 1:
                 wires.append(Wire(index[d], cpu_part[cpu_of[d]], "pci", pci, self._span(d)))
                 continue
@@ -192,7 +199,13 @@ class _Builder:
             for (a, b), k in counts.items()]
 
     def _numa(self, name: str) -> str | None:
-        """A GPU's NUMA Affinity column (GPU pairs joined by NVLink show no PCI path)."""
+        """A GPU's NUMA Affinity column (GPU pairs joined by NVLink show no PCI path); read
+        once per device (it is asked per pair: a million times for 1,000 GPUs)."""
+        if name not in self.numas:
+            self.numas[name] = self._read_numa(name)
+        return self.numas[name]
+
+    def _read_numa(self, name: str) -> str | None:
         if name not in self.rows or not name.startswith("GPU"):
             return None
         cells = self.rows[name][1]
@@ -205,14 +218,20 @@ class _Builder:
         return None if line is None else Span(self.source, line, 1, line, 1 + len(name))
 
 
+_NV = re.compile(r"NV\d+")
+
+
 def _groups(devices: list[str], joined) -> dict[str, int]:
-    """Connected components of `joined`, each named by its first device's index."""
+    """Connected components of `joined`, each named by its first device's index: one test
+    per pair (the matrix's cells, read once), members moved between lists when groups join."""
     group = {d: i for i, d in enumerate(devices)}
+    members = {i: [d] for i, d in enumerate(devices)}
     for i, a in enumerate(devices):
         for b in devices[i + 1:]:
-            if joined(a, b) and group[a] != group[b]:
+            if joined(a, b) and group[a] != group[b]:  # (every cell read: each is checked)
                 old, new = max(group[a], group[b]), min(group[a], group[b])
-                for d in devices:
-                    if group[d] == old:
-                        group[d] = new
+                moved = members.pop(old)
+                for d in moved:
+                    group[d] = new
+                members[new] += moved
     return group

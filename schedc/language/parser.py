@@ -43,20 +43,60 @@ _TERMINAL_NAMES = {
 }
 
 
+# Bounds on the parse itself, checked token by token as the lexer makes them, so that a
+# 14 MB line is refused at its 5,001st operator, not after Lark has built a tree of millions
+# of nodes (74 s and 4.9 GB for `report y = 1 + 1 + ...`, issue 36 r12). Lark takes about
+# 30 µs a token: the largest shipped file has about 3,000; 100,000 take about 3 s.
+MAX_TOKENS = 100_000
+MAX_CHAIN = 5_000  # operators in a row at one bracket level: a tree at least that deep, or
+# (mixing precedences) a fraction of it; MAX_NESTING then says which exactly
+_OPERATORS = frozenset({"ADD_OP", "MUL_OP", "COMP_OP", "BOR_OP", "XOR_OP", "AND_OP",
+                        "POW_OP", "SHIFT_OP", "AND", "OR", "NOT", "IF", "ELSE"})
+
+
+class _TooMuch(Exception):
+    """Internal: the token at which a parse bound ran out, and why."""
+
+    def __init__(self, token: Token, message: str) -> None:
+        super().__init__(message)
+        self.token, self.message = token, message
+
+
 class _BracketNewlines:
-    """Post-lexer: newlines inside (...) and [...] do not end a statement."""
+    """Post-lexer: newlines inside (...) and [...] do not end a statement; and the bounds
+    above, before the parser sees the token past them."""
 
     always_accept = ("_NL",)
 
     def process(self, stream):
-        depth = 0
+        depth = count = 0
+        chains = [0]  # operators in a row, per open bracket
         for token in stream:
-            if token.type in ("LPAR", "LSQB"):
+            count += 1
+            if count > MAX_TOKENS:
+                raise _TooMuch(token, f"more than {MAX_TOKENS:,} tokens to parse; split the "
+                                      "file (with imports)")
+            kind = token.type
+            if kind in ("LPAR", "LSQB"):
                 depth += 1
-            elif token.type in ("RPAR", "RSQB"):
+                if depth > MAX_NESTING:
+                    raise _TooMuch(token, f"brackets nested more than {MAX_NESTING} levels "
+                                          "deep; split it up (with 'let')")
+                chains.append(0)
+            elif kind in ("RPAR", "RSQB"):
                 depth = max(0, depth - 1)
-            elif token.type == "_NL" and depth:
+                if len(chains) > 1:
+                    chains.pop()
+            elif kind == "_NL" and depth:
                 continue
+            elif kind in _OPERATORS:
+                chains[-1] += 1
+                if chains[-1] > MAX_CHAIN:
+                    raise _TooMuch(token, f"more than {MAX_CHAIN:,} operators in a row: this "
+                                          f"is nested more than {MAX_NESTING} levels deep; "
+                                          "split it up (with 'let', or more schedules)")
+            elif kind in ("COMMA", "_NL"):
+                chains[-1] = 0
             yield token
 
 
@@ -101,6 +141,8 @@ def _parse(source: SourceFile, start: str):
         tree = _lark().parse(text, start=start)
         _check_nesting(tree, source)
         return to_ast(tree, source)
+    except _TooMuch as exc:
+        raise ParseError(exc.message, token_span(source, exc.token)) from None
     except UnexpectedCharacters as exc:
         _check_unit(source, exc.line, exc.column)
         at = len(text) if exc.pos_in_stream is None else exc.pos_in_stream

@@ -29,6 +29,9 @@ def parse_json(source: SourceFile) -> tuple[Table, ...]:
                        Span(source, exc.lineno, exc.colno, exc.lineno, exc.colno + 1)) from None
     except ValueError as exc:  # an integer of more digits than Python converts
         raise LogError(f"not valid JSON: {exc}", Span(source, 1, 1, 1, 2)) from None
+    except RecursionError:  # the C scanner recurses per nesting level
+        raise LogError(f"nested more than {MAX_JSON_DEPTH} levels deep; nccl-tests writes 4",
+                       _offset_span(source, _too_deep(source.text))) from None
     top = Span(source, 1, 1, 1, 2)
     if not isinstance(document, dict) or not isinstance(document.get("results"), list):
         raise LogError("an nccl-tests JSON document is an object with a 'results' list", top)
@@ -52,8 +55,7 @@ def parse_json(source: SourceFile) -> tuple[Table, ...]:
 
 
 def _offset_span(source: SourceFile, offset: int) -> Span:
-    line = source.text.count("\n", 0, offset) + 1
-    col = offset - (source.text.rfind("\n", 0, offset) + 1) + 1
+    line, col = source.position(offset)
     return Span(source, line, col, line, col + 1)
 
 
@@ -99,16 +101,50 @@ def _json_measurement(value: object, where: str, span: Span) -> Measurement | No
             raise LogError(f"{where}.{key} {problem}, got {shown}", span)
         numbers[key] = float(number)
     wrong = value.get("nwrong")
-    return Measurement(numbers[time_key], numbers["alg_bw"], numbers["bus_bw"],
-                       float(wrong) if isinstance(wrong, (int, float)) else None)
+    if isinstance(wrong, (int, float)) and not isinstance(wrong, bool):
+        try:  # (the same rule as the text reader's #wrong column)
+            problem = figure_problem("nwrong", float(wrong))
+        except OverflowError:  # an integer of hundreds of digits
+            problem = "must be a finite number"
+        if problem:
+            shown = repr(wrong) if len(repr(wrong)) < 30 else f"{len(repr(wrong))} digits"
+            raise LogError(f"{where}.nwrong {problem}, got {shown}", span)
+        return Measurement(numbers[time_key], numbers["alg_bw"], numbers["bus_bw"], float(wrong))
+    return Measurement(numbers[time_key], numbers["alg_bw"], numbers["bus_bw"], None)
 
 
 def _json_ranks(config: dict) -> int | None:
-    devices, threads, gpus = config.get("devices"), config.get("nthreads"), config.get("ngpus")
-    if isinstance(devices, list) and devices and isinstance(threads, int) and isinstance(gpus, int):
-        # One device entry per process (the first of its lines), each driving threads × gpus.
+    devices = config.get("devices")
+    threads, gpus = _count(config.get("nthreads")), _count(config.get("ngpus"))
+    if isinstance(devices, list) and devices and threads and gpus:
+        # One device entry per process (the first of its lines), each driving threads × gpus;
+        # a count of 0 or less is ignored, as the text reader ignores a header it cannot use.
         return len(devices) * threads * gpus
     return None
+
+
+def _count(value: object) -> int | None:
+    """A count of the config (a whole number above 0), else None."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 \
+        else None
+
+
+MAX_JSON_DEPTH = 200  # reported as the limit; json's C scanner itself recurses until ~1,000
+
+
+def _too_deep(text: str) -> int:
+    """The offset of the bracket opening level MAX_JSON_DEPTH + 1 (strings skipped), found
+    only after the parser gave up, so a log of ordinary depth pays nothing for it."""
+    depth = 0
+    for match in re.finditer(r'"(?:[^"\\]|\\.)*"|[\[\]{}]', text):
+        token = match.group()
+        if token in "[{":
+            depth += 1
+            if depth > MAX_JSON_DEPTH:
+                return match.start()
+        elif token in "]}":
+            depth -= 1
+    return 0
 
 
 def _json_fields(config: dict) -> tuple[tuple[str, str], ...]:

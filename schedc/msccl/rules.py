@@ -16,6 +16,8 @@ schedc's own reader (`document`) is a separate, stricter concern (what the sched
 
 from __future__ import annotations
 
+from collections import defaultdict
+
 from dataclasses import dataclass
 from functools import cache, lru_cache
 
@@ -117,9 +119,21 @@ class ExecutorRulesError(ElaborationError):
         self.violations = found
 
     def render(self) -> str:
-        return "\n".join(v.render() for v in self.violations) + \
-            f"\n{self.violations[0].executor}: {len(self.violations)} problem" + \
-            "s" * (len(self.violations) != 1)
+        """Every violation, but at most SHOWN_PER_RULE of one rule (20,000 steps past the
+        256th are one problem for the reader, not 20,000 excerpts); the total counts all."""
+        shown: dict[str, int] = defaultdict(int)
+        lines = []
+        for v in self.violations:
+            shown[v.source] += 1
+            if shown[v.source] <= SHOWN_PER_RULE:
+                lines.append(v.render())
+        lines += [f"... and {n - SHOWN_PER_RULE:,} more of the rule at {source}, not shown"
+                  for source, n in shown.items() if n > SHOWN_PER_RULE]
+        return "\n".join(lines) + f"\n{self.violations[0].executor}: {len(self.violations):,} " \
+            "problem" + "s" * (len(self.violations) != 1)
+
+
+SHOWN_PER_RULE = 20
 
 
 def _where(executor: str, rule: str) -> str:
@@ -175,8 +189,7 @@ def violations(root: Element, text: str, source, executor: str,
 
     problem = scan(text) if tokens is None else tokens[0]
     if problem is not None:
-        line = text.count("\n", 0, problem.offset) + 1
-        col = problem.offset - (text.rfind("\n", 0, problem.offset) + 1) + 1
+        line, col = source.position(problem.offset)
         found.append(Violation(executor, problem.message, Span(source, line, col, line, col + 1),
                                ("msccl_parser.cc" if executor == NCCL else "xml.cc")
                                + f":{problem.line if executor == NCCL else 'xmlGetNode'}"))

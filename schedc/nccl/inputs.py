@@ -13,6 +13,8 @@ from .comm import GRAPHS, Comm
 NAMES = {"cpuArch": ("x86", "POWER", "ARM"), "cpuVendor": ("INTEL", "AMD", "ZHAOXIN", "MIXED"),
          "netDeviceType": ("HOST", "UNPACK")}
 FLOATS = ("bwIntra", "bwInter", "latencyInter")
+C_FLOAT_MAX = 3.4028234663852886e38  # FLT_MAX: NCCL's graph bandwidths are C floats
+C_INT_MAX = 2**31 - 1  # its counts (nChannels, nNodes, ...) are C ints
 
 
 def check_sm(sm: int, what: str = "--sm") -> int:
@@ -58,8 +60,14 @@ def _parse(name: str, raw: str) -> object:
     except ValueError:
         kind = "a number (GB/s or µs)" if field in FLOATS else "a whole number"
         raise UsageError(f"--input {name}={raw}: expects {kind}") from None
+    if field not in FLOATS and abs(value) > C_INT_MAX:  # (math.isfinite overflows on it)
+        raise UsageError(f"--input {name}={raw[:40]}: NCCL holds it in a C int, whose largest "
+                         f"value is {C_INT_MAX:,}")
     if not math.isfinite(value):
         raise UsageError(f"--input {name}={raw}: expects a finite number")
+    if field in FLOATS and value > C_FLOAT_MAX:
+        raise UsageError(f"--input {name}={raw}: NCCL holds it in a C float, whose largest "
+                         f"value is {C_FLOAT_MAX:.7g}")
     if value < 0:
         raise UsageError(f"--input {name}={raw}: cannot be negative")
     return value

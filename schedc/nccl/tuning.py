@@ -25,7 +25,10 @@ _FLOATS = [True]  # False inside `real_arithmetic`: the same model in doubles, f
 
 def f32(x: float) -> float:
     """x rounded to the nearest C++ float, as a Python float (exactly representable)."""
-    return float(np.float32(x)) if _FLOATS[0] else float(x)
+    if not _FLOATS[0]:
+        return float(x)
+    with np.errstate(over="ignore"):  # beyond FLT_MAX is inf, as in C, and not a warning
+        return float(np.float32(x))
 
 
 @contextmanager

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from ..analysis.calibrate.calibration import Calibration, Comparison, FittedParam, geomean_abs
 from ..files import write_output_with
+from ..language.quote import comment
 from ..units import BYTES, RATE, SECONDS, base_unit, format_bytes, format_quantity, format_seconds
 from . import schema
 from .text import dump_json, json_number, table
@@ -233,9 +234,11 @@ def calibration_sched(cal: Calibration, command: str) -> str:
     (with one log, all); each log's own params as comments, for its machine file."""
     c = cal.comparison
     fit = sum(p.fit for p in c.points)
-    lines = [f"# Fitted by: {command}",
+    # (the command line and the logs' paths through `comment`: a newline in a file name must
+    # not end the comment and start a statement of the library)
+    lines = [f"# Fitted by: {comment(command)}",
              f"# least squares on log time over {fit} of {len(c.points)} rows of "
-             f"{', '.join(c.logs)};",
+             f"{comment(', '.join(c.logs))};",
              f"# geomean |error| {_percent(c.geomean(True))} on fit rows, "
              f"{_percent(c.geomean(False))} on held-out rows; {_worst(c, True)}.", ""]
     for p in cal.params:
@@ -243,11 +246,11 @@ def calibration_sched(cal: Calibration, command: str) -> str:
         if p.held:  # never written as a fitted value
             sigma = f"  # {p.held} (not fitted); {p.what}"
         if p.log is None:
-            lines.append(f"param {p.name} = {_literal(p)}{sigma}")
+            lines.append(f"param {p.name} = {_literal(p)}{comment(sigma)}")
     own = [p for p in cal.params if p.log is not None]
     if own:
         lines += ["", "# Each log's own params (they belong in its machine file):"]
-        lines += [f"#   {p.log}: param {p.name} = {_literal(p)}"
+        lines += [f"#   {comment(p.log or '')}: param {p.name} = {_literal(p)}"
                   + (f"  ({p.held}, not fitted)" if p.held else "") for p in own]
     return "\n".join(lines) + "\n"
 

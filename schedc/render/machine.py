@@ -42,7 +42,10 @@ def machine_text(summary: MachineSummary) -> str:
         rows.append((cls, str(count), expr, each, ", ".join(shared) or "-"))
     lines += table(rows, right=(1,), indent="  ") if len(rows) > 1 else ["  none"]
     if summary.routes:
-        lines += ["", "routes from the first GPU (link classes along each path):"]
+        routed, of = summary.routed
+        to = "" if routed == of else f" to {routed:,} of the {of:,} others, evenly spread " \
+            "(--max-routes)"
+        lines += ["", f"routes from the first GPU{to} (link classes along each path):"]
         rows = [("scope", "path", "GPU pairs", "share")]
         rows += [(r.scope, " → ".join(r.classes), str(r.pairs), str(r.share))
                  for r in summary.routes]
@@ -72,6 +75,7 @@ def machine_json(summary: MachineSummary) -> str:
                    "shared": list(link.shared)} for link in summary.links],
         "routes": [{"scope": r.scope, "classes": list(r.classes), "pairs": r.pairs,
                     "share": str(r.share)} for r in summary.routes],
+        "routed": {"gpus": summary.routed[0], "of": summary.routed[1]},
         "derived_from": {name: {"value": v, "from": s, "rule": r}
                          for name, (v, s, r) in summary.derived_from.items()},
         "gpu_sm": [{"sm": sm, "gpus": n} for sm, n in summary.gpu_sms],

@@ -3,6 +3,8 @@ from, its latency/bandwidth table, its choice per size band, and `--explain`'s t
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ..nccl import constants as K
@@ -13,11 +15,14 @@ from .text import dump_json, table
 
 def _f(x: float) -> str:
     """A float of NCCL's, by its shortest float32 digits (2.4, not 2.4000000953674316)."""
-    return str(np.float32(x))
+    with np.errstate(over="ignore"):  # (beyond FLT_MAX: inf, as NCCL's float holds it)
+        return str(np.float32(x))
 
 
-def _json_float(x: float) -> float:
-    return float(_f(x))
+def _json_float(x: float) -> float | None:
+    """As `_f`, for JSON: null where it is not finite (JSON has no infinity)."""
+    value = float(_f(x))
+    return value if math.isfinite(value) else None
 
 
 def time_formula(comm, band) -> str:
@@ -137,6 +142,10 @@ def _runs(bands) -> list[list]:
     return out
 
 
+def _finite(x: float | None) -> float | None:
+    return x if x is None or math.isfinite(x) else None
+
+
 def nccl_json(model) -> str:
     comm, t = model.comm, model.table
     doc: dict = {
@@ -169,8 +178,8 @@ def nccl_json(model) -> str:
                        "proto": K.PROTOCOLS[x.candidate.protocol],
                        "latency_us": _json_float(x.latency),
                        "bandwidth_GBps": _json_float(x.bandwidth),
-                       "transfer_us": x.time - x.latency, "time_us": x.time,
+                       "transfer_us": _finite(x.time - x.latency), "time_us": _finite(x.time),
                        "adjusted": x.factor or None} for x in e.terms],
-            "schedc": [{"schedule": o.schedule, "as": o.pair, "time_s": o.time} for o in e.own],
+            "schedc": [{"schedule": o.schedule, "as": o.pair, "time_s": _finite(o.time)} for o in e.own],
             "unlabelled": list(e.unlabelled)} for e in model.explained]
     return dump_json(doc)

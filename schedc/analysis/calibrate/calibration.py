@@ -10,12 +10,14 @@ their geomean is over |error|.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from ...errors import SchedcError
+from ...limits import MAX_FIT_WORK
 from ...measure.nccl_tests import BUSBW_FACTORS, Row, Table
 from ...session import Session
 from .model import Model, schedules, size_symbol
@@ -42,6 +44,27 @@ SIZE_RANGES = (("<= 64 KiB", 0, 64 * 2**10), ("64 KiB - 64 MiB", 64 * 2**10 + 1,
 
 class CalibrationError(SchedcError):
     """A calibration cannot be set up (a log that does not fit the machine, a bad param)."""
+
+
+class WorkBudget:
+    """The work a fit may still take (`limits.MAX_FIT_WORK`, `--max-fit-work`): each
+    evaluation of the model spends its fit rows and CALL_COST; past the limit, refused."""
+
+    CALL_COST = 100  # a call of the model costs about as much as 100 rows more (measured)
+
+    def __init__(self, limit: int | None, rows: int, params: int) -> None:
+        self.limit = self.left = MAX_FIT_WORK if limit is None else limit
+        self.rows, self.params = rows, params
+
+    def spend(self) -> None:
+        self.left -= self.rows + self.CALL_COST
+        if self.left < 0:
+            calls = self.limit // (self.rows + self.CALL_COST)
+            raise CalibrationError(
+                f"the fit did not settle within {self.limit:,} units of work ({self.rows:,} fit "
+                f"rows and {self.CALL_COST} more per evaluation of the model: {calls:,} "
+                f"evaluations, for {self.params} params); fit fewer params (--fit) or fewer "
+                "rows (--every, fewer logs), or raise --max-fit-work")
 
 
 @dataclass(frozen=True)
@@ -133,7 +156,7 @@ class Comparison:
             raise ValueError("a comparison needs a prediction, a winner and a latency share "
                              "per row")
 
-    @property
+    @functools.cached_property  # (once: `worst` and the tables read it per row)
     def errors(self) -> tuple[float, ...]:
         return tuple(p / m.measured - 1 for p, m in zip(self.predicted, self.points))
 
@@ -172,7 +195,8 @@ class Comparison:
 
     @property
     def worst(self) -> tuple[Point, float]:
-        k = max(range(len(self.points)), key=lambda i: abs(self.errors[i]))
+        errors = self.errors
+        k = max(range(len(self.points)), key=lambda i: abs(errors[i]))
         return self.points[k], self.errors[k]
 
 

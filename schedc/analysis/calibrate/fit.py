@@ -39,6 +39,7 @@ from .calibration import (
     Point,
     Run,
     Split,
+    WorkBudget,
     check_table,
     points,
 )
@@ -112,10 +113,11 @@ def _unknowns(runs: list[Run], names: tuple[str, ...]) -> tuple[list[Unknown], l
 
 def calibrate_runs(runs: list[Run], names: tuple[str, ...] = (), split: Split = INTERLEAVED,
                    place: str = "out", drop_wrong: bool = False, max_evaluations: int = 2000,
-                   fit_all: bool = False) -> Calibration:
+                   fit_all: bool = False, max_work: int | None = None) -> Calibration:
     if split.kind == "leave-one-out" and not fit_all:
         from .splits import leave_one_out
-        return leave_one_out(runs, names, place, drop_wrong, max_evaluations, split.own_below)
+        return leave_one_out(runs, names, place, drop_wrong, max_evaluations, split.own_below,
+                             max_work)
     unknowns, per_run, run_names = _unknowns(runs, names)  # usage errors first
     notes: list[str] = []
     for run in runs:
@@ -147,7 +149,9 @@ def calibrate_runs(runs: list[Run], names: tuple[str, ...] = (), split: Split = 
     priors = [(j, math.log(u.role.prior), u.role.sigma) for j, u in enumerate(unknowns)
               if u.role.prior is not None]
 
+    budget = WorkBudget(max_work, fit_rows, len(unknowns))  # (--max-fit-work)
     def data_residuals(x: np.ndarray) -> np.ndarray:
+        budget.spend()
         theta = np.exp(x)
         parts = []
         for model, idx, (sizes, measured, on) in zip(models, per_run, data):

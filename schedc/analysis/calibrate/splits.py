@@ -15,7 +15,8 @@ from .calibration import Calibration, CalibrationError, Comparison, Run, Split
 
 
 def leave_one_out(runs: list[Run], names: tuple[str, ...], place: str, drop_wrong: bool,
-                  max_evaluations: int, own_below: int = 0) -> Calibration:
+                  max_evaluations: int, own_below: int = 0,
+                  max_work: int | None = None) -> Calibration:
     from .fit import calibrate_runs, prediction
     if len(runs) < 2:
         raise UsageError("--split leave-one-out needs two logs or more (each is predicted from "
@@ -26,11 +27,11 @@ def leave_one_out(runs: list[Run], names: tuple[str, ...], place: str, drop_wron
     for k, run in enumerate(runs):
         others = runs[:k] + runs[k + 1:]
         fold = calibrate_runs(others, names, Split(), place, drop_wrong, max_evaluations,
-                              fit_all=True)
+                              fit_all=True, max_work=max_work)
         values = {(p.name, p.log): p.value for p in fold.params}
         if own_below:
             part, said, own, own_starts = _own_fit(
-                run, names, values, place, drop_wrong, max_evaluations, own_below)
+                run, names, values, place, drop_wrong, max_evaluations, own_below, max_work)
             # Its own, fitted on its rows; that fit's starts are the fold's too.
             fold = replace(fold, params=fold.params + own, starts=fold.starts + tuple(
                 f"its own params' fit: {s}" for s in own_starts))
@@ -57,7 +58,7 @@ def leave_one_out(runs: list[Run], names: tuple[str, ...], place: str, drop_wron
 
 
 def _own_fit(run: Run, names: tuple[str, ...], values: dict, place: str, drop_wrong: bool,
-             max_evaluations: int, below: int):
+             max_evaluations: int, below: int, max_work: int | None = None):
     """The held-out log with its shared params at the other logs' values (a shared param no
     other log has at its prior) and its own params fitted on its rows up to `below`."""
     from ...elaborate.program import parse_override
@@ -85,7 +86,8 @@ def _own_fit(run: Run, names: tuple[str, ...], values: dict, place: str, drop_wr
     again = Session.load(path, kept + given, limits, None, session.changes)
     try:
         fitted = calibrate_runs([replace(run, session=again)], own,
-                                Split("size", size=below), place, drop_wrong, max_evaluations)
+                                Split("size", size=below), place, drop_wrong, max_evaluations,
+                                max_work=max_work)
     except CalibrationError as error:
         raise CalibrationError(f"{run.log}, its rows <= {format_bytes(below)} for its own "
                                f"params {', '.join(own)}: {error.message}", error.span) from None

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import SchedcError, SourceFile, Span, UsageError, did_you_mean
-from ...files import read_source
+from ...files import read_sched
 from ...language import syntax as ast
 from ...language.parser import parse_module
 from ...session import Session
@@ -179,7 +179,7 @@ def parsed_modules(path: Path) -> list[ast.Module]:
         if file in seen:
             return
         seen.add(file)
-        module = parse_module(read_source(file, "a .sched file", shown=shown))
+        module = parse_module(read_sched(file, shown=shown))
         for stmt in module.body:
             if isinstance(stmt, ast.Import):
                 visit((file.parent / stmt.path).resolve(), str(Path(shown).parent / stmt.path))

@@ -147,6 +147,10 @@ class Scaler:
         residue class of a period read from the source); else the last one tried, with its
         times. Why an earlier family failed is a note."""
         definition = self.session.program.result(name).definition
+        if definition is None:  # an MSCCL algorithm: its XML fixes its ranks, nothing to vary
+            raise UsageError(f"scale recompiles a .sched schedule at each value of "
+                             f"{self.param}; '{name}' is read from {self.session.program.path}, "
+                             "whose ranks the file fixes")
         self.structure = dependence(self.session.modules, self.param, (definition,))
         notes: list[str] = list(self.structure.notes)
         pieces: list[Piece] = []
