@@ -130,6 +130,8 @@ def _synthesize(source, machine, kind, over, size, root, chunks, within, name, s
     if len(coll.ranks) > max_ranks:
         raise UsageError(f"synthesizing over {len(coll.ranks)} ranks is refused: the limit is "
                          f"{max_ranks} (raise it with --max-ranks; pricing grows as ranks^3)")
+    if len(coll.ranks) < 2:
+        raise UsageError(f"--over {over}: over one rank, {kind} moves nothing to synthesize")
     finder = RankCuts(program.topology, program.nominal, coll.ranks)
     exact = optimum(finder, coll, program.nominal)
     if exact is None:
