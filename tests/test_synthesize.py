@@ -197,3 +197,23 @@ def test_compare_lists_the_synthesized_schedule(run, monkeypatch):
     # end-host bound 15/8 V / (B_L + B_N) at the same B_L holds below it.
     assert rows["synthesized_allreduce"] < rows["hierarchical"]
     assert rows["synthesized_allreduce"] > 15 / 8 * 192 * 2**20 / 350e9
+
+
+def test_the_start_up_is_left_out_at_zero_alpha_even_as_a_number(tmp_path):
+    # `startup 2 us` is a number, not a param: the time at α = 0 still leaves it out. On one
+    # switch one round of direct copies is the optimum, 7/8 V over B exactly.
+    path = tmp_path / "switch.sched"
+    path.write_text("param V = 64 MiB\nparam B = 100 GB/s\nstartup 2 us\ntopology {\n  gpu g[8]\n"
+                    "  switch s\n  link g[i] <-> s bw B for i in 0..7\n}\n"
+                    "allgather V over [g[k] for k in 0..7]\n")
+    result = schedc.synthesize(path, "allgather")
+    assert result.optimum == Fraction(7 * 64 * 2**20, 8 * 100 * 10**9)
+    assert result.bandwidth_time == result.optimum and result.ratio == 1.0
+    assert result.time == result.optimum + Fraction(2, 10**6) * result.rounds
+
+
+def test_chunks_auto_is_solved_not_searched(run):
+    # 0.1 % of the optimum would take over 4,096 chunks on the GCDs: refused at once.
+    code, _, err = run("synthesize", str(FIXTURES / "mi250_16.sched"), "--collective",
+                       "allgather", "--within", "0.1%")
+    assert code == 2 and "more than 4,096" in err

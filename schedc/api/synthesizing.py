@@ -13,12 +13,14 @@ from __future__ import annotations
 import os
 import tempfile
 from dataclasses import replace
+from fractions import Fraction
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..analysis.synthesize.result import Synthesis
 from ..choices import PACKED
 from ..errors import SchedcError, UsageError
+from ..language.quote import string
 from .arguments import work_limits
 from .compiling import verified_timings
 
@@ -135,7 +137,8 @@ def _synthesize(source, machine, kind, over, size, root, chunks, within, name, s
     finder = RankCuts(program.topology, program.nominal, coll.ranks)
     exact = optimum(finder, coll, program.nominal)
     if exact is None:
-        raise UsageError(f"no schedule can compute this {kind}: some rank cannot be reached")
+        raise UsageError(f"nothing to synthesize for this {kind}: no link with a bandwidth "
+                         "limits its ranks, or some rank cannot be reached (bound says which)")
     n = len(coll.ranks)
     whole = float(linear_value(coll.size, program.nominal))
     phases, shard = [], (whole if rooted else whole / n)
@@ -153,7 +156,7 @@ def _synthesize(source, machine, kind, over, size, root, chunks, within, name, s
     if chunks is None:  # each phase within `within` of its goal: the sum is too
         chunks = max(chunks_within(p.plan, goal, shard, within) for p, goal in zip(phases, goals))
     alpha = float(nominal_value(program.alpha, program.nominal))
-    alpha_chunks = alpha_optimal([p.plan for p in phases], shard, alpha)
+    alpha_chunks = alpha_optimal([p.plan for p in phases], shard, alpha, chunks)
     sides = side_names(finder, exact)
 
     def text(header: list[str], machine_path: str) -> str:
@@ -167,8 +170,10 @@ def _synthesize(source, machine, kind, over, size, root, chunks, within, name, s
     except SchedcError as error:
         raise type(error)(f"the synthesized schedule is refused, nothing written: "
                           f"{error.message}", None, error.notes) from None
-    zero = {s: 0 for s in program.alpha.free_symbols}
-    bandwidth = nominal_value(timing.cost.formula.xreplace(zero), compiled.program.nominal)
+    # At α = 0: every round class's busiest resource, without its start-up (a param, a
+    # number, a protocol's or a route's latency alike).
+    bandwidth = sum((c.count * nominal_value(c.time - c.startup, compiled.program.nominal)
+                     for c in timing.cost.classes), Fraction(0))
     result = Synthesis("", name, kind, chunks, alpha_chunks, exact.value, exact.time, sides,
                        bandwidth, timing.time, timing.cost.formula, timing.cost.rounds,
                        sum(len(p.plan.trees) for p in phases), phases[0].plan.units,
@@ -178,25 +183,19 @@ def _synthesize(source, machine, kind, over, size, root, chunks, within, name, s
 
 def _declared(session) -> tuple[str, str, str, str | None] | None:
     """The main file's first collective declaration, as (kind, size, over, root) source text."""
+    from ..analysis.solve.equations import source_text
     from ..language import syntax as ast
     for module in session.modules[:1]:
         for stmt in module.body:
             if isinstance(stmt, ast.CollectiveDecl):
-                return (stmt.kind, _source(stmt.size.span), _source(stmt.group.span),
-                        _source(stmt.root.span) if stmt.root is not None else None)
+                return (stmt.kind, source_text(stmt.size.span), source_text(stmt.group.span),
+                        source_text(stmt.root.span) if stmt.root is not None else None)
     return None
-
-
-def _source(span) -> str:
-    lines = span.source.lines()[span.line - 1:span.end_line]
-    if len(lines) == 1:
-        return lines[0][span.col - 1:span.end_col - 1]
-    return " ".join([lines[0][span.col - 1:], *lines[1:-1], lines[-1][:span.end_col - 1]]).strip()
 
 
 def _compile(scratch: Path, machine: Path | None, lines: list[str], sets, limits):
     from ..session import Session
-    head = [f'import "{machine}"'] if machine is not None else []
+    head = [f"import {string(str(machine))}"] if machine is not None else []
     path = scratch / "synthesized.sched"
     path.write_text("\n".join(head + lines) + "\n", encoding="utf-8")
     return Session.open(path, sets, limits)
@@ -210,9 +209,15 @@ def _at_option(error: SchedcError, scratch: Path, decl: list[str], over: str, si
     if span is None or Path(span.source.path) != scratch / "synthesized.sched":
         return error
     line = span.line - 2  # after the import: the ranks' `let`, then the collective
-    rooted = root is not None and line == 1 and span.col > decl[1].index(" root ")
-    option, value = (("--over", over) if line == 0 else ("--root", root) if rooted
-                     else ("--size", size))
+    collective = decl[1]  # `KIND SIZE over GROUP [root ROOT]`: which part the column is in
+    at = span.col - 1
+    if line == 0 or (line == 1 and collective.index(" over ") < at and
+                     (root is None or at < collective.index(" root "))):
+        option, value = "--over", over
+    elif line == 1 and root is not None and at > collective.index(" root "):
+        option, value = "--root", root
+    else:
+        option, value = "--size", size
     return UsageError(f"{option} {value}: {error.message}", None, error.notes)
 
 
@@ -226,12 +231,17 @@ def _short(s: Synthesis) -> str:
 
 def _header(s: Synthesis, source: Path) -> list[str]:
     from ..units import format_seconds
-    cuts = "; ".join(s.optimum_cuts)
+    cuts = "; ".join(s.optimum_cuts) if s.kind != "allreduce" else \
+        "; ".join(f"{k}: {c}" for k, c in zip(("reduce-scatter", "all-gather"), s.optimum_cuts))
     return [
         f"Synthesized by `schedc synthesize {source.name} --collective {s.kind}`: {s.trees} "
         f"packed trees, pipelined.",
-        f"Optimum at alpha = 0 (exact): {format_seconds(s.optimum)} = {s.optimum_formula}.",
-        f"No schedule does better: its data must cross the cut {cuts}.",
+        *([f"Optimum at alpha = 0 (exact): {format_seconds(s.optimum)} = {s.optimum_formula}.",
+           f"No schedule does better: its data must cross the cut {cuts}."]
+          if s.kind != "allreduce" else
+          [f"Reduce-scatter's optimum plus all-gather's at alpha = 0 (exact, each over all cuts): "
+           f"{format_seconds(s.optimum)} = {s.optimum_formula}; not a lower bound on all-reduce",
+           f"(schedc bound compares it with one). Their cuts: {cuts}."]),
         f"Found by column generation (HiGHS LP, {s.iterations} rounds of pricing by minimum "
         f"arborescences), {s.reached:.6%} of the optimum's rate{_short(s)};",
         f"trees rounded to {s.units} units of a shard, depth {s.depth}.",

@@ -63,9 +63,10 @@ def synthesize_command(file: Path, collective: str, over: str | None, size: str 
                        root: str | None, output: Path | None, force: bool, chunks: str,
                        within: str, name: str | None, units: int | None, max_ranks: int,
                        sets: tuple[str, ...], limits: dict[str, int], as_json: bool) -> int:
-    """Pack trees that reach the exact optimum of a collective on FILE's machine (the
-    binding cut over all cuts, as `bound` reports it) and write them as a schedule: verified,
-    timed by the compiler, and within --within of the optimum at α = 0."""
+    """Pack trees toward the exact optimum of a collective on FILE's machine (the binding
+    cut over all cuts, as `bound` reports it) and write them as a schedule, verified and
+    timed by the compiler; --chunks auto comes within --within of what the trees reach at
+    α = 0 (the optimum, unless a cut counts paths schedc's routes do not take: then it says so)."""
     from ..api import synthesize
     from ..errors import UsageError
     from ..render.files import write_atomically

@@ -356,7 +356,7 @@ class _Loader:
             self.names.schedules.setdefault(stmt.name, stmt)
             return
         existing = self.names.schedules.get(stmt.name)
-        if existing is not None and stmt.formals is None:
+        if existing is not None and stmt.formals is None and existing.formals is not None:
             return  # an imported file's result named after a function: the call means the function
         if existing is not None and not any(r.definition is existing for r in self.results):
             raise ElaborationError(f"schedule '{stmt.name}' is already defined at {existing.span}",

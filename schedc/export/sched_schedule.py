@@ -97,7 +97,7 @@ def _runner(phase: Phase, group: str, ranks: int, opening: str) -> list[str]:
     return [
         f"# Pipelined: {how}.",
         opening,
-        f"  for s in 0..chunks + {p.depth - 2} round {{",
+        f"  for s in 0..chunks {'+' if p.depth >= 2 else '-'} {abs(p.depth - 2)} round {{",
         f"    for e in 0..len({x}edge_tree) - 1 {{",
         f"      let k = {when}",
         "      if k >= 0 and k < chunks {",

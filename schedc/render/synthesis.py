@@ -19,8 +19,9 @@ def synthesis_text(s: Synthesis, written: str | None) -> str:
         f"{s.name}: {s.kind}, {s.trees} packed trees, depth {s.depth}, {s.units} units a shard "
         f"({where})",
         f"  optimum      {format_seconds(s.optimum)} = {s.optimum_formula}  (exact, α = 0; "
-        f"{kinds})",
-        *(f"  cut          {side}" for side in s.optimum_cuts),
+        f"{kinds}" + ("; not a lower bound on all-reduce)" if s.kind == "allreduce" else ")"),
+        *(f"  cut          {side}" + (f"  ({label})" if s.kind == "allreduce" else "")
+          for side, label in zip(s.optimum_cuts, ("reduce-scatter", "all-gather"))),
         f"  packing      {s.reached:.6%} of the optimum's rate ({s.iterations} rounds of pricing)"
         + ("" if s.reached >= 1 - 1e-6 else
            "\n               below it: the cut counts paths schedc's routes between these "

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
-from fractions import Fraction
 
 import numpy as np
 
@@ -92,8 +91,8 @@ def pack(topology: Topology, nominal: dict, ranks: tuple[int, ...], kind: str,
     edges, shares, resources, capacity = _routes(topology, nominal, ranks, inward, span)
     row_of = {(int(a), int(b)): k for k, (a, b) in enumerate(edges)}
     orbits = None if rooted else _orbits(shift, ranks, resources, row_of, edges, shares)
-    sigma, orbit_of, copies = orbits if orbits is not None else (
-        np.arange(n)[None, :], np.arange(len(resources)), 1)
+    sigma, orbit_of = orbits if orbits is not None else (
+        np.arange(n)[None, :], np.arange(len(resources)))
     order = len(sigma)
     roots = [ranks.index(root)] if rooted else sorted({int(sigma[:, a].min()) for a in range(n)})
     weight_of_root = np.array([order / len({int(x) for x in sigma[:, c]}) for c in roots])
@@ -143,14 +142,6 @@ def pack(topology: Topology, nominal: dict, ranks: tuple[int, ...], kind: str,
         rate, weights, y, z = _master(columns, trees, roots, weight_of_root, orbit_capacity)
         if rate >= target * (1 - 1e-9) or iterations >= MAX_ITERATIONS:
             break
-        if len(columns) > 8 * (rows + len(roots)):  # keep the LP small: drop priced-out trees
-            z_of = dict(zip(roots, z * weight_of_root))
-            slack = [float(col @ y) - z_of[c] for col, (c, _) in zip(columns, trees)]
-            keep = [k for k, w in enumerate(weights) if w > 0 or slack[k] <= _EPS]
-            for k in set(range(len(columns))) - set(keep):
-                seen.discard(trees[k])
-            trees[:] = [trees[k] for k in keep]
-            columns[:] = [columns[k] for k in keep]
         matrix = cost_matrix(y[orbit_of] * per_resource)
         added = 0
         for c, zc in zip(roots, z * weight_of_root):
@@ -160,6 +151,8 @@ def pack(topology: Topology, nominal: dict, ranks: tuple[int, ...], kind: str,
                 added += add(c, found)
         if not added:
             break
+        if len(columns) > 8 * (rows + len(roots)):  # keep the LP small: drop priced-out trees
+            _prune(trees, columns, seen, weights, y, dict(zip(roots, z * weight_of_root)))
     ticker.finish()
     expanded: dict[tuple, float] = {}  # each kept tree and its shifts, at its weight
     for k, w in enumerate(weights):
@@ -176,9 +169,21 @@ def pack(topology: Topology, nominal: dict, ranks: tuple[int, ...], kind: str,
                    loads, resources, row_of, seconds)
 
 
+def _prune(trees: list, columns: list, seen: set, weights, y, z_of: dict) -> None:
+    """Drop the trees the last LP gave no weight and priced out (before the next LP, so its
+    weights always index the trees kept); they may come back when priced in again."""
+    old = len(weights)  # the trees the LP saw; those added since are kept
+    slack = [float(col @ y) - z_of[c] for col, (c, _) in zip(columns[:old], trees[:old])]
+    keep = [k for k in range(len(columns)) if k >= old or weights[k] > 0 or slack[k] <= _EPS]
+    for k in set(range(len(columns))) - set(keep):
+        seen.discard(trees[k])
+    trees[:] = [trees[k] for k in keep]
+    columns[:] = [columns[k] for k in keep]
+
+
 def _orbits(shift: HostShift | None, ranks: tuple[int, ...], resources: tuple[int, ...],
-            row_of: dict, edges: np.ndarray, shares) -> tuple[np.ndarray, np.ndarray, int] | None:
-    """(σ^k on rank indices for k = 0..H-1, each resource's orbit, H), if the shift maps the
+            row_of: dict, edges: np.ndarray, shares) -> tuple[np.ndarray, np.ndarray] | None:
+    """(σ^k on rank indices for k = 0..H-1, each resource's orbit), if the shift maps the
     ranks onto themselves and every edge's route onto the image edge's route; else None."""
     if shift is None:
         return None
@@ -211,7 +216,7 @@ def _orbits(shift: HostShift | None, ranks: tuple[int, ...], resources: tuple[in
                 orbit_of[x] = count
                 x = rho[x]
             count += 1
-    return sigma, orbit_of, shift.order
+    return sigma, orbit_of
 
 
 def _routes(topology: Topology, nominal: dict, ranks: tuple[int, ...], inward: bool, span):
@@ -267,6 +272,8 @@ def _breadth_first(parent: np.ndarray, root: int) -> tuple[tuple[int, int], ...]
                 nxt.append(b)
         frontier = nxt
     return tuple(order)
+
+
 def _master(columns, trees, roots, weight_of_root, capacity):
     """The restricted LP: (r, tree weights, resource duals y, root duals z); a root's row
     counts each of its trees `weight_of_root` times (its shifts that root there)."""

@@ -19,6 +19,7 @@ of the optimum, and the K that minimises (K + D - 1)·α + B(K), are found by sc
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -47,17 +48,26 @@ class Plan:
     stages: np.ndarray  # m_d per stage d = 1..D (rows), per resource: seconds per shard byte
 
     def bandwidth_time(self, chunks: int, shard: float) -> float:
-        """B(K) at α = 0 for a shard of `shard` bytes (see the module docstring)."""
+        """B(K) at α = 0 for a shard of `shard` bytes (see the module docstring): from K ≥ D - 1
+        on, the fill and drain rounds no longer change and each chunk more adds one steady
+        round, so B(K)·K = A(D - 1) + (K - D + 1)·S exactly."""
+        first = max(self.depth - 1, 1)
+        if chunks <= first:
+            return self._rounds(chunks) * shard / chunks
+        return (self._rounds(first) + (chunks - first) * self.steady(1.0)) * shard / chunks
+
+    def _rounds(self, chunks: int) -> float:
+        """Σ over the K + D - 1 rounds of the busiest resource's load, per shard byte."""
         d = self.depth
         total = 0.0
         inward = self.kind in ("reduce_scatter", "reduce")
+        stage = np.arange(1, d + 1)
         for s in range(chunks + d - 1):
-            stage = np.arange(1, d + 1)
             k = s - (d - stage) if inward else s - (stage - 1)
             active = (k >= 0) & (k < chunks)
             if active.any():
                 total += float(self.stages[active].sum(axis=0).max())
-        return total * shard / chunks
+        return total
 
     def steady(self, shard: float) -> float:
         """The time as chunks grow without bound: S × shard."""
@@ -102,33 +112,43 @@ def plan(packing: Packing, within: float, units: int | None = None) -> Plan:
     return Plan(packing.kind, tuple(trees), units, deepest, stages)
 
 
-def chunks_within(p: Plan, optimum: float, shard: float, within: float) -> int:
-    """The smallest K whose bandwidth term is within `within` of `optimum` (seconds)."""
-    if p.steady(shard) > optimum * (1 + within):
+def chunks_within(p: Plan, goal: float, shard: float, within: float) -> int:
+    """The smallest K whose bandwidth term is within `within` of `goal` (seconds): B(K) falls
+    as 1/K from D - 1 on (`Plan.bandwidth_time`), so K is solved for, not searched."""
+    target = goal * (1 + within)
+    if p.steady(shard) > target:
         raise LimitError(f"with {p.units} units a shard the trees' rounding alone is "
-                         f"{p.steady(shard) / optimum - 1:.2%} above their goal, more than "
+                         f"{p.steady(shard) / goal - 1:.2%} above their goal, more than "
                          f"{within:.2%}: give --chunks, or more --units")
-    for k in range(1, MAX_CHUNKS + 1):
-        if p.bandwidth_time(k, shard) <= optimum * (1 + within):
+    first = max(p.depth - 1, 1)
+    for k in range(1, first + 1):
+        if p.bandwidth_time(k, shard) <= target:
             return k
-    raise LimitError(f"more than {MAX_CHUNKS} chunks would be needed to come within "
-                     f"{within:.2%} of the optimum; give --chunks or a larger --within")
+    excess = (p._rounds(first) - first * p.steady(1.0)) * shard  # B(K) = S·shard + excess/K
+    k = max(first + 1, math.ceil(excess / (target - p.steady(shard))) if excess > 0 else first)
+    while k > first + 1 and p.bandwidth_time(k - 1, shard) <= target:  # (rounding of the ceil)
+        k -= 1
+    if k > MAX_CHUNKS:
+        raise LimitError(f"{k:,} chunks would be needed to come within {within:.2%} of the "
+                         f"goal, more than {MAX_CHUNKS:,}: give --chunks or a larger --within")
+    return k
 
 
-def alpha_optimal(plans: list[Plan], shard: float, alpha: float) -> int:
-    """The K minimising Σ_phases (K + D - 1)·α + B(K): α·K grows and B(K) falls as 1/K,
-    so the sum is unimodal in K and a ternary search over the integers finds it."""
+def alpha_optimal(plans: list[Plan], shard: float, alpha: float, written: int) -> int:
+    """The K minimising Σ_phases (K + D - 1)·α + B(K), the smallest on a tie: α·K grows and
+    B(K) falls as excess/K, so near √(Σ excess / α); without a start-up more chunks always
+    help, and the count written is kept."""
+    if alpha <= 0:
+        return written
+
     def time(k: int) -> float:
         return sum((k + p.depth - 1) * alpha + p.bandwidth_time(k, shard) for p in plans)
 
-    lo, hi = 1, MAX_CHUNKS
-    while hi - lo > 2:
-        a, b = lo + (hi - lo) // 3, hi - (hi - lo) // 3
-        if time(a) <= time(b):
-            hi = b
-        else:
-            lo = a
-    return min(range(lo, hi + 1), key=time)
+    excess = sum(max(p.bandwidth_time(1, shard) - p.steady(shard), 0.0) for p in plans)
+    guess = min(MAX_CHUNKS, max(1, round(math.sqrt(excess / (alpha * len(plans))))))
+    deepest = max(p.depth for p in plans)
+    near = {*range(1, deepest + 1), *range(max(1, guess - 3), min(MAX_CHUNKS, guess + 3) + 1)}
+    return min(sorted(near), key=time)
 
 
 def _units(packing: Packing, roots: list[int], units: int) -> dict[int, int]:
