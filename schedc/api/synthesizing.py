@@ -108,13 +108,14 @@ def _synthesize(source, machine, kind, over, size, root, chunks, within, name, s
     from ..analysis.synthesize.plan import alpha_optimal, chunks_within, plan
     from ..cost.formula import nominal_value
     from ..export.sched_schedule import Phase, schedule_text
+    from ..model.collectives import KINDS
     from ..model.ir import linear_value
     from ..session import Session
 
     declared = _declared(Session.open(source, sets, limits))
     size = size or (declared[1] if declared else None)
     over = over or (declared[2] if declared else None)
-    rooted = kind in ("broadcast", "reduce")
+    rooted = KINDS[kind].rooted
     if rooted:
         root = root or (declared[3] if declared and declared[3] else f"{name}_ranks[0]")
     else:

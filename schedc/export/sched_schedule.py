@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from ..analysis.synthesize.plan import Plan
 from ..language.quote import comment as escaped
 from ..language.quote import string
+from ..model.collectives import KINDS
 
 _WIDTH = 96  # numbers per table line
 
@@ -58,7 +59,7 @@ def schedule_text(*, machine: str, kind: str, size: str, over: str, root: str | 
 def _tables(phase: Phase) -> list[str]:
     p, x = phase.plan, phase.prefix
     edges = [(t, a, b, d) for t, tree in enumerate(p.trees) for a, b, d in tree.edges]
-    role = "leaves" if p.kind in ("reduce_scatter", "reduce") else "reaches"
+    role = "leaves" if KINDS[p.kind].reduces else "reaches"
     return [
         f"# {p.kind}: {len(p.trees)} trees. Tree t carries units {x}tree_first[t] ..",
         f"# {x}tree_first[t] + {x}tree_units[t] - 1 (of {p.units}) of rank {x}tree_root[t]'s data;",
@@ -78,8 +79,8 @@ def _tables(phase: Phase) -> list[str]:
 
 def _runner(phase: Phase, group: str, ranks: int, opening: str) -> list[str]:
     p, x = phase.plan, phase.prefix
-    inward = p.kind in ("reduce_scatter", "reduce")
-    rooted = p.kind in ("broadcast", "reduce")
+    inward = KINDS[p.kind].reduces
+    rooted = KINDS[p.kind].rooted
     t = f"{x}edge_tree[e]"
     slice_ = f"part({x}tree_first[{t}]..{x}tree_first[{t}] + {x}tree_units[{t}] - 1 of {p.units})"
     if not rooted:

@@ -101,7 +101,7 @@ def _packing(finder: RankCuts, collective: Collective, kind: str, nominal: dict,
     reverse = KINDS[kind].reduces  # reductions pack in-trees: all-gather on the reversed machine
     graph = network.graph.reverse(copy=False) if reverse else network.graph
     ranks = collective.ranks
-    share = Fraction(1) if kind in ("broadcast", "reduce") else None
+    share = Fraction(1) if KINDS[kind].rooted else None
     if known is not None:
         found: tuple[frozenset, int] | None = (known, 0)
     elif share is not None:

@@ -30,6 +30,7 @@ import numpy as np
 
 from ... import progress
 from ...errors import LimitError, TopologyError
+from ...model.collectives import KINDS
 from ...model.symmetry import HostShift
 from ...model.topology import Topology
 from .arborescence import min_arborescence, shallowest
@@ -85,9 +86,9 @@ def pack(topology: Topology, nominal: dict, ranks: tuple[int, ...], kind: str,
     solved over orbits: a symmetric optimum exists (the average of an optimum's shifts), so
     one variable stands for a tree and its H shifts, one row for an orbit of resources, and
     only one root per orbit is priced — H times fewer rows, columns and arborescences."""
-    inward = kind in ("reduce_scatter", "reduce")
+    inward = KINDS[kind].reduces
     n = len(ranks)
-    rooted = kind in ("broadcast", "reduce")
+    rooted = KINDS[kind].rooted
     edges, shares, resources, capacity = _routes(topology, nominal, ranks, inward, span)
     row_of = {(int(a), int(b)): k for k, (a, b) in enumerate(edges)}
     orbits = None if rooted else _orbits(shift, ranks, resources, row_of, edges, shares)

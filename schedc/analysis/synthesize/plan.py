@@ -25,6 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...errors import LimitError
+from ...model.collectives import KINDS
 from .packing import Packing
 
 MAX_UNITS = 4096
@@ -60,7 +61,7 @@ class Plan:
         """Σ over the K + D - 1 rounds of the busiest resource's load, per shard byte."""
         d = self.depth
         total = 0.0
-        inward = self.kind in ("reduce_scatter", "reduce")
+        inward = KINDS[self.kind].reduces
         stage = np.arange(1, d + 1)
         for s in range(chunks + d - 1):
             k = s - (d - stage) if inward else s - (stage - 1)
