@@ -60,7 +60,7 @@ class Result:
     collective: Collective
 
 
-@dataclass(eq=False)
+@dataclass(frozen=True, eq=False)
 class Program:
     path: str
     params: dict[str, Param]

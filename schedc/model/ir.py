@@ -138,6 +138,12 @@ class Batch:
     span: Span = field(compare=False, repr=False)
     origin: str = ""  # what wrote it, when a span alone does not say (an XML step)
 
+    def __post_init__(self) -> None:
+        # Frozen all the way down: a pass that changes transfers makes a new Batch.
+        for array in (self.src, self.dst, self.off, self.length, self.into_off):
+            if array is not None:
+                array.setflags(write=False)
+
     def __len__(self) -> int:
         return len(self.src)
 

@@ -1,4 +1,4 @@
-"""The machine: devices, directed resources, and deterministic routing on a networkx graph.
+"""The machine: devices, directed resources, and deterministic routing on its own arrays.
 
 Resources. Each direction of a full-duplex link is one resource; a half-duplex link is one
 resource for both directions; a shared resource (a PCIe slot, a bus) is one more resource,
@@ -18,16 +18,18 @@ step. Routes are computed once per (source, destination) pair and cached.
 
 from __future__ import annotations
 
+import weakref
 from dataclasses import dataclass, field
 from fractions import Fraction
-from functools import cached_property
+from typing import TYPE_CHECKING
 
-import networkx as nx
 import numpy as np
-import sympy
 
 from ..errors import Span, TopologyError
 from .routing import DEFAULT_PREFERENCE, Route, class_tiers, pinned, shortest
+
+if TYPE_CHECKING:  # SymPy is imported where a formula is asked for, not to route
+    import sympy
 
 FORWARDING_KINDS = ("switch", "nic")
 
@@ -62,7 +64,10 @@ class Resource:
         if self.window is None:
             return self.bandwidth
         limit = self.window / self.latency
-        return limit if self.bandwidth is None else sympy.Min(self.bandwidth, limit)
+        if self.bandwidth is None:
+            return limit
+        import sympy
+        return sympy.Min(self.bandwidth, limit)
 
     def window_limited(self, nominal: dict) -> bool:
         """Whether window/latency, not the bandwidth, sets the rate at the nominal point."""
@@ -97,8 +102,63 @@ Scope = tuple[int | None, int | None]
 EVERYWHERE: Scope = (None, None)
 
 
-@dataclass(eq=False)
+class RouteCache:
+    """What routing finds on one machine, filled on demand: the routes by (src, dst), hops
+    to each forwarding device and the layers of devices by hops, by scope; the reversed
+    fabric of each scope; the latency of each route. Kept outside the frozen `Topology`
+    (in `_caches`, by identity), so the record itself never changes."""
+
+    def __init__(self) -> None:
+        self.routes: dict[tuple[int, int], Route] = {}
+        # A scope is (host, tier): the forwarding devices of one host (None: of the machine)
+        # and the tier of link classes its routes may use (an index into `tiers`; None: all).
+        self.distances: dict[tuple[Scope, int], dict[int, int]] = {}
+        self.remaining: dict[tuple[Scope, int], dict[int, int]] = {}
+        self.layers: dict[tuple[Scope, int], dict[int, list[int]]] = {}
+        self.fabrics: dict[Scope, dict[int, list[int]]] = {}
+        self.latencies: dict[tuple[int, int], sympy.Expr] = {}
+
+
+_caches: weakref.WeakKeyDictionary[Topology, RouteCache] = weakref.WeakKeyDictionary()
+
+
+def _derive(topology: Topology) -> dict[str, object]:
+    """What routing reads of a machine, computed once when it is made."""
+    devices, hops = topology.devices, topology.hops
+    forwarding = frozenset(d.id for d in devices if d.forwards)
+    # Out-links per device, by neighbour in the order of its first link, then in
+    # declaration order (the order `routing first` picks from).
+    by_neighbour: list[dict[int, list[int]]] = [{} for _ in devices]
+    into: list[list[int]] = [[] for _ in devices]
+    for index, hop in enumerate(hops):
+        by_neighbour[hop.src].setdefault(hop.dst, []).append(index)
+        if not into[hop.dst] or into[hop.dst][-1] != hop.src:
+            into[hop.dst].append(hop.src)
+    out = [[(index, v) for v, indices in n.items() for index in indices] for n in by_neighbour]
+    hop_class = [topology.resources[h.resources[0]].cls if h.resources else "link" for h in hops]
+    forwarding_of: dict[int | None, list[int]] = {}  # host -> its forwarding devices
+    for d in sorted(forwarding):
+        forwarding_of.setdefault(devices[d].host, []).append(d)
+    return {
+        "forwarding": forwarding, "_out": out, "_in": into,
+        "_out_forwarding": [[(index, v) for index, v in o if v in forwarding] for o in out],
+        "_links": {(u, v): [(index, v) for index in indices]
+                   for u, n in enumerate(by_neighbour) for v, indices in n.items()},
+        "hop_class": hop_class,
+        "tiers": class_tiers(topology.preference, set(hop_class)),
+        "_forwarding_of": forwarding_of,
+        # A device outside every host counts as a host of its own for "cross-host".
+        "host_key": np.array([d.host if d.host is not None else -1 - d.id for d in devices],
+                             dtype=np.int64),
+        "has_latency": any(r.latency is not None for r in topology.resources)}
+
+
+@dataclass(frozen=True, eq=False)
 class Topology:
+    """The machine, frozen: what routing derives from it is computed once in
+    `__post_init__` (the out-links, the tiers, the host of each device), and what it finds
+    on demand (routes, distances, latencies) lives outside the record, in `_caches`."""
+
     devices: list[Device]
     resources: list[Resource]
     hops: list[Hop]
@@ -107,57 +167,40 @@ class Topology:
     pinned: dict[tuple[int, int], PinnedRoute] = field(default_factory=dict)
     notes: tuple[str, ...] = ()  # what a what-if changed (schedc.model.changes), for errors
     preference: tuple[str, ...] = DEFAULT_PREFERENCE  # link classes inside a host, best first
-    _routes: dict[tuple[int, int], Route] = field(default_factory=dict, repr=False)
-    # A scope is (host, tier): the forwarding devices of one host (None: of the machine)
-    # and the tier of link classes its routes may use (an index into `tiers`; None: all).
-    _distances: dict[tuple[Scope, int], dict[int, int]] = field(default_factory=dict, repr=False)
-    _remaining: dict[tuple[Scope, int], dict[int, int]] = field(default_factory=dict, repr=False)
-    _layers: dict[tuple[Scope, int], dict[int, list[int]]] = field(default_factory=dict, repr=False)
-    _fabrics: dict[Scope, nx.MultiDiGraph] = field(default_factory=dict, repr=False)
-    _latencies: dict[tuple[int, int], sympy.Expr] = field(default_factory=dict, repr=False)
+
+    # Derived once by `_derive` (not arguments; `dataclasses.replace` derives them anew).
+    forwarding: frozenset[int] = field(init=False, repr=False, compare=False)
+    _out: list[list[tuple[int, int]]] = field(init=False, repr=False, compare=False)
+    _in: list[list[int]] = field(init=False, repr=False, compare=False)
+    _out_forwarding: list[list[tuple[int, int]]] = field(init=False, repr=False, compare=False)
+    _links: dict[tuple[int, int], list[tuple[int, int]]] = field(init=False, repr=False,
+                                                                 compare=False)
+    hop_class: list[str] = field(init=False, repr=False, compare=False)
+    tiers: list = field(init=False, repr=False, compare=False)
+    _forwarding_of: dict[int | None, list[int]] = field(init=False, repr=False, compare=False)
+    host_key: np.ndarray = field(init=False, repr=False, compare=False)
+    has_latency: bool = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        self.forwarding = {d.id for d in self.devices if d.forwards}
-        # Out-links per device, as networkx lists them: by neighbour in the order of its
-        # first link, then in declaration order (the order `routing first` picks from).
-        by_neighbour: list[dict[int, list[int]]] = [{} for _ in self.devices]
-        for index, hop in enumerate(self.hops):
-            by_neighbour[hop.src].setdefault(hop.dst, []).append(index)
-        self._out = [[(index, v) for v, indices in n.items() for index in indices]
-                     for n in by_neighbour]
-        self._out_forwarding = [[(index, v) for index, v in out if v in self.forwarding]
-                                for out in self._out]
-        self._links = {(u, v): [(index, v) for index in indices]
-                       for u, n in enumerate(by_neighbour) for v, indices in n.items()}
-        self.hop_class = [self.resources[h.resources[0]].cls if h.resources else "link"
-                          for h in self.hops]
-        self.tiers = class_tiers(self.preference, set(self.hop_class))
-        self._forwarding_of: dict[int | None, list[int]] = {}  # host -> its forwarding devices
-        for d in sorted(self.forwarding):
-            self._forwarding_of.setdefault(self.devices[d].host, []).append(d)
-        # A device outside every host counts as a host of its own for "cross-host".
-        self.host_key = np.array([d.host if d.host is not None else -1 - d.id for d in self.devices],
-                                 dtype=np.int64)
-        self.has_latency = any(r.latency is not None for r in self.resources)
+        for name, value in _derive(self).items():
+            object.__setattr__(self, name, value)
 
-    @cached_property
-    def graph(self) -> nx.MultiDiGraph:
-        """The devices and hops (keyed by index), made when routing first needs them (a
-        refused verification of 2,048 hosts × 8 GPUs never routes: 65,552 edges, ~0.2 s)."""
-        graph = nx.MultiDiGraph()
-        graph.add_nodes_from(d.id for d in self.devices)
-        for index, hop in enumerate(self.hops):
-            graph.add_edge(hop.src, hop.dst, key=index)
-        return graph
+    @property
+    def _cache(self) -> RouteCache:
+        found = _caches.get(self)
+        if found is None:
+            found = _caches[self] = RouteCache()
+        return found
 
     # ---- routing
 
     def route(self, src: int, dst: int, span: Span | None) -> Route:
         """The route from src to dst: its hops and their shares of the bytes."""
+        routes = self._cache.routes
         key = (src, dst)
-        cached = self._routes.get(key)
+        cached = routes.get(key)
         if cached is None:
-            cached = self._routes[key] = self._find_route(src, dst, span)
+            cached = routes[key] = self._find_route(src, dst, span)
         return cached
 
     def _find_route(self, src: int, dst: int, span: Span | None) -> Route:
@@ -210,9 +253,9 @@ class Topology:
             out = self._out_forwarding[node]
             if len(out) <= 4:
                 return out
-            layers = self._layers.get((scope, dst))
+            layers = self._cache.layers.get((scope, dst))
             if layers is None:
-                layers = self._layers[(scope, dst)] = {}
+                layers = self._cache.layers[(scope, dst)] = {}
                 for v, hops in remaining.items():
                     layers.setdefault(hops, []).append(v)
             candidates = layers.get(left - 1, ())
@@ -226,11 +269,11 @@ class Topology:
     def _remaining_to(self, dst: int, scope: Scope) -> dict[int, int]:
         """Hops to dst from dst and from every forwarding device (of the scope's host and
         over its link classes) that reaches it through forwarding devices only; cached."""
-        found = self._remaining.get((scope, dst))
+        found = self._cache.remaining.get((scope, dst))
         if found is None:
             fabric = self._fabric(scope)
             allowed = self._allowed(scope)
-            entries = {u for u in self.graph.predecessors(dst) if u in fabric
+            entries = {u for u in self._in[dst] if u in fabric
                        and (allowed is None or any(self.hop_class[h] in allowed
                                                    for h, _ in self._links[(u, dst)]))}
             found = {}
@@ -239,43 +282,54 @@ class Topology:
                     if hops + 1 < found.get(node, hops + 2):
                         found[node] = hops + 1
             found[dst] = 0
-            self._remaining[(scope, dst)] = found
+            self._cache.remaining[(scope, dst)] = found
         return found
 
-    def _fabric(self, scope: Scope) -> nx.MultiDiGraph:
-        """The forwarding devices of the scope's host, links (of its classes) reversed."""
-        found = self._fabrics.get(scope)
-        if found is None and scope == EVERYWHERE:
-            found = self._fabrics[scope] = self.graph.subgraph(self.forwarding).reverse(copy=True)
-        elif found is None:
+    def _fabric(self, scope: Scope) -> dict[int, list[int]]:
+        """The forwarding devices of the scope's host, each with the devices that reach it
+        over one link (of the scope's classes) from that host's forwarding devices: the
+        fabric reversed, for distances *to* a device."""
+        found = self._cache.fabrics.get(scope)
+        if found is None:
             host, _ = scope
-            members = self._fabric(EVERYWHERE).subgraph(self._forwarding_of.get(host, []))
+            members = self.forwarding if scope == EVERYWHERE else \
+                frozenset(self._forwarding_of.get(host, []))
             allowed = self._allowed(scope)
-            if allowed is None:
-                found = members.copy()
-            else:  # reversed: an edge v -> u keyed by the hop u -> v
-                found = nx.MultiDiGraph()
-                found.add_nodes_from(members)
-                found.add_edges_from((v, u, h) for v, u, h in members.edges(keys=True)
-                                     if self.hop_class[h] in allowed)
-            self._fabrics[scope] = found
+            found = {v: [] for v in sorted(members)}
+            for index, hop in enumerate(self.hops):
+                if hop.src in members and hop.dst in members and \
+                        (allowed is None or self.hop_class[index] in allowed):
+                    found[hop.dst].append(hop.src)
+            self._cache.fabrics[scope] = found
         return found
 
     def _hops_to(self, target: int, scope: Scope) -> dict[int, int]:
         """Hops from every forwarding device (of the scope) to the forwarding device
-        `target`, cached."""
-        found = self._distances.get((scope, target))
+        `target` (a breadth-first search over the reversed fabric), cached."""
+        distances = self._cache.distances
+        found = distances.get((scope, target))
         if found is None:
-            found = self._distances[(scope, target)] = nx.single_source_shortest_path_length(
-                self._fabric(scope), target)
+            fabric = self._fabric(scope)
+            found = {target: 0}
+            level = [target]
+            while level:
+                following = []
+                for node in level:
+                    for before in fabric[node]:
+                        if before not in found:
+                            found[before] = found[node] + 1
+                            following.append(before)
+                level = following
+            distances[(scope, target)] = found
         return found
 
     def _no_route(self, src: int, dst: int, span: Span | None) -> TopologyError:
         a, b = self.devices[src], self.devices[dst]
-        neighbours = sorted({self.devices[v].name for v in self.graph.successors(src)})
+        successors = [v for _, v in self._out[src]]
+        neighbours = sorted({self.devices[v].name for v in successors})
         notes = [f"{a.name} is linked to: {', '.join(neighbours) if neighbours else 'nothing'}"]
         if any(self.devices[v].kind == "gpu" and not self.devices[v].forwards
-               for v in self.graph.successors(src)):
+               for v in successors):
             notes.append("GPUs do not forward traffic unless declared with `forwards`")
         notes.extend(self.notes)
         return TopologyError(f"no route from {a.name} to {b.name}", span, tuple(notes))
@@ -296,17 +350,20 @@ class Topology:
         latencies (0 where none is declared); over several paths, the largest, since the
         transfer ends when its slowest share arrives."""
         key = (src, dst)
-        found = self._latencies.get(key)
+        latencies = self._cache.latencies
+        found = latencies.get(key)
         if found is None:
             route = self.route(src, dst, span)
+            import sympy
             after: dict[int, sympy.Expr] = {dst: sympy.Integer(0)}
             for node, hops in reversed(route.steps):
                 after[node] = sympy.Max(*[self._hop_latency(h) + after[self.hops[h].dst]
                                           for h in hops])
-            found = self._latencies[key] = after[src]
+            found = latencies[key] = after[src]
         return found
 
     def _hop_latency(self, hop: int) -> sympy.Expr:
+        import sympy
         return sympy.Add(*[self.resources[r].latency for r in self.hops[hop].resources
                            if self.resources[r].latency is not None])
 
