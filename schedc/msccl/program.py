@@ -50,7 +50,7 @@ from .stops import stop_at_ra
 SIZE = "V"
 
 
-@dataclass(eq=False)
+@dataclass(frozen=True, eq=False)
 class AlgorithmProgram(Program):
     """A program whose result schedules come from an XML file, already as IR."""
 
