@@ -6,12 +6,44 @@ import nothing heavy (no NumPy, SymPy, networkx or Lark).
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
+
+from .units import format_bytes
 
 MAX_LANES = 20_000_000  # the default limit on transfers (and lanes) of one schedule
 MAX_CUTS = 2_000  # max-flow problems one bound may take
 DEFAULT_POINTS = 20  # sweep points when --vary gives no count
-MAX_CELLS = 2**26  # (rank, segment) cells of a verification; more are refused
+
+
+def memory_bytes() -> int:
+    """The memory a run may fill: the machine's physical memory, or its control group's limit
+    (a container's) when that is lower. Read once, so one machine refuses alike every time."""
+    try:
+        found = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):  # not a POSIX system: assume 16 GiB
+        found = 16 * 2**30
+    try:
+        with open("/sys/fs/cgroup/memory.max") as limit:
+            text = limit.read().strip()
+        if text.isdigit():
+            found = min(found, int(text))
+    except OSError:
+        pass
+    return found
+
+
+# Verification and compiles are limited by what fits in memory, not by a fixed count (issue 38).
+# The verifier's state is 40 B a (rank, piece) cell: two 64-bit fingerprint words, the
+# multiplicity, the displacement and a scratch stamp, 8 B each (analysis/verify/state.py).
+# A compile holds ~27 B a transfer at its peak, verified: the resident peak over the transfers
+# of hierarchical all-reduces of 1,024 to 4,352 hosts × 8 GPUs (benchmarks/RESULTS.md,
+# 2026-12-07, "The verification cap").
+BYTES_PER_CELL = 40
+BYTES_PER_TRANSFER = 27
+MEMORY = memory_bytes()
+MAX_CELLS = MEMORY // BYTES_PER_CELL  # (rank, segment) cells of a verification; more are refused
+MEMORY_TRANSFERS = MEMORY // BYTES_PER_TRANSFER  # transfers that fit; more are refused
 # Inputs: the bytes of all the files one run reads (the largest shipped or published input,
 # an MSCCL XML of 48 ranks, has 127 KB), the rows of one nccl-tests log (a run prints ~30),
 # and the devices of one machine (1,024 hosts of 8 GPUs, NVSwitches and NICs are ~18,000;
@@ -46,9 +78,18 @@ class Limits:
     transfers: int = MAX_LANES
     steps: int = 200_000  # rounds, loop iterations and calls
 
+    @property
+    def held(self) -> int:
+        """The transfers allowed: the limit, or what memory holds when that is fewer."""
+        return min(self.transfers, MEMORY_TRANSFERS)
+
     def transfers_message(self, count: int) -> str:
-        return (f"{count:,} transfers; the limit is {self.transfers:,} "
-                "(raise it with --max-transfers)")
+        if self.transfers <= MEMORY_TRANSFERS:
+            return (f"{count:,} transfers; the limit is {self.transfers:,} "
+                    "(raise it with --max-transfers)")
+        return (f"{count:,} transfers, about {format_bytes(count * BYTES_PER_TRANSFER)} at "
+                f"{BYTES_PER_TRANSFER} B a transfer; this machine's {format_bytes(MEMORY)} of memory holds "
+                f"{MEMORY_TRANSFERS:,}")
 
     def steps_message(self, count: int) -> str:
         return (f"{count:,} rounds and loop iterations; the limit is {self.steps:,} "

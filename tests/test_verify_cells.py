@@ -47,7 +47,8 @@ def test_a_collective_by_parts_is_refused_before_its_schedules_compile(tmp_path,
     code, err = _refusal(run, path)
     assert code == 2
     assert err == after.value.render() + "\n"
-    assert "verifying this needs 8 ranks × 8 pieces of the buffer; the limit is 63 in all" in err
+    assert "verifying this needs 8 ranks × 8 pieces of the buffer; the limit is 63 in all " \
+           "(about 2.56 KB at 40 B a cell, against 2.52 KB of memory)" in err  # 64·40, 63·40
     code, out, err = run("time", path, "--no-verify")  # compiles: only verification refuses
     assert code == 70 and "AssertionError: compiled" in err
 
@@ -68,19 +69,41 @@ def test_an_allreduce_declares_one_piece_so_its_schedule_decides(tmp_path, monke
 
 
 def test_a_large_allgather_is_refused_without_elaborating(tmp_path, monkeypatch, run):
-    """8,200 ranks × 8,200 parts (67,240,000 cells) over the real limit (2^26): refused before
-    the 67 M transfers of its ring are made."""
+    """8,200 ranks × 8,200 parts (67,240,000 cells, 2,689,600,000 B at 40 B a cell) against a
+    machine of 2 GiB (2^31 / 40 = 53,687,091 cells): refused before the 67 M transfers of
+    its ring are made, with the estimate."""
     path = _file(tmp_path, 8200, "allgather")
 
     def never(self, name, span=None, watch=None):
         raise AssertionError("compiled")
 
     monkeypatch.setattr(Program, "schedule", never)
+    monkeypatch.setattr(dataflow, "MAX_CELLS", 2**31 // 40)
     code, out, err = run("time", path, "--max-transfers", "80000000")
     assert code == 2, err
     assert "verifying this needs 8,200 ranks × 8,200 pieces of the buffer; the limit is " \
-           "67,108,864 in all" in err
+           "53,687,091 in all (about 2.69 GB at 40 B a cell, against 2 GiB of memory)" in err
     assert err.startswith(f"{path}:")
+
+
+def test_the_cell_limit_is_the_machine_s_memory():
+    """Not a fixed count: the physical memory (Linux's MemTotal, read independently from
+    /proc/meminfo, in KiB) or the control group's limit when lower, at 40 B a cell."""
+    import schedc.limits as limits
+    try:
+        with open("/proc/meminfo") as info:
+            total = next(int(line.split()[1]) * 1024 for line in info
+                         if line.startswith("MemTotal:"))
+    except OSError:
+        pytest.skip("no /proc/meminfo here")
+    try:
+        with open("/sys/fs/cgroup/memory.max") as limit:
+            text = limit.read().strip()
+        total = min(total, int(text)) if text.isdigit() else total
+    except OSError:
+        pass
+    assert limits.MEMORY == total
+    assert dataflow.MAX_CELLS == total // 40 and limits.MEMORY_TRANSFERS == total // 27
 
 
 # ---- while elaborating: `early.PiecesSeen` -----------------------------------------------------
@@ -123,6 +146,7 @@ def test_a_ring_is_refused_at_its_first_loop(tmp_path, monkeypatch, run):
     assert (code, out, len(shown)) == (2, "", 1)
     assert err.splitlines()[0] == (f"{path}:14:1: error: verifying this needs 8 ranks × at least 8 "
                                    "pieces of the buffer (counted in the part elaborated so far); "
-                                   "the limit is 56 in all (--no-verify reports on the schedule "
+                                   "the limit is 56 in all (about 2.56 KB at 40 B a cell, against "
+                                   "2.24 KB of memory) (--no-verify reports on the schedule "
                                    "without verifying it)")
     assert run("time", path, "--no-verify")[0] == 0  # only verification refuses

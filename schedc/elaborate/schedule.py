@@ -67,7 +67,7 @@ class ScheduleContext:
     @property
     def room(self) -> int:
         """Transfers still allowed."""
-        return max(self.limits.transfers - self.transfers, 0)
+        return max(self.limits.held - self.transfers, 0)
 
     def check_steps(self, count: int, span: Span) -> None:
         if self.steps + count > self.limits.steps:
@@ -77,7 +77,7 @@ class ScheduleContext:
         self.check_steps(steps, span)
         self.steps += steps
         self.transfers += transfers
-        if self.transfers > self.limits.transfers:
+        if self.transfers > self.limits.held:
             raise LimitError(f"this makes more than {self.limits.transfers_message(self.transfers)}",
                              span)
 
@@ -208,7 +208,7 @@ def _loop_as_lanes(stmt: st.For, env: Env, ctx: ScheduleContext) -> RoundList | 
                              stmt.var, values, stmt.iter.span)
         ctx.spend(count, 0, stmt.span)  # its iterations, as _bounded counts them
         for k, (lanes, made) in enumerate(_lane_groups(stmt, every, ctx)):
-            if k == 0 and spent[1] + (ctx.transfers - spent[1]) * count > ctx.limits.transfers:
+            if k == 0 and spent[1] + (ctx.transfers - spent[1]) * count > ctx.limits.held:
                 raise NeedScalar  # refused after its first iteration, as _bounded words it
             series = [part for part in made.parts if isinstance(part, Series)]
             if len(series) < len(made.parts) or any(len(part) % lanes for part in series):
@@ -253,7 +253,7 @@ def _bounded(values, ctx: ScheduleContext, span: Span, run) -> list:
                 raise LimitError(f"this loop of {len(values):,} iterations would make about "
                                  f"{ctx.limits.steps_message((ctx.steps - steps) * len(values))}",
                                  span)
-            if ctx.transfers + (ctx.transfers - transfers) * more > ctx.limits.transfers:
+            if ctx.transfers + (ctx.transfers - transfers) * more > ctx.limits.held:
                 raise LimitError(f"this loop of {len(values):,} iterations would make about "
                                  f"{ctx.limits.transfers_message((ctx.transfers - transfers) * len(values))}",
                                  span)

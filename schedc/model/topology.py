@@ -115,7 +115,7 @@ class RouteCache:
         self.distances: dict[tuple[Scope, int], dict[int, int]] = {}
         self.remaining: dict[tuple[Scope, int], dict[int, int]] = {}
         self.layers: dict[tuple[Scope, int], dict[int, list[int]]] = {}
-        self.fabrics: dict[Scope, dict[int, list[int]]] = {}
+        self.fabrics: dict[Scope, dict[int, list[tuple[int, int]]]] = {}
         self.latencies: dict[tuple[int, int], sympy.Expr] = {}
 
 
@@ -285,22 +285,25 @@ class Topology:
             self._cache.remaining[(scope, dst)] = found
         return found
 
-    def _fabric(self, scope: Scope) -> dict[int, list[int]]:
-        """The forwarding devices of the scope's host, each with the devices that reach it
-        over one link (of the scope's classes) from that host's forwarding devices: the
-        fabric reversed, for distances *to* a device."""
-        found = self._cache.fabrics.get(scope)
-        if found is None:
-            host, _ = scope
-            members = self.forwarding if scope == EVERYWHERE else \
-                frozenset(self._forwarding_of.get(host, []))
-            allowed = self._allowed(scope)
-            found = {v: [] for v in sorted(members)}
+    def _fabric(self, scope: Scope) -> dict[int, list[tuple[int, int]]]:
+        """The forwarding devices of the scope's host, each with the (device, hop) pairs
+        that reach it over one link (of the scope's classes) from that host's forwarding
+        devices: the fabric reversed, for distances *to* a device."""
+        fabrics = self._cache.fabrics
+        found = fabrics.get(scope)
+        if found is None and scope == EVERYWHERE:
+            found = {v: [] for v in sorted(self.forwarding)}
             for index, hop in enumerate(self.hops):
-                if hop.src in members and hop.dst in members and \
-                        (allowed is None or self.hop_class[index] in allowed):
-                    found[hop.dst].append(hop.src)
-            self._cache.fabrics[scope] = found
+                if hop.src in found and hop.dst in found:
+                    found[hop.dst].append((hop.src, index))
+        elif found is None:
+            everywhere = self._fabric(EVERYWHERE)
+            members = self._forwarding_of.get(scope[0], [])
+            inside, allowed = set(members), self._allowed(scope)
+            found = {v: [(u, h) for u, h in everywhere[v] if u in inside
+                         and (allowed is None or self.hop_class[h] in allowed)]
+                     for v in members}
+        fabrics[scope] = found
         return found
 
     def _hops_to(self, target: int, scope: Scope) -> dict[int, int]:
@@ -315,7 +318,7 @@ class Topology:
             while level:
                 following = []
                 for node in level:
-                    for before in fabric[node]:
+                    for before, _ in fabric[node]:
                         if before not in found:
                             found[before] = found[node] + 1
                             following.append(before)

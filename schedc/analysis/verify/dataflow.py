@@ -20,7 +20,8 @@ from typing import TypeVar
 import numpy as np
 
 from ...errors import LimitError, Span
-from ...limits import MAX_CELLS
+from ...limits import BYTES_PER_CELL, MAX_CELLS
+from ...units import format_bytes
 from ...model.collectives import KINDS, Cells, Spec
 from ...model.ir import Batch, Collective, Round, Rounds, Schedule, Series, distinct, joined
 
@@ -223,11 +224,19 @@ def geometry(schedule: Schedule, devices: int, ran: Ran | None = None) -> Geomet
 
 
 def check_cells(ranks: int, switches: int, pieces: int, span: Span | None) -> None:
-    """Refuse a verification of more than MAX_CELLS cells: (ranks + reducing switches) × pieces
-    of the buffer."""
-    if (ranks + switches) * pieces > MAX_CELLS:
+    """Refuse a verification of more than MAX_CELLS cells, (ranks + reducing switches) ×
+    pieces of the buffer: more than the machine's memory holds at BYTES_PER_CELL a cell."""
+    cells = (ranks + switches) * pieces
+    if cells > MAX_CELLS:
         raise LimitError(f"verifying this needs {ranks:,} ranks × {pieces:,} pieces of the "
-                         f"buffer; the limit is {MAX_CELLS:,} in all{NO_VERIFY_HINT}", span)
+                         f"buffer; the limit is {MAX_CELLS:,} in all{cells_memory(cells, MAX_CELLS)}"
+                         f"{NO_VERIFY_HINT}", span)
+
+
+def cells_memory(cells: int, limit: int) -> str:
+    """What `cells` cells of the verifier's state take, against the memory `limit` stands for."""
+    return (f" (about {format_bytes(cells * BYTES_PER_CELL)} at {BYTES_PER_CELL} B a cell, against "
+            f"{format_bytes(limit * BYTES_PER_CELL)} of memory)")
 
 
 def check_declared(collective: Collective, span: Span | None) -> None:

@@ -23,7 +23,7 @@ from ...errors import LimitError, Span
 from ...limits import MAX_CELLS
 from ...model.collectives import KINDS
 from ...model.ir import Batch, Collective, distinct
-from .dataflow import MAX_SCALE, NO_VERIFY_HINT
+from .dataflow import MAX_SCALE, NO_VERIFY_HINT, cells_memory
 
 SAMPLE = 1 << 16  # transfers of a batch looked at: a ring's first rounds touch all its parts
 
@@ -65,7 +65,8 @@ class PiecesSeen:
         if pieces > self.most:
             raise LimitError(f"verifying this needs {self.ranks:,} ranks × at least {pieces:,} "
                              f"pieces of the buffer (counted in the part elaborated so far); the "
-                             f"limit is {MAX_CELLS:,} in all{NO_VERIFY_HINT}", self.span)
+                             f"limit is {MAX_CELLS:,} in all{cells_memory(self.ranks * pieces, MAX_CELLS)}"
+                             f"{NO_VERIFY_HINT}", self.span)
 
     def _add(self, samples: list[np.ndarray]) -> None:
         if samples:

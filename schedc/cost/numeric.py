@@ -1,0 +1,141 @@
+"""Loads → the time of a fixed instance, with NumPy and exact fractions: no formula is built.
+
+    T = Σ_rounds ( α + latency + max_e V[r,e] / B[e] )    (and with protocols, the least of
+    launch_p + Σ_rounds ( start-up_p + latency + max_g V[r,g] / rate_p(B_g) ) over them)
+
+evaluated round shape by round shape at the program's nominal point. The formula path
+(`cost.formula`, `cost.protocols`) builds the same sum as SymPy expressions for every class of
+rounds and substitutes the nominal point afterwards; this path never makes an expression, so
+its work grows with the loads' entries only (tests/test_numeric.py checks that both give the
+same exact time on every shipped file).
+
+Each term is chosen as the formula path chooses it: per round and bandwidth group the largest
+load (`formula._bandwidth_groups`), and under a protocol the rate of that group capped by the
+classes of the links carrying that load. The largest is found in floating point first and
+settled exactly among the entries within a relative 1e-9 of it, so ties and near-ties are
+compared as fractions.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import numpy as np
+
+from ..model.protocol import Protocol
+from ..model.topology import Topology
+from .lower import Loads
+
+NEAR = 1e-9  # entries within this relative distance of the float maximum are compared exactly
+
+
+def value_at(expr, nominal: dict) -> Fraction:
+    """An expression of the params (or a number) at the nominal point, exactly."""
+    if isinstance(expr, (int, Fraction)):
+        return Fraction(expr)
+    found = expr.xreplace(nominal)
+    if found.is_Rational:
+        return Fraction(int(found.p), int(found.q))
+    return Fraction(float(found))
+
+
+def numeric_time(loads: Loads, topology: Topology, alpha, nominal: dict,
+                 protocols: tuple[Protocol, ...] = ()) -> Fraction:
+    """The schedule's time in seconds at the nominal point (see the module's docstring)."""
+    peaks, used = _peaks(loads, topology, nominal)
+    latency = [value_at(x, nominal) for x in loads.shape_latency]
+    counts = np.bincount(loads.shape_of, minlength=len(loads.shape_cross)).tolist()
+    if not protocols:
+        start = value_at(alpha, nominal)
+        return sum((Fraction(counts[s]) * (start + latency[s] + _largest(
+            [load / bandwidth for load, bandwidth, _ in peaks[s]]))
+            for s in range(len(counts)) if counts[s]), Fraction(0))
+    times = []
+    for protocol in protocols:
+        total = value_at(protocol.launch, nominal)
+        for s in range(len(counts)):
+            if not counts[s]:
+                continue
+            start = _startup(protocol, used[s], nominal)
+            body = _largest([load / _rate(protocol, bandwidth, classes, nominal)
+                             for load, bandwidth, classes in peaks[s]])
+            total += counts[s] * (start + latency[s] + body)
+        times.append(total)
+    return min(times)
+
+
+def _peaks(loads: Loads, topology: Topology,
+           nominal: dict) -> tuple[list[list[tuple]], list[set[str]]]:
+    """Per round shape, per bandwidth group it loads: (the largest load in bytes, the group's
+    bandwidth, the classes of the links carrying that load), exactly; and per shape the
+    classes of the links with a bandwidth it loads at all (a protocol's start-up reads them)."""
+    bandwidths: dict[object, Fraction] = {}  # a bandwidth expression → its value, once
+    group_value = np.zeros(len(topology.resources), dtype=np.float64)
+    exact_of: list[Fraction | None] = [None] * len(topology.resources)
+    group_of = np.full(len(topology.resources), -1, dtype=np.int64)
+    index: dict[object, int] = {}
+    for r in topology.resources:
+        bandwidth = r.effective_bandwidth
+        if bandwidth is not None:
+            if bandwidth not in bandwidths:
+                bandwidths[bandwidth] = value_at(bandwidth, nominal)
+            exact_of[r.id] = bandwidths[bandwidth]
+            group_value[r.id] = float(bandwidths[bandwidth])
+            group_of[r.id] = index.setdefault(bandwidth, len(index))
+    basis = [value_at(b, nominal) / d for b, d in zip(loads.basis, loads.denominators)]
+    amount = loads.amount
+    exact_load = _exact_loads(amount, basis)
+    approx = np.array([float(x) for x in exact_load]) if len(exact_load) else np.zeros(0)
+    found: list[list[tuple]] = [[] for _ in range(len(loads.shape_cross))]
+    used: list[set[str]] = [set() for _ in range(len(loads.shape_cross))]
+    for k in np.flatnonzero(np.any(amount != 0, axis=1)) if len(amount) else ():
+        resource = topology.resources[int(loads.resource[k])]
+        if resource.bandwidth is not None:
+            used[int(loads.shape[k])].add(resource.cls)
+    keys = loads.shape * (len(index) + 1) + group_of[loads.resource]
+    order = np.argsort(keys, kind="stable")
+    edges = np.flatnonzero(np.diff(keys[order])) + 1
+    for run in np.split(order, edges) if len(order) else []:
+        shape, resource = int(loads.shape[run[0]]), int(loads.resource[run[0]])
+        most = approx[run].max()
+        near = [int(k) for k in run if approx[k] >= most * (1 - NEAR)]
+        peak = max(exact_load[k] for k in near)
+        if peak == 0:
+            continue
+        classes = frozenset(topology.resources[int(loads.resource[k])].cls for k in near
+                            if exact_load[k] == peak)
+        found[shape].append((peak, exact_of[resource], classes))
+    return found, used
+
+
+def _exact_loads(amount: np.ndarray, basis: list[Fraction]) -> list[Fraction]:
+    """Each entry's bytes: Σ_b amount[k, b] · basis[b] (the basis already over its
+    denominator). Distinct rows are evaluated once: a ring's entries share a few."""
+    if not len(amount):
+        return []
+    rows = [tuple(int(x) for x in row) for row in amount.tolist()]
+    memo: dict[tuple, Fraction] = {}
+    out = []
+    for row in rows:
+        value = memo.get(row)
+        if value is None:
+            value = memo[row] = sum((a * b for a, b in zip(row, basis) if a), Fraction(0))
+        out.append(value)
+    return out
+
+
+def _largest(values: list[Fraction]) -> Fraction:
+    return max(values, default=Fraction(0))
+
+
+def _startup(protocol: Protocol, classes: set[str], nominal: dict) -> Fraction:
+    """`Protocol.startup`, at the nominal point: the largest of α_p and the classes' own."""
+    own = [value_at(a, nominal) for c, a in protocol.class_alpha if c in classes]
+    return max([value_at(protocol.alpha, nominal), *own])
+
+
+def _rate(protocol: Protocol, bandwidth: Fraction, classes: frozenset[str],
+          nominal: dict) -> Fraction:
+    """`Protocol.rate`, at the nominal point: eff_p · B, capped by the classes' caps."""
+    caps = [value_at(cap, nominal) for c, cap in protocol.class_cap if c in classes]
+    return min([value_at(protocol.eff, nominal) * bandwidth, *caps])
