@@ -1,0 +1,45 @@
+"""The numeric path (`cost.numeric`: the time of an instance from the loads, no formula) and
+the formula path (`cost.formula` and `cost.protocols`, SymPy, substituted at the nominal
+point) give the same exact time on every schedule of every shipped file."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+from conftest import compiled
+
+from schedc.cost.numeric import numeric_time
+
+
+def _numeric(session, name: str) -> Fraction:
+    program = session.program
+    return numeric_time(session.loads(name), program.topology, program.alpha, program.nominal,
+                        program.protocols)
+
+
+def test_both_paths_agree_on_every_shipped_file(shipped):
+    kinds = {"protocols": 0, "latency": 0, "window": 0}
+    compared = 0
+    for path, session in shipped.items():
+        program = session.program
+        for name in session.selected(required=False):
+            assert _numeric(session, name) == session.timing(name).time, (path, name)
+            compared += 1
+        kinds["protocols"] += bool(program.protocols)
+        kinds["latency"] += program.topology.has_latency
+        kinds["window"] += any(r.window is not None for r in program.topology.resources)
+    # The comparison covers every branch of the model: protocols (the least over them, their
+    # start-ups and caps), route latencies and in-flight windows, each in some shipped file.
+    assert compared > 50 and all(kinds.values()), (compared, kinds)
+
+
+def test_the_seed_ring_by_hand():
+    """30 rounds, each α + one 12 MiB hop over a 50 GB/s NIC (DESIGN.md §2):
+    12·2^20 B / 5·10^10 B/s = 251.65824 µs; + 0.83 µs = 252.48824 µs; × 30 = 7.5746472 ms."""
+    session = compiled("schedules/seed/nvlink_2x8.sched")
+    assert _numeric(session, "ring") == Fraction("0.0075746472")
+    # Hierarchical: 14 rounds of 24 MiB / 450 GB/s, 2 of 12 MiB / 50 GB/s, 16 α (DESIGN.md §2):
+    # 14·25165824/4.5e11 + 2·12582912/5e10 + 16·8.3e-7 s.
+    expected = (14 * Fraction(24 * 2**20, 450 * 10**9) + 2 * Fraction(12 * 2**20, 50 * 10**9)
+                + 16 * Fraction(83, 10**8))
+    assert _numeric(session, "hierarchical") == expected
