@@ -52,3 +52,19 @@ def test_distinct_of_large_integers():
 ])
 def test_a_compile_imports_neither_numpy_ma_nor_numpy_random(args):
     assert imported_by(args, ("numpy.ma", "numpy.random")) == (0, [])
+
+
+@pytest.mark.parametrize("args", [
+    ["time", "schedules/seed/nvlink_2x8.sched", "--json"],
+    ["time", "schedules/seed/nvlink_hosts.sched", "--set", "hosts=16", "-s", "hierarchical"],
+    ["sweep", "schedules/seed/nvlink_2x8.sched", "--vary", "V=1KB:16GB:4"],
+])
+def test_timing_and_sweeping_import_no_networkx(args):
+    """Routing runs on the machine's own arrays (schedc.model.topology); networkx (0.12 s to
+    import) is left to the max-flows of `bound` and `synthesize`."""
+    assert imported_by(args, ("networkx",)) == (0, [])
+
+
+def test_help_imports_no_library_but_click():
+    heavy = ("numpy", "sympy", "networkx", "lark", "scipy", "matplotlib")
+    assert imported_by(["--help"], heavy) == (0, [])
