@@ -36,14 +36,21 @@ def memory_bytes() -> int:
 # Verification and compiles are limited by what fits in memory, not by a fixed count (issue 38).
 # The verifier's state is 40 B a (rank, piece) cell: two 64-bit fingerprint words, the
 # multiplicity, the displacement and a scratch stamp, 8 B each (analysis/verify/state.py).
-# A compile holds ~27 B a transfer at its peak, verified: the resident peak over the transfers
-# of hierarchical all-reduces of 1,024 to 4,352 hosts × 8 GPUs (benchmarks/RESULTS.md,
-# 2026-12-07, "The verification cap").
+# A compile holds ~30 B a transfer at its peak, verified: hierarchical 2,048 × 8 GPUs, 67,305,472
+# transfers, peaked at 1,938,056 KiB resident (29.5 B a transfer, imports included; issue 38
+# measured 7.9 GiB for 4,352 × 8, 27.9 B): benchmarks/RESULTS.md, 2026-12-07, "The
+# verification cap".
 BYTES_PER_CELL = 40
-BYTES_PER_TRANSFER = 27
+BYTES_PER_TRANSFER = 30
 MEMORY = memory_bytes()
 MAX_CELLS = MEMORY // BYTES_PER_CELL  # (rank, segment) cells of a verification; more are refused
 MEMORY_TRANSFERS = MEMORY // BYTES_PER_TRANSFER  # transfers that fit; more are refused
+
+
+def cells_memory(cells: int, limit: int) -> str:
+    """What `cells` cells of the verifier's state take, against the memory `limit` stands for."""
+    return (f" (about {format_bytes(cells * BYTES_PER_CELL)} at {BYTES_PER_CELL} B a cell, "
+            f"against {format_bytes(limit * BYTES_PER_CELL)} of memory)")
 # Inputs: the bytes of all the files one run reads (the largest shipped or published input,
 # an MSCCL XML of 48 ranks, has 127 KB), the rows of one nccl-tests log (a run prints ~30),
 # and the devices of one machine (1,024 hosts of 8 GPUs, NVSwitches and NICs are ~18,000;

@@ -103,7 +103,7 @@ def test_the_cell_limit_is_the_machine_s_memory():
     except OSError:
         pass
     assert limits.MEMORY == total
-    assert dataflow.MAX_CELLS == total // 40 and limits.MEMORY_TRANSFERS == total // 27
+    assert dataflow.MAX_CELLS == total // 40 and limits.MEMORY_TRANSFERS == total // 30
 
 
 # ---- while elaborating: `early.PiecesSeen` -----------------------------------------------------

@@ -89,14 +89,14 @@ def _peaks(loads: Loads, topology: Topology,
     found: list[list[tuple]] = [[] for _ in range(len(loads.shape_cross))]
     used: list[set[str]] = [set() for _ in range(len(loads.shape_cross))]
     for k in np.flatnonzero(np.any(amount != 0, axis=1)) if len(amount) else ():
-        resource = topology.resources[int(loads.resource[k])]
-        if resource.bandwidth is not None:
-            used[int(loads.shape[k])].add(resource.cls)
+        carrier = topology.resources[int(loads.resource[k])]
+        if carrier.bandwidth is not None:
+            used[int(loads.shape[k])].add(carrier.cls)
     keys = loads.shape * (len(index) + 1) + group_of[loads.resource]
     order = np.argsort(keys, kind="stable")
     edges = np.flatnonzero(np.diff(keys[order])) + 1
     for run in np.split(order, edges) if len(order) else []:
-        shape, resource = int(loads.shape[run[0]]), int(loads.resource[run[0]])
+        shape, first = int(loads.shape[run[0]]), int(loads.resource[run[0]])
         most = approx[run].max()
         near = [int(k) for k in run if approx[k] >= most * (1 - NEAR)]
         peak = max(exact_load[k] for k in near)
@@ -104,7 +104,7 @@ def _peaks(loads: Loads, topology: Topology,
             continue
         classes = frozenset(topology.resources[int(loads.resource[k])].cls for k in near
                             if exact_load[k] == peak)
-        found[shape].append((peak, exact_of[resource], classes))
+        found[shape].append((peak, exact_of[first], classes))
     return found, used
 
 

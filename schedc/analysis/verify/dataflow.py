@@ -20,8 +20,7 @@ from typing import TypeVar
 import numpy as np
 
 from ...errors import LimitError, Span
-from ...limits import BYTES_PER_CELL, MAX_CELLS
-from ...units import format_bytes
+from ...limits import MAX_CELLS, cells_memory
 from ...model.collectives import KINDS, Cells, Spec
 from ...model.ir import Batch, Collective, Round, Rounds, Schedule, Series, distinct, joined
 
@@ -232,11 +231,6 @@ def check_cells(ranks: int, switches: int, pieces: int, span: Span | None) -> No
                          f"buffer; the limit is {MAX_CELLS:,} in all{cells_memory(cells, MAX_CELLS)}"
                          f"{NO_VERIFY_HINT}", span)
 
-
-def cells_memory(cells: int, limit: int) -> str:
-    """What `cells` cells of the verifier's state take, against the memory `limit` stands for."""
-    return (f" (about {format_bytes(cells * BYTES_PER_CELL)} at {BYTES_PER_CELL} B a cell, against "
-            f"{format_bytes(limit * BYTES_PER_CELL)} of memory)")
 
 
 def check_declared(collective: Collective, span: Span | None) -> None:

@@ -20,10 +20,10 @@ from math import lcm
 import numpy as np
 
 from ...errors import LimitError, Span
-from ...limits import MAX_CELLS
+from ...limits import MAX_CELLS, cells_memory
 from ...model.collectives import KINDS
 from ...model.ir import Batch, Collective, distinct
-from .dataflow import MAX_SCALE, NO_VERIFY_HINT, cells_memory
+from .dataflow import MAX_SCALE, NO_VERIFY_HINT
 
 SAMPLE = 1 << 16  # transfers of a batch looked at: a ring's first rounds touch all its parts
 
