@@ -70,8 +70,8 @@ def test_an_allreduce_declares_one_piece_so_its_schedule_decides(tmp_path, monke
 
 def test_a_large_allgather_is_refused_without_elaborating(tmp_path, monkeypatch, run):
     """8,200 ranks × 8,200 parts (67,240,000 cells, 2,689,600,000 B at 40 B a cell) against a
-    machine of 2 GiB (2^31 / 40 = 53,687,091 cells): refused before the 67 M transfers of
-    its ring are made, with the estimate."""
+    machine of 2 GiB (2^31 // 40 = 53,687,091 cells, 2,147,483,640 B): refused before the
+    67 M transfers of its ring are made, with the estimate."""
     path = _file(tmp_path, 8200, "allgather")
 
     def never(self, name, span=None, watch=None):
@@ -82,7 +82,7 @@ def test_a_large_allgather_is_refused_without_elaborating(tmp_path, monkeypatch,
     code, out, err = run("time", path, "--max-transfers", "80000000")
     assert code == 2, err
     assert "verifying this needs 8,200 ranks × 8,200 pieces of the buffer; the limit is " \
-           "53,687,091 in all (about 2.69 GB at 40 B a cell, against 2 GiB of memory)" in err
+           "53,687,091 in all (about 2.6896 GB at 40 B a cell, against 2.1475 GB of memory)" in err
     assert err.startswith(f"{path}:")
 
 
