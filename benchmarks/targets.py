@@ -39,9 +39,10 @@ BIG = ["--max-transfers", "40000000"]  # above the default limit of 20,000,000
 TARGETS = [
     ("start-up: --help", ["--help"], None),
     ("start-up: compare seed", ["compare", SEED], None),
-    # refused: 16,384 ranks × 16,384 pieces is past verification's 2^26 cells (exit 2)
-    ("refused: verify hierarchical 2048x8", ["time", f"{CASES}/hierarchical_16384.sched", "--json",
-                                             "--max-transfers", "80000000"], None),
+    # 16,384 ranks × 16,384 pieces: 2^28 cells, 10 GiB at 40 B a cell, within the machine's
+    # memory (issue 38; it was refused at a fixed 2^26 cells before)
+    ("hierarchical 2048x8, verified", ["time", f"{CASES}/hierarchical_16384.sched", "--json",
+                                       "--max-transfers", "80000000"], 67_305_472),
     # 20,000 calls of the library's 7-round ring all-gather on 8 GPUs, and the same rounds as one
     # round loop
     ("20,000 calls x 7 rounds, verified", ["time", f"{CASES}/many_calls.sched", "--json"],
@@ -79,8 +80,8 @@ AFTER_START_UP = {"sweep 10^6 points, --csv": ("sweep 2 points, --csv", 10**6),
 HELP, COMPARE = "start-up: --help", "start-up: compare seed"
 FLOOR = "start-up floor: the libraries alone"  # measured with COMPARE, before it
 IMPORTS = "importing the libraries alone"  # measured alternately with COMPARE
-REFUSED = "refused: verify hierarchical 2048x8"
-EXIT = {REFUSED: 2}  # the exit codes expected, where not 0
+LARGEST = "hierarchical 2048x8, verified"
+EXIT: dict[str, int] = {}  # the exit codes expected, where not 0
 CALLS, LOOP = "20,000 calls x 7 rounds, verified", "the same rounds as one loop, verified"
 BIG_CASES = (("ring 512x8", 33_546_240), ("hierarchical 1024x8", 16_875_520))
 MANY = "140,000 rounds x 8, verified"
@@ -163,7 +164,7 @@ def _checks(median: dict[str, float], peak: dict[str, int]) -> list[tuple[str, s
     for name, what, goal in ((HELP, "`schedc --help`", 0.15),
                              (COMPARE, "`schedc compare` on the seed file", 0.5),
                              (MANY, "140,000 rounds × 8 transfers, verified", 3.0),
-                             (REFUSED, "refused verification, hierarchical 2048x8", 2.0),
+                             (LARGEST, "hierarchical 2048x8, verified", 15.0),
                              (CALLS, "20,000 calls of a 7-round schedule, verified", 3.0)):
         if have(name):
             out.append((what, f"{median[name]:.2f} s", f"≤ {goal} s", median[name] <= goal))
