@@ -175,14 +175,42 @@ def test_a_refused_compile_writes_nothing(run, tmp_path):
     assert not out.exists()
 
 
-def test_below_the_optimum_it_says_so(tmp_path):
-    # Eight GPUs of one host of shared_nic_2x8: the optimum's cut (two GPUs behind one NIC)
-    # counts paths out through the NIC and back, which no route between these ranks takes; the
-    # routed trees stop below it, and the output says so instead of claiming the optimum.
+def test_paths_schedc_does_not_route_are_pinned(tmp_path):
+    # Three GPUs of one host, each with an NVLink and a PCIe port of B: a GPU receives the
+    # other two shards, 2V/3, over 2B, so the optimum is V/(3B) (by hand). Routes inside a
+    # host take NVLink alone (docs/routing.md), so unpinned trees get B, V·2/3/B: twice it.
+    # The file pins one PCIe route per GPU (each sends once over each port) and reaches it.
+    source = FIXTURES / "two_paths.sched"
+    out, result = written(tmp_path, source, "allgather")
+    assert result.optimum == Fraction(2**30, 3 * 100 * 10**9)  # V = 1 GiB, B = 100 GB/s
+    assert result.pinned == 3
+    assert result.text.count(" via node[0].plx") == 3
+    assert at_zero_alpha(out, result.name) == result.optimum
+
+
+def test_one_host_of_a_shared_nic_machine_reaches_the_optimum(tmp_path):
+    # Eight GPUs of one host of shared_nic_2x8: the optimum's cut (two GPUs behind one PCIe
+    # switch and NIC) counts the pair's PCIe switch and paths out through the NICs and back,
+    # which no route of schedc's own takes (routed trees reached 40.6 %). Pinned routes do.
     source = ROOT / "schedules" / "algorithms" / "nccl_one_host.sched"  # imports results named
     out, result = written(tmp_path, source, "allgather")               # after library functions
-    assert result.reached < 0.99
-    assert "counts paths that schedc's routes" in result.text
+    assert result.reached >= 1 - 1e-6
+    assert "route node[0].g[0] -> node[0].g[1] via node[0].pcie[0]" in result.text
+    time = at_zero_alpha(out, result.name)
+    assert result.optimum <= time <= result.optimum * Fraction(101, 100)
+
+
+def test_the_machines_own_pins_stay_and_below_the_optimum_it_says_so(tmp_path):
+    # The same three GPUs with every route pinned through the NVSwitch by the machine: the
+    # trees get B, half the optimum's rate, and the output says so instead of claiming it.
+    machine = tmp_path / "pinned.sched"
+    pins = "\n".join(f"  route node[0].g[{i}] -> node[0].g[{j}] via node[0].nvs"
+                      for i in range(3) for j in range(3) if i != j)
+    machine.write_text(f'import "{FIXTURES / "two_paths.sched"}"\ntopology {{\n{pins}\n}}\n')
+    out, result = written(tmp_path, machine, "allgather", over="ranks", size="V")
+    assert result.reached == pytest.approx(0.5)
+    assert result.pinned == 0
+    assert "no route these trees may take" in result.text
     assert at_zero_alpha(out, result.name) >= result.optimum  # a lower bound all the same
 
 

@@ -104,7 +104,6 @@ def _synthesize(source, machine, kind, over, size, root, chunks, within, name, s
                 scratch, max_ranks, units, limits) -> Synthesis:
     from ..analysis.bound.cuts import RankCuts
     from ..analysis.bound.optimum import optimum, side_names
-    from ..analysis.synthesize.packing import pack
     from ..analysis.synthesize.plan import alpha_optimal, chunks_within, plan
     from ..cost.formula import nominal_value
     from ..export.sched_schedule import Phase, schedule_text
@@ -142,18 +141,17 @@ def _synthesize(source, machine, kind, over, size, root, chunks, within, name, s
                          "limits its ranks, or some rank cannot be reached (bound says which)")
     n = len(coll.ranks)
     whole = float(linear_value(coll.size, program.nominal))
-    phases, shard = [], (whole if rooted else whole / n)
-    reached, iterations, goals = 1.0, 0, []
-    for part in exact.parts:
-        rate = shard / float(part.value)
-        packing = pack(program.topology, program.nominal, coll.ranks, part.kind,
-                       coll.root, rate, coll.span, finder.shift)
-        reached, iterations = min(reached, packing.reached), iterations + packing.iterations
-        # Below the optimum, routed trees reach no more (the cut counts paths that schedc's
-        # routes between these ranks do not take): come within `within` of what they reach.
+    shard = whole if rooted else whole / n
+    packings, pins = _packings(program, coll, exact, shard, finder.shift)
+    phases, goals = [], []
+    for part, packing in zip(exact.parts, packings):
+        # Below the optimum, the trees reach no more (the cut counts paths that no pinned
+        # route lets them take): come within `within` of what they reach.
         goals.append(float(part.value) / min(packing.reached, 1.0))
-        prefix = "" if len(exact.parts) == 1 else ("rs_" if part.kind == "reduce_scatter" else "ag_")
+        prefix = "" if len(packings) == 1 else ("rs_" if packing.kind == "reduce_scatter" else "ag_")
         phases.append(Phase(plan(packing, within, units), prefix))
+    reached = min(p.reached for p in packings)
+    iterations = sum(p.iterations for p in packings)
     if chunks is None:  # each phase within `within` of its goal: the sum is too
         chunks = max(chunks_within(p.plan, goal, shard, within) for p, goal in zip(phases, goals))
     alpha = float(nominal_value(program.alpha, program.nominal))
@@ -163,7 +161,7 @@ def _synthesize(source, machine, kind, over, size, root, chunks, within, name, s
     def text(header: list[str], machine_path: str) -> str:
         return schedule_text(machine=machine_path, kind=kind, size=size, over=over, root=root,
                              name=name, chunks=chunks, phases=phases, ranks=n,
-                             header=header)
+                             header=header, routes=_route_lines(program.topology, pins))
 
     try:  # the written file is not kept: its errors are said without its (temporary) lines
         compiled = _compile(scratch, None, [text([], str(source.resolve()))], sets, limits)
@@ -178,8 +176,43 @@ def _synthesize(source, machine, kind, over, size, root, chunks, within, name, s
     result = Synthesis("", name, kind, chunks, alpha_chunks, exact.value, exact.time, sides,
                        bandwidth, timing.time, timing.cost.formula, timing.cost.rounds,
                        sum(len(p.plan.trees) for p in phases), phases[0].plan.units,
-                       max(p.plan.depth for p in phases), reached, iterations)
+                       max(p.plan.depth for p in phases), reached, iterations, len(pins))
     return replace(result, text=text(_header(result, source), machine))
+
+
+def _packings(program, coll, exact, shard: float, shift):
+    """Each part's packing (all-reduce: reduce-scatter, then all-gather) and the routes they
+    need pinned: none when schedc's own routes reach the optimum; otherwise the paths
+    `synthesize.paths` finds, kept when the packings on them reach more."""
+    from ..analysis.synthesize.packing import pack
+    from ..analysis.synthesize.paths import pinned_paths, with_pins
+
+    def packed(topology):
+        return [pack(topology, program.nominal, coll.ranks, part.kind, coll.root,
+                     shard / float(part.value), coll.span, shift) for part in exact.parts]
+
+    plain = packed(program.topology)
+    if min(p.reached for p in plain) >= 1 - 1e-6:
+        return plain, {}
+    pins: dict = {}
+    for part in exact.parts:
+        topology = with_pins(program.topology, pins, coll.span)
+        pins.update(pinned_paths(topology, program.nominal, coll.ranks, part.kind, coll.root,
+                                 shard / float(part.value)))
+    if not pins:
+        return plain, {}
+    routed = packed(with_pins(program.topology, pins, coll.span))
+    if min(p.reached for p in routed) <= min(p.reached for p in plain) + 1e-9:
+        return plain, {}
+    return routed, pins
+
+
+def _route_lines(topology, pins: dict) -> list[str]:
+    """Each pinned route as the statement that pins it."""
+    from ..export.sched_schedule import route_statement
+    names = [d.name for d in topology.devices]
+    return [route_statement(names[a], names[b], [names[d] for d in path[1:-1]])
+            for (a, b), path in sorted(pins.items())]
 
 
 def _declared(session) -> tuple[str, str, str, str | None] | None:
@@ -226,8 +259,15 @@ def _short(s: Synthesis) -> str:
     """Why trees over schedc's routes can stop below the optimum, when they do."""
     if s.reached >= 1 - 1e-6:
         return ""
-    return (" (the optimum's cut counts paths that schedc's routes between these ranks do "
-            "not take: no tree of routed transfers does better)")
+    return (" (the optimum's cut counts paths that no route these trees may take has: the "
+            "machine pins a route, or a pair would need two paths)")
+
+
+def _pinned(s: Synthesis) -> str:
+    if not s.pinned:
+        return ""
+    return (f"; {s.pinned} routes pinned, found by pricing any path by shortest paths, as the "
+            "optimum's cut counts them")
 
 
 def _header(s: Synthesis, source: Path) -> list[str]:
@@ -244,7 +284,7 @@ def _header(s: Synthesis, source: Path) -> list[str]:
            f"{format_seconds(s.optimum)} = {s.optimum_formula}; not a lower bound on all-reduce",
            f"(schedc bound compares it with one). Their cuts: {cuts}."]),
         f"Found by column generation (HiGHS LP, {s.iterations} rounds of pricing by minimum "
-        f"arborescences), {s.reached:.6%} of the optimum's rate{_short(s)};",
+        f"arborescences{_pinned(s)}), {s.reached:.6%} of the optimum's rate{_short(s)};",
         f"trees rounded to {s.units} units of a shard, depth {s.depth}.",
         f"Time (compiled, chunks = {s.chunks}): {s.formula}",
         f"  = {format_seconds(s.time)}; at alpha = 0 {format_seconds(s.bandwidth_time)}, "
