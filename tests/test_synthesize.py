@@ -4,6 +4,7 @@ exact optimum (and never below it), measured by compiling the written file again
 from __future__ import annotations
 
 import json
+import re
 from fractions import Fraction
 from pathlib import Path
 
@@ -150,6 +151,22 @@ def test_msccl_export_of_a_synthesized_allgather(tmp_path):
     xml = tmp_path / "ag.xml"
     xml.write_text(schedc.export_msccl(schedc.load(out), result.name))
     assert "would load it" in schedc.validate_msccl(xml, "msccl-executor-nccl")
+
+
+def test_msccl_refusal_names_the_chunks_that_fit(tmp_path):
+    # At 64 chunks of 8 units a GPU's part of the XML passes the executors' 4,095 elements
+    # (MAX_NODES, msccl_parser.h:23); the refusal names a chunk count that fits, and it does.
+    out, result = written(tmp_path, ROOT / "schedules" / "seed" / "nvlink_2x8.sched", "allgather",
+                          over="ranks", size="192 MiB", units=8, chunks=64)
+    with pytest.raises(schedc.SchedcError, match=r"MAX_NODES.*with --set chunks=(\d+)") as refused:
+        schedc.export_msccl(schedc.load(out), result.name)
+    fewer = int(re.search(r"--set chunks=(\d+)", str(refused.value)).group(1))
+    assert 8 <= fewer < 64  # 8 fits (the test above)
+    xml = tmp_path / "fewer.xml"
+    xml.write_text(schedc.export_msccl(schedc.load(out, sets=(f"chunks={fewer}",)), result.name))
+    assert "would load it" in schedc.validate_msccl(xml, "msccl-executor-nccl")
+    with pytest.raises(schedc.SchedcError):  # one more does not fit
+        schedc.export_msccl(schedc.load(out, sets=(f"chunks={fewer + 1}",)), result.name)
 
 
 @pytest.mark.parametrize("option, value, said", [
