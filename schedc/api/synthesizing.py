@@ -195,10 +195,10 @@ def _packings(program, coll, exact, shard: float, shift):
     if min(p.reached for p in plain) >= 1 - 1e-6:
         return plain, {}
     pins: dict = {}
-    for part in exact.parts:
+    for part, packing in zip(exact.parts, plain):
         topology = with_pins(program.topology, pins, coll.span)
         pins.update(pinned_paths(topology, program.nominal, coll.ranks, part.kind, coll.root,
-                                 shard / float(part.value)))
+                                 shard / float(part.value), packing.trees if not pins else ()))
     if not pins:
         return plain, {}
     routed = packed(with_pins(program.topology, pins, coll.span))

@@ -22,31 +22,33 @@ from ...model.collectives import KINDS
 from ...model.routing import pinned
 from ...model.topology import PinnedRoute, Topology
 from .arborescence import min_arborescence
-from .packing import MAX_ITERATIONS, _master
+from .packing import MAX_ITERATIONS, Tree, _master, _prune
 
 _PASSES = 8  # fixing passes; each fixes every pair still split
 _TIE = 1e-9  # added to every leg's price: of paths priced alike, the one with fewest legs
 
 
 def pinned_paths(topology: Topology, nominal: dict, ranks: tuple[int, ...], kind: str,
-                 root: int | None, optimum_rate: float) -> dict[tuple[int, int], tuple[int, ...]]:
+                 root: int | None, optimum_rate: float, seeds: tuple[Tree, ...] = ()
+                 ) -> dict[tuple[int, int], tuple[int, ...]]:
     """Per ordered pair of ranks (as device ids, in the transfer's direction), the devices of
     the path its trees' transfers should take, where that differs from schedc's route.
+    `seeds`, trees over schedc's routes (a packing's), start the search where they stopped.
 
     A pinned route is one path per pair, and the free packing may split a pair over several:
     each pass fixes every such pair to the path carrying most of its weight and packs again
     around it, until every pair the trees use takes one path (at most `_PASSES` passes)."""
-    legs = _Legs(topology, nominal)
+    legs = _Legs(topology, nominal, ranks, KINDS[kind].reduces)
     inward = KINDS[kind].reduces
     roots = [ranks.index(root)] if KINDS[kind].rooted else list(range(len(ranks)))
     position = {device: k for k, device in enumerate(ranks)}
     fixed: dict[tuple[int, int], tuple[int, ...]] = {}  # (a, b) tree edge -> its path
-    for (src, dst), route in topology.pinned.items():  # the machine's own pins stay
+    for src, dst in topology.pinned:  # the machine's own pins stay: its route, `()`
         if src in position and dst in position:
             a, b = position[src], position[dst]
-            fixed[(b, a) if inward else (a, b)] = route.devices
+            fixed[(b, a) if inward else (a, b)] = ()
     for _ in range(_PASSES):
-        carried = _pack_paths(legs, ranks, roots, inward, optimum_rate, fixed)
+        carried = _pack_paths(legs, roots, optimum_rate, fixed, seeds)
         if all(len(by_path) == 1 for by_path in carried.values()):
             break
         fixed.update({edge: max(sorted(by_path), key=lambda p: by_path[p])
@@ -55,31 +57,38 @@ def pinned_paths(topology: Topology, nominal: dict, ranks: tuple[int, ...], kind
     pins = {}
     for (a, b), path in sorted(used.items()):
         pair = (ranks[b], ranks[a]) if inward else (ranks[a], ranks[b])
-        if not _routed_over(topology, pair, path):
+        if path and not _routed_over(topology, pair, path):
             pins[pair] = path
     return pins
 
 
-def _pack_paths(legs: _Legs, ranks: tuple[int, ...], roots: list[int], inward: bool,
-                optimum_rate: float, fixed: dict) -> dict[tuple[int, int], dict[tuple, float]]:
+def _pack_paths(legs: _Legs, roots: list[int], optimum_rate: float, fixed: dict,
+                seeds: tuple[Tree, ...]) -> dict[tuple[int, int], dict[tuple, float]]:
     """Column generation over trees whose edges take any path (the `fixed` edges their
-    path); per tree edge used, the weight each of its paths carries."""
+    path; `()` is schedc's own route); per tree edge used, the weight each path carries."""
     scale = float(legs.capacity.max())
     capacity = legs.capacity / scale
     trees: list[tuple[int, tuple]] = []
     columns: list[np.ndarray] = []
+    seen: set = set()
 
-    def add(c: int, closure: _Closure) -> float:
-        parent = min_arborescence(closure.cost, c)
-        edges = tuple((int(p), v, closure.path(int(p), v)) for v, p in enumerate(parent) if p >= 0)
-        if (c, edges) not in trees:
+    def add(c: int, edges: tuple) -> None:
+        if (c, edges) not in seen:
+            seen.add((c, edges))
             trees.append((c, edges))
-            columns.append(sum((legs.load(path) for _, _, path in edges), np.zeros(len(capacity))))
-        return float(sum(closure.cost[p, v] for p, v, _ in edges))
+            columns.append(sum((legs.edge_load(a, b, path) for a, b, path in edges),
+                               np.zeros(len(capacity))))
 
-    first = legs.closure(ranks, 1.0 / capacity, inward, fixed)
+    def priced(c: int, closure: _Closure) -> float:
+        parent = min_arborescence(closure.cost, c)
+        add(c, tuple((int(p), v, closure.path(int(p), v)) for v, p in enumerate(parent) if p >= 0))
+        return float(sum(closure.cost[p, v] for v, p in enumerate(parent) if p >= 0))
+
+    for tree in seeds:
+        add(tree.root, tuple((a, b, ()) for a, b in tree.edges))
+    first = legs.closure(1.0 / capacity, fixed)
     for c in roots:
-        add(c, first)
+        priced(c, first)
     target = optimum_rate / scale
     ones = np.ones(len(roots))
     for _ in range(MAX_ITERATIONS):
@@ -87,10 +96,12 @@ def _pack_paths(legs: _Legs, ranks: tuple[int, ...], roots: list[int], inward: b
         if rate >= target * (1 - 1e-9):
             break
         before = len(trees)
-        closure = legs.closure(ranks, y, inward, fixed)
-        priced = [add(c, closure) for c in roots]
-        if len(trees) == before or all(p >= zc * (1 - 1e-9) for p, zc in zip(priced, z)):
+        closure = legs.closure(y, fixed)
+        prices = [priced(c, closure) for c in roots]
+        if len(trees) == before or all(p >= zc * (1 - 1e-9) for p, zc in zip(prices, z)):
             break
+        if len(columns) > 8 * (len(capacity) + len(roots)):  # as `pack` keeps its LP small
+            _prune(trees, columns, seen, weights, y, dict(zip(roots, z)))
     carried: dict[tuple[int, int], dict[tuple[int, ...], float]] = {}
     for (_, edges), w in zip(trees, weights):
         if w > 1e-12:
@@ -124,13 +135,14 @@ class _Legs:
     """The machine as legs (all parallel links from one device to the next), their loads on
     the resources with a bandwidth, and shortest paths between ranks priced by resource."""
 
-    def __init__(self, topology: Topology, nominal: dict):
+    def __init__(self, topology: Topology, nominal: dict, ranks: tuple[int, ...], inward: bool):
         from scipy.sparse import csr_array  # type: ignore[import-untyped]  # no types
 
+        self.topology, self.ranks, self.inward = topology, ranks, inward
         self.devices = len(topology.devices)
         first = topology.policy == "first"
         limited = [r for r in topology.resources if r.effective_bandwidth is not None]
-        column = {r.id: k for k, r in enumerate(limited)}
+        self.column = column = {r.id: k for k, r in enumerate(limited)}
         self.capacity = np.array([float(r.effective_bandwidth.xreplace(nominal))  # type: ignore[union-attr]
                                   for r in limited])
         parallel: dict[tuple[int, int], list[int]] = {}
@@ -150,12 +162,20 @@ class _Legs:
         self.shares = csr_array((values, (rows, cols)), shape=(len(self.pairs), len(limited)))
         self.forwarding = sorted(topology.forwarding)
 
-    def load(self, path: tuple[int, ...]) -> np.ndarray:
-        legs = [self.leg_of[(u, v)] for u, v in zip(path, path[1:])]
-        return np.asarray(self.shares[legs].sum(axis=0)).ravel()
+    def edge_load(self, a: int, b: int, path: tuple[int, ...]) -> np.ndarray:
+        """Per resource, the share of a tree edge's bytes it carries over `path` (`()`:
+        over schedc's own route between the ranks)."""
+        if path:
+            legs = [self.leg_of[(u, v)] for u, v in zip(path, path[1:])]
+            return np.asarray(self.shares[legs].sum(axis=0)).ravel()
+        src, dst = (self.ranks[b], self.ranks[a]) if self.inward else (self.ranks[a], self.ranks[b])
+        load = np.zeros(len(self.capacity))
+        for r, share in self.topology.route_resources(src, dst, None):
+            if r in self.column:
+                load[self.column[r]] += float(share)
+        return load
 
-    def closure(self, ranks: tuple[int, ...], y: np.ndarray, inward: bool, fixed: dict
-                ) -> _Closure:
+    def closure(self, y: np.ndarray, fixed: dict) -> _Closure:
         """Shortest paths between ranks with each leg priced by the duals `y`."""
         from scipy.sparse import csr_array
         from scipy.sparse.csgraph import dijkstra  # type: ignore[import-untyped]
@@ -168,16 +188,16 @@ class _Legs:
         graph = csr_array((np.concatenate([price, np.full(len(through), _TIE)]),
                            (np.concatenate([tails, d + through]), np.concatenate([heads, through]))),
                           shape=(2 * d, 2 * d))
-        dist, pred = dijkstra(graph, directed=True, indices=np.asarray(ranks, dtype=np.int64),
-                              return_predecessors=True)
-        cost = dist[:, d + np.asarray(ranks, dtype=np.int64)]  # [i, j]: rank i to rank j
-        if inward:
+        ranks = np.asarray(self.ranks, dtype=np.int64)
+        dist, pred = dijkstra(graph, directed=True, indices=ranks, return_predecessors=True)
+        cost = dist[:, d + ranks]  # [i, j]: rank i to rank j
+        if self.inward:
             cost = cost.T  # edge a → b of an in-tree: the transfer from rank b to rank a
         cost = cost.copy()
         np.fill_diagonal(cost, np.inf)
         for (a, b), path in fixed.items():  # a fixed edge costs its own path
-            cost[a, b] = float(self.load(path) @ y) + _TIE * (len(path) - 1)
-        return _Closure(cost, pred, ranks, d, inward, fixed)
+            cost[a, b] = float(self.edge_load(a, b, path) @ y) + _TIE * max(len(path) - 1, 1)
+        return _Closure(cost, pred, self.ranks, d, self.inward, fixed)
 
 
 @dataclass(frozen=True)
