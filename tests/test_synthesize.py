@@ -153,6 +153,20 @@ def test_msccl_export_of_a_synthesized_allgather(tmp_path):
     assert "would load it" in schedc.validate_msccl(xml, "msccl-executor-nccl")
 
 
+def test_tables_named_like_the_machines_names_are_prefixed(tmp_path):
+    # The machine file defines `edge_tree` and `ag_tree_root`: the written tables take the
+    # schedule's name as a prefix instead of redefining them (an error of the language).
+    machine = tmp_path / "busy.sched"
+    machine.write_text(f'import "{MACHINES / "flat_8.sched"}"\nlet edge_tree = 1\n'
+                       'let ag_tree_root = 2\n')
+    out, result = written(tmp_path, machine, "allreduce", over="ranks", size="1 MiB")
+    assert "let synthesized_allreduce_ag_edge_tree = [" in result.text
+    assert at_zero_alpha(out, result.name) == result.bandwidth_time
+    machine.write_text(f'import "{MACHINES / "flat_8.sched"}"\nparam chunks = 2\n')
+    with pytest.raises(schedc.SchedcError, match="choose another --name"):
+        schedc.synthesize(machine, "allgather", over="ranks", size="1 MiB")
+
+
 def test_msccl_refusal_names_the_chunks_that_fit(tmp_path):
     # At 64 chunks of 8 units a GPU's part of the XML passes the executors' 4,095 elements
     # (MAX_NODES, msccl_parser.h:23); the refusal names a chunk count that fits, and it does.

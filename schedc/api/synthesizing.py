@@ -106,7 +106,7 @@ def _synthesize(source, machine, kind, over, size, root, chunks, within, name, s
     from ..analysis.bound.optimum import optimum, side_names
     from ..analysis.synthesize.plan import alpha_optimal, chunks_within, plan
     from ..cost.formula import nominal_value
-    from ..export.sched_schedule import Phase, schedule_text
+    from ..export.sched_schedule import TABLES, Phase, schedule_text
     from ..model.collectives import KINDS
     from ..model.ir import linear_value
     from ..session import Session
@@ -129,6 +129,12 @@ def _synthesize(source, machine, kind, over, size, root, chunks, within, name, s
         raise _at_option(error, scratch, decl, over, size, root) from None
     program = probe.program
     coll = program.result(name).collective
+    taken = _names_in_use(probe) - {group, name}
+    if taken & {"chunks", f"{name}_ranks"} or any(n.startswith(name + "_") for n in taken):
+        raise UsageError(f"{source} already defines a name the written file needs ('chunks' or "
+                         f"one starting {name}_): choose another --name")
+    # The tables' names, prefixed with the schedule's when FILE uses one of them.
+    tables = f"{name}_" if taken & {p + t for p in ("", "rs_", "ag_") for t in TABLES} else ""
     if len(coll.ranks) > max_ranks:
         raise UsageError(f"synthesizing over {len(coll.ranks)} ranks is refused: the limit is "
                          f"{max_ranks} (raise it with --max-ranks; pricing grows as ranks^3)")
@@ -148,7 +154,8 @@ def _synthesize(source, machine, kind, over, size, root, chunks, within, name, s
         # Below the optimum, the trees reach no more (the cut counts paths that no pinned
         # route lets them take): come within `within` of what they reach.
         goals.append(float(part.value) / min(packing.reached, 1.0))
-        prefix = "" if len(packings) == 1 else ("rs_" if packing.kind == "reduce_scatter" else "ag_")
+        prefix = tables + ("" if len(packings) == 1 else
+                           "rs_" if packing.kind == "reduce_scatter" else "ag_")
         phases.append(Phase(plan(packing, within, units), prefix))
     reached = min(p.reached for p in packings)
     iterations = sum(p.iterations for p in packings)
@@ -213,6 +220,33 @@ def _route_lines(topology, pins: dict) -> list[str]:
     names = [d.name for d in topology.devices]
     return [route_statement(names[a], names[b], [names[d] for d in path[1:-1]])
             for (a, b), path in sorted(pins.items())]
+
+
+def _names_in_use(session) -> set[str]:
+    """Every name FILE and its imports define at the top level (lets, params, schedules,
+    devices and hosts: a nested device's family name too, which errs on the safe side)."""
+    from dataclasses import fields, is_dataclass
+
+    from ..language import syntax as ast
+    names: set[str] = set()
+
+    def walk(node) -> None:
+        if isinstance(node, ast.DeclName):
+            names.add(node.name)
+        elif isinstance(node, (tuple, list)):
+            for item in node:
+                walk(item)
+        elif is_dataclass(node) and isinstance(node, ast.Node):
+            for f in fields(node):
+                if not isinstance(getattr(node, f.name), str):
+                    walk(getattr(node, f.name))
+
+    for module in session.modules:
+        for stmt in module.body:
+            if isinstance(stmt, (ast.Let, ast.ParamDecl, ast.ScheduleDef)):
+                names.add(stmt.name)
+            walk(stmt)
+    return names
 
 
 def _declared(session) -> tuple[str, str, str, str | None] | None:

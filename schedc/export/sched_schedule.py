@@ -19,6 +19,9 @@ from ..language.quote import string
 from ..model.collectives import KINDS
 
 _WIDTH = 96  # numbers per table line
+# The tables a phase writes (after its prefix): named so a reader of the file can follow them.
+TABLES = ("tree_root", "tree_first", "tree_units", "edge_tree", "edge_parent", "edge_child",
+          "edge_depth")
 _DEVICE = re.compile(r"[A-Za-z_]\w*(\[\d+\])*(\.[A-Za-z_]\w*(\[\d+\])*)*")
 
 
