@@ -106,16 +106,59 @@ def _synthesize(source, machine, kind, over, size, root, chunks, within, name, s
     from ..analysis.bound.optimum import optimum, side_names
     from ..analysis.synthesize.plan import alpha_optimal, chunks_within, plan
     from ..cost.formula import nominal_value
-    from ..export.sched_schedule import TABLES, Phase, schedule_text
-    from ..model.collectives import KINDS
+    from ..export.sched_schedule import Phase, schedule_text
     from ..model.ir import linear_value
+
+    program, coll, (over, size, root), tables = _probe(source, kind, over, size, root, name,
+                                                      sets, scratch, limits, max_ranks)
+    finder = RankCuts(program.topology, program.nominal, coll.ranks)
+    exact = optimum(finder, coll, program.nominal)
+    if exact is None:
+        raise UsageError(f"nothing to synthesize for this {kind}: no link with a bandwidth "
+                         "limits its ranks, or some rank cannot be reached (bound says which)")
+    n = len(coll.ranks)
+    whole = float(linear_value(coll.size, program.nominal))
+    shard = whole if root is not None else whole / n
+    packings, pins = _packings(program, coll, exact, shard, finder.shift)
+    phases, goals = [], []
+    for part, packing in zip(exact.parts, packings):
+        # Below the optimum, the trees reach no more (the cut counts paths that no pinned
+        # route lets them take): come within `within` of what they reach.
+        goals.append(float(part.value) / min(packing.reached, 1.0))
+        prefix = tables + ("" if len(packings) == 1 else
+                           "rs_" if packing.kind == "reduce_scatter" else "ag_")
+        phases.append(Phase(plan(packing, within, units), prefix))
+    if chunks is None:  # each phase within `within` of its goal: the sum is too
+        chunks = max(chunks_within(p.plan, goal, shard, within) for p, goal in zip(phases, goals))
+    alpha = float(nominal_value(program.alpha, program.nominal))
+    alpha_chunks = alpha_optimal([p.plan for p in phases], shard, alpha, chunks)
+
+    def text(header: list[str], machine_path: str) -> str:
+        return schedule_text(machine=machine_path, kind=kind, size=size, over=over, root=root,
+                             name=name, chunks=chunks, phases=phases, ranks=n,
+                             header=header, routes=_route_lines(program.topology, pins))
+
+    bandwidth, timing = _compiled(text([], str(source.resolve())), name, sets, scratch, limits)
+    result = Synthesis("", name, kind, chunks, alpha_chunks, exact.value, exact.time,
+                       side_names(finder, exact), bandwidth, timing.time, timing.cost.formula,
+                       timing.cost.rounds, sum(len(p.plan.trees) for p in phases),
+                       phases[0].plan.units, max(p.plan.depth for p in phases),
+                       min(p.reached for p in packings), sum(p.iterations for p in packings),
+                       len(pins))
+    return replace(result, text=text(_header(result, source), machine))
+
+
+def _probe(source, kind, over, size, root, name, sets, scratch, limits, max_ranks):
+    """The collective to synthesize, compiled from FILE and the options in a probe file:
+    (program, collective, its (over, size, root) source text, the tables' name prefix)."""
+    from ..export.sched_schedule import TABLES
+    from ..model.collectives import KINDS
     from ..session import Session
 
     declared = _declared(Session.open(source, sets, limits))
     size = size or (declared[1] if declared else None)
     over = over or (declared[2] if declared else None)
-    rooted = KINDS[kind].rooted
-    if rooted:
+    if KINDS[kind].rooted:
         root = root or (declared[3] if declared and declared[3] else f"{name}_ranks[0]")
     else:
         root = None
@@ -127,51 +170,26 @@ def _synthesize(source, machine, kind, over, size, root, chunks, within, name, s
         probe = _compile(scratch, source.resolve(), decl + [f"schedule {name} {{}}"], sets, limits)
     except SchedcError as error:
         raise _at_option(error, scratch, decl, over, size, root) from None
-    program = probe.program
-    coll = program.result(name).collective
+    coll = probe.program.result(name).collective
     taken = _names_in_use(probe) - {group, name}
-    if taken & {"chunks", f"{name}_ranks"} or any(n.startswith(name + "_") for n in taken):
+    if taken & {"chunks", group} or any(n.startswith(name + "_") for n in taken):
         raise UsageError(f"{source} already defines a name the written file needs ('chunks' or "
                          f"one starting {name}_): choose another --name")
-    # The tables' names, prefixed with the schedule's when FILE uses one of them.
-    tables = f"{name}_" if taken & {p + t for p in ("", "rs_", "ag_") for t in TABLES} else ""
     if len(coll.ranks) > max_ranks:
         raise UsageError(f"synthesizing over {len(coll.ranks)} ranks is refused: the limit is "
                          f"{max_ranks} (raise it with --max-ranks; pricing grows as ranks^3)")
     if len(coll.ranks) < 2:
         raise UsageError(f"--over {over}: over one rank, {kind} moves nothing to synthesize")
-    finder = RankCuts(program.topology, program.nominal, coll.ranks)
-    exact = optimum(finder, coll, program.nominal)
-    if exact is None:
-        raise UsageError(f"nothing to synthesize for this {kind}: no link with a bandwidth "
-                         "limits its ranks, or some rank cannot be reached (bound says which)")
-    n = len(coll.ranks)
-    whole = float(linear_value(coll.size, program.nominal))
-    shard = whole if rooted else whole / n
-    packings, pins = _packings(program, coll, exact, shard, finder.shift)
-    phases, goals = [], []
-    for part, packing in zip(exact.parts, packings):
-        # Below the optimum, the trees reach no more (the cut counts paths that no pinned
-        # route lets them take): come within `within` of what they reach.
-        goals.append(float(part.value) / min(packing.reached, 1.0))
-        prefix = tables + ("" if len(packings) == 1 else
-                           "rs_" if packing.kind == "reduce_scatter" else "ag_")
-        phases.append(Phase(plan(packing, within, units), prefix))
-    reached = min(p.reached for p in packings)
-    iterations = sum(p.iterations for p in packings)
-    if chunks is None:  # each phase within `within` of its goal: the sum is too
-        chunks = max(chunks_within(p.plan, goal, shard, within) for p, goal in zip(phases, goals))
-    alpha = float(nominal_value(program.alpha, program.nominal))
-    alpha_chunks = alpha_optimal([p.plan for p in phases], shard, alpha, chunks)
-    sides = side_names(finder, exact)
+    # The tables' names, prefixed with the schedule's when FILE uses one of them.
+    tables = f"{name}_" if taken & {p + t for p in ("", "rs_", "ag_") for t in TABLES} else ""
+    return probe.program, coll, (over, size, root), tables
 
-    def text(header: list[str], machine_path: str) -> str:
-        return schedule_text(machine=machine_path, kind=kind, size=size, over=over, root=root,
-                             name=name, chunks=chunks, phases=phases, ranks=n,
-                             header=header, routes=_route_lines(program.topology, pins))
 
+def _compiled(text: str, name: str, sets, scratch: Path, limits) -> tuple[Fraction, Timing]:
+    """The written text compiled and verified: its time at α = 0 and its timing."""
+    from ..cost.formula import nominal_value
     try:  # the written file is not kept: its errors are said without its (temporary) lines
-        compiled = _compile(scratch, None, [text([], str(source.resolve()))], sets, limits)
+        compiled = _compile(scratch, None, [text], sets, limits)
         (timing,) = verified_timings(compiled, [name])
     except SchedcError as error:
         raise type(error)(f"the synthesized schedule is refused, nothing written: "
@@ -180,11 +198,7 @@ def _synthesize(source, machine, kind, over, size, root, chunks, within, name, s
     # number, a protocol's or a route's latency alike).
     bandwidth = sum((c.count * nominal_value(c.time - c.startup, compiled.program.nominal)
                      for c in timing.cost.classes), Fraction(0))
-    result = Synthesis("", name, kind, chunks, alpha_chunks, exact.value, exact.time, sides,
-                       bandwidth, timing.time, timing.cost.formula, timing.cost.rounds,
-                       sum(len(p.plan.trees) for p in phases), phases[0].plan.units,
-                       max(p.plan.depth for p in phases), reached, iterations, len(pins))
-    return replace(result, text=text(_header(result, source), machine))
+    return bandwidth, timing
 
 
 def _packings(program, coll, exact, shard: float, shift):
