@@ -51,3 +51,17 @@ def test_a_batch_s_arrays_are_read_only():
             array[0] = array[0]
     taken = batch.take(np.arange(2))
     assert not taken.src.flags.writeable and len(taken) == 2
+
+
+def test_a_machine_s_route_cache_goes_with_it():
+    import gc
+
+    from schedc.model import topology as machines
+    copy = dataclasses.replace(compiled(SEED).program.topology)
+    ids = {d.name: d.id for d in copy.devices}
+    copy.route(ids["node[0].g[0]"], ids["node[1].g[0]"], None)
+    key = id(copy)
+    assert key in machines._caches
+    del copy
+    gc.collect()
+    assert key not in machines._caches

@@ -119,7 +119,9 @@ class RouteCache:
         self.latencies: dict[tuple[int, int], sympy.Expr] = {}
 
 
-_caches: weakref.WeakKeyDictionary[Topology, RouteCache] = weakref.WeakKeyDictionary()
+# Each machine's RouteCache by the machine's id, dropped when the machine is collected (a plain
+# dict: routing asks for it per step, and a WeakKeyDictionary's lookup costs ten times more).
+_caches: dict[int, RouteCache] = {}
 
 
 def _derive(topology: Topology) -> dict[str, object]:
@@ -187,9 +189,10 @@ class Topology:
 
     @property
     def _cache(self) -> RouteCache:
-        found = _caches.get(self)
+        found = _caches.get(id(self))
         if found is None:
-            found = _caches[self] = RouteCache()
+            found = _caches[id(self)] = RouteCache()
+            weakref.finalize(self, _caches.pop, id(self), None)
         return found
 
     # ---- routing
