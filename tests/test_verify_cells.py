@@ -150,3 +150,20 @@ def test_a_ring_is_refused_at_its_first_loop(tmp_path, monkeypatch, run):
                                    "2.24 KB of memory) (--no-verify reports on the schedule "
                                    "without verifying it)")
     assert run("time", path, "--no-verify")[0] == 0  # only verification refuses
+
+
+def test_a_compile_holds_what_memory_holds(monkeypatch, run):
+    """A machine of 3,000 B holds 100 transfers at 30 B each: the seed ring's first loop
+    (240 transfers in one go: 15 rounds of 16) is refused at 100, naming the memory, whatever
+    --max-transfers allows; below it --max-transfers is the limit, as before."""
+    import schedc.limits as limits
+    monkeypatch.chdir(ROOT)
+    monkeypatch.setattr(limits, "MEMORY", 3000)
+    monkeypatch.setattr(limits, "MEMORY_TRANSFERS", 100)
+    seed = "schedules/seed/nvlink_2x8.sched"
+    code, out, err = run("time", seed, "-s", "ring", "--no-verify")
+    assert (code, out) == (2, "")
+    assert "this loop makes 240 iterations in one go; the limit is 100 (what this machine's " \
+           "3 KB of memory holds at 30 B a transfer)" in err
+    code, out, err = run("time", seed, "-s", "ring", "--max-transfers", "50")
+    assert code == 2 and "the limit is 50 (raise it with --max-transfers)" in err

@@ -14,6 +14,7 @@ import numpy as np
 
 from ..errors import ElaborationError, LimitError, Span, did_you_mean
 from ..language import syntax as ast
+from .. import limits
 from ..limits import MAX_LANES
 from ..model.values import Devices, Integers, IntRange, as_condition, kind_of, take_lanes
 
@@ -124,7 +125,15 @@ def filter_lanes(env: Env, condition: object, span: Span) -> Env:
 def _check_lanes(total: int, env: Env, span: Span) -> None:
     if total > env.max_lanes:
         raise LimitError(f"this loop makes {total:,} iterations in one go; the limit is "
-                         f"{env.max_lanes:,} (raise it with --max-transfers)", span)
+                         f"{env.max_lanes:,} ({_raise_it(env.max_lanes)})", span)
+
+
+def _raise_it(limit: int) -> str:
+    """How to get past a lane limit: --max-transfers, unless the limit is what memory holds."""
+    if limit < limits.MEMORY_TRANSFERS:
+        return "raise it with --max-transfers"
+    return (f"what this machine's {limits.format_bytes(limits.MEMORY)} of memory holds at "
+            f"{limits.BYTES_PER_TRANSFER} B a transfer")
 
 
 def lane_array(value: object, lanes: int) -> np.ndarray:
