@@ -44,6 +44,9 @@ BYTES_PER_CELL = 40
 BYTES_PER_TRANSFER = 30
 MEMORY = memory_bytes()
 MAX_CELLS = MEMORY // BYTES_PER_CELL  # (rank, segment) cells of a verification; more are refused
+# An MSCCL algorithm's start state and postcondition are filled chunk by chunk in Python
+# (msccl/layout.py loops over the chunks), so its (gpu, chunk) cells keep the fixed bound.
+MAX_LAYOUT_CELLS = 2**26
 MEMORY_TRANSFERS = MEMORY // BYTES_PER_TRANSFER  # transfers that fit; more are refused
 
 

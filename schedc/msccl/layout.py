@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import ElaborationError, LimitError
-from ..limits import MAX_CELLS
+from ..limits import MAX_LAYOUT_CELLS
 from ..model.collectives import NEIGHBOUR_STEPS
 from ..model.ir import BufferLayout
 from .document import RECEIVES, Algo, Step
@@ -104,9 +104,9 @@ def lay_out(algo: Algo, inplace: bool) -> Layout:
                     used += step.cnt
         widest = max(widest, used)
     chunks = main + scratch + widest
-    if algo.ngpus * chunks > MAX_CELLS:  # refused before the tables are made
+    if algo.ngpus * chunks > MAX_LAYOUT_CELLS:  # refused before the tables are made
         raise LimitError(f"algo: {algo.ngpus:,} gpus × {chunks:,} chunks of buffer are more than "
-                         f"the {MAX_CELLS:,} that verification handles", algo.span)
+                         f"the {MAX_LAYOUT_CELLS:,} that verification handles", algo.span)
     return Layout(algo, inplace, c_in, c_out, main, scratch, temps, chunks)
 
 
