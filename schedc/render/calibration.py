@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+from ..analysis.predicted_log import bands_line, held_out_bands
 from ..analysis.calibrate.calibration import Calibration, Comparison, FittedParam, geomean_abs
 from ..files import write_output_with
 from ..language.quote import comment
@@ -240,7 +241,8 @@ def calibration_sched(cal: Calibration, command: str) -> str:
              f"# least squares on log time over {fit} of {len(c.points)} rows of "
              f"{comment(', '.join(c.logs))};",
              f"# geomean |error| {_percent(c.geomean(True))} on fit rows, "
-             f"{_percent(c.geomean(False))} on held-out rows; {_worst(c, True)}.", ""]
+             f"{_percent(c.geomean(False))} on held-out rows; {_worst(c, True)}.",
+             *([bands_line(held_out_bands(c))] if held_out_bands(c) else []), ""]
     for p in cal.params:
         sigma = f"  # ±{p.sigma * 100:.0f}% (1σ); {p.what}" if p.sigma is not None else ""
         if p.held:  # never written as a fitted value
