@@ -83,9 +83,10 @@ def held_out_bands(c: Comparison) -> tuple[Band, ...]:
 def bands_line(bands: tuple[Band, ...]) -> str:
     """`# held-out |error|, 90th percentile by size: <= 64 KiB 12.34% (10 rows); ...`, each
     rounded up to 0.01 %, so that the held-out rows it was the percentile of stay within it
-    when read back."""
-    return BANDS_LINE + ";".join(f" {b.range} {math.ceil(b.error * 1e4) / 100:.2f}% ({b.rows} "
-                                 f"row{'s' * (b.rows != 1)})" for b in bands)
+    when read back (a float's last bit, 9.000000000000001 %, is not rounded up)."""
+    return BANDS_LINE + ";".join(
+        f" {b.range} {math.ceil(round(b.error * 1e4, 6)) / 100:.2f}% ({b.rows} "
+        f"row{'s' * (b.rows != 1)})" for b in bands)
 
 
 def band_for(bands: tuple[Band, ...], size: int) -> Band | None:
@@ -121,7 +122,8 @@ def against_rows(session: Session, kept: Comparison, flagged: Comparison | None,
             error = c.errors[k]
             out.append(PredictedRow(
                 p.size, row.count, row.type, row.redop, p.log, p.line, p.measured, m.algbw,
-                m.busbw, predicted, got and got.algbw, got and got.busbw, error, c.protocols[k],
+                m.busbw, predicted, got.algbw if got else None, got.busbw if got else None,
+                error, c.protocols[k],
                 bounds[k], twin_ratio(row) if is_flagged else None,
                 "outlier" if is_flagged else verdict(error, band_for(bands, p.size))))
     order = {log: n for n, log in enumerate(kept.logs)}

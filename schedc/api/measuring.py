@@ -16,7 +16,6 @@ from .arguments import whole
 from .compiling import load, verified_timings
 
 if TYPE_CHECKING:
-    from ..analysis.against import Against
     from ..analysis.calibrate.calibration import Calibration, Comparison
     from ..measure.nccl_tests import Row
     from ..session import Session

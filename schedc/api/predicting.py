@@ -10,21 +10,24 @@ from typing import TYPE_CHECKING
 from ..measure.noise import DEFAULT_OUTLIER_FACTOR as DEFAULT_OUTLIER_FACTOR
 
 if TYPE_CHECKING:
-    from ..analysis.predicted_log import PredictedLog, Band
+    from ..analysis.calibrate.calibration import Comparison
+    from ..analysis.predicted_log import Band, PredictedLog
     from ..session import Session
+
 
 def predict_against(session: Session, logs: Iterable[str | Path], schedule: str | None = None,
                     *, in_place: bool = False, verify: bool = True, drop_wrong: bool = False,
-                    outlier_factor: float = DEFAULT_OUTLIER_FACTOR, fitted: str | Path | None = None,
-                    within: str | None = None, nccl: bool = False, sm: int | None = None,
-                    inputs: tuple[str, ...] = ()) -> tuple[PredictedLog, object]:
+                    outlier_factor: float = DEFAULT_OUTLIER_FACTOR,
+                    fitted: str | Path | None = None, within: str | None = None,
+                    nccl: bool = False, sm: int | None = None, inputs: tuple[str, ...] = ()
+                    ) -> tuple[PredictedLog, Comparison]:
     """Every row of the logs beside its prediction, in nccl-tests' terms, with the resource
     that bounds it and a verdict against the fit's stated uncertainty: the bands a `fitted`
     file (from `calibrate --write`) states, or one band `within` (`"10%"`) for every size.
     Returns the table and the `Comparison` its error figures come from (outliers left out).
 
-        >>> table, compared = schedc.predict_against(session, [LOG], fitted="fit.sched")  # doctest: +SKIP
-        >>> [r.verdict for r in table.rows][:3]                           # doctest: +SKIP
+        >>> table, compared = schedc.predict_against(session, [LOG], fitted=FIT)  # doctest: +SKIP
+        >>> [r.verdict for r in table.rows][:3]                            # doctest: +SKIP
         ['expected', 'expected', 'not expected']
     """
     from ..analysis.predicted_log import against_rows

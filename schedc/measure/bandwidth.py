@@ -4,14 +4,14 @@ nccl-tests (NVIDIA/nccl-tests at a0b82b2) prints each row's size S as
 `max(args->sendBytes, args->expectedBytes)` (src/common.cu:938), and computes, per collective,
 `algBw = S / 1e9 / t` and `busBw = algBw × factor` (the `*GetBw` functions):
 
-| collective     | S (the size column)                          | busbw / algbw | source               |
-|----------------|----------------------------------------------|---------------|----------------------|
-| all_reduce     | the buffer (send = receive)                  | 2(n − 1)/n    | src/all_reduce.cu:63 |
-| reduce_scatter | the send buffer: n × each rank's part         | (n − 1)/n     | src/reduce_scatter.cu:41 |
-| all_gather     | the receive buffer: n × each rank's part      | (n − 1)/n     | src/all_gather.cu:42 |
-| alltoall       | each rank's send buffer: n parts              | (n − 1)/n     | src/alltoall.cu:52   |
-| broadcast      | the buffer                                   | 1             | src/broadcast.cu:38  |
-| reduce         | the buffer                                   | 1             | src/reduce.cu:39     |
+| collective     | S (the size column)                    | busbw/algbw | src/, at a0b82b2    |
+|----------------|----------------------------------------|-------------|---------------------|
+| all_reduce     | the buffer (send = receive)            | 2(n − 1)/n  | all_reduce.cu:63    |
+| reduce_scatter | the send buffer: n × each rank's part  | (n − 1)/n   | reduce_scatter.cu:41 |
+| all_gather     | the receive buffer: n × a rank's part  | (n − 1)/n   | all_gather.cu:42    |
+| alltoall       | each rank's send buffer: n parts       | (n − 1)/n   | alltoall.cu:52      |
+| broadcast      | the buffer                             | 1           | broadcast.cu:38     |
+| reduce         | the buffer                             | 1           | reduce.cu:39        |
 
 (For all_gather, reduce_scatter and alltoall the `*GetBw` functions are handed the count of
 one rank's part and multiply it by n, `count * typesize * nranks`, so algbw is S/t there too.)

@@ -255,8 +255,8 @@ def sweep_text(result: Sweep) -> str:
     for k, value in enumerate(shown):
         cells = [value]
         for n, c in zip(names, columns):
-            cells += [format_seconds(c[k])] + ([] if busbw[n] is None else
-                                                [format_gbps(busbw[n][k])])
+            bus = busbw[n]
+            cells += [format_seconds(c[k])] + ([] if bus is None else [format_gbps(bus[k])])
         rows.append((*cells, names[fastest[k]] if names else "-"))
     text = "\n".join(table(rows, right=range(len(header)))) + "\n"
     for note in dict.fromkeys(result.factors.values()):

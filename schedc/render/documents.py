@@ -163,8 +163,8 @@ def compare_rows(program: Program, timings: list[Timing]) -> list[tuple[str, ...
             else ("-", "-")
         got = timing_bandwidths(t)
         rows.append((t.name, str(c.rounds), *cross, format_bytes(t.bytes_value(c.bytes_logical)),
-                     format_seconds(t.time), format_gbps(got and got.algbw),
-                     format_gbps(got and got.busbw), ", ".join(bottlenecks) or "-"))
+                     format_seconds(t.time), format_gbps(got.algbw if got else None),
+                     format_gbps(got.busbw if got else None), ", ".join(bottlenecks) or "-"))
     return rows
 
 

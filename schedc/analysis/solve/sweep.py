@@ -193,7 +193,7 @@ def sweep(program: Program, timings: list[Timing], vary: Vary, spacing: str = "l
             at = format_quantity(grid[infinite[0]], vary.param.dim)
             raise UsageError(f"with {vary.param.name} = {at} the time of '{t.name}' is infinite "
                              "(a bandwidth of 0?); start the range above it")
-    found = {}
+    found: dict[str, tuple[np.ndarray, np.ndarray | None, str]] = {}
     for t in timings:
         size = np.zeros_like(grid)
         for symbol, coeff in t.schedule.collective.size:  # the size, at each value of the grid
@@ -201,8 +201,15 @@ def sweep(program: Program, timings: list[Timing], vary: Vary, spacing: str = "l
                 1 if symbol == 1 else others[symbol]))
         found[t.name] = _bandwidths(t, size, times[t.name],
                                     np.array([len(t.schedule.collective.ranks)]))
-    return Sweep(vary.param, _spacing(vary, spacing), grid, times, None,
-                 *(dict((name, f[k]) for name, f in found.items()) for k in range(3)))
+    return _with_bandwidths(Sweep(vary.param, _spacing(vary, spacing), grid, times), found)
+
+
+def _with_bandwidths(sweep: Sweep, found: dict[str, tuple[np.ndarray, np.ndarray | None, str]]
+                     ) -> Sweep:
+    from dataclasses import replace
+    return replace(sweep, algbw={n: f[0] for n, f in found.items()},
+                   busbw={n: f[1] for n, f in found.items()},
+                   factors={n: f[2] for n, f in found.items()})
 
 
 def _bandwidths(t: Timing, size: np.ndarray, seconds: np.ndarray, ranks: np.ndarray
@@ -284,11 +291,11 @@ def instance_sweep(session: Session, vary: Vary, spacing: str,
     rows = [timings_at(session.at({vary.param.name: n})) for n in points]
     names = [t.name for t in rows[0]]
     times = {name: np.array([float(row[k].time) for row in rows]) for k, name in enumerate(names)}
-    found = {}
+    found: dict[str, tuple[np.ndarray, np.ndarray | None, str]] = {}
     for k, name in enumerate(names):  # the size and the ranks may change with the param
         at = [row[k] for row in rows]
         size = np.array([float(t.bytes_value(t.schedule.collective.size)) for t in at])
         ranks = np.array([len(t.schedule.collective.ranks) for t in at])
         found[name] = _bandwidths(at[0], size, times[name], ranks)
-    return Sweep(vary.param, _spacing(vary, spacing), np.array(points, dtype=float), times,
-                 len(points), *(dict((n, f[k]) for n, f in found.items()) for k in range(3)))
+    return _with_bandwidths(Sweep(vary.param, _spacing(vary, spacing),
+                                  np.array(points, dtype=float), times, len(points)), found)
