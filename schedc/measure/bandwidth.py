@@ -61,7 +61,7 @@ def factor_text(kind: str, ranks: int) -> str:
     if factor is None:
         return f"busbw: nccl-tests has no {kind} test, so no bus bandwidth"
     binary = KIND_BINARIES[kind]
-    return (f"algbw = size / time; busbw = algbw × {FACTOR_TEXT[binary]} = {factor:.4g} "
+    return (f"algbw = size / time; busbw = algbw × {FACTOR_TEXT[binary]} = {factor:.6g} "
             f"(nccl-tests' {binary} factor, n = {ranks})")
 
 

@@ -16,9 +16,9 @@ from .calibration import _bounds, _bounds_json, _percent, _ranges, _worst
 from .text import dump_json, json_number, table
 
 HEADER = ("size", "count", "type", "redop", "time", "algbw", "busbw", "time", "algbw",
-          "busbw", "error", "bound", "verdict")
+          "busbw", "error", "protocol", "bound", "verdict")
 UNITS = ("(B)", "(elements)", "", "", "(us)", "(GB/s)", "(GB/s)", "(us)", "(GB/s)", "(GB/s)",
-         "", "", "")
+         "", "", "", "")
 
 
 def format_us(seconds: float | None) -> str:
@@ -42,7 +42,7 @@ def _cells(r: PredictedRow) -> tuple[str, ...]:
     return (str(r.size), str(r.count), r.type, r.redop or "-", format_us(r.measured_s),
             format_gbps(r.measured_algbw), format_gbps(r.measured_busbw),
             format_us(r.predicted_s), format_gbps(r.predicted_algbw),
-            format_gbps(r.predicted_busbw), error, r.bound, _verdict(r))
+            format_gbps(r.predicted_busbw), error, r.protocol or "-", r.bound, _verdict(r))
 
 
 def _table(rows: list[PredictedRow]) -> list[str]:

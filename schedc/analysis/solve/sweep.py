@@ -223,7 +223,7 @@ def _bandwidths(t: Timing, size: np.ndarray, seconds: np.ndarray, ranks: np.ndar
     factors = np.array([busbw_factor(kind, int(n)) for n in ranks], dtype=float)
     text = factor_text(kind, int(ranks[0]))
     if len(set(ranks.tolist())) > 1:
-        text = text.replace(f"= {factors[0]:.4g} ", "").replace(f"n = {ranks[0]}", "n per value")
+        text = text.replace(f"= {factors[0]:.6g} ", "").replace(f"n = {ranks[0]}", "n per value")
     return algbw, algbw * (factors if len(ranks) > 1 else factors[0]), text
 
 
