@@ -128,10 +128,13 @@ def test_sweep_steps_a_structural_param(run):
                        "hosts=2:16:x2", "-s", "ring", "--json")
     document = json.loads(out)
     assert code == 0 and document["values"] == [2, 4, 8, 16]
-    # ranks grow with the hosts, 8 a host: busbw factor 2(8h - 1)/(8h) per value
-    for h, algbw, busbw in zip(document["values"], document["algbw_GBps"]["ring"],
-                               document["busbw_GBps"]["ring"]):
-        assert busbw == pytest.approx(algbw * 2 * (8 * h - 1) / (8 * h), rel=1e-12)
+    # ranks grow with the hosts, 8 a host: busbw factor 2(8h - 1)/(8h) per value, the size
+    # stays V = 192 MiB
+    factors = [2 * (8 * h - 1) / (8 * h) for h in document["values"]]
+    assert document["busbw_factor"]["ring"] == factors
+    assert document["busbw_GBps"]["ring"] == [
+        pytest.approx(192 * 2**20 / t / 1e9 * f, rel=1e-12)
+        for t, f in zip(document["schedules"]["ring"], factors)]
 
 
 @pytest.mark.parametrize(("vary", "extra", "message"), [

@@ -113,12 +113,11 @@ def test_sweep_text_and_json(run):
     # The ring is linear in V: 30 α + 15 V / (8 B_N).
     assert document["schedules"]["ring"] == [
         pytest.approx(30 * 0.83e-6 + 15 * v / (8 * 50e9), rel=1e-12) for v in document["values"]]
-    # nccl-tests' terms: algbw = V / T in GB/s, busbw = algbw × 2 (16 - 1) / 16 = 1.875.
-    assert document["algbw_GBps"]["ring"] == [
-        pytest.approx(v / (30 * 0.83e-6 + 15 * v / (8 * 50e9)) / 1e9, rel=1e-12)
-        for v in document["values"]]
+    # nccl-tests' terms: busbw = V / T × 2 (16 - 1) / 16 in GB/s (algbw is busbw / 1.875)
     assert document["busbw_GBps"]["ring"] == [
-        pytest.approx(1.875 * a, rel=1e-12) for a in document["algbw_GBps"]["ring"]]
+        pytest.approx(1.875 * v / (30 * 0.83e-6 + 15 * v / (8 * 50e9)) / 1e9, rel=1e-12)
+        for v in document["values"]]
+    assert document["busbw_factor"] == {"ring": 1.875}
 
 
 def test_sweep_csv_failure_leaves_no_file(run, tmp_path):

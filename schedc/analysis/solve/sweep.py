@@ -51,9 +51,11 @@ class Sweep:
     times: dict[str, np.ndarray]  # schedule name -> seconds at each value
     compiles: int | None = None  # structural param: the distinct values compiled
     # nccl-tests' terms (measure.bandwidth), per schedule: algbw and busbw in GB/s at each
-    # value (busbw None: no factor for its collective), and what the factor is
+    # value (busbw None: no factor for its collective), the factor (one, or one per value
+    # when the ranks change with a structural param) and what it is, in words
     algbw: dict[str, np.ndarray] = field(default_factory=dict)
     busbw: dict[str, np.ndarray | None] = field(default_factory=dict)
+    busbw_factor: dict[str, tuple[float, ...] | None] = field(default_factory=dict)
     factors: dict[str, str] = field(default_factory=dict)
 
 
@@ -193,7 +195,7 @@ def sweep(program: Program, timings: list[Timing], vary: Vary, spacing: str = "l
             at = format_quantity(grid[infinite[0]], vary.param.dim)
             raise UsageError(f"with {vary.param.name} = {at} the time of '{t.name}' is infinite "
                              "(a bandwidth of 0?); start the range above it")
-    found: dict[str, tuple[np.ndarray, np.ndarray | None, str]] = {}
+    found: dict[str, Bandwidths] = {}
     for t in timings:
         size = np.zeros_like(grid)
         for symbol, coeff in t.schedule.collective.size:  # the size, at each value of the grid
@@ -204,27 +206,32 @@ def sweep(program: Program, timings: list[Timing], vary: Vary, spacing: str = "l
     return _with_bandwidths(Sweep(vary.param, _spacing(vary, spacing), grid, times), found)
 
 
-def _with_bandwidths(sweep: Sweep, found: dict[str, tuple[np.ndarray, np.ndarray | None, str]]
-                     ) -> Sweep:
+# A schedule's sweep in nccl-tests' terms: algbw, busbw, the factor(s) and their words.
+Bandwidths = tuple[np.ndarray, "np.ndarray | None", "tuple[float, ...] | None", str]
+
+
+def _with_bandwidths(sweep: Sweep, found: dict[str, Bandwidths]) -> Sweep:
     from dataclasses import replace
     return replace(sweep, algbw={n: f[0] for n, f in found.items()},
                    busbw={n: f[1] for n, f in found.items()},
-                   factors={n: f[2] for n, f in found.items()})
+                   busbw_factor={n: f[2] for n, f in found.items()},
+                   factors={n: f[3] for n, f in found.items()})
 
 
-def _bandwidths(t: Timing, size: np.ndarray, seconds: np.ndarray, ranks: np.ndarray
-                ) -> tuple[np.ndarray, np.ndarray | None, str]:
+def _bandwidths(t: Timing, size: np.ndarray, seconds: np.ndarray,
+                ranks: np.ndarray) -> Bandwidths:
     """algbw = size / time and busbw = algbw × nccl-tests' factor at `ranks` (one count, or
     one per value), in GB/s per value, and what the factor is."""
     kind = t.schedule.collective.kind
     algbw = size / seconds / GB
     if busbw_factor(kind, int(ranks[0])) is None:
-        return algbw, None, factor_text(kind, int(ranks[0]))
+        return algbw, None, None, factor_text(kind, int(ranks[0]))
     factors = np.array([busbw_factor(kind, int(n)) for n in ranks], dtype=float)
     text = factor_text(kind, int(ranks[0]))
     if len(set(ranks.tolist())) > 1:
         text = text.replace(f"= {factors[0]:.6g} ", "").replace(f"n = {ranks[0]}", "n per value")
-    return algbw, algbw * (factors if len(ranks) > 1 else factors[0]), text
+    return (algbw, algbw * (factors if len(ranks) > 1 else factors[0]),
+            tuple(float(f) for f in factors), text)
 
 
 def _spacing(vary: Vary, spacing: str) -> str:
@@ -291,7 +298,7 @@ def instance_sweep(session: Session, vary: Vary, spacing: str,
     rows = [timings_at(session.at({vary.param.name: n})) for n in points]
     names = [t.name for t in rows[0]]
     times = {name: np.array([float(row[k].time) for row in rows]) for k, name in enumerate(names)}
-    found: dict[str, tuple[np.ndarray, np.ndarray | None, str]] = {}
+    found: dict[str, Bandwidths] = {}
     for k, name in enumerate(names):  # the size and the ranks may change with the param
         at = [row[k] for row in rows]
         size = np.array([float(t.bytes_value(t.schedule.collective.size)) for t in at])
