@@ -225,6 +225,9 @@ def test_calibrate_leaves_outliers_out_and_says_so(run, tmp_path):
     assert len(document["rows"]) == 9
     assert any("2 row(s) whose out-of-place and in-place times differ by more than 1.5x" in n
                and "lines 25 (3.00x), 29 (2.00x)" in n for n in document["notes"])
+    assert document["outliers"] == [
+        {"log": str(NOISY), "line": 25, "size": 4096, "outlier": True, "twin_ratio": 3.0},
+        {"log": str(NOISY), "line": 29, "size": 65536, "outlier": True, "twin_ratio": 2.0}]
     code, out, _ = run("calibrate", NOISY, "--machine", machine, "--json",
                        "--outlier-factor", "inf")
     assert len(json.loads(out)["rows"]) == 11

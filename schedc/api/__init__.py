@@ -85,7 +85,7 @@ from .measuring import (
     write_calibration,
 )
 from .nccl import Against, NcclModel, against_nccl, nccl_model
-from .predicting import DEFAULT_OUTLIER_FACTOR, fitted_bands, predict_against
+from .predicting import DEFAULT_OUTLIER_FACTOR, fitted_bands, outlier_rows, predict_against
 
 if TYPE_CHECKING:
     from ..analysis.bound.bounds import Bounds
@@ -137,7 +137,7 @@ __all__ = [
     "whatif",
     # helpers of the commands: plots, a calibration's inputs and outputs, files, progress
     "calibration_pairs", "check_output", "check_output_folder", "fitted_bands", "fitted_sets",
-    "listening", "plot_prediction",
+    "listening", "outlier_rows", "plot_prediction",
     "plot_solution", "read_manifest", "write_calibration", "RUN", "Run",
     # what they return
     "Against", "AstraExport", "Bounds", "Calibration", "Comparison", "FileCheck", "ForAll",

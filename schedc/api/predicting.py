@@ -12,6 +12,7 @@ from ..measure.noise import DEFAULT_OUTLIER_FACTOR as DEFAULT_OUTLIER_FACTOR
 if TYPE_CHECKING:
     from ..analysis.calibrate.calibration import Comparison
     from ..analysis.predicted_log import Band, PredictedLog
+    from ..measure.nccl_tests import Row
     from ..session import Session
 
 
@@ -47,6 +48,18 @@ def predict_against(session: Session, logs: Iterable[str | Path], schedule: str 
             for r in table.rows}
     table = against_rows(session, kept, flagged, rows, place, bands, outlier_factor, said, nccl)
     return table, kept
+
+
+def outlier_rows(logs: Iterable[str | Path], outlier_factor: float = DEFAULT_OUTLIER_FACTOR
+                 ) -> list[tuple[str, Row]]:
+    """The rows of the logs whose out-of-place and in-place times differ by more than
+    `outlier_factor`, as (log, row): what `calibrate` and `predict` leave out.
+
+        >>> [row.size for _, row in schedc.outlier_rows([LOG])]             # doctest: +SKIP
+        [32]
+    """
+    from .measuring import _read
+    return [(log, row) for log, rows in _read(logs, outlier_factor)[1] for row in rows]
 
 
 def _predict_rows(session: Session, outliers, schedule: str | None, place: str,

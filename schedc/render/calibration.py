@@ -8,6 +8,8 @@ from pathlib import Path
 from ..analysis.predicted_log import bands_line, held_out_bands
 from ..analysis.calibrate.calibration import Calibration, Comparison, FittedParam, geomean_abs
 from ..files import write_output_with
+from ..measure.nccl_tests import Row
+from ..measure.noise import twin_ratio
 from ..language.quote import comment
 from ..units import BYTES, RATE, SECONDS, base_unit, format_bytes, format_quantity, format_seconds
 from . import schema
@@ -168,7 +170,8 @@ def _params_json(params: tuple[FittedParam, ...]) -> dict:
     return {(p.name if p.log is None else f"{p.name}@{p.log}"): _param_json(p) for p in params}
 
 
-def calibration_json(cal: Calibration) -> str:
+def calibration_json(cal: Calibration, outliers: list[tuple[str, Row]] | None = None) -> str:
+    """`outliers`: the rows left out as outliers (`api.outlier_rows`), listed as such."""
     c = cal.comparison
     point, error = c.worst
     return dump_json({
@@ -204,6 +207,10 @@ def calibration_json(cal: Calibration) -> str:
         "optimum": _optimum_json(cal),
         "checks": list(cal.checks),
         "notes": list(cal.notes),
+        "outliers": [{"log": log, "line": row.span.line, "size": row.size, "outlier": True,
+                      "twin_ratio": twin_ratio(row)} for log, row in outliers or ()],
+        "bands": [{"range": b.range, "error": b.error, "rows": b.rows}
+                  for b in held_out_bands(c)],
         "folds": [{"heldout_log": log, "params": _params_json(f.params),
                    "flagged": [p.name for p in f.flagged], "checks": list(f.checks),
                    "optimum": _optimum_json(f)}
