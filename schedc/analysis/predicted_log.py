@@ -102,7 +102,7 @@ def verdict(error: float | None, band: Band | None) -> str:
     return "expected" if abs(error) <= band.error else "not expected"
 
 
-def against_rows(session: Session, kept: Comparison, flagged: Comparison | None,
+def predicted_log(session: Session, kept: Comparison, flagged: Comparison | None,
                  rows: dict[tuple[str, int], Row], place: str, bands: tuple[Band, ...],
                  outlier_factor: float, within: str, nccl: bool = False) -> PredictedLog:
     """The table: `kept`'s rows and `flagged`'s (the outliers, predicted alike), in the logs'

@@ -31,7 +31,7 @@ def predict_against(session: Session, logs: Iterable[str | Path], schedule: str 
         >>> [r.verdict for r in table.rows][:3]                            # doctest: +SKIP
         ['expected', 'expected', 'not expected']
     """
-    from ..analysis.predicted_log import against_rows
+    from ..analysis.predicted_log import predicted_log
     from .measuring import _read, predict, predict_nccl
     logs = [str(p) for p in logs]
     bands, said = _bands(fitted, within)
@@ -46,7 +46,8 @@ def predict_against(session: Session, logs: Iterable[str | Path], schedule: str 
     flagged = _predict_rows(session, outliers, schedule, place, drop_wrong, nccl, sm, inputs)
     rows = {(log, r.span.line): r for log, table in _read(logs, float("inf"))[0]
             for r in table.rows}
-    table = against_rows(session, kept, flagged, rows, place, bands, outlier_factor, said, nccl)
+    table = predicted_log(session, kept, flagged, rows, place, bands, outlier_factor, said,
+                          nccl)
     return table, kept
 
 
