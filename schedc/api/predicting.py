@@ -90,8 +90,8 @@ def _predict_rows(session: Session, outliers, schedule: str | None, place: str,
 
 def _bands(fitted: str | Path | None, within: str | None) -> tuple[tuple[Band, ...], str]:
     """The bands a row is judged by, and where they come from, in words."""
-    from ..analysis.predicted_log import Band
     from ..analysis.calibrate.calibration import SIZE_RANGES
+    from ..analysis.predicted_log import BANDS_LINE, Band
     from ..errors import UsageError
     if within is not None:
         text = within.strip().rstrip("%")
@@ -107,8 +107,9 @@ def _bands(fitted: str | Path | None, within: str | None) -> tuple[tuple[Band, .
         return (), "no stated uncertainty (give --fitted FILE from calibrate --write, or --within)"
     bands = fitted_bands(fitted)
     if not bands:
-        return (), (f"{fitted} states no uncertainty (written before schedc stated one; "
-                    "calibrate --write it again, or give --within)")
+        return (), (f"{fitted} states no uncertainty (no '{BANDS_LINE[2:]}' line: not a fit, "
+                    "or written before schedc stated one; calibrate --write it again, or give "
+                    "--within)")
     return bands, f"the 90th percentile of the fit's held-out |error| ({fitted})"
 
 
