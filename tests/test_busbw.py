@@ -74,6 +74,17 @@ def test_the_logs_own_busbw_is_algbw_times_the_factor(log, ranks):
             assert abs(m.busbw - m.algbw * factor) <= 0.005 * (1 + factor) + 1e-9, row.size
 
 
+def test_bandwidths_beyond_the_float_range():
+    from fractions import Fraction
+
+    from schedc.measure.bandwidth import bandwidths
+    # 1e400 MiB in 1e400 MiB / (1 B/s) seconds: the ratio, taken exactly, is 1 B/s = 1e-9 GB/s
+    size = Fraction(10**400 * 2**20)
+    assert bandwidths("broadcast", 2, size, size).algbw == 1e-9
+    assert bandwidths("broadcast", 2, size, Fraction(1)) is None  # 1e406 B/s: no float
+    assert bandwidths("broadcast", 2, 8, 0) is None
+
+
 def test_format_gbps_is_nccl_tests_getfloatstr():
     # getFloatStr(value, 6): "%6.2f" if it fits in 6 characters, then "%6.1f", "%6.0f", "%6.0e"
     assert [format_gbps(v) for v in (0.001, 480.16, 1234.5, 123456.7, 1234567.0)] == \

@@ -25,6 +25,7 @@ wider: getFloatStr, src/util.cu:487).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from fractions import Fraction
@@ -76,10 +77,16 @@ class Bandwidths:
 
 def bandwidths(kind: str, ranks: int, size: int | float | Fraction,
                seconds: float | Fraction) -> Bandwidths | None:
-    """S/t and S/t × factor in GB/s; None when the time is not positive."""
+    """S/t and S/t × factor in GB/s; None when the time is not positive, or the bandwidth
+    is beyond the float range (1e400 MiB: the ratio is taken exactly first)."""
     if not seconds > 0:
         return None
-    algbw = float(size) / float(seconds) / GB
+    try:
+        algbw = float(Fraction(size) / Fraction(seconds)) / GB
+    except (OverflowError, ValueError):  # (ValueError: an infinite or NaN float time)
+        return None
+    if not math.isfinite(algbw):
+        return None
     factor = busbw_factor(kind, ranks)
     return Bandwidths(algbw, None if factor is None else algbw * factor, factor)
 
