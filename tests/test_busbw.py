@@ -239,6 +239,9 @@ def test_calibrate_leaves_outliers_out_and_says_so(run, tmp_path):
     assert document["outliers"] == [
         {"log": str(NOISY), "line": 25, "size": 4096, "outlier": True, "twin_ratio": 3.0},
         {"log": str(NOISY), "line": 29, "size": 65536, "outlier": True, "twin_ratio": 2.0}]
+    code, out, _ = run("calibrate", NOISY, "--machine", machine)
+    assert f"  outlier 4 KiB: 45 µs out of place, 15 µs in place (3.00x), {NOISY}:25; left out" \
+        in out.splitlines()
     code, out, _ = run("calibrate", NOISY, "--machine", machine, "--json",
                        "--outlier-factor", "inf")
     assert len(json.loads(out)["rows"]) == 11

@@ -85,12 +85,10 @@ def calibrate_command(logs, machines, manifest, schedule, fit, split: str, every
                              sets=sets, every=every, in_place=in_place, verify=not no_verify,
                              split=split, drop_wrong=drop_wrong, max_work=max_work,
                              outlier_factor=outlier_factor, **limits)
-    if as_json:
-        pairs = calibration_pairs(logs, machines, manifest)
-        click.echo(calibration_json(result, outlier_rows([log for log, _ in pairs],
-                                                         outlier_factor)), nl=False)
-    else:
-        click.echo(calibration_text(result, "in" if in_place else "out"), nl=False)
+    pairs = calibration_pairs(logs, machines, manifest)
+    outliers = outlier_rows([log for log, _ in pairs], outlier_factor)
+    click.echo(calibration_json(result, outliers) if as_json else
+               calibration_text(result, "in" if in_place else "out", outliers), nl=False)
     if write_path is not None:
         try:
             write_calibration(result, write_path, force=force)

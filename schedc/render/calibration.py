@@ -93,7 +93,9 @@ def _optimum(cal: Calibration) -> str:
     return f"optimum: the best cost reached from {reached} of {made} starts"
 
 
-def calibration_text(cal: Calibration, place: str) -> str:
+def calibration_text(cal: Calibration, place: str,
+                     outliers: list[tuple[str, Row]] | None = None) -> str:
+    """`outliers` (`api.outlier_rows`) are marked below the rows, as left out."""
     c = cal.comparison
     fit = sum(p.fit for p in c.points)
     held = len(c.points) - fit
@@ -113,6 +115,7 @@ def calibration_text(cal: Calibration, place: str) -> str:
         out += ["", "fitted params (value, relative standard error, physical bounds, prior):"]
         out += _params_table(cal)
     out += ["", *_rows(c, not loo), ""]
+    out += [_outlier_line(log, row) for log, row in outliers or ()] + ([""] if outliers else [])
     if loo:
         out.append(f"geomean |error|: {_percent(c.geomean(False))} over the {held} rows, each "
                    "predicted from the other logs' fit")
@@ -149,6 +152,15 @@ def calibration_text(cal: Calibration, place: str) -> str:
     if not cal.checks and not loo:
         out.append("model check: no inadequacy found (bandwidth ceiling, shares, residual runs)")
     return "\n".join(out) + "\n"
+
+
+def _outlier_line(log: str, row: Row) -> str:
+    """`outlier 4 KiB: 45 µs out of place, 15 µs in place (3.00x), LOG:25; left out`."""
+    out, inside = row.out_of_place, row.in_place
+    times = (f"{format_seconds(out.time_us * 1e-6)} out of place, "
+             f"{format_seconds(inside.time_us * 1e-6)} in place" if out and inside else "")
+    return (f"  outlier {format_bytes(row.size)}: {times} ({twin_ratio(row):.2f}x), "
+            f"{log}:{row.span.line}; left out")
 
 
 def _param_unit(p: FittedParam) -> str:
