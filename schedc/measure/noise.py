@@ -15,8 +15,10 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from typing import TYPE_CHECKING
 
-from .nccl_tests import Row, Table
+if TYPE_CHECKING:  # annotations only: `--help` reads DEFAULT_OUTLIER_FACTOR without the reader
+    from .nccl_tests import Row, Table
 
 # The default largest ratio of a row's two times: above the 95th percentile of the shared logs'
 # rows (1.23), below every row that issue 34 calls noise (2.77 and more).
