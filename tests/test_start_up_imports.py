@@ -66,7 +66,7 @@ def test_timing_and_sweeping_import_no_networkx(args):
 
 
 def test_help_imports_no_library_but_click():
-    """Nor any stage of schedc: the readers (nccl-tests logs: 30 ms of regular expressions),
+    """Nor any stage of schedc: the readers (nccl-tests logs: 64 ms under load, its patterns),
     the compiler, the analyses."""
     heavy = ("numpy", "sympy", "networkx", "lark", "scipy", "matplotlib",
              "schedc.measure.nccl_tests", "schedc.language.parser", "schedc.elaborate",
