@@ -8,11 +8,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, NamedTuple
 
-from ..choices import EXECUTORS, LAYOUTS, NCCL_EXECUTOR, NCCL_PROTOCOLS
+from ..choices import EXECUTORS, LAYOUTS, NCCL_EXECUTOR, NCCL_PROTOCOLS, TUNER_COLLECTIVES
 from ..deadline import DEFAULT_TIMEOUT
 from ..limits import MAX_CHANNELS, MAX_CUTS, MAX_SIZE, MAX_STEP_IDS
-from .arguments import one_of, optional_whole, seconds, whole
 from .compiling import refusal, verified_timings
+from .options import Options, choice, count, text, time_limit
 
 if TYPE_CHECKING:
     from ..analysis.solve.crossovers import Envelope
@@ -20,10 +20,38 @@ if TYPE_CHECKING:
     from ..language.syntax import NcclName
     from ..session import Session
 
-def export_msccl(session: Session, schedule: str, *, proto: str = "Simple", channels: int = 1,
-                 executor: str = NCCL_EXECUTOR, min_bytes: int = 0,
-                 max_bytes: int = MAX_SIZE, verify: bool = True, max_steps: int | None = None,
-                 layout: str = "inplace") -> str:
+@dataclass(frozen=True)
+class ValidateOptions(Options):
+    """`verify FILE.xml --executor E [--max-steps N]`; `export msccl`'s are these too."""
+
+    executor: str | None = choice(None, "--executor", EXECUTORS)
+    max_steps: int | None = count(None, "--max-steps", 1, MAX_STEP_IDS)
+
+
+@dataclass(frozen=True)
+class ExportMscclOptions(Options):
+    proto: str = choice("Simple", "--proto", NCCL_PROTOCOLS)
+    channels: int = count(1, "--channels", 1, MAX_CHANNELS)
+    executor: str = choice(NCCL_EXECUTOR, "--executor", EXECUTORS)
+    max_steps: int | None = count(None, "--max-steps", 1, MAX_STEP_IDS)
+    min_bytes: int = count(0, "--min-bytes", 0, MAX_SIZE)
+    max_bytes: int = count(MAX_SIZE, "--max-bytes", 0, MAX_SIZE)
+    layout: str = choice("inplace", "layout", LAYOUTS)
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.max_bytes < self.min_bytes:
+            from ..errors import UsageError
+            raise UsageError("--max-bytes is less than --min-bytes")
+
+
+def export_msccl(session: Session, schedule: str, *, proto: str = ExportMscclOptions.proto,
+                 channels: int = ExportMscclOptions.channels,
+                 executor: str = ExportMscclOptions.executor,
+                 min_bytes: int = ExportMscclOptions.min_bytes,
+                 max_bytes: int = ExportMscclOptions.max_bytes, verify: bool = True,
+                 max_steps: int | None = ExportMscclOptions.max_steps,
+                 layout: str = ExportMscclOptions.layout) -> str:
     """A schedule as an MSCCL XML algorithm (the text), verified first, within `executor`'s
     limits ("msccl-executor-nccl", or "msccl": microsoft/msccl, which also names
     reduce-scatter as msccl-tools does): `proto` the NCCL protocol it runs with, every
@@ -35,28 +63,20 @@ def export_msccl(session: Session, schedule: str, *, proto: str = "Simple", chan
         >>> xml.splitlines()[0]
         '<algo name="ring" ...'
     """
-    from ..errors import UsageError
     from ..export.msccl_xml import export_msccl as write_xml
-    proto = one_of(proto, "--proto", NCCL_PROTOCOLS)
-    channels = whole(channels, "--channels", 1, MAX_CHANNELS)
-    executor = one_of(executor, "--executor", EXECUTORS)
-    max_steps = optional_whole(max_steps, "--max-steps", 1, MAX_STEP_IDS)
-    min_bytes = whole(min_bytes, "--min-bytes", 0, MAX_SIZE)
-    max_bytes = whole(max_bytes, "--max-bytes", 0, MAX_SIZE)
-    if max_bytes < min_bytes:
-        raise UsageError("--max-bytes is less than --min-bytes")
-    layout = one_of(layout, "layout", LAYOUTS)
+    o = ExportMscclOptions(proto, channels, executor, max_steps, min_bytes, max_bytes, layout)
     name = session.selected((schedule,))[0]
     if verify:
         from ..analysis.verify.verdict import verdict
         found = verdict(session, name)
         if not found.ok:
             raise refusal([found])
-    return write_xml(session.schedule(name), name, proto, channels, executor, min_bytes,
-                     max_bytes, max_steps, layout)
+    return write_xml(session.schedule(name), name, o.proto, o.channels, o.executor,
+                     o.min_bytes, o.max_bytes, o.max_steps, o.layout)
 
 
-def validate_msccl(path: str, executor: str, max_steps: int | None = None) -> str:
+def validate_msccl(path: str, executor: str | None,
+                   max_steps: int | None = ValidateOptions.max_steps) -> str:
     """Check an MSCCL XML file against one executor's rules without importing it: a summary
     when it would load, else `ExecutorRulesError` listing every violation at its line and
     column. `max_steps`: the build's MSCCL_MAX_NUM_STEPS (default: the executor's own).
@@ -69,8 +89,9 @@ def validate_msccl(path: str, executor: str, max_steps: int | None = None) -> st
     from ..errors import UsageError
     from ..msccl.document import check_file
     from ..msccl.rules import ExecutorRulesError
-    executor = one_of(executor, "--executor", EXECUTORS)
-    max_steps = optional_whole(max_steps, "--max-steps", 1, MAX_STEP_IDS)
+    if executor is None:
+        raise UsageError("--max-steps goes with --executor")
+    max_steps = ValidateOptions(executor, max_steps).max_steps  # (and the executor's name)
     if Path(path).suffix.lower() != ".xml":
         raise UsageError(f"{path}: --executor checks an MSCCL XML file (FILE.xml) against the "
                          "executor's rules; a .sched file is verified without --executor")
@@ -126,11 +147,21 @@ class Tuning:
     per_nodes: str | None  # the structural param of a table per node count (None: one table)
     tables: tuple[TunedTable, ...]
     margin: str | None = None  # with against_nccl: the margin, as given ("5%")
+    channels: int = 0  # the tuner table's channels column (`TuneOptions.channels`)
+
+
+@dataclass(frozen=True)
+class TuneOptions(Options):
+    collective: str = choice(None, "--collective", tuple(TUNER_COLLECTIVES))
+    # The channels column: 0 keeps NCCL's own count, -1 the example plugin's default (1).
+    channels: int = count(0, "--channels", -1)
+    timeout: float = time_limit(DEFAULT_TIMEOUT)
+    margin: str = text("5%", "--margin")  # with against_nccl (`parse_margin` reads it)
 
 
 def tune(session: Session, collective: str, sizes: str, *, nodes: str | Iterable[int] | None = None,
-         nodes_param: str | None = None, timeout: float = DEFAULT_TIMEOUT, verify: bool = True,
-         against_nccl: str | None = None) -> Tuning:
+         nodes_param: str | None = None, timeout: float = TuneOptions.timeout, verify: bool = True,
+         against_nccl: str | None = None, channels: int = TuneOptions.channels) -> Tuning:
     """The fastest schedule of the file per message-size range ("8B:16GB", as `--sizes`),
     among those computing `collective`, from exact crossovers. With `nodes` ("1,2,4" or a
     list of ints), one table per value of the file's structural param (`nodes_param`,
@@ -145,9 +176,11 @@ def tune(session: Session, collective: str, sizes: str, *, nodes: str | Iterable
         >>> [s.fastest for s in tuning.tables[0].envelope.stretches]
         ['doubling', 'ring']
     """
-    from ..export.tuner import COLLECTIVES
-    collective = one_of(collective, "--collective", tuple(COLLECTIVES))
-    timeout = seconds(timeout)
+    if collective is None:
+        from ..errors import UsageError
+        raise UsageError("--collective: one of " + ", ".join(TUNER_COLLECTIVES))
+    options = TuneOptions(collective, channels, timeout)
+    collective, timeout = options.collective, options.timeout
     share = None
     if against_nccl is not None:
         from ..errors import UsageError
@@ -163,7 +196,8 @@ def tune(session: Session, collective: str, sizes: str, *, nodes: str | Iterable
         (table,) = tables
         rows, notes = against(session, table, collective, share, verify)
         tables = (table._replace(against=rows, against_notes=notes),)
-    return Tuning(collective, session.program.path, per_nodes, tables, against_nccl)
+    return Tuning(collective, session.program.path, per_nodes, tables, against_nccl,
+                  options.channels)
 
 
 def _node_counts(session: Session, nodes: str | Iterable[int] | None, param: str | None
@@ -242,8 +276,14 @@ def _tune_at(session: Session, collective: str, sizes: str, timeout: float,
     return TunedTable(envelope, nccl, names, nodes, len(ranks), rows)
 
 
-def report(session: Session, *, timeout: float = DEFAULT_TIMEOUT, max_cuts: int = MAX_CUTS,
-           verify: bool = True) -> str:
+@dataclass(frozen=True)
+class ReportOptions(Options):
+    timeout: float = time_limit(DEFAULT_TIMEOUT)
+    max_cuts: int = count(MAX_CUTS, "--max-cuts")
+
+
+def report(session: Session, *, timeout: float = ReportOptions.timeout,
+           max_cuts: int = ReportOptions.max_cuts, verify: bool = True) -> str:
     """`schedc report`: one self-contained HTML page about the file (the comparison table,
     every formula typeset, time against each param with the crossovers marked, each
     schedule round by round, the bounds, the reports and expects), verified first.
@@ -254,7 +294,7 @@ def report(session: Session, *, timeout: float = DEFAULT_TIMEOUT, max_cuts: int 
     """
     from ..analysis.overview import overview
     from ..render.html import report_html
-    max_cuts = whole(max_cuts, "--max-cuts")
-    timeout = seconds(timeout)
+    options = ReportOptions(timeout, max_cuts)
+    timeout, max_cuts = options.timeout, options.max_cuts
     timings = verified_timings(session, session.selected(), verify)
     return report_html(session.program, overview(session, timings, timeout, max_cuts))

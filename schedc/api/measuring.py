@@ -5,17 +5,25 @@ its prediction with them, without fitting."""
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..errors import SchedcError
 from ..limits import MAX_FIT_WORK
-from .arguments import whole
-from .compiling import load, verified_timings
+from .compiling import LoadOptions, load, verified_timings
+from .options import Options, count, text
 
 if TYPE_CHECKING:
     from ..analysis.calibrate.calibration import Calibration, Comparison
     from ..session import Session
+
+
+@dataclass(frozen=True)
+class CalibrateOptions(Options):
+    every: int = count(4, "--every")  # with split interleaved: fit on one size in this many
+    split: str = text("interleaved", "--split")  # (`parse_split` reads it)
+    max_work: int = count(MAX_FIT_WORK, "--max-fit-work")
 
 
 def _tables(paths: Iterable[str | Path]) -> list:
@@ -43,8 +51,8 @@ def _fit_names(fit: Iterable[str]) -> tuple[str, ...]:
 
 
 def calibrate(session: Session, logs: Iterable[str | Path], schedule: str | None = None, *,
-              fit: Iterable[str] = (), every: int = 4, in_place: bool = False,
-              verify: bool = True, split: str = "interleaved",
+              fit: Iterable[str] = (), every: int = CalibrateOptions.every,
+              in_place: bool = False, verify: bool = True, split: str = CalibrateOptions.split,
               drop_wrong: bool = False) -> Calibration:
     """Fit the params `fit` (default: every param the time depends on but the size) of one
     schedule (default: the file's only one) to nccl-tests logs, by least squares on log time,
@@ -58,7 +66,7 @@ def calibrate(session: Session, logs: Iterable[str | Path], schedule: str | None
         ['a_L', 'B_L']
     """
     from ..analysis.calibrate.calibration import calibrate as fit_params
-    every = whole(every, "--every")
+    every = CalibrateOptions(every, split).every
     name = _schedule(session, schedule)
     verified_timings(session, name.split(","), verify)
     return fit_params(session, name, _tables(logs), _fit_names(fit), every, _place(in_place),
@@ -66,9 +74,10 @@ def calibrate(session: Session, logs: Iterable[str | Path], schedule: str | None
 
 
 def calibrate_logs(pairs: Iterable[tuple[str | Path, Session]], schedule: str | None = None, *,
-                   fit: Iterable[str] = (), every: int = 4, in_place: bool = False,
-                   verify: bool = True, split: str = "interleaved",
-                   drop_wrong: bool = False, max_work: int = MAX_FIT_WORK) -> Calibration:
+                   fit: Iterable[str] = (), every: int = CalibrateOptions.every,
+                   in_place: bool = False, verify: bool = True,
+                   split: str = CalibrateOptions.split, drop_wrong: bool = False,
+                   max_work: int = CalibrateOptions.max_work) -> Calibration:
     """One fit over several logs, each with its own machine (a loaded session): params of a
     library the machine files import are shared, a machine file's own params are its log's.
     `split` is "interleaved", "size:64MiB" or "leave-one-out". A fit that does not settle
@@ -78,15 +87,15 @@ def calibrate_logs(pairs: Iterable[tuple[str | Path, Session]], schedule: str | 
     """
     from ..analysis.calibrate.calibration import Run
     from ..analysis.calibrate.fit import calibrate_runs
-    every = whole(every, "--every")
+    options = CalibrateOptions(every, split, max_work)
     runs = []
     for log, session in pairs:
         name = _schedule(session, schedule)
         verified_timings(session, name.split(","), verify)
         (path, table), = _tables([log])
         runs.append(Run(session, name, path, table, session.program.path))
-    return calibrate_runs(runs, _fit_names(fit), parse_split(split, every), _place(in_place),
-                          drop_wrong, max_work=whole(max_work, "--max-fit-work"))
+    return calibrate_runs(runs, _fit_names(fit), parse_split(split, options.every),
+                          _place(in_place), drop_wrong, max_work=options.max_work)
 
 
 def calibration_pairs(logs: Iterable[str | Path] = (), machines: Iterable[str | Path] = (),
@@ -118,10 +127,13 @@ def calibration_pairs(logs: Iterable[str | Path] = (), machines: Iterable[str | 
 
 def calibrate_files(logs: Iterable[str | Path] = (), machines: Iterable[str | Path] = (), *,
                     manifest: str | Path | None = None, schedule: str | None = None,
-                    fit: Iterable[str] = (), sets: Iterable[str] = (), every: int = 4,
-                    in_place: bool = False, verify: bool = True, split: str = "interleaved",
-                    drop_wrong: bool = False, max_transfers: int | None = None,
-                    max_rounds: int | None = None, max_work: int = MAX_FIT_WORK) -> Calibration:
+                    fit: Iterable[str] = (), sets: Iterable[str] = (),
+                    every: int = CalibrateOptions.every, in_place: bool = False,
+                    verify: bool = True, split: str = CalibrateOptions.split,
+                    drop_wrong: bool = False,
+                    max_transfers: int | None = LoadOptions.max_transfers,
+                    max_rounds: int | None = LoadOptions.max_rounds,
+                    max_work: int = CalibrateOptions.max_work) -> Calibration:
     """`schedc calibrate`: `calibrate_logs` over the pairs of `calibration_pairs`, each machine
     file loaded once with `sets`; `fit` items may name several params (`"a_L,B_L"`). The
     result records the command line that makes it again (`made_by`), which
@@ -132,7 +144,7 @@ def calibrate_files(logs: Iterable[str | Path] = (), machines: Iterable[str | Pa
     """
     from dataclasses import replace
     logs, machines, sets, fit = tuple(logs), tuple(machines), tuple(sets), tuple(fit)
-    every = whole(every, "--every")
+    every = CalibrateOptions(every, split, max_work).every
     pairs = calibration_pairs(logs, machines, manifest)
     sessions: dict[str, Session] = {}
     loaded = [(log, sessions.setdefault(m, load(m, sets, max_transfers=max_transfers,
@@ -173,12 +185,12 @@ def write_calibration(calibration: Calibration, path: str | Path, *, force: bool
     write_output_with(Path(path), lambda temporary: Path(temporary).write_text(text, "utf-8"))
 
 
-def parse_split(text: str, every: int = 4):
+def parse_split(text: str, every: int = CalibrateOptions.every):
     """`interleaved`, `size:SIZE` (e.g. size:64MiB), `leave-one-out` or `leave-one-out:SIZE`
     (the held-out log's own params fitted on its rows up to SIZE, e.g. leave-one-out:16B)."""
     from ..analysis.calibrate.calibration import Split
     from ..errors import UsageError
-    every = whole(every, "--every")
+    every = CalibrateOptions(every, text).every
     if text == "interleaved":
         return Split("interleaved", every)
     if text == "leave-one-out":

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from ..hardware.rules import DEFAULT_SM
 from ..limits import MAX_SIZE
-from .arguments import optional_whole
+from .options import Options, count, text
 
 if TYPE_CHECKING:
     from ..model.topology import Device, Topology
@@ -50,10 +50,24 @@ class NcclModel:
     formulas: dict  # collective → tuple[schedc.nccl.formulas.Boundary, ...] (nNodes ≥ 3)
 
 
-def nccl_model(session: Session, *, collective: str | None = None, nodes: int | None = None,
-         sm: int | None = None, channels: int | None = None, inputs: tuple[str, ...] = (),
-         explain: str | None = None, max_bytes: int = DEFAULT_MAX_BYTES,
-         verify: bool = True) -> NcclModel:
+@dataclass(frozen=True)
+class NcclOptions(Options):
+    """`schedc nccl`'s options (`predict --nccl` takes `sm`). Which compute capabilities NCCL
+    knows and its channel limit are said by `schedc.nccl.inputs`, with NCCL's words."""
+
+    collective: str | None = text(None, "--collective")  # (one of NCCL's functions)
+    nodes: int | None = count(None, "--nodes")
+    sm: int | None = count(None, "--sm", None)
+    channels: int | None = count(None, "--channels", None)
+    # NCCL's sizes are size_t; schedc counts them in 64-bit integers
+    max_bytes: int = count(DEFAULT_MAX_BYTES, "--max-bytes", 1, MAX_SIZE)
+
+
+def nccl_model(session: Session, *, collective: str | None = NcclOptions.collective,
+               nodes: int | None = NcclOptions.nodes, sm: int | None = NcclOptions.sm,
+               channels: int | None = NcclOptions.channels, inputs: tuple[str, ...] = (),
+               explain: str | None = None, max_bytes: int = NcclOptions.max_bytes,
+               verify: bool = True) -> NcclModel:
     """NCCL's inputs derived from the file's machine (each overridable), its latency and
     bandwidth table and its choice for every size from 1 byte to `max_bytes`.
 
@@ -73,13 +87,8 @@ def nccl_model(session: Session, *, collective: str | None = None, nodes: int | 
     if collective is not None and collective not in K.FUNCTIONS:
         raise UsageError(f"NCCL's tuning model has no collective '{collective}' (its "
                          f"functions: {', '.join(K.FUNCTIONS)}; src/graph/tuning.cc:288)")
-    nodes = optional_whole(nodes, "--nodes")
-    sm = optional_whole(sm, "--sm", None)  # (which ones NCCL knows: check_sm)
-    channels = optional_whole(channels, "--channels", None)  # (the range: nccl.inputs)
-    if isinstance(max_bytes, bool) or not isinstance(max_bytes, int) or \
-            not 1 <= max_bytes <= MAX_SIZE:
-        raise UsageError("--max-bytes: from 1 to 2^63 - 1 (NCCL's sizes are size_t; schedc "
-                         "counts them in 64-bit integers)")
+    o = NcclOptions(collective, nodes, sm, channels, max_bytes)
+    nodes, sm, channels, max_bytes = o.nodes, o.sm, o.channels, o.max_bytes
     program = session.program
     ranks = program.results[0].collective.ranks if program.results else tuple(
         d.id for d in program.topology.devices if d.kind == "gpu")

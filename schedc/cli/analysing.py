@@ -8,8 +8,10 @@ from pathlib import Path
 
 import click
 
-from ..api import DEFAULT_POINTS, MAX_CUTS
+from ..api import DEFAULT_POINTS
+from ..api.analysing import BoundOptions, SweepOptions
 from ..render import schema
+from .derived import api_option
 from .options import (
     EXIT_BAD_INPUT,
     EXIT_FAILED,
@@ -78,7 +80,7 @@ def sensitivity_command(session, schedules, as_json: bool, timeout: float, no_ve
 @compiling
 @click.option("--vary", required=True, metavar="NAME=LO:HI[:N]",
               help=f"The param and its range, with units; N points (default {DEFAULT_POINTS}).")
-@click.option("--linear", is_flag=True, help="Space the points linearly (default: logarithmically).")
+@api_option(SweepOptions, "linear", help="Space the points linearly (default: logarithmically).")
 @click.option("--csv", "csv_path", type=OutputPath(),
               help="Write the sweep to this CSV file (base units); print a summary, not the table.")
 @plot_option
@@ -115,8 +117,8 @@ def sweep_command(session, vary: str, linear: bool, csv_path: Path | None,
 @schedule_option
 @json_option(schema.BOUND)
 @format_option
-@click.option("--max-cuts", type=int, default=MAX_CUTS, show_default=True,
-              help="Refuse a collective whose bound needs more max-flow problems (at least 1).")
+@api_option(BoundOptions, "max_cuts",
+            help="Refuse a collective whose bound needs more max-flow problems.")
 @no_verify_option
 def bound_command(session, schedules, as_json: bool, output_format: str, max_cuts: int,
                   no_verify: bool) -> int:

@@ -23,6 +23,7 @@ import math
 import sympy
 
 from ..analysis.solve.crossovers import Envelope
+from ..choices import TUNER_COLLECTIVES
 from ..cost.regimes import key
 from ..language.syntax import NcclName
 from ..nccl.constants import ALGORITHMS, PROTOCOLS  # a tuner table names them as NCCL does
@@ -30,8 +31,7 @@ from ..render.schema import TUNE
 from ..render.text import dump_json, json_number, table
 from ..units import format_bytes
 
-COLLECTIVES = {"allreduce": "allreduce", "allgather": "allgather",
-               "reduce_scatter": "reducescatter", "broadcast": "broadcast", "reduce": "reduce"}
+COLLECTIVES = TUNER_COLLECTIVES  # (schedc.choices: the names `tune --collective` takes)
 
 
 ONLY_RING = ("broadcast", "reduce")
