@@ -74,11 +74,14 @@ def _timed(session: Session, equation: str) -> tuple[syntax.Relation, list[str]]
 
 
 def solve(session: Session, equation: str, param: str, *, timeout: float = TimedOptions.timeout,
-          verify: bool = True) -> Solution | IntegerSearch:
+          verify: bool = True, plot: str | Path | None = None) -> Solution | IntegerSearch:
     """Every solution of `equation` for `param`, regime by regime, and which side is smaller
-    in between: a `Solution`. A structural param (a host count: `param hosts = 2`) is searched
-    over the integers instead, compiling the file at each value: an `IntegerSearch`. The
-    schedules the equation names are verified first; `timeout` seconds bound the whole.
+    in between: a `Solution`, with `.switches`: for each schedule the equation names that
+    picks an NCCL protocol per size, the spans of `param` where each protocol wins. A
+    structural param (a host count: `param hosts = 2`) is searched over the integers instead,
+    compiling the file at each value: an `IntegerSearch`. The schedules the equation names
+    are verified first; `timeout` seconds bound the whole. `plot`: also draw both sides
+    against `param` into this SVG or PNG file (not for a structural param: no curve).
 
         >>> found = schedc.solve(session, "time(hierarchical) = time(ring)", "B_L")
         >>> [float(r.value) / 1e9 for r in found.roots]   # GB/s
@@ -87,10 +90,15 @@ def solve(session: Session, equation: str, param: str, *, timeout: float = Timed
         >>> schedc.solve(hosts, "time(hierarchical) = time(ring)", "hosts").roots
         (1,)
     """
+    from dataclasses import replace
+
     from ..analysis.solve.equations import Equations
     from ..deadline import OutOfTime, TimeLimit
     from ..errors import SolveError, SourceFile, Span
     timeout = TimedOptions(timeout).timeout
+    if plot is not None:
+        from ..files import check_output
+        check_output(plot)  # (before any work; the command line checked it as it parsed)
     relation, timed = _timed(session, equation)
     limit = TimeLimit(timeout)  # one budget: deriving the times, then solving
     try:
@@ -105,7 +113,11 @@ def solve(session: Session, equation: str, param: str, *, timeout: float = Timed
         from ..analysis.solve.instances import search
         return search(session, relation, param.strip(), param_span, timeout,
                       lambda at: verified_timings(at, timed, verify))
-    return equations.solve(relation, param.strip(), param_span)
+    solution = equations.solve(relation, param.strip(), param_span)
+    solution = replace(solution, switches=protocol_switches(session, equation, solution.param))
+    if plot is not None:
+        plot_solution(session, solution, plot)
+    return solution
 
 
 def protocol_switches(session: Session, equation: str, param: str
@@ -152,10 +164,13 @@ def sensitivity(session: Session, schedules: Iterable[str] = (), *,
 
 
 def sweep(session: Session, vary: str, schedules: Iterable[str] = (), *,
-          linear: bool = SweepOptions.linear, verify: bool = True) -> Sweep:
+          linear: bool = SweepOptions.linear, verify: bool = True,
+          csv: str | Path | None = None, plot: str | Path | None = None) -> Sweep:
     """Each schedule's time over a range of one param, `vary` as `--vary` takes it
     ("NAME=LO:HI[:N]", with units), at N log-spaced points (or linear ones). A structural
-    param is compiled at each (integer) point.
+    param is compiled at each (integer) point. `csv`: also write the sweep to this CSV file
+    (base units; floats as Python's repr, so they read back exactly), `plot`: draw it into
+    this SVG or PNG file; both are checked before any work and written whole or not at all.
 
         >>> swept = schedc.sweep(session, "B_L=100GB/s:900GB/s:5")
         >>> len(swept.values)
@@ -163,14 +178,27 @@ def sweep(session: Session, vary: str, schedules: Iterable[str] = (), *,
     """
     from ..analysis.solve.sweep import instance_sweep, parse_vary
     from ..analysis.solve.sweep import sweep as sweep_formula
+    from ..files import check_output
+    for path in (csv, plot):  # before any work (the command line's parse checked them too)
+        if path is not None:
+            check_output(path)
     program = session.program
     plan = parse_vary(vary, program)
     names = session.selected(tuple(schedules))
-    spacing = "linear" if linear else "log"
+    spacing = "linear" if SweepOptions(linear).linear else "log"
     if plan.param.structural:  # another machine or schedule at every point: compile each
-        return instance_sweep(session, plan, spacing,
-                              lambda at: verified_timings(at, names, verify))
-    return sweep_formula(program, verified_timings(session, names, verify), plan, spacing)
+        result = instance_sweep(session, plan, spacing,
+                                lambda at: verified_timings(at, names, verify))
+    else:
+        result = sweep_formula(program, verified_timings(session, names, verify), plan, spacing)
+    if csv is not None:
+        from ..render.analysis import sweep_csv
+        from ..render.files import write_atomically
+        write_atomically(Path(csv), sweep_csv(result))
+    if plot is not None:
+        from ..render.plot import save, sweep_figure
+        save(sweep_figure(result), Path(plot))
+    return result
 
 
 def bound(session: Session, schedules: Iterable[str] = (), *, max_cuts: int = BoundOptions.max_cuts,

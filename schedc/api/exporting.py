@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
 from ..choices import EXECUTORS, LAYOUTS, NCCL_EXECUTOR, NCCL_PROTOCOLS, TUNER_COLLECTIVES
@@ -51,13 +52,16 @@ def export_msccl(session: Session, schedule: str, *, proto: str = ExportMscclOpt
                  min_bytes: int = ExportMscclOptions.min_bytes,
                  max_bytes: int = ExportMscclOptions.max_bytes, verify: bool = True,
                  max_steps: int | None = ExportMscclOptions.max_steps,
-                 layout: str = ExportMscclOptions.layout) -> str:
+                 layout: str = ExportMscclOptions.layout, output: str | Path | None = None,
+                 force: bool = False) -> str:
     """A schedule as an MSCCL XML algorithm (the text), verified first, within `executor`'s
     limits ("msccl-executor-nccl", or "msccl": microsoft/msccl, which also names
     reduce-scatter as msccl-tools does): `proto` the NCCL protocol it runs with, every
     transfer cut into `channels` pieces, for message sizes from `min_bytes` to `max_bytes`;
     `max_steps` the executor build's MSCCL_MAX_NUM_STEPS (default 64 for
     msccl-executor-nccl, 256 for msccl); `layout` "inplace", "outofplace" or "both".
+    `output`: also write it to this file (whole or not at all; an existing file is refused
+    before any work unless `force`).
 
         >>> xml = schedc.export_msccl(session, "ring")
         >>> xml.splitlines()[0]
@@ -65,14 +69,29 @@ def export_msccl(session: Session, schedule: str, *, proto: str = ExportMscclOpt
     """
     from ..export.msccl_xml import export_msccl as write_xml
     o = ExportMscclOptions(proto, channels, executor, max_steps, min_bytes, max_bytes, layout)
+    if output is not None:
+        _check_replaced(Path(output), force)
     name = session.selected((schedule,))[0]
     if verify:
         from ..analysis.verify.verdict import verdict
         found = verdict(session, name)
         if not found.ok:
             raise refusal([found])
-    return write_xml(session.schedule(name), name, o.proto, o.channels, o.executor,
+    text = write_xml(session.schedule(name), name, o.proto, o.channels, o.executor,
                      o.min_bytes, o.max_bytes, o.max_steps, o.layout)
+    if output is not None:
+        from ..render.files import write_atomically
+        write_atomically(Path(output), text)
+    return text
+
+
+def _check_replaced(path: Path, force: bool) -> None:
+    """Refuse, before any work, an output that would replace a file unless `force`."""
+    from ..errors import UsageError
+    from ..files import check_output
+    if not force and path.exists() and path.is_file():
+        raise UsageError(f"{path} exists; --force replaces it")
+    check_output(path)
 
 
 def validate_msccl(path: str, executor: str | None,
@@ -84,8 +103,6 @@ def validate_msccl(path: str, executor: str | None,
         >>> schedc.validate_msccl("tests/fixtures/hierarchical.xml", "msccl")
         'tests/fixtures/hierarchical.xml: msccl would load it ...'
     """
-    from pathlib import Path
-
     from ..errors import UsageError
     from ..msccl.document import check_file
     from ..msccl.rules import ExecutorRulesError

@@ -44,19 +44,17 @@ def solve_command(session, equation: str, param: str, as_json: bool, plot_path: 
     """Solve EQUATION for one param, regime by regime: every solution, and which side is
     smaller in between (e.g. 'time(hierarchical) = time(ring, B_L = 32 GB/s)' --for B_L).
     A structural param (hosts) is searched over the integers, compiling at each value."""
-    from ..api import IntegerSearch, plot_solution, protocol_switches, solve
+    from ..api import IntegerSearch, solve
     from ..render.analysis import solve_json, solve_text
     from ..render.scale import search_json, search_text
-    solution = solve(session, equation, param, timeout=timeout, verify=not no_verify)
+    solution = solve(session, equation, param, timeout=timeout, verify=not no_verify,
+                     plot=plot_path)
     if isinstance(solution, IntegerSearch):  # a structural param, searched over the integers
         show = search_json if as_json else search_text
         click.echo(show(session.program, equation, solution), nl=False)
         return EXIT_OK
-    switches = protocol_switches(session, equation, solution.param)
-    if plot_path is not None:
-        plot_solution(session, solution, plot_path)
     show_solution = solve_json if as_json else solve_text
-    click.echo(show_solution(session.program, equation, solution, switches), nl=False)
+    click.echo(show_solution(session.program, equation, solution, solution.switches), nl=False)
     return EXIT_OK
 
 
@@ -92,15 +90,10 @@ def sweep_command(session, vary: str, linear: bool, csv_path: Path | None,
     """Each schedule's time over a range of one param, from its compiled formula; a
     structural param (a unitless integer such as a host count) is compiled at each point."""
     from ..api import sweep
-    from ..render.analysis import sweep_csv, sweep_json, sweep_summary, sweep_text
-    from ..render.files import write_atomically
+    from ..render.analysis import sweep_json, sweep_summary, sweep_text
     program = session.program
-    result = sweep(session, vary, schedules, linear=linear, verify=not no_verify)
-    if csv_path is not None:
-        write_atomically(csv_path, sweep_csv(result))
-    if plot_path is not None:
-        from ..render.plot import save, sweep_figure
-        save(sweep_figure(result), plot_path)
+    result = sweep(session, vary, schedules, linear=linear, verify=not no_verify, csv=csv_path,
+                   plot=plot_path)
     if as_json:
         # bytes: straight to the binary stdout, unless stdout is text only (a StringIO)
         binary = getattr(sys.stdout, "buffer", None) is not None

@@ -49,18 +49,12 @@ def export_msccl_command(session, name: str, output: Path | None, proto: str, ch
     limits (steps per thread block, cnt < 72, thread blocks per gpu and per channel,
     dependency ids that fit int8_t, 32 channels), or an error naming the limit."""
     from ..api import export_msccl
-    from ..errors import UsageError
-    from ..render.files import write_atomically
-    if output is not None and not force and output.exists() and output.is_file():
-        raise UsageError(f"{output} exists; --force replaces it")
     text = export_msccl(session, name, proto=proto, channels=channels, executor=executor,
                         min_bytes=min_bytes, max_bytes=max_bytes, verify=not no_verify,
-                        max_steps=max_steps,
-                        layout=layout or ExportMscclOptions.layout)
+                        max_steps=max_steps, layout=layout or ExportMscclOptions.layout,
+                        output=output, force=force)
     if output is None:
         click.echo(text, nl=False)
-    else:
-        write_atomically(output, text)
     return EXIT_OK
 
 
