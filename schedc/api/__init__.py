@@ -84,7 +84,7 @@ from .measuring import (
     read_manifest,
     write_calibration,
 )
-from .nccl import Against, NcclModel, against_nccl, nccl_model
+from .nccl import NcclModel, against_nccl, nccl_model
 
 if TYPE_CHECKING:
     from ..analysis.bound.bounds import Bounds
@@ -92,6 +92,7 @@ if TYPE_CHECKING:
     from ..analysis.check import FileCheck
     from ..analysis.forall.family import ForAll
     from ..analysis.machine import MachineSummary
+    from ..analysis.nccl_model import Against
     from ..analysis.scale.pieces import Scaling
     from ..analysis.solve.instances import IntegerSearch
     from ..analysis.solve.reports import ReportValue
@@ -113,7 +114,7 @@ RESULT_TYPES = {
     "Comparison": "schedc.analysis.calibrate.calibration", "FileCheck": "schedc.analysis.check",
     "ReportValue": "schedc.analysis.solve.reports", "WhatIf": "schedc.analysis.whatif",
     "ForAll": "schedc.analysis.forall.family", "MachineSummary": "schedc.analysis.machine",
-    "AstraExport": "schedc.export.astra",
+    "AstraExport": "schedc.export.astra", "Against": "schedc.analysis.nccl_model",
 }
 
 

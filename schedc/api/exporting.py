@@ -201,7 +201,6 @@ def tune(session: Session, collective: str, sizes: str, *, nodes: str | Iterable
     share = None
     if against_nccl is not None:
         from ..errors import UsageError
-        from ..export.tuner import parse_margin
         if nodes is not None:
             raise UsageError("--against-nccl compares on the file's own machine: drop --nodes")
         share = parse_margin(against_nccl)
@@ -315,3 +314,16 @@ def report(session: Session, *, timeout: float = ReportOptions.timeout,
     timeout, max_cuts = options.timeout, options.max_cuts
     timings = verified_timings(session, session.selected(), verify)
     return report_html(session.program, overview(session, timings, timeout, max_cuts))
+
+
+def parse_margin(text: str) -> float:
+    """`5%` or `0.05` → 0.05."""
+    from ..errors import UsageError
+    raw = text.strip()
+    try:
+        value = float(raw[:-1]) / 100 if raw.endswith("%") else float(raw)
+    except ValueError:
+        raise UsageError(f"--margin expects a share like 5%, got {text!r}") from None
+    if not 0 <= value < 10:
+        raise UsageError(f"--margin {text}: between 0% and 1000%")
+    return value

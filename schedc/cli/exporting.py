@@ -90,14 +90,8 @@ def tune(session, collective: str, sizes: str, output: Path | None, channels: in
     and protocol with `schedule NAME as ring/simple = ...`; every size range gets the fastest
     of those, and pairs NCCL would ignore are refused at their label."""
     from ..api import tune as tuned
-    from ..export.tuner import (
-        against_csv,
-        against_text,
-        tune_json,
-        tune_table,
-        tune_text,
-        tuner_csv,
-    )
+    from ..export.tuner import against_csv, tuner_csv
+    from ..render.tuner import against_text, tune_json, tune_table, tune_text
     from ..render.files import write_atomically
     tuning = tuned(session, collective, sizes, nodes=nodes, nodes_param=nodes_param,
                    timeout=timeout, verify=not no_verify,
