@@ -67,6 +67,7 @@ def export_msccl(session: Session, schedule: str, *, proto: str = ExportMscclOpt
         >>> xml.splitlines()[0]
         '<algo name="ring" ...'
     """
+    from ..errors import UsageError
     from ..export.msccl_xml import export_msccl as write_xml
     o = ExportMscclOptions(proto, channels, executor, max_steps, min_bytes, max_bytes, layout)
     if output is not None:
@@ -77,12 +78,46 @@ def export_msccl(session: Session, schedule: str, *, proto: str = ExportMscclOpt
         found = verdict(session, name)
         if not found.ok:
             raise refusal([found])
-    text = write_xml(session.schedule(name), name, o.proto, o.channels, o.executor,
-                     o.min_bytes, o.max_bytes, o.max_steps, o.layout)
+    def write(at: Session) -> str:
+        return write_xml(at.schedule(name), name, o.proto, o.channels, o.executor,
+                         o.min_bytes, o.max_bytes, o.max_steps, o.layout)
+    try:
+        text = write(session)
+    except UsageError as refused:
+        fewer = _fewer_chunks(session, write)
+        if fewer is None:
+            raise
+        raise UsageError(f"{refused.message}; with --set chunks={fewer} (this file's pipelined "
+                         f"chunks, {session.structural()['chunks']} now) it fits"
+                         if fewer else f"{refused.message}, and no --set chunks fits",
+                         refused.span, refused.notes) from None
     if output is not None:
         from ..render.files import write_atomically
         write_atomically(Path(output), text)
     return text
+
+
+def _fewer_chunks(session: Session, write) -> int | None:
+    """For a file whose pipeline depth is the structural param `chunks` (as `synthesize`
+    writes): the most chunks below the current count whose XML fits (0: none does; each
+    chunk adds steps, so it is found by bisection), or None without such a param."""
+    from ..errors import UsageError
+    now = session.structural().get("chunks")
+    if now is None or now < 2:
+        return None
+
+    def fits(k: int) -> bool:
+        try:
+            write(session.at({"chunks": k}))
+        except UsageError:
+            return False
+        return True
+
+    lo, hi = 0, now  # chunks lo fit (0: vacuously), hi do not
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (mid, hi) if fits(mid) else (lo, mid)
+    return lo
 
 
 def _check_replaced(path: Path, force: bool) -> None:
