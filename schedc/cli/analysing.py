@@ -119,7 +119,7 @@ def bound_command(session, schedules, as_json: bool, output_format: str, max_cut
     bounds, the overlapped bound, and what holds each schedule back. A machine file without
     schedules shows its cuts."""
     from ..api import bound
-    from ..render.bound import bound_json
+    from ..render.bound_json import bound_json
     show = formatted(output_format, as_json, "bound", bound_json)
     groups = bound(session, schedules, max_cuts=max_cuts, verify=not no_verify)
     click.echo(show(session.program, groups), nl=False)
