@@ -36,12 +36,6 @@ def _range_text(lo: int | None, hi: int | None) -> str:
     return f"at least {lo:,}" if hi is None else f"from {lo:,} to {hi:,}"
 
 
-def optional_whole(value: object, option: str, lo: int | None = 1, hi: int | None = None
-                   ) -> int | None:
-    """`whole`, with None (the option not given) passed through."""
-    return None if value is None else whole(value, option, lo, hi)
-
-
 def seconds(value: object, option: str = "--timeout") -> float:
     """A time limit in seconds the alarm can be set to: above 0 and at most MAX_TIMEOUT (NaN
     is neither; 1e308 or inf would overflow setitimer)."""
