@@ -167,8 +167,10 @@ def sweep(session: Session, vary: str, schedules: Iterable[str] = (), *,
           linear: bool = SweepOptions.linear, verify: bool = True,
           csv: str | Path | None = None, plot: str | Path | None = None) -> Sweep:
     """Each schedule's time over a range of one param, `vary` as `--vary` takes it
-    ("NAME=LO:HI[:N]", with units), at N log-spaced points (or linear ones). A structural
-    param is compiled at each (integer) point. `csv`: also write the sweep to this CSV file
+    ("NAME=LO:HI[:N]", with units), at N log-spaced points (or linear ones), or
+    "NAME=LO:HI:xK": LO, LO·K, LO·K², ... up to HI, as nccl-tests' `-f K` steps (x2: powers of
+    two). A structural param is compiled at each (integer) point. Beside each time, nccl-tests'
+    algbw and busbw in GB/s (`.algbw`, `.busbw`). `csv`: also write the sweep to this CSV file
     (base units; floats as Python's repr, so they read back exactly), `plot`: draw it into
     this SVG or PNG file; both are checked before any work and written whole or not at all.
 
@@ -184,6 +186,10 @@ def sweep(session: Session, vary: str, schedules: Iterable[str] = (), *,
             check_output(path)
     program = session.program
     plan = parse_vary(vary, program)
+    if plan.factor is not None and linear:
+        from ..errors import UsageError
+        raise UsageError(f"--vary {vary} steps by x{plan.factor}; --linear is another spacing: "
+                         "give one of them")
     names = session.selected(tuple(schedules))
     spacing = "linear" if SweepOptions(linear).linear else "log"
     if plan.param.structural:  # another machine or schedule at every point: compile each

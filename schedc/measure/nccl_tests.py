@@ -31,16 +31,7 @@ from pathlib import Path
 from ..errors import SchedcError, Span
 from ..files import read_source
 from ..limits import MAX_SIZE
-
-# nccl-tests' busbw = algbw × this factor (doc/PERFORMANCE.md), n ranks.
-BUSBW_FACTORS = {
-    "all_reduce": lambda n: 2 * (n - 1) / n,
-    "reduce_scatter": lambda n: (n - 1) / n,
-    "all_gather": lambda n: (n - 1) / n,
-    "alltoall": lambda n: (n - 1) / n,
-    "broadcast": lambda n: 1.0,
-    "reduce": lambda n: 1.0,
-}
+from .bandwidth import BUSBW_FACTORS as BUSBW_FACTORS  # (the calibration reads it here)
 
 # The command line (`./build/all_reduce_perf -b 8 -e 8G -f 2 -g 1`), wherever a launcher or a
 # README printed it: the binary names the collective, -g / -t the GPUs and threads per process.
