@@ -101,8 +101,8 @@ class Limits:
             return (f"{count:,} transfers; the limit is {self.transfers:,} "
                     "(raise it with --max-transfers)")
         return (f"{count:,} transfers, about {format_bytes(count * BYTES_PER_TRANSFER)} at "
-                f"{BYTES_PER_TRANSFER} B a transfer; this machine's {format_bytes(MEMORY)} of memory holds "
-                f"{MEMORY_TRANSFERS:,}")
+                f"{BYTES_PER_TRANSFER} B a transfer; this machine's {format_bytes(MEMORY)} of "
+                f"memory holds {MEMORY_TRANSFERS:,}")
 
     def steps_message(self, count: int) -> str:
         return (f"{count:,} rounds and loop iterations; the limit is {self.steps:,} "

@@ -65,8 +65,9 @@ class PiecesSeen:
         if pieces > self.most:
             raise LimitError(f"verifying this needs {self.ranks:,} ranks × at least {pieces:,} "
                              f"pieces of the buffer (counted in the part elaborated so far); the "
-                             f"limit is {MAX_CELLS:,} in all{cells_memory(self.ranks * pieces, MAX_CELLS)}"
-                             f"{NO_VERIFY_HINT}", self.span)
+                             f"limit is {MAX_CELLS:,} in all"
+                             f"{cells_memory(self.ranks * pieces, MAX_CELLS)}{NO_VERIFY_HINT}",
+                             self.span)
 
     def _add(self, samples: list[np.ndarray]) -> None:
         if samples:

@@ -134,8 +134,8 @@ def check_cells(ranks: int, switches: int, pieces: int, span: Span | None) -> No
     cells = (ranks + switches) * pieces
     if cells > MAX_CELLS:
         raise LimitError(f"verifying this needs {ranks:,} ranks × {pieces:,} pieces of the "
-                         f"buffer; the limit is {MAX_CELLS:,} in all{cells_memory(cells, MAX_CELLS)}"
-                         f"{NO_VERIFY_HINT}", span)
+                         f"buffer; the limit is {MAX_CELLS:,} in all"
+                         f"{cells_memory(cells, MAX_CELLS)}{NO_VERIFY_HINT}", span)
 
 
 def check_declared(collective: Collective, span: Span | None) -> None:
