@@ -4,7 +4,7 @@ its prediction with them, without fitting."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -202,6 +202,8 @@ def predict(session: Session, logs: Iterable[str | Path], schedule: str | None =
             in_place: bool = False, verify: bool = True, drop_wrong: bool = False) -> Comparison:
     """One schedule's predicted time (default: the file's only one) against the measured
     rows of nccl-tests logs, at the file's params (see `fitted_sets` for a calibrated file).
+    A machine with a structural host param (`param hosts = 2`) is compiled at each log's
+    host count (analysis/calibrate/hosts.py); a log whose counts do not fit it is refused.
 
         >>> compared = schedc.predict(machine, [LOG])                      # doctest: +SKIP
         >>> compared.geomean(None)                                         # doctest: +SKIP
@@ -209,8 +211,26 @@ def predict(session: Session, logs: Iterable[str | Path], schedule: str | None =
     """
     from ..analysis.calibrate.calibration import compare
     name = _schedule(session, schedule)
-    verified_timings(session, name.split(","), verify)
-    return compare(session, name, _tables(logs), _place(in_place), drop_wrong)
+
+    def one(at: Session, log: str, table) -> Comparison:
+        verified_timings(at, name.split(","), verify)
+        return compare(at, name, [(log, table)], _place(in_place), drop_wrong)
+    return _per_host_count(session, name, logs, one)
+
+
+def _per_host_count(session: Session, name: str, logs: Iterable[str | Path],
+                    compute: Callable[[Session, str, object], Comparison]) -> Comparison:
+    """`compute(session at the log's host count, log, table)` per log, merged."""
+    from ..analysis.calibrate.hosts import host_point, merged
+    parts, notes = [], []
+    for log, table in _tables(logs):
+        point = host_point(session, name, table, log)
+        at = session
+        if point is not None:
+            at = session.at({point.param: point.hosts})
+            notes.append(f"{log}: {point.said}")
+        parts.append(compute(at, log, table))
+    return merged(parts, notes)
 
 
 def predict_nccl(session: Session, logs: Iterable[str | Path], schedule: str | None = None, *,
@@ -219,7 +239,7 @@ def predict_nccl(session: Session, logs: Iterable[str | Path], schedule: str | N
     """The logs' rows against NCCL's own tuning model on the file's machine, nothing fitted:
     at each size the algorithm/protocol NCCL picks and its time, lat + n/(1000·bw) µs
     (`sm`: the GPU generation, 80 for A100, 90 for H100; `inputs`: NAME=VALUE overrides of
-    NCCL's inputs, as `schedc nccl --input`).
+    NCCL's inputs, as `schedc nccl --input`); at each log's host count, as `predict`.
 
         >>> compared = schedc.api.predict_nccl(machine, [LOG], sm=90)          # doctest: +SKIP
         >>> compared.protocols[0]                                          # doctest: +SKIP
@@ -230,11 +250,14 @@ def predict_nccl(session: Session, logs: Iterable[str | Path], schedule: str | N
     from .nccl import nccl_model
     name = _schedule(session, schedule)
     kind = session.program.result(name.split(",")[0]).collective.kind
-    model = nccl_model(session, collective=kind if kind != "alltoall" else None, sm=sm,
-                       inputs=inputs, max_bytes=1)
-    label = f"NCCL {VERSION}'s tuning model (sm {model.comm['minCompCap']})"
-    return nccl_compare(session, name, _tables(logs), model.comm, model.table, label,
-                        _place(in_place), drop_wrong)
+
+    def one(at: Session, log: str, table) -> Comparison:
+        model = nccl_model(at, collective=kind if kind != "alltoall" else None, sm=sm,
+                           inputs=inputs, max_bytes=1)
+        label = f"NCCL {VERSION}'s tuning model (sm {model.comm['minCompCap']})"
+        return nccl_compare(at, name, [(log, table)], model.comm, model.table, label,
+                            _place(in_place), drop_wrong)
+    return _per_host_count(session, name, logs, one)
 
 
 def read_manifest(path: str | Path) -> list[tuple[str, str]]:

@@ -364,7 +364,7 @@ class ScheduleDef(Node):
 
 @dataclass(frozen=True)
 class ProtocolAttr(Node):
-    """One attribute of a protocol: `alpha`, `eff`, or per link class `alpha` / `cap`."""
+    """One attribute of a protocol: `alpha`, `eff`, or per link class `alpha` / `cap` / `eff`."""
 
     kind: str  # alpha | eff | cap
     cls: str | None

@@ -136,6 +136,9 @@ class _ToAst(Transformer):
     def proto_class_cap(self, c, span):
         return ast.ProtocolAttr("cap", str(c[0]), c[1], span=span)
 
+    def proto_class_eff(self, c, span):
+        return ast.ProtocolAttr("eff", str(c[0]), c[1], span=span)
+
     def device_kind(self, c, span):
         return str(c[0])
 

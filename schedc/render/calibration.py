@@ -258,7 +258,8 @@ def calibration_sched(cal: Calibration, command: str) -> str:
 def comparison_text(c: Comparison, fitted: str | None = None, how: str | None = None) -> str:
     at = how or (f"at the params of {fitted}" if fitted else "at the file's params")
     out = [f"predict {c.schedule} against {len(c.points)} measured rows, {at}",
-           *[f"  log: {log}" for log in c.logs], "", *_rows(c, False), "",
+           *[f"  log: {log}" for log in c.logs], *[f"  {n}" for n in c.notes], "",
+           *_rows(c, False), "",
            f"geomean |error|: {_percent(c.geomean(None))} over {len(c.points)} rows; "
            f"mean |error|: {_percent(c.mean(None))}",
            f"by size: {_ranges(c, None)}",
@@ -274,12 +275,14 @@ def comparison_json(c: Comparison, fitted: str | None = None) -> str:
         "fitted": fitted,
         "log": c.logs[0] if len(c.logs) == 1 else list(c.logs),
         "schedule": c.schedule,
+        "notes": list(c.notes),
         "rows": [{"size": p.size, "measured_s": json_number(p.measured, integer=False),
                   "predicted_s": json_number(predicted, integer=False),
                   "error": json_number(e, integer=False), "protocol": w,
-                  "latency_share": json_number(share, integer=False)}
-                 for p, predicted, e, w, share in zip(c.points, c.predicted, c.errors,
-                                                      c.protocols, c.latency)],
+                  "latency_share": json_number(share, integer=False), "source": source}
+                 for p, predicted, e, w, share, source in zip(
+                     c.points, c.predicted, c.errors, c.protocols, c.latency,
+                     c.sources or ("model",) * len(c.points))],
         "geomean_error": json_number(c.geomean(None), integer=False),
         "worst": {"size": point.size, "error": json_number(error, integer=False)},
         "mean_error": json_number(c.mean(None), integer=False),
