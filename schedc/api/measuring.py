@@ -199,22 +199,37 @@ def parse_split(text: str, every: int = 4):
 
 
 def predict(session: Session, logs: Iterable[str | Path], schedule: str | None = None, *,
-            in_place: bool = False, verify: bool = True, drop_wrong: bool = False) -> Comparison:
+            in_place: bool = False, verify: bool = True, drop_wrong: bool = False,
+            small_sizes: str = "auto") -> Comparison:
     """One schedule's predicted time (default: the file's only one) against the measured
     rows of nccl-tests logs, at the file's params (see `fitted_sets` for a calibrated file).
     A machine with a structural host param (`param hosts = 2`) is compiled at each log's
     host count (analysis/calibrate/hosts.py); a log whose counts do not fit it is refused.
+    `small_sizes`: where rows below 1 MiB come from: "model" (the file's), "nccl" (NCCL's
+    own latency model of the machine, nothing fitted: analysis/calibrate/small_sizes.py), or
+    "auto": NCCL's for a log at a host count other than the file's own (where the file's
+    latencies, fitted at its own, are not the target's), else the file's.
 
         >>> compared = schedc.predict(machine, [LOG])                      # doctest: +SKIP
         >>> compared.geomean(None)                                         # doctest: +SKIP
         0.06...
     """
     from ..analysis.calibrate.calibration import compare
+    from ..analysis.calibrate.small_sizes import with_nccl_below
+    from .arguments import one_of
+    one_of(small_sizes, "--small-sizes", ("auto", "model", "nccl"))
     name = _schedule(session, schedule)
 
     def one(at: Session, log: str, table) -> Comparison:
         verified_timings(at, name.split(","), verify)
-        return compare(at, name, [(log, table)], _place(in_place), drop_wrong)
+        compared = compare(at, name, [(log, table)], _place(in_place), drop_wrong)
+        if small_sizes == "nccl" or small_sizes == "auto" and at is not session:
+            nccl = _nccl_one(at, name, log, table, None, (), in_place, drop_wrong)
+            why = ("asked" if small_sizes == "nccl" else
+                   "the file's latencies were not fitted at this host count")
+            return with_nccl_below(compared, nccl, f"{log}: rows below 1 MiB from NCCL's own "
+                                   f"latency model of the machine, nothing fitted ({why})")
+        return compared
     return _per_host_count(session, name, logs, one)
 
 
@@ -245,19 +260,22 @@ def predict_nccl(session: Session, logs: Iterable[str | Path], schedule: str | N
         >>> compared.protocols[0]                                          # doctest: +SKIP
         'ring/ll'
     """
+    name = _schedule(session, schedule)
+    return _per_host_count(session, name, logs, lambda at, log, table: _nccl_one(
+        at, name, log, table, sm, inputs, in_place, drop_wrong))
+
+
+def _nccl_one(session: Session, name: str, log: str, table, sm: int | None,
+              inputs: tuple[str, ...], in_place: bool, drop_wrong: bool) -> Comparison:
     from ..analysis.calibrate.nccl_prediction import nccl_compare
     from ..nccl.constants import VERSION
     from .nccl import nccl_model
-    name = _schedule(session, schedule)
     kind = session.program.result(name.split(",")[0]).collective.kind
-
-    def one(at: Session, log: str, table) -> Comparison:
-        model = nccl_model(at, collective=kind if kind != "alltoall" else None, sm=sm,
-                           inputs=inputs, max_bytes=1)
-        label = f"NCCL {VERSION}'s tuning model (sm {model.comm['minCompCap']})"
-        return nccl_compare(at, name, [(log, table)], model.comm, model.table, label,
-                            _place(in_place), drop_wrong)
-    return _per_host_count(session, name, logs, one)
+    model = nccl_model(session, collective=kind if kind != "alltoall" else None, sm=sm,
+                       inputs=inputs, max_bytes=1)
+    label = f"NCCL {VERSION}'s tuning model (sm {model.comm['minCompCap']})"
+    return nccl_compare(session, name, [(log, table)], model.comm, model.table, label,
+                        _place(in_place), drop_wrong)
 
 
 def read_manifest(path: str | Path) -> list[tuple[str, str]]:

@@ -100,14 +100,19 @@ def calibrate_command(logs, machines, manifest, schedule, fit, split: str, every
                    "machine's `gpu ... sm S`, else 90).")
 @click.option("--input", "inputs", multiple=True, metavar="NAME=VALUE",
               help="With --nccl: override one of NCCL's inputs, as `schedc nccl --input`.")
+@click.option("--small-sizes", "small_sizes", default="auto", show_default=True,
+              metavar="auto|model|nccl",
+              help="Where rows below 1 MiB come from: FILE's model, NCCL's own latency model "
+                   "(nothing fitted), or auto: NCCL's for a log at another host count than "
+                   "FILE's own.")
 @set_option
 @limit_options
 @json_option(schema.PREDICT)
 @no_verify_option
 @machine_options
 def predict_command(file: Path, logs, schedule, plot, in_place: bool, drop_wrong: bool, fitted,
-                    by_nccl: bool, sm, inputs, sets, limits, as_json: bool, no_verify: bool,
-                    machine, ranks) -> int:
+                    by_nccl: bool, sm, inputs, small_sizes: str, sets, limits, as_json: bool,
+                    no_verify: bool, machine, ranks) -> int:
     """FILE's predicted time against measured rows of nccl-tests LOGs, without fitting."""
     from ..api import fitted_sets, load, plot_prediction, predict, predict_nccl
     from ..errors import UsageError
@@ -123,7 +128,7 @@ def predict_command(file: Path, logs, schedule, plot, in_place: bool, drop_wrong
                               in_place=in_place, drop_wrong=drop_wrong)
     else:
         result = predict(session, logs, schedule, in_place=in_place, verify=not no_verify,
-                         drop_wrong=drop_wrong)
+                         drop_wrong=drop_wrong, small_sizes=small_sizes)
     if plot is not None:
         plot_prediction(session, result, plot)
     shown = str(fitted) if fitted else None
