@@ -186,6 +186,10 @@ def scale(session: Session, param: str, schedules: Iterable[str] = (), *, start:
     from dataclasses import replace
 
     from ..analysis.scale.forms import Scaler
+    from ..errors import UsageError
+    if session.program.step_rule != "sum":  # its shapes are α + max(terms) per round class
+        raise UsageError(f"scale: closed forms in {param.strip()} are built for `step cost "
+                         f"sum`; this file declares `step cost {session.program.step_rule}`")
     start = whole(start, "--from")
     values = tuple(whole(n, "--at") for n in at)
     names = session.selected(tuple(schedules))

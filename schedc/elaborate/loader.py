@@ -42,7 +42,7 @@ from ..units import BYTES, DIMENSIONLESS, SECONDS, dim_name, format_seconds
 from .evaluate import evaluate
 from .failures import error_text
 from .lanes import Env
-from .protocols import read_protocol
+from .protocols import read_protocol, read_step_rule
 from .program import (
     DEFAULT_LIMITS,
     Override,
@@ -98,6 +98,7 @@ def load_program(path: str | Path, overrides: tuple[Override, ...] = (),
         limits=limits,
         protocols=tuple(loader.protocols),
         collectives=tuple(loader.collectives),
+        step_rule=loader.step[0] if loader.step else "sum",
     )
 
 
@@ -115,6 +116,7 @@ class _Loader:
         self.collectives: list[Collective] = []  # the main file's, in order
         self.protocols: list[Protocol] = []
         self.startup: tuple[Quantity, Span] | None = None
+        self.step: tuple[str, Span] | None = None  # `step cost sum|max`
         self.done: set[Path] = set()
         self.active: list[Path] = []
         # `set NAME = VALUE` statements, by param name: the outermost file's wins; --set wins
@@ -180,6 +182,8 @@ class _Loader:
                     self.collectives.append(collective)
             elif isinstance(stmt, ast.ScheduleDef):
                 self._schedule(stmt, collective, is_main)
+            elif isinstance(stmt, ast.StepCost):
+                self.step = read_step_rule(stmt, self.step)
             elif isinstance(stmt, ast.Protocol):
                 self.protocols.append(self._protocol(stmt, env))
             elif isinstance(stmt, ast.Guard):

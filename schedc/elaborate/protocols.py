@@ -1,5 +1,6 @@
 """`protocol P ...` statements → `Protocol`s (model/protocol.py), each value checked at the
-nominal point against its physical range, with the caret under the value.
+nominal point against its physical range, with the caret under the value; and `step cost
+sum|max`, how a round's start-up and transfer add up (cost/formula.py).
 
     protocol Simple alpha a_S eff e_S launch b class nic alpha 14 us class nic eff e_S_nic
 
@@ -70,3 +71,20 @@ def _check_name(stmt: ast.Protocol, earlier: list[Protocol]) -> None:
     if previous is not None:
         raise ElaborationError(f"protocol '{stmt.name}' is already declared at {previous.span}",
                                stmt.span)
+
+
+STEP_RULES = ("sum", "max")  # `step cost RULE`: α + V/B (lock-step, the default), max(α, V/B)
+
+
+def read_step_rule(stmt: ast.StepCost, earlier: tuple[str, Span] | None) -> tuple[str, Span]:
+    """`step cost sum|max`, once per program (an imported file's counts)."""
+    if earlier is not None:
+        raise ElaborationError(f"the step cost is already given at {earlier[1]}", stmt.span)
+    if stmt.rule not in STEP_RULES:
+        raise ElaborationError(
+            f"unknown step cost '{stmt.rule}'"
+            + (did_you_mean(stmt.rule, list(STEP_RULES), "step costs") or ""),
+            stmt.rule_span or stmt.span,
+            ("`step cost sum`: a round costs α + V/B (the default); `step cost max`: "
+             "max(α, V/B), its start-up overlapped with its transfer",))
+    return stmt.rule, stmt.span

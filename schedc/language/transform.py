@@ -68,6 +68,9 @@ class _ToAst(Transformer):
     def startup_stmt(self, c, span):
         return ast.Startup(c[0], span=span)
 
+    def step_stmt(self, c, span):
+        return ast.StepCost(str(c[0]), token_span(_SOURCE.get(), c[0]), span=span)
+
     def budget_stmt(self, c, span):
         return ast.Budget(c[0], span=span)
 
