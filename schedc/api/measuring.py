@@ -68,11 +68,14 @@ def calibrate(session: Session, logs: Iterable[str | Path], schedule: str | None
 def calibrate_logs(pairs: Iterable[tuple[str | Path, Session]], schedule: str | None = None, *,
                    fit: Iterable[str] = (), every: int = 4, in_place: bool = False,
                    verify: bool = True, split: str = "interleaved",
-                   drop_wrong: bool = False, max_work: int = MAX_FIT_WORK) -> Calibration:
+                   drop_wrong: bool = False, max_work: int = MAX_FIT_WORK,
+                   step_rules: bool = False) -> Calibration:
     """One fit over several logs, each with its own machine (a loaded session): params of a
     library the machine files import are shared, a machine file's own params are its log's.
     `split` is "interleaved", "size:64MiB" or "leave-one-out". A fit that does not settle
-    within `max_work` (per evaluation of the model, its fit rows + 100) is refused.
+    within `max_work` (per evaluation of the model, its fit rows + 100) is refused. With
+    `step_rules`, the fit is made under `step cost sum` and `step cost max` too, and
+    `.step_rules` says each one's held-out error (which the rows prefer).
 
         >>> fitted = schedc.calibrate_logs([(LOG1, m1), (LOG2, m2)])       # doctest: +SKIP
     """
@@ -85,8 +88,16 @@ def calibrate_logs(pairs: Iterable[tuple[str | Path, Session]], schedule: str | 
         verified_timings(session, name.split(","), verify)
         (path, table), = _tables([log])
         runs.append(Run(session, name, path, table, session.program.path))
-    return calibrate_runs(runs, _fit_names(fit), parse_split(split, every), _place(in_place),
-                          drop_wrong, max_work=whole(max_work, "--max-fit-work"))
+    def fit_runs(these: list) -> Calibration:
+        return calibrate_runs(these, _fit_names(fit), parse_split(split, every),
+                              _place(in_place), drop_wrong,
+                              max_work=whole(max_work, "--max-fit-work"))
+    if not step_rules:
+        return fit_runs(runs)
+    from dataclasses import replace
+
+    from ..analysis.calibrate.step_rules import compare_step_rules
+    return replace(fit_runs(runs), step_rules=compare_step_rules(runs, fit_runs))
 
 
 def calibration_pairs(logs: Iterable[str | Path] = (), machines: Iterable[str | Path] = (),
@@ -121,7 +132,8 @@ def calibrate_files(logs: Iterable[str | Path] = (), machines: Iterable[str | Pa
                     fit: Iterable[str] = (), sets: Iterable[str] = (), every: int = 4,
                     in_place: bool = False, verify: bool = True, split: str = "interleaved",
                     drop_wrong: bool = False, max_transfers: int | None = None,
-                    max_rounds: int | None = None, max_work: int = MAX_FIT_WORK) -> Calibration:
+                    max_rounds: int | None = None, max_work: int = MAX_FIT_WORK,
+                    step_rules: bool = False) -> Calibration:
     """`schedc calibrate`: `calibrate_logs` over the pairs of `calibration_pairs`, each machine
     file loaded once with `sets`; `fit` items may name several params (`"a_L,B_L"`). The
     result records the command line that makes it again (`made_by`), which
@@ -138,14 +150,16 @@ def calibrate_files(logs: Iterable[str | Path] = (), machines: Iterable[str | Pa
     loaded = [(log, sessions.setdefault(m, load(m, sets, max_transfers=max_transfers,
                                                 max_rounds=max_rounds))) for log, m in pairs]
     result = calibrate_logs(loaded, schedule, fit=fit, every=every, in_place=in_place,
-                            verify=verify, split=split, drop_wrong=drop_wrong, max_work=max_work)
+                            verify=verify, split=split, drop_wrong=drop_wrong, max_work=max_work,
+                            step_rules=step_rules)
     where = (["--manifest", str(manifest)] if manifest is not None else
              [*map(str, logs), *(a for m in machines for a in ("--machine", str(m)))])
     command = " ".join(["schedc calibrate", *where, *(["-s", schedule] if schedule else []),
                         *(f"--fit {n}" for n in _fit_names(fit)), *(f"--set {s}" for s in sets),
                         f"--split {split}", f"--every {every}",
                         *(["--in-place"] if in_place else []),
-                        *(["--drop-wrong"] if drop_wrong else [])])
+                        *(["--drop-wrong"] if drop_wrong else []),
+                        *(["--step-rules"] if step_rules else [])])
     return replace(result, made_by=command)
 
 

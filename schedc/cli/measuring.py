@@ -54,13 +54,16 @@ from .paths import InputPath, OutputPath
               show_default=True,
               help="Refuse a fit that has not settled after this much work: per evaluation of "
                    "the model, its fit rows + 100 (about a µs each).")
+@click.option("--step-rules", "step_rules", is_flag=True,
+              help="Also fit under `step cost sum` and `step cost max` and say which the rows "
+                   "prefer, with the held-out error of each.")
 @set_option
 @limit_options
 @json_option(schema.CALIBRATE)
 @no_verify_option
 def calibrate_command(logs, machines, manifest, schedule, fit, split: str, every: int,
                       in_place: bool, drop_wrong: bool, write_path, force: bool, max_work: int,
-                      sets, limits, as_json: bool, no_verify: bool) -> int:
+                      step_rules: bool, sets, limits, as_json: bool, no_verify: bool) -> int:
     """Fit the machine files' params to nccl-tests LOGs by least squares on log time (with
     NCCL's constants as priors, inside physical bounds); show every row's measured and
     predicted time, the error on fit and held-out rows, and checks of the model."""
@@ -68,7 +71,8 @@ def calibrate_command(logs, machines, manifest, schedule, fit, split: str, every
     from ..render.calibration import calibration_json, calibration_text
     result = calibrate_files(logs, machines, manifest=manifest, schedule=schedule, fit=fit,
                              sets=sets, every=every, in_place=in_place, verify=not no_verify,
-                             split=split, drop_wrong=drop_wrong, max_work=max_work, **limits)
+                             split=split, drop_wrong=drop_wrong, max_work=max_work,
+                             step_rules=step_rules, **limits)
     click.echo(calibration_json(result) if as_json
                else calibration_text(result, "in" if in_place else "out"), nl=False)
     if write_path is not None:

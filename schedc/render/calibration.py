@@ -143,6 +143,7 @@ def calibration_text(cal: Calibration, place: str) -> str:
         out.append(f"held at NCCL's value (the rows do not determine them; not fitted): "
                    f"{', '.join(dict.fromkeys(p.name for p in at_prior))}")
     out += [f"model check: {x}" for x in cal.checks]
+    out += _step_rules_text(cal)
     if not cal.checks and not loo:
         out.append("model check: no inadequacy found (bandwidth ceiling, shares, residual runs)")
     return "\n".join(out) + "\n"
@@ -203,6 +204,10 @@ def calibration_json(cal: Calibration) -> str:
         "optimum": _optimum_json(cal),
         "checks": list(cal.checks),
         "notes": list(cal.notes),
+        "step_rules": [{"rule": f.rule, "heldout_geomean_error": json_number(f.heldout, integer=False),
+                        "fit_geomean_error": json_number(f.fit, integer=False),
+                        "declared": f.file_rule} for f in cal.step_rules],
+        "step_rule_preferred": _preferred(cal),
         "folds": [{"heldout_log": log, "params": _params_json(f.params),
                    "flagged": [p.name for p in f.flagged], "checks": list(f.checks),
                    "optimum": _optimum_json(f)}
@@ -296,3 +301,18 @@ def write_whole(path: Path, write: Callable[[str], object]) -> None:
     """`write(temporary path)`, then move the file into place: all of it or nothing, with the
     usual mode under the umask, by `schedc.files`' policy (never over an input of the run)."""
     write_output_with(path, write)
+
+
+def _preferred(cal: Calibration) -> str | None:
+    from ..analysis.calibrate.step_rules import preferred
+    return preferred(cal.step_rules) if cal.step_rules else None
+
+
+def _step_rules_text(cal: Calibration) -> list[str]:
+    """`--step-rules`: each rule's errors, and the one the rows prefer (fitted: a choice by
+    these rows, not a proof)."""
+    if not cal.step_rules:
+        return []
+    shown = [f"{f.rule} {_percent(f.heldout)} held out ({_percent(f.fit)} on fit rows)"
+             + (" [declared]" if f.file_rule else "") for f in cal.step_rules]
+    return [f"step cost: {'; '.join(shown)}; the rows prefer `step cost {_preferred(cal)}`"]

@@ -223,6 +223,8 @@ class Calibration:
     # The command line that makes it again, which a written fit records ("": made by the
     # Python API from loaded sessions, which no command line names)
     made_by: str = ""
+    # `calibrate --step-rules`: the same fit under each `step cost` rule (step_rules.py)
+    step_rules: tuple = ()
 
     @property
     def undetermined(self) -> tuple[str, ...]:
