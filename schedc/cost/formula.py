@@ -53,6 +53,7 @@ class RoundClass:
     window_limited: bool = False  # the dominant term's bandwidth is window/latency
     tied: tuple[int, ...] = ()  # the other terms exactly as large as the dominant one, nominally
     overlapped: bool = False  # `step cost max`: max(start-up, terms), else start-up + max(terms)
+    startup_bound: bool = False  # overlapped, and the start-up outlasts every term, nominally
 
     @property
     def time(self) -> sympy.Expr:
@@ -127,7 +128,8 @@ def cost(loads: Loads, topology: Topology, alpha: sympy.Expr,
             topology.resources[r].window_limited(nominal) for r in terms[dominant].resources)
         classes.append(RoundClass(count, int(shape_first[first_shape]), startup, terms, dominant,
                                   resolve(regime, nominal, conditions), limited,
-                                  _tied(terms, dominant, nominal), overlapped))
+                                  _tied(terms, dominant, nominal), overlapped,
+                                  overlapped and _outlasts(startup, terms, dominant, nominal)))
         _dominance(terms, dominant, nominal, conditions)
     classes.sort(key=lambda c: c.first)
     formula = sympy.Add(*[c.count * c.time for c in classes])
@@ -175,6 +177,11 @@ def _irredundant(terms: list[Term]) -> tuple[Term, ...]:
             continue
         kept = [k for k, r in zip(kept, ratios) if not (r.is_number and r > 1)] + [term]
     return tuple(kept)
+
+
+def _outlasts(startup: sympy.Expr, terms: tuple[Term, ...], dominant: int | None,
+              nominal: dict) -> bool:
+    return dominant is None or bool(startup.xreplace(nominal) >= terms[dominant].expr.xreplace(nominal))
 
 
 def _tied(terms: tuple[Term, ...], dominant: int | None, nominal: dict) -> tuple[int, ...]:
