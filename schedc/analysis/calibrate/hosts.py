@@ -17,10 +17,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ...errors import UsageError
 from ...measure.nccl_tests import Table
 from ...session import Session
-from .calibration import COLLECTIVE_BINARIES, Comparison, _ranks_from_busbw
+from .calibration import COLLECTIVE_BINARIES, CalibrationError, Comparison, _ranks_from_busbw
 from .model import schedules
 
 HOST_PARAM = "hosts"
@@ -65,20 +64,21 @@ def host_point(session: Session, schedule: str, table: Table, log: str) -> HostP
     on = {devices[r].host for r in collective.ranks}
     per_host = len(collective.ranks) // max(len(on), 1)
     if per_host * len(on) != len(collective.ranks):
-        raise UsageError(f"{log}: the machine's {len(collective.ranks)} ranks are not the same "
-                         f"number on each of its {len(on)} hosts, so '{param}' cannot be set "
-                         "from the log's counts")
+        raise CalibrationError(f"{log}: the machine's {len(collective.ranks)} ranks are not the "
+                               f"same number on each of its {len(on)} hosts, so '{param}' cannot "
+                               "be set from the log's counts", collective.span)
     if hosts is not None:
         if ranks is not None and ranks != hosts * per_host:
-            raise UsageError(f"{log}: {ranks} ranks ({whence}) on {hosts} hosts do not fit the "
-                             f"machine, which has {per_host} ranks per host ({hosts} hosts "
-                             f"would be {hosts * per_host} ranks)")
+            raise CalibrationError(f"{ranks} ranks ({whence}) on {hosts} hosts do not fit "
+                                   f"the machine, which has {per_host} ranks per host ({hosts} "
+                                   f"hosts would be {hosts * per_host} ranks)", table.span)
         return HostPoint(param, hosts, f"{param} = {hosts}: the log's hosts (its '#  Rank' "
                                        "lines)")
     assert ranks is not None
     if ranks % per_host:
-        raise UsageError(f"{log}: {ranks} ranks ({whence}) do not fit the machine, which has "
-                         f"{per_host} ranks per host: {ranks} is not a whole number of hosts")
+        raise CalibrationError(f"{ranks} ranks ({whence}) do not fit the machine, which "
+                               f"has {per_host} ranks per host: {ranks} is not a whole number of "
+                               "hosts", table.span)
     return HostPoint(param, ranks // per_host, f"{param} = {ranks // per_host}: the log's "
                      f"{ranks} ranks ({whence}) at the machine's {per_host} per host")
 
