@@ -70,7 +70,8 @@ def calibrate_logs(pairs: Iterable[tuple[str | Path, Session]], schedule: str | 
                    verify: bool = True, split: str = "interleaved",
                    drop_wrong: bool = False, max_work: int = MAX_FIT_WORK,
                    step_rules: bool = False) -> Calibration:
-    """One fit over several logs, each with its own machine (a loaded session): params of a
+    """One fit over several logs, each with its own machine (a loaded session, compiled at
+    the log's host count when it has a structural host param, as `predict` does): params of a
     library the machine files import are shared, a machine file's own params are its log's.
     `split` is "interleaved", "size:64MiB" or "leave-one-out". A fit that does not settle
     within `max_work` (per evaluation of the model, its fit rows + 100) is refused. With
@@ -81,12 +82,16 @@ def calibrate_logs(pairs: Iterable[tuple[str | Path, Session]], schedule: str | 
     """
     from ..analysis.calibrate.calibration import Run
     from ..analysis.calibrate.fit import calibrate_runs
+    from ..analysis.calibrate.hosts import host_point
     every = whole(every, "--every")
     runs = []
     for log, session in pairs:
         name = _schedule(session, schedule)
-        verified_timings(session, name.split(","), verify)
         (path, table), = _tables([log])
+        point = host_point(session, name, table, path)  # a machine in hosts: at the log's
+        if point is not None:
+            session = session.at({point.param: point.hosts})
+        verified_timings(session, name.split(","), verify)
         runs.append(Run(session, name, path, table, session.program.path))
     def fit_runs(these: list) -> Calibration:
         return calibrate_runs(these, _fit_names(fit), parse_split(split, every),

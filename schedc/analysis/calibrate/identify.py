@@ -141,8 +141,10 @@ def fitted_params(unknowns, best, data_residuals, pairs, lower, upper, fit_rows:
 
 def _held_text(u, j: int, unknowns, anchors: dict, unbound: bool = False) -> str:
     if unbound:
-        return (f"held at NCCL's value for {u.role.cls} links: no fit row is bound by a "
-                f"{u.role.cls} link")
+        ratio = (f", {u.role.ratio:g} of {unknowns[anchors[j][0]].name}" if j in anchors
+                 else "")
+        return (f"held at NCCL's value for {u.role.cls} links{ratio}: no fit row is bound by "
+                f"a {u.role.cls} link")
     if j in anchors:
         simple = unknowns[anchors[j][0]].name
         return (f"held at NCCL's value, {u.role.ratio:g} of {simple}: these rows do not "
