@@ -99,11 +99,29 @@ def test_two_hosts_fitted_four_predicted():
     four = two.parent / "nccltests309_qoofyk_vmware_4node_32xH100_cx7ib400_allreduce.txt"
     fitted = schedc.api.calibrate_files([two], [MACHINE], schedule="nccl,nccl_1,ring")
     held = {p.name: p.held for p in fitted.params}
-    assert held["e_Simple_nic"] == held["e_LL_nic"] == (
+    assert held["e_Simple_nic"] == (
         "held at NCCL's value for nic links: no fit row is bound by a nic link")
+    assert held["e_LL_nic"] == ("held at NCCL's value for nic links, 0.5 of e_Simple_nic: no "
+                                "fit row is bound by a nic link")
     sets = [f"{p.name}={p.value!r} {base_unit(p.dim)}".strip() for p in fitted.params]
     session = schedc.load(MACHINE, sets)
     compared = schedc.predict(session, [four], "nccl,nccl_1,ring")
     large = [e for p, e in zip(compared.points, compared.errors) if p.size >= 64 * 2**20]
     assert len(large) == 9
     assert math.exp(sum(math.log1p(abs(e)) for e in large) / len(large)) - 1 <= 0.08
+
+
+def test_a_nic_bound_log_fits_the_nic_share():
+    # Both logs, one machine file: each compiled at its log's host count. At 4 hosts the
+    # large rows are NIC-bound (the model's 8-channel ring), so that log's e_Simple_nic is
+    # fitted; by hand, the ring's busbw is 8 ports × e × 50 GB/s, and the log's 16 GiB row
+    # has busbw 365.84 GB/s: e ≈ 365.84 / 400 = 0.915 (the other rows' latencies move it a
+    # little: within 5 %). At 2 hosts no row is bound by a NIC: held at NCCL's 1.
+    two = needs_shared_data("nccl-tests",
+                            "nccltests309_qoofyk_dell_xe9680_2node_16xH100_cx7ib400_allreduce.txt")
+    four = two.parent / "nccltests309_qoofyk_vmware_4node_32xH100_cx7ib400_allreduce.txt"
+    fitted = schedc.api.calibrate_files([two, four], [MACHINE], schedule="nccl,nccl_1,ring")
+    nic = {p.log: p for p in fitted.params if p.name == "e_Simple_nic"}
+    assert not nic[str(four)].held
+    assert nic[str(four)].value == pytest.approx(365.84 / 400, rel=0.05)
+    assert nic[str(two)].held and nic[str(two)].value == 1.0
