@@ -268,7 +268,8 @@ def hosts_transfer() -> None:
                 e = _issue_error([x for p, x in zip(c.points, c.errors)
                                   if lo <= p.size < hi and keep(p)])
                 cols.append("-" if e is None else _pct(e))
-        hosts = c.notes[-1].split("hosts = ")[1].split(":")[0] if c.notes else "?"
+        hosts = next((n.split("hosts = ")[1].split(":")[0] for n in c.notes if "hosts = " in n),
+                     "?")
         print(f"| {name} | {hosts} | {len(c.points)} | " + " | ".join(cols) + " |")
 
 

@@ -10,16 +10,20 @@ import pytest
 from conftest import SCHEDULES, needs_shared_data, write
 
 import schedc
+from schedc.analysis.calibrate.calibration import CalibrationError
 from schedc.units import base_unit
 
 MACHINE = SCHEDULES / "calibration" / "ib_hosts_8xH100_ib400_allreduce.sched"
 SIZES = (1024, 65536, 4 * 2**20, 256 * 2**20)
 
 
-def _log(tmp_path, ranks: int, hosts: int | None = None, name: str = "log.txt"):
+def _log(tmp_path, ranks: int, hosts: int | None = None, name: str = "log.txt",
+         factor: float = 0.0):
     """All-reduce rows of `ranks` ranks (times: 20 µs + size / 100 GB/s), with `#  Rank` lines
-    over `hosts` hosts when given."""
+    over `hosts` hosts when given; `factor`: busbw/algbw, else the all-reduce's."""
     header = "# nThread 1 nGpus 1 minBytes 1024 maxBytes 268435456 step: 64(factor)\n"
+    if factor:
+        header = "# Collective test starting: alltoall_perf\n" + header
     if hosts is not None:
         header += "".join(f"#  Rank {r:2d} Group  0 Pid {r + 1} on host{r * hosts // ranks} "
                           f"device {r % 8} [0000:04:00] NVIDIA H100\n" for r in range(ranks))
@@ -27,7 +31,7 @@ def _log(tmp_path, ranks: int, hosts: int | None = None, name: str = "log.txt"):
     for size in SIZES:
         t = 20 + size / 100e3  # µs
         algbw = size / t / 1e3  # GB/s
-        busbw = algbw * 2 * (ranks - 1) / ranks
+        busbw = algbw * (factor or 2 * (ranks - 1) / ranks)
         cols = f"{t:9.2f} {algbw:7.2f} {busbw:7.2f}      0"
         rows += f"{size:>12d} {size // 4:>12d}     float     sum      -1 {cols} {cols}\n"
     return write(tmp_path, name, header + "#\n#       size         count      type   redop    "
@@ -39,8 +43,8 @@ def test_the_log_sets_the_host_count(tmp_path):
     # from 1 MiB is the machine's time at hosts = 4, compiled independently with --set.
     log = _log(tmp_path, 32)
     compared = schedc.predict(schedc.load(MACHINE), [log], "nccl,nccl_1,ring")
-    assert compared.notes[-1].endswith("hosts = 4: the log's 32 ranks (its busbw/algbw) at "
-                                       "the machine's 8 per host")
+    assert compared.notes[0].endswith("hosts = 4: the log's 32 ranks (its busbw/algbw) at "
+                                      "the machine's 8 per host")
     at4 = schedc.load(MACHINE, ["hosts=4"])
     timings = [schedc.time(at4, s) for s in ("nccl", "nccl_1", "ring")]
     for point, predicted, source in zip(compared.points, compared.predicted, compared.sources):
@@ -73,7 +77,7 @@ def test_at_the_files_own_host_count_the_model_is_kept(tmp_path):
 def test_the_log_hosts_win_and_must_fit(run, tmp_path):
     # `#  Rank` lines: 32 ranks on 4 hosts → hosts = 4 from the log's hosts.
     compared = schedc.predict(schedc.load(MACHINE), [_log(tmp_path, 32, 4)], "nccl")
-    assert compared.notes[-1].endswith("hosts = 4: the log's hosts (its '#  Rank' lines)")
+    assert compared.notes[0].endswith("hosts = 4: the log's hosts (its '#  Rank' lines)")
     # 32 ranks on 3 hosts cannot be 8 per host: refused with both counts, exit 2.
     code, out, err = run("predict", MACHINE, "--against", _log(tmp_path, 32, 3, "three.txt"),
                          "-s", "nccl")
@@ -125,3 +129,35 @@ def test_a_nic_bound_log_fits_the_nic_share():
     assert not nic[str(four)].held
     assert nic[str(four)].value == pytest.approx(365.84 / 400, rel=0.05)
     assert nic[str(two)].held and nic[str(two)].value == 1.0
+
+
+ALLTOALL = """import "{lib}"
+param V = 1 MiB
+param hosts = 2
+topology {{
+  host node[hosts] {{
+    gpu g[2]
+  }}
+  switch sw
+  link node[h].g[i] <-> sw bw 50 GB/s class nic for h in 0..hosts-1 for i in 0..1
+}}
+let ranks = [node[h].g[i] for h in 0..hosts-1 for i in 0..1]
+alltoall V over ranks
+schedule x = pairwise_alltoall(ranks)
+"""
+
+
+def test_without_nccls_model_the_small_rows_stay_the_files(tmp_path):
+    # NCCL's tuning model times no all-to-all: at another host count (8 ranks: busbw/algbw
+    # = 7/8, nccl-tests' factor for alltoall; 2 per host, so 4 hosts) `auto` keeps the
+    # file's rows and says why; asking for NCCL's (`nccl`) is refused.
+    machine = write(tmp_path, "a.sched", ALLTOALL.format(lib=SCHEDULES / "lib" / "alltoall.sched"))
+    log = _log(tmp_path, 8, factor=7 / 8)
+    compared = schedc.predict(schedc.load(machine), [log])
+    assert compared.sources == ("model",) * len(SIZES)
+    assert "hosts = 4: the log's 8 ranks (its busbw/algbw) at the machine's 2 per host" in \
+        compared.notes[0]
+    assert "rows below 1 MiB from the file's model (NCCL's tuning model does not time a " \
+        "alltoall" in compared.notes[1]
+    with pytest.raises(CalibrationError, match="does not time"):
+        schedc.predict(schedc.load(machine), [log], small_sizes="nccl")

@@ -233,6 +233,8 @@ def predict(session: Session, logs: Iterable[str | Path], schedule: str | None =
         >>> compared.geomean(None)                                         # doctest: +SKIP
         0.06...
     """
+    from dataclasses import replace
+
     from ..analysis.calibrate.calibration import compare
     from ..analysis.calibrate.small_sizes import with_nccl_below
     from .arguments import one_of
@@ -243,7 +245,13 @@ def predict(session: Session, logs: Iterable[str | Path], schedule: str | None =
         verified_timings(at, name.split(","), verify)
         compared = compare(at, name, [(log, table)], _place(in_place), drop_wrong)
         if small_sizes == "nccl" or small_sizes == "auto" and at is not session:
-            nccl = _nccl_one(at, name, log, table, None, (), in_place, drop_wrong)
+            try:
+                nccl = _nccl_one(at, name, log, table, None, (), in_place, drop_wrong)
+            except SchedcError as refused:
+                if small_sizes == "nccl":
+                    raise
+                return replace(compared, notes=(*compared.notes, f"{log}: rows below 1 MiB "
+                                                f"from the file's model ({refused.message})"))
             why = ("asked" if small_sizes == "nccl" else
                    "the file's latencies were not fitted at this host count")
             return with_nccl_below(compared, nccl, f"{log}: rows below 1 MiB from NCCL's own "
@@ -255,16 +263,17 @@ def predict(session: Session, logs: Iterable[str | Path], schedule: str | None =
 def _per_host_count(session: Session, name: str, logs: Iterable[str | Path],
                     compute: Callable[[Session, str, object], Comparison]) -> Comparison:
     """`compute(session at the log's host count, log, table)` per log, merged."""
+    from dataclasses import replace
+
     from ..analysis.calibrate.hosts import host_point, merged
-    parts, notes = [], []
+    parts = []
     for log, table in _tables(logs):
         point = host_point(session, name, table, log)
-        at = session
-        if point is not None:
-            at = session.at({point.param: point.hosts})
-            notes.append(f"{log}: {point.said}")
-        parts.append(compute(at, log, table))
-    return merged(parts, notes)
+        at = session if point is None else session.at({point.param: point.hosts})
+        part = compute(at, log, table)
+        said = () if point is None else (f"{log}: {point.said}",)
+        parts.append(replace(part, notes=(*said, *part.notes)))
+    return merged(parts)
 
 
 def predict_nccl(session: Session, logs: Iterable[str | Path], schedule: str | None = None, *,

@@ -83,7 +83,7 @@ def host_point(session: Session, schedule: str, table: Table, log: str) -> HostP
                      f"{ranks} ranks ({whence}) at the machine's {per_host} per host")
 
 
-def merged(parts: list[Comparison], notes: list[str]) -> Comparison:
+def merged(parts: list[Comparison]) -> Comparison:
     """Several logs' comparisons (each at its own host count) as one, in the logs' order."""
     first = parts[0]
     return Comparison(first.schedule, tuple(dict.fromkeys(log for c in parts for log in c.logs)),
@@ -91,5 +91,5 @@ def merged(parts: list[Comparison], notes: list[str]) -> Comparison:
                       tuple(x for c in parts for x in c.predicted),
                       tuple(x for c in parts for x in c.protocols),
                       tuple(x for c in parts for x in c.latency),
-                      tuple(n for c in parts for n in c.notes) + tuple(notes),
+                      tuple(n for c in parts for n in c.notes),
                       tuple(x for c in parts for x in (c.sources or ("model",) * len(c.points))))
