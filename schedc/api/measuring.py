@@ -337,22 +337,29 @@ def read_manifest(path: str | Path) -> list[tuple[str, str]]:
 
 def plot_prediction(session: Session, comparison: Comparison, path: str | Path) -> None:
     """Plot time and bus bandwidth over size, measured and predicted, into an SVG or PNG
-    file, with the sizes where the schedule's protocol changes marked."""
+    file, with the sizes where the schedule's protocol changes marked; a machine in hosts
+    at the first log's host count, as `predict` compiled it (its busbw factor, its switches)."""
     from ..analysis.calibrate.calibration import COLLECTIVE_BINARIES, size_symbol
+    from ..analysis.calibrate.hosts import host_point
     from ..analysis.solve.protocols import protocol_spans
     from ..measure.nccl_tests import BUSBW_FACTORS
     from ..render.measured_plot import plot_comparison
     name = comparison.schedule.split(",")[0]
-    if name in {r.name for r in session.program.results}:
-        spans = protocol_spans(session.timing(name), size_symbol(session, name))
+    own = name in {r.name for r in session.program.results}
+    (log, table), = _tables(comparison.logs[:1])
+    point = host_point(session, comparison.schedule if own else session.program.results[0].name,
+                       table, log)
+    at = session if point is None else session.at({point.param: point.hosts})
+    if own:
+        spans = protocol_spans(at.timing(name), size_symbol(at, name))
         switches = [(float(b.lo), a.protocol, b.protocol) for a, b in zip(spans, spans[1:])]
-        collective = session.program.result(name).collective
+        collective = at.program.result(name).collective
     else:  # `predict --nccl`: NCCL's picks change between two measured sizes (marked at the
         # first size of the new pick)
         pts, picks = comparison.points, comparison.protocols
         switches = [(float(b.size), x or "", y or "") for a, b, x, y in
                     zip(pts, pts[1:], picks, picks[1:]) if x != y and a.log == b.log]
-        collective = session.program.results[0].collective
+        collective = at.program.results[0].collective
     factor = BUSBW_FACTORS[COLLECTIVE_BINARIES[collective.kind]](len(collective.ranks))
     plot_comparison(comparison, Path(path), factor, switches)
 
