@@ -100,3 +100,49 @@ def test_a_class_no_row_is_bound_by_is_held():
     assert unbound_shares([plain, share], residuals_of(light), at_prior, 0.05) == [1]
     heavy = light + [(0.25 * 0.8, 0.75)]
     assert unbound_shares([plain, share], residuals_of(heavy), at_prior, 0.05) == []
+
+
+UNUSED_NIC = """param V = 1 MB
+param a = 3.4 us
+param e = 0.8
+param e_nic = 1.0
+param B_N = 1000 GB/s
+topology {
+  gpu g[2]
+  switch sw
+  link g[0] <-> sw bw 100 GB/s class nvlink
+  link sw <-> g[1] bw B_N class nic
+}
+allreduce V over [g[0], g[1]]
+schedule x {
+  round { reduce part(0 of 2) from g[0] to g[1]; reduce part(1 of 2) from g[1] to g[0] }
+  round { copy part(0 of 2) from g[1] to g[0]; copy part(1 of 2) from g[0] to g[1] }
+}
+protocol Simple alpha a eff e class nic eff e_nic
+"""
+
+
+def test_a_share_held_before_the_fit_is_not_counted_against_the_rows(run, tmp_path):
+    # Rows measured as 2 · 3 µs + V / (0.6 · 100 GB/s) (two rounds of V/2 each way at e · B),
+    # nine sizes, every 4th fit: 3 fit rows (sizes 0, 4, 8) for a, e and e_nic. Every
+    # transfer crosses the 100 GB/s nvlink and the nic of B_N = 1000 GB/s (a param, so its
+    # term is not dropped as a fixed fraction of the other), and the nvlink's term is
+    # the round's (V/2 / 80 GB/s against V/2 / 1000 GB/s at NCCL's values): no row is bound
+    # by the nic, so e_nic is held before the fit, and a, e are fitted on the 3 rows:
+    # a = 3 µs and e = 0.6 (exact data; the priors' pull is within 1 %).
+    import json
+    machine = write(tmp_path, "m.sched", UNUSED_NIC)
+    sizes = [2**k for k in range(10, 28, 2)]
+    rows = "".join(f"{s:>12d} {s // 4:>12d} float sum -1 {t:9.3f} 0.00 0.00 0 {t:9.3f} 0.00 "
+                   f"0.00 0\n" for s in sizes for t in [6 + s / 0.6e5])
+    log = write(tmp_path, "log.txt", "# Collective test starting: all_reduce_perf\n"
+                "#       size         count      type   redop    root     time   algbw   "
+                "busbw #wrong     time   algbw   busbw #wrong\n" + rows)
+    code, out, err = run("calibrate", log, "--machine", machine, "--json")
+    document = json.loads(out)
+    params = document["params"]
+    assert params["e_nic"]["held"] == ("held at NCCL's value for nic links: no fit row is "
+                                       "bound by a nic link")
+    assert params["e"]["value"] == pytest.approx(0.6, rel=0.01)
+    assert params["a"]["value"] == pytest.approx(3e-6, rel=0.01)
+    assert sum(1 for r in document["rows"] if r["fit"]) == 3

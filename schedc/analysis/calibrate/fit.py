@@ -134,10 +134,6 @@ def calibrate_runs(runs: list[Run], names: tuple[str, ...] = (), split: Split = 
                      np.array([p.fit for p in pts])))
         all_points += pts
     fit_rows = int(sum(on.sum() for _, _, on in data))
-    if fit_rows <= len(unknowns):
-        raise CalibrationError(f"{fit_rows} fit rows cannot check {len(unknowns)} params: a fit "
-                               "needs more rows than params (with as many, every fit row is met "
-                               "exactly and its 0 % error says nothing); fit on more rows")
     pairs = []
     for run, idx, mine in zip(runs, per_run, run_names):
         where = dict(zip(mine, idx))
@@ -173,6 +169,11 @@ def calibrate_runs(runs: list[Run], names: tuple[str, ...] = (), split: Split = 
     # Held at their priors: a link class's share that no fit row is bound by, and (below)
     # what the rows do not determine (identify.py).
     unbound = unbound_shares([u.role for u in unknowns], data_residuals, at_prior, DATA_SIGMA)
+    if fit_rows <= len(unknowns) - len(unbound):  # (a share held before the fit is not one)
+        raise CalibrationError(f"{fit_rows} fit rows cannot check {len(unknowns) - len(unbound)} "
+                               "params: a fit needs more rows than params (with as many, every "
+                               "fit row is met exactly and its 0 % error says nothing); fit on "
+                               "more rows")
     held: list[int] = list(unbound)
     best, results = _search(residuals, starts_x, at_prior, held, lower, upper,
                             max_evaluations, anchors)
