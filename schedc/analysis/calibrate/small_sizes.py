@@ -23,7 +23,9 @@ def with_nccl_below(model: Comparison, nccl: Comparison, note: str,
     if [(p.size, p.log) for p in model.points] != [(p.size, p.log) for p in nccl.points]:
         raise ValueError("the two predictions must be of the same rows")
     small = [p.size < limit for p in model.points]
-    pick = lambda a, b: tuple(y if s else x for x, y, s in zip(a, b, small))  # noqa: E731
+
+    def pick(ours: tuple, theirs: tuple) -> tuple:
+        return tuple(y if s else x for x, y, s in zip(ours, theirs, small))
     return Comparison(model.schedule, model.logs, model.points,
                       pick(model.predicted, nccl.predicted),
                       pick(model.protocols, tuple(f"nccl {x}" for x in nccl.protocols)),
