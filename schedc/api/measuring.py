@@ -80,27 +80,29 @@ def calibrate_logs(pairs: Iterable[tuple[str | Path, Session]], schedule: str | 
 
         >>> fitted = schedc.calibrate_logs([(LOG1, m1), (LOG2, m2)])       # doctest: +SKIP
     """
+    from dataclasses import replace
+
     from ..analysis.calibrate.calibration import Run
     from ..analysis.calibrate.fit import calibrate_runs
     from ..analysis.calibrate.hosts import host_point
     every = whole(every, "--every")
-    runs = []
+    runs, said = [], []
     for log, session in pairs:
         name = _schedule(session, schedule)
         (path, table), = _tables([log])
         point = host_point(session, name, table, path)  # a machine in hosts: at the log's
         if point is not None:
             session = session.at({point.param: point.hosts})
+            said.append(f"{path}: {point.said}")
         verified_timings(session, name.split(","), verify)
         runs.append(Run(session, name, path, table, session.program.path))
     def fit_runs(these: list) -> Calibration:
-        return calibrate_runs(these, _fit_names(fit), parse_split(split, every),
-                              _place(in_place), drop_wrong,
-                              max_work=whole(max_work, "--max-fit-work"))
+        fitted = calibrate_runs(these, _fit_names(fit), parse_split(split, every),
+                                _place(in_place), drop_wrong,
+                                max_work=whole(max_work, "--max-fit-work"))
+        return replace(fitted, notes=(*said, *fitted.notes))
     if not step_rules:
         return fit_runs(runs)
-    from dataclasses import replace
-
     from ..analysis.calibrate.step_rules import compare_step_rules
     return replace(fit_runs(runs), step_rules=compare_step_rules(runs, fit_runs))
 
