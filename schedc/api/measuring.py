@@ -4,23 +4,48 @@ its prediction with them, without fitting."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..errors import SchedcError
 from ..limits import MAX_FIT_WORK
+from ..measure.noise import DEFAULT_OUTLIER_FACTOR
 from .arguments import whole
 from .compiling import load, verified_timings
 
 if TYPE_CHECKING:
     from ..analysis.calibrate.calibration import Calibration, Comparison
+    from ..measure.nccl_tests import Row
     from ..session import Session
 
 
-def _tables(paths: Iterable[str | Path]) -> list:
+def _tables(paths: Iterable[str | Path], outlier_factor: float = math.inf) -> list:
+    return _read(paths, outlier_factor)[0]
+
+
+def _read(paths: Iterable[str | Path], outlier_factor: float
+          ) -> tuple[list, list[tuple[str, tuple[Row, ...]]], list[str]]:
+    """Each log's table without its outliers (measure.noise: out-of-place and in-place times
+    more than `outlier_factor` apart), the outliers of each log, and a note per log that had
+    any: rows enter a fit or an error figure only through here."""
     from ..measure.nccl_tests import read_log
-    return [(str(path), read_log(path).table()) for path in paths]
+    from ..measure.noise import check_factor, outlier_note, split_outliers
+    check_factor(outlier_factor)
+    tables, outliers, notes = [], [], []
+    for path in paths:
+        table, flagged = split_outliers(read_log(path).table(), outlier_factor)
+        tables.append((str(path), table))
+        if flagged:
+            outliers.append((str(path), flagged))
+            notes.append(outlier_note(str(path), flagged, outlier_factor))
+    return tables, outliers, notes
+
+
+def _noted(result: Calibration, notes: list[str]) -> Calibration:
+    from dataclasses import replace
+    return replace(result, notes=(*result.notes, *notes)) if notes else result
 
 
 def _schedule(session: Session, name: str | None) -> str:
@@ -45,12 +70,14 @@ def _fit_names(fit: Iterable[str]) -> tuple[str, ...]:
 def calibrate(session: Session, logs: Iterable[str | Path], schedule: str | None = None, *,
               fit: Iterable[str] = (), every: int = 4, in_place: bool = False,
               verify: bool = True, split: str = "interleaved",
-              drop_wrong: bool = False) -> Calibration:
+              drop_wrong: bool = False,
+              outlier_factor: float = DEFAULT_OUTLIER_FACTOR) -> Calibration:
     """Fit the params `fit` (default: every param the time depends on but the size) of one
     schedule (default: the file's only one) to nccl-tests logs, by least squares on log time,
     on one size in `every` (and the largest); the rest are held out. The fit is trustworthy
     when `.trusted`: converged, no param `.flagged` (a param the rows do not determine is
-    held at NCCL's value, its `.held` saying so, and is not a flag).
+    held at NCCL's value, its `.held` saying so, and is not a flag). Rows whose two times
+    differ by more than `outlier_factor` are left out, and `.notes` says which.
 
         >>> machine = schedc.load("schedules/calibration/nvidia_dgxc_1node_8xH100_nvlink_allreduce.sched")
         >>> fitted = schedc.calibrate(machine, [LOG])                      # doctest: +SKIP
@@ -61,14 +88,16 @@ def calibrate(session: Session, logs: Iterable[str | Path], schedule: str | None
     every = whole(every, "--every")
     name = _schedule(session, schedule)
     verified_timings(session, name.split(","), verify)
-    return fit_params(session, name, _tables(logs), _fit_names(fit), every, _place(in_place),
-                      split=parse_split(split, every), drop_wrong=drop_wrong)
+    tables, _, notes = _read(logs, outlier_factor)
+    return _noted(fit_params(session, name, tables, _fit_names(fit), every, _place(in_place),
+                             split=parse_split(split, every), drop_wrong=drop_wrong), notes)
 
 
 def calibrate_logs(pairs: Iterable[tuple[str | Path, Session]], schedule: str | None = None, *,
                    fit: Iterable[str] = (), every: int = 4, in_place: bool = False,
                    verify: bool = True, split: str = "interleaved",
                    drop_wrong: bool = False, max_work: int = MAX_FIT_WORK,
+                   outlier_factor: float = DEFAULT_OUTLIER_FACTOR,
                    step_rules: bool = False) -> Calibration:
     """One fit over several logs, each with its own machine (a loaded session, compiled at
     the log's host count when it has a structural host param, as `predict` does): params of a
@@ -89,18 +118,19 @@ def calibrate_logs(pairs: Iterable[tuple[str | Path, Session]], schedule: str | 
     runs, said = [], []
     for log, session in pairs:
         name = _schedule(session, schedule)
-        (path, table), = _tables([log])
+        ((path, table),), _, outliers = _read([log], outlier_factor)
+        said += outliers
         point = host_point(session, name, table, path)  # a machine in hosts: at the log's
         if point is not None:
             session = session.at({point.param: point.hosts})
             said.append(f"{path}: {point.said}")
         verified_timings(session, name.split(","), verify)
         runs.append(Run(session, name, path, table, session.program.path))
+
     def fit_runs(these: list) -> Calibration:
-        fitted = calibrate_runs(these, _fit_names(fit), parse_split(split, every),
-                                _place(in_place), drop_wrong,
-                                max_work=whole(max_work, "--max-fit-work"))
-        return replace(fitted, notes=(*said, *fitted.notes))
+        return _noted(calibrate_runs(these, _fit_names(fit), parse_split(split, every),
+                                     _place(in_place), drop_wrong,
+                                     max_work=whole(max_work, "--max-fit-work")), said)
     if not step_rules:
         return fit_runs(runs)
     from ..analysis.calibrate.step_rules import compare_step_rules
@@ -140,6 +170,7 @@ def calibrate_files(logs: Iterable[str | Path] = (), machines: Iterable[str | Pa
                     in_place: bool = False, verify: bool = True, split: str = "interleaved",
                     drop_wrong: bool = False, max_transfers: int | None = None,
                     max_rounds: int | None = None, max_work: int = MAX_FIT_WORK,
+                    outlier_factor: float = DEFAULT_OUTLIER_FACTOR,
                     step_rules: bool = False) -> Calibration:
     """`schedc calibrate`: `calibrate_logs` over the pairs of `calibration_pairs`, each machine
     file loaded once with `sets`; `fit` items may name several params (`"a_L,B_L"`). The
@@ -158,7 +189,7 @@ def calibrate_files(logs: Iterable[str | Path] = (), machines: Iterable[str | Pa
                                                 max_rounds=max_rounds))) for log, m in pairs]
     result = calibrate_logs(loaded, schedule, fit=fit, every=every, in_place=in_place,
                             verify=verify, split=split, drop_wrong=drop_wrong, max_work=max_work,
-                            step_rules=step_rules)
+                            outlier_factor=outlier_factor, step_rules=step_rules)
     where = (["--manifest", str(manifest)] if manifest is not None else
              [*map(str, logs), *(a for m in machines for a in ("--machine", str(m)))])
     command = " ".join(["schedc calibrate", *where, *(["-s", schedule] if schedule else []),
@@ -166,6 +197,8 @@ def calibrate_files(logs: Iterable[str | Path] = (), machines: Iterable[str | Pa
                         f"--split {split}", f"--every {every}",
                         *(["--in-place"] if in_place else []),
                         *(["--drop-wrong"] if drop_wrong else []),
+                        *([f"--outlier-factor {outlier_factor:g}"]
+                          if outlier_factor != DEFAULT_OUTLIER_FACTOR else []),
                         *(["--step-rules"] if step_rules else [])])
     return replace(result, made_by=command)
 
@@ -221,15 +254,17 @@ def parse_split(text: str, every: int = 4):
 
 def predict(session: Session, logs: Iterable[str | Path], schedule: str | None = None, *,
             in_place: bool = False, verify: bool = True, drop_wrong: bool = False,
+            outlier_factor: float = DEFAULT_OUTLIER_FACTOR,
             small_sizes: str = "auto") -> Comparison:
     """One schedule's predicted time (default: the file's only one) against the measured
-    rows of nccl-tests logs, at the file's params (see `fitted_sets` for a calibrated file).
-    A machine with a structural host param (`param hosts = 2`) is compiled at each log's
-    host count (analysis/calibrate/hosts.py); a log whose counts do not fit it is refused.
-    `small_sizes`: where rows below 1 MiB come from: "model" (the file's), "nccl" (NCCL's
-    own latency model of the machine, nothing fitted: analysis/calibrate/small_sizes.py), or
-    "auto": NCCL's for a log at a host count other than the file's own (where the file's
-    latencies, fitted at its own, are not the target's), else the file's.
+    rows of nccl-tests logs, at the file's params (see `fitted_sets` for a calibrated file),
+    rows whose two times differ by more than `outlier_factor` left out (`predict_against`
+    shows them). A machine with a structural host param (`param hosts = 2`) is compiled at
+    each log's host count (analysis/calibrate/hosts.py); a log whose counts do not fit it is
+    refused. `small_sizes`: where rows below 1 MiB come from: "model" (the file's), "nccl"
+    (NCCL's own latency model of the machine, nothing fitted: analysis/calibrate/
+    small_sizes.py), or "auto": NCCL's for a log at a host count other than the file's own
+    (where the file's latencies, fitted at its own, are not the target's), else the file's.
 
         >>> compared = schedc.predict(machine, [LOG])                      # doctest: +SKIP
         >>> compared.geomean(None)                                         # doctest: +SKIP
@@ -259,17 +294,19 @@ def predict(session: Session, logs: Iterable[str | Path], schedule: str | None =
             return with_nccl_below(compared, nccl, f"{log}: rows below 1 MiB from NCCL's own "
                                    f"latency model of the machine, nothing fitted ({why})")
         return compared
-    return _per_host_count(session, name, logs, one)
+    return _per_host_count(session, name, logs, one, outlier_factor)
 
 
 def _per_host_count(session: Session, name: str, logs: Iterable[str | Path],
-                    compute: Callable[[Session, str, object], Comparison]) -> Comparison:
-    """`compute(session at the log's host count, log, table)` per log, merged."""
+                    compute: Callable[[Session, str, object], Comparison],
+                    outlier_factor: float) -> Comparison:
+    """`compute(session at the log's host count, log, table)` per log (its outliers left
+    out), merged."""
     from dataclasses import replace
 
     from ..analysis.calibrate.hosts import host_point, merged
     parts = []
-    for log, table in _tables(logs):
+    for log, table in _tables(logs, outlier_factor):
         point = host_point(session, name, table, log)
         at = session if point is None else session.at({point.param: point.hosts})
         part = compute(at, log, table)
@@ -280,7 +317,8 @@ def _per_host_count(session: Session, name: str, logs: Iterable[str | Path],
 
 def predict_nccl(session: Session, logs: Iterable[str | Path], schedule: str | None = None, *,
                  sm: int | None = None, inputs: tuple[str, ...] = (), in_place: bool = False,
-                 drop_wrong: bool = False) -> Comparison:
+                 drop_wrong: bool = False,
+                 outlier_factor: float = DEFAULT_OUTLIER_FACTOR) -> Comparison:
     """The logs' rows against NCCL's own tuning model on the file's machine, nothing fitted:
     at each size the algorithm/protocol NCCL picks and its time, lat + n/(1000·bw) µs
     (`sm`: the GPU generation, 80 for A100, 90 for H100; `inputs`: NAME=VALUE overrides of
@@ -292,7 +330,7 @@ def predict_nccl(session: Session, logs: Iterable[str | Path], schedule: str | N
     """
     name = _schedule(session, schedule)
     return _per_host_count(session, name, logs, lambda at, log, table: _nccl_one(
-        at, name, log, table, sm, inputs, in_place, drop_wrong))
+        at, name, log, table, sm, inputs, in_place, drop_wrong), outlier_factor)
 
 
 def _nccl_one(session: Session, name: str, log: str, table, sm: int | None,

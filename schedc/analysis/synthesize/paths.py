@@ -181,7 +181,8 @@ class _Legs:
         from scipy.sparse.csgraph import dijkstra  # type: ignore[import-untyped]
 
         d = self.devices  # node u: device u sending; node d + u: device u receiving
-        price = self.shares @ y + _TIE
+        # Duals are ≥ 0; the LP's may come back as -1e-17, and Dijkstra needs no negative.
+        price = self.shares @ np.maximum(y, 0.0) + _TIE
         heads = np.array([d + v for _, v in self.pairs], dtype=np.int64)
         tails = np.array([u for u, _ in self.pairs], dtype=np.int64)
         through = np.array(self.forwarding, dtype=np.int64)  # received, then sent on
