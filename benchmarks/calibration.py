@@ -217,7 +217,6 @@ HOSTS_SERIES = ("nccltests309_qoofyk_dell_xe9680_2node_16xH100_cx7ib400_allreduc
                 "nccltests309_qoofyk_vmware_4node_32xH100_cx7ib400_allreduce")
 HOSTS_SCHEDULES = "nccl,nccl_1,ring"
 BANDS = (("< 1 MiB", 0, MiB), ("1-64 MiB", MiB, 64 * MiB), (">= 64 MiB", 64 * MiB, 2**62))
-TWINS = 1.5  # a row whose out-of-place and in-place times differ more is noise (issue 34)
 
 
 def _issue_error(errors: list[float]) -> float | None:
@@ -225,16 +224,6 @@ def _issue_error(errors: list[float]) -> float | None:
     if not errors:
         return None
     return math.exp(sum(math.log1p(abs(e)) for e in errors) / len(errors)) - 1
-
-
-def _noisy(path: Path) -> set[int]:
-    """Sizes whose out-of-place and in-place times differ by more than TWINS."""
-    out = set()
-    for row in read_log(path).table().rows:
-        a, b = row.measurement("out").time_us, row.measurement("in").time_us
-        if max(a, b) > TWINS * min(a, b):
-            out.add(row.size)
-    return out
 
 
 def hosts_transfer() -> None:
@@ -255,19 +244,17 @@ def hosts_transfer() -> None:
         written = Path(folder) / "fit.sched"
         write_calibration(fitted, written, force=True)
         session = schedc.load(HOSTS_MACHINE, fitted_sets(written))
-    print("\n| log | hosts | rows | < 1 MiB | 1-64 MiB | >= 64 MiB | "
-          f"without rows whose twins differ > {TWINS}x: < 1 MiB | 1-64 MiB | >= 64 MiB |")
-    print("|---|---|---|---|---|---|---|---|---|")
+    # (Rows whose out-of-place and in-place times differ by more than 1.5x are outliers,
+    # which `calibrate` and `predict` leave out: `rows` counts the others.)
+    print("\n| log | hosts | rows | < 1 MiB | 1-64 MiB | >= 64 MiB |")
+    print("|---|---|---|---|---|---|")
     for name in HOSTS_SERIES:
         path = LOGS / f"{name}.txt"
         c = predict(session, [path], HOSTS_SCHEDULES)
-        noisy = _noisy(path)
         cols = []
-        for keep in (lambda p: True, lambda p: p.size not in noisy):
-            for _, lo, hi in BANDS:
-                e = _issue_error([x for p, x in zip(c.points, c.errors)
-                                  if lo <= p.size < hi and keep(p)])
-                cols.append("-" if e is None else _pct(e))
+        for _, lo, hi in BANDS:
+            e = _issue_error([x for p, x in zip(c.points, c.errors) if lo <= p.size < hi])
+            cols.append("-" if e is None else _pct(e))
         hosts = next((n.split("hosts = ")[1].split(":")[0] for n in c.notes if "hosts = " in n),
                      "?")
         print(f"| {name} | {hosts} | {len(c.points)} | " + " | ".join(cols) + " |")
