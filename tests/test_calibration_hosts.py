@@ -161,3 +161,15 @@ def test_without_nccls_model_the_small_rows_stay_the_files(tmp_path):
         "alltoall" in compared.notes[1]
     with pytest.raises(CalibrationError, match="does not time"):
         schedc.predict(schedc.load(machine), [log], small_sizes="nccl")
+
+
+def test_the_log_table_is_in_the_logs_own_terms_at_its_host_count(tmp_path):
+    # The predict table (nccl-tests' terms) of a 32-rank log on the 8-per-host machine: each
+    # predicted busbw is its algbw × 2·31/32 (nccl-tests' all-reduce factor at the log's 32
+    # ranks, not the file's 16: 1.9375, not 1.875), and the notes say where hosts came from.
+    log = _log(tmp_path, 32)
+    table, compared = schedc.predict_against(schedc.load(MACHINE), [log], "nccl,nccl_1,ring")
+    assert compared.notes[0].endswith("hosts = 4: the log's 32 ranks (its busbw/algbw) at "
+                                      "the machine's 8 per host")
+    for row in table.rows:
+        assert row.predicted_busbw == pytest.approx(row.predicted_algbw * 62 / 32)
