@@ -6,19 +6,27 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..errors import SchedcError
 from ..limits import MAX_FIT_WORK
 from ..measure.noise import DEFAULT_OUTLIER_FACTOR
-from .arguments import whole
-from .compiling import load, verified_timings
+from .compiling import LoadOptions, load, verified_timings
+from .options import Options, count, text
 
 if TYPE_CHECKING:
     from ..analysis.calibrate.calibration import Calibration, Comparison
     from ..measure.nccl_tests import Row
     from ..session import Session
+
+
+@dataclass(frozen=True)
+class CalibrateOptions(Options):
+    every: int = count(4, "--every")  # with split interleaved: fit on one size in this many
+    split: str = text("interleaved", "--split")  # (`parse_split` reads it)
+    max_work: int = count(MAX_FIT_WORK, "--max-fit-work")
 
 
 def _tables(paths: Iterable[str | Path], outlier_factor: float = math.inf) -> list:
@@ -68,8 +76,8 @@ def _fit_names(fit: Iterable[str]) -> tuple[str, ...]:
 
 
 def calibrate(session: Session, logs: Iterable[str | Path], schedule: str | None = None, *,
-              fit: Iterable[str] = (), every: int = 4, in_place: bool = False,
-              verify: bool = True, split: str = "interleaved",
+              fit: Iterable[str] = (), every: int = CalibrateOptions.every,
+              in_place: bool = False, verify: bool = True, split: str = CalibrateOptions.split,
               drop_wrong: bool = False,
               outlier_factor: float = DEFAULT_OUTLIER_FACTOR) -> Calibration:
     """Fit the params `fit` (default: every param the time depends on but the size) of one
@@ -85,7 +93,7 @@ def calibrate(session: Session, logs: Iterable[str | Path], schedule: str | None
         ['a_L', 'B_L']
     """
     from ..analysis.calibrate.calibration import calibrate as fit_params
-    every = whole(every, "--every")
+    every = CalibrateOptions(every, split).every
     name = _schedule(session, schedule)
     verified_timings(session, name.split(","), verify)
     tables, _, notes = _read(logs, outlier_factor)
@@ -94,9 +102,10 @@ def calibrate(session: Session, logs: Iterable[str | Path], schedule: str | None
 
 
 def calibrate_logs(pairs: Iterable[tuple[str | Path, Session]], schedule: str | None = None, *,
-                   fit: Iterable[str] = (), every: int = 4, in_place: bool = False,
-                   verify: bool = True, split: str = "interleaved",
-                   drop_wrong: bool = False, max_work: int = MAX_FIT_WORK,
+                   fit: Iterable[str] = (), every: int = CalibrateOptions.every,
+                   in_place: bool = False, verify: bool = True,
+                   split: str = CalibrateOptions.split, drop_wrong: bool = False,
+                   max_work: int = CalibrateOptions.max_work,
                    outlier_factor: float = DEFAULT_OUTLIER_FACTOR,
                    step_rules: bool = False) -> Calibration:
     """One fit over several logs, each with its own machine (a loaded session, compiled at
@@ -114,7 +123,7 @@ def calibrate_logs(pairs: Iterable[tuple[str | Path, Session]], schedule: str | 
     from ..analysis.calibrate.calibration import Run
     from ..analysis.calibrate.fit import calibrate_runs
     from ..analysis.calibrate.hosts import host_point
-    every = whole(every, "--every")
+    options = CalibrateOptions(every, split, max_work)
     runs, said = [], []
     for log, session in pairs:
         name = _schedule(session, schedule)
@@ -128,9 +137,9 @@ def calibrate_logs(pairs: Iterable[tuple[str | Path, Session]], schedule: str | 
         runs.append(Run(session, name, path, table, session.program.path))
 
     def fit_runs(these: list) -> Calibration:
-        return _noted(calibrate_runs(these, _fit_names(fit), parse_split(split, every),
-                                     _place(in_place), drop_wrong,
-                                     max_work=whole(max_work, "--max-fit-work")), said)
+        return _noted(calibrate_runs(these, _fit_names(fit), parse_split(split, options.every),
+                                     _place(in_place), drop_wrong, max_work=options.max_work),
+                      said)
     if not step_rules:
         return fit_runs(runs)
     from ..analysis.calibrate.step_rules import compare_step_rules
@@ -166,10 +175,13 @@ def calibration_pairs(logs: Iterable[str | Path] = (), machines: Iterable[str | 
 
 def calibrate_files(logs: Iterable[str | Path] = (), machines: Iterable[str | Path] = (), *,
                     manifest: str | Path | None = None, schedule: str | None = None,
-                    fit: Iterable[str] = (), sets: Iterable[str] = (), every: int = 4,
-                    in_place: bool = False, verify: bool = True, split: str = "interleaved",
-                    drop_wrong: bool = False, max_transfers: int | None = None,
-                    max_rounds: int | None = None, max_work: int = MAX_FIT_WORK,
+                    fit: Iterable[str] = (), sets: Iterable[str] = (),
+                    every: int = CalibrateOptions.every, in_place: bool = False,
+                    verify: bool = True, split: str = CalibrateOptions.split,
+                    drop_wrong: bool = False,
+                    max_transfers: int | None = LoadOptions.max_transfers,
+                    max_rounds: int | None = LoadOptions.max_rounds,
+                    max_work: int = CalibrateOptions.max_work,
                     outlier_factor: float = DEFAULT_OUTLIER_FACTOR,
                     step_rules: bool = False) -> Calibration:
     """`schedc calibrate`: `calibrate_logs` over the pairs of `calibration_pairs`, each machine
@@ -182,7 +194,7 @@ def calibrate_files(logs: Iterable[str | Path] = (), machines: Iterable[str | Pa
     """
     from dataclasses import replace
     logs, machines, sets, fit = tuple(logs), tuple(machines), tuple(sets), tuple(fit)
-    every = whole(every, "--every")
+    every = CalibrateOptions(every, split, max_work).every
     pairs = calibration_pairs(logs, machines, manifest)
     sessions: dict[str, Session] = {}
     loaded = [(log, sessions.setdefault(m, load(m, sets, max_transfers=max_transfers,
@@ -227,12 +239,12 @@ def write_calibration(calibration: Calibration, path: str | Path, *, force: bool
     write_output_with(Path(path), lambda temporary: Path(temporary).write_text(text, "utf-8"))
 
 
-def parse_split(text: str, every: int = 4):
+def parse_split(text: str, every: int = CalibrateOptions.every):
     """`interleaved`, `size:SIZE` (e.g. size:64MiB), `leave-one-out` or `leave-one-out:SIZE`
     (the held-out log's own params fitted on its rows up to SIZE, e.g. leave-one-out:16B)."""
     from ..analysis.calibrate.calibration import Split
     from ..errors import UsageError
-    every = whole(every, "--every")
+    every = CalibrateOptions(every, text).every
     if text == "interleaved":
         return Split("interleaved", every)
     if text == "leave-one-out":

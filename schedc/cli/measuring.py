@@ -7,9 +7,11 @@ from pathlib import Path
 
 import click
 
-from ..api.measuring import MAX_FIT_WORK
+from ..api.measuring import CalibrateOptions
+from ..api.nccl import NcclOptions
 from ..api.predicting import DEFAULT_OUTLIER_FACTOR
 from ..render import schema
+from .derived import api_option
 from .options import (
     EXIT_FAILED,
     EXIT_OK,
@@ -42,14 +44,12 @@ outlier_option = click.option(
               help="Fit these params (default: every param the time depends on but the size "
               "and the link rates); `latencies` names every latency per call, start-up per "
               "round and latency per hop, `shares` every protocol's share of a link.")
-@click.option("--split", "split", default="interleaved", show_default=True,
-              metavar="interleaved|size:SIZE|leave-one-out[:SIZE]",
+@api_option(CalibrateOptions, "split", metavar="interleaved|size:SIZE|leave-one-out[:SIZE]",
               help="Which rows are held out: every --every-th size is fit (interleaved); sizes "
               "above SIZE (size:64MiB, extrapolation); each log in turn (leave-one-out; "
               "leave-one-out:16B also fits its own params on its rows up to 16 B).")
-@click.option("--every", type=int, default=4, show_default=True,
-              help="With --split interleaved: fit on one size in this many (and the largest; "
-                   "at least 1).")
+@api_option(CalibrateOptions, "every",
+            help="With --split interleaved: fit on one size in this many (and the largest).")
 @click.option("--in-place", is_flag=True, help="Use the in-place times (default: out-of-place).")
 @click.option("--drop-wrong", is_flag=True,
               help="Leave out rows with a nonzero #wrong (else they are refused).")
@@ -58,8 +58,7 @@ outlier_option = click.option(
               help="Write the fitted constants as a .sched library a machine file can import.")
 @click.option("--force", is_flag=True,
               help="--write even when a param is flagged (at a bound, undetermined, uncertain).")
-@click.option("--max-fit-work", "max_work", type=click.IntRange(min=1), default=MAX_FIT_WORK,
-              show_default=True,
+@api_option(CalibrateOptions, "max_work",
               help="Refuse a fit that has not settled after this much work: per evaluation of "
                    "the model, its fit rows + 100 (about a µs each).")
 @click.option("--step-rules", "step_rules", is_flag=True,
@@ -116,7 +115,7 @@ def calibrate_command(logs, machines, manifest, schedule, fit, split: str, every
 @click.option("--nccl", "by_nccl", is_flag=True,
               help="Predict by NCCL's own tuning model on FILE's machine (its algorithm, "
                    "protocol and time per size), nothing fitted.")
-@click.option("--sm", type=int, default=None, metavar="N",
+@api_option(NcclOptions, "sm", metavar="N",
               help="With --nccl: the GPU generation (80: A100, 90: H100; default: the "
                    "machine's `gpu ... sm S`, else 90).")
 @click.option("--input", "inputs", multiple=True, metavar="NAME=VALUE",
