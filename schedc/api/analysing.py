@@ -245,6 +245,10 @@ def scale(session: Session, param: str, schedules: Iterable[str] = (), *,
     from dataclasses import replace
 
     from ..analysis.scale.forms import Scaler
+    from ..errors import UsageError
+    if session.program.step_rule != "sum":  # its shapes are α + max(terms) per round class
+        raise UsageError(f"scale: closed forms in {param.strip()} are built for `step cost "
+                         f"sum`; this file declares `step cost {session.program.step_rule}`")
     options = ScaleOptions(start, tuple(at))
     start, values = options.start, options.at
     names = session.selected(tuple(schedules))

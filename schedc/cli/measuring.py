@@ -61,13 +61,16 @@ outlier_option = click.option(
 @api_option(CalibrateOptions, "max_work",
               help="Refuse a fit that has not settled after this much work: per evaluation of "
                    "the model, its fit rows + 100 (about a µs each).")
+@click.option("--step-rules", "step_rules", is_flag=True,
+              help="Also fit under `step cost sum` and `step cost max` and say which the rows "
+                   "prefer, with the held-out error of each.")
 @set_option
 @limit_options
 @json_option(schema.CALIBRATE)
 @no_verify_option
 def calibrate_command(logs, machines, manifest, schedule, fit, split: str, every: int,
                       in_place: bool, drop_wrong: bool, outlier_factor: float, write_path,
-                      force: bool, max_work: int, sets, limits, as_json: bool,
+                      force: bool, max_work: int, step_rules: bool, sets, limits, as_json: bool,
                       no_verify: bool) -> int:
     """Fit the machine files' params to nccl-tests LOGs by least squares on log time (with
     NCCL's constants as priors, inside physical bounds); show every row's measured and
@@ -83,7 +86,7 @@ def calibrate_command(logs, machines, manifest, schedule, fit, split: str, every
     result = calibrate_files(logs, machines, manifest=manifest, schedule=schedule, fit=fit,
                              sets=sets, every=every, in_place=in_place, verify=not no_verify,
                              split=split, drop_wrong=drop_wrong, max_work=max_work,
-                             outlier_factor=outlier_factor, **limits)
+                             outlier_factor=outlier_factor, step_rules=step_rules, **limits)
     pairs = calibration_pairs(logs, machines, manifest)
     outliers = outlier_rows([log for log, _ in pairs], outlier_factor)
     click.echo(calibration_json(result, outliers) if as_json else
@@ -121,14 +124,20 @@ def calibrate_command(logs, machines, manifest, schedule, fit, split: str, every
 @click.option("--within", metavar="PCT",
               help="Judge each row against this error (e.g. 10%) instead of the bands the "
                    "--fitted file states.")
+@click.option("--small-sizes", "small_sizes", default="auto", show_default=True,
+              metavar="auto|model|nccl",
+              help="Where rows below 1 MiB come from: FILE's model, NCCL's own latency model "
+                   "(nothing fitted), or auto: NCCL's for a log at another host count than "
+                   "FILE's own.")
 @set_option
 @limit_options
 @json_option(schema.PREDICT)
 @no_verify_option
 @machine_options
 def predict_command(file: Path, logs, schedule, plot, in_place: bool, drop_wrong: bool, fitted,
-                    by_nccl: bool, sm, inputs, outlier_factor: float, within, sets, limits,
-                    as_json: bool, no_verify: bool, machine, ranks) -> int:
+                    by_nccl: bool, sm, inputs, outlier_factor: float, within,
+                    small_sizes: str, sets, limits, as_json: bool, no_verify: bool, machine,
+                    ranks) -> int:
     """FILE's predicted time against measured rows of nccl-tests LOGs, without fitting: a
     table shaped like the log's, in its terms (time, algbw, busbw), with the resource that
     bounds each row and a verdict: within the fit's stated uncertainty or not."""
@@ -144,7 +153,7 @@ def predict_command(file: Path, logs, schedule, plot, in_place: bool, drop_wrong
     rows, result = predict_against(
         session, logs, schedule, in_place=in_place, verify=not no_verify, drop_wrong=drop_wrong,
         outlier_factor=outlier_factor, fitted=fitted, within=within, nccl=by_nccl, sm=sm,
-        inputs=tuple(inputs))
+        inputs=tuple(inputs), small_sizes=small_sizes)
     if plot is not None:
         plot_prediction(session, result, plot)
     shown = str(fitted) if fitted else None
