@@ -14,7 +14,7 @@ from schedc.cost.numeric import numeric_time
 def _numeric(session, name: str) -> Fraction:
     program = session.program
     return numeric_time(session.loads(name), program.topology, program.alpha, program.nominal,
-                        program.protocols)
+                        program.protocols, program.step_rule == "max")
 
 
 def test_both_paths_agree_on_every_shipped_file(shipped):
@@ -43,3 +43,17 @@ def test_the_seed_ring_by_hand():
     expected = (14 * Fraction(24 * 2**20, 450 * 10**9) + 2 * Fraction(12 * 2**20, 50 * 10**9)
                 + 16 * Fraction(83, 10**8))
     assert _numeric(session, "hierarchical") == expected
+
+
+def test_step_cost_max_agrees_too():
+    """No shipped file says `step cost max` (each round costs max(α, V/B)): its fixture, two
+    rounds of V/2 = 524,288 B over 100 GB/s (5.24288 µs) with α = 10 µs: by hand, 2 · 10 µs
+    under `max` and 2 · (10 + 5.24288) µs under `sum`."""
+    session = compiled("tests/fixtures/step_cost/two_gpus.sched")
+    assert _numeric(session.with_step_rule("max"), "x") == Fraction(20, 10**6)
+    assert _numeric(session.with_step_rule("sum"), "x") == 2 * (Fraction(10, 10**6)
+                                                                 + Fraction(2**19, 10**11))
+    for rule in ("sum", "max"):
+        ruled = session.with_step_rule(rule)
+        for name in ruled.selected(required=False):
+            assert _numeric(ruled, name) == ruled.timing(name).time, (rule, name)

@@ -40,15 +40,16 @@ def value_at(expr, nominal: dict) -> Fraction:
 
 
 def numeric_time(loads: Loads, topology: Topology, alpha, nominal: dict,
-                 protocols: tuple[Protocol, ...] = ()) -> Fraction:
-    """The schedule's time in seconds at the nominal point (see the module's docstring)."""
+                 protocols: tuple[Protocol, ...] = (), overlapped: bool = False) -> Fraction:
+    """The schedule's time in seconds at the nominal point (see the module's docstring);
+    `overlapped` (`step cost max`): a round costs max(start-up, its transfers), not the sum."""
     peaks, used = _peaks(loads, topology, nominal)
     latency = [value_at(x, nominal) for x in loads.shape_latency]
     counts = np.bincount(loads.shape_of, minlength=len(loads.shape_cross)).tolist()
     if not protocols:
         start = value_at(alpha, nominal)
-        return sum((Fraction(counts[s]) * (start + latency[s] + _largest(
-            [load / bandwidth for load, bandwidth, _ in peaks[s]]))
+        return sum((counts[s] * _step(start + latency[s], [
+            load / bandwidth for load, bandwidth, _ in peaks[s]], overlapped)
             for s in range(len(counts)) if counts[s]), Fraction(0))
     times = []
     for protocol in protocols:
@@ -57,9 +58,9 @@ def numeric_time(loads: Loads, topology: Topology, alpha, nominal: dict,
             if not counts[s]:
                 continue
             start = _startup(protocol, used[s], nominal)
-            body = _largest([load / _rate(protocol, bandwidth, classes, nominal)
-                             for load, bandwidth, classes in peaks[s]])
-            total += counts[s] * (start + latency[s] + body)
+            total += counts[s] * _step(start + latency[s], [
+                load / _rate(protocol, bandwidth, classes, nominal)
+                for load, bandwidth, classes in peaks[s]], overlapped)
         times.append(total)
     return min(times)
 
@@ -124,8 +125,12 @@ def _exact_loads(amount: np.ndarray, basis: list[Fraction]) -> list[Fraction]:
     return out
 
 
-def _largest(values: list[Fraction]) -> Fraction:
-    return max(values, default=Fraction(0))
+def _step(startup: Fraction, terms: list[Fraction], overlapped: bool) -> Fraction:
+    """`formula.step_time` at the nominal point: start-up + the largest term, or with
+    `overlapped` the largest of the start-up and the terms."""
+    if overlapped and terms:
+        return max(startup, *terms)
+    return startup + max(terms, default=Fraction(0))
 
 
 def _startup(protocol: Protocol, classes: set[str], nominal: dict) -> Fraction:
