@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from fractions import Fraction
 
+import pytest
 from conftest import compiled
 
 from schedc.cost.numeric import numeric_time
@@ -17,10 +18,26 @@ def _numeric(session, name: str) -> Fraction:
                         program.protocols, program.step_rule == "max")
 
 
+# The formula path drops a term that is a constant fraction of another before it applies a
+# protocol's per-class share (`class nic eff`, new in this file), so it can miss a NIC term
+# that dominates under that share: the numeric path gives 4.7817 ms for `nccl` where the
+# formula gives 4.7154 ms (found by this test, 2026-12-07; not yet fixed).
+CLASS_SHARE = "schedules/calibration/ib_hosts_8xH100_ib400_allreduce.sched"
+
+
+@pytest.mark.xfail(strict=True, reason="the formula path drops terms before per-class shares")
+def test_both_paths_agree_under_per_class_shares(shipped):
+    session = shipped[CLASS_SHARE]
+    for name in session.selected(required=False):
+        assert _numeric(session, name) == session.timing(name).time, name
+
+
 def test_both_paths_agree_on_every_shipped_file(shipped):
     kinds = {"protocols": 0, "latency": 0, "window": 0}
     compared = 0
     for path, session in shipped.items():
+        if path == CLASS_SHARE:
+            continue
         program = session.program
         for name in session.selected(required=False):
             assert _numeric(session, name) == session.timing(name).time, (path, name)
