@@ -83,7 +83,7 @@ def test_the_derived_round_classes_are_the_ones_counted_by_hand():
     n = sympy.Symbol("hosts", positive=True, integer=True)
     B_L, B_N = (next(r.bandwidth for r in session.program.topology.resources if r.cls == cls)
                 for cls in ("nvlink", "nic"))
-    rule = PortRule(0, "nvlink", "nic", {"nvlink": B_L, "nic": B_N})
+    rule = PortRule(0, ("nvlink",), ("nic",), {"nvlink": B_L, "nic": B_N})
     sym, _ = symbolic_result(session, "hosts", "hierarchical")
     found = {(c.count, c.loads) for c in round_classes(sym, rule, 2, None, n)}
     assert found == {(14, frozenset({(B_L, sympy.Rational(1, 8))})),

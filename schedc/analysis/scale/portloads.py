@@ -3,10 +3,11 @@ sets in n (isl): the cost behind a `proved` piece of `analysis.scale`.
 
 Input: the transfer `Family`s of the symbolic elaboration (`analysis.forall.symbolic`: a
 domain of loop variables, round, source and destination rank affine in them and n) and a
-`PortRule`: on a port machine every resource with a bandwidth is one direction of one link
-of one rank, and a transfer from a to b loads exactly a's out-port and b's in-port of the
-link class the rule names for the pair (one class for ranks of the same copy of the
-repeated host, one for the others), with all of its bytes.
+`PortRule`: on a port machine (`ports`) every resource with a bandwidth is a port of
+one rank (one direction of one link of its domain), and a transfer from a to b loads exactly
+a's out-port and b's in-port of each link class the rule names for the pair (one set of
+classes for ranks of the same copy of the repeated host, one for the others), with all of
+its bytes.
 
 Method, each step exact for every n in [start, stop]:
 
@@ -43,12 +44,13 @@ class Unproved(Exception):
 
 @dataclass(frozen=True)
 class PortRule:
-    """Which link class a transfer between two ranks loads: `same` for ranks of one copy
-    (equal coordinate `copy_coord`), `cross` for the others; each class's bandwidth."""
+    """Which link classes a transfer between two ranks loads (the source's out-port and the
+    destination's in-port of each): `same` for ranks of one copy (equal coordinate
+    `copy_coord`), `cross` for the others; each class's bandwidth."""
 
     copy_coord: int | None  # None: no two ranks share a copy
-    same: str | None
-    cross: str
+    same: tuple[str, ...] | None
+    cross: tuple[str, ...]
     bandwidth: dict[str, sympy.Expr]  # link class -> effective bandwidth
 
 
@@ -156,20 +158,21 @@ def round_classes(sym: Symbolic, rule: PortRule, start: int, stop: int | None,
         size = sympy.Integer(1)
         for c in family.counts:
             size = size / _lin(c, n)
-        cases: list[tuple[str | None, tuple[Cons, ...]]] = [(rule.cross, ())]
+        cases: list[tuple[tuple[str, ...] | None, tuple[Cons, ...]]] = [(rule.cross, ())]
         if k is not None:
             s, d = family.src[k], family.dst[k]
             cases = [(rule.same, (eq(s, d),)), (rule.cross, (ge(s - d, const(1)),)),
                      (rule.cross, (ge(d - s, const(1)),))]
-        for cls, case in cases:
+        for classes, case in cases:
             if _domain(family, case, start, stop).is_empty():
                 continue
             for direction, ends in (("out", family.src), ("in", family.dst)):
                 points = _occupied(family, case, ends, dims, start, stop)
-                if cls is None:
+                if classes is None:
                     raise Unproved("a transfer between two ranks of one copy, which the "
                                    "machine joins by no port of its own")
-                occupied.setdefault((direction, cls), []).append((points, size))
+                for cls in classes:
+                    occupied.setdefault((direction, cls), []).append((points, size))
     # Per bandwidth group: load -> the rounds where some port of the group carries it.
     present: dict[tuple[sympy.Expr, sympy.Expr], isl.Set] = {}
     for (_, cls), sets in sorted(occupied.items()):
