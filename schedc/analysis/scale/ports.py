@@ -94,16 +94,20 @@ def _ports(topo, owner: dict[int, int]) -> tuple[dict[int, tuple[int, str]], dic
     return port, bandwidth
 
 
-def port_rule(at: Session, name: str, copies: str, path: tuple[str, ...], stride: int,
-              low: int) -> PortRule:
-    """(H3) on one compiled instance: the rule, or Unproved naming what fails."""
+def port_rule(at: Session, name: str, copies: str, path: tuple[str, ...],
+              coordinates: list[tuple[int, ...]]) -> PortRule:
+    """(H3) on one compiled instance, whose ranks' coordinates the symbolic order says are
+    `coordinates`: the rule, or Unproved naming what fails."""
     topo = at.program.topology
     ranks = at.program.result(name).collective.ranks
     copy = [copy_of(d.name, copies) for d in topo.devices]
     if path[0] != copies or len(path) > 2:
         raise Unproved(f"the ranks are not the devices of the copies of {copies}")
-    for k, r in enumerate(ranks):
-        if copy[r] != (k // stride + low if len(path) == 2 else k + low) or topo.devices[r].forwards:
+    if len(coordinates) != len(ranks):
+        raise Unproved("the ranks are not where their coordinates say")
+    for r, coords in zip(ranks, coordinates):
+        named = ".".join(f"{part}[{c}]" for part, c in zip(path, coords))
+        if topo.devices[r].name != named or topo.devices[r].forwards:
             raise Unproved(f"rank {topo.devices[r].name} is not where its coordinates say, "
                            "or forwards traffic")
     owner = domains(topo, copy, set(ranks))

@@ -291,7 +291,6 @@ def prove(session: Session, param: str, name: str, piece: Piece, n: sympy.Symbol
         _obligations(sym, start, param)
         copies = uniform_copies(session, param)
         order = sym.ranks
-        lows = [lo.const for lo in order.lows]
         if any(not lo.is_const for lo in order.lows) or any(
                 not hi.is_const for hi in order.highs[1:]):
             # Every copy must hold the same ranks at every n, so that the instances where the
@@ -308,8 +307,7 @@ def prove(session: Session, param: str, name: str, piece: Piece, n: sympy.Symbol
             if len(at.program.result(name).collective.ranks) > MAX_ROUTED:
                 raise Unproved(f"more than {MAX_ROUTED} ranks at {param} = {at_n} to read "
                                "every route")
-            rule = port_rule(at, name, copies, order.path, order.strides[0],
-                             lows[0] if len(lows) else 0)
+            rule = port_rule(at, name, copies, order.path, order.at(at_n))
             rules.add((rule.copy_coord, rule.same, rule.cross, tuple(sorted(
                 (k, str(v)) for k, v in rule.bandwidth.items()))))
         if len(rules) != 1:
