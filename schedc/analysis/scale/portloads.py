@@ -52,6 +52,17 @@ class PortRule:
     same: tuple[str, ...] | None
     cross: tuple[str, ...]
     bandwidth: dict[str, sympy.Expr]  # link class -> effective bandwidth
+    fabric: tuple[FabricLink, ...] = ()  # resources of no rank, crossed between copies
+
+
+@dataclass(frozen=True)
+class FabricLink:
+    """A fabric resource (`fabric`): its name, bandwidth, and the (source, destination)
+    local positions of the pairs of ranks of different copies whose routes cross it."""
+
+    name: str
+    bandwidth: sympy.Expr
+    pairs: frozenset[tuple[tuple[int, ...], tuple[int, ...]]]
 
 
 @dataclass(frozen=True)
@@ -154,18 +165,22 @@ def round_classes(sym: Symbolic, rule: PortRule, start: int, stop: int | None,
     dims = len(sym.ranks.path)
     k = rule.copy_coord
     occupied: dict[tuple[str, str], list[tuple[isl.Set, sympy.Expr]]] = {}
+    cross: list[tuple[Family, tuple[Cons, ...], sympy.Expr]] = []  # for the fabric's loads
     for family in sym.families:
         size = sympy.Integer(1)
         for c in family.counts:
             size = size / _lin(c, n)
-        cases: list[tuple[tuple[str, ...] | None, tuple[Cons, ...]]] = [(rule.cross, ())]
+        cases: list[tuple[bool, tuple[Cons, ...]]] = [(False, ())]  # (same copy, case)
         if k is not None:
             s, d = family.src[k], family.dst[k]
-            cases = [(rule.same, (eq(s, d),)), (rule.cross, (ge(s - d, const(1)),)),
-                     (rule.cross, (ge(d - s, const(1)),))]
-        for classes, case in cases:
+            cases = [(True, (eq(s, d),)), (False, (ge(s - d, const(1)),)),
+                     (False, (ge(d - s, const(1)),))]
+        for same, case in cases:
             if _domain(family, case, start, stop).is_empty():
                 continue
+            classes = rule.same if same else rule.cross
+            if not same:
+                cross.append((family, case, size))
             for direction, ends in (("out", family.src), ("in", family.dst)):
                 points = _occupied(family, case, ends, dims, start, stop)
                 if classes is None:
@@ -183,6 +198,10 @@ def round_classes(sym: Symbolic, rule: PortRule, start: int, stop: int | None,
         for region, load in regions:
             rounds = region.project_out(isl.dim_type.set, 1, dims)
             key = (rule.bandwidth[cls], load)
+            present[key] = present[key].union(rounds) if key in present else rounds
+    if rule.fabric:
+        from .fabric import fabric_loads  # (it builds on this module)
+        for key, rounds in fabric_loads(cross, rule.fabric, dims, start, stop, n).items():
             present[key] = present[key].union(rounds) if key in present else rounds
     total = sym.rounds
     every = isl.Set(f"[{PARAM}] -> {{ [t] : 0 <= t and t <= {(total - const(1)).isl()} and "

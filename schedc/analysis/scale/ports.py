@@ -27,7 +27,7 @@ import sympy
 
 from ...errors import Span
 from ...session import Session
-from .portloads import PortRule, Unproved
+from .portloads import FabricLink, PortRule, Unproved
 
 
 def _where(span: Span | None) -> str:
@@ -70,19 +70,26 @@ def domains(topo, copy: list[int | None], ranks: set[int]) -> dict[int, int]:
     return owner
 
 
-def _ports(topo, owner: dict[int, int]) -> tuple[dict[int, tuple[int, str]], dict[str, sympy.Expr]]:
-    """Resource -> (the rank it is a port of, its class); class -> bandwidth."""
+def _ports(topo, owner: dict[int, int], copy: list[int | None]
+           ) -> tuple[dict[int, tuple[int, str]], dict[str, sympy.Expr], set[int]]:
+    """Resource -> (the rank it is a port of, its class); class -> bandwidth; the fabric's
+    resources (a link between two devices outside every copy)."""
     carriers: dict[int, list] = {}
     for hop in topo.hops:
         for r in hop.resources:
             carriers.setdefault(r, []).append(hop)
     port: dict[int, tuple[int, str]] = {}
     bandwidth: dict[str, sympy.Expr] = {}
+    fabric: set[int] = set()
     for resource in topo.resources:
         if resource.effective_bandwidth is None:
             continue
         hops = carriers.get(resource.id, [])
         ends = {owner.get(d) for h in hops for d in (h.src, h.dst)} - {None}
+        if len(hops) == 1 and resource.latency is None and resource.window is None \
+                and copy[hops[0].src] is None and copy[hops[0].dst] is None:
+            fabric.add(resource.id)
+            continue
         if len(hops) != 1 or len(ends) != 1 or resource.latency is not None \
                 or resource.window is not None:
             raise Unproved(f"{_where(resource.span)}a resource with a bandwidth that is not "
@@ -91,7 +98,7 @@ def _ports(topo, owner: dict[int, int]) -> tuple[dict[int, tuple[int, str]], dic
         if bandwidth.setdefault(resource.cls, resource.bandwidth) != resource.bandwidth:
             raise Unproved(f"{_where(resource.span)}one class with two bandwidths")
         port[resource.id] = (ends.pop(), resource.cls)
-    return port, bandwidth
+    return port, bandwidth, fabric
 
 
 def port_rule(at: Session, name: str, copies: str, path: tuple[str, ...],
@@ -117,17 +124,27 @@ def port_rule(at: Session, name: str, copies: str, path: tuple[str, ...],
             if len(inside) == 2 or any(d not in owner for d in inside):
                 raise Unproved(f"{_where(hop.span)}a link between copies, or from a copy's "
                                "device that several ranks share to the rest")
-    port, bandwidth = _ports(topo, owner)
+    port, bandwidth, fabric = _ports(topo, owner, copy)
+    local = {r: coords[1:] for r, coords in zip(ranks, coordinates)}
     side: dict[int, str] = {}
     seen: dict[tuple[int, str, str], int] = {}
     cls: dict[bool, frozenset[tuple[str, str]]] = {}
+    crossed: dict[tuple, frozenset[int]] = {}  # local positions -> fabric resources
     for a in ranks:
         for b in ranks:
             if a == b:
                 continue
             loaded = dict(topo.route_resources(a, b, None))
+            through = frozenset(r for r in loaded if r in fabric)
+            key = (local[a], local[b])
+            if any(loaded[r] != 1 for r in through) or (through and copy[a] == copy[b]) or (
+                    copy[a] != copy[b] and crossed.setdefault(key, through) != through):
+                raise Unproved(f"the route from {topo.devices[a].name} to "
+                               f"{topo.devices[b].name} crosses fabric links other than the "
+                               "pairs of its local positions in other copies, or shares its "
+                               "bytes among several")
             found = set()
-            for resource, share in loaded.items():
+            for resource, share in {r: s for r, s in loaded.items() if r not in fabric}.items():
                 rank, kind = port[resource]
                 where = "out" if rank == a else "in" if rank == b else None
                 if share != 1 or where is None or side.setdefault(resource, where) != where \
@@ -147,4 +164,9 @@ def port_rule(at: Session, name: str, copies: str, path: tuple[str, ...],
             raise Unproved("a route loads other port classes at its source than at its "
                            "destination")
     classes = {same: tuple(sorted(k for s, k in kinds if s == "out")) for same, kinds in cls.items()}
-    return PortRule(0 if len(path) == 2 else None, classes.get(True), classes[False], bandwidth)
+    links = tuple(FabricLink(topo.resources[r].name, topo.resources[r].effective_bandwidth,
+                             frozenset(k for k, through in crossed.items() if r in through))
+                  for r in sorted(fabric, key=lambda r: topo.resources[r].name)
+                  if any(r in through for through in crossed.values()))
+    return PortRule(0 if len(path) == 2 else None, classes.get(True), classes[False], bandwidth,
+                    links)

@@ -309,7 +309,8 @@ def prove(session: Session, param: str, name: str, piece: Piece, n: sympy.Symbol
                                "every route")
             rule = port_rule(at, name, copies, order.path, order.at(at_n))
             rules.add((rule.copy_coord, rule.same, rule.cross, tuple(sorted(
-                (k, str(v)) for k, v in rule.bandwidth.items()))))
+                (k, str(v)) for k, v in rule.bandwidth.items())), tuple(
+                (f.name, str(f.bandwidth), tuple(sorted(f.pairs))) for f in rule.fabric)))
         if len(rules) != 1:
             raise Unproved(f"the port rule differs between {param} = {first} and {first + 1}")
         derived = round_classes(sym, rule, start, stop, n)
@@ -330,6 +331,9 @@ def prove(session: Session, param: str, name: str, piece: Piece, n: sympy.Symbol
         return Verdict(None, "not proved: the regime form is not the largest term of each "
                        "class over the whole piece")
     span = f"every {param} >= {start}" if stop is None else f"every {start} <= {param} <= {stop}"
+    fabric = "" if not rule.fabric else (
+        f" with {len(rule.fabric)} fabric resource{'s' if len(rule.fabric) > 1 else ''} "
+        "shared by its copies")
     return Verdict(f"Presburger (isl): transfers affine in {param}, port machine uniform in "
-                   f"{copies}[...] (routes read at {param} = {first}, {first + 1}), round "
-                   f"classes and loads exact for {span}", None)
+                   f"{copies}[...]{fabric} (routes read at {param} = {first}, {first + 1}), "
+                   f"round classes and loads exact for {span}", None)
