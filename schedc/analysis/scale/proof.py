@@ -59,6 +59,7 @@ from .ends import first_failure
 from .pieces import Piece
 from .portloads import RoundClass, Unproved, round_classes
 from .ports import port_rule
+from .powers import M, time_in_m
 
 
 @dataclass(frozen=True)
@@ -268,9 +269,59 @@ def _elaborated(session: Session, param: str, name: str):
     return symbolic_result(session, param, name, modules)
 
 
+_POWERS = "not proved: a power-of-two family, checked at its instances only"
+
+
+def _prove_powers(session: Session, param: str, name: str, piece: Piece,
+                  n: sympy.Symbol) -> Verdict:
+    """A power-of-two piece, for every n = 2^m, m >= 1 (`powers`): the machine as for the
+    integers (H2, and H3 read at n = 2 and 4), every pair of ranks loading the same single
+    port class; the time read in m equal to the fitted form at n = 2^m."""
+    try:
+        copies = uniform_copies(session, param)
+        modules = session.memo("scale-proof", "modules",
+                               lambda: parsed_modules(Path(session.program.path)))
+        sym, _ = symbolic_result(session, param, name, modules, ranks_only=True)
+        assert sym.ranks is not None
+        rules = set()
+        for at_n in (2, 4):
+            rule = port_rule(session.at({param: at_n}), name, copies, sym.ranks.path,
+                             sym.ranks.at(at_n))
+            classes = {*(rule.same or ()), *rule.cross}
+            if len(classes) != 1 or rule.fabric or (rule.same and rule.same != rule.cross):
+                raise Unproved("the pairs of ranks load other port classes than one")
+            rules.add((rule.copy_coord, tuple(classes), str(rule.bandwidth[rule.cross[0]])))
+        if len(rules) != 1:
+            raise Unproved(f"the port rule differs between {param} = 2 and 4")
+        collective = session.program.result(name).collective
+        size = sympy.Add(*[sympy.Rational(c.numerator, c.denominator) * s
+                           for s, c in collective.size])
+        decl = next(s for m in modules for s in m.body if isinstance(s, ast.CollectiveDecl)
+                    and s.span == collective.span)
+        if not isinstance(decl.group, ast.Name):
+            raise Unproved(f"{_where(decl.span)}a power-of-two schedule is read over the "
+                           "collective's ranks named by a `let`")
+        total = time_in_m(session, name, decl.group.id, session.program.alpha, size,
+                          rule.bandwidth[rule.cross[0]])
+    except (Unproved, Outside) as exc:
+        message = exc.args[0] if isinstance(exc, Unproved) else f"{_where(exc.span)}{exc.message}"
+        return Verdict(None, f"{_POWERS}: {message}")
+    except SchedcError as exc:
+        return Verdict(None, f"{_POWERS}: an instance does not compile ({exc.message})")
+    fitted = sympy.expand_log(piece.regime.subs(n, 2 ** M), force=True)
+    if sympy.simplify(fitted - total) != 0:
+        return Verdict(None, f"{_POWERS}: the time read in m differs from the fitted form")
+    return Verdict(f"powers of two: for every {param} = 2^m, m >= 1, each round an exchange "
+                   f"j <-> j xor 2^e (e < m) of one transfer each way of a size read in m, "
+                   f"on a port machine uniform in {copies}[...] (routes read at {param} = 2, "
+                   f"4); the time summed over the rounds in m", None)
+
+
 def prove(session: Session, param: str, name: str, piece: Piece, n: sympy.Symbol,
           others: dict, stop: int | None) -> Verdict:
     """Whether `piece` holds for every n in [valid_from, stop] (stop None: unbounded)."""
+    if piece.family.name == "powers of two" and piece.regime is not None:
+        return _prove_powers(session, param, name, piece, n)
     if piece.family.name != "integers" or piece.family.step != 1:
         why = ""
         try:
