@@ -29,7 +29,7 @@ Anything else raises `Unproved` with what failed; nothing is sampled.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import islpy as isl
 import sympy
@@ -53,6 +53,7 @@ class PortRule:
     cross: tuple[str, ...]
     bandwidth: dict[str, sympy.Expr]  # link class -> effective bandwidth
     fabric: tuple[FabricLink, ...] = ()  # resources of no rank, crossed between copies
+    groups: dict[str, int] = field(default_factory=dict)  # class -> ranks sharing each port
 
 
 @dataclass(frozen=True)
@@ -108,6 +109,18 @@ def _occupied(family: Family, case: tuple[Cons, ...], ends: tuple[Lin, ...], dim
         raise Unproved(f"{family.span.source.path}:{family.span.line}: a rank takes part in more "
                        "than one transfer of this statement in one round")
     return mapping.range()
+
+
+def _group_points(family: Family, case: tuple[Cons, ...], ends: tuple[Lin, ...], dims: int,
+                  start: int, stop: int | None, g: int) -> list[isl.Set]:
+    """The (round, port) points the family occupies, a port of a group of g ranks being
+    (copy, local // g): one set per local position's residue mod g, each occupied by one
+    transfer per point (a group's port carries the sum of its members')."""
+    if g == 1:
+        return [_occupied(family, case, ends, dims, start, stop)]
+    quotient = Lin.var(f"g{id(family) % 10**6}")
+    return [_occupied(family, (*case, Cons(ends[1] - quotient.scale(g) - const(r), True)),
+                      (ends[0], quotient), dims, start, stop) for r in range(g)]
 
 
 def _refine(regions: list[tuple[isl.Set, object]], new: isl.Set, label,
@@ -181,13 +194,14 @@ def round_classes(sym: Symbolic, rule: PortRule, start: int, stop: int | None,
             classes = rule.same if same else rule.cross
             if not same:
                 cross.append((family, case, size))
+            if classes is None:
+                raise Unproved("a transfer between two ranks of one copy, which the "
+                               "machine joins by no port of its own")
             for direction, ends in (("out", family.src), ("in", family.dst)):
-                points = _occupied(family, case, ends, dims, start, stop)
-                if classes is None:
-                    raise Unproved("a transfer between two ranks of one copy, which the "
-                                   "machine joins by no port of its own")
                 for cls in classes:
-                    occupied.setdefault((direction, cls), []).append((points, size))
+                    for points in _group_points(family, case, ends, dims, start, stop,
+                                                rule.groups.get(cls, 1)):
+                        occupied.setdefault((direction, cls), []).append((points, size))
     # Per bandwidth group: load -> the rounds where some port of the group carries it.
     present: dict[tuple[sympy.Expr, sympy.Expr], isl.Set] = {}
     for (_, cls), sets in sorted(occupied.items()):

@@ -39,20 +39,19 @@ def copy_of(name: str, copies: str) -> int | None:
     return int(found.group(1)) if found else None
 
 
-def domains(topo, copy: list[int | None], ranks: set[int]) -> dict[int, int]:
-    """Device -> the rank whose domain it is in (each rank is in its own)."""
+def domains(topo, copy: list[int | None], ranks: set[int]) -> dict[int, frozenset[int]]:
+    """Device -> the ranks whose domain it is in: a rank is its own; a connected set of
+    forwarding devices of one copy belongs to the ranks of the copy it touches (one rank:
+    its private devices; several: a device they share, a *group*)."""
     neighbours: dict[int, set[int]] = {}
     for hop in topo.hops:
         neighbours.setdefault(hop.src, set()).add(hop.dst)
         neighbours.setdefault(hop.dst, set()).add(hop.src)
-    owner = {r: r for r in ranks}
-    seen: set[int] = set()
+    owner = {r: frozenset({r}) for r in ranks}
     for device in topo.devices:
         d = device.id
-        if d in seen or d in ranks or copy[d] is None or not device.forwards:
+        if d in owner or copy[d] is None or not device.forwards:
             continue
-        # The connected set of forwarding devices of this copy around d, and the ranks of
-        # the copy it touches.
         component, todo, touched = {d}, [d], set()
         while todo:
             for m in neighbours.get(todo.pop(), ()):
@@ -63,42 +62,62 @@ def domains(topo, copy: list[int | None], ranks: set[int]) -> dict[int, int]:
                 elif topo.devices[m].forwards and m not in component:
                     component.add(m)
                     todo.append(m)
-        seen |= component
-        if len(touched) == 1:
-            (rank,) = touched
-            owner.update({m: rank for m in component})
+        owner.update({m: frozenset(touched) for m in component})
     return owner
 
 
-def _ports(topo, owner: dict[int, int], copy: list[int | None]
-           ) -> tuple[dict[int, tuple[int, str]], dict[str, sympy.Expr], set[int]]:
-    """Resource -> (the rank it is a port of, its class); class -> bandwidth; the fabric's
-    resources (a link between two devices outside every copy)."""
+def _ports(topo, owner: dict[int, frozenset[int]], copy: list[int | None]
+           ) -> tuple[dict[int, tuple[frozenset[int], str]], dict[str, sympy.Expr], set[int]]:
+    """Resource -> (the ranks it is a port of, its class); class -> bandwidth; the fabric's
+    resources (a link between two devices outside every copy). A link between a rank's
+    domain and a group's holding the rank (a GPU's link to its host's NVSwitch) is the
+    rank's port."""
     carriers: dict[int, list] = {}
     for hop in topo.hops:
         for r in hop.resources:
             carriers.setdefault(r, []).append(hop)
-    port: dict[int, tuple[int, str]] = {}
+    port: dict[int, tuple[frozenset[int], str]] = {}
     bandwidth: dict[str, sympy.Expr] = {}
     fabric: set[int] = set()
     for resource in topo.resources:
         if resource.effective_bandwidth is None:
             continue
         hops = carriers.get(resource.id, [])
-        ends = {owner.get(d) for h in hops for d in (h.src, h.dst)} - {None}
         if len(hops) == 1 and resource.latency is None and resource.window is None \
                 and copy[hops[0].src] is None and copy[hops[0].dst] is None:
             fabric.add(resource.id)
             continue
-        if len(hops) != 1 or len(ends) != 1 or resource.latency is not None \
-                or resource.window is not None:
+        ends = sorted({owner[d] for h in hops for d in (h.src, h.dst) if d in owner}, key=len)
+        if len(hops) != 1 or not ends or not ends[0] or (len(ends) == 2 and not
+                                                         ends[0] < ends[1]) \
+                or resource.latency is not None or resource.window is not None:
             raise Unproved(f"{_where(resource.span)}a resource with a bandwidth that is not "
                            "one port of one device (one direction of one link, no latency, "
-                           "an end that belongs to one rank alone)")
+                           "an end that belongs to one rank or one group of ranks)")
         if bandwidth.setdefault(resource.cls, resource.bandwidth) != resource.bandwidth:
             raise Unproved(f"{_where(resource.span)}one class with two bandwidths")
-        port[resource.id] = (ends.pop(), resource.cls)
+        port[resource.id] = (ends[0], resource.cls)
     return port, bandwidth, fabric
+
+
+def _group_size(port, coordinates, ranks, classes) -> dict[str, int]:
+    """Class -> the size g of the groups whose ports it is: each group the g consecutive
+    local positions g·q .. g·q + g - 1 of one copy (so its index is local // g)."""
+    position = dict(zip(ranks, coordinates))
+    sizes: dict[str, int] = {}
+    for group, cls in port.values():
+        if cls not in classes:
+            continue
+        local = sorted(position[r][1:] for r in group)
+        g = len(local)
+        if g > 1 and (any(len(c) != 1 for c in local) or len({position[r][0] for r in group}) != 1
+                      or local[0][0] % g or [c[0] for c in local] != list(
+                          range(local[0][0], local[0][0] + g))):
+            raise Unproved("a device shared by ranks that are not consecutive local positions "
+                           "of one copy, in blocks of one size")
+        if sizes.setdefault(cls, g) != g:
+            raise Unproved(f"the ports of class {cls} are shared by groups of several sizes")
+    return sizes
 
 
 def port_rule(at: Session, name: str, copies: str, path: tuple[str, ...],
@@ -121,13 +140,13 @@ def port_rule(at: Session, name: str, copies: str, path: tuple[str, ...],
     for hop in topo.hops:
         if copy[hop.src] != copy[hop.dst]:
             inside = [d for d in (hop.src, hop.dst) if copy[d] is not None]
-            if len(inside) == 2 or any(d not in owner for d in inside):
+            if len(inside) == 2 or any(not owner.get(d) for d in inside):
                 raise Unproved(f"{_where(hop.span)}a link between copies, or from a copy's "
                                "device that several ranks share to the rest")
     port, bandwidth, fabric = _ports(topo, owner, copy)
     local = {r: coords[1:] for r, coords in zip(ranks, coordinates)}
     side: dict[int, str] = {}
-    seen: dict[tuple[int, str, str], int] = {}
+    seen: dict[tuple[frozenset[int], str, str], int] = {}
     cls: dict[bool, frozenset[tuple[str, str]]] = {}
     crossed: dict[tuple, frozenset[int]] = {}  # local positions -> fabric resources
     for a in ranks:
@@ -145,10 +164,11 @@ def port_rule(at: Session, name: str, copies: str, path: tuple[str, ...],
                                "bytes among several")
             found = set()
             for resource, share in {r: s for r, s in loaded.items() if r not in fabric}.items():
-                rank, kind = port[resource]
-                where = "out" if rank == a else "in" if rank == b else None
+                group, kind = port[resource]
+                where = "out" if a in group and b not in group else \
+                    "in" if b in group and a not in group else None
                 if share != 1 or where is None or side.setdefault(resource, where) != where \
-                        or seen.setdefault((rank, where, kind), resource) != resource:
+                        or seen.setdefault((group, where, kind), resource) != resource:
                     raise Unproved(f"the route from {topo.devices[a].name} to "
                                    f"{topo.devices[b].name} does not load exactly one port of "
                                    "each end per class, with all its bytes")
@@ -168,5 +188,9 @@ def port_rule(at: Session, name: str, copies: str, path: tuple[str, ...],
                              frozenset(k for k, through in crossed.items() if r in through))
                   for r in sorted(fabric, key=lambda r: topo.resources[r].name)
                   if any(r in through for through in crossed.values()))
+    used = {k for kinds in cls.values() for _, k in kinds}
+    groups = {k: g for k, g in _group_size(port, coordinates, ranks, used).items() if g > 1}
+    if groups and len(path) != 2:
+        raise Unproved("a device shared by ranks that are copies of their own")
     return PortRule(0 if len(path) == 2 else None, classes.get(True), classes[False], bandwidth,
-                    links)
+                    links, groups)
