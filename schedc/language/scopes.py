@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from dataclasses import fields, is_dataclass, replace
 from itertools import count
+from typing import Any
 
 from . import statements as st
 from . import syntax as ast
@@ -33,7 +34,7 @@ class _Renamer:
     def fresh(self, name: str) -> str:
         return f"{name}@{next(self._next)}"
 
-    def node(self, node: object, env: dict[str, str]) -> object:
+    def node(self, node: Any, env: dict[str, str]) -> Any:
         if isinstance(node, tuple):
             return self.sequence(node, env)
         if isinstance(node, ast.Name):
@@ -64,7 +65,7 @@ class _Renamer:
             return replace(node, **changed)
         return node
 
-    def sequence(self, items: tuple, env: dict[str, str]) -> tuple:
+    def sequence(self, items: tuple, env: dict[str, str]) -> tuple[Any, ...]:
         """Statements in order: a local `let` binds the name for the statements after it."""
         out = []
         for item in items:
@@ -90,15 +91,13 @@ class _Renamer:
 
     def schedule(self, node: ast.ScheduleDef, env: dict[str, str]) -> ast.ScheduleDef:
         inner = {**env, "@local": "yes"}
-        formals = None
-        if node.formals is not None:
-            formals = []
-            for formal in node.formals:  # a default sees the formals before it
-                default = None if formal.default is None else self.node(formal.default, inner)
-                inner = {**inner, formal.name: _formal(formal.name, node.name)}
-                formals.append(replace(formal, name=inner[formal.name], default=default))
-            formals = tuple(formals)
-        return replace(node, formals=formals, body=self.node(node.body, inner))
+        formals: list[ast.Formal] = []
+        for formal in node.formals or ():  # a default sees the formals before it
+            default = None if formal.default is None else self.node(formal.default, inner)
+            inner = {**inner, formal.name: _formal(formal.name, node.name)}
+            formals.append(replace(formal, name=inner[formal.name], default=default))
+        return replace(node, formals=None if node.formals is None else tuple(formals),
+                       body=self.node(node.body, inner))
 
 
 def _formal(name: str, schedule: str) -> str:

@@ -191,14 +191,14 @@ def round_classes(sym: Symbolic, rule: PortRule, start: int, stop: int | None,
         for same, case in cases:
             if _domain(family, case, start, stop).is_empty():
                 continue
-            classes = rule.same if same else rule.cross
+            loaded = rule.same if same else rule.cross
             if not same:
                 cross.append((family, case, size))
-            if classes is None:
+            if loaded is None:
                 raise Unproved("a transfer between two ranks of one copy, which the "
                                "machine joins by no port of its own")
             for direction, ends in (("out", family.src), ("in", family.dst)):
-                for cls in classes:
+                for cls in loaded:
                     for points in _group_points(family, case, ends, dims, start, stop,
                                                 rule.groups.get(cls, 1)):
                         occupied.setdefault((direction, cls), []).append((points, size))

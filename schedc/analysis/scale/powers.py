@@ -54,6 +54,7 @@ class Reader:
         self.functions = session.program.functions
         self.rounds: list[tuple[sympy.Symbol, sympy.Expr, sympy.Expr, sympy.Expr]] = []
         self.names = 0
+        self.active: list[tuple[sympy.Symbol, None, sympy.Expr, sympy.Expr]] = []  # round loop
 
     def fail(self, node, what: str) -> Unproved:
         return Unproved(f"{_where(node.span)}{what} is outside the power-of-two exchanges "
@@ -113,7 +114,7 @@ class Reader:
         in m and the round variable, whose ends are affine in m, so at each end it is an
         affine function of m, <= 0 for every m >= 1 exactly when it is at m = 1 and its
         slope is not positive."""
-        cases = [{}]
+        cases: list[dict] = [{}]
         for s, _, low, high in self.active:
             cases = [{**c, s: v} for c in cases for v in (low, high)]
         for case in cases:
@@ -168,12 +169,12 @@ class Reader:
         transfer = inner.body[0]
         if not isinstance(transfer, st.Transfer) or transfer.into is not None:
             raise self.fail(transfer, _STATEMENTS.get(type(transfer), "this statement"))
-        group = (transfer.src, transfer.dst)
-        if not all(isinstance(x, ast.Index) and isinstance(self.value(x.base, local), _Group)
-                   for x in group) or not (isinstance(transfer.src.index, ast.Name)
-                                           and transfer.src.index.id == inner.var):
+        src, dst = transfer.src, transfer.dst
+        if not (isinstance(src, ast.Index) and isinstance(dst, ast.Index) and all(
+                isinstance(self.value(x.base, local), _Group) for x in (src, dst))
+                and isinstance(src.index, ast.Name) and src.index.id == inner.var):
             raise self.fail(transfer, "a transfer other than from g[j]")
-        partner = transfer.dst.index
+        partner = dst.index
         if not (isinstance(partner, ast.BinOp) and partner.op == "^" and isinstance(
                 partner.left, ast.Name) and partner.left.id == inner.var):
             raise self.fail(transfer, "a partner other than g[j ^ 2^e]")
@@ -183,8 +184,6 @@ class Reader:
             raise self.fail(transfer, "this region")
         self.rounds.append((s, fraction, low, high))
         self.active = []
-
-    active: list = []
 
 
 _STATEMENTS = {st.If: "an 'if' that is not a precondition (a guarded transfer)", st.For: "a loop outside a round loop",

@@ -13,13 +13,14 @@ A piece [a, b] (b = None: unbounded) is proved when
      bandwidth or other statement mentions n; no pinned route, no shared resource;
 (H3) it is a port machine, checked on two compiled instances, n0 and n0 + 1 for the smallest
      n0 >= 2 at which both compile (2 and 3 for the shipped files):
-     every resource with a bandwidth is one direction of one link with exactly one end that
-     does not forward, has no latency or window, and each rank has at most one per class
-     and direction; every link between a copy and the rest has its copy's end a device that
-     does not forward; the ranks are the copies' devices, the same local positions in
-     every copy at every n; for every pair of ranks the route loads exactly the source's out-port
-     and the destination's in-port of one class, with all the bytes, the class depending
-     only on whether the two share a copy;
+     every resource with a bandwidth is one direction of one link, without latency or
+     window, and a port of one rank's domain (its private NIC and switch too) or of one
+     group of consecutive ranks sharing a device, or a fabric link outside every copy
+     (`ports`); the ranks are the copies' devices where the symbolic order puts them; for
+     every pair of ranks the route loads, with all the bytes, the out-ports of the source
+     and the in-ports of the destination of one set of classes, depending only on whether
+     the two share a copy, and across copies the fabric links of their local positions;
+     a power-of-two piece is proved instead by `powers` (in m, for every n = 2^m);
 (H4) the round classes derived from (H1)-(H3) for every n in [a, b] (`portloads`) are the
      fitted classes, count by count and load by load, as functions of n (SymPy);
 (H5) with the other params at their values, the term of each class that the regime form
@@ -308,6 +309,7 @@ def _prove_powers(session: Session, param: str, name: str, piece: Piece,
         return Verdict(None, f"{_POWERS}: {message}")
     except SchedcError as exc:
         return Verdict(None, f"{_POWERS}: an instance does not compile ({exc.message})")
+    assert piece.regime is not None
     fitted = sympy.expand_log(piece.regime.subs(n, 2 ** M), force=True)
     if sympy.simplify(fitted - total) != 0:
         return Verdict(None, f"{_POWERS}: the time read in m differs from the fitted form")
