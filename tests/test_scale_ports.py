@@ -216,3 +216,16 @@ def test_a_rail_major_collective_is_verified_for_every_host_count(run, tmp_path)
     ((file,),) = [json.loads(out)["files"]]
     (found,) = file["schedules"]
     assert found["for_all"]["status"] == "proved", found["for_all"]
+
+
+def test_an_outer_loop_that_varies_too_is_not_unrolled(tmp_path):
+    """Unrolling needs the outer loops' bounds to be constants: `for i in 0..hosts-1` around
+    a varying inner loop is refused, naming the clause (a valid file at 2 hosts)."""
+    from schedc.analysis.forall.affine import Outside
+    from schedc.analysis.forall.family import symbolic_result
+    text = RAIL_MAJOR_SEED.format(schedules=SCHEDULES).replace(
+        "allreduce V over [node[h].g[i] for i in 0..7 for h in 0..hosts-1]",
+        "allreduce V over [node[h].g[i] for i in 0..hosts-1 for h in 0..hosts-1]")
+    case = write(tmp_path, "varying.sched", text)
+    with pytest.raises(Outside, match="its outer loops' bounds are not constants to unroll"):
+        symbolic_result(schedc.load(case), "hosts", "hier")
