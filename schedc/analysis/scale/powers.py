@@ -161,6 +161,8 @@ class Reader:
         if not isinstance(low, sympy.Expr) or not isinstance(high, sympy.Expr) or not (
                 isinstance(inner.iter, ast.Range)):
             raise self.fail(stmt, "this round loop")
+        self.active = []
+        self.require(low - high - 1, stmt, "the round loop's range is not reversed")
         self.active = [(s, None, low, high)]
         lo_j, hi_j = self.value(inner.iter.lo, env), self.value(inner.iter.hi, env)
         if sympy.simplify(lo_j) != 0 or sympy.simplify(hi_j - (2 ** M - 1)) != 0:

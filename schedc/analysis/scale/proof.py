@@ -280,6 +280,8 @@ def _prove_powers(session: Session, param: str, name: str, piece: Piece,
     port class; the time read in m equal to the fitted form at n = 2^m."""
     try:
         copies = uniform_copies(session, param)
+        if session.at({param: 2}).timing(name).cost.protocol is not None:
+            raise Unproved("the time is the minimum over protocols, not one cost model")
         modules = session.memo("scale-proof", "modules",
                                lambda: parsed_modules(Path(session.program.path)))
         sym, _ = symbolic_result(session, param, name, modules, ranks_only=True)
