@@ -51,6 +51,7 @@ class Machine:
         network = FlowNetwork(topology, at.program.nominal, ranks)
         graph = network.graph
         self.scale = network.scale
+        self.symmetric = network.symmetric  # each cut as wide both ways
         pattern = re.compile(rf"{re.escape(copies)}\[(\d+)\]")
         copy: dict[object, int | None] = {}
         key: dict[object, str] = {}
@@ -86,7 +87,7 @@ class Machine:
 
 
 Line = tuple[Fraction, Fraction]  # a width in n: A + B·n, in graph units
-Edge = tuple[object, object, Fraction | None, Fraction, sympy.Expr | None]
+Edge = tuple[object, object, int | None, int, int, sympy.Expr | None, str | None]
 
 
 @dataclass(frozen=True)
@@ -106,25 +107,21 @@ class Compressed:
         self._memo: dict = {}
 
     def _edges(self, member: Member, x: Fraction) -> list[Edge]:
-        """(u, v, capacity at x, its slope in x, its width in n) per edge (None: unlimited)."""
-        n = self.n
-        out: list[Edge] = [(("F", u), ("F", v), None if cap is None else Fraction(cap),
-                            Fraction(0), bw) for u, _, v, _, cap, bw in self.m.fabric]
+        """(u, v, capacity of one copy, m0, m1, bandwidth, class) per edge: its capacity at
+        x is capacity·(m0 + m1·x); None: unlimited. Fabric edges have class None."""
+        out: list[Edge] = [(("F", u), ("F", v), cap, 1, 0, bw, None)
+                           for u, _, v, _, cap, bw in self.m.fabric]
         for label, (m0, m1), roles in member.kinds:
-            copies = m0 + m1 * x
-            if copies == 0:
+            if m0 + m1 * x == 0:
                 continue  # no copy of this class at this n
-            times = m0 + m1 * (n - member.residue) / member.step
             for u, u_fabric, v, v_fabric, cap, bw in self.m.block:
                 a = ("F", u) if u_fabric else (label, u)
                 b = ("F", v) if v_fabric else (label, v)
-                out.append((a, b, None if cap is None else cap * copies,
-                            Fraction(0) if cap is None else Fraction(cap * m1),
-                            None if bw is None else bw * times))
+                out.append((a, b, cap, m0, m1, bw, label))
             for local, role in roles:
                 end = (label, local)
-                out.append((("s",), end, None, Fraction(0), None) if role == "source"
-                           else (end, ("t",), None, Fraction(0), None))
+                out.append((("s",), end, None, 1, 0, None, None) if role == "source"
+                           else (end, ("t",), None, 1, 0, None, None))
         return out
 
     def _cut(self, member: Member, x: Fraction, slope_first: bool = False):
@@ -137,21 +134,29 @@ class Compressed:
 
     def _solve(self, member: Member, x: Fraction, slope_first: bool):
         edges = self._edges(member, x)
-        pairs = [(s, c) if slope_first else (c, s) for _, _, c, s, _ in edges if c is not None]
-        den = lcm(*[w.denominator for pair in pairs for w in pair])
-        big = 1 + sum(int(second * den) for _, second in pairs)
+        p, q = x.numerator, x.denominator
+        # Integer weights, lexicographic: (value at x, slope), or (slope, value at x); both
+        # parts scaled by q, so the order of cuts is the order of (value, slope) pairs.
+        pairs = {}
+        for e in edges:
+            if e[2] is not None:
+                value, slope = e[2] * (e[3] * q + e[4] * p), e[2] * e[4] * q
+                pairs[id(e)] = (slope, value) if slope_first else (value, slope)
+        big = 1 + sum(second for _, second in pairs.values())
         graph = nx.DiGraph()
-        for u, v, c, s, _ in edges:
-            if c is None:
+        unlimited = set()
+        for e in edges:
+            u, v = e[0], e[1]
+            if (u, v) in unlimited:
+                continue
+            if e[2] is None:
+                unlimited.add((u, v))
                 graph.add_edge(u, v)
                 graph[u][v].pop("capacity", None)
-                graph[u][v]["unlimited"] = True
                 continue
-            first, second = (s, c) if slope_first else (c, s)
-            weight = int(first * den) * big + int(second * den)
+            first, second = pairs[id(e)]
+            weight = first * big + second
             if graph.has_edge(u, v):
-                if graph[u][v].get("unlimited"):
-                    continue
                 weight += graph[u][v]["capacity"]
             graph.add_edge(u, v, capacity=weight)
         if not graph.has_node(("s",)) or not graph.has_node(("t",)):
@@ -171,17 +176,22 @@ class Compressed:
         crossing = [e for e in edges if e[0] in side and e[1] not in side]
         if any(e[2] is None for e in crossing):
             return None
-        slope = sum((e[3] for e in crossing), Fraction(0))
-        value = sum((e[2] for e in crossing), Fraction(0))  # type: ignore[misc]
-        return frozenset(side), (value - slope * x, slope), crossing
+        slope = Fraction(sum(e[2] * e[4] for e in crossing))
+        intercept = Fraction(sum(e[2] * e[3] for e in crossing))
+        return frozenset(side), (intercept, slope), crossing
 
     def width(self, member: Member, n: int) -> Width | None:
+        """The member's smallest minimum cut at n: its side, its width at n in bytes/s and
+        as a formula in n (each edge's bandwidth times the copies of its class)."""
         found = self._cut(member, member.x(n))
         if found is None:
             return None
         side, (a, b), crossing = found
         value = (a + b * member.x(n)) / self.m.scale
-        return Width(side, value, sympy.Add(*[e[4] for e in crossing]))
+        counts = {label: m0 + m1 * (self.n - member.residue) / member.step
+                  for label, (m0, m1), _ in member.kinds}
+        return Width(side, value, sympy.Add(*[
+            e[5] if e[6] is None else e[5] * counts[e[6]] for e in crossing]))
 
     # ---- where a width changes its line: Eisner and Severance
 

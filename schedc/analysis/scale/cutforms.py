@@ -124,21 +124,24 @@ class _Solver:
         self.net = Compressed(machine, n)
         every = tuple((x, "source") for x in machine.local)
         sinks = tuple((x, "sink") for x in machine.local)
-        self.members = [Member(0, "host", (("S", (1, 0), every), ("T", (-1, 1), sinks))),
-                        Member(1, "host", (("S", (1, 0), sinks), ("T", (-1, 1), every)))]
+        # Each split of `bound`'s families, forward (side -> rest) and, unless every cut is
+        # as wide both ways, backward; in `bound`'s order, which breaks ties.
+        both = (False,) if machine.symmetric else (False, True)
+        self.members = [Member(0 + back, "host", _roles(every, sinks, back, ((1, 0), (-1, 1))))
+                        for back in both]
         for r in (0, 1):  # the first floor(n/2) copies against the rest, n = r + 2x
-            self.members += [
-                Member(2, "halves", (("S", (0, 1), every), ("T", (r, 1), sinks)), 2, r, 3),
-                Member(3, "halves", (("S", (0, 1), sinks), ("T", (r, 1), every)), 2, r, 3)]
+            self.members += [Member(2 + back, "halves", _roles(every, sinks, back,
+                                                               ((0, 1), (r, 1))), 2, r, 3)
+                             for back in both]
         self.out: list[Member] = []
         self.into: list[Member] = []
         for k, rank in enumerate(machine.local):
             alone = tuple((x, "source" if x == rank else "sink") for x in machine.local)
-            back = tuple((x, "sink" if x == rank else "source") for x in machine.local)
             self.out.append(Member(4 + 2 * k, "rank", (("A", (1, 0), alone),
                                                         ("T", (-1, 1), sinks))))
-            self.into.append(Member(5 + 2 * k, "rank", (("A", (1, 0), back),
-                                                         ("T", (-1, 1), every))))
+            if not machine.symmetric:
+                self.into.append(Member(5 + 2 * k, "rank", _roles(alone, sinks, True,
+                                                                  ((1, 0), (-1, 1)))))
         self.members += self.out + self.into
         self.pair = Member(10**6, "min cut", (("A", (1, 0), every), ("B", (1, 0), sinks),
                                               ("F", (-2, 1), ())), from_n=2)
@@ -198,7 +201,7 @@ class _Solver:
     def _end_host(self, n: int) -> tuple[sympy.Expr, Fraction] | None:
         """2(p-1)·V over the ranks' own ways out (or in, if narrower), as `bound` has it."""
         out = [self.net.width(m, n) for m in self.out]
-        into = [self.net.width(m, n) for m in self.into]
+        into = [self.net.width(m, n) for m in self.into] if self.into else out
         if any(w is None for w in (*out, *into)):
             return None
         p = len(self.m.local) * n
@@ -226,6 +229,15 @@ class _Solver:
             if root > lo and (hi is None or root < hi):
                 found |= {int(sympy.floor(root)), int(sympy.ceiling(root))}
         return found
+
+
+def _roles(side: tuple, rest: tuple, back: bool, counts: tuple) -> tuple:
+    """Two classes of copies, the side's and the rest's; `back`: the data flows into the side."""
+    def flipped(roles: tuple) -> tuple:
+        return tuple((x, "sink" if r == "source" else "source") for x, r in roles)
+    if back:
+        side, rest = flipped(side), flipped(rest)
+    return (("S", counts[0], side), ("T", counts[1], rest))
 
 
 def _runs(critical: list[int]) -> list[tuple[int, int | None]]:
