@@ -251,18 +251,22 @@ def _piece_json(result: Scaling, piece: Piece) -> dict:
     }
 
 
+def _at_json(found) -> dict:
+    """One `--at` value; with the bound and time/bound where the bounds are proved."""
+    entry = {"n": found.n, "time_s": json_number(found.time, integer=False),
+             "method": found.method}
+    if found.bound:
+        entry["bound_s"] = json_number(found.bound, integer=False)
+        entry["ratio"] = json_number(found.time / found.bound, integer=False)
+    return entry
+
+
 def scale_json(program: Program, results: list[Scaling], compiles: int) -> str:
     return dump_json({
         "schema": schema.SCALE,
         "file": program.path,
         "compiles": compiles,
-        "at": {r.name: [{"n": a.n, "time_s": json_number(a.time, integer=False),
-                         "method": a.method,
-                         "bound_s": None if a.bound is None else json_number(a.bound,
-                                                                             integer=False),
-                         "ratio": None if not a.bound else json_number(a.time / a.bound,
-                                                                      integer=False)}
-                        for a in r.at] for r in results if r.at},
+        "at": {r.name: [_at_json(a) for a in r.at] for r in results if r.at},
         "schedules": [_piece_json(r, p) for r in results for p in r.pieces],
         "notes": {r.name: list(r.notes) for r in results if r.notes},
     })

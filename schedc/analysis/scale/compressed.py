@@ -124,15 +124,16 @@ class Compressed:
                            else (end, ("t",), None, 1, 0, None, None))
         return out
 
-    def _cut(self, member: Member, x: Fraction, slope_first: bool = False):
-        """The smallest minimum cut at x, by value then slope (or, as x -> oo, by slope then
-        value): (its source side, its line in x, its crossing edges); None if unlimited."""
-        key = (member, x, slope_first)
+    def _cut(self, member: Member, x: Fraction, order: str = "value"):
+        """The smallest minimum cut at x, by `order`: "value" (`bound`'s cut), "value, slope"
+        (the line leaving x) or "slope, value" (the line as x -> oo): (its source side, its
+        line in x, its crossing edges); None if unlimited."""
+        key = (member, x, order)
         if key not in self._memo:
-            self._memo[key] = self._solve(member, x, slope_first)
+            self._memo[key] = self._solve(member, x, order)
         return self._memo[key]
 
-    def _solve(self, member: Member, x: Fraction, slope_first: bool):
+    def _solve(self, member: Member, x: Fraction, order: str):
         edges = self._edges(member, x)
         p, q = x.numerator, x.denominator
         # Integer weights, lexicographic: (value at x, slope), or (slope, value at x); both
@@ -141,7 +142,8 @@ class Compressed:
         for e in edges:
             if e[2] is not None:
                 value, slope = e[2] * (e[3] * q + e[4] * p), e[2] * e[4] * q
-                pairs[id(e)] = (slope, value) if slope_first else (value, slope)
+                pairs[id(e)] = {"value": (value, 0), "value, slope": (value, slope),
+                                 "slope, value": (slope, value)}[order]
         big = 1 + sum(second for _, second in pairs.values())
         graph = nx.DiGraph()
         unlimited = set()
@@ -207,7 +209,7 @@ class Compressed:
     def lines(self, member: Member) -> list[Line]:
         """The member's lines in n (A + B·n) on its whole range, from the lower envelope."""
         x0 = self.start(member)
-        left, right = self._cut(member, x0), self._cut(member, x0, slope_first=True)
+        left, right = self._cut(member, x0, "value, slope"), self._cut(member, x0, "slope, value")
         if left is None or right is None:
             return []
         found: list[Line] = []
