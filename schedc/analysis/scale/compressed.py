@@ -74,7 +74,9 @@ class Machine:
             if cu is None and cv is None:
                 self.fabric.append(row)
             else:
-                blocks.setdefault(cu if cu is not None else cv, []).append(row)
+                owner = cu if cu is not None else cv
+                assert owner is not None
+                blocks.setdefault(owner, []).append(row)
         shapes = {k: sorted(rows, key=str) for k, rows in blocks.items()}
         if len(shapes) < 2 or any(rows != shapes[0] for rows in shapes.values()):
             raise Unproved("the copies are not one block joined to the fabric the same way")
@@ -178,9 +180,9 @@ class Compressed:
         crossing = [e for e in edges if e[0] in side and e[1] not in side]
         if any(e[2] is None for e in crossing):
             return None
-        slope = Fraction(sum(e[2] * e[4] for e in crossing))
-        intercept = Fraction(sum(e[2] * e[3] for e in crossing))
-        return frozenset(side), (intercept, slope), crossing
+        rise = Fraction(sum((e[2] or 0) * e[4] for e in crossing))  # every e[2] is set
+        intercept = Fraction(sum((e[2] or 0) * e[3] for e in crossing))
+        return frozenset(side), (intercept, rise), crossing
 
     def width(self, member: Member, n: int) -> Width | None:
         """The member's smallest minimum cut at n: its side, its width at n in bytes/s and
