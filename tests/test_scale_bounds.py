@@ -129,3 +129,38 @@ def test_bounds_not_proved_name_the_failing_hypothesis(run, tmp_path):
     (piece,) = _scale(run, gather, "--in", "hosts")["schedules"]
     assert piece["bounds_status"] == "checked"
     assert any("the collective is allgather" in note for note in piece["notes"])
+
+
+def test_half_of_each_host_in_rail_major_order(run, tmp_path):
+    """The ranks: GPUs 0-3 of every host, rail-major; the other GPUs relay nothing."""
+    ranks = "[node[h].g[i] for i in 0..3 for h in 0..hosts-1]"
+    path = write(tmp_path, "half.sched",
+                 f'import "{SCHEDULES / "machines" / "nvlink_hosts.sched"}"\n'
+                 f'import "{ROOT / "schedules" / "lib" / "ring.sched"}"\n'
+                 f"param V = 192 MiB\nallreduce V over {ranks}\n"
+                 f"schedule ring = ring_allreduce({ranks})\n")
+    (piece,) = _scale(run, path, "--in", "hosts")["schedules"]
+    assert piece["bounds_status"] == "proved"
+    # By hand: a host's 4 ranks leave it through their 4 NICs (4·B_N = 200 GB/s); the
+    # 4·hosts ranks send 2(4·hosts - 1)·V through 4·hosts·(B_L + B_N). V/(4·B_N) binds:
+    # 1/200 GB/s > (4n - 1)/(2n · 500 GB/s) for every n.
+    cut = V / (4 * B_N)
+    end_host = 2 * (4 * n - 1) * V / (4 * n * (B_L + B_N))
+    assert _same(piece["bounds"]["bound"], cut) and _same(piece["bounds"]["end-host"], end_host)
+    for hosts in (2, 3, 7):
+        found, nominal = _direct(path, hosts)
+        assert found.best_value == _value(cut, nominal, hosts)
+        assert found.end_host.value == _value(end_host, nominal, hosts)
+
+
+def test_ranks_missing_from_a_copy_are_not_proved(tmp_path):
+    from schedc.analysis.scale.cutforms import bound_forms
+    ranks = "[node[h].g[i] for h in 1..hosts-1 for i in 0..7]"  # host 0 holds no rank
+    path = write(tmp_path, "skip.sched",
+                 f'import "{SCHEDULES / "machines" / "nvlink_hosts.sched"}"\n'
+                 f'import "{ROOT / "schedules" / "lib" / "ring.sched"}"\n'
+                 f"param V = 192 MiB\nallreduce V over {ranks}\n"
+                 f"schedule ring = ring_allreduce({ranks})\n")
+    found = bound_forms(schedc.load(path, ["hosts=3"]), "hosts", "ring", n)
+    assert found.argument is None and found.pieces == ()
+    assert found.note == "bounds not proved: the ranks are not in every copy of node"
