@@ -36,17 +36,17 @@ def _same(text: str, expected: sympy.Expr) -> bool:
     return sympy.simplify(_parse(text) - expected) == 0
 
 
-def _direct(path, hosts: int):
+def _direct(path, hosts: int, param: str = "hosts", name: str = "ring"):
     """`bound` at one size, compiled (the optimum over all cuts left out: the closed forms
     are the families' cut-set bound and the end-host bound)."""
-    session = schedc.load(path, [f"hosts={hosts}"], max_transfers=10**8, max_rounds=10**6)
-    collective = session.program.result("ring").collective
+    session = schedc.load(path, [f"{param}={hosts}"], max_transfers=10**8, max_rounds=10**6)
+    collective = session.program.result(name).collective
     return bound(session, collective, [], optimum_too=False), session.program.nominal
 
 
-def _value(form: sympy.Expr, nominal: dict, hosts: int) -> Fraction:
-    exact = form.xreplace({s: v for s, v in nominal.items() if str(s) != "hosts"}).xreplace(
-        {n: hosts})
+def _value(form: sympy.Expr, nominal: dict, hosts: int, symbol: sympy.Symbol = n) -> Fraction:
+    exact = form.xreplace({s: v for s, v in nominal.items() if s != symbol}).xreplace(
+        {symbol: hosts})
     return Fraction(int(exact.p), int(exact.q))
 
 
@@ -164,3 +164,24 @@ def test_ranks_missing_from_a_copy_are_not_proved(tmp_path):
     found = bound_forms(schedc.load(path, ["hosts=3"]), "hosts", "ring", n)
     assert found.argument is None and found.pieces == ()
     assert found.note == "bounds not proved: the ranks are not in every copy of node"
+
+
+def test_the_textbook_machine_in_p(run):
+    """p GPUs on one switch, B each way: the copies are single GPUs."""
+    flat = SCHEDULES / "algorithms" / "flat_p.sched"
+    document = _scale(run, flat, "--in", "p", "-s", "ring_allreduce")
+    (piece,) = document["schedules"]
+    assert piece["bounds_status"] == "proved"
+    p, B = sympy.symbols("p B", positive=True)
+    # By hand: one GPU against the rest crosses its one link, V/B; the end-host bound is
+    # Patarasuk and Yuan's 2(p - 1)/p·V/B, equal to V/B at p = 2 and larger from p = 3.
+    names = {"p": p, "B": B, "V": V}
+    end_host = 2 * (p - 1) * V / (p * B)
+    assert sympy.simplify(sympy.sympify(piece["bounds"]["bound"], locals=names) - end_host) == 0
+    assert sympy.simplify(sympy.sympify(piece["bounds"]["cut-set"], locals=names) - V / B) == 0
+    ((whole,),) = [piece["bound_pieces"]]
+    assert (whole["valid_from"], whole["valid_to"]) == (2, None)
+    symbol = sympy.Symbol("p", positive=True, integer=True)
+    for ranks in (2, 3, 1000):
+        found, nominal = _direct(flat, ranks, "p", "ring_allreduce")
+        assert found.best_value == _value(end_host.subs(p, symbol), nominal, ranks, symbol)

@@ -164,7 +164,7 @@ class _Solver:
             more = {c for (lo, hi), form in zip(runs, forms)
                     for c in self._crossings(form, lo, hi)} - critical
             if not more:
-                return _merged(runs, forms)
+                return _merged(runs, forms, self.n)
             critical |= more
         raise Unproved("the end-host and cut-set bounds cross too often to solve")
 
@@ -260,16 +260,34 @@ def _same(a: sympy.Expr | None, b: sympy.Expr | None) -> bool:
     return sympy.cancel(a - b) == 0
 
 
-def _merged(runs: list[tuple[int, int | None]], forms: list[tuple]) -> list[BoundPiece]:
+def _merged(runs: list[tuple[int, int | None]], forms: list[tuple], n: sympy.Symbol
+            ) -> list[BoundPiece]:
+    """Consecutive runs with the same forms as one piece; a run of one n joins the run after
+    it (or before it) whose forms are its own at that n (2·V·(p - 1)/(B·p) is V/B at p = 2)."""
+    def parts(piece: BoundPiece) -> tuple:
+        return piece.cut, piece.end_host, piece.best
+
+    def alike(one: tuple, two: tuple, at: int | None = None) -> bool:
+        return all(_same(a, b) if at is None or a is None or b is None
+                   else _same(a.xreplace({n: at}), b.xreplace({n: at})) for a, b in zip(one, two))
+
     pieces: list[BoundPiece] = []
-    for (lo, hi), (cut, end, best) in zip(runs, forms):
-        last = pieces[-1] if pieces else None
-        if last is not None and all(_same(a, b) for a, b in zip(
-                (last.cut, last.end_host, last.best), (cut, end, best))):
-            pieces[-1] = BoundPiece(last.lo, hi, last.cut, last.end_host, last.best)
+    for (lo, hi), form in zip(runs, forms):
+        if pieces and alike(parts(pieces[-1]), form):
+            pieces[-1] = BoundPiece(pieces[-1].lo, hi, *parts(pieces[-1]))
         else:
-            pieces.append(BoundPiece(lo, hi, cut, end, best))
-    return pieces
+            pieces.append(BoundPiece(lo, hi, *form))
+    joined: list[BoundPiece] = []
+    for k, piece in enumerate(pieces):
+        following = pieces[k + 1] if k + 1 < len(pieces) else None
+        if piece.lo == piece.hi and following is not None \
+                and alike(parts(following), parts(piece), piece.lo):
+            pieces[k + 1] = BoundPiece(piece.lo, following.hi, *parts(following))
+        elif piece.lo == piece.hi and joined and alike(parts(joined[-1]), parts(piece), piece.lo):
+            joined[-1] = BoundPiece(joined[-1].lo, piece.hi, *parts(joined[-1]))
+        else:
+            joined.append(piece)
+    return joined
 
 
 def with_bounds(piece: Piece, forms: BoundForms, n: sympy.Symbol) -> Piece:
