@@ -290,16 +290,20 @@ def _merged(runs: list[tuple[int, int | None]], forms: list[tuple], n: sympy.Sym
     return joined
 
 
-def with_bounds(piece: Piece, forms: BoundForms, n: sympy.Symbol) -> Piece:
+def with_bounds(piece: Piece, forms: BoundForms, n: sympy.Symbol, others: dict) -> Piece:
     """`piece` with its bounds proved over its range where `forms` is (the binding bound's
-    forms replacing the fitted ones, which they must equal where both exist), else with a
-    note saying the bounds are fitted and why they are not proved."""
+    forms replacing the fitted ones, which must have their values at every compiled n), else
+    with a note saying the bounds are fitted and why they are not proved."""
     if piece.regime is None or not piece.bounds:
         return piece
-    if forms.argument is None:
+    fitted = piece.bounds.get("bound")
+    wrong = _disagrees(piece, fitted, forms, n, others)
+    if forms.argument is None or wrong is not None:
+        why = forms.note if wrong is None else (
+            f"bounds not proved: the derived bound is not the compiled one at {n} = {wrong}")
         return replace(piece, notes=(*piece.notes, f"the bounds and time/bound are fitted, "
                                                    f"checked at the compiled instances only "
-                                                   f"({forms.note})"))
+                                                   f"({why})"))
     hi = piece.valid_to if piece.valid_to is not None else None
     inside = tuple(BoundPiece(max(b.lo, piece.valid_from),
                               b.hi if hi is None else hi if b.hi is None else min(b.hi, hi),
@@ -311,9 +315,9 @@ def with_bounds(piece: Piece, forms: BoundForms, n: sympy.Symbol) -> Piece:
     if last.end_host is not None:
         bounds["end-host"] = last.end_host
     notes = piece.notes
-    fitted = piece.bounds.get("bound")
     if len(inside) == 1 and fitted is not None and sympy.cancel(fitted - last.best) != 0:
-        notes += (f"the fitted bound {fitted} is not the proved one at nominal ties",)
+        notes += (f"the fitted bound {fitted} has the proved one's values at the compiled "
+                  f"{n} but not its formula: two cuts as wide there",)
     ratio = tidy(piece.regime / last.best)
     limit_of = limit(ratio, n) if piece.last else None
     return replace(piece, bounds=bounds, ratio=ratio, ratio_limit=limit_of, notes=notes,
@@ -321,11 +325,24 @@ def with_bounds(piece: Piece, forms: BoundForms, n: sympy.Symbol) -> Piece:
                    bound_pieces=inside)
 
 
+def _disagrees(piece: Piece, fitted: sympy.Expr | None, forms: BoundForms, n: sympy.Symbol,
+               others: dict) -> int | None:
+    """The first compiled n where the fitted bound (the compile's) is not the derived one:
+    a safety net, never expected."""
+    for k in piece.checked_at if fitted is not None and forms.argument else ():
+        held = forms.at(k)
+        if held is not None and _value(fitted, others, n, k) != _value(held.best, others, n, k):
+            return k
+    return None
+
+
 def bound_value(forms: BoundForms, value: int, nominal: dict, n: sympy.Symbol
                 ) -> Fraction | None:
     """The best bound at n = value from its proved form (None: not proved)."""
     found = forms.at(value) if forms.argument is not None else None
-    if found is None:
-        return None
-    exact = found.best.xreplace(nominal).xreplace({n: value})
+    return None if found is None else _value(found.best, nominal, n, value)
+
+
+def _value(form: sympy.Expr | None, nominal: dict, n: sympy.Symbol, value: int) -> Fraction:
+    exact = sympy.sympify(form).xreplace(nominal).xreplace({n: value})
     return Fraction(int(exact.p), int(exact.q))

@@ -176,7 +176,7 @@ class Scaler:
         proved = [self._proved(name, p) for p in pieces]
         if self.with_bounds:
             forms = self.bound_forms(name)
-            proved = [with_bounds(p, forms, self.symbol) for p in proved]
+            proved = [with_bounds(p, forms, self.symbol, self.others) for p in proved]
         return Scaling(name, self.param, self.symbol, tuple(proved), tuple(notes))
 
     def bound_forms(self, name: str) -> BoundForms:
