@@ -1,10 +1,11 @@
 """How many schedules of the shipped files are proved in their structural family param
 (issue 37's target): every `.sched` file under schedules/ with schedules and a structural
 param that sizes a family of copies (`host node[hosts]`, `gpu g[p]`), `scale --in PARAM
---no-bound --json` run as a whole process, each schedule counted `proved` when every piece is, else listed
+--no-bound --json` run as a whole process, each schedule counted `proved` when every piece
+is, else listed
 with the note of its first unproved piece (the hypothesis that fails).
 
-    python benchmarks/scale_status.py [REPO]    # REPO: another checkout to count (default: this one)
+    python benchmarks/scale_status.py [REPO]    # REPO: another checkout (default: this one)
 
 Run on two checkouts (main, a branch) it gives the counts before and after.
 """
