@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, NamedTuple
 from ..choices import EXECUTORS, LAYOUTS, NCCL_EXECUTOR, NCCL_PROTOCOLS
 from ..deadline import DEFAULT_TIMEOUT
 from ..limits import MAX_CHANNELS, MAX_CUTS, MAX_SIZE, MAX_STEP_IDS
+from ..words import counted
 from .arguments import one_of, optional_whole, seconds, whole
 from .compiling import refusal, verified_timings
 
@@ -78,8 +79,8 @@ def validate_msccl(path: str, executor: str, max_steps: int | None = None) -> st
     if found:
         raise ExecutorRulesError(executor, found)
     gpus, tbs, steps = counts
-    return (f"{path}: {executor} would load it ({gpus} gpus, at most {tbs} thread blocks and "
-            f"{steps} steps in one thread block)")
+    return (f"{path}: {executor} would load it ({counted(gpus, 'gpu')}, at most "
+            f"{counted(tbs, 'thread block')} and {counted(steps, 'step')} in one thread block)")
 
 
 def export_astra(session: Session, schedule: str, *, prefix: str | None = None,

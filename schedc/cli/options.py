@@ -135,7 +135,7 @@ def change_options(func):
                        "machine before routing (repeatable).")
     @click.option("--derate", "derate", multiple=True, metavar="ITEM=FACTOR",
                   help="Multiply a link's (or shared resource's) bandwidth by FACTOR (0.5, 1/2, "
-                       "50%%; repeatable).")
+                       "50%; repeatable).")
     @functools.wraps(func)
     def wrapper(*args, fail: tuple[str, ...], derate: tuple[str, ...], **kwargs):
         return func(*args, changes={"fail": fail, "derate": derate}, **kwargs)

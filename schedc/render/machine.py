@@ -10,6 +10,7 @@ from html import escape
 from ..analysis.machine import LinkRow, MachineSummary
 from ..hardware.rules import DEFAULT_SM
 from ..units import format_rate
+from ..words import counted
 from . import schema
 from .text import dump_json, json_number, table
 
@@ -24,16 +25,17 @@ def machine_text(summary: MachineSummary) -> str:
                        if summary.hosts and host == summary.hosts[0])
     lines = [f"machine: {summary.path}",
              f"hosts: {len(summary.hosts) or 'none declared'}",
-             "devices: " + ", ".join(f"{n} {k}" for k, n in sorted(kinds.items()))]
+             "devices: " + ", ".join(counted(n, k) for k, n in sorted(kinds.items()))]
     if per_host:
         lines.append(f"per host ({summary.hosts[0]}): " +
-                     ", ".join(f"{n} {k}" for k, n in sorted(per_host.items())))
+                     ", ".join(counted(n, k) for k, n in sorted(per_host.items())))
     if summary.gpu_sms:
         # (the default is assumed only when no GPU declares one: else `schedc nccl` refuses)
         none = f"; `schedc nccl` assumes sm {DEFAULT_SM} unless --sm" \
             if len(summary.gpu_sms) == 1 else ""
         lines.append("GPU compute capability: " + ", ".join(
-            f"sm {sm} ({n} GPUs)" if sm is not None else f"not declared ({n} GPUs{none})"
+            f"sm {sm} ({counted(n, 'GPU')})" if sm is not None
+            else f"not declared ({counted(n, 'GPU')}{none})"
             for sm, n in summary.gpu_sms))
     lines += ["", "links by class (per direction):"]
     rows: list[tuple[str, ...]] = [("class", "links", "bandwidth", "each way", "shared")]
@@ -165,7 +167,7 @@ def _lines(summary: MachineSummary, where: dict, host: str | None) -> list[str]:
 def machine_section(summary: MachineSummary) -> str:
     """`schedc report`'s section: the drawings of one host and of the fabric."""
     kinds = Counter(kind for _, kind, _ in summary.devices)
-    words = ", ".join(f"{n} {k}" for k, n in sorted(kinds.items()))
+    words = ", ".join(counted(n, k) for k, n in sorted(kinds.items()))
     return (f'<h2 id="machine">Machine</h2><p>{len(summary.hosts) or "no"} hosts; {escape(words)} '
             f"(<code>schedc machine show</code> lists every link).</p>"
             f'<figure>{host_svg(summary)}</figure><figure>{fabric_svg(summary)}</figure>')

@@ -7,6 +7,7 @@ from ..analysis.scale.forms import Piece, Scaling
 from ..analysis.solve.instances import IntegerSearch
 from ..elaborate.program import Program
 from ..units import format_quantity, format_seconds
+from ..words import counted
 from . import schema
 from .text import dump_json, json_number
 
@@ -26,7 +27,7 @@ def search_text(program: Program, equation: str, found: IntegerSearch) -> str:
     out.append("")
     roots = found.roots
     if roots:
-        out.append(f"{len(roots)} solution{'s' * (len(roots) != 1)} in {lo}..{hi}: "
+        out.append(f"{counted(len(roots), 'solution')} in {lo}..{hi}: "
                    + ", ".join(f"{name} = {n}" for n in roots))
     if found.changes:
         out.append("the smaller side changes:")
