@@ -1,0 +1,99 @@
+"""What a newcomer met on a fresh clone (issue 35, item 6), each fixed and kept so: the
+messages, units and outputs a first session tripped over."""
+
+from __future__ import annotations
+
+from conftest import MACHINES, ROOT
+
+from schedc.words import counted, plural
+
+SEED = ROOT / "schedules" / "seed" / "nvlink_2x8.sched"
+
+
+# ---- plurals: one helper, no "1 rounds" or "16 gpu" --------------------------------------------
+
+def test_counted_nouns_are_singular_for_one_only():
+    assert [counted(n, "round") for n in (0, 1, 2)] == ["0 rounds", "1 round", "2 rounds"]
+    assert counted(1, "thread block") == "1 thread block"
+    assert counted(3, "thread block") == "3 thread blocks"
+    assert counted(20_000_000, "transfer") == "20,000,000 transfers"
+    assert [plural(w) for w in ("switch", "gpu", "GPU", "nic", "policy", "day", "box")] == \
+        ["switches", "gpus", "GPUs", "nics", "policies", "days", "boxes"]
+
+
+def test_machine_show_counts_devices_in_plural(run):
+    code, out, err = run("machine", "show", SEED)
+    assert code == 0, err
+    # nvlink_2x8: 2 hosts of 8 GPUs and 1 NVSwitch each; 8 rail switches and a spine.
+    assert "devices: 16 gpus, 11 switches" in out
+    assert "per host (node[0]): 8 gpus, 1 switch" in out
+
+
+def test_a_one_round_schedule_says_one_round(run, tmp_path):
+    path = tmp_path / "one.sched"
+    path.write_text(f'import "{MACHINES / "flat_8.sched"}"\nbroadcast V over [g[0], g[1]] root g[0]\n'
+                    "schedule once { round { copy all from g[0] to g[1] } }\n")
+    code, out, err = run("verify", path)
+    assert code == 0, err
+    assert "verified (1 round, 1 transfer;" in out
+
+
+# ---- --derate's help -------------------------------------------------------------------------
+
+def test_derate_help_shows_one_percent_sign(run):
+    code, out, _ = run("time", "--help")
+    assert code == 0
+    text = " ".join(out.split())  # click wraps the help text
+    assert "(0.5, 1/2, 50%; repeatable)" in text and "%%" not in out
+
+
+# ---- the transfer limit: the message quotes the limit, not what is left of it ----------------
+
+def test_the_transfer_limit_message_quotes_the_limit(run, tmp_path):
+    path = tmp_path / "two.sched"
+    path.write_text(f'import "{MACHINES / "flat_8.sched"}"\nallgather V over ranks\n'
+                    "schedule two {\n"
+                    "  round { for i in 0..6: copy part(i of 8) of all from ranks[i] to ranks[i + 1] }\n"
+                    "  round { for i in 0..6: copy part(i of 8) of all from ranks[i + 1] to ranks[i] }\n"
+                    "}\n")
+    code, out, err = run("time", path, "--max-transfers", "10", "--no-verify")
+    assert code == 2 and out == ""
+    # The first round makes 7 transfers; the second's loop of 7 would pass 10. What was left
+    # (3) is not the limit the user set and can raise.
+    assert err.splitlines()[0] == (
+        f"{path}:5:20: error: this loop makes 7 iterations in one go after 7 transfers already "
+        "made; the limit is 10 (raise it with --max-transfers)")
+
+
+# ---- a statement in the wrong block names the block it belongs to -----------------------------
+
+MISPLACED = [  # (the text, the error's line:col, its message)
+    ("param B = 1 GB/s\nrouting prefer nvlink\n", "2:1",
+     "unexpected 'routing' at the top level: a 'routing' statement belongs inside "
+     "'topology { ... }'"),
+    ("topology {\n  gpu g[2]\n  param x = 3\n}\n", "3:3",
+     "unexpected 'param' in a topology block: a 'param' statement belongs at the top level "
+     "of the file, outside every block"),
+    ("schedule s {\n  link a <-> b\n}\n", "2:3",
+     "unexpected 'link' in a schedule's body: a 'link' statement belongs inside "
+     "'topology { ... }'"),
+    ("round { copy all from a to b }\n", "1:1",
+     "unexpected 'round' at the top level: a 'round' statement belongs in a schedule's body "
+     "('schedule NAME { ... }')"),
+]
+
+
+def test_a_statement_in_the_wrong_block_names_its_block(run, tmp_path):
+    for text, at, message in MISPLACED:
+        path = tmp_path / "wrong.sched"
+        path.write_text(text)
+        code, out, err = run("time", path)
+        assert code == 2 and out == "", err
+        assert err.splitlines()[0] == f"{path}:{at}: error: {message}"
+
+
+def test_a_statement_in_its_block_still_gets_the_usual_message(run, tmp_path):
+    path = tmp_path / "typo.sched"
+    path.write_text("topology {\n  gpu g[2]\n  lnk g[0] <-> g[1]\n}\n")
+    code, _, err = run("time", path)
+    assert code == 2 and "belongs" not in err and "unexpected" in err
