@@ -97,3 +97,28 @@ def test_a_statement_in_its_block_still_gets_the_usual_message(run, tmp_path):
     path.write_text("topology {\n  gpu g[2]\n  lnk g[0] <-> g[1]\n}\n")
     code, _, err = run("time", path)
     assert code == 2 and "belongs" not in err and "unexpected" in err
+
+
+# ---- sizes with units in --min-bytes and --max-bytes -----------------------------------------
+
+def test_byte_options_take_units(run):
+    code, out, err = run("export", "msccl", SEED, "-s", "ring", "--min-bytes", "4KiB",
+                         "--max-bytes", "192MiB")
+    assert code == 0, err
+    # 4 KiB = 4 * 2^10 = 4,096 B; 192 MiB = 192 * 2^20 = 201,326,592 B.
+    assert 'minBytes="4096" maxBytes="201326592"' in out.splitlines()[0]
+    code, out, err = run("export", "msccl", SEED, "-s", "ring", "--max-bytes", "1.5GB")
+    assert code == 0 and 'maxBytes="1500000000"' in out, err  # GB = 10^9 B
+    code, out, err = run("nccl", SEED, "--max-bytes", "1GiB", "--json")
+    assert code == 0, err
+    import json
+    assert json.loads(out)["max_bytes"] == 2**30
+
+
+def test_byte_options_refuse_what_is_not_a_whole_size(run):
+    for value, message in [("1.5B", "--max-bytes 1.5B: must be a whole number of bytes, not 3/2"),
+                           ("12GB/s", "--max-bytes 12GB/s: must be a size in bytes"),
+                           ("1e400MiB", "--max-bytes 1e400MiB: must be a size in bytes"),
+                           ("-1", "--max-bytes -1: must be from 0 to")]:
+        code, out, err = run("export", "msccl", SEED, "-s", "ring", "--max-bytes", value)
+        assert code == 2 and out == "" and message in err, (value, err)

@@ -12,7 +12,7 @@ from ..choices import EXECUTORS, LAYOUTS, NCCL_EXECUTOR, NCCL_PROTOCOLS
 from ..deadline import DEFAULT_TIMEOUT
 from ..limits import MAX_CHANNELS, MAX_CUTS, MAX_SIZE, MAX_STEP_IDS
 from ..words import counted
-from .arguments import one_of, optional_whole, seconds, whole
+from .arguments import byte_count, one_of, optional_whole, seconds, whole
 from .compiling import refusal, verified_timings
 
 if TYPE_CHECKING:
@@ -22,13 +22,14 @@ if TYPE_CHECKING:
     from ..session import Session
 
 def export_msccl(session: Session, schedule: str, *, proto: str = "Simple", channels: int = 1,
-                 executor: str = NCCL_EXECUTOR, min_bytes: int = 0,
-                 max_bytes: int = MAX_SIZE, verify: bool = True, max_steps: int | None = None,
+                 executor: str = NCCL_EXECUTOR, min_bytes: int | str = 0,
+                 max_bytes: int | str = MAX_SIZE, verify: bool = True, max_steps: int | None = None,
                  layout: str = "inplace") -> str:
     """A schedule as an MSCCL XML algorithm (the text), verified first, within `executor`'s
     limits ("msccl-executor-nccl", or "msccl": microsoft/msccl, which also names
     reduce-scatter as msccl-tools does): `proto` the NCCL protocol it runs with, every
-    transfer cut into `channels` pieces, for message sizes from `min_bytes` to `max_bytes`;
+    transfer cut into `channels` pieces, for message sizes from `min_bytes` to `max_bytes`
+    (bytes, or text with a unit: "192MiB");
     `max_steps` the executor build's MSCCL_MAX_NUM_STEPS (default 64 for
     msccl-executor-nccl, 256 for msccl); `layout` "inplace", "outofplace" or "both".
 
@@ -42,8 +43,8 @@ def export_msccl(session: Session, schedule: str, *, proto: str = "Simple", chan
     channels = whole(channels, "--channels", 1, MAX_CHANNELS)
     executor = one_of(executor, "--executor", EXECUTORS)
     max_steps = optional_whole(max_steps, "--max-steps", 1, MAX_STEP_IDS)
-    min_bytes = whole(min_bytes, "--min-bytes", 0, MAX_SIZE)
-    max_bytes = whole(max_bytes, "--max-bytes", 0, MAX_SIZE)
+    min_bytes = byte_count(min_bytes, "--min-bytes", 0, MAX_SIZE)
+    max_bytes = byte_count(max_bytes, "--max-bytes", 0, MAX_SIZE)
     if max_bytes < min_bytes:
         raise UsageError("--max-bytes is less than --min-bytes")
     layout = one_of(layout, "layout", LAYOUTS)

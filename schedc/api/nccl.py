@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from ..hardware.rules import DEFAULT_SM
 from ..limits import MAX_SIZE
-from .arguments import optional_whole
+from .arguments import byte_count, optional_whole
 
 if TYPE_CHECKING:
     from ..model.topology import Device, Topology
@@ -52,7 +52,7 @@ class NcclModel:
 
 def nccl_model(session: Session, *, collective: str | None = None, nodes: int | None = None,
          sm: int | None = None, channels: int | None = None, inputs: tuple[str, ...] = (),
-         explain: str | None = None, max_bytes: int = DEFAULT_MAX_BYTES,
+         explain: str | None = None, max_bytes: int | str = DEFAULT_MAX_BYTES,
          verify: bool = True) -> NcclModel:
     """NCCL's inputs derived from the file's machine (each overridable), its latency and
     bandwidth table and its choice for every size from 1 byte to `max_bytes`.
@@ -76,10 +76,7 @@ def nccl_model(session: Session, *, collective: str | None = None, nodes: int | 
     nodes = optional_whole(nodes, "--nodes")
     sm = optional_whole(sm, "--sm", None)  # (which ones NCCL knows: check_sm)
     channels = optional_whole(channels, "--channels", None)  # (the range: nccl.inputs)
-    if isinstance(max_bytes, bool) or not isinstance(max_bytes, int) or \
-            not 1 <= max_bytes <= MAX_SIZE:
-        raise UsageError("--max-bytes: from 1 to 2^63 - 1 (NCCL's sizes are size_t; schedc "
-                         "counts them in 64-bit integers)")
+    max_bytes = byte_count(max_bytes, "--max-bytes", 1, MAX_SIZE)  # (NCCL's size_t, 64 bits)
     program = session.program
     ranks = program.results[0].collective.ranks if program.results else tuple(
         d.id for d in program.topology.devices if d.kind == "gpu")

@@ -40,14 +40,15 @@ def export() -> None:
 @click.option("--both", "layout", flag_value="both",
               help="Write steps right both in place and out of place (inplace=1 outofplace=1).")
 @click.option("--force", is_flag=True, help="Replace the --output file if it exists.")
-@click.option("--min-bytes", type=int, default=0, show_default=True,
-              help="The smallest size the executor picks it for (from 0).")
-@click.option("--max-bytes", type=int, default=MAX_SIZE,
-              help=f"The largest size the executor picks it for (default: any, {MAX_SIZE:,}).")
+@click.option("--min-bytes", default="0", show_default=True, metavar="SIZE",
+              help="The smallest size the executor picks it for (bytes, or 4KiB, 1.5GB...).")
+@click.option("--max-bytes", default=str(MAX_SIZE), metavar="SIZE",
+              help=f"The largest size the executor picks it for (bytes, or 192MiB, 1GB...; "
+                   f"default: any, {MAX_SIZE:,}).")
 @no_verify_option
 def export_msccl_command(session, name: str, output: Path | None, proto: str, channels: int,
                          executor: str, max_steps: int | None, layout: str | None, force: bool,
-                         min_bytes: int, max_bytes: int, no_verify: bool) -> int:
+                         min_bytes: str, max_bytes: str, no_verify: bool) -> int:
     """A schedule of FILE as an MSCCL XML algorithm, verified first, within the executor's
     limits (steps per thread block, cnt < 72, thread blocks per gpu and per channel,
     dependency ids that fit int8_t, 32 channels), or an error naming the limit."""
