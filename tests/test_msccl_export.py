@@ -86,9 +86,9 @@ def test_the_seed_hierarchical_round_trips_with_its_time(run, tmp_path):
     check_both_parsers_accept(text)
     assert text.startswith('<algo name="hierarchical" proto="LL128" nchannels="1" '
                            'nchunksperloop="16" ngpus="16" coll="allreduce" inplace="1" '
-                           'outofplace="0" minBytes="0" maxBytes="9223372036854775807">')
-    code, out_text, err = run("time", out, "--machine", SCHEDULES / "machines" / "nvlink_2x8.sched",
-                              "--set", "V=192MiB")
+                           'outofplace="0" minBytes="0" maxBytes="201326592">')  # V = 192·2^20
+    # Read back with no --set: the file's maxBytes is the schedule's V.
+    code, out_text, err = run("time", out, "--machine", SCHEDULES / "machines" / "nvlink_2x8.sched")
     assert code == 0, err
     assert "time              1.2995 ms" in out_text  # the seed's figure
     assert "16*alpha + V/(8*B_N) + 7*V/(4*B_L)" in out_text

@@ -122,3 +122,40 @@ def test_byte_options_refuse_what_is_not_a_whole_size(run):
                            ("-1", "--max-bytes -1: must be from 0 to")]:
         code, out, err = run("export", "msccl", SEED, "-s", "ring", "--max-bytes", value)
         assert code == 2 and out == "" and message in err, (value, err)
+
+
+# ---- MSCCL's maxBytes: the top of a range, not a size ----------------------------------------
+# msccl-executor-nccl (Azure/msccl-executor-nccl c6f6b36), src/misc/msccl/msccl_lifecycle.cc:332-335:
+#     size_t nBytes = param->count * ncclTypeSize(param->dataType) * m.sizeMultiplier;
+#     bool msgSizeIsValid = param->count > 0 && ... &&
+#       nBytes >= m.minBytes && (m.maxBytes == 0 || nBytes <= m.maxBytes);
+# and src/include/msccl/msccl_struct.h:105 "Max message size allowed for this algorithm, 0 for
+# no limit". A file is picked for every size up to maxBytes: a limit of 0 or 2^63 - 1 (every
+# int64 size is below it) names no size at all.
+
+MACHINE_2X8 = ROOT / "schedules" / "machines" / "nvlink_2x8.sched"
+
+
+def test_an_export_writes_its_size_as_max_bytes_and_reads_back_exactly(run, tmp_path):
+    out = tmp_path / "r.xml"
+    code, _, err = run("export", "msccl", SEED, "-s", "ring", "-o", out)
+    assert code == 0, err
+    assert 'minBytes="0" maxBytes="201326592"' in out.read_text()  # V = 192 MiB = 192·2^20
+    code, text, err = run("time", out, "--machine", MACHINE_2X8)
+    assert code == 0, err
+    # The seed's ring: 30 rounds of V/16 over one 50 GB/s NIC, 30·α + 30·V/(16·B_N) =
+    # 30·0.83 µs + 30·201326592/(16·50e9) s = 24.9 µs + 7.5497 ms = 7.5746 ms, as the README.
+    assert "time              7.5746 ms" in text
+
+
+def test_an_xml_without_a_size_limit_needs_a_size(run, tmp_path):
+    for limit in ("0", "9223372036854775807"):
+        out = tmp_path / f"r{limit}.xml"
+        code, _, err = run("export", "msccl", SEED, "-s", "ring", "-o", out, "--max-bytes", limit)
+        assert code == 0, err
+        code, text, err = run("time", out, "--machine", MACHINE_2X8)
+        assert (code, text) == (2, ""), err
+        assert f'the file sets no size limit (maxBytes="{limit}"' in err
+        assert "pass --set V=SIZE" in err and "Traceback" not in err
+        code, text, err = run("time", out, "--machine", MACHINE_2X8, "--set", "V=192MiB")
+        assert code == 0 and "time              7.5746 ms" in text, err

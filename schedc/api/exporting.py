@@ -23,13 +23,16 @@ if TYPE_CHECKING:
 
 def export_msccl(session: Session, schedule: str, *, proto: str = "Simple", channels: int = 1,
                  executor: str = NCCL_EXECUTOR, min_bytes: int | str = 0,
-                 max_bytes: int | str = MAX_SIZE, verify: bool = True, max_steps: int | None = None,
+                 max_bytes: int | str | None = None, verify: bool = True,
+                 max_steps: int | None = None,
                  layout: str = "inplace") -> str:
     """A schedule as an MSCCL XML algorithm (the text), verified first, within `executor`'s
     limits ("msccl-executor-nccl", or "msccl": microsoft/msccl, which also names
     reduce-scatter as msccl-tools does): `proto` the NCCL protocol it runs with, every
     transfer cut into `channels` pieces, for message sizes from `min_bytes` to `max_bytes`
-    (bytes, or text with a unit: "192MiB");
+    (bytes, or text with a unit: "192MiB"; by default the schedule's own size at the nominal
+    point, so that the file read back says what size it was made for: an executor picks it for
+    `minBytes <= nBytes <= maxBytes`, msccl-executor-nccl msccl_lifecycle.cc:335);
     `max_steps` the executor build's MSCCL_MAX_NUM_STEPS (default 64 for
     msccl-executor-nccl, 256 for msccl); `layout` "inplace", "outofplace" or "both".
 
@@ -44,11 +47,12 @@ def export_msccl(session: Session, schedule: str, *, proto: str = "Simple", chan
     executor = one_of(executor, "--executor", EXECUTORS)
     max_steps = optional_whole(max_steps, "--max-steps", 1, MAX_STEP_IDS)
     min_bytes = byte_count(min_bytes, "--min-bytes", 0, MAX_SIZE)
-    max_bytes = byte_count(max_bytes, "--max-bytes", 0, MAX_SIZE)
+    name = session.selected((schedule,))[0]
+    max_bytes = _schedule_size(session, name) if max_bytes is None else \
+        byte_count(max_bytes, "--max-bytes", 0, MAX_SIZE)
     if max_bytes < min_bytes:
         raise UsageError("--max-bytes is less than --min-bytes")
     layout = one_of(layout, "layout", LAYOUTS)
-    name = session.selected((schedule,))[0]
     if verify:
         from ..analysis.verify.verdict import verdict
         found = verdict(session, name)
@@ -56,6 +60,16 @@ def export_msccl(session: Session, schedule: str, *, proto: str = "Simple", chan
             raise refusal([found])
     return write_xml(session.schedule(name), name, proto, channels, executor, min_bytes,
                      max_bytes, max_steps, layout)
+
+
+def _schedule_size(session: Session, name: str) -> int:
+    """The schedule's collective size at the nominal point, in whole bytes (rounded up, so
+    that the executor still picks the file for that size), within int64."""
+    import math
+
+    from ..model.ir import linear_value
+    size = linear_value(session.schedule(name).collective.size, session.program.nominal)
+    return min(max(math.ceil(size), 0), MAX_SIZE)
 
 
 def validate_msccl(path: str, executor: str, max_steps: int | None = None) -> str:

@@ -42,13 +42,13 @@ def export() -> None:
 @click.option("--force", is_flag=True, help="Replace the --output file if it exists.")
 @click.option("--min-bytes", default="0", show_default=True, metavar="SIZE",
               help="The smallest size the executor picks it for (bytes, or 4KiB, 1.5GB...).")
-@click.option("--max-bytes", default=str(MAX_SIZE), metavar="SIZE",
+@click.option("--max-bytes", metavar="SIZE",
               help=f"The largest size the executor picks it for (bytes, or 192MiB, 1GB...; "
-                   f"default: any, {MAX_SIZE:,}).")
+                   f"0 or {MAX_SIZE:,}: any; default: the schedule's size V).")
 @no_verify_option
 def export_msccl_command(session, name: str, output: Path | None, proto: str, channels: int,
                          executor: str, max_steps: int | None, layout: str | None, force: bool,
-                         min_bytes: str, max_bytes: str, no_verify: bool) -> int:
+                         min_bytes: str, max_bytes: str | None, no_verify: bool) -> int:
     """A schedule of FILE as an MSCCL XML algorithm, verified first, within the executor's
     limits (steps per thread block, cnt < 72, thread blocks per gpu and per channel,
     dependency ids that fit int8_t, 32 channels), or an error naming the limit."""
