@@ -159,3 +159,22 @@ def test_an_xml_without_a_size_limit_needs_a_size(run, tmp_path):
         assert "pass --set V=SIZE" in err and "Traceback" not in err
         code, text, err = run("time", out, "--machine", MACHINE_2X8, "--set", "V=192MiB")
         assert code == 0 and "time              7.5746 ms" in text, err
+
+
+# ---- every command that writes a file says so, on stderr -------------------------------------
+
+def test_commands_that_write_a_file_say_so_on_stderr(run, tmp_path):
+    topo = ROOT / "tests" / "fixtures" / "topo" / "ndv4-topo.xml"
+    cases = [
+        (["machine", "import", topo, "--nic-speed", "200Gbit/s", "-o", tmp_path / "m.sched"],
+         tmp_path / "m.sched"),
+        (["export", "msccl", SEED, "-s", "ring", "-o", tmp_path / "r.xml"], tmp_path / "r.xml"),
+        (["machine", "show", SEED, "--host-svg", tmp_path / "h.svg"], tmp_path / "h.svg"),
+        (["sweep", SEED, "--vary", "V=1MiB:4MiB:3", "--plot", tmp_path / "s.svg"],
+         tmp_path / "s.svg"),
+    ]
+    for args, path in cases:
+        code, out, err = run(*args)
+        assert code == 0, err
+        assert path.exists() and f"wrote {path}\n" in err, (args, err)
+        assert "wrote" not in out  # stdout is what the command prints (or nothing)

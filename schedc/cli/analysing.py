@@ -25,6 +25,7 @@ from .options import (
     schedule_option,
     set_option,
     timeout_option,
+    wrote,
 )
 from .paths import OutputPath
 
@@ -53,6 +54,7 @@ def solve_command(session, equation: str, param: str, as_json: bool, plot_path: 
     switches = protocol_switches(session, equation, solution.param)
     if plot_path is not None:
         plot_solution(session, solution, plot_path)
+        wrote(plot_path)
     show_solution = solve_json if as_json else solve_text
     click.echo(show_solution(session.program, equation, solution, switches), nl=False)
     return EXIT_OK
@@ -99,6 +101,7 @@ def sweep_command(session, vary: str, linear: bool, csv_path: Path | None,
     if plot_path is not None:
         from ..render.plot import save, sweep_figure
         save(sweep_figure(result), plot_path)
+        wrote(plot_path)
     if as_json:
         # bytes: straight to the binary stdout, unless stdout is text only (a StringIO)
         binary = getattr(sys.stdout, "buffer", None) is not None

@@ -9,7 +9,7 @@ import click
 
 from ..api import EXECUTORS, MAX_CHANNELS, MAX_SIZE, MAX_STEP_IDS, NCCL_EXECUTOR, NCCL_PROTOCOLS
 from ..render import schema
-from .options import EXIT_OK, compiling, json_option, no_verify_option, timeout_option
+from .options import EXIT_OK, compiling, json_option, no_verify_option, timeout_option, wrote
 from .paths import OutputPath
 
 
@@ -64,6 +64,7 @@ def export_msccl_command(session, name: str, output: Path | None, proto: str, ch
         click.echo(text, nl=False)
     else:
         write_atomically(output, text)
+        wrote(output)
     return EXIT_OK
 
 
@@ -119,6 +120,7 @@ def tune(session, collective: str, sizes: str, output: Path | None, channels: in
         if output is not None:
             write_atomically(output, against_csv(t.against, collective, channels, t.nodes,
                                                  t.ranks, source, tuning.margin))
+            wrote(output)
         click.echo(against_text(t.against, t.against_notes, collective, tuning.margin),
                    nl=False)
         return EXIT_OK
@@ -126,6 +128,7 @@ def tune(session, collective: str, sizes: str, output: Path | None, channels: in
         write_atomically(output, "".join(
             tuner_csv(t.labelled or t.envelope, collective, t.nccl, channels, t.nodes, t.ranks, source,
                       header=k == 0) for k, t in enumerate(found)))
+        wrote(output)
     if as_json:
         click.echo(tune_json([tune_table(t.envelope, collective, t.nccl, t.names, channels,
                                          t.nodes, t.ranks, t.labelled)

@@ -10,7 +10,7 @@ import click
 from ..api import MAX_HOSTS, NVLINKS, SMS
 from ..api.machines import MAX_ROUTES
 from ..render import schema
-from .options import EXIT_OK, compiling, json_option
+from .options import EXIT_OK, compiling, json_option, wrote
 from .paths import InputPath, OutputPath
 
 
@@ -59,6 +59,7 @@ def import_command(topology: Path, nvidia_smi: bool, hosts: int, fabric: str,
         click.echo(text, nl=False)
     else:
         write_atomically(output, text)
+        wrote(output)
     return EXIT_OK
 
 
@@ -83,8 +84,10 @@ def show_command(session, as_json: bool, host_svg: Path | None, fabric_svg: Path
     summary = machine_summary(session, max_routes)
     if host_svg is not None:
         write_atomically(host_svg, draw_host(summary))
+        wrote(host_svg)
     if fabric_svg is not None:
         write_atomically(fabric_svg, draw_fabric(summary))
+        wrote(fabric_svg)
     click.echo(machine_json(summary) if as_json else machine_text(summary), nl=False)
     return EXIT_OK
 

@@ -17,6 +17,7 @@ from .options import (
     machine_options,
     no_verify_option,
     set_option,
+    wrote,
 )
 from .paths import InputPath, OutputPath
 
@@ -74,6 +75,7 @@ def calibrate_command(logs, machines, manifest, schedule, fit, split: str, every
     if write_path is not None:
         try:
             write_calibration(result, write_path, force=force)
+            wrote(write_path)
         except FitNotWritten as refused:  # a note: the fit is reported all the same
             click.echo(f"schedc: {refused.message}", err=True)
     return EXIT_OK if result.trusted else EXIT_FAILED
@@ -126,6 +128,7 @@ def predict_command(file: Path, logs, schedule, plot, in_place: bool, drop_wrong
                          drop_wrong=drop_wrong)
     if plot is not None:
         plot_prediction(session, result, plot)
+        wrote(plot)
     shown = str(fitted) if fitted else None
     how = "by NCCL's model alone, nothing fitted" if by_nccl else None
     click.echo(comparison_json(result, shown) if as_json else

@@ -15,6 +15,12 @@ from .paths import InputPath, OutputPath
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_INTERNAL = 0, 1, 2, 70
 
 
+def wrote(path: object, detail: str = "") -> None:
+    """Say on stderr that a file was written ("wrote m.sched"), as compilers and downloaders
+    do: stdout stays what the command prints, for a pipe or a redirect."""
+    click.echo(f"wrote {path}" + (f" ({detail})" if detail else ""), err=True)
+
+
 def file_argument(func):
     return click.argument("file", type=InputPath(dir_okay=True))(func)
 
