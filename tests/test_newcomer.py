@@ -178,3 +178,27 @@ def test_commands_that_write_a_file_say_so_on_stderr(run, tmp_path):
         assert code == 0, err
         assert path.exists() and f"wrote {path}\n" in err, (args, err)
         assert "wrote" not in out  # stdout is what the command prints (or nothing)
+
+
+# ---- nccl --explain: each size explained, the answer first, float32 at its precision ----------
+
+def test_nccl_explains_each_size_the_answer_first(run):
+    code, out, err = run("nccl", SEED, "--collective", "allgather", "--explain", "V=4KiB",
+                         "--explain", "V=256MiB", "--explain", "V=4096B")
+    assert code == 0, err
+    whys = [line for line in out.splitlines() if line.startswith("why, for ")]
+    # 4 KiB = 4,096 B (given twice, explained once) and 256 MiB = 268,435,456 B.
+    assert [w.split(" (")[0] for w in whys] == ["why, for allgather of 4,096 bytes",
+                                                "why, for allgather of 268,435,456 bytes"]
+    order = [out.index(h) for h in ("why, for", "choice (", "table (", "inputs (")]
+    assert order == sorted(order)
+    # NCCL's ring/LL latency of the seed's all-gather is the float32 sum 23.300001 and its
+    # bandwidth 41.600002: printed to FLT_DIG = 6 digits, 23.3 and 41.6.
+    assert "23.3 µs + n / (41.6 GB/s)" in out
+    assert "23.300001" not in out and "41.600002" not in out
+    assert " us " not in out and " us)" not in out and "(latency us" not in out
+    code, out, err = run("nccl", SEED, "--collective", "allgather", "--json")
+    import json
+    latency = [r["latency_us"] for r in json.loads(out)["table"]
+               if r["algo"] == "ring" and r["proto"] == "ll"]
+    assert latency == [23.300001]  # JSON keeps every float32 digit, to be read back exactly

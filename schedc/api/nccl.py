@@ -5,6 +5,7 @@ the schedules that stand for NCCL's algorithms."""
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import TYPE_CHECKING
@@ -52,7 +53,7 @@ class NcclModel:
 
 def nccl_model(session: Session, *, collective: str | None = None, nodes: int | None = None,
          sm: int | None = None, channels: int | None = None, inputs: tuple[str, ...] = (),
-         explain: str | None = None, max_bytes: int | str = DEFAULT_MAX_BYTES,
+         explain: str | Iterable[str] | None = None, max_bytes: int | str = DEFAULT_MAX_BYTES,
          verify: bool = True) -> NcclModel:
     """NCCL's inputs derived from the file's machine (each overridable), its latency and
     bandwidth table and its choice for every size from 1 byte to `max_bytes`.
@@ -95,10 +96,11 @@ def nccl_model(session: Session, *, collective: str | None = None, nodes: int | 
     from ..nccl.formulas import boundaries
     formulas = {c: tuple(boundaries(comm, table, K.FUNCTIONS.index(c), list(found[c])))
                 for c in chosen}
-    explained: tuple[Explanation, ...] = ()
-    if explain is not None:
-        size = parse_size(explain)
-        explained = tuple(_explain(session, comm, table, c, size, verify) for c in chosen)
+    # Each --explain size in the order given (a size given twice is explained once).
+    texts = [explain] if isinstance(explain, str) else list(explain or ())
+    sizes = list(dict.fromkeys(parse_size(text) for text in texts))
+    explained = tuple(_explain(session, comm, table, c, size, verify)
+                      for size in sizes for c in chosen)
     return NcclModel(program.path, comm, table, chosen, found, max_bytes, explained, formulas)
 
 
