@@ -202,3 +202,48 @@ def test_nccl_explains_each_size_the_answer_first(run):
     latency = [r["latency_us"] for r in json.loads(out)["table"]
                if r["algo"] == "ring" and r["proto"] == "ll"]
     assert latency == [23.300001]  # JSON keeps every float32 digit, to be read back exactly
+
+
+# ---- solve --for hosts: the crossings are the headline, and a bar shows the compiles ----------
+
+HOSTS_FILE = ROOT / "schedules" / "seed" / "nvlink_hosts.sched"
+
+
+def test_solve_for_hosts_headlines_the_crossing_not_the_tie(run):
+    code, out, err = run("solve", HOSTS_FILE, "time(hierarchical) = time(ring)", "--for",
+                         "hosts", "--max-transfers", "40000")
+    assert code == 0, err
+    # At 1 host both schedules are the local ring (a tie, not a crossing); from 2 on the
+    # hierarchical one is smaller (docs/scale.md derives ring − hierarchical > 0).
+    head = out.split("\n\n", 1)[1].splitlines()
+    assert head[0] == "no crossover in 1..16: time(hierarchical) is smaller throughout, but " \
+                      "at the ties below"
+    assert head[1] == "1 solution (the sides equal): hosts = 1"
+
+
+def test_solve_for_hosts_names_a_real_crossing_first(run):
+    code, out, err = run("solve", HOSTS_FILE, "time(hierarchical) = 1.5 ms", "--for", "hosts",
+                         "--max-transfers", "40000")
+    assert code == 0, err
+    # hierarchical at n hosts: (14 + 2(n−1))·α + 2(n−1)·V/(8n·B_N) + 7·V/(4·B_L), α = 0.83 µs,
+    # V = 192·2^20 B, B_N = 50 GB/s, B_L = 450 GB/s: n = 3: 14.94 + 671.09 + 782.94 = 1,468.97
+    # µs < 1.5 ms; n = 4: 16.6 + 754.97 + 782.94 = 1,554.51 µs > 1.5 ms. The crossing is 3↔4.
+    head = out.split("\n\n", 1)[1].splitlines()
+    assert head[:2] == ["the smaller side crosses 1 time in 1..32:",
+                        "  between hosts = 3 and 4: time(hierarchical) -> 1.5 ms"]
+    assert "       3      1.469 ms" in out and "       4     1.5545 ms" in out
+
+
+def test_solve_for_hosts_reports_its_progress():
+    import schedc
+    from schedc.progress import listening
+    seen = []
+    with listening(lambda label, done, total: seen.append((label, done, total))):
+        schedc.solve(schedc.load(HOSTS_FILE, max_transfers=40000),
+                     "time(hierarchical) = 1.5 ms", "hosts")
+    ladder = [(d, t) for label, d, t in seen if label == "solve: hosts = 1..1024"]
+    # The ladder: 1..16 one by one, then 32, 64, ..., 1024 (MAX_SEARCH, 2^10): 16 + 6 = 22
+    # values, of which 1..32 compile and 64 stops at --max-transfers; the bar ends full.
+    assert ladder and ladder[0] == (1, 22) and ladder[-1] == (22, 22)
+    assert [d for d, _ in ladder] == sorted(d for d, _ in ladder)
+    assert all(done <= total for _, done, total in seen)
