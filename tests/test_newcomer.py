@@ -247,3 +247,38 @@ def test_solve_for_hosts_reports_its_progress():
     assert ladder and ladder[0] == (1, 22) and ladder[-1] == (22, 22)
     assert [d for d, _ in ladder] == sorted(d for d, _ in ladder)
     assert all(done <= total for _, done, total in seen)
+
+
+# ---- the report's drawings -------------------------------------------------------------------
+
+def test_the_fabric_drawing_puts_spine_rails_and_hosts_in_rows(run, tmp_path):
+    import re
+    path = tmp_path / "fabric.svg"
+    code, _, err = run("machine", "show", SEED, "--fabric-svg", path)
+    assert code == 0, err
+    svg = path.read_text()
+    boxes = {name: int(y) for y, name in re.findall(
+        r'<rect x="-?\d+" y="(-?\d+)"[^>]*/><text[^>]*>([^<]+)</text>', svg)}
+    # The seed: hosts link to the 8 rails, the rails to the spine: three rows, spine on top.
+    assert boxes["spine"] < boxes["rail[0]"] == boxes["rail[7]"] < boxes["node[0]"]
+    # No straight link runs along a row (through the boxes between its ends).
+    for y1, y2 in re.findall(r'<line x1="-?\d+" y1="(-?\d+)" x2="-?\d+" y2="(-?\d+)"', svg):
+        assert y1 != y2
+
+
+def test_curves_of_equal_times_stay_visible():
+    import matplotlib
+    matplotlib.use("Agg")
+    import numpy as np
+    from matplotlib.figure import Figure
+
+    from schedc.render.plot import _lines
+    axes = Figure().add_subplot()
+    x = np.array([1.0, 2.0, 4.0, 8.0])
+    # Two schedules equal over part of the range, as the seed's ring and hierarchical below
+    # B_L = 50 GB/s: the earlier is drawn wider, and each has its own style and marker.
+    _lines(axes, x, {"ring": x * 2, "interleaved": x * 0 + 9, "hierarchical": np.minimum(x * 2, 5)})
+    ring, _, hierarchical = axes.get_lines()
+    assert ring.get_linewidth() > hierarchical.get_linewidth()
+    assert ring.get_linestyle() != hierarchical.get_linestyle()
+    assert ring.get_marker() != hierarchical.get_marker()
