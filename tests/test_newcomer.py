@@ -282,3 +282,18 @@ def test_curves_of_equal_times_stay_visible():
     assert ring.get_linewidth() > hierarchical.get_linewidth()
     assert ring.get_linestyle() != hierarchical.get_linestyle()
     assert ring.get_marker() != hierarchical.get_marker()
+
+
+def test_machine_import_says_its_notes_on_stderr(run, tmp_path):
+    out = tmp_path / "m.sched"
+    code, text, err = run("machine", "import", ROOT / "tests" / "fixtures" / "topo" /
+                          "ndv4-topo.xml", "--nic-speed", "200Gbit/s", "-o", out)
+    assert code == 0 and text == "", err
+    # ndv4-topo.xml has GPUs only as PCI devices: the file's head says their NVLinks are not
+    # in it; written to a file, that note is on stderr too, one line.
+    lines = err.splitlines()
+    assert lines[0] == f"wrote {out}"
+    assert "note: GPUs are known only by their PCI class (no <gpu> with an sm or NVLinks): " \
+           "their NVLinks are not in the file, so GPUs meet over PCI only; --nvlinks N --sm S " \
+           "assumes N NVLinks per GPU to an NVSwitch." in lines
+    assert "# Note: GPUs are known only by their PCI class" in out.read_text()

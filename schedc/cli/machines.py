@@ -60,7 +60,25 @@ def import_command(topology: Path, nvidia_smi: bool, hosts: int, fabric: str,
     else:
         write_atomically(output, text)
         wrote(output)
+        for note in _notes(text):  # (printed, the file's head says them)
+            click.echo(f"note: {note}", err=True)
     return EXIT_OK
+
+
+def _notes(text: str) -> list[str]:
+    """The "# Note: ..." paragraphs at the head of an imported machine, one line each (a
+    paragraph's next lines are indented "#   ")."""
+    notes: list[str] = []
+    in_note = False
+    for line in text.splitlines():
+        if line.startswith("# Note: "):
+            notes.append(line[len("# Note: "):])
+            in_note = True
+        elif in_note and line.startswith("#   "):
+            notes[-1] += " " + line[4:]
+        else:
+            in_note = False
+    return notes
 
 
 @machine.command("show")
