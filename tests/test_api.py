@@ -189,7 +189,9 @@ def test_predict_and_calibrate_match(run):
     machine, log = SCHEDULES / "calibration" / f"{name}.sched", needs_shared_data("nccl-tests", f"{name}.txt")
     compared = schedc.predict(schedc.load(machine), [log])
     document = _json(run, "predict", "--json", machine, "--against", log)
-    assert [r["predicted_s"] for r in document["rows"]] == pytest.approx(list(compared.predicted))
+    # (the command's rows also list the outliers, which the API's comparison leaves out)
+    assert [r["predicted_s"] for r in document["rows"] if not r["outlier"]] == \
+        pytest.approx(list(compared.predicted))
     fitted = schedc.calibrate(schedc.load(machine), [log])
     document = json.loads(run("calibrate", "--json", log, "--machine", machine)[1])
     assert {name: p["value"] for name, p in document["params"].items()} == \

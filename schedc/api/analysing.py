@@ -130,8 +130,10 @@ def sensitivity(session: Session, schedules: Iterable[str] = (), *,
 def sweep(session: Session, vary: str, schedules: Iterable[str] = (), *, linear: bool = False,
           verify: bool = True) -> Sweep:
     """Each schedule's time over a range of one param, `vary` as `--vary` takes it
-    ("NAME=LO:HI[:N]", with units), at N log-spaced points (or linear ones). A structural
-    param is compiled at each (integer) point.
+    ("NAME=LO:HI[:N]", with units), at N log-spaced points (or linear ones), or
+    "NAME=LO:HI:xK": LO, LO·K, LO·K², ... up to HI, as nccl-tests' `-f K` steps (x2: powers of
+    two). A structural param is compiled at each (integer) point. Beside each time, nccl-tests'
+    algbw and busbw in GB/s (`.algbw`, `.busbw`).
 
         >>> swept = schedc.sweep(session, "B_L=100GB/s:900GB/s:5")
         >>> len(swept.values)
@@ -141,6 +143,10 @@ def sweep(session: Session, vary: str, schedules: Iterable[str] = (), *, linear:
     from ..analysis.solve.sweep import sweep as sweep_formula
     program = session.program
     plan = parse_vary(vary, program)
+    if plan.factor is not None and linear:
+        from ..errors import UsageError
+        raise UsageError(f"--vary {vary} steps by x{plan.factor}; --linear is another spacing: "
+                         "give one of them")
     names = session.selected(tuple(schedules))
     spacing = "linear" if linear else "log"
     if plan.param.structural:  # another machine or schedule at every point: compile each

@@ -4,23 +4,48 @@ its prediction with them, without fitting."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..errors import SchedcError
 from ..limits import MAX_FIT_WORK
+from ..measure.noise import DEFAULT_OUTLIER_FACTOR
 from .arguments import whole
 from .compiling import load, verified_timings
 
 if TYPE_CHECKING:
     from ..analysis.calibrate.calibration import Calibration, Comparison
+    from ..measure.nccl_tests import Row
     from ..session import Session
 
 
-def _tables(paths: Iterable[str | Path]) -> list:
+def _tables(paths: Iterable[str | Path], outlier_factor: float = math.inf) -> list:
+    return _read(paths, outlier_factor)[0]
+
+
+def _read(paths: Iterable[str | Path], outlier_factor: float
+          ) -> tuple[list, list[tuple[str, tuple[Row, ...]]], list[str]]:
+    """Each log's table without its outliers (measure.noise: out-of-place and in-place times
+    more than `outlier_factor` apart), the outliers of each log, and a note per log that had
+    any: rows enter a fit or an error figure only through here."""
     from ..measure.nccl_tests import read_log
-    return [(str(path), read_log(path).table()) for path in paths]
+    from ..measure.noise import check_factor, outlier_note, split_outliers
+    check_factor(outlier_factor)
+    tables, outliers, notes = [], [], []
+    for path in paths:
+        table, flagged = split_outliers(read_log(path).table(), outlier_factor)
+        tables.append((str(path), table))
+        if flagged:
+            outliers.append((str(path), flagged))
+            notes.append(outlier_note(str(path), flagged, outlier_factor))
+    return tables, outliers, notes
+
+
+def _noted(result: Calibration, notes: list[str]) -> Calibration:
+    from dataclasses import replace
+    return replace(result, notes=(*result.notes, *notes)) if notes else result
 
 
 def _schedule(session: Session, name: str | None) -> str:
@@ -45,12 +70,14 @@ def _fit_names(fit: Iterable[str]) -> tuple[str, ...]:
 def calibrate(session: Session, logs: Iterable[str | Path], schedule: str | None = None, *,
               fit: Iterable[str] = (), every: int = 4, in_place: bool = False,
               verify: bool = True, split: str = "interleaved",
-              drop_wrong: bool = False) -> Calibration:
+              drop_wrong: bool = False,
+              outlier_factor: float = DEFAULT_OUTLIER_FACTOR) -> Calibration:
     """Fit the params `fit` (default: every param the time depends on but the size) of one
     schedule (default: the file's only one) to nccl-tests logs, by least squares on log time,
     on one size in `every` (and the largest); the rest are held out. The fit is trustworthy
     when `.trusted`: converged, no param `.flagged` (a param the rows do not determine is
-    held at NCCL's value, its `.held` saying so, and is not a flag).
+    held at NCCL's value, its `.held` saying so, and is not a flag). Rows whose two times
+    differ by more than `outlier_factor` are left out, and `.notes` says which.
 
         >>> machine = schedc.load("schedules/calibration/nvidia_dgxc_1node_8xH100_nvlink_allreduce.sched")
         >>> fitted = schedc.calibrate(machine, [LOG])                      # doctest: +SKIP
@@ -61,14 +88,16 @@ def calibrate(session: Session, logs: Iterable[str | Path], schedule: str | None
     every = whole(every, "--every")
     name = _schedule(session, schedule)
     verified_timings(session, name.split(","), verify)
-    return fit_params(session, name, _tables(logs), _fit_names(fit), every, _place(in_place),
-                      split=parse_split(split, every), drop_wrong=drop_wrong)
+    tables, _, notes = _read(logs, outlier_factor)
+    return _noted(fit_params(session, name, tables, _fit_names(fit), every, _place(in_place),
+                             split=parse_split(split, every), drop_wrong=drop_wrong), notes)
 
 
 def calibrate_logs(pairs: Iterable[tuple[str | Path, Session]], schedule: str | None = None, *,
                    fit: Iterable[str] = (), every: int = 4, in_place: bool = False,
                    verify: bool = True, split: str = "interleaved",
-                   drop_wrong: bool = False, max_work: int = MAX_FIT_WORK) -> Calibration:
+                   drop_wrong: bool = False, max_work: int = MAX_FIT_WORK,
+                   outlier_factor: float = DEFAULT_OUTLIER_FACTOR) -> Calibration:
     """One fit over several logs, each with its own machine (a loaded session): params of a
     library the machine files import are shared, a machine file's own params are its log's.
     `split` is "interleaved", "size:64MiB" or "leave-one-out". A fit that does not settle
@@ -79,14 +108,16 @@ def calibrate_logs(pairs: Iterable[tuple[str | Path, Session]], schedule: str | 
     from ..analysis.calibrate.calibration import Run
     from ..analysis.calibrate.fit import calibrate_runs
     every = whole(every, "--every")
-    runs = []
+    runs, notes = [], []
     for log, session in pairs:
         name = _schedule(session, schedule)
         verified_timings(session, name.split(","), verify)
-        (path, table), = _tables([log])
+        ((path, table),), _, said = _read([log], outlier_factor)
+        notes += said
         runs.append(Run(session, name, path, table, session.program.path))
-    return calibrate_runs(runs, _fit_names(fit), parse_split(split, every), _place(in_place),
-                          drop_wrong, max_work=whole(max_work, "--max-fit-work"))
+    return _noted(calibrate_runs(runs, _fit_names(fit), parse_split(split, every),
+                                 _place(in_place), drop_wrong,
+                                 max_work=whole(max_work, "--max-fit-work")), notes)
 
 
 def calibration_pairs(logs: Iterable[str | Path] = (), machines: Iterable[str | Path] = (),
@@ -121,7 +152,8 @@ def calibrate_files(logs: Iterable[str | Path] = (), machines: Iterable[str | Pa
                     fit: Iterable[str] = (), sets: Iterable[str] = (), every: int = 4,
                     in_place: bool = False, verify: bool = True, split: str = "interleaved",
                     drop_wrong: bool = False, max_transfers: int | None = None,
-                    max_rounds: int | None = None, max_work: int = MAX_FIT_WORK) -> Calibration:
+                    max_rounds: int | None = None, max_work: int = MAX_FIT_WORK,
+                    outlier_factor: float = DEFAULT_OUTLIER_FACTOR) -> Calibration:
     """`schedc calibrate`: `calibrate_logs` over the pairs of `calibration_pairs`, each machine
     file loaded once with `sets`; `fit` items may name several params (`"a_L,B_L"`). The
     result records the command line that makes it again (`made_by`), which
@@ -138,14 +170,17 @@ def calibrate_files(logs: Iterable[str | Path] = (), machines: Iterable[str | Pa
     loaded = [(log, sessions.setdefault(m, load(m, sets, max_transfers=max_transfers,
                                                 max_rounds=max_rounds))) for log, m in pairs]
     result = calibrate_logs(loaded, schedule, fit=fit, every=every, in_place=in_place,
-                            verify=verify, split=split, drop_wrong=drop_wrong, max_work=max_work)
+                            verify=verify, split=split, drop_wrong=drop_wrong, max_work=max_work,
+                            outlier_factor=outlier_factor)
     where = (["--manifest", str(manifest)] if manifest is not None else
              [*map(str, logs), *(a for m in machines for a in ("--machine", str(m)))])
     command = " ".join(["schedc calibrate", *where, *(["-s", schedule] if schedule else []),
                         *(f"--fit {n}" for n in _fit_names(fit)), *(f"--set {s}" for s in sets),
                         f"--split {split}", f"--every {every}",
                         *(["--in-place"] if in_place else []),
-                        *(["--drop-wrong"] if drop_wrong else [])])
+                        *(["--drop-wrong"] if drop_wrong else []),
+                        *([f"--outlier-factor {outlier_factor:g}"]
+                          if outlier_factor != DEFAULT_OUTLIER_FACTOR else [])])
     return replace(result, made_by=command)
 
 
@@ -199,9 +234,12 @@ def parse_split(text: str, every: int = 4):
 
 
 def predict(session: Session, logs: Iterable[str | Path], schedule: str | None = None, *,
-            in_place: bool = False, verify: bool = True, drop_wrong: bool = False) -> Comparison:
+            in_place: bool = False, verify: bool = True, drop_wrong: bool = False,
+            outlier_factor: float = DEFAULT_OUTLIER_FACTOR) -> Comparison:
     """One schedule's predicted time (default: the file's only one) against the measured
-    rows of nccl-tests logs, at the file's params (see `fitted_sets` for a calibrated file).
+    rows of nccl-tests logs, at the file's params (see `fitted_sets` for a calibrated file),
+    rows whose two times differ by more than `outlier_factor` left out (`predict_against`
+    shows them).
 
         >>> compared = schedc.predict(machine, [LOG])                      # doctest: +SKIP
         >>> compared.geomean(None)                                         # doctest: +SKIP
@@ -210,12 +248,13 @@ def predict(session: Session, logs: Iterable[str | Path], schedule: str | None =
     from ..analysis.calibrate.calibration import compare
     name = _schedule(session, schedule)
     verified_timings(session, name.split(","), verify)
-    return compare(session, name, _tables(logs), _place(in_place), drop_wrong)
+    return compare(session, name, _tables(logs, outlier_factor), _place(in_place), drop_wrong)
 
 
 def predict_nccl(session: Session, logs: Iterable[str | Path], schedule: str | None = None, *,
                  sm: int | None = None, inputs: tuple[str, ...] = (), in_place: bool = False,
-                 drop_wrong: bool = False) -> Comparison:
+                 drop_wrong: bool = False,
+                 outlier_factor: float = DEFAULT_OUTLIER_FACTOR) -> Comparison:
     """The logs' rows against NCCL's own tuning model on the file's machine, nothing fitted:
     at each size the algorithm/protocol NCCL picks and its time, lat + n/(1000·bw) µs
     (`sm`: the GPU generation, 80 for A100, 90 for H100; `inputs`: NAME=VALUE overrides of
@@ -233,8 +272,8 @@ def predict_nccl(session: Session, logs: Iterable[str | Path], schedule: str | N
     model = nccl_model(session, collective=kind if kind != "alltoall" else None, sm=sm,
                        inputs=inputs, max_bytes=1)
     label = f"NCCL {VERSION}'s tuning model (sm {model.comm['minCompCap']})"
-    return nccl_compare(session, name, _tables(logs), model.comm, model.table, label,
-                        _place(in_place), drop_wrong)
+    return nccl_compare(session, name, _tables(logs, outlier_factor), model.comm, model.table,
+                        label, _place(in_place), drop_wrong)
 
 
 def read_manifest(path: str | Path) -> list[tuple[str, str]]:

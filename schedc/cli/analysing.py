@@ -78,8 +78,10 @@ def sensitivity_command(session, schedules, as_json: bool, timeout: float, no_ve
 
 @click.command("sweep")
 @compiling
-@click.option("--vary", required=True, metavar="NAME=LO:HI[:N]",
-              help=f"The param and its range, with units; N points (default {DEFAULT_POINTS}).")
+@click.option("--vary", required=True, metavar="NAME=LO:HI[:N|:xK]",
+              help=f"The param and its range, with units; N points (default {DEFAULT_POINTS}), "
+                   "or xK: LO, LO*K, LO*K^2, ... up to HI (x2: powers of two, as nccl-tests' "
+                   "-f 2).")
 @click.option("--linear", is_flag=True, help="Space the points linearly (default: logarithmically).")
 @click.option("--csv", "csv_path", type=OutputPath(),
               help="Write the sweep to this CSV file (base units); print a summary, not the table.")

@@ -31,17 +31,8 @@ from pathlib import Path
 from ..errors import SchedcError, SourceFile, Span
 from ..files import read_source
 from ..limits import MAX_LOG_ROWS, MAX_SIZE
+from .bandwidth import BUSBW_FACTORS as BUSBW_FACTORS  # (the calibration reads it here)
 from .dialects import errors_as_wrong, none_wrong, with_blank_redop
-
-# nccl-tests' busbw = algbw × this factor (doc/PERFORMANCE.md), n ranks.
-BUSBW_FACTORS = {
-    "all_reduce": lambda n: 2 * (n - 1) / n,
-    "reduce_scatter": lambda n: (n - 1) / n,
-    "all_gather": lambda n: (n - 1) / n,
-    "alltoall": lambda n: (n - 1) / n,
-    "broadcast": lambda n: 1.0,
-    "reduce": lambda n: 1.0,
-}
 
 # A launcher's prefix (srun's `0: `, mpirun's `[1,0]<stdout>:`) or a Markdown quote (`> `).
 _PREFIX = re.compile(r"^(\s*\d+:\s|\s*\[\d+,\d+\]<std(?:out|err)>:|(?:\s*>(?=\s|$)\s?)+)")

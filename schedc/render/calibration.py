@@ -5,8 +5,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+from ..analysis.predicted_log import bands_line, held_out_bands
 from ..analysis.calibrate.calibration import Calibration, Comparison, FittedParam, geomean_abs
 from ..files import write_output_with
+from ..measure.nccl_tests import Row
+from ..measure.noise import twin_ratio
 from ..language.quote import comment
 from ..units import BYTES, RATE, SECONDS, base_unit, format_bytes, format_quantity, format_seconds
 from . import schema
@@ -90,7 +93,9 @@ def _optimum(cal: Calibration) -> str:
     return f"optimum: the best cost reached from {reached} of {made} starts"
 
 
-def calibration_text(cal: Calibration, place: str) -> str:
+def calibration_text(cal: Calibration, place: str,
+                     outliers: list[tuple[str, Row]] | None = None) -> str:
+    """`outliers` (`api.outlier_rows`) are marked below the rows, as left out."""
     c = cal.comparison
     fit = sum(p.fit for p in c.points)
     held = len(c.points) - fit
@@ -110,6 +115,7 @@ def calibration_text(cal: Calibration, place: str) -> str:
         out += ["", "fitted params (value, relative standard error, physical bounds, prior):"]
         out += _params_table(cal)
     out += ["", *_rows(c, not loo), ""]
+    out += [_outlier_line(log, row) for log, row in outliers or ()] + ([""] if outliers else [])
     if loo:
         out.append(f"geomean |error|: {_percent(c.geomean(False))} over the {held} rows, each "
                    "predicted from the other logs' fit")
@@ -148,6 +154,15 @@ def calibration_text(cal: Calibration, place: str) -> str:
     return "\n".join(out) + "\n"
 
 
+def _outlier_line(log: str, row: Row) -> str:
+    """`outlier 4 KiB: 45 µs out of place, 15 µs in place (3.00x), LOG:25; left out`."""
+    out, inside = row.out_of_place, row.in_place
+    times = (f"{format_seconds(out.time_us * 1e-6)} out of place, "
+             f"{format_seconds(inside.time_us * 1e-6)} in place" if out and inside else "")
+    return (f"  outlier {format_bytes(row.size)}: {times} ({twin_ratio(row):.2f}x), "
+            f"{log}:{row.span.line}; left out")
+
+
 def _param_unit(p: FittedParam) -> str:
     return base_unit(p.dim)
 
@@ -167,7 +182,8 @@ def _params_json(params: tuple[FittedParam, ...]) -> dict:
     return {(p.name if p.log is None else f"{p.name}@{p.log}"): _param_json(p) for p in params}
 
 
-def calibration_json(cal: Calibration) -> str:
+def calibration_json(cal: Calibration, outliers: list[tuple[str, Row]] | None = None) -> str:
+    """`outliers`: the rows left out as outliers (`api.outlier_rows`), listed as such."""
     c = cal.comparison
     point, error = c.worst
     return dump_json({
@@ -203,6 +219,10 @@ def calibration_json(cal: Calibration) -> str:
         "optimum": _optimum_json(cal),
         "checks": list(cal.checks),
         "notes": list(cal.notes),
+        "outliers": [{"log": log, "line": row.span.line, "size": row.size, "outlier": True,
+                      "twin_ratio": twin_ratio(row)} for log, row in outliers or ()],
+        "bands": [{"range": b.range, "error": b.error, "rows": b.rows}
+                  for b in held_out_bands(c)],
         "folds": [{"heldout_log": log, "params": _params_json(f.params),
                    "flagged": [p.name for p in f.flagged], "checks": list(f.checks),
                    "optimum": _optimum_json(f)}
@@ -240,7 +260,8 @@ def calibration_sched(cal: Calibration, command: str) -> str:
              f"# least squares on log time over {fit} of {len(c.points)} rows of "
              f"{comment(', '.join(c.logs))};",
              f"# geomean |error| {_percent(c.geomean(True))} on fit rows, "
-             f"{_percent(c.geomean(False))} on held-out rows; {_worst(c, True)}.", ""]
+             f"{_percent(c.geomean(False))} on held-out rows; {_worst(c, True)}.",
+             *([bands_line(held_out_bands(c))] if held_out_bands(c) else []), ""]
     for p in cal.params:
         sigma = f"  # ±{p.sigma * 100:.0f}% (1σ); {p.what}" if p.sigma is not None else ""
         if p.held:  # never written as a fitted value
