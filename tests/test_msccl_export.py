@@ -81,7 +81,7 @@ def test_the_seed_hierarchical_round_trips_with_its_time(run, tmp_path):
     out = tmp_path / "hierarchical.xml"
     code, _, err = run("export", "msccl", SCHEDULES / "seed" / "nvlink_2x8.sched",
                        "-s", "hierarchical", "-o", out, "--proto", "LL128")
-    assert (code, err) == (0, "")
+    assert (code, err) == (0, f"wrote {out}\n")
     text = out.read_text()
     check_both_parsers_accept(text)
     assert text.startswith('<algo name="hierarchical" proto="LL128" nchannels="1" '
@@ -226,7 +226,7 @@ def test_export_into_an_existing_file_needs_force(run, tmp_path):
     assert f"{out} exists; --force replaces it" in err
     assert out.read_text() == "keep me\n"
     code, _, err = run(*args, "--force")
-    assert (code, err) == (0, "")
+    assert (code, err) == (0, f"wrote {out}\n")
     assert out.read_text().startswith('<algo name="ring"')
 
 
