@@ -104,20 +104,23 @@ def verdict(error: float | None, band: Band | None) -> str:
 
 def predicted_log(session: Session, kept: Comparison, flagged: Comparison | None,
                  rows: dict[tuple[str, int], Row], place: str, bands: tuple[Band, ...],
-                 outlier_factor: float, within: str, nccl: bool = False) -> PredictedLog:
+                 outlier_factor: float, within: str, nccl: bool = False,
+                 sessions: dict[str, Session] | None = None) -> PredictedLog:
     """The table: `kept`'s rows and `flagged`'s (the outliers, predicted alike), in the logs'
     order; `rows` are the logs' rows by (log, line); with `nccl` (NCCL's model predicted) no
-    link class is named as the bound, only latency or bandwidth."""
+    link class is named as the bound, only latency or bandwidth. `sessions`: each log's
+    machine where it is not `session` (a machine in hosts, at the log's host count)."""
     out = []
-    collective = _collective(session, kept)
+    at = sessions or {}
     for c, is_flagged in ((kept, False), (flagged, True)):
         if c is None:
             continue
-        bounds = _bounds(None if nccl else session, c)
+        bounds = _bounds_by_log(session, at, c, nccl)
         for k, p in enumerate(c.points):
             row = rows[(p.log, p.line)]
             m = row.measurement(place)
             predicted = c.predicted[k]
+            collective = _collective(at.get(p.log, session), kept)
             got = bandwidths(collective.kind, len(collective.ranks), p.size, predicted)
             error = c.errors[k]
             out.append(PredictedRow(
@@ -129,6 +132,22 @@ def predicted_log(session: Session, kept: Comparison, flagged: Comparison | None
     order = {log: n for n, log in enumerate(kept.logs)}
     out.sort(key=lambda r: (order.get(r.log, len(order)), r.line))
     return PredictedLog(tuple(out), bands, outlier_factor, within)
+
+
+def _bounds_by_log(session: Session, sessions: dict[str, Session], c: Comparison,
+                   nccl: bool) -> list[str]:
+    """`_bounds` of each log's rows on that log's machine."""
+    import dataclasses
+    out = [""] * len(c.points)
+    for log in dict.fromkeys(p.log for p in c.points):
+        idx = [k for k, p in enumerate(c.points) if p.log == log]
+        part = dataclasses.replace(
+            c, points=tuple(c.points[k] for k in idx), predicted=tuple(c.predicted[k] for k in idx),
+            protocols=tuple(c.protocols[k] for k in idx), latency=tuple(c.latency[k] for k in idx),
+            sources=tuple(c.sources[k] for k in idx) if c.sources else ())
+        for k, bound in zip(idx, _bounds(None if nccl else sessions.get(log, session), part)):
+            out[k] = bound
+    return out
 
 
 def _collective(session: Session, c: Comparison):

@@ -84,7 +84,7 @@ from .measuring import (
     read_manifest,
     write_calibration,
 )
-from .nccl import Against, NcclModel, against_nccl, nccl_model
+from .nccl import NcclModel, against_nccl, nccl_model
 from .predicting import DEFAULT_OUTLIER_FACTOR, fitted_bands, outlier_rows, predict_against
 
 if TYPE_CHECKING:
@@ -94,6 +94,7 @@ if TYPE_CHECKING:
     from ..analysis.predicted_log import PredictedLog
     from ..analysis.forall.family import ForAll
     from ..analysis.machine import MachineSummary
+    from ..analysis.nccl_model import Against
     from ..analysis.scale.pieces import Scaling
     from ..analysis.solve.instances import IntegerSearch
     from ..analysis.solve.reports import ReportValue
@@ -115,7 +116,8 @@ RESULT_TYPES = {
     "Comparison": "schedc.analysis.calibrate.calibration", "FileCheck": "schedc.analysis.check",
     "ReportValue": "schedc.analysis.solve.reports", "WhatIf": "schedc.analysis.whatif",
     "ForAll": "schedc.analysis.forall.family", "MachineSummary": "schedc.analysis.machine",
-    "AstraExport": "schedc.export.astra", "PredictedLog": "schedc.analysis.predicted_log",
+    "AstraExport": "schedc.export.astra", "Against": "schedc.analysis.nccl_model",
+    "PredictedLog": "schedc.analysis.predicted_log",
 }
 
 

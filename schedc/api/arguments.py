@@ -1,4 +1,5 @@
-"""The API's checks of its arguments: one rule per option, applied where the API is called, so
+"""The API's checks of its arguments, by kind (whole numbers in a range, time limits, names
+among choices), applied by the options dataclasses (`options.py`) when the API is called, so
 that a script and the command line meet the same refusal. The command line converts an
 option to its type (click's `int`, `float`) and leaves its range to these checks; each
 raises `UsageError` naming the option as the command line spells it (`--channels 0: must be
@@ -13,8 +14,8 @@ import re
 from fractions import Fraction
 from numbers import Integral, Real
 
+from ..deadline import MAX_TIMEOUT
 from ..errors import UsageError
-from ..limits import Limits
 from ..units import BYTES, UNITS
 
 
@@ -61,16 +62,15 @@ def byte_count(value: object, option: str, lo: int = 0, hi: int | None = None) -
     return whole(value, option, lo, hi)
 
 
-def optional_whole(value: object, option: str, lo: int | None = 1, hi: int | None = None
-                   ) -> int | None:
-    """`whole`, with None (the option not given) passed through."""
-    return None if value is None else whole(value, option, lo, hi)
-
-
 def seconds(value: object, option: str = "--timeout") -> float:
-    """A time limit in seconds: a number above 0 (NaN is not)."""
-    if isinstance(value, bool) or not isinstance(value, Real) or not float(value) > 0:
-        raise UsageError(f"{option} {value!r}: must be a number of seconds above 0")
+    """A time limit in seconds the alarm can be set to: above 0 and at most MAX_TIMEOUT (NaN
+    is neither; 1e308 or inf would overflow setitimer)."""
+    if isinstance(value, bool) or not isinstance(value, Real):
+        raise UsageError(f"{option} {value!r}: must be a number of seconds above 0, at most "
+                         f"{MAX_TIMEOUT:,.0f}")
+    if not 0 < float(value) <= MAX_TIMEOUT:
+        raise UsageError(f"{option} {float(value):g}: must be a number of seconds above 0, at "
+                         f"most {MAX_TIMEOUT:,.0f}")
     return float(value)
 
 
@@ -80,9 +80,9 @@ def one_of(value: object, option: str, choices: tuple[str, ...]) -> str:
     return value
 
 
-def work_limits(max_transfers: int | None, max_rounds: int | None) -> Limits:
-    """The `Limits` of `max_transfers` and `max_rounds` (None: the defaults), each at least 1:
-    a limit of 0 would refuse every schedule, not lift the limit."""
-    return Limits(Limits.transfers if max_transfers is None else
-                  whole(max_transfers, "--max-transfers"),
-                  Limits.steps if max_rounds is None else whole(max_rounds, "--max-rounds"))
+
+def share(value: object, option: str) -> float:
+    """A fraction between 0 and 1, both excluded (1% is 0.01)."""
+    if isinstance(value, bool) or not isinstance(value, Real) or not 0 < float(value) < 1:
+        raise UsageError(f"{option} {value!r}: must be a fraction between 0 and 1 (1% = 0.01)")
+    return float(value)

@@ -20,8 +20,8 @@ def predict_against(session: Session, logs: Iterable[str | Path], schedule: str 
                     *, in_place: bool = False, verify: bool = True, drop_wrong: bool = False,
                     outlier_factor: float = DEFAULT_OUTLIER_FACTOR,
                     fitted: str | Path | None = None, within: str | None = None,
-                    nccl: bool = False, sm: int | None = None, inputs: tuple[str, ...] = ()
-                    ) -> tuple[PredictedLog, Comparison]:
+                    nccl: bool = False, sm: int | None = None, inputs: tuple[str, ...] = (),
+                    small_sizes: str = "auto") -> tuple[PredictedLog, Comparison]:
     """Every row of the logs beside its prediction, in nccl-tests' terms, with the resource
     that bounds it and a verdict against the fit's stated uncertainty: the bands a `fitted`
     file (from `calibrate --write`) states, or one band `within` (`"10%"`) for every size.
@@ -41,14 +41,28 @@ def predict_against(session: Session, logs: Iterable[str | Path], schedule: str 
                             drop_wrong=drop_wrong, outlier_factor=outlier_factor)
     else:
         kept = predict(session, logs, schedule, in_place=in_place, verify=verify,
-                       drop_wrong=drop_wrong, outlier_factor=outlier_factor)
+                       drop_wrong=drop_wrong, outlier_factor=outlier_factor,
+                       small_sizes=small_sizes)
     _, outliers, _ = _read(logs, outlier_factor)
-    flagged = _predict_rows(session, outliers, schedule, place, drop_wrong, nccl, sm, inputs)
-    rows = {(log, r.span.line): r for log, table in _read(logs, float("inf"))[0]
-            for r in table.rows}
+    whole = _read(logs, float("inf"))[0]
+    sessions = _at_host_counts(session, schedule, whole)
+    flagged = _predict_rows(sessions, outliers, schedule, place, drop_wrong, nccl, sm, inputs)
+    rows = {(log, r.span.line): r for log, table in whole for r in table.rows}
     table = predicted_log(session, kept, flagged, rows, place, bands, outlier_factor, said,
-                          nccl)
+                          nccl, sessions)
     return table, kept
+
+
+def _at_host_counts(session: Session, schedule: str | None, tables) -> dict[str, Session]:
+    """Each log's machine: at the log's host count when it has a host param (as `predict`)."""
+    from ..analysis.calibrate.hosts import host_point
+    from .measuring import _schedule
+    name = _schedule(session, schedule)
+    out = {}
+    for log, table in tables:
+        point = host_point(session, name, table, log)
+        out[log] = session if point is None else session.at({point.param: point.hosts})
+    return out
 
 
 def outlier_rows(logs: Iterable[str | Path], outlier_factor: float = DEFAULT_OUTLIER_FACTOR
@@ -63,9 +77,19 @@ def outlier_rows(logs: Iterable[str | Path], outlier_factor: float = DEFAULT_OUT
     return [(log, row) for log, rows in _read(logs, outlier_factor)[1] for row in rows]
 
 
-def _predict_rows(session: Session, outliers, schedule: str | None, place: str,
+def _predict_rows(sessions: dict[str, Session], outliers, schedule: str | None, place: str,
                   drop_wrong: bool, nccl: bool, sm: int | None, inputs: tuple[str, ...]):
-    """The outlier rows predicted as the others are (None when there are none)."""
+    """The outlier rows predicted as the others are, each log's on its machine (None when
+    there are none)."""
+    from ..analysis.calibrate.hosts import merged
+    parts = [_predict_log_rows(sessions[log], [(log, rows)], schedule, place, drop_wrong,
+                               nccl, sm, inputs) for log, rows in outliers]
+    return merged([p for p in parts if p is not None]) if outliers else None
+
+
+def _predict_log_rows(session: Session, outliers, schedule: str | None, place: str,
+                      drop_wrong: bool, nccl: bool, sm: int | None, inputs: tuple[str, ...]):
+    """One log's outlier rows predicted (None when there are none)."""
     import dataclasses
 
     from ..analysis.calibrate.calibration import compare

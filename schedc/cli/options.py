@@ -9,7 +9,9 @@ from pathlib import Path
 
 import click
 
-from ..api import DEFAULT_TIMEOUT, Limits
+from ..api.analysing import TimedOptions
+from ..api.compiling import LoadOptions
+from .derived import api_option
 from .paths import InputPath, OutputPath
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_INTERNAL = 0, 1, 2, 70
@@ -90,11 +92,9 @@ def plot_option(func):
 def limit_options(func):
     """`--max-transfers` and `--max-rounds`, passed on as one `limits` argument: the keyword
     arguments of `schedc.load` that set them (and check them: at least 1)."""
-    @click.option("--max-transfers", type=int, default=Limits.transfers,
-                  show_default=True, help="Refuse a schedule making more transfers (at least 1).")
-    @click.option("--max-rounds", type=int, default=Limits.steps,
-                  show_default=True,
-                  help="Refuse a schedule making more rounds and loop iterations (at least 1).")
+    @api_option(LoadOptions, "max_transfers", help="Refuse a schedule making more transfers.")
+    @api_option(LoadOptions, "max_rounds",
+                help="Refuse a schedule making more rounds and loop iterations.")
     @functools.wraps(func)
     def wrapper(*args, max_transfers: int, max_rounds: int, **kwargs):
         return func(*args, limits={"max_transfers": max_transfers, "max_rounds": max_rounds},
@@ -102,20 +102,13 @@ def limit_options(func):
     return wrapper
 
 
-def _finite_timeout(ctx: click.Context, param: click.Parameter, value: float) -> float:
-    """`--timeout` must be a number of seconds the alarm can be set to: FloatRange lets NaN
-    through (every comparison with it is false), and 1e308 or inf overflows setitimer."""
-    from ..api.analysing import MAX_TIMEOUT
-    if not 0 < value <= MAX_TIMEOUT:
-        raise click.BadParameter(f"{value:g} is not a number of seconds from 0 (excluded) to "
-                                 f"{MAX_TIMEOUT:g}", ctx, param)
-    return value
+def timeout_of(options: type):
+    """`--timeout`, the field of `options` (checked by the API: NaN, inf and 1e308 too)."""
+    return api_option(options, "timeout", metavar="SECONDS",
+                      help="Give up on SymPy work after this many seconds per equation.")
 
 
-def timeout_option(func):
-    return click.option("--timeout", type=float, callback=_finite_timeout,
-                        default=DEFAULT_TIMEOUT, show_default=True, metavar="SECONDS",
-                        help="Give up on SymPy work after this many seconds per equation.")(func)
+timeout_option = timeout_of(TimedOptions)
 
 
 def no_verify_option(func):

@@ -6,8 +6,9 @@ from pathlib import Path
 
 import click
 
-from ..api import MAX_CUTS
-from .options import EXIT_OK, compiling, no_verify_option, timeout_option, wrote
+from ..api.exporting import ReportOptions
+from .derived import api_option
+from .options import EXIT_OK, compiling, no_verify_option, timeout_of, wrote
 from .paths import OutputPath
 
 
@@ -20,9 +21,9 @@ def default_output(source: str) -> Path:
 @compiling
 @click.option("-o", "--output", type=OutputPath(),
               help="The HTML file to write (default: FILE's stem + .html, here).")
-@timeout_option
-@click.option("--max-cuts", type=int, default=MAX_CUTS, show_default=True,
-              help="Refuse a collective whose bound needs more max-flow problems (at least 1).")
+@timeout_of(ReportOptions)
+@api_option(ReportOptions, "max_cuts",
+            help="Refuse a collective whose bound needs more max-flow problems.")
 @no_verify_option
 def report_command(session, output: Path | None, timeout: float, max_cuts: int,
                    no_verify: bool) -> int:

@@ -73,6 +73,7 @@ class Program:
     limits: Limits = DEFAULT_LIMITS
     protocols: tuple[Protocol, ...] = ()  # with any, a time is the minimum over them
     collectives: tuple[Collective, ...] = ()  # the main file's declarations, in order
+    step_rule: str = "sum"  # `step cost max`: a round costs max(α, V/B), else α + V/B
 
     @cached_property
     def nominal(self) -> dict[sympy.Symbol, sympy.Expr]:

@@ -77,8 +77,9 @@ def export_msccl(schedule: Schedule, name: str | None = None, proto: str = "Simp
                                             ", and no smaller --channels fits")) from None
 
 
-def _export(schedule: Schedule, name: str | None, proto: str, channels: int, executor: str,
-            min_bytes: int, max_bytes: int, max_steps: int | None, layout: str) -> str:
+def _writable(schedule: Schedule, executor: str, max_steps: int | None) -> int:
+    """Refuse what MSCCL XML cannot say (another collective, an MSCCL algorithm already,
+    `send` transfers) and a step limit the executor does not allow; the step limit."""
     coll = schedule.collective
     if coll.kind not in KINDS:
         raise UsageError(f"'{schedule.name}' is a {coll.kind}; MSCCL XML is written for "
@@ -89,11 +90,18 @@ def _export(schedule: Schedule, name: str | None, proto: str, channels: int, exe
     if executor == MSCCL and limit > MAX_STEPS[MSCCL]:
         raise UsageError(f"--max-steps {limit}: microsoft/msccl allows at most 256 "
                          "(static_assert in src/include/msccl.h:17)")
-    p = len(coll.ranks)
-    batches = [b for r in schedule.rounds for b in r.batches]
-    if any(b.op == "send" for b in batches):
+    if any(b.op == "send" for r in schedule.rounds for b in r.batches):
         raise UsageError(f"'{schedule.name}' has `send` transfers, which move no data of the "
                          "collective; MSCCL XML cannot say them")
+    return limit
+
+
+def _export(schedule: Schedule, name: str | None, proto: str, channels: int, executor: str,
+            min_bytes: int, max_bytes: int, max_steps: int | None, layout: str) -> str:
+    coll = schedule.collective
+    limit = _writable(schedule, executor, max_steps)
+    p = len(coll.ranks)
+    batches = [b for r in schedule.rounds for b in r.batches]
     chunks = lcm(*(b.den for b in batches), p if coll.kind != "allreduce" else 1) * channels
     if chunks - 1 > MAX_OFFSET:
         raise UsageError(f"the XML needs {chunks:,} chunks per loop; step offsets are int16_t "

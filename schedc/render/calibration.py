@@ -149,6 +149,7 @@ def calibration_text(cal: Calibration, place: str,
         out.append(f"held at NCCL's value (the rows do not determine them; not fitted): "
                    f"{', '.join(dict.fromkeys(p.name for p in at_prior))}")
     out += [f"model check: {x}" for x in cal.checks]
+    out += _step_rules_text(cal)
     if not cal.checks and not loo:
         out.append("model check: no inadequacy found (bandwidth ceiling, shares, residual runs)")
     return "\n".join(out) + "\n"
@@ -219,6 +220,10 @@ def calibration_json(cal: Calibration, outliers: list[tuple[str, Row]] | None = 
         "optimum": _optimum_json(cal),
         "checks": list(cal.checks),
         "notes": list(cal.notes),
+        "step_rules": [{"rule": f.rule, "heldout_geomean_error": json_number(f.heldout, integer=False),
+                        "fit_geomean_error": json_number(f.fit, integer=False),
+                        "declared": f.file_rule} for f in cal.step_rules],
+        "step_rule_preferred": _preferred(cal),
         "outliers": [{"log": log, "line": row.span.line, "size": row.size, "outlier": True,
                       "twin_ratio": twin_ratio(row)} for log, row in outliers or ()],
         "bands": [{"range": b.range, "error": b.error, "rows": b.rows}
@@ -279,7 +284,8 @@ def calibration_sched(cal: Calibration, command: str) -> str:
 def comparison_text(c: Comparison, fitted: str | None = None, how: str | None = None) -> str:
     at = how or (f"at the params of {fitted}" if fitted else "at the file's params")
     out = [f"predict {c.schedule} against {len(c.points)} measured rows, {at}",
-           *[f"  log: {log}" for log in c.logs], "", *_rows(c, False), "",
+           *[f"  log: {log}" for log in c.logs], *[f"  {n}" for n in c.notes], "",
+           *_rows(c, False), "",
            f"geomean |error|: {_percent(c.geomean(None))} over {len(c.points)} rows; "
            f"mean |error|: {_percent(c.mean(None))}",
            f"by size: {_ranges(c, None)}",
@@ -295,12 +301,14 @@ def comparison_json(c: Comparison, fitted: str | None = None) -> str:
         "fitted": fitted,
         "log": c.logs[0] if len(c.logs) == 1 else list(c.logs),
         "schedule": c.schedule,
+        "notes": list(c.notes),
         "rows": [{"size": p.size, "measured_s": json_number(p.measured, integer=False),
                   "predicted_s": json_number(predicted, integer=False),
                   "error": json_number(e, integer=False), "protocol": w,
-                  "latency_share": json_number(share, integer=False)}
-                 for p, predicted, e, w, share in zip(c.points, c.predicted, c.errors,
-                                                      c.protocols, c.latency)],
+                  "latency_share": json_number(share, integer=False), "source": source}
+                 for p, predicted, e, w, share, source in zip(
+                     c.points, c.predicted, c.errors, c.protocols, c.latency,
+                     c.sources or ("model",) * len(c.points))],
         "geomean_error": json_number(c.geomean(None), integer=False),
         "worst": {"size": point.size, "error": json_number(error, integer=False)},
         "mean_error": json_number(c.mean(None), integer=False),
@@ -314,3 +322,18 @@ def write_whole(path: Path, write: Callable[[str], object]) -> None:
     """`write(temporary path)`, then move the file into place: all of it or nothing, with the
     usual mode under the umask, by `schedc.files`' policy (never over an input of the run)."""
     write_output_with(path, write)
+
+
+def _preferred(cal: Calibration) -> str | None:
+    from ..analysis.calibrate.step_rules import preferred
+    return preferred(cal.step_rules) if cal.step_rules else None
+
+
+def _step_rules_text(cal: Calibration) -> list[str]:
+    """`--step-rules`: each rule's errors, and the one the rows prefer (fitted: a choice by
+    these rows, not a proof)."""
+    if not cal.step_rules:
+        return []
+    shown = [f"{f.rule} {_percent(f.heldout)} held out ({_percent(f.fit)} on fit rows)"
+             + (" [declared]" if f.file_rule else "") for f in cal.step_rules]
+    return [f"step cost: {'; '.join(shown)}; the rows prefer `step cost {_preferred(cal)}`"]

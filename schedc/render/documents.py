@@ -44,6 +44,8 @@ def class_bottleneck(c: RoundClass, topology: Topology) -> tuple[str, str]:
     """A round class's bottleneck: its class(es) and the resources carrying it."""
     if c.dominant is None:
         return "-", ""
+    if c.startup_bound:  # `step cost max`: the transfer is hidden behind the start-up
+        return "start-up", "the transfer overlaps it"
     carriers = listing([topology.resources[r].name for r in c.terms[c.dominant].resources])
     return bottleneck_class(c, topology) or "-", carriers
 
@@ -109,6 +111,8 @@ def timing_equation(t: Timing) -> Equation:
 def _class_line(c: RoundClass, topology: Topology, nominal: dict) -> str:
     each = format_seconds(nominal_value(c.time, nominal))
     line = f"    {c.count:>5} × {each:<12} {c.time}"
+    if c.startup_bound and c.dominant is not None:  # `step cost max`, the start-up the longer
+        return line + f"\n{'':>25}bottleneck: start-up (the transfer overlaps it)"
     for k in () if c.dominant is None else (c.dominant, *c.tied):
         carriers = listing([topology.resources[r].name for r in c.terms[k].resources])
         label = "bottleneck:" if k == c.dominant else "  tied with:"

@@ -64,7 +64,9 @@ def predicted_text(t: PredictedLog, c: Comparison, fitted: str | None, how: str 
         out.append("  " + "; ".join(f"{b.range}: {_percent(b.error)}"
                                     + (f" ({b.rows} rows)" if b.rows else "") for b in t.bands))
     for log in dict.fromkeys(r.log for r in t.rows):
-        out += ["", f"log: {log}", *_table([r for r in t.rows if r.log == log])]
+        out += ["", f"log: {log}", *(f"  {n[len(log) + 2:]}" for n in c.notes
+                                     if n.startswith(f"{log}: ")),
+                *_table([r for r in t.rows if r.log == log])]
     counts = Counter(r.verdict for r in t.rows)
     outliers = len(t.rows) - len(kept)
     out += ["", "verdicts: " + ", ".join(f"{n} {'without a band' if name == '-' else name}"
@@ -93,12 +95,15 @@ def _row_json(r: PredictedRow, share: float | None) -> dict:
 def predicted_json(t: PredictedLog, c: Comparison, fitted: str | None) -> str:
     point, error = c.worst
     shares = {(p.log, p.line): s for p, s in zip(c.points, c.latency)}
+    sources = {(p.log, p.line): s for p, s in zip(c.points, c.sources or ())}
     return dump_json({
         "schema": schema.PREDICT,
         "fitted": fitted,
         "log": c.logs[0] if len(c.logs) == 1 else list(c.logs),
         "schedule": c.schedule,
-        "rows": [_row_json(r, shares.get((r.log, r.line))) for r in t.rows],
+        "notes": list(c.notes),
+        "rows": [{**_row_json(r, shares.get((r.log, r.line))),
+                  "source": sources.get((r.log, r.line), "model")} for r in t.rows],
         "geomean_error": json_number(c.geomean(None), integer=False),
         "worst": {"size": point.size, "error": json_number(error, integer=False)},
         "mean_error": json_number(c.mean(None), integer=False),
