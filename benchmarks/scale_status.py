@@ -1,10 +1,11 @@
 """How many schedules of the shipped files are proved in their structural family param
 (issue 37's target): every `.sched` file under schedules/ with schedules and a structural
-param that sizes a family of its topology (hosts, p), `scale --in PARAM --no-bound --json`
-run as a whole process, each schedule counted `proved` when every piece is, else listed
+param that sizes a family of copies (`host node[hosts]`, `gpu g[p]`), `scale --in PARAM
+--no-bound --json` run as a whole process, each schedule counted `proved` when every piece
+is, else listed
 with the note of its first unproved piece (the hypothesis that fails).
 
-    python benchmarks/scale_status.py [REPO]    # REPO: another checkout to count (default: this one)
+    python benchmarks/scale_status.py [REPO]    # REPO: another checkout (default: this one)
 
 Run on two checkouts (main, a branch) it gives the counts before and after.
 """
@@ -29,8 +30,12 @@ for path in sorted(Path("schedules").rglob("*.sched")):
     session = schedc.load(path)
     if not session.selected((), required=False):
         continue
-    counts = [s.count for m in session.modules for b in m.body if isinstance(b, ast.Topology)
-              for s in ast.walk(b.body) if isinstance(s, ast.DeclName) and s.count is not None]
+    # The families of copies: hosts and top-level GPU families (not switches: `spine[spines]`).
+    counts = [d.count for m in session.modules for b in m.body if isinstance(b, ast.Topology)
+              for s in b.body for d in ([s.name] if isinstance(s, ast.HostDecl) else
+                                        s.names if isinstance(s, ast.DeviceDecl)
+                                        and s.kind == "gpu" else [])
+              if d.count is not None]
     for param in session.structural():
         if any(isinstance(c, ast.Name) and c.id == param for c in counts):
             print(path, param)

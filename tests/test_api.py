@@ -62,7 +62,8 @@ def test_solve_for_a_structural_param_searches_the_integers(run, reuse_shipped, 
          for p in found.points]
     assert document["stopped"] == found.stopped and document["searched"] == list(found.searched)
     code, out, _ = run("solve", path, HOSTS, "--for", "hosts")
-    assert code == 0 and f"1 solution in {found.searched[0]}..{found.searched[1]}: hosts = 1" in out
+    assert code == 0 and "1 solution (the sides equal): hosts = 1" in out
+    assert f"no crossover in {found.searched[0]}..{found.searched[1]}" in out
 
 
 def test_solve_for_a_param_gives_the_api_solution(run):

@@ -74,7 +74,7 @@ def test_explain_shows_the_terms_and_schedcs_time(run, tmp_path):
     assert "why, for allreduce of 67,108,864 bytes" in text
     assert "nvls_tree/simple <- NCCL" in text
     # schedc's own time of the ring, beside NCCL's model of ring/simple
-    assert re.search(r"\n  ring +ring/simple +[0-9.]+ ms +[0-9.]+ us\n", text)
+    assert re.search(r"\n  ring +ring/simple +[0-9.]+ ms +[0-9.]+ µs\n", text)
     assert "no schedule of the file stands for: tree, nvls_tree" in text
 
 

@@ -94,7 +94,7 @@ def _command(words: tuple) -> click.Command:
 
 def _refused_values(rule) -> list:
     """Values the rule refuses, from its range: one below, one above, a name not a choice."""
-    if rule.kind in ("whole", "wholes"):
+    if rule.kind in ("whole", "wholes", "bytes"):
         values = ([rule.lo - 1] if rule.lo is not None else []) + \
             ([rule.hi + 1] if rule.hi is not None else [])
         return [[v] if rule.kind == "wholes" else v for v in values]
@@ -212,3 +212,24 @@ def test_the_options_are_frozen_and_checked_once():
         ExportMscclOptions(min_bytes=10, max_bytes=9)
     with pytest.raises(UsageError, match="--nvlinks and --sm go together"):
         ImportOptions(nvlinks=12)
+
+
+def test_a_size_field_reads_units_alike_in_the_api_and_on_the_command_line(run):
+    """A byte field ("bytes": `byte_count`) takes a whole number or text with a unit, in the
+    dataclass, the API call and the command; a bad size is refused alike by all three."""
+    assert ExportMscclOptions(min_bytes="4KiB", max_bytes="192MiB").max_bytes == 192 * 2**20
+    assert ExportMscclOptions(min_bytes="4KiB").min_bytes == 4096
+    assert NcclOptions(max_bytes="1GiB").max_bytes == 2**30
+    xml = schedc.export_msccl(_pcie(), "ring", min_bytes="4KiB", max_bytes="192MiB")
+    assert 'minBytes="4096" maxBytes="201326592"' in xml
+    code, out, err = run("export", "msccl", PCIE, "-s", "ring", "--min-bytes", "4KiB",
+                         "--max-bytes", "192MiB")
+    assert code == 0 and out == xml, err
+    for value in ("1.5B", "12GB/s", "lots"):
+        with pytest.raises(UsageError) as made:
+            NcclOptions(max_bytes=value)
+        with pytest.raises(UsageError) as called:
+            schedc.nccl_model(_pcie(), max_bytes=value)
+        assert called.value.message == made.value.message
+        code, out, err = run("nccl", PCIE, "--max-bytes", value)
+        assert (code, out, err) == (2, "", made.value.render() + "\n")

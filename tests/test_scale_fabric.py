@@ -21,7 +21,8 @@ RAIL_SPINE = ROOT / "tests" / "scale" / "rail_spine_hosts.sched"
 # oversubscribed n:8 from 9 hosts on (2:1 at 16).
 SPINE = PER_GPU.format(lib=SCHEDULES / "lib", G=2, last=1).replace(
     "param hosts = 2", "param hosts = 2\nparam B_S = 400 GB/s").replace(
-    "link rail[i] <-> spine for i in 0..1", "link rail[i] <-> spine bw B_S class spine for i in 0..1")
+    "link rail[i] <-> spine for i in 0..1",
+    "link rail[i] <-> spine bw B_S class spine for i in 0..1")
 B_S = 400 * 10**9
 
 

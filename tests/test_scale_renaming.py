@@ -71,16 +71,19 @@ def _renamed(path: Path) -> tuple[str, int]:
 
 def _shipped() -> list[tuple[Path, str]]:
     """(file, param) for every shipped file with schedules and a structural param that sizes
-    a family of its topology (hosts, p; not a chunk count alone)."""
+    a family of copies (`host node[hosts]`, `gpu g[p]`; not a chunk count, not `spine[spines]`)."""
     out = []
     for path in sorted(SCHEDULES.rglob("*.sched")):
         session = schedc.load(path)
         if not session.selected((), required=False):
             continue
         for param in session.structural():
+            # The families of copies: hosts and top-level GPU families (not switches).
             counts = [d.count for m in session.modules for b in m.body
-                      if isinstance(b, ast.Topology) for s in ast.walk(b.body)
-                      if isinstance(s, ast.DeclName) and (d := s) and s.count is not None]
+                      if isinstance(b, ast.Topology) for s in b.body
+                      for d in ([s.name] if isinstance(s, ast.HostDecl) else s.names
+                                if isinstance(s, ast.DeviceDecl) and s.kind == "gpu" else [])
+                      if d.count is not None]
             if any(isinstance(c, ast.Name) and c.id == param for c in counts):
                 out.append((path, param))
     return out

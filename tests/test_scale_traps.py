@@ -63,7 +63,8 @@ def test_finite_rail_to_spine_links_end_the_nic_regime_at_51_hosts(run):
 
     values = dict(alpha=alpha, V=V, B_L=450 * 10**9, B_N=B_N, B_S=B_S)
     for n in (2, 50):
-        assert _form(first, hosts=n, **values) == nic(n) == _compiled(RAIL_SPINES, "ring", "hosts", n)
+        assert _form(first, hosts=n, **values) == nic(n) \
+            == _compiled(RAIL_SPINES, "ring", "hosts", n)
     for n in (51, 100):
         assert _form(second, hosts=n, **values) == spine(n) \
             == _compiled(RAIL_SPINES, "ring", "hosts", n)

@@ -55,5 +55,6 @@ def test_scale_in_hosts_names_what_fails(run):
     # The contiguous rings cross hosts through the rail uplinks, whose bandwidth grows with
     # hosts (hosts·B_port/spines): a term 1/hosts² is outside the fit's basis, so there is no
     # full formula to prove.
-    for name in ("ring", "nccl_ring"):
-        assert "not proved: no full formula to prove" in pieces[name]["notes"]
+    for name in ("ring", "nccl_ring"):  # (with the machine's hypothesis that fails too)
+        assert any(note.startswith("not proved: no full formula to prove; and ") and leaf in note
+                   for note in pieces[name]["notes"]), pieces[name]["notes"]

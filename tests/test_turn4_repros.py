@@ -453,4 +453,4 @@ def test_machine_import_counts_the_devices_hosts_and_fabric_make(run, tmp_path, 
     else:
         assert code == 0, err
         shown = run("machine", "show", out, "--max-routes", "2")[1]
-        assert "devices: 800 gpu, 400 nic, 605 switch" in shown  # 100 × 18 + 5, as counted
+        assert "devices: 800 gpus, 400 nics, 605 switches" in shown  # 100 × 18 + 5, as counted

@@ -10,10 +10,13 @@ Imports nothing heavy: the command line reads the ranges below for its help.
 
 from __future__ import annotations
 
+import re
+from fractions import Fraction
 from numbers import Integral, Real
 
 from ..deadline import MAX_TIMEOUT
 from ..errors import UsageError
+from ..units import BYTES, UNITS
 
 
 def whole(value: object, option: str, lo: int | None = 1, hi: int | None = None) -> int:
@@ -34,6 +37,29 @@ def _range_text(lo: int | None, hi: int | None) -> str:
     if lo is None:
         return "" if hi is None else f"at most {hi:,}"
     return f"at least {lo:,}" if hi is None else f"from {lo:,} to {hi:,}"
+
+
+_SIZE_TEXT = re.compile(r"\s*([+-]?\d+(?:\.\d*)?(?:[eE][+-]?\d+)?)\s*([A-Za-z]*)\s*")
+
+
+def byte_count(value: object, option: str, lo: int = 0, hi: int | None = None) -> int:
+    """A size in bytes: a whole number, or text with a size unit as a `.sched` file writes
+    it ("192MiB", "4 KiB", "1.5GB", "4096"), exactly a whole number of bytes, from `lo` to
+    `hi`."""
+    if isinstance(value, str):
+        match = _SIZE_TEXT.fullmatch(value)
+        factor, dim = UNITS.get(match.group(2) or "B", (None, None)) if match else (None, None)
+        exponent = re.search(r"[eE]([+-]?\d+)", match.group(1)) if match else None
+        if exponent and abs(int(exponent.group(1))) > 30:  # (no size is near 1e30 B)
+            match = None  # refused below, before an exact 10^huge is computed
+        if match is None or factor is None or dim != BYTES:
+            raise UsageError(f"{option} {value}: must be a size in bytes, as 4096, 192MiB or "
+                             "1.5GB (units B, KB, MB, GB, TB, PB, KiB, MiB, GiB, TiB, PiB)")
+        exact = Fraction(match.group(1)) * factor
+        if exact.denominator != 1:
+            raise UsageError(f"{option} {value}: must be a whole number of bytes, not {exact}")
+        value = int(exact)
+    return whole(value, option, lo, hi)
 
 
 def seconds(value: object, option: str = "--timeout") -> float:

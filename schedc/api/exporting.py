@@ -5,15 +5,16 @@ from the solved crossovers), `report` (one HTML page)."""
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
 from ..choices import EXECUTORS, LAYOUTS, NCCL_EXECUTOR, NCCL_PROTOCOLS, TUNER_COLLECTIVES
 from ..deadline import DEFAULT_TIMEOUT
 from ..limits import MAX_CHANNELS, MAX_CUTS, MAX_SIZE, MAX_STEP_IDS
+from ..words import counted
 from .compiling import refusal, verified_timings
-from .options import Options, choice, count, text, time_limit
+from .options import Options, byte_size, choice, count, text, time_limit
 
 if TYPE_CHECKING:
     from ..analysis.solve.crossovers import Envelope
@@ -35,13 +36,14 @@ class ExportMscclOptions(Options):
     channels: int = count(1, "--channels", 1, MAX_CHANNELS)
     executor: str = choice(NCCL_EXECUTOR, "--executor", EXECUTORS)
     max_steps: int | None = count(None, "--max-steps", 1, MAX_STEP_IDS)
-    min_bytes: int = count(0, "--min-bytes", 0, MAX_SIZE)
-    max_bytes: int = count(MAX_SIZE, "--max-bytes", 0, MAX_SIZE)
+    # bytes, or text with a unit ("192MiB"); max_bytes None: the schedule's own size
+    min_bytes: int = byte_size(0, "--min-bytes", 0, MAX_SIZE)
+    max_bytes: int | None = byte_size(None, "--max-bytes", 0, MAX_SIZE)
     layout: str = choice("inplace", "layout", LAYOUTS)
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        if self.max_bytes < self.min_bytes:
+        if self.max_bytes is not None and self.max_bytes < self.min_bytes:
             from ..errors import UsageError
             raise UsageError("--max-bytes is less than --min-bytes")
 
@@ -49,15 +51,18 @@ class ExportMscclOptions(Options):
 def export_msccl(session: Session, schedule: str, *, proto: str = ExportMscclOptions.proto,
                  channels: int = ExportMscclOptions.channels,
                  executor: str = ExportMscclOptions.executor,
-                 min_bytes: int = ExportMscclOptions.min_bytes,
-                 max_bytes: int = ExportMscclOptions.max_bytes, verify: bool = True,
+                 min_bytes: int | str = ExportMscclOptions.min_bytes,
+                 max_bytes: int | str | None = ExportMscclOptions.max_bytes, verify: bool = True,
                  max_steps: int | None = ExportMscclOptions.max_steps,
                  layout: str = ExportMscclOptions.layout, output: str | Path | None = None,
                  force: bool = False) -> str:
     """A schedule as an MSCCL XML algorithm (the text), verified first, within `executor`'s
     limits ("msccl-executor-nccl", or "msccl": microsoft/msccl, which also names
     reduce-scatter as msccl-tools does): `proto` the NCCL protocol it runs with, every
-    transfer cut into `channels` pieces, for message sizes from `min_bytes` to `max_bytes`;
+    transfer cut into `channels` pieces, for message sizes from `min_bytes` to `max_bytes`
+    (bytes, or text with a unit: "192MiB"; by default the schedule's own size at the nominal
+    point, so that the file read back says what size it was made for: an executor picks it for
+    `minBytes <= nBytes <= maxBytes`, msccl-executor-nccl msccl_lifecycle.cc:335);
     `max_steps` the executor build's MSCCL_MAX_NUM_STEPS (default 64 for
     msccl-executor-nccl, 256 for msccl); `layout` "inplace", "outofplace" or "both".
     `output`: also write it to this file (whole or not at all; an existing file is refused
@@ -69,16 +74,21 @@ def export_msccl(session: Session, schedule: str, *, proto: str = ExportMscclOpt
     """
     from ..errors import UsageError
     from ..export.msccl_xml import export_msccl as write_xml
-    o = ExportMscclOptions(proto, channels, executor, max_steps, min_bytes, max_bytes, layout)
+    # (a size may be text with a unit, "192MiB": the field reads it into an int)
+    o = ExportMscclOptions(proto, channels, executor, max_steps,
+                           min_bytes, max_bytes, layout)  # type: ignore[arg-type]
     if output is not None:
         _check_replaced(Path(output), force)
     name = session.selected((schedule,))[0]
+    if o.max_bytes is None:  # the schedule's own size (checked against min_bytes again)
+        o = replace(o, max_bytes=_schedule_size(session, name))
     if verify:
         from ..analysis.verify.verdict import verdict
         found = verdict(session, name)
         if not found.ok:
             raise refusal([found])
     def write(at: Session) -> str:
+        assert o.max_bytes is not None
         return write_xml(at.schedule(name), name, o.proto, o.channels, o.executor,
                          o.min_bytes, o.max_bytes, o.max_steps, o.layout)
     try:
@@ -120,6 +130,16 @@ def _fewer_chunks(session: Session, write) -> int | None:
     return lo
 
 
+def _schedule_size(session: Session, name: str) -> int:
+    """The schedule's collective size at the nominal point, in whole bytes (rounded up, so
+    that the executor still picks the file for that size), within int64."""
+    import math
+
+    from ..model.ir import linear_value
+    size = linear_value(session.schedule(name).collective.size, session.program.nominal)
+    return min(max(math.ceil(size), 0), MAX_SIZE)
+
+
 def _check_replaced(path: Path, force: bool) -> None:
     """Refuse, before any work, an output that would replace a file unless `force`."""
     from ..errors import UsageError
@@ -151,8 +171,8 @@ def validate_msccl(path: str, executor: str | None,
     if found:
         raise ExecutorRulesError(executor, found)
     gpus, tbs, steps = counts
-    return (f"{path}: {executor} would load it ({gpus} gpus, at most {tbs} thread blocks and "
-            f"{steps} steps in one thread block)")
+    return (f"{path}: {executor} would load it ({counted(gpus, 'gpu')}, at most "
+            f"{counted(tbs, 'thread block')} and {counted(steps, 'step')} in one thread block)")
 
 
 def export_astra(session: Session, schedule: str, *, prefix: str | None = None,

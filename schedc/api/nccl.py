@@ -5,12 +5,13 @@ the schedules that stand for NCCL's algorithms."""
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import TYPE_CHECKING
 
 from ..limits import MAX_SIZE
-from .options import Options, count, text
+from .options import Options, byte_size, count, text
 
 if TYPE_CHECKING:
     from ..analysis.nccl_model import Against, Explanation
@@ -41,14 +42,16 @@ class NcclOptions(Options):
     nodes: int | None = count(None, "--nodes")
     sm: int | None = count(None, "--sm", None)
     channels: int | None = count(None, "--channels", None)
-    # NCCL's sizes are size_t; schedc counts them in 64-bit integers
-    max_bytes: int = count(DEFAULT_MAX_BYTES, "--max-bytes", 1, MAX_SIZE)
+    # NCCL's sizes are size_t; schedc counts them in 64-bit integers (bytes, or text with a
+    # unit: "192MiB")
+    max_bytes: int = byte_size(DEFAULT_MAX_BYTES, "--max-bytes", 1, MAX_SIZE)
 
 
 def nccl_model(session: Session, *, collective: str | None = NcclOptions.collective,
                nodes: int | None = NcclOptions.nodes, sm: int | None = NcclOptions.sm,
                channels: int | None = NcclOptions.channels, inputs: tuple[str, ...] = (),
-               explain: str | None = None, max_bytes: int = NcclOptions.max_bytes,
+               explain: str | Iterable[str] | None = None,
+               max_bytes: int | str = NcclOptions.max_bytes,
                verify: bool = True) -> NcclModel:
     """NCCL's inputs derived from the file's machine (each overridable), its latency and
     bandwidth table and its choice for every size from 1 byte to `max_bytes`.
@@ -72,7 +75,8 @@ def nccl_model(session: Session, *, collective: str | None = NcclOptions.collect
     if collective is not None and collective not in K.FUNCTIONS:
         raise UsageError(f"NCCL's tuning model has no collective '{collective}' (its "
                          f"functions: {', '.join(K.FUNCTIONS)}; src/graph/tuning.cc:288)")
-    o = NcclOptions(collective, nodes, sm, channels, max_bytes)
+    # (max_bytes may be text with a unit, "16GiB": the field reads it into an int)
+    o = NcclOptions(collective, nodes, sm, channels, max_bytes)  # type: ignore[arg-type]
     nodes, sm, channels, max_bytes = o.nodes, o.sm, o.channels, o.max_bytes
     program = session.program
     ranks = program.results[0].collective.ranks if program.results else tuple(
@@ -92,12 +96,13 @@ def nccl_model(session: Session, *, collective: str | None = NcclOptions.collect
     from ..nccl.formulas import boundaries
     formulas = {c: tuple(boundaries(comm, table, K.FUNCTIONS.index(c), list(found[c])))
                 for c in chosen}
-    explained: tuple[Explanation, ...] = ()
-    if explain is not None:
-        size = parse_size(explain)
-        explained = tuple(explain_choice(session, comm, table, c, size,
-                                         lambda names: verified_timings(session, names, verify))
-                          for c in chosen)
+    # Each --explain size in the order given (a size given twice is explained once).
+    texts = [explain] if isinstance(explain, str) else list(explain or ())
+    sizes = list(dict.fromkeys(parse_size(text) for text in texts))
+    explained: tuple[Explanation, ...] = tuple(
+        explain_choice(session, comm, table, c, size,
+                       lambda names: verified_timings(session, names, verify))
+        for size in sizes for c in chosen)
     return NcclModel(program.path, comm, table, chosen, found, max_bytes, explained, formulas)
 
 

@@ -15,7 +15,7 @@ from dataclasses import Field, dataclass, field, fields
 from typing import Any
 
 from ..errors import UsageError
-from .arguments import one_of, seconds, share, whole
+from .arguments import byte_count, one_of, seconds, share, whole
 
 # What a field's metadata holds under this key: an `Rule`.
 RULE = "schedc.option"
@@ -26,8 +26,9 @@ class Rule:
     """How one option is spelled and checked: `kind` is "whole" (an int from `lo` to `hi`,
     None no end), "seconds" (a time limit), "choice" (one of `choices`), "text" (a string
     a later stage reads, with its own messages), "flag" (a bool), "share" (a fraction between
-    0 and 1, both excluded; 1% is 0.01) or "wholes" (several wholes, each from `lo` to
-    `hi`)."""
+    0 and 1, both excluded; 1% is 0.01), "wholes" (several wholes, each from `lo` to `hi`)
+    or "bytes" (a size in bytes from `lo` to `hi`: a whole number, or text with a unit,
+    "192MiB", as `byte_count` reads it)."""
 
     flag: str  # as the command line spells it: "--channels"
     kind: str
@@ -41,6 +42,8 @@ class Rule:
             return None
         if self.kind == "whole":
             return whole(value, self.flag, self.lo, self.hi)
+        if self.kind == "bytes":
+            return byte_count(value, self.flag, self.lo or 0, self.hi)
         if self.kind == "wholes":
             return tuple(whole(v, self.flag, self.lo, self.hi) for v in value)
         if self.kind == "seconds":
@@ -57,7 +60,7 @@ class Rule:
 
     def range_text(self) -> str:
         """The range as the help shows it ("1 to 32", "at least 1"), or ""."""
-        if self.kind not in ("whole", "wholes"):
+        if self.kind not in ("whole", "wholes", "bytes"):
             return ""
         if self.lo is None:
             return "" if self.hi is None else f"at most {self.hi:,}"
@@ -72,6 +75,11 @@ def option(default: Any, flag: str, kind: str, lo: int | None = None, hi: int | 
 
 def count(default: int | None, flag: str, lo: int | None = 1, hi: int | None = None) -> Any:
     return option(default, flag, "whole", lo, hi)
+
+
+def byte_size(default: int | None, flag: str, lo: int = 0, hi: int | None = None) -> Any:
+    """A size in bytes: a whole number, or text with a unit ("192MiB")."""
+    return option(default, flag, "bytes", lo, hi)
 
 
 def counts(flag: str, lo: int | None = 1, hi: int | None = None) -> Any:

@@ -27,6 +27,7 @@ from .options import (
     schedule_option,
     set_option,
     timeout_option,
+    wrote,
 )
 from .paths import OutputPath
 
@@ -53,6 +54,8 @@ def solve_command(session, equation: str, param: str, as_json: bool, plot_path: 
         show = search_json if as_json else search_text
         click.echo(show(session.program, equation, solution), nl=False)
         return EXIT_OK
+    if plot_path is not None:  # (drawn by the API)
+        wrote(plot_path)
     show_solution = solve_json if as_json else solve_text
     click.echo(show_solution(session.program, equation, solution, solution.switches), nl=False)
     return EXIT_OK
@@ -96,6 +99,8 @@ def sweep_command(session, vary: str, linear: bool, csv_path: Path | None,
     program = session.program
     result = sweep(session, vary, schedules, linear=linear, verify=not no_verify, csv=csv_path,
                    plot=plot_path)
+    if plot_path is not None:  # (drawn by the API; the CSV's line is sweep_summary's)
+        wrote(plot_path)
     if as_json:
         # bytes: straight to the binary stdout, unless stdout is text only (a StringIO)
         binary = getattr(sys.stdout, "buffer", None) is not None

@@ -25,6 +25,23 @@ class Share(click.ParamType):
             self.fail(f"a percentage such as 1 or 0.5%, not {value!r}", param, ctx)
 
 
+class ByteSize(click.ParamType):
+    """A size in bytes as typed: a whole number (made an int) or text with a unit ("192MiB"),
+    passed on as it is: the API's field reads the unit and checks the range (`byte_count`),
+    so that a script and the command line meet the same refusal."""
+
+    name = "bytes"
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, int):
+            return value
+        text = str(value).strip()
+        try:
+            return int(text)
+        except ValueError:
+            return text
+
+
 class WholeOrAuto(click.ParamType):
     """A whole number, or `auto` (None: the API picks)."""
 
@@ -48,7 +65,7 @@ def _shown(default: Any, kind: str, param_type: Any) -> Any:
     return default
 
 
-TYPES = {"whole": int, "wholes": int, "seconds": float, "text": str}
+TYPES = {"whole": int, "wholes": int, "seconds": float, "text": str, "bytes": ByteSize()}
 
 
 def api_option(cls: type, name: str, *decls: str, help: str = "", param_type: Any = None,
@@ -74,6 +91,10 @@ def api_option(cls: type, name: str, *decls: str, help: str = "", param_type: An
     if not (default is None or default is False or default == ()):  # (0 is a default)
         kwargs["default"], kwargs["show_default"] = default, True
     within = rule.range_text()
+    if within and rule.kind == "bytes" and help.removesuffix(".").endswith(")"):
+        # a size's help says its units in parentheses: the range joins them
+        stop = "." if help.endswith(".") else ""
+        help, within = f"{help.removesuffix('.')[:-1]}; {within}){stop}", ""
     if within:  # before the sentence's full stop
         stop = "." if help.endswith(".") else ""
         help = f"{help.removesuffix('.')} ({within}){stop}" if help else within

@@ -10,7 +10,7 @@ import click
 from ..api.exporting import ExportMscclOptions, TuneOptions
 from ..render import schema
 from .derived import api_option
-from .options import EXIT_OK, compiling, json_option, no_verify_option, timeout_of
+from .options import EXIT_OK, compiling, json_option, no_verify_option, timeout_of, wrote
 from .paths import OutputPath
 
 
@@ -38,13 +38,16 @@ def export() -> None:
 @click.option("--both", "layout", flag_value="both",
               help="Write steps right both in place and out of place (inplace=1 outofplace=1).")
 @click.option("--force", is_flag=True, help="Replace the --output file if it exists.")
-@api_option(ExportMscclOptions, "min_bytes", help="The smallest size the executor picks it for.")
-@api_option(ExportMscclOptions, "max_bytes",
-            help="The largest size the executor picks it for (default: any size).")
+@api_option(ExportMscclOptions, "min_bytes", metavar="SIZE",
+            help="The smallest size the executor picks it for (bytes, or 4KiB, 1.5GB...).")
+@api_option(ExportMscclOptions, "max_bytes", metavar="SIZE",
+            help="The largest size the executor picks it for (bytes, or 192MiB, 1GB...; "
+                 "default: the schedule's size V; 0 or the largest: any size).")
 @no_verify_option
 def export_msccl_command(session, name: str, output: Path | None, proto: str, channels: int,
                          executor: str, max_steps: int | None, layout: str | None, force: bool,
-                         min_bytes: int, max_bytes: int, no_verify: bool) -> int:
+                         min_bytes: int | str, max_bytes: int | str | None,
+                         no_verify: bool) -> int:
     """A schedule of FILE as an MSCCL XML algorithm, verified first, within the executor's
     limits (steps per thread block, cnt < 72, thread blocks per gpu and per channel,
     dependency ids that fit int8_t, 32 channels), or an error naming the limit."""
@@ -55,6 +58,8 @@ def export_msccl_command(session, name: str, output: Path | None, proto: str, ch
                         output=output, force=force)
     if output is None:
         click.echo(text, nl=False)
+    else:  # (written by the API)
+        wrote(output)
     return EXIT_OK
 
 
@@ -103,6 +108,7 @@ def tune(session, collective: str, sizes: str, output: Path | None, channels: in
         if output is not None:
             write_atomically(output, against_csv(t.against, collective, channels, t.nodes,
                                                  t.ranks, source, tuning.margin))
+            wrote(output)
         click.echo(against_text(t.against, t.against_notes, collective, tuning.margin),
                    nl=False)
         return EXIT_OK
@@ -110,6 +116,7 @@ def tune(session, collective: str, sizes: str, output: Path | None, channels: in
         write_atomically(output, "".join(
             tuner_csv(t.labelled or t.envelope, collective, t.nccl, channels, t.nodes, t.ranks, source,
                       header=k == 0) for k, t in enumerate(found)))
+        wrote(output)
     if as_json:
         click.echo(tune_json([tune_table(t.envelope, collective, t.nccl, t.names, channels,
                                          t.nodes, t.ranks, t.labelled)

@@ -10,7 +10,7 @@ import click
 from ..api.machines import ImportOptions, ShowOptions
 from ..render import schema
 from .derived import api_option
-from .options import EXIT_OK, compiling, json_option
+from .options import EXIT_OK, compiling, json_option, wrote
 from .paths import InputPath, OutputPath
 
 
@@ -50,7 +50,26 @@ def import_command(topology: Path, nvidia_smi: bool, hosts: int, fabric: str,
         click.echo(text, nl=False)
     else:
         write_atomically(output, text)
+        wrote(output)
+        for note in _notes(text):  # (printed, the file's head says them)
+            click.echo(f"note: {note}", err=True)
     return EXIT_OK
+
+
+def _notes(text: str) -> list[str]:
+    """The "# Note: ..." paragraphs at the head of an imported machine, one line each (a
+    paragraph's next lines are indented "#   ")."""
+    notes: list[str] = []
+    in_note = False
+    for line in text.splitlines():
+        if line.startswith("# Note: "):
+            notes.append(line[len("# Note: "):])
+            in_note = True
+        elif in_note and line.startswith("#   "):
+            notes[-1] += " " + line[4:]
+        else:
+            in_note = False
+    return notes
 
 
 @machine.command("show")
@@ -74,8 +93,10 @@ def show_command(session, as_json: bool, host_svg: Path | None, fabric_svg: Path
     summary = machine_summary(session, max_routes)
     if host_svg is not None:
         write_atomically(host_svg, draw_host(summary))
+        wrote(host_svg)
     if fabric_svg is not None:
         write_atomically(fabric_svg, draw_fabric(summary))
+        wrote(fabric_svg)
     click.echo(machine_json(summary) if as_json else machine_text(summary), nl=False)
     return EXIT_OK
 

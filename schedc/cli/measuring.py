@@ -20,6 +20,7 @@ from .options import (
     machine_options,
     no_verify_option,
     set_option,
+    wrote,
 )
 from .paths import InputPath, OutputPath
 
@@ -94,6 +95,7 @@ def calibrate_command(logs, machines, manifest, schedule, fit, split: str, every
     if write_path is not None:
         try:
             write_calibration(result, write_path, force=force)
+            wrote(write_path)
         except FitNotWritten as refused:  # a note: the fit is reported all the same
             click.echo(f"schedc: {refused.message}", err=True)
     return EXIT_OK if result.trusted else EXIT_FAILED
@@ -156,6 +158,7 @@ def predict_command(file: Path, logs, schedule, plot, in_place: bool, drop_wrong
         inputs=tuple(inputs), small_sizes=small_sizes)
     if plot is not None:
         plot_prediction(session, result, plot)
+        wrote(plot)
     shown = str(fitted) if fitted else None
     how = "by NCCL's model alone, nothing fitted" if by_nccl else None
     click.echo(predicted_json(rows, result, shown) if as_json else

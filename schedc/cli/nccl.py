@@ -25,13 +25,16 @@ from .options import EXIT_OK, compiling, json_option, no_verify_option
               help="nChannels of the ring and tree graphs (NCCL's limit: 64).")
 @click.option("--input", "inputs", multiple=True, metavar="NAME=VALUE",
               help="Override any input by NCCL's name, e.g. ring.bwIntra=20 (repeatable).")
-@click.option("--explain", metavar="V=SIZE",
-              help="Each candidate's terms at this size, next to schedc's own time.")
-@api_option(NcclOptions, "max_bytes", help="The choice bands cover 1 byte to this.")
+@click.option("--explain", metavar="V=SIZE", multiple=True,
+              help="Each candidate's terms at this size, next to schedc's own time "
+                   "(repeatable: each size is explained).")
+@api_option(NcclOptions, "max_bytes", metavar="SIZE",
+            help="The choice bands cover 1 byte to this (bytes, or 16GiB...).")
 @json_option(schema.NCCL)
 @no_verify_option
 def nccl(session, collective: str | None, nodes: int | None, sm: int | None,
-         channels: int | None, inputs: tuple[str, ...], explain: str | None, max_bytes: int,
+         channels: int | None, inputs: tuple[str, ...], explain: tuple[str, ...],
+         max_bytes: int | str,
          as_json: bool, no_verify: bool) -> int:
     """NCCL's choice of algorithm and protocol on FILE's machine, by NCCL's own model."""
     from ..api import nccl_model as model_of

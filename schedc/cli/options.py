@@ -17,6 +17,12 @@ from .paths import InputPath, OutputPath
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_INTERNAL = 0, 1, 2, 70
 
 
+def wrote(path: object, detail: str = "") -> None:
+    """Say on stderr that a file was written ("wrote m.sched"), as compilers and downloaders
+    do: stdout stays what the command prints, for a pipe or a redirect."""
+    click.echo(f"wrote {path}" + (f" ({detail})" if detail else ""), err=True)
+
+
 def file_argument(func):
     return click.argument("file", type=InputPath(dir_okay=True))(func)
 
@@ -128,7 +134,7 @@ def change_options(func):
                        "machine before routing (repeatable).")
     @click.option("--derate", "derate", multiple=True, metavar="ITEM=FACTOR",
                   help="Multiply a link's (or shared resource's) bandwidth by FACTOR (0.5, 1/2, "
-                       "50%%; repeatable).")
+                       "50%; repeatable).")
     @functools.wraps(func)
     def wrapper(*args, fail: tuple[str, ...], derate: tuple[str, ...], **kwargs):
         return func(*args, changes={"fail": fail, "derate": derate}, **kwargs)

@@ -8,7 +8,7 @@ import click
 
 from ..api.exporting import ReportOptions
 from .derived import api_option
-from .options import EXIT_OK, compiling, no_verify_option, timeout_of
+from .options import EXIT_OK, compiling, no_verify_option, timeout_of, wrote
 from .paths import OutputPath
 
 
@@ -38,7 +38,7 @@ def report_command(session, output: Path | None, timeout: float, max_cuts: int,
     page = report(session, timeout=timeout, max_cuts=max_cuts, verify=not no_verify)
     data = page.encode("utf-8")
     write_atomically(target, data)
-    click.echo(f"wrote {target} ({len(data) / 1024:,.0f} KiB)")
+    wrote(target, f"{len(data) / 1024:,.0f} KiB")
     return EXIT_OK
 
 

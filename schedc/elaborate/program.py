@@ -105,7 +105,7 @@ class Program:
         result = self.result(name, span)
         names = [d.name for d in self.topology.devices]
         reducing = tuple(d.id for d in self.topology.devices if d.reduces)
-        env = Env(self.names, max_lanes=self.limits.held)
+        env = Env(self.names, max_lanes=self.limits.held, lane_limit=self.limits.held)
 
         def run(limits: Limits, watching: Watch | None, first_look: bool = False) -> Schedule:
             ctx = ScheduleContext(self.functions, result.collective, names, limits, self.nominal,

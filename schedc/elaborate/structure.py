@@ -85,7 +85,8 @@ def dependence(modules: tuple[ast.Module, ...], param: str,
     reachable from `roots` (all schedules if none are given). Read with every local name
     made unique (`language.scopes`): what a name is bound to decides, not its spelling."""
     renamed = unique_bindings(tuple(modules))
-    counterpart = {id(old): new for m, r in zip(modules, renamed) for old, new in zip(m.body, r.body)}
+    counterpart = {id(old): new for m, r in zip(modules, renamed)
+                   for old, new in zip(m.body, r.body)}
     found = tuple(counterpart[id(root)] for root in roots)
     return _Reader(renamed, param).read(tuple(r for r in found if isinstance(r, ast.ScheduleDef)))
 

@@ -44,6 +44,7 @@ from ..msccl.rules import (
     MSCCL,
     NCCL,
 )
+from ..words import counted
 from .msccl_steps import BAND, Block, Places, Shape, build, with_nops
 
 KINDS = {"allreduce": "allreduce", "allgather": "allgather", "alltoall": "alltoall",
@@ -174,15 +175,15 @@ def _thread_blocks(blocks: dict[tuple, Block], executor: str, p: int) -> dict[in
         if any(k > MAX_DEPENDED_TB for k, b in enumerate(tbs) if b in needed):
             tbs.sort(key=lambda b: (b not in needed, b.send, b.recv, b.chan))
         if len(needed) > MAX_DEPENDED_TB + 1:
-            raise FewerChannels(f"gpu {gpu}: {len(needed)} thread blocks have steps that "
-                                "others wait for; a dependency names its thread block by an "
+            raise FewerChannels(f"gpu {gpu}: {counted(len(needed), 'thread block')} have "
+                                "steps that others wait for; a dependency names its thread block by an "
                                 f"int8_t (msccl_struct.h:58), so at most {MAX_DEPENDED_TB + 1} "
                                 "can be")
         if len(tbs) > MAX_THREAD_BLOCKS[executor]:
             hint = " (--executor msccl-executor-nccl allows 1,024)" \
                 if executor == MSCCL and len(tbs) <= MAX_THREAD_BLOCKS[NCCL] else ""
-            raise FewerChannels(f"gpu {gpu} would have {len(tbs)} thread blocks; {executor} "
-                                f"allows {MAX_THREAD_BLOCKS[executor]} "
+            raise FewerChannels(f"gpu {gpu} would have {counted(len(tbs), 'thread block')}; "
+                                f"{executor} allows {MAX_THREAD_BLOCKS[executor]} "
                                 f"(MSCCL_MAX_NUM_THREAD_BLOCKS, {TB_SOURCE[executor]}){hint}")
         for index, b in enumerate(tbs):
             b.id = index
@@ -193,8 +194,8 @@ def _thread_blocks(blocks: dict[tuple, Block], executor: str, p: int) -> dict[in
                     count[b.chan] += 1
             if count and max(count.values()) > MAX_PER_CHANNEL:
                 chan = max(count, key=lambda c: count[c])
-                raise UsageError(f"gpu {gpu} would need {count[chan]} thread blocks that {what} "
-                                 f"on channel {chan}; at most {MAX_PER_CHANNEL}")
+                raise UsageError(f"gpu {gpu} would need {counted(count[chan], 'thread block')} "
+                                 f"that {what} on channel {chan}; at most {MAX_PER_CHANNEL}")
         nodes = 1 + p + len(tbs) + sum(len(b.steps) for b in tbs)
         if nodes >= MAX_NODES:
             raise FewerChannels(f"gpu {gpu}'s part of the XML has {nodes} elements with the "

@@ -32,6 +32,7 @@ from ..units import (
     format_quantity,
     format_seconds,
 )
+from ..words import counted
 from . import schema
 from .floats import csv_rows
 from .text import dump_json, dump_json_pieces, json_number, params_json, table
@@ -108,7 +109,7 @@ def solve_text(program: Program, equation: str, solution: Solution,
            *_sides(solution, solution.left.expr, solution.right.expr, "  "), ""]
     roots = solution.roots
     if roots:
-        out.append(f"{len(roots)} solution{'s' * (len(roots) != 1)}:")
+        out.append(f"{counted(len(roots), 'solution')}:")
         for root in roots:
             symbolic = f" = {root.expr}" if root.expr is not None else ""
             out.append(f"  {param.name} = {_show(root.value, dim)}{symbolic}")

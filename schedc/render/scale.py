@@ -8,6 +8,7 @@ from ..analysis.scale.pieces import BoundPiece
 from ..analysis.solve.instances import IntegerSearch
 from ..elaborate.program import Program
 from ..units import format_quantity, format_seconds
+from ..words import counted
 from . import schema
 from .text import dump_json, json_number
 
@@ -26,17 +27,7 @@ def search_text(program: Program, equation: str, found: IntegerSearch) -> str:
         out.append(f"  {found.stopped}")
     out.append("")
     roots = found.roots
-    if roots:
-        out.append(f"{len(roots)} solution{'s' * (len(roots) != 1)} in {lo}..{hi}: "
-                   + ", ".join(f"{name} = {n}" for n in roots))
-    if found.changes:
-        out.append("the smaller side changes:")
-        for change in found.changes:
-            out.append(f"  between {name} = {change.lo} and {change.hi}: "
-                       f"{_side(found, change.before)} -> {_side(found, change.after)}")
-    else:
-        smaller = found.points[0].smaller
-        out.append(f"no crossover in {lo}..{hi}: {_side(found, smaller)} is smaller throughout")
+    out += _crossings(found, name, lo, hi)
     out.append(f"{name:>8}  {'left':>12}  {'right':>12}")
     shown = sorted({found.points[0].n, found.points[-1].n,
                     *(n for c in found.changes for n in (c.lo, c.hi)), *roots})
@@ -46,6 +37,30 @@ def search_text(program: Program, equation: str, found: IntegerSearch) -> str:
         out.append(f"{n:>8}  {format_quantity(p.left, p.dim):>12}  "
                    f"{format_quantity(p.right, p.dim):>12}")
     return "\n".join(out) + "\n"
+
+
+def _crossings(found: IntegerSearch, name: str, lo: int, hi: int) -> list[str]:
+    """The headline: where the smaller side crosses from one side to the other (what the
+    question asks), then the exact ties, which at hosts = 1 are often two schedules being
+    the same one and no crossing at all."""
+    sided = [p for p in found.points if p.smaller != "equal"]
+    crossings = [(p, q) for p, q in zip(sided, sided[1:]) if p.smaller != q.smaller]
+    roots = found.roots
+    out = []
+    if crossings:
+        out.append(f"the smaller side crosses {counted(len(crossings), 'time')} in {lo}..{hi}:")
+        out += [f"  between {name} = {p.n} and {q.n}: {_side(found, p.smaller)} -> "
+                f"{_side(found, q.smaller)}" for p, q in crossings]
+    elif sided:
+        ties = ", but at the ties below" if roots else ""
+        out.append(f"no crossover in {lo}..{hi}: {_side(found, sided[0].smaller)} is smaller "
+                   f"throughout{ties}")
+    else:
+        out.append(f"no crossover in {lo}..{hi}: the sides are equal throughout")
+    if roots:
+        out.append(f"{counted(len(roots), 'solution')} (the sides equal): "
+                   + ", ".join(f"{name} = {n}" for n in roots))
+    return out
 
 
 def search_json(program: Program, equation: str, found: IntegerSearch) -> str:

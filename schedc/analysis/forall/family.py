@@ -188,8 +188,8 @@ def parsed_modules(path: Path) -> list[ast.Module]:
     return out
 
 
-def symbolic_result(session: Session, param: str, name: str, modules: list[ast.Module] | None = None,
-                    ranks_only: bool = False):
+def symbolic_result(session: Session, param: str, name: str,
+                    modules: list[ast.Module] | None = None, ranks_only: bool = False):
     """The schedule elaborated with `param` a symbol; `modules`: the file and its imports,
     parsed (by `parsed_modules`), when the caller has them already; `ranks_only`: the
     collective's rank order only, the schedule left unread."""

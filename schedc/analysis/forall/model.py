@@ -72,7 +72,8 @@ class RankOrder:
         order = self.major or tuple(range(len(self.path)))
         out: list[tuple[int, ...]] = [()]
         for m in order:
-            out = [c + (v,) for c in out for v in range(value(self.lows[m]), value(self.highs[m]) + 1)]
+            values = range(value(self.lows[m]), value(self.highs[m]) + 1)
+            out = [c + (v,) for c in out for v in values]
         inverse = [order.index(m) for m in range(len(self.path))]
         return [tuple(c[k] for k in inverse) for c in out]
 

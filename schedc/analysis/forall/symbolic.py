@@ -269,7 +269,8 @@ class Elaborator:
             return None
         coords = element.cases[0][1]
         variables = [Lin.var("probe_" + var) for var, _, _ in bounds]
-        if sorted(map(str, coords)) != sorted(map(str, variables)) or len(set(coords)) != len(coords):
+        if sorted(map(str, coords)) != sorted(map(str, variables)) or \
+                len(set(coords)) != len(coords):
             return None
         major = tuple(coords.index(v) for v in variables)  # coordinate of each loop, outer first
         by_coord = [major.index(m) for m in range(len(coords))]  # loop of each coordinate

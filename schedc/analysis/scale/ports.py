@@ -183,7 +183,8 @@ def port_rule(at: Session, name: str, copies: str, path: tuple[str, ...],
         if {k for s, k in kinds if s == "out"} != {k for s, k in kinds if s == "in"} or not kinds:
             raise Unproved("a route loads other port classes at its source than at its "
                            "destination")
-    classes = {same: tuple(sorted(k for s, k in kinds if s == "out")) for same, kinds in cls.items()}
+    classes = {same: tuple(sorted(k for s, k in kinds if s == "out"))
+               for same, kinds in cls.items()}
     links = tuple(FabricLink(topo.resources[r].name, topo.resources[r].effective_bandwidth,
                              frozenset(k for k, through in crossed.items() if r in through))
                   for r in sorted(fabric, key=lambda r: topo.resources[r].name)

@@ -188,8 +188,9 @@ class Reader:
         self.active = []
 
 
-_STATEMENTS = {st.If: "an 'if' that is not a precondition (a guarded transfer)", st.For: "a loop outside a round loop",
-               st.ParallelFor: "'parallel for'", st.RoundBlock: "a round block",
+_STATEMENTS = {st.If: "an 'if' that is not a precondition (a guarded transfer)",
+               st.For: "a loop outside a round loop", st.ParallelFor: "'parallel for'",
+               st.RoundBlock: "a round block",
                st.Transfer: "a transfer outside a round loop"}
 
 

@@ -337,7 +337,14 @@ def prove(session: Session, param: str, name: str, piece: Piece, n: sympy.Symbol
         return Verdict(None, f"not proved: {kind}, checked at its instances only; the proof "
                        f"covers schedules affine in {param} over the integers{why}")
     if piece.regime is None or not piece.classes:
-        return Verdict(None, "not proved: no full formula to prove")
+        # Say also which hypothesis of the machine fails, where one does: the missing
+        # full formula is often its consequence (a bandwidth written in n).
+        try:
+            uniform_copies(session, param)
+            why = ""
+        except Unproved as exc:
+            why = f"; and {exc.args[0]}"
+        return Verdict(None, f"not proved: no full formula to prove{why}")
     start = piece.valid_from
     try:
         _no_send(session, session.program.result(name).definition.body, set())
