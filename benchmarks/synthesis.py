@@ -108,6 +108,23 @@ def main() -> None:
               f"in-process {inside:.2f} s; {result['trees']} trees, depth {result['depth']}, "
               f"chunks {result['chunks']}; at alpha = 0 {ratio:.4f}x the optimum "
               f"(library: {others})")
+    pinned(repeat, ref)
+
+
+def pinned(repeat: int, ref: float) -> None:
+    """Machines whose optimum counts paths schedc's own routes do not take: the packing on
+    its routes, then with the routes `synthesize` pins."""
+    print("\nsynthesize allgather where routes are pinned (whole process):")
+    for label, path in [("one host of shared_nic_2x8",
+                         ROOT / "schedules" / "algorithms" / "nccl_one_host.sched"),
+                        ("3 GPUs, NVLink + PCIe", ROOT / "tests" / "fixtures" / "synthesize" /
+                         "two_paths.sched")]:
+        low, median, text = wall(["synthesize", str(path), "--collective", "allgather",
+                                  "--json"], repeat)
+        result = json.loads(text)
+        print(f"  {label}: min {low:.2f} s, median {median:.2f} s ({low / ref:.2f}x ref); "
+              f"{result['pinned_routes']} routes pinned, packing {result['packing_reached']:.4%} "
+              f"of the optimum's rate, at alpha = 0 {result['ratio']:.4f}x the optimum")
 
 
 if __name__ == "__main__":

@@ -4,6 +4,7 @@ exact optimum (and never below it), measured by compiling the written file again
 from __future__ import annotations
 
 import json
+import re
 from fractions import Fraction
 from pathlib import Path
 
@@ -152,6 +153,36 @@ def test_msccl_export_of_a_synthesized_allgather(tmp_path):
     assert "would load it" in schedc.validate_msccl(xml, "msccl-executor-nccl")
 
 
+def test_tables_named_like_the_machines_names_are_prefixed(tmp_path):
+    # The machine file defines `edge_tree` and `ag_tree_root`: the written tables take the
+    # schedule's name as a prefix instead of redefining them (an error of the language).
+    machine = tmp_path / "busy.sched"
+    machine.write_text(f'import "{MACHINES / "flat_8.sched"}"\nlet edge_tree = 1\n'
+                       'let ag_tree_root = 2\n')
+    out, result = written(tmp_path, machine, "allreduce", over="ranks", size="1 MiB")
+    assert "let synthesized_allreduce_ag_edge_tree = [" in result.text
+    assert at_zero_alpha(out, result.name) == result.bandwidth_time
+    machine.write_text(f'import "{MACHINES / "flat_8.sched"}"\nparam chunks = 2\n')
+    with pytest.raises(schedc.SchedcError, match="choose another --name"):
+        schedc.synthesize(machine, "allgather", over="ranks", size="1 MiB")
+
+
+def test_msccl_refusal_names_the_chunks_that_fit(tmp_path):
+    # At 64 chunks of 8 units a GPU's part of the XML passes the executors' 4,095 elements
+    # (MAX_NODES, msccl_parser.h:23); the refusal names a chunk count that fits, and it does.
+    out, result = written(tmp_path, ROOT / "schedules" / "seed" / "nvlink_2x8.sched", "allgather",
+                          over="ranks", size="192 MiB", units=8, chunks=64)
+    with pytest.raises(schedc.SchedcError, match=r"MAX_NODES.*with --set chunks=(\d+)") as refused:
+        schedc.export_msccl(schedc.load(out), result.name)
+    fewer = int(re.search(r"--set chunks=(\d+)", str(refused.value)).group(1))
+    assert 8 <= fewer < 64  # 8 fits (the test above)
+    xml = tmp_path / "fewer.xml"
+    xml.write_text(schedc.export_msccl(schedc.load(out, sets=(f"chunks={fewer}",)), result.name))
+    assert "would load it" in schedc.validate_msccl(xml, "msccl-executor-nccl")
+    with pytest.raises(schedc.SchedcError):  # one more does not fit
+        schedc.export_msccl(schedc.load(out, sets=(f"chunks={fewer + 1}",)), result.name)
+
+
 @pytest.mark.parametrize("option, value, said", [
     ("--over", "[nonexistent]", "--over [nonexistent]: unknown name 'nonexistent'"),
     ("--size", "64 Mfoo", "--size 64 Mfoo: unexpected 'Mfoo'"),
@@ -175,14 +206,42 @@ def test_a_refused_compile_writes_nothing(run, tmp_path):
     assert not out.exists()
 
 
-def test_below_the_optimum_it_says_so(tmp_path):
-    # Eight GPUs of one host of shared_nic_2x8: the optimum's cut (two GPUs behind one NIC)
-    # counts paths out through the NIC and back, which no route between these ranks takes; the
-    # routed trees stop below it, and the output says so instead of claiming the optimum.
+def test_paths_schedc_does_not_route_are_pinned(tmp_path):
+    # Three GPUs of one host, each with an NVLink and a PCIe port of B: a GPU receives the
+    # other two shards, 2V/3, over 2B, so the optimum is V/(3B) (by hand). Routes inside a
+    # host take NVLink alone (docs/routing.md), so unpinned trees get B, V·2/3/B: twice it.
+    # The file pins one PCIe route per GPU (each sends once over each port) and reaches it.
+    source = FIXTURES / "two_paths.sched"
+    out, result = written(tmp_path, source, "allgather")
+    assert result.optimum == Fraction(2**30, 3 * 100 * 10**9)  # V = 1 GiB, B = 100 GB/s
+    assert result.pinned == 3
+    assert result.text.count(" via node[0].plx") == 3
+    assert at_zero_alpha(out, result.name) == result.optimum
+
+
+def test_one_host_of_a_shared_nic_machine_reaches_the_optimum(tmp_path):
+    # Eight GPUs of one host of shared_nic_2x8: the optimum's cut (two GPUs behind one PCIe
+    # switch and NIC) counts the pair's PCIe switch and paths out through the NICs and back,
+    # which no route of schedc's own takes (routed trees reached 40.6 %). Pinned routes do.
     source = ROOT / "schedules" / "algorithms" / "nccl_one_host.sched"  # imports results named
     out, result = written(tmp_path, source, "allgather")               # after library functions
-    assert result.reached < 0.99
-    assert "counts paths that schedc's routes" in result.text
+    assert result.reached >= 1 - 1e-6
+    assert "route node[0].g[0] -> node[0].g[1] via node[0].pcie[0]" in result.text
+    time = at_zero_alpha(out, result.name)
+    assert result.optimum <= time <= result.optimum * Fraction(101, 100)
+
+
+def test_the_machines_own_pins_stay_and_below_the_optimum_it_says_so(tmp_path):
+    # The same three GPUs with every route pinned through the NVSwitch by the machine: the
+    # trees get B, half the optimum's rate, and the output says so instead of claiming it.
+    machine = tmp_path / "pinned.sched"
+    pins = "\n".join(f"  route node[0].g[{i}] -> node[0].g[{j}] via node[0].nvs"
+                      for i in range(3) for j in range(3) if i != j)
+    machine.write_text(f'import "{FIXTURES / "two_paths.sched"}"\ntopology {{\n{pins}\n}}\n')
+    out, result = written(tmp_path, machine, "allgather", over="ranks", size="V")
+    assert result.reached == pytest.approx(0.5)
+    assert result.pinned == 0
+    assert "no route these trees may take" in result.text
     assert at_zero_alpha(out, result.name) >= result.optimum  # a lower bound all the same
 
 

@@ -52,8 +52,42 @@ def export_msccl(session: Session, schedule: str, *, proto: str = "Simple", chan
         found = verdict(session, name)
         if not found.ok:
             raise refusal([found])
-    return write_xml(session.schedule(name), name, proto, channels, executor, min_bytes,
-                     max_bytes, max_steps, layout)
+    def write(at: Session) -> str:
+        return write_xml(at.schedule(name), name, proto, channels, executor, min_bytes,
+                         max_bytes, max_steps, layout)
+    try:
+        return write(session)
+    except UsageError as refused:
+        fewer = _fewer_chunks(session, write)
+        if fewer is None:
+            raise
+        raise UsageError(f"{refused.message}; with --set chunks={fewer} (this file's pipelined "
+                         f"chunks, {session.structural()['chunks']} now) it fits"
+                         if fewer else f"{refused.message}, and no --set chunks fits",
+                         refused.span, refused.notes) from None
+
+
+def _fewer_chunks(session: Session, write) -> int | None:
+    """For a file whose pipeline depth is the structural param `chunks` (as `synthesize`
+    writes): the most chunks below the current count whose XML fits (0: none does; each
+    chunk adds steps, so it is found by bisection), or None without such a param."""
+    from ..errors import UsageError
+    now = session.structural().get("chunks")
+    if now is None or now < 2:
+        return None
+
+    def fits(k: int) -> bool:
+        try:
+            write(session.at({"chunks": k}))
+        except UsageError:
+            return False
+        return True
+
+    lo, hi = 0, now  # chunks lo fit (0: vacuously), hi do not
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (mid, hi) if fits(mid) else (lo, mid)
+    return lo
 
 
 def validate_msccl(path: str, executor: str, max_steps: int | None = None) -> str:

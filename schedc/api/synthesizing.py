@@ -104,19 +104,61 @@ def _synthesize(source, machine, kind, over, size, root, chunks, within, name, s
                 scratch, max_ranks, units, limits) -> Synthesis:
     from ..analysis.bound.cuts import RankCuts
     from ..analysis.bound.optimum import optimum, side_names
-    from ..analysis.synthesize.packing import pack
     from ..analysis.synthesize.plan import alpha_optimal, chunks_within, plan
     from ..cost.formula import nominal_value
     from ..export.sched_schedule import Phase, schedule_text
-    from ..model.collectives import KINDS
     from ..model.ir import linear_value
+
+    program, coll, (over, size, root), tables = _probe(source, kind, over, size, root, name,
+                                                      sets, scratch, limits, max_ranks)
+    finder = RankCuts(program.topology, program.nominal, coll.ranks)
+    exact = optimum(finder, coll, program.nominal)
+    if exact is None:
+        raise UsageError(f"nothing to synthesize for this {kind}: no link with a bandwidth "
+                         "limits its ranks, or some rank cannot be reached (bound says which)")
+    n = len(coll.ranks)
+    whole = float(linear_value(coll.size, program.nominal))
+    shard = whole if root is not None else whole / n
+    packings, pins = _packings(program, coll, exact, shard, finder.shift)
+    phases, goals = [], []
+    for part, packing in zip(exact.parts, packings):
+        # Below the optimum, the trees reach no more (the cut counts paths that no pinned
+        # route lets them take): come within `within` of what they reach.
+        goals.append(float(part.value) / min(packing.reached, 1.0))
+        prefix = tables + ("" if len(packings) == 1 else
+                           "rs_" if packing.kind == "reduce_scatter" else "ag_")
+        phases.append(Phase(plan(packing, within, units), prefix))
+    if chunks is None:  # each phase within `within` of its goal: the sum is too
+        chunks = max(chunks_within(p.plan, goal, shard, within) for p, goal in zip(phases, goals))
+    alpha = float(nominal_value(program.alpha, program.nominal))
+    alpha_chunks = alpha_optimal([p.plan for p in phases], shard, alpha, chunks)
+
+    def text(header: list[str], machine_path: str) -> str:
+        return schedule_text(machine=machine_path, kind=kind, size=size, over=over, root=root,
+                             name=name, chunks=chunks, phases=phases, ranks=n,
+                             header=header, routes=_route_lines(program.topology, pins))
+
+    bandwidth, timing = _compiled(text([], str(source.resolve())), name, sets, scratch, limits)
+    result = Synthesis("", name, kind, chunks, alpha_chunks, exact.value, exact.time,
+                       side_names(finder, exact), bandwidth, timing.time, timing.cost.formula,
+                       timing.cost.rounds, sum(len(p.plan.trees) for p in phases),
+                       phases[0].plan.units, max(p.plan.depth for p in phases),
+                       min(p.reached for p in packings), sum(p.iterations for p in packings),
+                       len(pins))
+    return replace(result, text=text(_header(result, source), machine))
+
+
+def _probe(source, kind, over, size, root, name, sets, scratch, limits, max_ranks):
+    """The collective to synthesize, compiled from FILE and the options in a probe file:
+    (program, collective, its (over, size, root) source text, the tables' name prefix)."""
+    from ..export.sched_schedule import TABLES
+    from ..model.collectives import KINDS
     from ..session import Session
 
     declared = _declared(Session.open(source, sets, limits))
     size = size or (declared[1] if declared else None)
     over = over or (declared[2] if declared else None)
-    rooted = KINDS[kind].rooted
-    if rooted:
+    if KINDS[kind].rooted:
         root = root or (declared[3] if declared and declared[3] else f"{name}_ranks[0]")
     else:
         root = None
@@ -128,45 +170,26 @@ def _synthesize(source, machine, kind, over, size, root, chunks, within, name, s
         probe = _compile(scratch, source.resolve(), decl + [f"schedule {name} {{}}"], sets, limits)
     except SchedcError as error:
         raise _at_option(error, scratch, decl, over, size, root) from None
-    program = probe.program
-    coll = program.result(name).collective
+    coll = probe.program.result(name).collective
+    taken = _names_in_use(probe) - {group, name}
+    if taken & {"chunks", group} or any(n.startswith(name + "_") for n in taken):
+        raise UsageError(f"{source} already defines a name the written file needs ('chunks' or "
+                         f"one starting {name}_): choose another --name")
     if len(coll.ranks) > max_ranks:
         raise UsageError(f"synthesizing over {len(coll.ranks)} ranks is refused: the limit is "
                          f"{max_ranks} (raise it with --max-ranks; pricing grows as ranks^3)")
     if len(coll.ranks) < 2:
         raise UsageError(f"--over {over}: over one rank, {kind} moves nothing to synthesize")
-    finder = RankCuts(program.topology, program.nominal, coll.ranks)
-    exact = optimum(finder, coll, program.nominal)
-    if exact is None:
-        raise UsageError(f"nothing to synthesize for this {kind}: no link with a bandwidth "
-                         "limits its ranks, or some rank cannot be reached (bound says which)")
-    n = len(coll.ranks)
-    whole = float(linear_value(coll.size, program.nominal))
-    phases, shard = [], (whole if rooted else whole / n)
-    reached, iterations, goals = 1.0, 0, []
-    for part in exact.parts:
-        rate = shard / float(part.value)
-        packing = pack(program.topology, program.nominal, coll.ranks, part.kind,
-                       coll.root, rate, coll.span, finder.shift)
-        reached, iterations = min(reached, packing.reached), iterations + packing.iterations
-        # Below the optimum, routed trees reach no more (the cut counts paths that schedc's
-        # routes between these ranks do not take): come within `within` of what they reach.
-        goals.append(float(part.value) / min(packing.reached, 1.0))
-        prefix = "" if len(exact.parts) == 1 else ("rs_" if part.kind == "reduce_scatter" else "ag_")
-        phases.append(Phase(plan(packing, within, units), prefix))
-    if chunks is None:  # each phase within `within` of its goal: the sum is too
-        chunks = max(chunks_within(p.plan, goal, shard, within) for p, goal in zip(phases, goals))
-    alpha = float(nominal_value(program.alpha, program.nominal))
-    alpha_chunks = alpha_optimal([p.plan for p in phases], shard, alpha, chunks)
-    sides = side_names(finder, exact)
+    # The tables' names, prefixed with the schedule's when FILE uses one of them.
+    tables = f"{name}_" if taken & {p + t for p in ("", "rs_", "ag_") for t in TABLES} else ""
+    return probe.program, coll, (over, size, root), tables
 
-    def text(header: list[str], machine_path: str) -> str:
-        return schedule_text(machine=machine_path, kind=kind, size=size, over=over, root=root,
-                             name=name, chunks=chunks, phases=phases, ranks=n,
-                             header=header)
 
+def _compiled(text: str, name: str, sets, scratch: Path, limits) -> tuple[Fraction, Timing]:
+    """The written text compiled and verified: its time at α = 0 and its timing."""
+    from ..cost.formula import nominal_value
     try:  # the written file is not kept: its errors are said without its (temporary) lines
-        compiled = _compile(scratch, None, [text([], str(source.resolve()))], sets, limits)
+        compiled = _compile(scratch, None, [text], sets, limits)
         (timing,) = verified_timings(compiled, [name])
     except SchedcError as error:
         raise type(error)(f"the synthesized schedule is refused, nothing written: "
@@ -175,11 +198,69 @@ def _synthesize(source, machine, kind, over, size, root, chunks, within, name, s
     # number, a protocol's or a route's latency alike).
     bandwidth = sum((c.count * nominal_value(c.time - c.startup, compiled.program.nominal)
                      for c in timing.cost.classes), Fraction(0))
-    result = Synthesis("", name, kind, chunks, alpha_chunks, exact.value, exact.time, sides,
-                       bandwidth, timing.time, timing.cost.formula, timing.cost.rounds,
-                       sum(len(p.plan.trees) for p in phases), phases[0].plan.units,
-                       max(p.plan.depth for p in phases), reached, iterations)
-    return replace(result, text=text(_header(result, source), machine))
+    return bandwidth, timing
+
+
+def _packings(program, coll, exact, shard: float, shift):
+    """Each part's packing (all-reduce: reduce-scatter, then all-gather) and the routes they
+    need pinned: none when schedc's own routes reach the optimum; otherwise the paths
+    `synthesize.paths` finds, kept when the packings on them reach more."""
+    from ..analysis.synthesize.packing import pack
+    from ..analysis.synthesize.paths import pinned_paths, with_pins
+
+    def packed(topology):
+        return [pack(topology, program.nominal, coll.ranks, part.kind, coll.root,
+                     shard / float(part.value), coll.span, shift) for part in exact.parts]
+
+    plain = packed(program.topology)
+    if min(p.reached for p in plain) >= 1 - 1e-6:
+        return plain, {}
+    pins: dict = {}
+    for part, packing in zip(exact.parts, plain):
+        topology = with_pins(program.topology, pins, coll.span)
+        pins.update(pinned_paths(topology, program.nominal, coll.ranks, part.kind, coll.root,
+                                 shard / float(part.value), packing.trees if not pins else ()))
+    if not pins:
+        return plain, {}
+    routed = packed(with_pins(program.topology, pins, coll.span))
+    if min(p.reached for p in routed) <= min(p.reached for p in plain) + 1e-9:
+        return plain, {}
+    return routed, pins
+
+
+def _route_lines(topology, pins: dict) -> list[str]:
+    """Each pinned route as the statement that pins it."""
+    from ..export.sched_schedule import route_statement
+    names = [d.name for d in topology.devices]
+    return [route_statement(names[a], names[b], [names[d] for d in path[1:-1]])
+            for (a, b), path in sorted(pins.items())]
+
+
+def _names_in_use(session) -> set[str]:
+    """Every name FILE and its imports define at the top level (lets, params, schedules,
+    devices and hosts: a nested device's family name too, which errs on the safe side)."""
+    from dataclasses import fields, is_dataclass
+
+    from ..language import syntax as ast
+    names: set[str] = set()
+
+    def walk(node) -> None:
+        if isinstance(node, ast.DeclName):
+            names.add(node.name)
+        elif isinstance(node, (tuple, list)):
+            for item in node:
+                walk(item)
+        elif is_dataclass(node) and isinstance(node, ast.Node):
+            for f in fields(node):
+                if not isinstance(getattr(node, f.name), str):
+                    walk(getattr(node, f.name))
+
+    for module in session.modules:
+        for stmt in module.body:
+            if isinstance(stmt, (ast.Let, ast.ParamDecl, ast.ScheduleDef)):
+                names.add(stmt.name)
+            walk(stmt)
+    return names
 
 
 def _declared(session) -> tuple[str, str, str, str | None] | None:
@@ -226,8 +307,15 @@ def _short(s: Synthesis) -> str:
     """Why trees over schedc's routes can stop below the optimum, when they do."""
     if s.reached >= 1 - 1e-6:
         return ""
-    return (" (the optimum's cut counts paths that schedc's routes between these ranks do "
-            "not take: no tree of routed transfers does better)")
+    return (" (the optimum's cut counts paths that no route these trees may take has: the "
+            "machine pins a route, or a pair would need two paths)")
+
+
+def _pinned(s: Synthesis) -> str:
+    if not s.pinned:
+        return ""
+    return (f"; {s.pinned} routes pinned, found by pricing any path by shortest paths, as the "
+            "optimum's cut counts them")
 
 
 def _header(s: Synthesis, source: Path) -> list[str]:
@@ -244,7 +332,7 @@ def _header(s: Synthesis, source: Path) -> list[str]:
            f"{format_seconds(s.optimum)} = {s.optimum_formula}; not a lower bound on all-reduce",
            f"(schedc bound compares it with one). Their cuts: {cuts}."]),
         f"Found by column generation (HiGHS LP, {s.iterations} rounds of pricing by minimum "
-        f"arborescences), {s.reached:.6%} of the optimum's rate{_short(s)};",
+        f"arborescences{_pinned(s)}), {s.reached:.6%} of the optimum's rate{_short(s)};",
         f"trees rounded to {s.units} units of a shard, depth {s.depth}.",
         f"Time (compiled, chunks = {s.chunks}): {s.formula}",
         f"  = {format_seconds(s.time)}; at alpha = 0 {format_seconds(s.bandwidth_time)}, "

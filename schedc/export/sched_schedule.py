@@ -8,15 +8,21 @@ the header. Only comments carry text from elsewhere, each line through `comment`
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..analysis.synthesize.plan import Plan
+from ..errors import TopologyError
 from ..language.quote import comment as escaped
 from ..language.quote import string
 from ..model.collectives import KINDS
 
 _WIDTH = 96  # numbers per table line
+# The tables a phase writes (after its prefix): named so a reader of the file can follow them.
+TABLES = ("tree_root", "tree_first", "tree_units", "edge_tree", "edge_parent", "edge_child",
+          "edge_depth")
+_DEVICE = re.compile(r"[A-Za-z_]\w*(\[\d+\])*(\.[A-Za-z_]\w*(\[\d+\])*)*")
 
 
 @dataclass(frozen=True)
@@ -35,11 +41,17 @@ def comment(text: str) -> str:
 
 
 def schedule_text(*, machine: str, kind: str, size: str, over: str, root: str | None, name: str,
-                  chunks: int, phases: Sequence[Phase], ranks: int, header: Sequence[str]) -> str:
-    """The whole file."""
+                  chunks: int, phases: Sequence[Phase], ranks: int, header: Sequence[str],
+                  routes: Sequence[str] = ()) -> str:
+    """The whole file; `routes` are `route` statements the trees need (see `route_statement`)."""
     lines = [comment(h) for h in header]
     group = f"{name}_ranks"
-    lines += ["", f"import {string(machine, 'the machine file')}", "",
+    lines += ["", f"import {string(machine, 'the machine file')}", ""]
+    if routes:
+        lines += ["# The routes these trees take where schedc's own differ (the optimum's cut "
+                  "counts these paths);", "# pinned for every schedule of this file.",
+                  "topology {", *(f"  {r}" for r in routes), "}", ""]
+    lines += [
               f"param chunks = {chunks}   # structural: each tree's slice goes in `chunks` "
               "pipelined chunks", "",
               f"let {group} = {over}",
@@ -54,6 +66,17 @@ def schedule_text(*, machine: str, kind: str, size: str, over: str, root: str | 
         lines += [f"schedule {name} {{",
                   *(f"  {name}_{p.plan.kind}({group})" for p in phases), "}", ""]
     return "\n".join(lines)
+
+
+def route_statement(src: str, dst: str, through: Sequence[str]) -> str:
+    """`route SRC -> DST via ...` between devices named as the compiler names them (an
+    identifier, indices and members: `node[0].g[1]`); any other name is refused, so nothing
+    but the statement can be written."""
+    for device in (src, dst, *through):
+        if not _DEVICE.fullmatch(device):
+            raise TopologyError(f"cannot pin a route through the device {device!r}: its name is "
+                              "not an expression of the language")
+    return f"route {src} -> {dst}" + (f" via {', '.join(through)}" if through else "")
 
 
 def _tables(phase: Phase) -> list[str]:

@@ -24,8 +24,10 @@ def synthesis_text(s: Synthesis, written: str | None) -> str:
           for side, label in zip(s.optimum_cuts, ("reduce-scatter", "all-gather"))),
         f"  packing      {s.reached:.6%} of the optimum's rate ({s.iterations} rounds of pricing)"
         + ("" if s.reached >= 1 - 1e-6 else
-           "\n               below it: the cut counts paths schedc's routes between these "
-           "ranks do not take"),
+           "\n               below it: the cut counts paths that no route these trees may "
+           "take has"),
+        *([f"  routes       {s.pinned} pinned where schedc's own differ (a `topology` "
+           "block in the file)"] if s.pinned else []),
         f"  time         {format_seconds(s.time)}  (compiled and verified, chunks = {s.chunks}, "
         f"{s.rounds} rounds)",
         f"  formula      {s.formula}",
@@ -47,6 +49,7 @@ def synthesis_json(s: Synthesis, written: str | None) -> str:
         "optimum_cuts": list(s.optimum_cuts),
         "packing_reached": s.reached,
         "pricing_rounds": s.iterations,
+        "pinned_routes": s.pinned,
         "trees": s.trees,
         "depth": s.depth,
         "units": s.units,

@@ -91,12 +91,10 @@ def pack(topology: Topology, nominal: dict, ranks: tuple[int, ...], kind: str,
     rooted = KINDS[kind].rooted
     edges, shares, resources, capacity = _routes(topology, nominal, ranks, inward, span)
     row_of = {(int(a), int(b)): k for k, (a, b) in enumerate(edges)}
-    orbits = None if rooted else _orbits(shift, ranks, resources, row_of, edges, shares)
-    sigma, orbit_of = orbits if orbits is not None else (
-        np.arange(n)[None, :], np.arange(len(resources)))
+    sigma, orbit_of, roots, weight_of_root = _symmetry(
+        None if rooted else _orbits(shift, ranks, resources, row_of, edges, shares),
+        n, len(resources), ranks.index(root) if rooted else None)
     order = len(sigma)
-    roots = [ranks.index(root)] if rooted else sorted({int(sigma[:, a].min()) for a in range(n)})
-    weight_of_root = np.array([order / len({int(x) for x in sigma[:, c]}) for c in roots])
     rows = int(orbit_of.max()) + 1
     orbit_size = np.bincount(orbit_of, minlength=rows)
     scale = float(capacity.max())
@@ -155,19 +153,34 @@ def pack(topology: Topology, nominal: dict, ranks: tuple[int, ...], kind: str,
         if len(columns) > 8 * (rows + len(roots)):  # keep the LP small: drop priced-out trees
             _prune(trees, columns, seen, weights, y, dict(zip(roots, z * weight_of_root)))
     ticker.finish()
-    expanded: dict[tuple, float] = {}  # each kept tree and its shifts, at its weight
+    packed = _expanded(trees, weights, sigma, rate)
+    seconds = shares.multiply(1.0 / (capacity[None, :])).tocsr()
+    loads = np.array([load(t.edges) / capacity for t in packed]) if packed else \
+        np.zeros((0, len(resources)))
+    return Packing(kind, packed, rate * scale, rate / target if target else 1.0, iterations,
+                   loads, resources, row_of, seconds)
+
+
+def _symmetry(orbits, n: int, resources: int, root: int | None):
+    """(σ^k per shift, each resource's orbit, the roots to price, how many trees of the
+    orbits each root's row counts); without orbits, every rank (or the root) alone."""
+    sigma, orbit_of = orbits if orbits is not None else (
+        np.arange(n)[None, :], np.arange(resources))
+    roots = [root] if root is not None else sorted({int(sigma[:, a].min()) for a in range(n)})
+    weight_of_root = np.array([len(sigma) / len({int(x) for x in sigma[:, c]}) for c in roots])
+    return sigma, orbit_of, roots, weight_of_root
+
+
+def _expanded(trees: list, weights, sigma: np.ndarray, rate: float) -> tuple[Tree, ...]:
+    """Each tree the LP weighs and its shifts, at its weight, in a fixed order."""
+    expanded: dict[tuple, float] = {}
     for k, w in enumerate(weights):
         if w > _EPS * max(rate, _EPS):
             c, found = trees[k]
             for image in sigma:
                 key = (int(image[c]), tuple((int(image[a]), int(image[b])) for a, b in found))
                 expanded[key] = expanded.get(key, 0.0) + float(w)
-    packed = tuple(Tree(c, found, w) for (c, found), w in sorted(expanded.items()))
-    seconds = shares.multiply(1.0 / (capacity[None, :])).tocsr()
-    loads = np.array([load(t.edges) / capacity for t in packed]) if packed else \
-        np.zeros((0, len(resources)))
-    return Packing(kind, packed, rate * scale, rate / target if target else 1.0, iterations,
-                   loads, resources, row_of, seconds)
+    return tuple(Tree(c, found, w) for (c, found), w in sorted(expanded.items()))
 
 
 def _prune(trees: list, columns: list, seen: set, weights, y, z_of: dict) -> None:

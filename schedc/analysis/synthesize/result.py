@@ -27,6 +27,7 @@ class Synthesis:
     depth: int
     reached: float  # the packing LP's rate over the optimum's (1.0: the optimum)
     iterations: int  # rounds of pricing the LP took
+    pinned: int = 0  # `route` statements the file adds (paths schedc's own routes do not take)
 
     @property
     def ratio(self) -> float:

@@ -1,0 +1,230 @@
+"""Routes for a packing, where schedc's own routes stop below the optimum.
+
+The optimum counts every path through forwarding devices; schedc routes a pair of ranks over
+its best routes only (NVLink first inside a host, fewest links), so on some machines — two
+GPUs that share a PCIe switch but talk over NVLink, NICs that could loop back through a leaf
+— no tree of routed transfers reaches the optimum (`packing.pack` says by how much). Here the
+pricing may choose any path: the cheapest path between two ranks under the LP's resource
+duals is a shortest path (Dijkstra, SciPy's csgraph, on a graph where a device that does not
+forward is only an end), so each round prices a tree over the metric closure. The paths the
+packing uses become `route A -> B via ...` pins, one path per ordered pair — the one carrying
+most of the pair's weight — and `pack` then runs on the pinned machine: what it reaches is
+what the written file, pins included, reaches.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+
+import numpy as np
+
+from ...model.collectives import KINDS
+from ...model.routing import pinned
+from ...model.topology import PinnedRoute, Topology
+from .arborescence import min_arborescence
+from .packing import MAX_ITERATIONS, Tree, _master, _prune
+
+_PASSES = 8  # fixing passes; each fixes every pair still split
+_TIE = 1e-9  # added to every leg's price: of paths priced alike, the one with fewest legs
+
+
+def pinned_paths(topology: Topology, nominal: dict, ranks: tuple[int, ...], kind: str,
+                 root: int | None, optimum_rate: float, seeds: tuple[Tree, ...] = ()
+                 ) -> dict[tuple[int, int], tuple[int, ...]]:
+    """Per ordered pair of ranks (as device ids, in the transfer's direction), the devices of
+    the path its trees' transfers should take, where that differs from schedc's route.
+    `seeds`, trees over schedc's routes (a packing's), start the search where they stopped.
+
+    A pinned route is one path per pair, and the free packing may split a pair over several:
+    each pass fixes every such pair to the path carrying most of its weight and packs again
+    around it, until every pair the trees use takes one path (at most `_PASSES` passes)."""
+    legs = _Legs(topology, nominal, ranks, KINDS[kind].reduces)
+    inward = KINDS[kind].reduces
+    roots = [ranks.index(root)] if KINDS[kind].rooted else list(range(len(ranks)))
+    position = {device: k for k, device in enumerate(ranks)}
+    fixed: dict[tuple[int, int], tuple[int, ...]] = {}  # (a, b) tree edge -> its path
+    for src, dst in topology.pinned:  # the machine's own pins stay: its route, `()`
+        if src in position and dst in position:
+            a, b = position[src], position[dst]
+            fixed[(b, a) if inward else (a, b)] = ()
+    for _ in range(_PASSES):
+        carried = _pack_paths(legs, roots, optimum_rate, fixed, seeds)
+        if all(len(by_path) == 1 for by_path in carried.values()):
+            break
+        fixed.update({edge: max(sorted(by_path), key=lambda p: by_path[p])
+                      for edge, by_path in carried.items() if edge not in fixed})
+    used = {edge: fixed.get(edge, next(iter(by_path))) for edge, by_path in carried.items()}
+    pins = {}
+    for (a, b), path in sorted(used.items()):
+        pair = (ranks[b], ranks[a]) if inward else (ranks[a], ranks[b])
+        if path and not _routed_over(topology, pair, path):
+            pins[pair] = path
+    return pins
+
+
+def _pack_paths(legs: _Legs, roots: list[int], optimum_rate: float, fixed: dict,
+                seeds: tuple[Tree, ...]) -> dict[tuple[int, int], dict[tuple, float]]:
+    """Column generation over trees whose edges take any path (the `fixed` edges their
+    path; `()` is schedc's own route); per tree edge used, the weight each path carries."""
+    scale = float(legs.capacity.max())
+    capacity = legs.capacity / scale
+    trees: list[tuple[int, tuple]] = []
+    columns: list[np.ndarray] = []
+    seen: set = set()
+
+    def add(c: int, edges: tuple) -> None:
+        if (c, edges) not in seen:
+            seen.add((c, edges))
+            trees.append((c, edges))
+            columns.append(sum((legs.edge_load(a, b, path) for a, b, path in edges),
+                               np.zeros(len(capacity))))
+
+    def priced(c: int, closure: _Closure) -> float:
+        parent = min_arborescence(closure.cost, c)
+        add(c, tuple((int(p), v, closure.path(int(p), v)) for v, p in enumerate(parent) if p >= 0))
+        return float(sum(closure.cost[p, v] for v, p in enumerate(parent) if p >= 0))
+
+    for tree in seeds:
+        add(tree.root, tuple((a, b, ()) for a, b in tree.edges))
+    first = legs.closure(1.0 / capacity, fixed)
+    for c in roots:
+        priced(c, first)
+    target = optimum_rate / scale
+    ones = np.ones(len(roots))
+    for _ in range(MAX_ITERATIONS):
+        rate, weights, y, z = _master(columns, trees, roots, ones, capacity)
+        if rate >= target * (1 - 1e-9):
+            break
+        before = len(trees)
+        closure = legs.closure(y, fixed)
+        prices = [priced(c, closure) for c in roots]
+        if len(trees) == before or all(p >= zc * (1 - 1e-9) for p, zc in zip(prices, z)):
+            break
+        if len(columns) > 8 * (len(capacity) + len(roots)):  # as `pack` keeps its LP small
+            _prune(trees, columns, seen, weights, y, dict(zip(roots, z)))
+    carried: dict[tuple[int, int], dict[tuple[int, ...], float]] = {}
+    for (_, edges), w in zip(trees, weights):
+        if w > 1e-12:
+            for a, b, path in edges:
+                by_path = carried.setdefault((a, b), {})
+                by_path[path] = by_path.get(path, 0.0) + float(w)
+    return carried
+
+
+def with_pins(topology: Topology, pins: dict[tuple[int, int], tuple[int, ...]], span) -> Topology:
+    """The machine with these routes pinned as `route A -> B via ...` pins them (every
+    parallel link of each leg), and its routes found afresh."""
+    added = {pair: PinnedRoute(path, _legs_of(topology, path), span) for pair, path in pins.items()}
+    kept = {f.name: getattr(topology, f.name) for f in fields(topology)
+            if f.init and not f.name.startswith("_")}
+    return Topology(**{**kept, "pinned": {**topology.pinned, **added}})
+
+
+def _legs_of(topology: Topology, path: tuple[int, ...]) -> tuple[tuple[int, ...], ...]:
+    return tuple(tuple(i for i, h in enumerate(topology.hops) if (h.src, h.dst) == (u, v))
+                 for u, v in zip(path, path[1:]))
+
+
+def _routed_over(topology: Topology, pair: tuple[int, int], path: tuple[int, ...]) -> bool:
+    """Whether schedc's own route for the pair puts its bytes on the path's links alone."""
+    along = pinned(pair[0], pair[1], _legs_of(topology, path), path, topology.policy == "first")
+    return dict(topology.route(pair[0], pair[1], None).shares) == dict(along.shares)
+
+
+class _Legs:
+    """The machine as legs (all parallel links from one device to the next), their loads on
+    the resources with a bandwidth, and shortest paths between ranks priced by resource."""
+
+    def __init__(self, topology: Topology, nominal: dict, ranks: tuple[int, ...], inward: bool):
+        from scipy.sparse import csr_array  # type: ignore[import-untyped]  # no types
+
+        self.topology, self.ranks, self.inward = topology, ranks, inward
+        self.devices = len(topology.devices)
+        first = topology.policy == "first"
+        limited = [r for r in topology.resources if r.effective_bandwidth is not None]
+        self.column = column = {r.id: k for k, r in enumerate(limited)}
+        self.capacity = np.array([float(r.effective_bandwidth.xreplace(nominal))  # type: ignore[union-attr]
+                                  for r in limited])
+        parallel: dict[tuple[int, int], list[int]] = {}
+        for index, hop in enumerate(topology.hops):
+            parallel.setdefault((hop.src, hop.dst), []).append(index)
+        self.pairs = sorted(parallel)
+        self.leg_of = {pair: k for k, pair in enumerate(self.pairs)}
+        rows, cols, values = [], [], []
+        for k, pair in enumerate(self.pairs):
+            hops = parallel[pair][:1] if first else parallel[pair]
+            for h in hops:
+                for r in topology.hops[h].resources:
+                    if r in column:
+                        rows.append(k)
+                        cols.append(column[r])
+                        values.append(1.0 / len(hops))
+        self.shares = csr_array((values, (rows, cols)), shape=(len(self.pairs), len(limited)))
+        self.forwarding = sorted(topology.forwarding)
+
+    def edge_load(self, a: int, b: int, path: tuple[int, ...]) -> np.ndarray:
+        """Per resource, the share of a tree edge's bytes it carries over `path` (`()`:
+        over schedc's own route between the ranks)."""
+        if path:
+            legs = [self.leg_of[(u, v)] for u, v in zip(path, path[1:])]
+            return np.asarray(self.shares[legs].sum(axis=0)).ravel()
+        src, dst = (self.ranks[b], self.ranks[a]) if self.inward else (self.ranks[a], self.ranks[b])
+        load = np.zeros(len(self.capacity))
+        for r, share in self.topology.route_resources(src, dst, None):
+            if r in self.column:
+                load[self.column[r]] += float(share)
+        return load
+
+    def closure(self, y: np.ndarray, fixed: dict) -> _Closure:
+        """Shortest paths between ranks with each leg priced by the duals `y`."""
+        from scipy.sparse import csr_array
+        from scipy.sparse.csgraph import dijkstra  # type: ignore[import-untyped]
+
+        d = self.devices  # node u: device u sending; node d + u: device u receiving
+        price = self.shares @ y + _TIE
+        heads = np.array([d + v for _, v in self.pairs], dtype=np.int64)
+        tails = np.array([u for u, _ in self.pairs], dtype=np.int64)
+        through = np.array(self.forwarding, dtype=np.int64)  # received, then sent on
+        graph = csr_array((np.concatenate([price, np.full(len(through), _TIE)]),
+                           (np.concatenate([tails, d + through]), np.concatenate([heads, through]))),
+                          shape=(2 * d, 2 * d))
+        ranks = np.asarray(self.ranks, dtype=np.int64)
+        dist, pred = dijkstra(graph, directed=True, indices=ranks, return_predecessors=True)
+        cost = dist[:, d + ranks]  # [i, j]: rank i to rank j
+        if self.inward:
+            cost = cost.T  # edge a → b of an in-tree: the transfer from rank b to rank a
+        cost = cost.copy()
+        np.fill_diagonal(cost, np.inf)
+        for (a, b), path in fixed.items():  # a fixed edge costs its own path
+            cost[a, b] = float(self.edge_load(a, b, path) @ y) + _TIE * max(len(path) - 1, 1)
+        return _Closure(cost, pred, self.ranks, d, self.inward, fixed)
+
+
+@dataclass(frozen=True)
+class _Closure:
+    """Priced shortest paths between ranks: `cost[a, b]` per tree edge, and its path."""
+
+    cost: np.ndarray
+    pred: np.ndarray
+    ranks: tuple[int, ...]
+    devices: int
+    inward: bool
+    fixed: dict
+
+    def path(self, a: int, b: int) -> tuple[int, ...]:
+        """The devices of tree edge a → b's path, in the transfer's direction."""
+        if (a, b) in self.fixed:
+            return self.fixed[(a, b)]
+        i, j = (b, a) if self.inward else (a, b)
+        return _walk(self.pred[i], self.ranks[i], self.devices + self.ranks[j], self.devices)
+
+
+def _walk(pred: np.ndarray, source: int, target: int, d: int) -> tuple[int, ...]:
+    """The devices of the shortest path to `target` (a receiving node), source first."""
+    devices = []
+    node = target
+    while node != source:
+        if node >= d:
+            devices.append(node - d)
+        node = int(pred[node])
+    return (source, *reversed(devices))
