@@ -299,11 +299,35 @@ def text_log(rows: int, sizes: int | None = None) -> str:
                           for k, s in enumerate(size))
 
 
+def large_sizes_log(rows: int) -> str:
+    """fuzz_c11's log: sizes 1, 2, 4 and 8 GiB repeated, at its times; no row below 1 GiB
+    says anything of the latencies, and the fit does not settle (800,000 evaluations)."""
+    times = {2**30: 278168.0, 2**31: 534127.0, 2**32: 1106007.0, 2**33: 2382474.0}
+    head = text_log(0)
+    return head + "".join(f"{s} {s // 4} float sum -1 {times[s]} 0.0 0.0 0 {times[s]} 0.0 0.0 0\n"
+                          for s in (2 ** (30 + k % 4) for k in range(rows)))
+
+
 def test_r10_calibrate_refuses_a_fit_past_its_work_limit(run, tmp_path):
-    log = write(tmp_path, "l.txt", text_log(400, sizes=4))
-    err = refused(run, "calibrate", log, "--machine", DGX, "--max-fit-work", "200000")
-    assert "the fit did not settle within 200,000 units of work" in err
+    """100 rows: 26 fit rows (every 4th and the largest), the DGX machine's 7 params:
+    estimated at 2,750 × 8 × (26 + 100) = 2,772,000 units, within the limit given; refused
+    during the fit when it passes the limit."""
+    log = write(tmp_path, "l.txt", large_sizes_log(100))
+    err = refused(run, "calibrate", log, "--machine", DGX, "--max-fit-work", "3000000")
+    assert "the fit did not settle within 3,000,000 units of work (26 fit rows" in err
     assert "raise --max-fit-work" in err
+
+
+def test_r10_calibrate_of_10000_rows_is_refused_before_the_fit(run, tmp_path):
+    """10,000 rows (the documented row limit; 70 s before): 2,501 fit rows (every 4th size
+    and the largest), 7 params: 2,750 × 8 × (2,501 + 100) = 57,222,000 units estimated, past
+    the default 20,000,000, so refused before the first evaluation of the model."""
+    log = write(tmp_path, "l.txt", text_log(10_000))
+    seconds, code, _, err = timed(run, "calibrate", log, "--machine", DGX)
+    assert code == 2, err
+    assert "a fit of 7 params on 2,501 fit rows may take 57,222,000 units of work" in err
+    assert "the limit is 20,000,000" in err and "raise --max-fit-work" in err
+    assert seconds < 5
 
 
 def test_r11_positions_of_a_one_line_json_log_are_linear(run, tmp_path):

@@ -56,6 +56,27 @@ class WorkBudget:
         self.limit = self.left = MAX_FIT_WORK if limit is None else limit
         self.rows, self.params = rows, params
 
+    # The most evaluations of the model per unknown (and one more) a fit of the shipped logs
+    # took: 32,918 for 11 params, a leave-one-out fold of schedules/calibration/manifest.txt
+    # (the others 279-1,411; benchmarks/RESULTS.md). An estimate, not a bound: a fit of rows
+    # that determine little (every time equal, say) can take more, and is refused by `spend`.
+    EVALUATIONS_PER_UNKNOWN = 2_750
+
+    def estimate(self) -> int:
+        """The work the fit may take, from its rows and params alone."""
+        return self.EVALUATIONS_PER_UNKNOWN * (self.params + 1) * (self.rows + self.CALL_COST)
+
+    def check_estimate(self) -> None:
+        """Refuse, before the first evaluation, a fit whose estimate passes the limit."""
+        if self.estimate() > self.limit:
+            raise CalibrationError(
+                f"a fit of {self.params} params on {self.rows:,} fit rows may take "
+                f"{self.estimate():,} units of work (estimated before it starts: up to "
+                f"{self.EVALUATIONS_PER_UNKNOWN:,} evaluations of the model per param and one "
+                f"more, as the shipped logs' slowest fit took, each costing its fit rows + "
+                f"{self.CALL_COST}); the limit is {self.limit:,}: fit fewer params (--fit) or "
+                "fewer rows (--every, fewer logs), or raise --max-fit-work")
+
     def spend(self) -> None:
         self.left -= self.rows + self.CALL_COST
         if self.left < 0:

@@ -150,6 +150,7 @@ def calibrate_runs(runs: list[Run], names: tuple[str, ...] = (), split: Split = 
               if u.role.prior is not None]
 
     budget = WorkBudget(max_work, fit_rows, len(unknowns))  # (--max-fit-work)
+    budget.check_estimate()
     def data_residuals(x: np.ndarray) -> np.ndarray:
         budget.spend()
         theta = np.exp(x)
