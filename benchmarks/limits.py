@@ -29,7 +29,6 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 S = ROOT / "schedules"
 CALIB = S / "calibration" / "nvidia_dgxc_1node_8xH100_nvlink_allreduce.sched"
-DGX = S / "machines" / "systems" / "dgx_h100.sched"
 RING1024 = S / "scale" / "ring_1024.sched"
 SMI_DGX1 = ROOT / "tests" / "fixtures" / "topo" / "dgx1-nvidia-smi-msccl-tools.txt"
 ADDRESS_SPACE = 8 * 2**30
@@ -159,12 +158,12 @@ def cases() -> list[tuple[str, dict, list[str]]]:
     c.append(("r12_long_expression", {"c.sched": MACHINE + "report y = " + "1 + " * 3_500_000 + "1\n"},
               ["eval", "{c.sched}"]))
     c.append(("r22_machine_show_1000_imported_hosts", {},
-              ["machine", "import", "--nvidia-smi", str(SMI_DGX1), "--hosts", "1000", "-o",
-               "{out:m.sched}", "&&", "machine", "show", "{out:m.sched}"]))
+              ["machine", "import", "--nvidia-smi", str(SMI_DGX1), "--nic-speed", "400Gbit/s",
+               "--sm", "90", "--nvlinks", "1", "--hosts", "1000", "-o", "{out:m.sched}", "&&",
+               "machine", "show", "{out:m.sched}"]))
     c.append(("log_json_10001_rows", {"l.json": json_log(10001)},
               ["predict", str(CALIB), "--against", "{l.json}"]))
     c.append(("ring1024_whatif_nic", {}, ["whatif", str(RING1024), "--class", "nic"]))
-    c.append(("dgx_h100_1024_hosts_whatif", {}, ["whatif", str(DGX), "--set", "hosts=1024"]))
     return c
 
 

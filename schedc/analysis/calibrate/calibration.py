@@ -10,6 +10,8 @@ their geomean is over |error|.
 
 from __future__ import annotations
 
+from collections import Counter
+
 import functools
 import math
 from dataclasses import dataclass, field
@@ -380,9 +382,9 @@ def rows_of(run: Run, place: str, drop_wrong: bool) -> tuple[list[Row], list[str
                                    "count; --drop-wrong leaves them out", wrong[0].span)
         notes.append(f"{run.log}: {len(wrong)} row(s) with a nonzero #wrong left out "
                      f"(--drop-wrong): lines {lines}")
-        rows = [r for r in rows if r not in wrong]
-    sizes = [r.size for r in rows]
-    twice = sorted({s for s in sizes if sizes.count(s) > 1})
+        rows = [r for r in rows if not (r.measurement(place).wrong or 0) > 0]
+    # (counted once: list.count per row took 1.5 s on 10,000 rows)
+    twice = sorted(s for s, n in Counter(r.size for r in rows).items() if n > 1)
     if twice:
         notes.append(f"{run.log}: sizes measured more than once, each row kept: "
                      + ", ".join(str(s) for s in twice))
