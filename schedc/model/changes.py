@@ -223,8 +223,9 @@ def apply(topology: Topology, failed: list[Item], derated: list[tuple[Item, symp
                           "hops": hops, "host_names": list(topology.host_names), "pinned": pinned,
                           "notes": tuple(notes)})
     for src, dst in kept_routes:
-        route = topology.route(src, dst, None)
+        kept_route = topology.route(src, dst, None)
         changed.adopt_route(replace(
-            route, steps=tuple((node, tuple(index[h] for h in out)) for node, out in route.steps),
-            shares=tuple((index[h], share) for h, share in route.shares)))
+            kept_route,
+            steps=tuple((node, tuple(index[h] for h in out)) for node, out in kept_route.steps),
+            shares=tuple((index[h], share) for h, share in kept_route.shares)))
     return changed

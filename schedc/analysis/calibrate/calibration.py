@@ -68,8 +68,8 @@ class WorkBudget:
         """The work the fit may take, from its rows and params alone."""
         return self.EVALUATIONS_PER_UNKNOWN * (self.params + 1) * (self.rows + self.CALL_COST)
 
-    def check_estimate(self) -> None:
-        """Refuse, before the first evaluation, a fit whose estimate passes the limit."""
+    def checked(self) -> WorkBudget:
+        """This budget; refused, before the first evaluation, if the estimate passes it."""
         if self.estimate() > self.limit:
             raise CalibrationError(
                 f"a fit of {self.params} params on {self.rows:,} fit rows may take "
@@ -78,6 +78,7 @@ class WorkBudget:
                 f"more, as the shipped logs' slowest fit took, each costing its fit rows + "
                 f"{self.CALL_COST}); the limit is {self.limit:,}: fit fewer params (--fit) or "
                 "fewer rows (--every, fewer logs), or raise --max-fit-work")
+        return self
 
     def spend(self) -> None:
         self.left -= self.rows + self.CALL_COST
