@@ -192,3 +192,49 @@ def test_the_limit_counts_the_failures_that_change_a_route(run, tmp_path):
     work = 1600 * (1809 + 6416 + 1592)
     assert f"would time 1,600 failures" in err and f"{work:,} units of work" in err
     assert f"the limit is {MAX_FAILURE_WORK:,}" in err
+
+
+# ---- Topology.route_depends_on on random machines ---------------------------------------------
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from schedc.model.changes import Item  # noqa: E402
+
+
+@st.composite
+def machines(draw) -> str:
+    """A machine of 3-4 GPUs and 2-4 switches in one host (so the host's routes try link
+    classes in turn), random links of random classes (parallel ones too), either policy."""
+    gpus, switches = draw(st.integers(3, 4)), draw(st.integers(2, 4))
+    names = [f"g[{i}]" for i in range(gpus)] + [f"s[{i}]" for i in range(switches)]
+    pairs = st.tuples(st.integers(0, len(names) - 1), st.integers(gpus, len(names) - 1))
+    links = draw(st.lists(st.tuples(pairs, st.sampled_from(["nvlink", "pcie", "nic"]),
+                                    st.integers(1, 9)), min_size=3, max_size=14))
+    lines = [f"    link {names[a]} <-> {names[b]} bw {bw} GB/s class {cls}"
+             for (a, b), cls, bw in links if a != b]
+    policy = draw(st.sampled_from(["ecmp", "first"]))
+    return (f"param V = 1 MB\ntopology {{\n  routing {policy}\n  host node[1] {{\n"
+            f"    gpu g[{gpus}]\n    switch s[{switches}]\n" + "\n".join(lines) + "\n  }\n}\n")
+
+
+@settings(max_examples=60, deadline=None)
+@given(machines())
+def test_a_route_keeps_its_loads_when_a_link_it_does_not_depend_on_fails(tmp_path_factory, text):
+    """For every routed GPU pair and every hop outside `route_depends_on`, the machine without
+    that hop, routed from scratch, loads the same resources with the same shares."""
+    path = write(tmp_path_factory.mktemp("m"), "m.sched", text)
+    topology = schedc.load(path).program.topology
+    gpus = [d.id for d in topology.devices if d.kind == "gpu"]
+    for a in gpus:
+        for b in gpus:
+            if a == b:
+                continue
+            try:
+                loads = dict(topology.route_resources(a, b, None))
+            except TopologyError:
+                continue
+            depends = topology.route_depends_on(a, b)
+            for hop in set(range(len(topology.hops))) - depends:
+                failed = apply(topology, [Item("x", "link", frozenset({hop}), ())], [])
+                assert dict(failed.route_resources(a, b, None)) == loads, (text, a, b, hop)
