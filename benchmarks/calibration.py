@@ -111,6 +111,7 @@ def main() -> int:
     _by_bound(loo)
     _what_transfers(runs, loo)
     _without_a_fit(runs)
+    hosts_transfer()
     return 0
 
 
@@ -207,5 +208,61 @@ def _without_a_fit(runs: list[Run]) -> None:
             print(f"  {note}")
 
 
+# Issue 34: measure 2 hosts, fit, predict more. The adapted p5 machine (host count a
+# structural param, one 400 Gbit/s port per GPU, NVLS-tree and an 8-channel ring) fitted on
+# the 2-host log, then `predict --fitted` on each log of the same series (its hosts from the
+# log's rank count). Error per band as the issue states it: exp(mean log(1 + |e|)) - 1.
+HOSTS_MACHINE = ROOT / "schedules" / "calibration" / "ib_hosts_8xH100_ib400_allreduce.sched"
+HOSTS_SERIES = ("nccltests309_qoofyk_dell_xe9680_2node_16xH100_cx7ib400_allreduce",
+                "nccltests309_qoofyk_vmware_4node_32xH100_cx7ib400_allreduce")
+HOSTS_SCHEDULES = "nccl,nccl_1,ring"
+BANDS = (("< 1 MiB", 0, MiB), ("1-64 MiB", MiB, 64 * MiB), (">= 64 MiB", 64 * MiB, 2**62))
+
+
+def _issue_error(errors: list[float]) -> float | None:
+    import math
+    if not errors:
+        return None
+    return math.exp(sum(math.log1p(abs(e)) for e in errors) / len(errors)) - 1
+
+
+def hosts_transfer() -> None:
+    """Fit on the series' first log (2 hosts), predict every log of it; print the bands."""
+    import tempfile
+    from schedc.api import calibrate_files, fitted_sets, predict, write_calibration
+    first = LOGS / f"{HOSTS_SERIES[0]}.txt"
+    fitted = calibrate_files([first], [HOSTS_MACHINE], schedule=HOSTS_SCHEDULES,
+                             step_rules=True)
+    print(f"\nissue 34: fit on {HOSTS_SERIES[0]} ({HOSTS_MACHINE.name}, -s {HOSTS_SCHEDULES}):")
+    for p in fitted.params:
+        print(f"  {p.name} = {p.value:.6g}" + (f"  ({p.held})" if p.held else ""))
+    from schedc.analysis.calibrate.step_rules import preferred
+    print("  step cost: " + "; ".join(f"{f.rule} {_pct(f.heldout or 0)} held out"
+                                      for f in fitted.step_rules)
+          + f"; preferred: {preferred(fitted.step_rules)}")
+    with tempfile.TemporaryDirectory() as folder:
+        written = Path(folder) / "fit.sched"
+        write_calibration(fitted, written, force=True)
+        session = schedc.load(HOSTS_MACHINE, fitted_sets(written))
+    # (Rows whose out-of-place and in-place times differ by more than 1.5x are outliers,
+    # which `calibrate` and `predict` leave out: `rows` counts the others.)
+    print("\n| log | hosts | rows | < 1 MiB | 1-64 MiB | >= 64 MiB |")
+    print("|---|---|---|---|---|---|")
+    for name in HOSTS_SERIES:
+        path = LOGS / f"{name}.txt"
+        c = predict(session, [path], HOSTS_SCHEDULES)
+        cols = []
+        for _, lo, hi in BANDS:
+            e = _issue_error([x for p, x in zip(c.points, c.errors) if lo <= p.size < hi])
+            cols.append("-" if e is None else _pct(e))
+        hosts = next((n.split("hosts = ")[1].split(":")[0] for n in c.notes if "hosts = " in n),
+                     "?")
+        print(f"| {name} | {hosts} | {len(c.points)} | " + " | ".join(cols) + " |")
+
+
 if __name__ == "__main__":
+    if sys.argv[1:] == ["--hosts"]:  # only issue 34's section
+        if LOGS.is_dir():
+            hosts_transfer()
+        sys.exit(0)
     sys.exit(main())

@@ -17,6 +17,12 @@ EXECUTORS = (NCCL_EXECUTOR, MSCCL_EXECUTOR)
 # Where an exported MSCCL algorithm's steps read and write (`schedc.export.msccl_xml`).
 LAYOUTS = ("inplace", "outofplace", "both")
 
+# The collectives a tuner table has rows for, schedc's name → the name NCCL's example tuner
+# plugin reads (`schedc.export.tuner`): `tune --collective` chooses among them.
+TUNER_COLLECTIVES = {"allreduce": "allreduce", "allgather": "allgather",
+                     "reduce_scatter": "reducescatter", "broadcast": "broadcast",
+                     "reduce": "reduce"}
+
 # The collectives whose exact optimum `bound` computes and `synthesize` packs (the others,
 # all-to-all and the neighbour exchanges, are not packings of trees).
 PACKED = ("allgather", "reduce_scatter", "allreduce", "broadcast", "reduce")

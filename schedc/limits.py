@@ -37,6 +37,9 @@ MAX_FAILURE_WORK = 3_500_000
 # its fit rows + 100, about a µs each; a fit that does not settle within it is refused, in
 # about 25 s: 1,000 rows of four repeated sizes took 194 s, 10,000 rows 70 s.
 MAX_FIT_WORK = 20_000_000
+# `synthesize`: the units a shard is cut into and the pipelined chunks (`analysis.synthesize`).
+MAX_UNITS = 4096
+MAX_CHUNKS = 4096
 
 
 @dataclass(frozen=True)

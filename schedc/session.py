@@ -90,6 +90,15 @@ class Session:
         return Session(program, {k: v for k, v in self._memo.items() if k[0] == "ir"},
                        changes=self.changes)
 
+    def with_step_rule(self, rule: str) -> Session:
+        """This file with `step cost RULE` instead of its own (the schedules' IR and loads
+        shared, their times computed anew): calibrate compares the two rules."""
+        if rule == self.program.step_rule:
+            return self
+        return Session(replace(self.program, step_rule=rule),
+                       {k: v for k, v in self._memo.items() if k[0] in ("ir", "loads")},
+                       changes=self.changes)
+
     def structural(self) -> dict[str, int]:
         """The structural params (unitless integers: `param hosts = 2`) and their values."""
         return {p.name: p.nominal.numerator for p in self.program.params.values() if p.structural}
@@ -150,7 +159,8 @@ class Session:
     def timing(self, name: str, span: Span | None = None) -> Timing:
         def compute() -> Timing:
             schedule, program = self.schedule(name, span), self.program
-            result = cost(self.loads(name), program.topology, program.alpha, program.nominal)
+            result = cost(self.loads(name), program.topology, program.alpha, program.nominal,
+                          program.step_rule == "max")
             result = with_protocols(result, self.loads(name), program.topology, program.alpha,
                                     program.nominal, program.protocols)
             return Timing(schedule, result, nominal_value(result.formula, program.nominal),

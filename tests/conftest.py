@@ -155,11 +155,21 @@ def expr(program, text: str) -> sympy.Expr:
 
 
 def golden(path: Path, actual: str) -> None:
-    """Compare output with a stored golden file; SCHEDC_UPDATE_GOLDEN=1 rewrites it instead."""
+    """Compare output with a stored, reviewed expected file. The test never writes it: with
+    SCHEDC_UPDATE_GOLDEN=1 a differing output is written beside it as `NAME.new` (git ignores
+    those) and the test still fails, until a person reads the diff and moves the candidate
+    over the expected file (docs/contributing.md)."""
+    candidate = path.with_name(path.name + ".new")
+    if path.exists() and actual == path.read_text():
+        candidate.unlink(missing_ok=True)  # a stale candidate of an output now accepted
+        return
     if os.environ.get("SCHEDC_UPDATE_GOLDEN"):
-        path.write_text(actual)
-    assert path.exists(), f"missing golden file {path}; run with SCHEDC_UPDATE_GOLDEN=1"
-    assert actual == path.read_text()
+        candidate.write_text(actual)
+        hint = f"candidate written: diff {path} {candidate}, then mv it over {path.name} if right"
+    else:
+        hint = f"SCHEDC_UPDATE_GOLDEN=1 writes the output to {candidate.name} for review"
+    assert path.exists(), f"missing expected file {path}; {hint}"
+    assert actual == path.read_text(), hint
 
 
 def imported_by(args, modules) -> tuple[int, list[str]]:

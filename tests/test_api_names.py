@@ -68,3 +68,29 @@ def test_the_architecture_page_lists_every_function():
     listed = set(re.findall(r"^\| `(\w+)\(", section, re.M))
     functions = {n for n in schedc.__all__ if n[0].islower() and callable(getattr(schedc, n))}
     assert listed == functions
+
+
+def test_the_architecture_pages_signatures_are_the_functions():
+    """Each row of docs/architecture.md's Python API tables spells its function's signature:
+    every argument it lists is a parameter, a default it shows is the function's default,
+    and a row not ending in `...` lists every parameter (issue 35: the table had fallen
+    behind the functions)."""
+    import ast
+    import inspect
+    import re
+
+    import schedc
+    text = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+    section = text.split("## Python API", 1)[1].split("\n## ", 1)[0]
+    rows = re.findall(r"^\| `(\w+)\(([^`]*)\)`", section, re.M)
+    assert len(rows) > 30
+    for name, args in rows:
+        params = inspect.signature(getattr(schedc, name)).parameters
+        listed = [a.strip() for a in args.split(",") if a.strip() not in ("*", "...", "")]
+        for item in listed:
+            key, _, shown = item.partition("=")
+            assert key in params, f"{name}: no parameter {key}"
+            if shown:
+                assert params[key].default == ast.literal_eval(shown), f"{name}({item})"
+        if "..." not in args:
+            assert set(params) == {a.partition("=")[0] for a in listed}, name

@@ -106,3 +106,38 @@ def test_tune_against_nccl_gives_the_commands_rows(run, tmp_path):
     rows = [line.split(",") for line in out.read_text().splitlines() if not line.startswith("#")]
     assert [(int(r[1]), int(r[2])) for r in rows] == \
         [(a.min_bytes, a.max_bytes) for a in table.against]
+
+
+def test_sweep_writes_the_csv_and_the_plot_the_command_writes(run, tmp_path):
+    """Issue 35: writing `sweep`'s CSV and plot is the API's; the command only prints the
+    summary. Both sides write the same bytes; a path that cannot be written is refused
+    before any work (a directory), as the command refuses it while parsing."""
+    pcie = SCHEDULES / "seed" / "pcie_2x4.sched"
+    mine, theirs = tmp_path / "api.csv", tmp_path / "cli.csv"
+    swept = schedc.sweep(schedc.load(pcie), "B_L=4GB/s:128GB/s:6", csv=mine,
+                         plot=tmp_path / "api.svg")
+    code, out, err = run("sweep", pcie, "--vary", "B_L=4GB/s:128GB/s:6", "--csv", theirs,
+                         "--plot", tmp_path / "cli.svg")
+    assert code == 0, err
+    assert mine.read_bytes() == theirs.read_bytes()
+    assert len(mine.read_text().splitlines()) == 1 + len(swept.values) == 7
+    assert (tmp_path / "api.svg").stat().st_size > 0 and out.startswith("wrote 6 points")
+    with pytest.raises(UsageError, match="directory"):
+        schedc.sweep(schedc.load(pcie), "B_L=4GB/s:128GB/s:6", csv=tmp_path)
+
+
+def test_export_msccl_writes_and_refuses_to_replace_as_the_command_does(run, tmp_path):
+    """Writing `export msccl -o` and refusing to replace a file without --force are the
+    API's (`output=`, `force=`)."""
+    pcie = SCHEDULES / "seed" / "pcie_2x4.sched"
+    mine, theirs = tmp_path / "api.xml", tmp_path / "cli.xml"
+    text = schedc.export_msccl(schedc.load(pcie), "ring", output=mine)
+    code, out, err = run("export", "msccl", pcie, "-s", "ring", "-o", theirs)
+    assert code == 0 and out == "", err
+    assert mine.read_text() == theirs.read_text() == text
+    with pytest.raises(UsageError) as refused:
+        schedc.export_msccl(schedc.load(pcie), "ring", output=mine)
+    assert refused.value.message == f"{mine} exists; --force replaces it"
+    code, out, err = run("export", "msccl", pcie, "-s", "ring", "-o", mine)
+    assert (code, out, err) == (2, "", refused.value.render() + "\n")
+    assert schedc.export_msccl(schedc.load(pcie), "ring", output=mine, force=True) == text

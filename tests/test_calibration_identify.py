@@ -181,8 +181,10 @@ def test_the_shipped_constants_are_the_joint_fit_written_without_force(run, tmp_
     printed digits (the starts do not read the file's values, so the file cannot steer it)."""
     needs_shared_data("nccl-tests", "aws_2node_p4de_16xA100-80GB_efa_allreduce.txt")
     out_file = tmp_path / "c.sched"
+    # Shipped before the outlier rule: fitted on every row (`--outlier-factor inf`, as the
+    # file's header says); the default 1.5 leaves 7 rows of ≤ 512 B out and moves b_call.
     code, out, err = run("calibrate", "--manifest", SCHEDULES / "calibration" / "manifest.txt",
-                         "--write", out_file)
+                         "--write", out_file, "--outlier-factor", "inf")
     assert code == 0 and "FLAGGED" not in out and "STARTS DISAGREE" not in out, out + err
 
     def params(text: str) -> list[str]:

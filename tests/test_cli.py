@@ -18,7 +18,7 @@ SEED = SCHEDULES / "seed" / "nvlink_2x8.sched"
 SCHEDULE_KEYS = {"name", "collective", "ranks", "rounds", "rounds_cross_host", "transfers", "time_s",
                  "formula", "regime_formula", "regime_conditions", "bytes_cross_host",
                  "bytes_logical", "bytes_cross_host_formula", "bytes_logical_formula",
-                 "round_classes"}
+                 "round_classes", "algbw_GBps", "busbw_GBps", "busbw_factor"}
 
 
 @pytest.fixture(scope="module")
@@ -78,10 +78,15 @@ def test_compare_table(run):
     assert code == 0
     lines = out.splitlines()
     assert lines[0].split() == ["schedule", "rounds", "cross-host", "rounds", "cross-host", "bytes",
-                                "logical", "bytes", "time", "bottleneck"]
-    assert lines[2].split() == ["ring", "30", "30", "720", "MiB", "5,760", "MiB", "7.5746", "ms", "nic"]
+                                "logical", "bytes", "time", "algbw", "(GB/s)", "busbw", "(GB/s)",
+                                "bottleneck"]
+    # algbw = 192 MiB / time, busbw = algbw × 2 (16 - 1) / 16: 201326592 / 7.5746472 ms =
+    # 26.58 GB/s, × 1.875 = 49.84; hierarchical's 16 α + V/(8 B_N) + 7 V/(4 B_L) = 1.29953 ms
+    # gives 154.92 GB/s, × 1.875 = 290.48.
+    assert lines[2].split() == ["ring", "30", "30", "720", "MiB", "5,760", "MiB", "7.5746", "ms",
+                                "26.58", "49.84", "nic"]
     assert lines[4].split() == ["hierarchical", "16", "2", "384", "MiB", "5,760", "MiB", "1.2995", "ms",
-                                "nvlink,", "nic"]
+                                "154.92", "290.48", "nvlink,", "nic"]
     assert "= 30*alpha + 15*V/(8*B_N)   while B_L >= B_N" in out
 
 

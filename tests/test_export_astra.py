@@ -1,4 +1,5 @@
-"""`export astra`: the Chakra traces, decoded with mlc-chakra's own reader, hold the schedule
+"""`export astra`: the Chakra traces, decoded with Chakra's schema and framing (vendored in
+tests/chakra_schema.py, read by protobuf), hold the schedule
 (every transfer one send and one receive, dependencies as the rounds say), in the types and
 fields ASTRA-sim reads; the network is the machine's; bad requests are refused whole.
 
@@ -34,8 +35,7 @@ from conftest import ROOT
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-chakra = pytest.importorskip("chakra.schema.protobuf.et_def_pb2")
-protolib = pytest.importorskip("chakra.src.third_party.utils.protolib")
+chakra = pytest.importorskip("chakra_schema", reason="needs protobuf (the test extra)")
 
 import schedc  # noqa: E402
 from schedc.model.ir import linear_value  # noqa: E402
@@ -45,18 +45,18 @@ RAIL = ROOT / "schedules" / "algorithms" / "rail_4x8.sched"
 
 
 def decoded(data: bytes):
-    """The global metadata and nodes of one trace, by Chakra's reader; and the same messages
-    re-encoded by Chakra's writer."""
+    """The global metadata and nodes of one trace, by Chakra's reader (protolib's framing,
+    protobuf's parser); and the same messages re-encoded by Chakra's writer."""
     handle, again = io.BytesIO(data), io.BytesIO()
     meta = chakra.GlobalMetadata()
-    assert protolib.decodeMessage(handle, meta)
-    protolib.encodeMessage(again, meta)
+    assert chakra.decode_message(handle, meta)
+    chakra.encode_message(again, meta)
     nodes = []
     while True:
         node = chakra.Node()
-        if not protolib.decodeMessage(handle, node):
+        if not chakra.decode_message(handle, node):
             break
-        protolib.encodeMessage(again, node)
+        chakra.encode_message(again, node)
         nodes.append(node)
     return meta, nodes, again.getvalue()
 
@@ -250,6 +250,17 @@ def test_bulk_encoder_is_protobufs(rows):
         node.attr.add(name="comm_src" if recv else "comm_dst", int32_val=p)
         node.attr.add(name="comm_tag", int32_val=t)
         framed = io.BytesIO()
-        protolib.encodeMessage(framed, node)
+        chakra.encode_message(framed, node)
         assert handle.read(len(framed.getvalue())) == framed.getvalue()
         assert handle.tell() == end
+
+
+def test_vendored_schema_is_chakras():
+    """tests/chakra_schema.py's descriptor is the one mlc-chakra ships (where it is installed:
+    `pip install '.[astra]'`), so the vendored copy cannot drift from the reader it replaces."""
+    shipped = pytest.importorskip("chakra.schema.protobuf.et_def_pb2",
+                                  reason="mlc-chakra is not installed (the astra extra)")
+    assert shipped.DESCRIPTOR.serialized_pb == chakra._DESCRIPTOR
+    assert (shipped.COMM_SEND_NODE, shipped.COMM_RECV_NODE, shipped.COMM_COLL_NODE,
+            shipped.ALL_REDUCE) == (chakra.COMM_SEND_NODE, chakra.COMM_RECV_NODE,
+                                    chakra.COMM_COLL_NODE, chakra.ALL_REDUCE)

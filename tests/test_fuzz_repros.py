@@ -212,7 +212,7 @@ def test_verify_an_alltoall_moved_in_quarters(run, files):
                  "  copy part(1 of 4) from g[1] to g[0] into part(3 of 4)\n}\n")
     code, out, err = run("verify", path)
     assert code == 0, out + err
-    assert out == "s: alltoall over 2 ranks: verified (1 rounds, 3 transfers; exact multisets)\n"
+    assert out == "s: alltoall over 2 ranks: verified (1 round, 3 transfers; exact multisets)\n"
 
 
 # ---- nesting and chains ------------------------------------------------------------------------

@@ -70,7 +70,7 @@ def test_a_bound_document_is_written_as_json_writes_it():
     from conftest import SCHEDULES
 
     from schedc.api import bound, load
-    from schedc.render.bound import bound_json
+    from schedc.render.bound_json import bound_json
     session = load(SCHEDULES / "seed" / "nvlink_hosts.sched", ["hosts=16"])
     text = bound_json(session.program, bound(session))
     assert text == json.dumps(json.loads(text), indent=2) + "\n"

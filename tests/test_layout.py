@@ -20,7 +20,7 @@ WINGS = ("schedc.analysis.verify", "schedc.analysis.bound", "schedc.analysis.sol
 # Lowest first; a module may import its own layer and the layers before it.
 LAYERS = (
     ("schedc.errors", "schedc.units", "schedc.deadline", "schedc.limits", "schedc.progress",
-     "schedc.magnitude", "schedc.files", "schedc.xmltree", "schedc.choices"),
+     "schedc.magnitude", "schedc.files", "schedc.xmltree", "schedc.choices", "schedc.words"),
     ("schedc.language", "schedc.measure",  # readers: .sched text, nccl-tests logs,
      "schedc.hardware"),  # NCCL topology files, nvidia-smi topo -m
     ("schedc.model",),

@@ -81,14 +81,14 @@ def test_the_seed_hierarchical_round_trips_with_its_time(run, tmp_path):
     out = tmp_path / "hierarchical.xml"
     code, _, err = run("export", "msccl", SCHEDULES / "seed" / "nvlink_2x8.sched",
                        "-s", "hierarchical", "-o", out, "--proto", "LL128")
-    assert (code, err) == (0, "")
+    assert (code, err) == (0, f"wrote {out}\n")
     text = out.read_text()
     check_both_parsers_accept(text)
     assert text.startswith('<algo name="hierarchical" proto="LL128" nchannels="1" '
                            'nchunksperloop="16" ngpus="16" coll="allreduce" inplace="1" '
-                           'outofplace="0" minBytes="0" maxBytes="9223372036854775807">')
-    code, out_text, err = run("time", out, "--machine", SCHEDULES / "machines" / "nvlink_2x8.sched",
-                              "--set", "V=192MiB")
+                           'outofplace="0" minBytes="0" maxBytes="201326592">')  # V = 192·2^20
+    # Read back with no --set: the file's maxBytes is the schedule's V.
+    code, out_text, err = run("time", out, "--machine", SCHEDULES / "machines" / "nvlink_2x8.sched")
     assert code == 0, err
     assert "time              1.2995 ms" in out_text  # the seed's figure
     assert "16*alpha + V/(8*B_N) + 7*V/(4*B_L)" in out_text
@@ -226,7 +226,7 @@ def test_export_into_an_existing_file_needs_force(run, tmp_path):
     assert f"{out} exists; --force replaces it" in err
     assert out.read_text() == "keep me\n"
     code, _, err = run(*args, "--force")
-    assert (code, err) == (0, "")
+    assert (code, err) == (0, f"wrote {out}\n")
     assert out.read_text().startswith('<algo name="ring"')
 
 

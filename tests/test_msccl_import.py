@@ -271,7 +271,7 @@ def test_max_bytes_zero_is_no_limit(run, tmp_path):
     # (topo.cc:807): a warning says so.
     path = write(tmp_path, "pair.xml", TWO_GPUS.replace('minBytes="0" maxBytes="1048576"',
                                                         'minBytes="1024" maxBytes="0"'))
-    code, out, err = run("verify", path)
+    code, out, err = run("verify", path, "--set", "V=1MiB")  # (no limit: no size, below)
     assert code == 0, err
     assert "verified" in out
     assert "warning: msccl would refuse this file: minBytes=1024 is more than maxBytes=0 " \

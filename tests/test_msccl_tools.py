@@ -96,9 +96,9 @@ def test_alltonext_and_alltoprev_are_collectives_of_the_language(run, tmp_path):
                  "schedule prev { round { for j in 0..6: copy all from ranks[j + 1] to ranks[j] } }\n")
     code, out, _ = run("verify", path)
     assert code == 1
-    assert "shift: alltonext over 8 ranks: verified (1 rounds, 7 transfers" in out
+    assert "shift: alltonext over 8 ranks: verified (1 round, 7 transfers" in out
     assert "back: alltonext over 8 ranks: FAILS" in out
-    assert "prev: alltoprev over 8 ranks: verified (1 rounds, 7 transfers" in out
+    assert "prev: alltoprev over 8 ranks: verified (1 round, 7 transfers" in out
 
 
 @pytest.mark.parametrize("kind, side, out, back", [

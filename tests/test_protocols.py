@@ -194,3 +194,21 @@ def test_nccls_three_protocols_are_accepted(tmp_path, run):
     path = write(tmp_path, "all.sched", f"{_MACHINE}protocol LL eff 0.5\nprotocol LL128 eff 0.9375\n"
                  "protocol Simple eff 1\n")
     assert run("check", path)[0] == 0
+
+
+def test_the_api_solution_carries_the_protocol_switches(ring8, run, tmp_path):
+    """Issue 35: `solve`'s protocol switches are the API's (`Solution.switches`), not added by
+    the command. LL wins below V* and Simple above, where 14 µs + 14·(V/8)/(0.5·450 GB/s) =
+    140 µs + 14·(V/8)/(400 GB/s) (the fixture's start-ups and shares), so
+    V* = 126 µs / (1.75 · (1/225e9 − 1/400e9) s/B) = 37,028,571.43 B; and `plot=` draws it."""
+    plot = tmp_path / "solve.svg"
+    solution = schedc.solve(schedc.load(ring8), "time(ring) = 1 ms", "V", plot=plot)
+    (low, high) = solution.switches["ring"]
+    expected = Fraction(126, 10**6) / (Fraction(7, 4) * (Fraction(1, 225 * 10**9)
+                                                          - Fraction(1, 400 * 10**9)))
+    assert (low.protocol, high.protocol) == ("LL", "Simple")
+    assert Fraction(str(low.hi)) == Fraction(str(high.lo)) == expected
+    assert plot.read_text().startswith("<?xml")
+    code, out, _ = run("solve", ring8, "time(ring) = 1 ms", "--for", "V", "--json")
+    switches = json.loads(out)["protocol_switches"]["ring"]
+    assert code == 0 and switches[0]["hi"] == pytest.approx(float(expected), rel=1e-15)

@@ -244,7 +244,8 @@ def test_the_library_in_p_is_the_textbook(run):
 
 def test_at_past_the_checked_range_compiles_unless_extrapolate(run):
     """The ring is proved for every hosts >= 2, so 10^5 hosts comes from its form; on the
-    machine with finite rail-to-spine links it is only checked (up to 244 hosts), so beyond
+    machine with finite rail-to-spine links split over two spines it is only checked (up to
+    244 hosts), so beyond
     that `--at` compiles, or with --extrapolate evaluates the last form, labelled so."""
     document = _scale(run, HOSTS, "--in", "hosts", "-s", "ring", "--no-bound", "--at", "100000",
                       "--at", "3", "--at", "20")
@@ -260,7 +261,7 @@ def test_at_past_the_checked_range_compiles_unless_extrapolate(run):
         assert entry == {"n": hosts, "time_s": float(t["ring"].time), "method": "formula"}
     assert document["compiles"] < 10  # 2–7 and 40: nothing near 10^5 was compiled
     # A checked last piece: past its range (244 hosts) a value is compiled, and says so.
-    spine = ROOT / "tests" / "scale" / "rail_spine_hosts.sched"
+    spine = ROOT / "tests" / "scale" / "rail_spines_hosts.sched"  # two spines: checked
     document = _scale(run, spine, "--in", "hosts", "-s", "ring", "--no-bound", "--at", "250")
     assert [p["status"] for p in document["schedules"]] == ["checked", "checked"]
     (entry,) = document["at"]["ring"]

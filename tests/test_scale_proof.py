@@ -46,17 +46,22 @@ def test_the_seed_families_are_proved_for_every_host_count(run):
     assert code == 0 and "(extrapolated)" not in out and "  for hosts >= 2  proved: " in out
 
 
-def test_the_textbook_library_is_proved_but_its_power_of_two_families(run):
+EXCHANGES = ("rd_allreduce", "rabenseifner_allreduce", "rd_allgather", "rh_reduce_scatter")
+
+
+def test_the_textbook_library_is_proved_but_its_trees_and_all_to_all(run):
     document = _scale(run, FLAT, "--in", "p", "--no-bound")
     for piece in document["schedules"]:
         if piece["name"] in AFFINE:
             assert (piece["status"], piece["valid_from"], piece["valid_to"]) == ("proved", 2, None)
             assert "for every p >= 2" in piece["argument"]
-        else:  # recursive doubling, halving, binomial trees, the XOR exchange: labelled
+        elif piece["name"] in EXCHANGES:  # proved in m (tests/test_scale_powers.py)
+            assert (piece["family"], piece["status"]) == ("powers of two", "proved")
+        else:  # binomial trees, the XOR exchange: labelled
             assert piece["family"] == "powers of two" and piece["status"] == "checked"
             (note,) = [n for n in piece["notes"] if n.startswith("not proved: ")]
             assert note.startswith("not proved: a power-of-two family, checked at its "
-                                   "instances only; the proof covers schedules affine in p")
+                                   "instances only: ")
             assert "/lib/" in note and ".sched:" in note  # the source line that leaves it
             assert piece["extrapolated_beyond"] == piece["valid_to"] == 128
 
@@ -83,7 +88,7 @@ def test_the_derived_round_classes_are_the_ones_counted_by_hand():
     n = sympy.Symbol("hosts", positive=True, integer=True)
     B_L, B_N = (next(r.bandwidth for r in session.program.topology.resources if r.cls == cls)
                 for cls in ("nvlink", "nic"))
-    rule = PortRule(0, "nvlink", "nic", {"nvlink": B_L, "nic": B_N})
+    rule = PortRule(0, ("nvlink",), ("nic",), {"nvlink": B_L, "nic": B_N})
     sym, _ = symbolic_result(session, "hosts", "hierarchical")
     found = {(c.count, c.loads) for c in round_classes(sym, rule, 2, None, n)}
     assert found == {(14, frozenset({(B_L, sympy.Rational(1, 8))})),
@@ -94,17 +99,21 @@ def test_the_derived_round_classes_are_the_ones_counted_by_hand():
     assert ring.count == 16 * n - 2 and ring.loads == {(B_L, 1 / (8 * n)), (B_N, 1 / (8 * n))}
 
 
-def test_a_finite_fabric_link_leaves_the_ring_checked(run):
-    """rail[i] <-> spine has a bandwidth: not a port machine, so both pieces stay checked,
-    and the note names the link's line (tests/test_scale_traps.py checks the figures)."""
-    document = _scale(run, RAIL_SPINE, "--in", "hosts", "-s", "ring", "--no-bound")
+def test_a_fabric_link_with_a_latency_leaves_the_ring_checked(run, tmp_path):
+    """rail[i] <-> spine with a bandwidth is a fabric resource the argument covers
+    (tests/test_scale_fabric.py); with a latency too its time is not bytes over bandwidth,
+    so both pieces stay checked, and the note names the link's line."""
+    text = RAIL_SPINE.read_text().replace("bw B_S class spine", "bw B_S latency 1 us class spine")
+    case = write(tmp_path, "rail_spine_latency.sched", text.replace(
+        '"../../schedules/lib/ring.sched"', f'"{SCHEDULES}/lib/ring.sched"'))
+    document = _scale(run, case, "--in", "hosts", "-s", "ring", "--no-bound")
     pieces = document["schedules"]
-    assert [p["status"] for p in pieces] == ["checked", "checked"]
-    line = next(k for k, text in enumerate(RAIL_SPINE.read_text().splitlines(), 1)
+    assert pieces and all(p["status"] == "checked" for p in pieces)
+    line = next(k for k, text in enumerate(text.splitlines(), 1)
                 if "link rail[i] <-> spine" in text)
     for piece in pieces:
-        assert any(f"rail_spine_hosts.sched:{line}: a resource with a bandwidth that is not one "
-                   "port of one device" in note for note in piece["notes"]), piece["notes"]
+        assert any(f"{case}:{line}: a resource with a bandwidth that is not one port of one "
+                   "device" in note for note in piece["notes"]), piece["notes"]
         assert piece["valid_to"] is not None
 
 

@@ -12,6 +12,9 @@ import sympy
 from conftest import ROOT, timings, write
 
 RAIL_SPINE = ROOT / "tests" / "scale" / "rail_spine_hosts.sched"
+# The same figures with the spine split in two (equal-cost routes): its pieces stay checked
+# (tests/test_scale_fabric.py proves RAIL_SPINE's).
+RAIL_SPINES = ROOT / "tests" / "scale" / "rail_spines_hosts.sched"
 MIB = 2**20
 
 
@@ -41,8 +44,9 @@ def test_finite_rail_to_spine_links_end_the_nic_regime_at_51_hosts(run):
     """The ring's cross-host hops all climb rail[7] -> spine: V/8 per round on that link
     against V/(8n) on a NIC. By hand, with p = 8n GPUs and 2(p - 1) rounds:
     T = 2(8n - 1)(α + V/(8n·B_N)) while B_S/n >= B_N, i.e. n <= 2.5 TB/s / 50 GB/s = 50;
-    T = 2(8n - 1)(α + V/(8·B_S)) from 51 hosts on."""
-    document = _scale(run, RAIL_SPINE, "--in", "hosts", "--no-bound", "--at", "100", "--at",
+    T = 2(8n - 1)(α + V/(8·B_S)) from 51 hosts on. On RAIL_SPINES (two spines, each link
+    B_S/2, every transfer split over both) the figures are the same, the pieces checked."""
+    document = _scale(run, RAIL_SPINES, "--in", "hosts", "--no-bound", "--at", "100", "--at",
                       "51", "--at", "1000", "--extrapolate")
     first, second = document["schedules"]
     assert (first["valid_from"], first["valid_to"], second["valid_from"]) == (2, 50, 51)
@@ -59,10 +63,11 @@ def test_finite_rail_to_spine_links_end_the_nic_regime_at_51_hosts(run):
 
     values = dict(alpha=alpha, V=V, B_L=450 * 10**9, B_N=B_N, B_S=B_S)
     for n in (2, 50):
-        assert _form(first, hosts=n, **values) == nic(n) == _compiled(RAIL_SPINE, "ring", "hosts", n)
+        assert _form(first, hosts=n, **values) == nic(n) \
+            == _compiled(RAIL_SPINES, "ring", "hosts", n)
     for n in (51, 100):
         assert _form(second, hosts=n, **values) == spine(n) \
-            == _compiled(RAIL_SPINE, "ring", "hosts", n)
+            == _compiled(RAIL_SPINES, "ring", "hosts", n)
     assert spine(100) != nic(100)  # the old answer (9.3693 ms) against 17.412 ms
     at = {a["n"]: a for a in document["at"]["ring"]}
     # The far check of the second piece (8 × 54 = 432 hosts is refused by the limits, so

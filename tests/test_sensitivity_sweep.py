@@ -93,12 +93,18 @@ def test_sweep_agrees_with_recompiling(run, tmp_path):
 def test_sweep_text_and_json(run):
     code, out, _ = run("sweep", PCIE, "--vary", "B_L=32GB/s:96GB/s:3", "--linear")
     assert code == 0
+    # busbw = V / T × 2(n-1)/n (nccl-tests' all-reduce, n = 8: 1.75), V = 192 MiB. The ring's
+    # 14 rounds of V/8 over 32 GB/s: 1.75 V / (14 (α + V/(8 B))) = B / (1 + 8 α B / V)
+    # = 32 / (1 + 8 × 0.83e-6 × 32e9 / 201326592) = 31.966 GB/s; hierarchical's 15.735 ms
+    # gives 1.75 × 201326592 / 15.735e-3 / 1e9 = 22.39, its 11.017 ms 31.98, 9.4438 ms 37.31.
     assert out.splitlines() == [
-        "    B_L       ring  hierarchical  fastest",
-        "-------  ---------  ------------  ------------",
-        "32 GB/s  11.022 ms     15.735 ms  ring",
-        "64 GB/s  11.022 ms     11.017 ms  hierarchical",
-        "96 GB/s  11.022 ms     9.4438 ms  hierarchical"]
+        "    B_L       ring  ring busbw  hierarchical  hierarchical busbw  fastest",
+        "-------  ---------  ----------  ------------  ------------------  ------------",
+        "32 GB/s  11.022 ms       31.97     15.735 ms               22.39  ring",
+        "64 GB/s  11.022 ms       31.97     11.017 ms               31.98  hierarchical",
+        "96 GB/s  11.022 ms       31.97     9.4438 ms               37.31  hierarchical",
+        "busbw in GB/s: algbw = size / time; busbw = algbw × 2(n-1)/n = 1.75 (nccl-tests' "
+        "all_reduce factor, n = 8)"]
     code, out, _ = run("sweep", NVLINK, "--vary", "V=1MiB:512MiB:4", "-s", "ring", "--json")
     document = json.loads(out)
     assert document["schema"] == "schedc.sweep/1"
@@ -107,6 +113,11 @@ def test_sweep_text_and_json(run):
     # The ring is linear in V: 30 α + 15 V / (8 B_N).
     assert document["schedules"]["ring"] == [
         pytest.approx(30 * 0.83e-6 + 15 * v / (8 * 50e9), rel=1e-12) for v in document["values"]]
+    # nccl-tests' terms: busbw = V / T × 2 (16 - 1) / 16 in GB/s (algbw is busbw / 1.875)
+    assert document["busbw_GBps"]["ring"] == [
+        pytest.approx(1.875 * v / (30 * 0.83e-6 + 15 * v / (8 * 50e9)) / 1e9, rel=1e-12)
+        for v in document["values"]]
+    assert document["busbw_factor"] == {"ring": 1.875}
 
 
 def test_sweep_csv_failure_leaves_no_file(run, tmp_path):
@@ -153,7 +164,8 @@ def test_log_sweep_needs_a_positive_range(run):
     assert err.strip() == ("error: a log sweep needs a positive range; alpha starts at 0 s "
                            "(use --linear)")
     code, out, _ = run("sweep", PCIE, "--vary", "alpha=0s:1us:2", "--linear", "-s", "ring")
-    assert code == 0 and out.splitlines()[2] == "  0 s   11.01 ms  ring"
+    # busbw at α = 0: the ring's 14 V/(8 B_L) at 32 GB/s is exactly B_L = 32.00 GB/s
+    assert code == 0 and out.splitlines()[2] == "  0 s   11.01 ms       32.00  ring"
 
 
 def test_sweep_csv_prints_a_summary_of_where_the_fastest_changes(run, tmp_path):

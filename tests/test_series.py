@@ -220,7 +220,7 @@ def test_blocks_of_a_series_are_its_rounds_blocks(tmp_path):
     """Verification reads a series whose batches give every round as many transfers straight
     from the batches' arrays: round by round the same rows (endpoints, segments, copies, each
     transfer's batch and place in it) as the rounds written out give."""
-    from schedc.analysis.verify.dataflow import geometry
+    from schedc.analysis.verify.segments import geometry
     from schedc.analysis.verify.renaming import blocks
 
     compiled = []
@@ -258,7 +258,7 @@ def test_a_renaming_holds_on_a_series_as_on_its_rounds(tmp_path, case):
     the ranks; the skewed one's do not: renamed by g = 1, round 0 needs part 1 to become
     part 4 (rank 1 sends 1, rank 2 sends 4) and part 0 (rank 3 sends 9 % 8 = 1, rank 4 sends
     16 % 8 = 0). Only g = 4 holds for it: (j + 4)² = j² + 8j + 16, the same part mod 8."""
-    from schedc.analysis.verify.dataflow import geometry
+    from schedc.analysis.verify.segments import geometry
     from schedc.analysis.verify.renaming import Symmetry, blocks, rotation_of
 
     program, series = _compiled(tmp_path, case, series=True)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 import sympy
-from conftest import ROOT, SCHEDULES, examples, golden
+from conftest import ROOT, SCHEDULES, compiled, examples, golden
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
@@ -147,7 +147,15 @@ def test_property_roots_are_exact_and_intervals_are_right(left, right):
 # ---- time limits ------------------------------------------------------------------------------
 
 
-def test_a_solve_that_cannot_finish_is_reported(run, monkeypatch):
+def test_a_solve_that_cannot_finish_is_reported(run, monkeypatch, reuse_shipped):
+    """The 0.2 s budget covers deriving the times too (one budget, `schedc.solve`): the
+    shipped session (`reuse_shipped`) has them derived and verified, and the modules that
+    derive them imported, before the command runs (0.1 ms left of that step, against 0.11 s
+    cold), so the budget is spent in the solving under any load, not in a compile a loaded
+    machine slows past it (the test failed 2 of 2 full runs when the command compiled)."""
+    from schedc.api.compiling import verified_timings
+    verified_timings(compiled(PCIE), ["hierarchical", "ring"])
+
     def forever(*args, **kwargs):
         while True:
             pass

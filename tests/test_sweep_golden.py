@@ -5,7 +5,8 @@ linear grids, a zero, times of 1e-05 s to 1e+17 s, a structural param, `--set` a
 Each case is also run with tiny blocks, so that a few hundred points cross many blocks (on
 threads when the cores are free).
 
-Regenerate after an intended change with SCHEDC_UPDATE_GOLDEN=1 and review the diff."""
+SCHEDC_UPDATE_GOLDEN=1 writes differing outputs as `*.new` candidates beside the expected
+files, never over them: review the diff, then move them (docs/contributing.md)."""
 
 from __future__ import annotations
 

@@ -219,6 +219,24 @@ def test_paths_schedc_does_not_route_are_pinned(tmp_path):
     assert at_zero_alpha(out, result.name) == result.optimum
 
 
+def test_a_narrow_second_path_is_pinned_for_some_pairs_only(tmp_path):
+    # The PCIe ports at B/18 (GB200's NIC beside its NVLink): a GPU receives 2V/3 over
+    # B + B/18, so the optimum is 12V/(19B) (by hand); trees over schedc's routes reach 18/19
+    # of it. Pinning a pair to the narrow path carries only B/18 for that pair, so only some
+    # pairs take it (one into each GPU), the rest relay over NVLink.
+    source = tmp_path / "narrow.sched"
+    source.write_text((FIXTURES / "two_paths.sched").read_text().replace(
+        "<-> plx bw B class", "<-> plx bw B/18 class"))
+    out, result = written(tmp_path, source, "allgather")
+    assert result.optimum == Fraction(12 * 2**30, 19 * 100 * 10**9)
+    assert result.reached == pytest.approx(1.0)
+    pinned = re.findall(r"route node\[0\]\.g\[(\d)\] -> node\[0\]\.g\[(\d)\] via node\[0\]\.plx",
+                        result.text)
+    assert len(pinned) == result.pinned and sorted(b for _, b in pinned) == ["0", "1", "2"]
+    time = at_zero_alpha(out, result.name)
+    assert result.optimum <= time <= result.optimum * Fraction(101, 100)
+
+
 def test_one_host_of_a_shared_nic_machine_reaches_the_optimum(tmp_path):
     # Eight GPUs of one host of shared_nic_2x8: the optimum's cut (two GPUs behind one PCIe
     # switch and NIC) counts the pair's PCIe switch and paths out through the NICs and back,

@@ -291,8 +291,9 @@ def test_a_flat_machine_reports_no_cross_host_figures(run, case):
     assert code == 0
     lines = out.splitlines()
     # 6 rounds of one 64 MiB transfer (logical bytes 6 × 64 MiB), each 1 µs + 64 MiB / 100 GB/s
-    # = 672.09 µs: 4.0325 ms.
-    assert lines[2].split() == ["x", "6", "-", "-", "384", "MiB", "4.0325", "ms", "nic"]
+    # = 672.09 µs: 4.0325 ms; algbw 64 MiB / 4.0325 ms = 16.64 GB/s, busbw × 2(4-1)/4 = 24.96.
+    assert lines[2].split() == ["x", "6", "-", "-", "384", "MiB", "4.0325", "ms", "16.64", "24.96",
+                                "nic"]
     assert lines[3] == "hosts: none declared, so no cross-host figures (declare 'host' blocks)"
     code, out, _ = run("time", path)
     assert "  rounds            6\n" in out

@@ -11,7 +11,7 @@ import pytest
 from conftest import MACHINES, ROOT, SCHEDULES, flat_machine, write
 
 import schedc
-from schedc.analysis.verify import dataflow
+from schedc.analysis.verify import dataflow, segments
 from schedc.analysis.verify.counterexample import WrongResult
 from schedc.analysis.verify.verdict import verify_schedule as verify_ir
 from schedc.elaborate.loader import load_program
@@ -259,7 +259,7 @@ def test_directory_takes_no_schedule_option(run, tmp_path):
 
 
 def test_verification_refuses_unbounded_state(run, monkeypatch):
-    monkeypatch.setattr(dataflow, "MAX_CELLS", 8)
+    monkeypatch.setattr(segments, "MAX_CELLS", 8)
     monkeypatch.chdir(ROOT)
     code, out, err = run("verify", "tests/fixtures/broken/dropped.sched")
     assert (code, out) == (2, "")
@@ -279,7 +279,7 @@ schedule swap_then_clobber {
 }
 """))
     schedule = program.schedule("swap_then_clobber")
-    geo = dataflow.geometry(schedule, len(program.topology.devices))
+    geo = segments.geometry(schedule, len(program.topology.devices))
     assert [Fraction(int(b), geo.scale) for b in geo.bounds] == [
         0, Fraction(1, 3), Fraction(1, 2), Fraction(5, 6), 1]
     failure = verify_schedule(program, "swap_then_clobber").failure

@@ -1,5 +1,5 @@
 """Verification's cell limit checked from the collective's declaration before any schedule is
-compiled (`analysis.verify.dataflow.check_declared`, called by `verdict.check_verifiable`):
+compiled (`analysis.verify.segments.check_declared`, called by `verdict.check_verifiable`):
 the refusal `geometry` gives after the compile, with the same message at the same place,
 without the compile."""
 
@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 from conftest import ROOT, flat_machine, write
 
-import schedc.analysis.verify.dataflow as dataflow
+import schedc.analysis.verify.segments as segments
 from schedc.analysis.verify.verdict import check_verifiable, verify_schedule
 from schedc.elaborate.program import Program
 from schedc.errors import LimitError
@@ -36,7 +36,7 @@ def test_a_collective_by_parts_is_refused_before_its_schedules_compile(tmp_path,
     path = _file(tmp_path, 8, kind)
     late = Session.open(path)
     schedule = late.schedule("ring")  # compiled under the usual limit
-    monkeypatch.setattr(dataflow, "MAX_CELLS", 63)
+    monkeypatch.setattr(segments, "MAX_CELLS", 63)
     with pytest.raises(LimitError) as after:
         verify_schedule(schedule, [d.name for d in late.program.topology.devices])
 
@@ -56,13 +56,13 @@ def test_an_allreduce_declares_one_piece_so_its_schedule_decides(tmp_path, monke
     """An all-reduce's declaration cuts nothing: 8 cells at least, within a limit of 63. Its
     ring cuts 8 pieces: refused after the compile, as before, with the pieces it cut."""
     path = _file(tmp_path, 8, "allreduce")
-    monkeypatch.setattr(dataflow, "MAX_CELLS", 63)
+    monkeypatch.setattr(segments, "MAX_CELLS", 63)
     check_verifiable(Session.open(path))  # nothing refused from the declaration
     code, err = _refusal(run, path)
     assert code == 2 and "verifying this needs 8 ranks × 8 pieces" in err
-    monkeypatch.setattr(dataflow, "MAX_CELLS", 8)
+    monkeypatch.setattr(segments, "MAX_CELLS", 8)
     check_verifiable(Session.open(path))
-    monkeypatch.setattr(dataflow, "MAX_CELLS", 7)
+    monkeypatch.setattr(segments, "MAX_CELLS", 7)
     with pytest.raises(LimitError, match="8 ranks × 1 pieces"):
         check_verifiable(Session.open(path))
 
@@ -86,7 +86,7 @@ def test_a_large_allgather_is_refused_without_elaborating(tmp_path, monkeypatch,
 # ---- while elaborating: `early.PiecesSeen` -----------------------------------------------------
 
 import schedc.analysis.verify.early as early  # noqa: E402
-from schedc.analysis.verify.dataflow import geometry  # noqa: E402
+from schedc.analysis.verify.segments import geometry  # noqa: E402
 
 
 @pytest.mark.parametrize("path", ["schedules/seed/nvlink_2x8.sched", "schedules/seed/pcie_2x4.sched",

@@ -9,7 +9,7 @@ import pytest
 from conftest import ROOT, write
 
 import schedc.analysis.verify.early as early
-from schedc.analysis.verify.dataflow import geometry
+from schedc.analysis.verify.segments import geometry
 from schedc.elaborate import schedule as elaborate_schedule
 from schedc.session import Session
 

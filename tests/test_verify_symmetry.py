@@ -15,7 +15,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from schedc.analysis.verify.columns import reduce_columns
-from schedc.analysis.verify.dataflow import geometry, steps
+from schedc.analysis.verify.dataflow import steps
+from schedc.analysis.verify.segments import geometry
 from schedc.analysis.verify.verdict import host_hints, verdict, verify_schedule
 from schedc.elaborate.loader import load_program
 from schedc.model.collectives import KINDS, Cells

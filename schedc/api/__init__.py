@@ -84,14 +84,17 @@ from .measuring import (
     read_manifest,
     write_calibration,
 )
-from .nccl import Against, NcclModel, against_nccl, nccl_model
+from .nccl import NcclModel, against_nccl, nccl_model
+from .predicting import DEFAULT_OUTLIER_FACTOR, fitted_bands, outlier_rows, predict_against
 
 if TYPE_CHECKING:
     from ..analysis.bound.bounds import Bounds
     from ..analysis.calibrate.calibration import Calibration, Comparison
     from ..analysis.check import FileCheck
+    from ..analysis.predicted_log import PredictedLog
     from ..analysis.forall.family import ForAll
     from ..analysis.machine import MachineSummary
+    from ..analysis.nccl_model import Against
     from ..analysis.scale.pieces import Scaling
     from ..analysis.solve.instances import IntegerSearch
     from ..analysis.solve.reports import ReportValue
@@ -113,7 +116,8 @@ RESULT_TYPES = {
     "Comparison": "schedc.analysis.calibrate.calibration", "FileCheck": "schedc.analysis.check",
     "ReportValue": "schedc.analysis.solve.reports", "WhatIf": "schedc.analysis.whatif",
     "ForAll": "schedc.analysis.forall.family", "MachineSummary": "schedc.analysis.machine",
-    "AstraExport": "schedc.export.astra",
+    "AstraExport": "schedc.export.astra", "Against": "schedc.analysis.nccl_model",
+    "PredictedLog": "schedc.analysis.predicted_log",
 }
 
 
@@ -130,21 +134,22 @@ __all__ = [
     # the commands, one function each
     "against_nccl", "bound", "calibrate", "calibrate_files", "calibrate_logs", "check", "compare", "emit", "evaluate",
     "export_astra", "export_msccl", "import_machine", "load", "machine_summary", "nccl_model",
-    "predict", "predict_nccl", "protocol_switches", "report", "scale", "sensitivity", "solve",
+    "predict", "predict_against", "predict_nccl", "protocol_switches", "report", "scale", "sensitivity", "solve",
     "sweep", "synthesize", "time", "tune", "validate_msccl", "verify", "verify_files", "verify_for_all",
     "whatif",
     # helpers of the commands: plots, a calibration's inputs and outputs, files, progress
-    "calibration_pairs", "check_output", "check_output_folder", "fitted_sets", "listening", "plot_prediction",
+    "calibration_pairs", "check_output", "check_output_folder", "fitted_bands", "fitted_sets",
+    "listening", "outlier_rows", "plot_prediction",
     "plot_solution", "read_manifest", "write_calibration", "RUN", "Run",
     # what they return
     "Against", "AstraExport", "Bounds", "Calibration", "Comparison", "FileCheck", "ForAll",
-    "IntegerSearch", "MachineSummary", "NcclModel", "ReportValue", "Scaling", "Sensitivities",
+    "IntegerSearch", "MachineSummary", "NcclModel", "PredictedLog", "ReportValue", "Scaling", "Sensitivities",
     "Session", "Solution", "Sweep", "Synthesis", "Timing", "TunedTable", "Tuning", "Verdict",
     "VerifiedFile", "WhatIf",
     # errors
     "FitNotWritten", "SchedcError", "VerificationFailed",
     # the options' defaults, ranges and names
-    "DEFAULT_POINTS", "DEFAULT_TIMEOUT", "EXECUTORS", "Limits", "MAX_CHANNELS", "MAX_CUTS",
+    "DEFAULT_OUTLIER_FACTOR", "DEFAULT_POINTS", "DEFAULT_TIMEOUT", "EXECUTORS", "Limits", "MAX_CHANNELS", "MAX_CUTS",
     "MAX_EMIT_LINES", "MAX_HOSTS", "MAX_SIZE", "MAX_STEP_IDS", "NCCL_EXECUTOR",
     "NCCL_PROTOCOLS", "NVLINKS", "SMS", "STAGES",
 ]

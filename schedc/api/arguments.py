@@ -1,4 +1,5 @@
-"""The API's checks of its arguments: one rule per option, applied where the API is called, so
+"""The API's checks of its arguments, by kind (whole numbers in a range, time limits, names
+among choices), applied by the options dataclasses (`options.py`) when the API is called, so
 that a script and the command line meet the same refusal. The command line converts an
 option to its type (click's `int`, `float`) and leaves its range to these checks; each
 raises `UsageError` naming the option as the command line spells it (`--channels 0: must be
@@ -9,10 +10,13 @@ Imports nothing heavy: the command line reads the ranges below for its help.
 
 from __future__ import annotations
 
+import re
+from fractions import Fraction
 from numbers import Integral, Real
 
+from ..deadline import MAX_TIMEOUT
 from ..errors import UsageError
-from ..limits import Limits
+from ..units import BYTES, UNITS
 
 
 def whole(value: object, option: str, lo: int | None = 1, hi: int | None = None) -> int:
@@ -35,16 +39,38 @@ def _range_text(lo: int | None, hi: int | None) -> str:
     return f"at least {lo:,}" if hi is None else f"from {lo:,} to {hi:,}"
 
 
-def optional_whole(value: object, option: str, lo: int | None = 1, hi: int | None = None
-                   ) -> int | None:
-    """`whole`, with None (the option not given) passed through."""
-    return None if value is None else whole(value, option, lo, hi)
+_SIZE_TEXT = re.compile(r"\s*([+-]?\d+(?:\.\d*)?(?:[eE][+-]?\d+)?)\s*([A-Za-z]*)\s*")
+
+
+def byte_count(value: object, option: str, lo: int = 0, hi: int | None = None) -> int:
+    """A size in bytes: a whole number, or text with a size unit as a `.sched` file writes
+    it ("192MiB", "4 KiB", "1.5GB", "4096"), exactly a whole number of bytes, from `lo` to
+    `hi`."""
+    if isinstance(value, str):
+        match = _SIZE_TEXT.fullmatch(value)
+        factor, dim = UNITS.get(match.group(2) or "B", (None, None)) if match else (None, None)
+        exponent = re.search(r"[eE]([+-]?\d+)", match.group(1)) if match else None
+        if exponent and abs(int(exponent.group(1))) > 30:  # (no size is near 1e30 B)
+            match = None  # refused below, before an exact 10^huge is computed
+        if match is None or factor is None or dim != BYTES:
+            raise UsageError(f"{option} {value}: must be a size in bytes, as 4096, 192MiB or "
+                             "1.5GB (units B, KB, MB, GB, TB, PB, KiB, MiB, GiB, TiB, PiB)")
+        exact = Fraction(match.group(1)) * factor
+        if exact.denominator != 1:
+            raise UsageError(f"{option} {value}: must be a whole number of bytes, not {exact}")
+        value = int(exact)
+    return whole(value, option, lo, hi)
 
 
 def seconds(value: object, option: str = "--timeout") -> float:
-    """A time limit in seconds: a number above 0 (NaN is not)."""
-    if isinstance(value, bool) or not isinstance(value, Real) or not float(value) > 0:
-        raise UsageError(f"{option} {value!r}: must be a number of seconds above 0")
+    """A time limit in seconds the alarm can be set to: above 0 and at most MAX_TIMEOUT (NaN
+    is neither; 1e308 or inf would overflow setitimer)."""
+    if isinstance(value, bool) or not isinstance(value, Real):
+        raise UsageError(f"{option} {value!r}: must be a number of seconds above 0, at most "
+                         f"{MAX_TIMEOUT:,.0f}")
+    if not 0 < float(value) <= MAX_TIMEOUT:
+        raise UsageError(f"{option} {float(value):g}: must be a number of seconds above 0, at "
+                         f"most {MAX_TIMEOUT:,.0f}")
     return float(value)
 
 
@@ -54,9 +80,9 @@ def one_of(value: object, option: str, choices: tuple[str, ...]) -> str:
     return value
 
 
-def work_limits(max_transfers: int | None, max_rounds: int | None) -> Limits:
-    """The `Limits` of `max_transfers` and `max_rounds` (None: the defaults), each at least 1:
-    a limit of 0 would refuse every schedule, not lift the limit."""
-    return Limits(Limits.transfers if max_transfers is None else
-                  whole(max_transfers, "--max-transfers"),
-                  Limits.steps if max_rounds is None else whole(max_rounds, "--max-rounds"))
+
+def share(value: object, option: str) -> float:
+    """A fraction between 0 and 1, both excluded (1% is 0.01)."""
+    if isinstance(value, bool) or not isinstance(value, Real) or not 0 < float(value) < 1:
+        raise UsageError(f"{option} {value!r}: must be a fraction between 0 and 1 (1% = 0.01)")
+    return float(value)

@@ -6,18 +6,26 @@ and `derate`."""
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ..limits import MAX_FAILURE_WORK
 from .compiling import verified_timings
+from .options import Options, count, text
 
 if TYPE_CHECKING:
     from ..analysis.whatif import WhatIf
     from ..session import Session
 
 
-def whatif(session: Session, cls: str = "nic", schedules: Iterable[str] = (), *,
-           verify: bool = True, max_work: int = MAX_FAILURE_WORK) -> WhatIf:
+@dataclass(frozen=True)
+class WhatIfOptions(Options):
+    cls: str = text("nic", "--class")  # a link class, a device kind or family
+    max_work: int = count(MAX_FAILURE_WORK, "--max-failure-work")
+
+
+def whatif(session: Session, cls: str = WhatIfOptions.cls, schedules: Iterable[str] = (), *,
+           verify: bool = True, max_work: int = WhatIfOptions.max_work) -> WhatIf:
     """Fail each item of class `cls` (a link class, a device kind or a device family) in
     turn and time the named schedules (default: all) on what is left; symmetric failures
     are timed once. Verified first, on the whole machine, unless `verify=False`. Refused
@@ -29,6 +37,7 @@ def whatif(session: Session, cls: str = "nic", schedules: Iterable[str] = (), *,
         (16, 8)
     """
     from ..analysis.whatif import whatif as run
+    options = WhatIfOptions(cls, max_work)
     names = tuple(session.selected(tuple(schedules)))
     verified_timings(session, names, verify)
-    return run(session, cls, names, max_work)
+    return run(session, options.cls, names, options.max_work)

@@ -13,7 +13,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..errors import SchedcError
-from .arguments import whole, work_limits
+from ..limits import Limits
+from .options import Options, choice, count
 
 if TYPE_CHECKING:
     from ..analysis.verify.verdict import Verdict
@@ -24,8 +25,35 @@ MAX_EMIT_LINES = 200_000  # formatting takes about 50 µs a line
 STAGES = ("ast", "ir", "loads", "formula", "routes")
 
 
-def load(path: str | Path, sets: Iterable[str] = (), *, max_transfers: int | None = None,
-         max_rounds: int | None = None, machine: str | Path | None = None,
+@dataclass(frozen=True)
+class LoadOptions(Options):
+    """The work limits of one compile (`--max-transfers`, `--max-rounds`), each at least 1:
+    a limit of 0 would refuse every schedule, not lift the limit."""
+
+    max_transfers: int = count(Limits.transfers, "--max-transfers")
+    max_rounds: int = count(Limits.steps, "--max-rounds")
+
+    @property
+    def limits(self) -> Limits:
+        return Limits(self.max_transfers, self.max_rounds)
+
+
+def work_limits(max_transfers: int | None, max_rounds: int | None) -> Limits:
+    """The `Limits` of `max_transfers` and `max_rounds` (None: the defaults), checked."""
+    options: LoadOptions = LoadOptions.given(max_transfers=max_transfers, max_rounds=max_rounds)
+    return options.limits
+
+
+@dataclass(frozen=True)
+class EmitOptions(Options):
+    stage: str = choice(None, "STAGE", STAGES)
+    max_lines: int = count(MAX_EMIT_LINES, "--max-lines")
+    pair: tuple[str, str] | None = None  # (two device names: checked against the topology)
+
+
+def load(path: str | Path, sets: Iterable[str] = (), *,
+         max_transfers: int | None = LoadOptions.max_transfers,
+         max_rounds: int | None = LoadOptions.max_rounds, machine: str | Path | None = None,
          ranks: str | None = None, fail: Iterable[str] = (), derate: Iterable[str] = ()
          ) -> Session:
     """Compile a `.sched` file with `NAME=VALUE` overrides (as `--set` takes them), or an
@@ -116,7 +144,8 @@ class VerifiedFile:
 
 
 def verify_files(path: str | Path, sets: Iterable[str] = (), schedules: Iterable[str] = (),
-                 *, max_transfers: int | None = None, max_rounds: int | None = None,
+                 *, max_transfers: int | None = LoadOptions.max_transfers,
+                 max_rounds: int | None = LoadOptions.max_rounds,
                  machine: str | Path | None = None, ranks: str | None = None
                  ) -> list[VerifiedFile]:
     """`schedc verify FILE`: the verdicts of a file, or of every `.sched` file under a
@@ -153,8 +182,9 @@ def verify_files(path: str | Path, sets: Iterable[str] = (), schedules: Iterable
 
 
 def emit(stage: str, path: str | Path, schedules: Iterable[str] = (), *, sets: Iterable[str] = (),
-         pair: tuple[str, str] | None = None, max_lines: int = MAX_EMIT_LINES,
-         max_transfers: int | None = None, max_rounds: int | None = None,
+         pair: tuple[str, str] | None = None, max_lines: int = EmitOptions.max_lines,
+         max_transfers: int | None = LoadOptions.max_transfers,
+         max_rounds: int | None = LoadOptions.max_rounds,
          machine: str | Path | None = None, ranks: str | None = None,
          fail: Iterable[str] = (), derate: Iterable[str] = ()) -> str:
     """One pipeline stage of a file as text: "ast", "ir", "loads", "formula", or "routes"
@@ -170,9 +200,9 @@ def emit(stage: str, path: str | Path, schedules: Iterable[str] = (), *, sets: I
     """
     from ..errors import LimitError, ParseError, UsageError
     from ..render import emit as dumps
-    if stage not in STAGES:
+    if stage not in STAGES:  # (said as the command line's STAGE argument says it)
         raise UsageError(f"no stage {stage!r}; the stages are {', '.join(STAGES)}")
-    max_lines = whole(max_lines, "--max-lines")
+    max_lines = EmitOptions(stage, max_lines, pair).max_lines
     work_limits(max_transfers, max_rounds)  # (the ast stage compiles nothing)
     path = Path(path)
     if pair and stage != "routes":

@@ -5,14 +5,16 @@ from the solved crossovers), `report` (one HTML page)."""
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
-from ..choices import EXECUTORS, LAYOUTS, NCCL_EXECUTOR, NCCL_PROTOCOLS
+from ..choices import EXECUTORS, LAYOUTS, NCCL_EXECUTOR, NCCL_PROTOCOLS, TUNER_COLLECTIVES
 from ..deadline import DEFAULT_TIMEOUT
 from ..limits import MAX_CHANNELS, MAX_CUTS, MAX_SIZE, MAX_STEP_IDS
-from .arguments import one_of, optional_whole, seconds, whole
+from ..words import counted
 from .compiling import refusal, verified_timings
+from .options import Options, byte_size, choice, count, text, time_limit
 
 if TYPE_CHECKING:
     from ..analysis.solve.crossovers import Envelope
@@ -20,16 +22,51 @@ if TYPE_CHECKING:
     from ..language.syntax import NcclName
     from ..session import Session
 
-def export_msccl(session: Session, schedule: str, *, proto: str = "Simple", channels: int = 1,
-                 executor: str = NCCL_EXECUTOR, min_bytes: int = 0,
-                 max_bytes: int = MAX_SIZE, verify: bool = True, max_steps: int | None = None,
-                 layout: str = "inplace") -> str:
+@dataclass(frozen=True)
+class ValidateOptions(Options):
+    """`verify FILE.xml --executor E [--max-steps N]`; `export msccl`'s are these too."""
+
+    executor: str | None = choice(None, "--executor", EXECUTORS)
+    max_steps: int | None = count(None, "--max-steps", 1, MAX_STEP_IDS)
+
+
+@dataclass(frozen=True)
+class ExportMscclOptions(Options):
+    proto: str = choice("Simple", "--proto", NCCL_PROTOCOLS)
+    channels: int = count(1, "--channels", 1, MAX_CHANNELS)
+    executor: str = choice(NCCL_EXECUTOR, "--executor", EXECUTORS)
+    max_steps: int | None = count(None, "--max-steps", 1, MAX_STEP_IDS)
+    # bytes, or text with a unit ("192MiB"); max_bytes None: the schedule's own size
+    min_bytes: int = byte_size(0, "--min-bytes", 0, MAX_SIZE)
+    max_bytes: int | None = byte_size(None, "--max-bytes", 0, MAX_SIZE)
+    layout: str = choice("inplace", "layout", LAYOUTS)
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.max_bytes is not None and self.max_bytes < self.min_bytes:
+            from ..errors import UsageError
+            raise UsageError("--max-bytes is less than --min-bytes")
+
+
+def export_msccl(session: Session, schedule: str, *, proto: str = ExportMscclOptions.proto,
+                 channels: int = ExportMscclOptions.channels,
+                 executor: str = ExportMscclOptions.executor,
+                 min_bytes: int | str = ExportMscclOptions.min_bytes,
+                 max_bytes: int | str | None = ExportMscclOptions.max_bytes, verify: bool = True,
+                 max_steps: int | None = ExportMscclOptions.max_steps,
+                 layout: str = ExportMscclOptions.layout, output: str | Path | None = None,
+                 force: bool = False) -> str:
     """A schedule as an MSCCL XML algorithm (the text), verified first, within `executor`'s
     limits ("msccl-executor-nccl", or "msccl": microsoft/msccl, which also names
     reduce-scatter as msccl-tools does): `proto` the NCCL protocol it runs with, every
-    transfer cut into `channels` pieces, for message sizes from `min_bytes` to `max_bytes`;
+    transfer cut into `channels` pieces, for message sizes from `min_bytes` to `max_bytes`
+    (bytes, or text with a unit: "192MiB"; by default the schedule's own size at the nominal
+    point, so that the file read back says what size it was made for: an executor picks it for
+    `minBytes <= nBytes <= maxBytes`, msccl-executor-nccl msccl_lifecycle.cc:335);
     `max_steps` the executor build's MSCCL_MAX_NUM_STEPS (default 64 for
     msccl-executor-nccl, 256 for msccl); `layout` "inplace", "outofplace" or "both".
+    `output`: also write it to this file (whole or not at all; an existing file is refused
+    before any work unless `force`).
 
         >>> xml = schedc.export_msccl(session, "ring")
         >>> xml.splitlines()[0]
@@ -37,26 +74,25 @@ def export_msccl(session: Session, schedule: str, *, proto: str = "Simple", chan
     """
     from ..errors import UsageError
     from ..export.msccl_xml import export_msccl as write_xml
-    proto = one_of(proto, "--proto", NCCL_PROTOCOLS)
-    channels = whole(channels, "--channels", 1, MAX_CHANNELS)
-    executor = one_of(executor, "--executor", EXECUTORS)
-    max_steps = optional_whole(max_steps, "--max-steps", 1, MAX_STEP_IDS)
-    min_bytes = whole(min_bytes, "--min-bytes", 0, MAX_SIZE)
-    max_bytes = whole(max_bytes, "--max-bytes", 0, MAX_SIZE)
-    if max_bytes < min_bytes:
-        raise UsageError("--max-bytes is less than --min-bytes")
-    layout = one_of(layout, "layout", LAYOUTS)
+    # (a size may be text with a unit, "192MiB": the field reads it into an int)
+    o = ExportMscclOptions(proto, channels, executor, max_steps,
+                           min_bytes, max_bytes, layout)  # type: ignore[arg-type]
+    if output is not None:
+        _check_replaced(Path(output), force)
     name = session.selected((schedule,))[0]
+    if o.max_bytes is None:  # the schedule's own size (checked against min_bytes again)
+        o = replace(o, max_bytes=_schedule_size(session, name))
     if verify:
         from ..analysis.verify.verdict import verdict
         found = verdict(session, name)
         if not found.ok:
             raise refusal([found])
     def write(at: Session) -> str:
-        return write_xml(at.schedule(name), name, proto, channels, executor, min_bytes,
-                         max_bytes, max_steps, layout)
+        assert o.max_bytes is not None
+        return write_xml(at.schedule(name), name, o.proto, o.channels, o.executor,
+                         o.min_bytes, o.max_bytes, o.max_steps, o.layout)
     try:
-        return write(session)
+        text = write(session)
     except UsageError as refused:
         fewer = _fewer_chunks(session, write)
         if fewer is None:
@@ -65,6 +101,10 @@ def export_msccl(session: Session, schedule: str, *, proto: str = "Simple", chan
                          f"chunks, {session.structural()['chunks']} now) it fits"
                          if fewer else f"{refused.message}, and no --set chunks fits",
                          refused.span, refused.notes) from None
+    if output is not None:
+        from ..render.files import write_atomically
+        write_atomically(Path(output), text)
+    return text
 
 
 def _fewer_chunks(session: Session, write) -> int | None:
@@ -90,7 +130,27 @@ def _fewer_chunks(session: Session, write) -> int | None:
     return lo
 
 
-def validate_msccl(path: str, executor: str, max_steps: int | None = None) -> str:
+def _schedule_size(session: Session, name: str) -> int:
+    """The schedule's collective size at the nominal point, in whole bytes (rounded up, so
+    that the executor still picks the file for that size), within int64."""
+    import math
+
+    from ..model.ir import linear_value
+    size = linear_value(session.schedule(name).collective.size, session.program.nominal)
+    return min(max(math.ceil(size), 0), MAX_SIZE)
+
+
+def _check_replaced(path: Path, force: bool) -> None:
+    """Refuse, before any work, an output that would replace a file unless `force`."""
+    from ..errors import UsageError
+    from ..files import check_output
+    if not force and path.exists() and path.is_file():
+        raise UsageError(f"{path} exists; --force replaces it")
+    check_output(path)
+
+
+def validate_msccl(path: str, executor: str | None,
+                   max_steps: int | None = ValidateOptions.max_steps) -> str:
     """Check an MSCCL XML file against one executor's rules without importing it: a summary
     when it would load, else `ExecutorRulesError` listing every violation at its line and
     column. `max_steps`: the build's MSCCL_MAX_NUM_STEPS (default: the executor's own).
@@ -98,13 +158,12 @@ def validate_msccl(path: str, executor: str, max_steps: int | None = None) -> st
         >>> schedc.validate_msccl("tests/fixtures/hierarchical.xml", "msccl")
         'tests/fixtures/hierarchical.xml: msccl would load it ...'
     """
-    from pathlib import Path
-
     from ..errors import UsageError
     from ..msccl.document import check_file
     from ..msccl.rules import ExecutorRulesError
-    executor = one_of(executor, "--executor", EXECUTORS)
-    max_steps = optional_whole(max_steps, "--max-steps", 1, MAX_STEP_IDS)
+    if executor is None:
+        raise UsageError("--max-steps goes with --executor")
+    max_steps = ValidateOptions(executor, max_steps).max_steps  # (and the executor's name)
     if Path(path).suffix.lower() != ".xml":
         raise UsageError(f"{path}: --executor checks an MSCCL XML file (FILE.xml) against the "
                          "executor's rules; a .sched file is verified without --executor")
@@ -112,8 +171,8 @@ def validate_msccl(path: str, executor: str, max_steps: int | None = None) -> st
     if found:
         raise ExecutorRulesError(executor, found)
     gpus, tbs, steps = counts
-    return (f"{path}: {executor} would load it ({gpus} gpus, at most {tbs} thread blocks and "
-            f"{steps} steps in one thread block)")
+    return (f"{path}: {executor} would load it ({counted(gpus, 'gpu')}, at most "
+            f"{counted(tbs, 'thread block')} and {counted(steps, 'step')} in one thread block)")
 
 
 def export_astra(session: Session, schedule: str, *, prefix: str | None = None,
@@ -160,11 +219,21 @@ class Tuning:
     per_nodes: str | None  # the structural param of a table per node count (None: one table)
     tables: tuple[TunedTable, ...]
     margin: str | None = None  # with against_nccl: the margin, as given ("5%")
+    channels: int = 0  # the tuner table's channels column (`TuneOptions.channels`)
+
+
+@dataclass(frozen=True)
+class TuneOptions(Options):
+    collective: str = choice(None, "--collective", tuple(TUNER_COLLECTIVES))
+    # The channels column: 0 keeps NCCL's own count, -1 the example plugin's default (1).
+    channels: int = count(0, "--channels", -1)
+    timeout: float = time_limit(DEFAULT_TIMEOUT)
+    margin: str = text("5%", "--margin")  # with against_nccl (`parse_margin` reads it)
 
 
 def tune(session: Session, collective: str, sizes: str, *, nodes: str | Iterable[int] | None = None,
-         nodes_param: str | None = None, timeout: float = DEFAULT_TIMEOUT, verify: bool = True,
-         against_nccl: str | None = None) -> Tuning:
+         nodes_param: str | None = None, timeout: float = TuneOptions.timeout, verify: bool = True,
+         against_nccl: str | None = None, channels: int = TuneOptions.channels) -> Tuning:
     """The fastest schedule of the file per message-size range ("8B:16GB", as `--sizes`),
     among those computing `collective`, from exact crossovers. With `nodes` ("1,2,4" or a
     list of ints), one table per value of the file's structural param (`nodes_param`,
@@ -179,13 +248,14 @@ def tune(session: Session, collective: str, sizes: str, *, nodes: str | Iterable
         >>> [s.fastest for s in tuning.tables[0].envelope.stretches]
         ['doubling', 'ring']
     """
-    from ..export.tuner import COLLECTIVES
-    collective = one_of(collective, "--collective", tuple(COLLECTIVES))
-    timeout = seconds(timeout)
+    if collective is None:
+        from ..errors import UsageError
+        raise UsageError("--collective: one of " + ", ".join(TUNER_COLLECTIVES))
+    options = TuneOptions(collective, channels, timeout)
+    collective, timeout = options.collective, options.timeout
     share = None
     if against_nccl is not None:
         from ..errors import UsageError
-        from ..export.tuner import parse_margin
         if nodes is not None:
             raise UsageError("--against-nccl compares on the file's own machine: drop --nodes")
         share = parse_margin(against_nccl)
@@ -197,7 +267,8 @@ def tune(session: Session, collective: str, sizes: str, *, nodes: str | Iterable
         (table,) = tables
         rows, notes = against(session, table, collective, share, verify)
         tables = (table._replace(against=rows, against_notes=notes),)
-    return Tuning(collective, session.program.path, per_nodes, tables, against_nccl)
+    return Tuning(collective, session.program.path, per_nodes, tables, against_nccl,
+                  options.channels)
 
 
 def _node_counts(session: Session, nodes: str | Iterable[int] | None, param: str | None
@@ -276,8 +347,14 @@ def _tune_at(session: Session, collective: str, sizes: str, timeout: float,
     return TunedTable(envelope, nccl, names, nodes, len(ranks), rows)
 
 
-def report(session: Session, *, timeout: float = DEFAULT_TIMEOUT, max_cuts: int = MAX_CUTS,
-           verify: bool = True) -> str:
+@dataclass(frozen=True)
+class ReportOptions(Options):
+    timeout: float = time_limit(DEFAULT_TIMEOUT)
+    max_cuts: int = count(MAX_CUTS, "--max-cuts")
+
+
+def report(session: Session, *, timeout: float = ReportOptions.timeout,
+           max_cuts: int = ReportOptions.max_cuts, verify: bool = True) -> str:
     """`schedc report`: one self-contained HTML page about the file (the comparison table,
     every formula typeset, time against each param with the crossovers marked, each
     schedule round by round, the bounds, the reports and expects), verified first.
@@ -288,7 +365,20 @@ def report(session: Session, *, timeout: float = DEFAULT_TIMEOUT, max_cuts: int 
     """
     from ..analysis.overview import overview
     from ..render.html import report_html
-    max_cuts = whole(max_cuts, "--max-cuts")
-    timeout = seconds(timeout)
+    options = ReportOptions(timeout, max_cuts)
+    timeout, max_cuts = options.timeout, options.max_cuts
     timings = verified_timings(session, session.selected(), verify)
     return report_html(session.program, overview(session, timings, timeout, max_cuts))
+
+
+def parse_margin(text: str) -> float:
+    """`5%` or `0.05` → 0.05."""
+    from ..errors import UsageError
+    raw = text.strip()
+    try:
+        value = float(raw[:-1]) / 100 if raw.endswith("%") else float(raw)
+    except ValueError:
+        raise UsageError(f"--margin expects a share like 5%, got {text!r}") from None
+    if not 0 <= value < 10:
+        raise UsageError(f"--margin {text}: between 0% and 1000%")
+    return value

@@ -3,20 +3,28 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .arguments import optional_whole
-from .compiling import load
+from .compiling import LoadOptions, load
+from .options import Options, count, switch
 
 if TYPE_CHECKING:
     from ..analysis.forall.family import ForAll
 
 
+@dataclass(frozen=True)
+class ForAllOptions(Options):
+    # (no lower end here: the smallest valid size is the family's, which `for_all` says)
+    start: int | None = count(None, "--from", None)
+    require_proof: bool = switch("--require-proof")  # the command's exit code: 1 if unknown
+
+
 def verify_for_all(path: str | Path, param: str, sets: Iterable[str] = (),
-                   schedules: Iterable[str] = (), *, start: int | None = None,
-                   max_transfers: int | None = None, max_rounds: int | None = None
-                   ) -> list[ForAll]:
+                   schedules: Iterable[str] = (), *, start: int | None = ForAllOptions.start,
+                   max_transfers: int | None = LoadOptions.max_transfers,
+                   max_rounds: int | None = LoadOptions.max_rounds) -> list[ForAll]:
     """Does each schedule (default: all of the file) compute its collective for every value
     of the structural param `param` from `start` (default: the family's smallest valid
     size) on? One `ForAll` per schedule: `status` "proved", "refuted" (with a counterexample
@@ -29,7 +37,7 @@ def verify_for_all(path: str | Path, param: str, sets: Iterable[str] = (),
     """
     from ..analysis.forall.family import for_all
     from ..errors import UsageError
-    start = optional_whole(start, "--from", None)  # (the smallest valid one: for_all says)
+    start = ForAllOptions(start).start
     if Path(path).is_dir():
         raise UsageError("--for-all needs one FILE, not a directory")
     session = load(path, sets, max_transfers=max_transfers, max_rounds=max_rounds)

@@ -4,13 +4,14 @@ topo -m` matrix → a `.sched` machine) and `machine_summary` (what `machine sho
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..errors import UsageError
 from ..limits import MAX_ROUTES
-from .arguments import optional_whole, whole
+from .options import Options, count, rules, switch, text
 
 if TYPE_CHECKING:
     from ..analysis.machine import MachineSummary
@@ -21,6 +22,41 @@ if TYPE_CHECKING:
 MAX_HOSTS = 4096  # a structural param: more hosts is another compile, refused past this
 NVLINKS = (1, 72)  # the range of `nvlinks`: NVLinks per GPU to an NVSwitch
 SMS = (10, 200)  # the range of `sm`: a compute capability, 80 for A100, 90 for H100
+
+
+@dataclass(frozen=True)
+class ImportOptions(Options):
+    """`machine import`'s options (`fabric` and `nic_speed` are read by `parse_fabric` and
+    `parse_rate`)."""
+
+    hosts: int = count(1, "--hosts", 1, MAX_HOSTS)
+    fabric: str = text("rail", "--fabric")
+    nic_speed: str | None = text(None, "--nic-speed")
+    nvlinks: int | None = count(None, "--nvlinks", *NVLINKS)
+    sm: int | None = count(None, "--sm", *SMS)
+    nvidia_smi: bool = switch("--nvidia-smi")
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if (self.nvlinks is not None and self.sm is None) or \
+                (self.sm is not None and self.nvlinks is None and not self.nvidia_smi):
+            raise UsageError("--nvlinks and --sm go together (N NVLinks of the per-link "
+                             "bandwidth of compute capability S)")
+
+    def command(self, path: str | Path) -> str:
+        """The command line that imports `path` so, as the file's comments cite it."""
+        words = ["schedc machine import", *(["--nvidia-smi"] if self.nvidia_smi else []),
+                 Path(path).name]
+        for name, (spec, rule) in rules(type(self)).items():
+            value = getattr(self, name)
+            if name != "nvidia_smi" and value != spec.default:
+                words.append(f"{rule.flag} {value}")
+        return " ".join(words)
+
+
+@dataclass(frozen=True)
+class ShowOptions(Options):
+    max_routes: int = count(MAX_ROUTES, "--max-routes")
 
 
 def parse_fabric(text: str) -> Fabric:
@@ -64,13 +100,15 @@ def parse_rate(text: str, option: str) -> Fraction:
     return rate / 10**9
 
 
-def import_machine(path: str | Path, *, hosts: int = 1, fabric: str = "rail",
-                   nic_speed: str | None = None, nvlinks: int | None = None,
-                   sm: int | None = None, nvidia_smi: bool = False,
-                   command: str = "schedc machine import") -> str:
+def import_machine(path: str | Path, *, hosts: int = ImportOptions.hosts,
+                   fabric: str = ImportOptions.fabric,
+                   nic_speed: str | None = ImportOptions.nic_speed,
+                   nvlinks: int | None = ImportOptions.nvlinks, sm: int | None = ImportOptions.sm,
+                   nvidia_smi: bool = ImportOptions.nvidia_smi) -> str:
     """The `.sched` text of a machine read from an NCCL topology file (or, with `nvidia_smi`,
     from `nvidia-smi topo -m` output): `hosts` copies as the structural param `hosts`, joined
-    by `fabric`; every figure commented with its attribute and NCCL's rule.
+    by `fabric`; every figure commented with its attribute and NCCL's rule, and the file's
+    head with the command line that makes it again.
 
         >>> text = schedc.import_machine("tests/fixtures/topo/ndv4-topo.xml", hosts=2,
         ...                              nic_speed="200Gbit/s", nvlinks=12, sm=80)
@@ -79,12 +117,8 @@ def import_machine(path: str | Path, *, hosts: int = 1, fabric: str = "rail",
     """
     from ..export.sched_machine import machine_sched
     from ..hardware.nccl_topo import Assumptions
-    hosts = whole(hosts, "--hosts", 1, MAX_HOSTS)
-    nvlinks = optional_whole(nvlinks, "--nvlinks", *NVLINKS)
-    sm = optional_whole(sm, "--sm", *SMS)
-    if nvlinks is not None and sm is None or (sm is not None and nvlinks is None and not nvidia_smi):
-        raise UsageError("--nvlinks and --sm go together (N NVLinks of the per-link bandwidth "
-                         "of compute capability S)")
+    options = ImportOptions(hosts, fabric, nic_speed, nvlinks, sm, nvidia_smi)
+    hosts, nvlinks, sm = options.hosts, options.nvlinks, options.sm
     speed = parse_rate(nic_speed, "--nic-speed") if nic_speed is not None else None
     assume = Assumptions(speed, nic_speed or "", nvlinks, sm)
     shape = parse_fabric(fabric)
@@ -95,7 +129,7 @@ def import_machine(path: str | Path, *, hosts: int = 1, fabric: str = "rail",
         from ..hardware.nccl_topo import read_nccl_topology
         host = read_nccl_topology(path, assume)
     _check_devices(host, hosts, shape)
-    return machine_sched(host, hosts, shape, command)
+    return machine_sched(host, hosts, shape, options.command(path))
 
 
 def _check_devices(host: HostModel, hosts: int, shape: Fabric) -> None:
@@ -113,7 +147,8 @@ def _check_devices(host: HostModel, hosts: int, shape: Fabric) -> None:
                          f"{(MAX_DEVICES - fabric) // max(1, len(host.parts)):,} such hosts")
 
 
-def machine_summary(session: Session, max_routes: int | None = None) -> MachineSummary:
+def machine_summary(session: Session, max_routes: int = ShowOptions.max_routes
+                    ) -> MachineSummary:
     """Hosts, devices, links, route classes and (imported machines) where figures came from.
     The routes go from the first GPU to every other, or to `max_routes` of them evenly
     spread (default `limits.MAX_ROUTES`; `summary.routed` says how many).
@@ -130,5 +165,4 @@ def machine_summary(session: Session, max_routes: int | None = None) -> MachineS
     if not program.topology.devices:
         raise UsageError(f"{program.path} declares no machine (no topology block, none "
                          "imported): nothing to show")
-    most = optional_whole(max_routes, "--max-routes")
-    return summarize(program, MAX_ROUTES if most is None else most)
+    return summarize(program, ShowOptions(max_routes).max_routes)

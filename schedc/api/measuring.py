@@ -4,23 +4,56 @@ its prediction with them, without fitting."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import math
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..errors import SchedcError
 from ..limits import MAX_FIT_WORK
-from .arguments import whole
-from .compiling import load, verified_timings
+from ..measure.noise import DEFAULT_OUTLIER_FACTOR
+from .compiling import LoadOptions, load, verified_timings
+from .options import Options, count, text
 
 if TYPE_CHECKING:
     from ..analysis.calibrate.calibration import Calibration, Comparison
+    from ..measure.nccl_tests import Row
     from ..session import Session
 
 
-def _tables(paths: Iterable[str | Path]) -> list:
+@dataclass(frozen=True)
+class CalibrateOptions(Options):
+    every: int = count(4, "--every")  # with split interleaved: fit on one size in this many
+    split: str = text("interleaved", "--split")  # (`parse_split` reads it)
+    max_work: int = count(MAX_FIT_WORK, "--max-fit-work")
+
+
+def _tables(paths: Iterable[str | Path], outlier_factor: float = math.inf) -> list:
+    return _read(paths, outlier_factor)[0]
+
+
+def _read(paths: Iterable[str | Path], outlier_factor: float
+          ) -> tuple[list, list[tuple[str, tuple[Row, ...]]], list[str]]:
+    """Each log's table without its outliers (measure.noise: out-of-place and in-place times
+    more than `outlier_factor` apart), the outliers of each log, and a note per log that had
+    any: rows enter a fit or an error figure only through here."""
     from ..measure.nccl_tests import read_log
-    return [(str(path), read_log(path).table()) for path in paths]
+    from ..measure.noise import check_factor, outlier_note, split_outliers
+    check_factor(outlier_factor)
+    tables, outliers, notes = [], [], []
+    for path in paths:
+        table, flagged = split_outliers(read_log(path).table(), outlier_factor)
+        tables.append((str(path), table))
+        if flagged:
+            outliers.append((str(path), flagged))
+            notes.append(outlier_note(str(path), flagged, outlier_factor))
+    return tables, outliers, notes
+
+
+def _noted(result: Calibration, notes: list[str]) -> Calibration:
+    from dataclasses import replace
+    return replace(result, notes=(*result.notes, *notes)) if notes else result
 
 
 def _schedule(session: Session, name: str | None) -> str:
@@ -43,14 +76,16 @@ def _fit_names(fit: Iterable[str]) -> tuple[str, ...]:
 
 
 def calibrate(session: Session, logs: Iterable[str | Path], schedule: str | None = None, *,
-              fit: Iterable[str] = (), every: int = 4, in_place: bool = False,
-              verify: bool = True, split: str = "interleaved",
-              drop_wrong: bool = False) -> Calibration:
+              fit: Iterable[str] = (), every: int = CalibrateOptions.every,
+              in_place: bool = False, verify: bool = True, split: str = CalibrateOptions.split,
+              drop_wrong: bool = False,
+              outlier_factor: float = DEFAULT_OUTLIER_FACTOR) -> Calibration:
     """Fit the params `fit` (default: every param the time depends on but the size) of one
     schedule (default: the file's only one) to nccl-tests logs, by least squares on log time,
     on one size in `every` (and the largest); the rest are held out. The fit is trustworthy
     when `.trusted`: converged, no param `.flagged` (a param the rows do not determine is
-    held at NCCL's value, its `.held` saying so, and is not a flag).
+    held at NCCL's value, its `.held` saying so, and is not a flag). Rows whose two times
+    differ by more than `outlier_factor` are left out, and `.notes` says which.
 
         >>> machine = schedc.load("schedules/calibration/nvidia_dgxc_1node_8xH100_nvlink_allreduce.sched")
         >>> fitted = schedc.calibrate(machine, [LOG])                      # doctest: +SKIP
@@ -58,35 +93,57 @@ def calibrate(session: Session, logs: Iterable[str | Path], schedule: str | None
         ['a_L', 'B_L']
     """
     from ..analysis.calibrate.calibration import calibrate as fit_params
-    every = whole(every, "--every")
+    every = CalibrateOptions(every, split).every
     name = _schedule(session, schedule)
     verified_timings(session, name.split(","), verify)
-    return fit_params(session, name, _tables(logs), _fit_names(fit), every, _place(in_place),
-                      split=parse_split(split, every), drop_wrong=drop_wrong)
+    tables, _, notes = _read(logs, outlier_factor)
+    return _noted(fit_params(session, name, tables, _fit_names(fit), every, _place(in_place),
+                             split=parse_split(split, every), drop_wrong=drop_wrong), notes)
 
 
 def calibrate_logs(pairs: Iterable[tuple[str | Path, Session]], schedule: str | None = None, *,
-                   fit: Iterable[str] = (), every: int = 4, in_place: bool = False,
-                   verify: bool = True, split: str = "interleaved",
-                   drop_wrong: bool = False, max_work: int = MAX_FIT_WORK) -> Calibration:
-    """One fit over several logs, each with its own machine (a loaded session): params of a
+                   fit: Iterable[str] = (), every: int = CalibrateOptions.every,
+                   in_place: bool = False, verify: bool = True,
+                   split: str = CalibrateOptions.split, drop_wrong: bool = False,
+                   max_work: int = CalibrateOptions.max_work,
+                   outlier_factor: float = DEFAULT_OUTLIER_FACTOR,
+                   step_rules: bool = False) -> Calibration:
+    """One fit over several logs, each with its own machine (a loaded session, compiled at
+    the log's host count when it has a structural host param, as `predict` does): params of a
     library the machine files import are shared, a machine file's own params are its log's.
     `split` is "interleaved", "size:64MiB" or "leave-one-out". A fit that does not settle
-    within `max_work` (per evaluation of the model, its fit rows + 100) is refused.
+    within `max_work` (per evaluation of the model, its fit rows + 100) is refused. With
+    `step_rules`, the fit is made under `step cost sum` and `step cost max` too, and
+    `.step_rules` says each one's held-out error (which the rows prefer).
 
         >>> fitted = schedc.calibrate_logs([(LOG1, m1), (LOG2, m2)])       # doctest: +SKIP
     """
+    from dataclasses import replace
+
     from ..analysis.calibrate.calibration import Run
     from ..analysis.calibrate.fit import calibrate_runs
-    every = whole(every, "--every")
-    runs = []
+    from ..analysis.calibrate.hosts import host_point
+    options = CalibrateOptions(every, split, max_work)
+    runs, said = [], []
     for log, session in pairs:
         name = _schedule(session, schedule)
+        ((path, table),), _, outliers = _read([log], outlier_factor)
+        said += outliers
+        point = host_point(session, name, table, path)  # a machine in hosts: at the log's
+        if point is not None:
+            session = session.at({point.param: point.hosts})
+            said.append(f"{path}: {point.said}")
         verified_timings(session, name.split(","), verify)
-        (path, table), = _tables([log])
         runs.append(Run(session, name, path, table, session.program.path))
-    return calibrate_runs(runs, _fit_names(fit), parse_split(split, every), _place(in_place),
-                          drop_wrong, max_work=whole(max_work, "--max-fit-work"))
+
+    def fit_runs(these: list) -> Calibration:
+        return _noted(calibrate_runs(these, _fit_names(fit), parse_split(split, options.every),
+                                     _place(in_place), drop_wrong, max_work=options.max_work),
+                      said)
+    if not step_rules:
+        return fit_runs(runs)
+    from ..analysis.calibrate.step_rules import compare_step_rules
+    return replace(fit_runs(runs), step_rules=compare_step_rules(runs, fit_runs))
 
 
 def calibration_pairs(logs: Iterable[str | Path] = (), machines: Iterable[str | Path] = (),
@@ -118,10 +175,15 @@ def calibration_pairs(logs: Iterable[str | Path] = (), machines: Iterable[str | 
 
 def calibrate_files(logs: Iterable[str | Path] = (), machines: Iterable[str | Path] = (), *,
                     manifest: str | Path | None = None, schedule: str | None = None,
-                    fit: Iterable[str] = (), sets: Iterable[str] = (), every: int = 4,
-                    in_place: bool = False, verify: bool = True, split: str = "interleaved",
-                    drop_wrong: bool = False, max_transfers: int | None = None,
-                    max_rounds: int | None = None, max_work: int = MAX_FIT_WORK) -> Calibration:
+                    fit: Iterable[str] = (), sets: Iterable[str] = (),
+                    every: int = CalibrateOptions.every, in_place: bool = False,
+                    verify: bool = True, split: str = CalibrateOptions.split,
+                    drop_wrong: bool = False,
+                    max_transfers: int | None = LoadOptions.max_transfers,
+                    max_rounds: int | None = LoadOptions.max_rounds,
+                    max_work: int = CalibrateOptions.max_work,
+                    outlier_factor: float = DEFAULT_OUTLIER_FACTOR,
+                    step_rules: bool = False) -> Calibration:
     """`schedc calibrate`: `calibrate_logs` over the pairs of `calibration_pairs`, each machine
     file loaded once with `sets`; `fit` items may name several params (`"a_L,B_L"`). The
     result records the command line that makes it again (`made_by`), which
@@ -132,20 +194,24 @@ def calibrate_files(logs: Iterable[str | Path] = (), machines: Iterable[str | Pa
     """
     from dataclasses import replace
     logs, machines, sets, fit = tuple(logs), tuple(machines), tuple(sets), tuple(fit)
-    every = whole(every, "--every")
+    every = CalibrateOptions(every, split, max_work).every
     pairs = calibration_pairs(logs, machines, manifest)
     sessions: dict[str, Session] = {}
     loaded = [(log, sessions.setdefault(m, load(m, sets, max_transfers=max_transfers,
                                                 max_rounds=max_rounds))) for log, m in pairs]
     result = calibrate_logs(loaded, schedule, fit=fit, every=every, in_place=in_place,
-                            verify=verify, split=split, drop_wrong=drop_wrong, max_work=max_work)
+                            verify=verify, split=split, drop_wrong=drop_wrong, max_work=max_work,
+                            outlier_factor=outlier_factor, step_rules=step_rules)
     where = (["--manifest", str(manifest)] if manifest is not None else
              [*map(str, logs), *(a for m in machines for a in ("--machine", str(m)))])
     command = " ".join(["schedc calibrate", *where, *(["-s", schedule] if schedule else []),
                         *(f"--fit {n}" for n in _fit_names(fit)), *(f"--set {s}" for s in sets),
                         f"--split {split}", f"--every {every}",
                         *(["--in-place"] if in_place else []),
-                        *(["--drop-wrong"] if drop_wrong else [])])
+                        *(["--drop-wrong"] if drop_wrong else []),
+                        *([f"--outlier-factor {outlier_factor:g}"]
+                          if outlier_factor != DEFAULT_OUTLIER_FACTOR else []),
+                        *(["--step-rules"] if step_rules else [])])
     return replace(result, made_by=command)
 
 
@@ -173,12 +239,12 @@ def write_calibration(calibration: Calibration, path: str | Path, *, force: bool
     write_output_with(Path(path), lambda temporary: Path(temporary).write_text(text, "utf-8"))
 
 
-def parse_split(text: str, every: int = 4):
+def parse_split(text: str, every: int = CalibrateOptions.every):
     """`interleaved`, `size:SIZE` (e.g. size:64MiB), `leave-one-out` or `leave-one-out:SIZE`
     (the held-out log's own params fitted on its rows up to SIZE, e.g. leave-one-out:16B)."""
     from ..analysis.calibrate.calibration import Split
     from ..errors import UsageError
-    every = whole(every, "--every")
+    every = CalibrateOptions(every, text).every
     if text == "interleaved":
         return Split("interleaved", every)
     if text == "leave-one-out":
@@ -199,41 +265,96 @@ def parse_split(text: str, every: int = 4):
 
 
 def predict(session: Session, logs: Iterable[str | Path], schedule: str | None = None, *,
-            in_place: bool = False, verify: bool = True, drop_wrong: bool = False) -> Comparison:
+            in_place: bool = False, verify: bool = True, drop_wrong: bool = False,
+            outlier_factor: float = DEFAULT_OUTLIER_FACTOR,
+            small_sizes: str = "auto") -> Comparison:
     """One schedule's predicted time (default: the file's only one) against the measured
-    rows of nccl-tests logs, at the file's params (see `fitted_sets` for a calibrated file).
+    rows of nccl-tests logs, at the file's params (see `fitted_sets` for a calibrated file),
+    rows whose two times differ by more than `outlier_factor` left out (`predict_against`
+    shows them). A machine with a structural host param (`param hosts = 2`) is compiled at
+    each log's host count (analysis/calibrate/hosts.py); a log whose counts do not fit it is
+    refused. `small_sizes`: where rows below 1 MiB come from: "model" (the file's), "nccl"
+    (NCCL's own latency model of the machine, nothing fitted: analysis/calibrate/
+    small_sizes.py), or "auto": NCCL's for a log at a host count other than the file's own
+    (where the file's latencies, fitted at its own, are not the target's), else the file's.
 
         >>> compared = schedc.predict(machine, [LOG])                      # doctest: +SKIP
         >>> compared.geomean(None)                                         # doctest: +SKIP
         0.06...
     """
+    from dataclasses import replace
+
     from ..analysis.calibrate.calibration import compare
+    from ..analysis.calibrate.small_sizes import with_nccl_below
+    from .arguments import one_of
+    one_of(small_sizes, "--small-sizes", ("auto", "model", "nccl"))
     name = _schedule(session, schedule)
-    verified_timings(session, name.split(","), verify)
-    return compare(session, name, _tables(logs), _place(in_place), drop_wrong)
+
+    def one(at: Session, log: str, table) -> Comparison:
+        verified_timings(at, name.split(","), verify)
+        compared = compare(at, name, [(log, table)], _place(in_place), drop_wrong)
+        if small_sizes == "nccl" or small_sizes == "auto" and at is not session:
+            try:
+                nccl = _nccl_one(at, name, log, table, None, (), in_place, drop_wrong)
+            except SchedcError as refused:
+                if small_sizes == "nccl":
+                    raise
+                return replace(compared, notes=(*compared.notes, f"{log}: rows below 1 MiB "
+                                                f"from the file's model ({refused.message})"))
+            why = ("asked" if small_sizes == "nccl" else
+                   "the file's latencies were not fitted at this host count")
+            return with_nccl_below(compared, nccl, f"{log}: rows below 1 MiB from NCCL's own "
+                                   f"latency model of the machine, nothing fitted ({why})")
+        return compared
+    return _per_host_count(session, name, logs, one, outlier_factor)
+
+
+def _per_host_count(session: Session, name: str, logs: Iterable[str | Path],
+                    compute: Callable[[Session, str, object], Comparison],
+                    outlier_factor: float) -> Comparison:
+    """`compute(session at the log's host count, log, table)` per log (its outliers left
+    out), merged."""
+    from dataclasses import replace
+
+    from ..analysis.calibrate.hosts import host_point, merged
+    parts = []
+    for log, table in _tables(logs, outlier_factor):
+        point = host_point(session, name, table, log)
+        at = session if point is None else session.at({point.param: point.hosts})
+        part = compute(at, log, table)
+        said = () if point is None else (f"{log}: {point.said}",)
+        parts.append(replace(part, notes=(*said, *part.notes)))
+    return merged(parts)
 
 
 def predict_nccl(session: Session, logs: Iterable[str | Path], schedule: str | None = None, *,
                  sm: int | None = None, inputs: tuple[str, ...] = (), in_place: bool = False,
-                 drop_wrong: bool = False) -> Comparison:
+                 drop_wrong: bool = False,
+                 outlier_factor: float = DEFAULT_OUTLIER_FACTOR) -> Comparison:
     """The logs' rows against NCCL's own tuning model on the file's machine, nothing fitted:
     at each size the algorithm/protocol NCCL picks and its time, lat + n/(1000·bw) µs
     (`sm`: the GPU generation, 80 for A100, 90 for H100; `inputs`: NAME=VALUE overrides of
-    NCCL's inputs, as `schedc nccl --input`).
+    NCCL's inputs, as `schedc nccl --input`); at each log's host count, as `predict`.
 
         >>> compared = schedc.api.predict_nccl(machine, [LOG], sm=90)          # doctest: +SKIP
         >>> compared.protocols[0]                                          # doctest: +SKIP
         'ring/ll'
     """
+    name = _schedule(session, schedule)
+    return _per_host_count(session, name, logs, lambda at, log, table: _nccl_one(
+        at, name, log, table, sm, inputs, in_place, drop_wrong), outlier_factor)
+
+
+def _nccl_one(session: Session, name: str, log: str, table, sm: int | None,
+              inputs: tuple[str, ...], in_place: bool, drop_wrong: bool) -> Comparison:
     from ..analysis.calibrate.nccl_prediction import nccl_compare
     from ..nccl.constants import VERSION
     from .nccl import nccl_model
-    name = _schedule(session, schedule)
     kind = session.program.result(name.split(",")[0]).collective.kind
     model = nccl_model(session, collective=kind if kind != "alltoall" else None, sm=sm,
                        inputs=inputs, max_bytes=1)
     label = f"NCCL {VERSION}'s tuning model (sm {model.comm['minCompCap']})"
-    return nccl_compare(session, name, _tables(logs), model.comm, model.table, label,
+    return nccl_compare(session, name, [(log, table)], model.comm, model.table, label,
                         _place(in_place), drop_wrong)
 
 
@@ -268,22 +389,29 @@ def read_manifest(path: str | Path) -> list[tuple[str, str]]:
 
 def plot_prediction(session: Session, comparison: Comparison, path: str | Path) -> None:
     """Plot time and bus bandwidth over size, measured and predicted, into an SVG or PNG
-    file, with the sizes where the schedule's protocol changes marked."""
+    file, with the sizes where the schedule's protocol changes marked; a machine in hosts
+    at the first log's host count, as `predict` compiled it (its busbw factor, its switches)."""
     from ..analysis.calibrate.calibration import COLLECTIVE_BINARIES, size_symbol
+    from ..analysis.calibrate.hosts import host_point
     from ..analysis.solve.protocols import protocol_spans
     from ..measure.nccl_tests import BUSBW_FACTORS
     from ..render.measured_plot import plot_comparison
     name = comparison.schedule.split(",")[0]
-    if name in {r.name for r in session.program.results}:
-        spans = protocol_spans(session.timing(name), size_symbol(session, name))
+    own = name in {r.name for r in session.program.results}
+    (log, table), = _tables(comparison.logs[:1])
+    point = host_point(session, comparison.schedule if own else session.program.results[0].name,
+                       table, log)
+    at = session if point is None else session.at({point.param: point.hosts})
+    if own:
+        spans = protocol_spans(at.timing(name), size_symbol(at, name))
         switches = [(float(b.lo), a.protocol, b.protocol) for a, b in zip(spans, spans[1:])]
-        collective = session.program.result(name).collective
+        collective = at.program.result(name).collective
     else:  # `predict --nccl`: NCCL's picks change between two measured sizes (marked at the
         # first size of the new pick)
         pts, picks = comparison.points, comparison.protocols
         switches = [(float(b.size), x or "", y or "") for a, b, x, y in
                     zip(pts, pts[1:], picks, picks[1:]) if x != y and a.log == b.log]
-        collective = session.program.results[0].collective
+        collective = at.program.results[0].collective
     factor = BUSBW_FACTORS[COLLECTIVE_BINARIES[collective.kind]](len(collective.ranks))
     plot_comparison(comparison, Path(path), factor, switches)
 

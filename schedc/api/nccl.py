@@ -5,37 +5,20 @@ the schedules that stand for NCCL's algorithms."""
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import TYPE_CHECKING
 
-from ..hardware.rules import DEFAULT_SM
 from ..limits import MAX_SIZE
-from .arguments import optional_whole
+from .options import Options, byte_size, count, text
 
 if TYPE_CHECKING:
-    from ..model.topology import Device, Topology
+    from ..analysis.nccl_model import Against, Explanation
     from ..nccl.comm import Comm
     from ..session import Session
 
 DEFAULT_MAX_BYTES = 16 * 2**30
-
-
-@dataclass(frozen=True)
-class OwnTime:
-    schedule: str  # a schedule of the file labelled `as ALGO/PROTO`
-    pair: str  # "ring/simple"
-    time: float  # seconds, schedc's model, at the explained size
-
-
-@dataclass(frozen=True)
-class Explanation:
-    collective: str
-    size: int  # bytes (NCCL's nBytes)
-    terms: tuple  # schedc.nccl.choice.Terms, NCCL's order
-    winner: str | None
-    own: tuple[OwnTime, ...]
-    unlabelled: tuple[str, ...]  # NCCL's candidate algorithms no schedule stands for
 
 
 @dataclass(frozen=True)
@@ -50,10 +33,26 @@ class NcclModel:
     formulas: dict  # collective → tuple[schedc.nccl.formulas.Boundary, ...] (nNodes ≥ 3)
 
 
-def nccl_model(session: Session, *, collective: str | None = None, nodes: int | None = None,
-         sm: int | None = None, channels: int | None = None, inputs: tuple[str, ...] = (),
-         explain: str | None = None, max_bytes: int = DEFAULT_MAX_BYTES,
-         verify: bool = True) -> NcclModel:
+@dataclass(frozen=True)
+class NcclOptions(Options):
+    """`schedc nccl`'s options (`predict --nccl` takes `sm`). Which compute capabilities NCCL
+    knows and its channel limit are said by `schedc.nccl.inputs`, with NCCL's words."""
+
+    collective: str | None = text(None, "--collective")  # (one of NCCL's functions)
+    nodes: int | None = count(None, "--nodes")
+    sm: int | None = count(None, "--sm", None)
+    channels: int | None = count(None, "--channels", None)
+    # NCCL's sizes are size_t; schedc counts them in 64-bit integers (bytes, or text with a
+    # unit: "192MiB")
+    max_bytes: int = byte_size(DEFAULT_MAX_BYTES, "--max-bytes", 1, MAX_SIZE)
+
+
+def nccl_model(session: Session, *, collective: str | None = NcclOptions.collective,
+               nodes: int | None = NcclOptions.nodes, sm: int | None = NcclOptions.sm,
+               channels: int | None = NcclOptions.channels, inputs: tuple[str, ...] = (),
+               explain: str | Iterable[str] | None = None,
+               max_bytes: int | str = NcclOptions.max_bytes,
+               verify: bool = True) -> NcclModel:
     """NCCL's inputs derived from the file's machine (each overridable), its latency and
     bandwidth table and its choice for every size from 1 byte to `max_bytes`.
 
@@ -64,26 +63,25 @@ def nccl_model(session: Session, *, collective: str | None = None, nodes: int | 
         >>> [b.choice.name for b in model.bands["allreduce"]][:3]
         ['tree/ll', 'tree/ll128', 'nvls_tree/simple']
     """
+    from ..analysis.nccl_model import compute_capability
+    from ..analysis.nccl_model import explain as explain_choice
     from ..errors import TopologyError, UsageError
     from ..nccl import constants as K
     from ..nccl.choice import bands
     from ..nccl.derive import derive
     from ..nccl.inputs import override
     from ..nccl.tuning import tune_model
+    from .compiling import verified_timings
     if collective is not None and collective not in K.FUNCTIONS:
         raise UsageError(f"NCCL's tuning model has no collective '{collective}' (its "
                          f"functions: {', '.join(K.FUNCTIONS)}; src/graph/tuning.cc:288)")
-    nodes = optional_whole(nodes, "--nodes")
-    sm = optional_whole(sm, "--sm", None)  # (which ones NCCL knows: check_sm)
-    channels = optional_whole(channels, "--channels", None)  # (the range: nccl.inputs)
-    if isinstance(max_bytes, bool) or not isinstance(max_bytes, int) or \
-            not 1 <= max_bytes <= MAX_SIZE:
-        raise UsageError("--max-bytes: from 1 to 2^63 - 1 (NCCL's sizes are size_t; schedc "
-                         "counts them in 64-bit integers)")
+    # (max_bytes may be text with a unit, "16GiB": the field reads it into an int)
+    o = NcclOptions(collective, nodes, sm, channels, max_bytes)  # type: ignore[arg-type]
+    nodes, sm, channels, max_bytes = o.nodes, o.sm, o.channels, o.max_bytes
     program = session.program
     ranks = program.results[0].collective.ranks if program.results else tuple(
         d.id for d in program.topology.devices if d.kind == "gpu")
-    sm, sm_from = _compute_capability(program.topology, ranks, sm)
+    sm, sm_from = compute_capability(program.topology, ranks, sm)
     try:
         comm = derive(program.topology, ranks, program.nominal, sm, sm_from, nodes)
     except TopologyError as error:  # (a route NCCL's inputs need: said at the ranks' source)
@@ -98,38 +96,14 @@ def nccl_model(session: Session, *, collective: str | None = None, nodes: int | 
     from ..nccl.formulas import boundaries
     formulas = {c: tuple(boundaries(comm, table, K.FUNCTIONS.index(c), list(found[c])))
                 for c in chosen}
-    explained: tuple[Explanation, ...] = ()
-    if explain is not None:
-        size = parse_size(explain)
-        explained = tuple(_explain(session, comm, table, c, size, verify) for c in chosen)
+    # Each --explain size in the order given (a size given twice is explained once).
+    texts = [explain] if isinstance(explain, str) else list(explain or ())
+    sizes = list(dict.fromkeys(parse_size(text) for text in texts))
+    explained: tuple[Explanation, ...] = tuple(
+        explain_choice(session, comm, table, c, size,
+                       lambda names: verified_timings(session, names, verify))
+        for size in sizes for c in chosen)
     return NcclModel(program.path, comm, table, chosen, found, max_bytes, explained, formulas)
-
-
-def _compute_capability(topology: Topology, ranks: tuple[int, ...],
-                        sm: int | None) -> tuple[int, str]:
-    """`--sm`, else what the ranks' GPUs declare (`gpu g[8] sm 80`), else the default; and
-    where it came from. One GPU model: NCCL's model here takes one sm for minCompCap and
-    maxCompCap alike."""
-    from ..errors import UsageError
-    from ..nccl.inputs import check_sm
-    if sm is not None:
-        return check_sm(sm), "--sm"
-    first: dict[int | None, Device] = {}  # each sm declared (None: none) → its first GPU
-    for r in ranks:
-        first.setdefault(topology.devices[r].sm, topology.devices[r])
-    declared = sorted(sm for sm in first if sm is not None)
-    if not declared:  # (no ranks at all: derive says that NCCL's model needs GPUs)
-        return DEFAULT_SM, (f"--sm's default {DEFAULT_SM}: the machine declares no sm for its "
-                            "GPUs (`gpu g[8] sm 80`)")
-    if None in first:
-        bare = first[None]
-        raise UsageError(f"some ranks' GPUs declare their sm and others do not ({bare.name}, "
-                         f"declared at {bare.span}): declare it for every GPU, or pass --sm")
-    if len(declared) > 1:
-        where = ", ".join(f"sm {sm} at {first[sm].span}" for sm in declared)
-        raise UsageError(f"the ranks' GPUs are of {len(declared)} models ({where}); schedc's "
-                         "NCCL model takes one: pass --sm")
-    return declared[0], f"the machine: sm {declared[0]} at {first[declared[0]].span}"
 
 
 def parse_size(text: str) -> int:
@@ -157,137 +131,14 @@ def parse_size(text: str) -> int:
     return int(size)
 
 
-def _explain(session: Session, comm, table, collective: str, size: int,
-             verify: bool) -> Explanation:
-    from ..api.compiling import verified_timings
-    from ..nccl import constants as K
-    from ..nccl.choice import terms
-    f = K.FUNCTIONS.index(collective)
-    found = terms(comm, table, f, size)
-    winner = min(found, key=lambda t: t.time) if found else None  # min keeps the first tie
-    program = session.program
-    labelled = [r for r in program.results if r.collective.kind == collective and
-                getattr(r.definition, "nccl", None) is not None]
-    own = []
-    if labelled:
-        timings = verified_timings(session, [r.name for r in labelled], verify)
-        for r, timing in zip(labelled, timings, strict=True):
-            label = r.definition.nccl
-            assert label is not None
-            own.append(OwnTime(r.name, f"{label.algorithm}/{label.protocol}",
-                               _time_at(program, r, timing, size)))
-    pairs = {o.pair for o in own}
-    algorithms = {p.split("/")[0] for p in pairs}
-    unlabelled = tuple(dict.fromkeys(K.ALGORITHMS[t.candidate.algorithm] for t in found
-                                     if K.ALGORITHMS[t.candidate.algorithm] not in algorithms))
-    return Explanation(collective, size, tuple(found),
-                       winner.candidate.name if winner else None, tuple(own), unlabelled)
-
-
-def _time_at(program, result, timing, size: int) -> float:
-    """schedc's time of the schedule with its collective's size param at `size` bytes."""
-    import sympy
-    values = dict(program.nominal)
-    form = result.collective.size
-    if len(form) == 1 and form[0][1] == 1 and form[0][0] != 1:
-        values[form[0][0]] = sympy.Integer(size)
-    return float(timing.cost.formula.xreplace(values))
-
-
-@dataclass(frozen=True)
-class Against:
-    """A size range where a schedule standing for another NCCL pair beats, in schedc's
-    model, the schedule standing for NCCL's own pick by more than the margin."""
-
-    min_bytes: int
-    max_bytes: int
-    schedule: str
-    pair: str  # what the row sets
-    nccl_pick: str  # NCCL's own choice there
-    nccl_schedule: str  # the schedule standing for NCCL's pick
-    gain: float  # NCCL's pick's schedc time / the schedule's - 1, the most over the range
-
-
 def against_nccl(session: Session, table, collective: str, margin: float,
                  verify: bool = True) -> tuple[tuple[Against, ...], tuple[str, ...]]:
     """The `tune --against-nccl` rows for one tuned table (`TunedTable`), and notes on the
-    ranges that could not be compared. NCCL's pick is timed by the schedule labelled with
-    its pair or, failing one, with its algorithm (schedc's time of a schedule does not
-    depend on its label's protocol); a range where no schedule stands for the algorithm NCCL
-    picks is noted, not compared. Range ends are found by bisection to the byte on schedc's
-    formulas."""
-    from ..export.tuner import byte_ranges
+    ranges that could not be compared: where, by schedc's model, a schedule standing for
+    another NCCL pair beats the one standing for NCCL's own pick by more than `margin`
+    (`schedc.analysis.nccl_model.against`)."""
+    from ..analysis.nccl_model import against
     model = nccl_model(session, collective=collective, verify=verify)
-    labelled = byte_ranges(table.labelled)
-    pair = {n: f"{c.algorithm}/{c.protocol}" for n, c in table.nccl.items() if c is not None}
-    stand_for: dict[str, str] = {}
-    for name, p in pair.items():
-        stand_for.setdefault(p, name)
-    times = _time_functions(session, table)
-    rows: list[Against] = []
-    notes: list[tuple[tuple[int, int], str]] = []
-    for lo, hi, name in labelled:
-        for band in model.bands[collective]:
-            a, b = max(lo, band.min_bytes), min(hi, band.max_bytes)
-            if a > b or band.choice is None or band.choice.name == pair[name]:
-                continue
-            theirs = stand_for.get(band.choice.name) or next(
-                (n for p, n in stand_for.items()
-                 if p.split("/")[0] == band.choice.name.split("/")[0]), None)
-            if theirs is None:
-                note = (f"NCCL picks {band.choice.name}; no schedule stands for "
-                        f"{band.choice.name.split('/')[0]}, so schedc cannot compare")
-                if notes and notes[-1][1] == note and notes[-1][0][1] == a - 1:
-                    notes[-1] = ((notes[-1][0][0], b), note)
-                else:
-                    notes.append(((a, b), note))
-                continue
-            if theirs == name:
-                continue
-            gain = lambda v, t=theirs, s=name: times[t](v) / times[s](v) - 1  # noqa: E731
-            for x, y in _above(gain, margin, a, b):
-                rows.append(Against(x, y, name, pair[name], band.choice.name, theirs,
-                                    max(gain(x), gain(y))))
-    return tuple(rows), tuple(f"{lo:,}-{hi:,} B: {text}" for (lo, hi), text in notes)
+    return against(session, table, model.bands[collective], collective, margin)
 
 
-def _time_functions(session: Session, table) -> dict:
-    import sympy
-    x = table.envelope.param.symbol
-    others = {s: v for s, v in session.program.nominal.items() if s != x}
-    out = {}
-    for name in table.names:
-        formula = session.timing(name).cost.formula.xreplace(others)
-        f = sympy.lambdify(x, formula, modules=[{"Max": max, "Min": min}, "math"])
-        out[name] = lambda v, f=f: float(f(v))
-    return out
-
-
-def _above(gain, margin: float, lo: int, hi: int) -> list[tuple[int, int]]:
-    """The byte ranges of [lo, hi] where gain(v) > margin: sign changes found on 65 points
-    spaced evenly in log size, each end then bisected to the byte."""
-    import math
-    points = sorted({lo, hi, *(round(math.exp(math.log(lo) + k / 64 * (math.log(hi) -
-                                                                       math.log(lo))))
-                               for k in range(65))})
-    points = [p for p in points if lo <= p <= hi]
-    out: list[tuple[int, int]] = []
-    start = lo if gain(lo) > margin else None
-    for p, q in zip(points, points[1:]):
-        inside_p, inside_q = gain(p) > margin, gain(q) > margin
-        if inside_p != inside_q:
-            while q - p > 1:  # the last byte on p's side
-                m = (p + q) // 2
-                if (gain(m) > margin) == inside_p:
-                    p = m
-                else:
-                    q = m
-            if inside_p:
-                assert start is not None
-                out.append((start, p))
-                start = None
-            else:
-                start = q
-    if start is not None:
-        out.append((start, hi))
-    return out

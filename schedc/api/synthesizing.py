@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 import tempfile
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from fractions import Fraction
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -21,8 +21,9 @@ from ..analysis.synthesize.result import Synthesis
 from ..choices import PACKED
 from ..errors import SchedcError, UsageError
 from ..language.quote import string
-from .arguments import work_limits
-from .compiling import verified_timings
+from ..limits import MAX_CHUNKS, MAX_UNITS
+from .compiling import LoadOptions, verified_timings, work_limits
+from .options import Options, choice, count, option, text
 
 if TYPE_CHECKING:  # (annotations only: `import schedc` stays cheap)
     from ..cost.timing import Timing
@@ -32,12 +33,39 @@ if TYPE_CHECKING:  # (annotations only: `import schedc` stays cheap)
 MAX_RANKS = 128
 
 
-def synthesize(path: str | Path, collective: str, *, over: str | None = None,
-               size: str | None = None, root: str | None = None, output: str | Path | None = None,
-               chunks: int | None = None, within: float = 0.01, name: str | None = None,
-               sets: tuple[str, ...] = (), max_ranks: int = MAX_RANKS,
-               units: int | None = None, max_transfers: int | None = None,
-               max_rounds: int | None = None) -> Synthesis:
+@dataclass(frozen=True)
+class SynthesizeOptions(Options):
+    collective: str = choice(None, "--collective", PACKED)
+    chunks: int | None = count(None, "--chunks", 1, MAX_CHUNKS)  # None: auto
+    within: float = option(0.01, "--within", "share")  # a fraction: 1% = 0.01
+    units: int | None = count(None, "--units", 1, MAX_UNITS)
+    max_ranks: int = count(MAX_RANKS, "--max-ranks", 2)
+    name: str | None = text(None, "--name")
+    over: str | None = text(None, "--over")
+    size: str | None = text(None, "--size")
+    root: str | None = text(None, "--root")
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        for flag, given in (("--over", self.over), ("--size", self.size), ("--root", self.root)):
+            if given is not None and (";" in given or "#" in given or not given.isprintable()):
+                raise UsageError(f"{flag} is one expression on one line (no ';', '#' or "
+                                 f"control characters): {given!r}")
+        if self.name is not None and not self.name.isidentifier():
+            raise UsageError(f"--name is a schedule name (letters, digits, _), not "
+                             f"{self.name!r}")
+
+
+def synthesize(path: str | Path, collective: str, *, over: str | None = SynthesizeOptions.over,
+               size: str | None = SynthesizeOptions.size,
+               root: str | None = SynthesizeOptions.root, output: str | Path | None = None,
+               chunks: int | None = SynthesizeOptions.chunks,
+               within: float = SynthesizeOptions.within,
+               name: str | None = SynthesizeOptions.name, sets: tuple[str, ...] = (),
+               max_ranks: int = SynthesizeOptions.max_ranks,
+               units: int | None = SynthesizeOptions.units,
+               max_transfers: int | None = LoadOptions.max_transfers,
+               max_rounds: int | None = LoadOptions.max_rounds) -> Synthesis:
     """Pack trees that reach the exact optimum of `collective` on the machine of the `.sched`
     file `path`, and write them as a schedule: the text imports `path` relative to `output`'s
     folder (the current folder when None). `over`, `size` and `root` default to the file's
@@ -52,23 +80,8 @@ def synthesize(path: str | Path, collective: str, *, over: str | None = None,
         >>> round(s.ratio, 6)
         1.0
     """
-    from ..analysis.synthesize.plan import MAX_CHUNKS, MAX_UNITS
-    if collective not in PACKED:
-        raise UsageError(f"synthesize packs {', '.join(PACKED)}, not {collective!r}")
-    if not 0 < within < 1:
-        raise UsageError(f"--within is a fraction between 0 and 1 (1% = 0.01), not {within}")
-    if chunks is not None and not 1 <= chunks <= MAX_CHUNKS:
-        raise UsageError(f"--chunks is 1 to {MAX_CHUNKS}, not {chunks}")
-    if units is not None and not (isinstance(units, int) and 1 <= units <= MAX_UNITS):
-        raise UsageError(f"--units is 1 to {MAX_UNITS}, not {units!r}")
-    if isinstance(max_ranks, bool) or not isinstance(max_ranks, int) or max_ranks < 2:
-        raise UsageError(f"--max-ranks is at least 2, not {max_ranks!r}")
-    for option, text in (("--over", over), ("--size", size), ("--root", root)):
-        if text is not None and (";" in text or "#" in text or not text.isprintable()):
-            raise UsageError(f"{option} is one expression on one line (no ';', '#' or control "
-                             f"characters): {text!r}")
-    if name is not None and not name.isidentifier():
-        raise UsageError(f"--name is a schedule name (letters, digits, _), not {name!r}")
+    o = SynthesizeOptions(collective, chunks, within, units, max_ranks, name, over, size, root)
+    chunks, within, units, max_ranks = o.chunks, o.within, o.units, o.max_ranks
     source = Path(path)
     folder = Path(output).resolve().parent if output is not None else Path.cwd()
     machine = os.path.relpath(source.resolve(), folder)

@@ -8,8 +8,10 @@ from pathlib import Path
 
 import click
 
-from ..api import DEFAULT_POINTS, MAX_CUTS
+from ..api import DEFAULT_POINTS
+from ..api.analysing import BoundOptions, SweepOptions
 from ..render import schema
+from .derived import api_option
 from .options import (
     EXIT_BAD_INPUT,
     EXIT_FAILED,
@@ -25,6 +27,7 @@ from .options import (
     schedule_option,
     set_option,
     timeout_option,
+    wrote,
 )
 from .paths import OutputPath
 
@@ -42,19 +45,19 @@ def solve_command(session, equation: str, param: str, as_json: bool, plot_path: 
     """Solve EQUATION for one param, regime by regime: every solution, and which side is
     smaller in between (e.g. 'time(hierarchical) = time(ring, B_L = 32 GB/s)' --for B_L).
     A structural param (hosts) is searched over the integers, compiling at each value."""
-    from ..api import IntegerSearch, plot_solution, protocol_switches, solve
+    from ..api import IntegerSearch, solve
     from ..render.analysis import solve_json, solve_text
     from ..render.scale import search_json, search_text
-    solution = solve(session, equation, param, timeout=timeout, verify=not no_verify)
+    solution = solve(session, equation, param, timeout=timeout, verify=not no_verify,
+                     plot=plot_path)
     if isinstance(solution, IntegerSearch):  # a structural param, searched over the integers
         show = search_json if as_json else search_text
         click.echo(show(session.program, equation, solution), nl=False)
         return EXIT_OK
-    switches = protocol_switches(session, equation, solution.param)
-    if plot_path is not None:
-        plot_solution(session, solution, plot_path)
+    if plot_path is not None:  # (drawn by the API)
+        wrote(plot_path)
     show_solution = solve_json if as_json else solve_text
-    click.echo(show_solution(session.program, equation, solution, switches), nl=False)
+    click.echo(show_solution(session.program, equation, solution, solution.switches), nl=False)
     return EXIT_OK
 
 
@@ -76,9 +79,11 @@ def sensitivity_command(session, schedules, as_json: bool, timeout: float, no_ve
 
 @click.command("sweep")
 @compiling
-@click.option("--vary", required=True, metavar="NAME=LO:HI[:N]",
-              help=f"The param and its range, with units; N points (default {DEFAULT_POINTS}).")
-@click.option("--linear", is_flag=True, help="Space the points linearly (default: logarithmically).")
+@click.option("--vary", required=True, metavar="NAME=LO:HI[:N|:xK]",
+              help=f"The param and its range, with units; N points (default {DEFAULT_POINTS}), "
+                   "or xK: LO, LO*K, LO*K^2, ... up to HI (x2: powers of two, as nccl-tests' "
+                   "-f 2).")
+@api_option(SweepOptions, "linear", help="Space the points linearly (default: logarithmically).")
 @click.option("--csv", "csv_path", type=OutputPath(),
               help="Write the sweep to this CSV file (base units); print a summary, not the table.")
 @plot_option
@@ -90,15 +95,12 @@ def sweep_command(session, vary: str, linear: bool, csv_path: Path | None,
     """Each schedule's time over a range of one param, from its compiled formula; a
     structural param (a unitless integer such as a host count) is compiled at each point."""
     from ..api import sweep
-    from ..render.analysis import sweep_csv, sweep_json, sweep_summary, sweep_text
-    from ..render.files import write_atomically
+    from ..render.analysis import sweep_json, sweep_summary, sweep_text
     program = session.program
-    result = sweep(session, vary, schedules, linear=linear, verify=not no_verify)
-    if csv_path is not None:
-        write_atomically(csv_path, sweep_csv(result))
-    if plot_path is not None:
-        from ..render.plot import save, sweep_figure
-        save(sweep_figure(result), plot_path)
+    result = sweep(session, vary, schedules, linear=linear, verify=not no_verify, csv=csv_path,
+                   plot=plot_path)
+    if plot_path is not None:  # (drawn by the API; the CSV's line is sweep_summary's)
+        wrote(plot_path)
     if as_json:
         # bytes: straight to the binary stdout, unless stdout is text only (a StringIO)
         binary = getattr(sys.stdout, "buffer", None) is not None
@@ -115,8 +117,8 @@ def sweep_command(session, vary: str, linear: bool, csv_path: Path | None,
 @schedule_option
 @json_option(schema.BOUND)
 @format_option
-@click.option("--max-cuts", type=int, default=MAX_CUTS, show_default=True,
-              help="Refuse a collective whose bound needs more max-flow problems (at least 1).")
+@api_option(BoundOptions, "max_cuts",
+            help="Refuse a collective whose bound needs more max-flow problems.")
 @no_verify_option
 def bound_command(session, schedules, as_json: bool, output_format: str, max_cuts: int,
                   no_verify: bool) -> int:
@@ -124,7 +126,7 @@ def bound_command(session, schedules, as_json: bool, output_format: str, max_cut
     bounds, the overlapped bound, and what holds each schedule back. A machine file without
     schedules shows its cuts."""
     from ..api import bound
-    from ..render.bound import bound_json
+    from ..render.bound_json import bound_json
     show = formatted(output_format, as_json, "bound", bound_json)
     groups = bound(session, schedules, max_cuts=max_cuts, verify=not no_verify)
     click.echo(show(session.program, groups), nl=False)

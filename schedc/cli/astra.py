@@ -28,7 +28,7 @@ def export_astra_command(session, name: str, folder: Path, force: bool, as_json:
     (workload.<rank>.et), system.json, network.yml and remote_memory.json. Run ASTRA-sim
     from DIR with the command printed."""
     from ..api import check_output_folder, export_astra
-    from ..export.astra import astra_json, astra_text
+    from ..export.astra_text import astra_json, astra_text
     from ..render.files import write_folder
     check_output_folder(folder, force)  # before any work
     astra = export_astra(session, name, verify=not no_verify)

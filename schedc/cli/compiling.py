@@ -7,8 +7,11 @@ from pathlib import Path
 
 import click
 
-from ..api import EXECUTORS, MAX_EMIT_LINES, MAX_STEP_IDS, STAGES
+from ..api import STAGES
+from ..api.compiling import EmitOptions
+from ..api.exporting import ValidateOptions
 from ..render import schema
+from .derived import api_option
 from .forall import for_all_options, verify_for_all
 from .options import (
     EXIT_BAD_INPUT,
@@ -35,9 +38,7 @@ from .options import (
 @limit_options
 @click.option("--pair", nargs=2, metavar="A B", default=None,
               help="routes: only the route from device A to device B (names as in the topology).")
-@click.option("--max-lines", type=int, default=MAX_EMIT_LINES,
-              show_default=True,
-              help="Refuse to dump an ir or loads stage longer than this (at least 1).")
+@api_option(EmitOptions, "max_lines", help="Refuse to dump an ir or loads stage longer than this.")
 @machine_options
 @change_options
 def emit(stage: str, file: Path, schedules, sets, limits, pair, max_lines: int, machine,
@@ -93,13 +94,12 @@ def compare(session, as_json: bool, output_format: str, no_verify: bool,
 @limit_options
 @machine_options
 @for_all_options
-@click.option("--executor", type=click.Choice(EXECUTORS),
-              help="For an .xml FILE: check it against this executor's parser and limits "
-                   "instead, without importing it: every rule it breaks, at its line and column.")
-@click.option("--max-steps", type=int, metavar="N",
-              help="With --executor: the build's MSCCL_MAX_NUM_STEPS, 1 to "
-                   f"{MAX_STEP_IDS:,} (default: 64 for msccl-executor-nccl's default build, "
-                   "256 for msccl).")
+@api_option(ValidateOptions, "executor",
+            help="For an .xml FILE: check it against this executor's parser and limits "
+                 "instead, without importing it: every rule it breaks, at its line and column.")
+@api_option(ValidateOptions, "max_steps", metavar="N",
+            help="With --executor: the build's MSCCL_MAX_NUM_STEPS (default: 64 for "
+                 "msccl-executor-nccl's default build, 256 for msccl).")
 def verify(file: Path, schedules, sets, as_json: bool, limits, machine, ranks, for_all,
            executor: str | None, max_steps: int | None) -> int:
     """Check that each schedule computes its collective.
@@ -145,12 +145,10 @@ def verify(file: Path, schedules, sets, as_json: bool, limits, machine, ranks, f
 def _against_executor(file: Path, executor: str | None, max_steps: int | None,
                       other: bool) -> int:
     """`verify FILE.xml --executor E`: the file against E's rules, not imported (the API
-    refuses a FILE that is not .xml)."""
+    refuses a FILE that is not .xml, and --max-steps without --executor)."""
     from ..api import validate_msccl
     from ..errors import UsageError
-    if executor is None:
-        raise UsageError("--max-steps goes with --executor")
-    if other:
+    if other and executor is not None:
         raise UsageError("--executor checks one MSCCL XML file (FILE.xml) and takes no "
                          "--schedule, --set, --json, --machine, --ranks or --for-all")
     click.echo(validate_msccl(str(file), executor, max_steps))

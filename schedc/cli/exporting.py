@@ -7,9 +7,10 @@ from pathlib import Path
 
 import click
 
-from ..api import EXECUTORS, MAX_CHANNELS, MAX_SIZE, MAX_STEP_IDS, NCCL_EXECUTOR, NCCL_PROTOCOLS
+from ..api.exporting import ExportMscclOptions, TuneOptions
 from ..render import schema
-from .options import EXIT_OK, compiling, json_option, no_verify_option, timeout_option
+from .derived import api_option
+from .options import EXIT_OK, compiling, json_option, no_verify_option, timeout_of, wrote
 from .paths import OutputPath
 
 
@@ -24,61 +25,55 @@ def export() -> None:
               help="The schedule to write.")
 @click.option("--output", "-o", type=OutputPath(),
               help="Write the XML here (atomically) instead of printing it.")
-@click.option("--proto", type=click.Choice(NCCL_PROTOCOLS), default="Simple",
-              show_default=True, help="The NCCL protocol the executor runs it with.")
-@click.option("--channels", type=int, default=1, show_default=True,
-              help=f"Cut every transfer into this many pieces, one per channel (1 to "
-                   f"{MAX_CHANNELS}).")
-@click.option("--executor", type=click.Choice(EXECUTORS),
-              default=NCCL_EXECUTOR, show_default=True,
-              help="Whose limits to stay within (and whose name of reduce-scatter to write).")
-@click.option("--max-steps", type=int, metavar="N",
-              help=f"The executor build's MSCCL_MAX_NUM_STEPS, 1 to {MAX_STEP_IDS:,} (default: "
-                   "64 for msccl-executor-nccl's default build, 256 for msccl).")
+@api_option(ExportMscclOptions, "proto", help="The NCCL protocol the executor runs it with.")
+@api_option(ExportMscclOptions, "channels",
+            help="Cut every transfer into this many pieces, one per channel.")
+@api_option(ExportMscclOptions, "executor",
+            help="Whose limits to stay within (and whose name of reduce-scatter to write).")
+@api_option(ExportMscclOptions, "max_steps", metavar="N",
+            help="The executor build's MSCCL_MAX_NUM_STEPS (default: 64 for "
+                 "msccl-executor-nccl's default build, 256 for msccl).")
 @click.option("--outofplace", "layout", flag_value="outofplace",
               help="Write the out-of-place layout (input i, output o).")
 @click.option("--both", "layout", flag_value="both",
               help="Write steps right both in place and out of place (inplace=1 outofplace=1).")
 @click.option("--force", is_flag=True, help="Replace the --output file if it exists.")
-@click.option("--min-bytes", type=int, default=0, show_default=True,
-              help="The smallest size the executor picks it for (from 0).")
-@click.option("--max-bytes", type=int, default=MAX_SIZE,
-              help=f"The largest size the executor picks it for (default: any, {MAX_SIZE:,}).")
+@api_option(ExportMscclOptions, "min_bytes", metavar="SIZE",
+            help="The smallest size the executor picks it for (bytes, or 4KiB, 1.5GB...).")
+@api_option(ExportMscclOptions, "max_bytes", metavar="SIZE",
+            help="The largest size the executor picks it for (bytes, or 192MiB, 1GB...; "
+                 "default: the schedule's size V; 0 or the largest: any size).")
 @no_verify_option
 def export_msccl_command(session, name: str, output: Path | None, proto: str, channels: int,
                          executor: str, max_steps: int | None, layout: str | None, force: bool,
-                         min_bytes: int, max_bytes: int, no_verify: bool) -> int:
+                         min_bytes: int | str, max_bytes: int | str | None,
+                         no_verify: bool) -> int:
     """A schedule of FILE as an MSCCL XML algorithm, verified first, within the executor's
     limits (steps per thread block, cnt < 72, thread blocks per gpu and per channel,
     dependency ids that fit int8_t, 32 channels), or an error naming the limit."""
     from ..api import export_msccl
-    from ..errors import UsageError
-    from ..render.files import write_atomically
-    if output is not None and not force and output.exists() and output.is_file():
-        raise UsageError(f"{output} exists; --force replaces it")
     text = export_msccl(session, name, proto=proto, channels=channels, executor=executor,
                         min_bytes=min_bytes, max_bytes=max_bytes, verify=not no_verify,
-                        max_steps=max_steps, layout=layout or "inplace")
+                        max_steps=max_steps, layout=layout or ExportMscclOptions.layout,
+                        output=output, force=force)
     if output is None:
         click.echo(text, nl=False)
-    else:
-        write_atomically(output, text)
+    else:  # (written by the API)
+        wrote(output)
     return EXIT_OK
 
 
 @click.command()
 @compiling
-@click.option("--collective", required=True,
-              type=click.Choice(("allreduce", "allgather", "reduce_scatter", "broadcast",
-                                 "reduce")),
-              help="The schedules of FILE that compute this collective compete.")
+@api_option(TuneOptions, "collective", required=True,
+            help="The schedules of FILE that compute this collective compete.")
 @click.option("--sizes", required=True, metavar="LO:HI",
               help="The range of message sizes (NCCL's nBytes; schedc's V), e.g. 8B:16GB.")
 @click.option("--output", "-o", type=OutputPath(),
               help="Write the tuner table (CSV) here, atomically.")
-@click.option("--channels", type=click.IntRange(min=-1), default=0, show_default=True,
-              help="The channels column: 0 keeps NCCL's own count; -1 keeps the example "
-                   "plugin's default, which is 1 channel.")
+@api_option(TuneOptions, "channels",
+            help="The channels column: 0 keeps NCCL's own count; -1 keeps the example "
+                 "plugin's default, which is 1 channel.")
 @click.option("--nodes", metavar="N,N,...",
               help="A table for each of these values of the file's structural param (the "
                    "host count: `param hosts = 2`), each compiled at that size.")
@@ -87,10 +82,10 @@ def export_msccl_command(session, name: str, output: Path | None, proto: str, ch
 @click.option("--against-nccl", is_flag=True,
               help="Rows only where schedc's model says another NCCL pair beats NCCL's own "
                    "pick (`schedc nccl`) by more than --margin.")
-@click.option("--margin", default="5%", show_default=True, metavar="P%",
-              help="With --against-nccl: how much faster a row's schedule must be.")
+@api_option(TuneOptions, "margin", metavar="P%",
+            help="With --against-nccl: how much faster a row's schedule must be.")
 @json_option(schema.TUNE)
-@timeout_option
+@timeout_of(TuneOptions)
 @no_verify_option
 def tune(session, collective: str, sizes: str, output: Path | None, channels: int,
          nodes: str | None, nodes_param: str | None, against_nccl: bool, margin: str,
@@ -100,24 +95,20 @@ def tune(session, collective: str, sizes: str, output: Path | None, channels: in
     and protocol with `schedule NAME as ring/simple = ...`; every size range gets the fastest
     of those, and pairs NCCL would ignore are refused at their label."""
     from ..api import tune as tuned
-    from ..export.tuner import (
-        against_csv,
-        against_text,
-        tune_json,
-        tune_table,
-        tune_text,
-        tuner_csv,
-    )
+    from ..export.tuner import against_csv, tuner_csv
+    from ..render.tuner import against_text, tune_json, tune_table, tune_text
     from ..render.files import write_atomically
     tuning = tuned(session, collective, sizes, nodes=nodes, nodes_param=nodes_param,
                    timeout=timeout, verify=not no_verify,
-                   against_nccl=margin if against_nccl else None)
+                   against_nccl=margin if against_nccl else None, channels=channels)
+    channels = tuning.channels
     found, source, per_nodes = tuning.tables, tuning.source, tuning.per_nodes
     if tuning.margin is not None:
         (t,) = found
         if output is not None:
             write_atomically(output, against_csv(t.against, collective, channels, t.nodes,
                                                  t.ranks, source, tuning.margin))
+            wrote(output)
         click.echo(against_text(t.against, t.against_notes, collective, tuning.margin),
                    nl=False)
         return EXIT_OK
@@ -125,6 +116,7 @@ def tune(session, collective: str, sizes: str, output: Path | None, channels: in
         write_atomically(output, "".join(
             tuner_csv(t.labelled or t.envelope, collective, t.nccl, channels, t.nodes, t.ranks, source,
                       header=k == 0) for k, t in enumerate(found)))
+        wrote(output)
     if as_json:
         click.echo(tune_json([tune_table(t.envelope, collective, t.nccl, t.names, channels,
                                          t.nodes, t.ranks, t.labelled)

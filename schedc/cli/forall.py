@@ -8,8 +8,10 @@ from pathlib import Path
 
 import click
 
+from ..api.forall import ForAllOptions
 from ..errors import UsageError
 from ..render import schema
+from .derived import api_option
 from .options import EXIT_FAILED, EXIT_OK
 
 
@@ -19,10 +21,10 @@ def for_all_options(func):
     @click.option("--for-all", "param", metavar="PARAM", default=None,
                   help="Prove it for every value of this structural param (affine schedules; "
                        "others are verified at instances).")
-    @click.option("--from", "start", type=int, default=None, metavar="N",
-                  help="--for-all: from this value on (default: the smallest that compiles).")
-    @click.option("--require-proof", is_flag=True,
-                  help="--for-all: exit 1 when it is not proved (unknown).")
+    @api_option(ForAllOptions, "start", metavar="N",
+                help="--for-all: from this value on (default: the smallest that compiles).")
+    @api_option(ForAllOptions, "require_proof",
+                help="--for-all: exit 1 when it is not proved (unknown).")
     @functools.wraps(func)
     def wrapper(*args, param, start, require_proof, **kwargs):
         if param is None and (start is not None or require_proof):

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import click
 
-from ..api import MAX_HOSTS, NVLINKS, SMS
-from ..api.machines import MAX_ROUTES
+from ..api.machines import ImportOptions, ShowOptions
 from ..render import schema
-from .options import EXIT_OK, compiling, json_option
+from .derived import api_option
+from .options import EXIT_OK, compiling, json_option, wrote
 from .paths import InputPath, OutputPath
 
 
@@ -21,22 +21,19 @@ def machine() -> None:
 
 @machine.command("import")
 @click.argument("topology", type=InputPath())
-@click.option("--nvidia-smi", "nvidia_smi", is_flag=True,
-              help="TOPOLOGY is the output of `nvidia-smi topo -m`, not an NCCL topology file.")
-@click.option("--hosts", type=int, default=1, show_default=True,
-              help="The nominal value of the structural param `hosts` (copies of the host), "
-                   f"1 to {MAX_HOSTS:,}.")
-@click.option("--fabric", default="rail", show_default=True,
-              metavar="rail|single-switch|fat-tree:spines=S,oversub=R",
-              help="The network between hosts, which NCCL's file cannot see.")
-@click.option("--nic-speed", metavar="RATE",
-              help="The speed of NICs the file gives none for (e.g. 400Gbit/s).")
-@click.option("--nvlinks", type=int, metavar="N",
-              help=f"With --sm: N NVLinks per GPU to an NVSwitch ({NVLINKS[0]} to {NVLINKS[1]}), "
-                   "for files without <gpu> (the PCI tree alone) or nvidia-smi matrices.")
-@click.option("--sm", type=int, metavar="S",
-              help="The GPUs' compute capability (80 A100, 90 H100, 100 B200; "
-                   f"{SMS[0]} to {SMS[1]}) for --nvlinks.")
+@api_option(ImportOptions, "nvidia_smi",
+            help="TOPOLOGY is the output of `nvidia-smi topo -m`, not an NCCL topology file.")
+@api_option(ImportOptions, "hosts",
+            help="The nominal value of the structural param `hosts`: copies of the host.")
+@api_option(ImportOptions, "fabric", metavar="rail|single-switch|fat-tree:spines=S,oversub=R",
+            help="The network between hosts, which NCCL's file cannot see.")
+@api_option(ImportOptions, "nic_speed", metavar="RATE",
+            help="The speed of NICs the file gives none for (e.g. 400Gbit/s).")
+@api_option(ImportOptions, "nvlinks", metavar="N",
+            help="With --sm: N NVLinks per GPU to an NVSwitch, for files without <gpu> (the "
+                 "PCI tree alone) or nvidia-smi matrices.")
+@api_option(ImportOptions, "sm", metavar="S",
+            help="The GPUs' compute capability (80 A100, 90 H100, 100 B200) for --nvlinks.")
 @click.option("--output", "-o", type=OutputPath(),
               help="Write the .sched machine here (atomically) instead of printing it.")
 def import_command(topology: Path, nvidia_smi: bool, hosts: int, fabric: str,
@@ -47,19 +44,32 @@ def import_command(topology: Path, nvidia_smi: bool, hosts: int, fabric: str,
     XML attribute and NCCL's rule."""
     from ..api import import_machine
     from ..render.files import write_atomically
-    words = ["schedc machine import"] + (["--nvidia-smi"] if nvidia_smi else []) + \
-        [Path(topology).name] + ([f"--hosts {hosts}"] if hosts != 1 else []) + \
-        ([f"--fabric {fabric}"] if fabric != "rail" else []) + \
-        ([f"--nic-speed {nic_speed}"] if nic_speed else []) + \
-        ([f"--nvlinks {nvlinks}"] if nvlinks is not None else []) + \
-        ([f"--sm {sm}"] if sm is not None else [])
     text = import_machine(topology, hosts=hosts, fabric=fabric, nic_speed=nic_speed,
-                          nvlinks=nvlinks, sm=sm, nvidia_smi=nvidia_smi, command=" ".join(words))
+                          nvlinks=nvlinks, sm=sm, nvidia_smi=nvidia_smi)
     if output is None:
         click.echo(text, nl=False)
     else:
         write_atomically(output, text)
+        wrote(output)
+        for note in _notes(text):  # (printed, the file's head says them)
+            click.echo(f"note: {note}", err=True)
     return EXIT_OK
+
+
+def _notes(text: str) -> list[str]:
+    """The "# Note: ..." paragraphs at the head of an imported machine, one line each (a
+    paragraph's next lines are indented "#   ")."""
+    notes: list[str] = []
+    in_note = False
+    for line in text.splitlines():
+        if line.startswith("# Note: "):
+            notes.append(line[len("# Note: "):])
+            in_note = True
+        elif in_note and line.startswith("#   "):
+            notes[-1] += " " + line[4:]
+        else:
+            in_note = False
+    return notes
 
 
 @machine.command("show")
@@ -67,9 +77,9 @@ def import_command(topology: Path, nvidia_smi: bool, hosts: int, fabric: str,
 @json_option(schema.MACHINE)
 @click.option("--host-svg", type=OutputPath(), help="Draw one host (SVG) into this file.")
 @click.option("--fabric-svg", type=OutputPath(), help="Draw the fabric (SVG) into this file.")
-@click.option("--max-routes", type=click.IntRange(min=1), default=MAX_ROUTES, show_default=True,
-              help="Route from the first GPU to at most this many others, evenly spread "
-                   "(each costs a search of the whole fabric).")
+@api_option(ShowOptions, "max_routes",
+            help="Route from the first GPU to at most this many others, evenly spread (each "
+                 "costs a search of the whole fabric).")
 def show_command(session, as_json: bool, host_svg: Path | None, fabric_svg: Path | None,
                  max_routes: int) -> int:
     """A machine's hosts, devices by kind, links (class, bandwidth per direction, shared
@@ -83,8 +93,10 @@ def show_command(session, as_json: bool, host_svg: Path | None, fabric_svg: Path
     summary = machine_summary(session, max_routes)
     if host_svg is not None:
         write_atomically(host_svg, draw_host(summary))
+        wrote(host_svg)
     if fabric_svg is not None:
         write_atomically(fabric_svg, draw_fabric(summary))
+        wrote(fabric_svg)
     click.echo(machine_json(summary) if as_json else machine_text(summary), nl=False)
     return EXIT_OK
 

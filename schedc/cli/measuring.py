@@ -7,8 +7,11 @@ from pathlib import Path
 
 import click
 
-from ..api.measuring import MAX_FIT_WORK
+from ..api.measuring import CalibrateOptions
+from ..api.nccl import NcclOptions
+from ..api.predicting import DEFAULT_OUTLIER_FACTOR
 from ..render import schema
+from .derived import api_option
 from .options import (
     EXIT_FAILED,
     EXIT_OK,
@@ -17,8 +20,15 @@ from .options import (
     machine_options,
     no_verify_option,
     set_option,
+    wrote,
 )
 from .paths import InputPath, OutputPath
+
+
+outlier_option = click.option(
+    "--outlier-factor", type=float, default=DEFAULT_OUTLIER_FACTOR, show_default=True,
+    metavar="F", help="Flag a row whose out-of-place and in-place times differ by more than "
+    "this factor as an outlier, and leave it out of fits and error figures (inf keeps all).")
 
 
 @click.command("calibrate")
@@ -35,45 +45,57 @@ from .paths import InputPath, OutputPath
               help="Fit these params (default: every param the time depends on but the size "
               "and the link rates); `latencies` names every latency per call, start-up per "
               "round and latency per hop, `shares` every protocol's share of a link.")
-@click.option("--split", "split", default="interleaved", show_default=True,
-              metavar="interleaved|size:SIZE|leave-one-out[:SIZE]",
+@api_option(CalibrateOptions, "split", metavar="interleaved|size:SIZE|leave-one-out[:SIZE]",
               help="Which rows are held out: every --every-th size is fit (interleaved); sizes "
               "above SIZE (size:64MiB, extrapolation); each log in turn (leave-one-out; "
               "leave-one-out:16B also fits its own params on its rows up to 16 B).")
-@click.option("--every", type=int, default=4, show_default=True,
-              help="With --split interleaved: fit on one size in this many (and the largest; "
-                   "at least 1).")
+@api_option(CalibrateOptions, "every",
+            help="With --split interleaved: fit on one size in this many (and the largest).")
 @click.option("--in-place", is_flag=True, help="Use the in-place times (default: out-of-place).")
 @click.option("--drop-wrong", is_flag=True,
               help="Leave out rows with a nonzero #wrong (else they are refused).")
+@outlier_option
 @click.option("--write", "write_path", type=OutputPath(),
               help="Write the fitted constants as a .sched library a machine file can import.")
 @click.option("--force", is_flag=True,
               help="--write even when a param is flagged (at a bound, undetermined, uncertain).")
-@click.option("--max-fit-work", "max_work", type=click.IntRange(min=1), default=MAX_FIT_WORK,
-              show_default=True,
+@api_option(CalibrateOptions, "max_work",
               help="Refuse a fit that has not settled after this much work: per evaluation of "
                    "the model, its fit rows + 100 (about a µs each).")
+@click.option("--step-rules", "step_rules", is_flag=True,
+              help="Also fit under `step cost sum` and `step cost max` and say which the rows "
+                   "prefer, with the held-out error of each.")
 @set_option
 @limit_options
 @json_option(schema.CALIBRATE)
 @no_verify_option
 def calibrate_command(logs, machines, manifest, schedule, fit, split: str, every: int,
-                      in_place: bool, drop_wrong: bool, write_path, force: bool, max_work: int,
-                      sets, limits, as_json: bool, no_verify: bool) -> int:
+                      in_place: bool, drop_wrong: bool, outlier_factor: float, write_path,
+                      force: bool, max_work: int, step_rules: bool, sets, limits, as_json: bool,
+                      no_verify: bool) -> int:
     """Fit the machine files' params to nccl-tests LOGs by least squares on log time (with
     NCCL's constants as priors, inside physical bounds); show every row's measured and
     predicted time, the error on fit and held-out rows, and checks of the model."""
-    from ..api import FitNotWritten, calibrate_files, write_calibration
+    from ..api import (
+        FitNotWritten,
+        calibrate_files,
+        calibration_pairs,
+        outlier_rows,
+        write_calibration,
+    )
     from ..render.calibration import calibration_json, calibration_text
     result = calibrate_files(logs, machines, manifest=manifest, schedule=schedule, fit=fit,
                              sets=sets, every=every, in_place=in_place, verify=not no_verify,
-                             split=split, drop_wrong=drop_wrong, max_work=max_work, **limits)
-    click.echo(calibration_json(result) if as_json
-               else calibration_text(result, "in" if in_place else "out"), nl=False)
+                             split=split, drop_wrong=drop_wrong, max_work=max_work,
+                             outlier_factor=outlier_factor, step_rules=step_rules, **limits)
+    pairs = calibration_pairs(logs, machines, manifest)
+    outliers = outlier_rows([log for log, _ in pairs], outlier_factor)
+    click.echo(calibration_json(result, outliers) if as_json else
+               calibration_text(result, "in" if in_place else "out", outliers), nl=False)
     if write_path is not None:
         try:
             write_calibration(result, write_path, force=force)
+            wrote(write_path)
         except FitNotWritten as refused:  # a note: the fit is reported all the same
             click.echo(f"schedc: {refused.message}", err=True)
     return EXIT_OK if result.trusted else EXIT_FAILED
@@ -95,41 +117,52 @@ def calibrate_command(logs, machines, manifest, schedule, fit, split: str, every
 @click.option("--nccl", "by_nccl", is_flag=True,
               help="Predict by NCCL's own tuning model on FILE's machine (its algorithm, "
                    "protocol and time per size), nothing fitted.")
-@click.option("--sm", type=int, default=None, metavar="N",
+@api_option(NcclOptions, "sm", metavar="N",
               help="With --nccl: the GPU generation (80: A100, 90: H100; default: the "
                    "machine's `gpu ... sm S`, else 90).")
 @click.option("--input", "inputs", multiple=True, metavar="NAME=VALUE",
               help="With --nccl: override one of NCCL's inputs, as `schedc nccl --input`.")
+@outlier_option
+@click.option("--within", metavar="PCT",
+              help="Judge each row against this error (e.g. 10%) instead of the bands the "
+                   "--fitted file states.")
+@click.option("--small-sizes", "small_sizes", default="auto", show_default=True,
+              metavar="auto|model|nccl",
+              help="Where rows below 1 MiB come from: FILE's model, NCCL's own latency model "
+                   "(nothing fitted), or auto: NCCL's for a log at another host count than "
+                   "FILE's own.")
 @set_option
 @limit_options
 @json_option(schema.PREDICT)
 @no_verify_option
 @machine_options
 def predict_command(file: Path, logs, schedule, plot, in_place: bool, drop_wrong: bool, fitted,
-                    by_nccl: bool, sm, inputs, sets, limits, as_json: bool, no_verify: bool,
-                    machine, ranks) -> int:
-    """FILE's predicted time against measured rows of nccl-tests LOGs, without fitting."""
-    from ..api import fitted_sets, load, plot_prediction, predict, predict_nccl
+                    by_nccl: bool, sm, inputs, outlier_factor: float, within,
+                    small_sizes: str, sets, limits, as_json: bool, no_verify: bool, machine,
+                    ranks) -> int:
+    """FILE's predicted time against measured rows of nccl-tests LOGs, without fitting: a
+    table shaped like the log's, in its terms (time, algbw, busbw), with the resource that
+    bounds each row and a verdict: within the fit's stated uncertainty or not."""
+    from ..api import fitted_sets, load, plot_prediction, predict_against
     from ..errors import UsageError
-    from ..render.calibration import comparison_json, comparison_text
+    from ..render.predicted_log import predicted_json, predicted_text
     if not by_nccl and (sm is not None or inputs):
         raise UsageError("--sm and --input go with --nccl (NCCL's own tuning model)")
     if by_nccl and fitted:
         raise UsageError("--nccl predicts by NCCL's own constants: --fitted has no params there")
     sets = (*(fitted_sets(fitted) if fitted else ()), *sets)
     session = load(file, sets, **limits, machine=machine, ranks=ranks)
-    if by_nccl:
-        result = predict_nccl(session, logs, schedule, sm=sm, inputs=tuple(inputs),
-                              in_place=in_place, drop_wrong=drop_wrong)
-    else:
-        result = predict(session, logs, schedule, in_place=in_place, verify=not no_verify,
-                         drop_wrong=drop_wrong)
+    rows, result = predict_against(
+        session, logs, schedule, in_place=in_place, verify=not no_verify, drop_wrong=drop_wrong,
+        outlier_factor=outlier_factor, fitted=fitted, within=within, nccl=by_nccl, sm=sm,
+        inputs=tuple(inputs), small_sizes=small_sizes)
     if plot is not None:
         plot_prediction(session, result, plot)
+        wrote(plot)
     shown = str(fitted) if fitted else None
     how = "by NCCL's model alone, nothing fitted" if by_nccl else None
-    click.echo(comparison_json(result, shown) if as_json else
-               comparison_text(result, shown, how), nl=False)
+    click.echo(predicted_json(rows, result, shown) if as_json else
+               predicted_text(rows, result, shown, how), nl=False)
     return EXIT_OK
 
 

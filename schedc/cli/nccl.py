@@ -5,33 +5,36 @@ from __future__ import annotations
 
 import click
 
-from ..api.nccl import DEFAULT_MAX_BYTES
+from ..api.nccl import NcclOptions
 from ..render import schema
+from .derived import api_option
 from .options import EXIT_OK, compiling, json_option, no_verify_option
 
 
 @click.command()
 @compiling
-@click.option("--collective", metavar="C",
+@api_option(NcclOptions, "collective", metavar="C",
               help="One of NCCL's functions: allreduce, allgather, reduce_scatter, broadcast, "
                    "reduce (default: all).")
-@click.option("--nodes", type=int, metavar="N",
+@api_option(NcclOptions, "nodes", metavar="N",
               help="nNodes: as if the machine had N such hosts (default: its own).")
-@click.option("--sm", type=int, metavar="SM",
+@api_option(NcclOptions, "sm", metavar="SM",
               help="The GPUs' compute capability, like 90 for SM 9.0 (default: the "
                    "machine's `gpu ... sm S`, else 90).")
-@click.option("--channels", type=int, metavar="K",
+@api_option(NcclOptions, "channels", metavar="K",
               help="nChannels of the ring and tree graphs (NCCL's limit: 64).")
 @click.option("--input", "inputs", multiple=True, metavar="NAME=VALUE",
               help="Override any input by NCCL's name, e.g. ring.bwIntra=20 (repeatable).")
-@click.option("--explain", metavar="V=SIZE",
-              help="Each candidate's terms at this size, next to schedc's own time.")
-@click.option("--max-bytes", type=int, default=DEFAULT_MAX_BYTES, show_default=True,
-              help="The choice bands cover 1 byte to this.")
+@click.option("--explain", metavar="V=SIZE", multiple=True,
+              help="Each candidate's terms at this size, next to schedc's own time "
+                   "(repeatable: each size is explained).")
+@api_option(NcclOptions, "max_bytes", metavar="SIZE",
+            help="The choice bands cover 1 byte to this (bytes, or 16GiB...).")
 @json_option(schema.NCCL)
 @no_verify_option
 def nccl(session, collective: str | None, nodes: int | None, sm: int | None,
-         channels: int | None, inputs: tuple[str, ...], explain: str | None, max_bytes: int,
+         channels: int | None, inputs: tuple[str, ...], explain: tuple[str, ...],
+         max_bytes: int | str,
          as_json: bool, no_verify: bool) -> int:
     """NCCL's choice of algorithm and protocol on FILE's machine, by NCCL's own model."""
     from ..api import nccl_model as model_of

@@ -9,10 +9,18 @@ from pathlib import Path
 
 import click
 
-from ..api import DEFAULT_TIMEOUT, Limits
+from ..api.analysing import TimedOptions
+from ..api.compiling import LoadOptions
+from .derived import api_option
 from .paths import InputPath, OutputPath
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_INTERNAL = 0, 1, 2, 70
+
+
+def wrote(path: object, detail: str = "") -> None:
+    """Say on stderr that a file was written ("wrote m.sched"), as compilers and downloaders
+    do: stdout stays what the command prints, for a pipe or a redirect."""
+    click.echo(f"wrote {path}" + (f" ({detail})" if detail else ""), err=True)
 
 
 def file_argument(func):
@@ -84,11 +92,9 @@ def plot_option(func):
 def limit_options(func):
     """`--max-transfers` and `--max-rounds`, passed on as one `limits` argument: the keyword
     arguments of `schedc.load` that set them (and check them: at least 1)."""
-    @click.option("--max-transfers", type=int, default=Limits.transfers,
-                  show_default=True, help="Refuse a schedule making more transfers (at least 1).")
-    @click.option("--max-rounds", type=int, default=Limits.steps,
-                  show_default=True,
-                  help="Refuse a schedule making more rounds and loop iterations (at least 1).")
+    @api_option(LoadOptions, "max_transfers", help="Refuse a schedule making more transfers.")
+    @api_option(LoadOptions, "max_rounds",
+                help="Refuse a schedule making more rounds and loop iterations.")
     @functools.wraps(func)
     def wrapper(*args, max_transfers: int, max_rounds: int, **kwargs):
         return func(*args, limits={"max_transfers": max_transfers, "max_rounds": max_rounds},
@@ -96,20 +102,13 @@ def limit_options(func):
     return wrapper
 
 
-def _finite_timeout(ctx: click.Context, param: click.Parameter, value: float) -> float:
-    """`--timeout` must be a number of seconds the alarm can be set to: FloatRange lets NaN
-    through (every comparison with it is false), and 1e308 or inf overflows setitimer."""
-    from ..api.analysing import MAX_TIMEOUT
-    if not 0 < value <= MAX_TIMEOUT:
-        raise click.BadParameter(f"{value:g} is not a number of seconds from 0 (excluded) to "
-                                 f"{MAX_TIMEOUT:g}", ctx, param)
-    return value
+def timeout_of(options: type):
+    """`--timeout`, the field of `options` (checked by the API: NaN, inf and 1e308 too)."""
+    return api_option(options, "timeout", metavar="SECONDS",
+                      help="Give up on SymPy work after this many seconds per equation.")
 
 
-def timeout_option(func):
-    return click.option("--timeout", type=float, callback=_finite_timeout,
-                        default=DEFAULT_TIMEOUT, show_default=True, metavar="SECONDS",
-                        help="Give up on SymPy work after this many seconds per equation.")(func)
+timeout_option = timeout_of(TimedOptions)
 
 
 def no_verify_option(func):
@@ -135,7 +134,7 @@ def change_options(func):
                        "machine before routing (repeatable).")
     @click.option("--derate", "derate", multiple=True, metavar="ITEM=FACTOR",
                   help="Multiply a link's (or shared resource's) bandwidth by FACTOR (0.5, 1/2, "
-                       "50%%; repeatable).")
+                       "50%; repeatable).")
     @functools.wraps(func)
     def wrapper(*args, fail: tuple[str, ...], derate: tuple[str, ...], **kwargs):
         return func(*args, changes={"fail": fail, "derate": derate}, **kwargs)

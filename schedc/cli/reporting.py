@@ -6,8 +6,9 @@ from pathlib import Path
 
 import click
 
-from ..api import MAX_CUTS
-from .options import EXIT_OK, compiling, no_verify_option, timeout_option
+from ..api.exporting import ReportOptions
+from .derived import api_option
+from .options import EXIT_OK, compiling, no_verify_option, timeout_of, wrote
 from .paths import OutputPath
 
 
@@ -20,9 +21,9 @@ def default_output(source: str) -> Path:
 @compiling
 @click.option("-o", "--output", type=OutputPath(),
               help="The HTML file to write (default: FILE's stem + .html, here).")
-@timeout_option
-@click.option("--max-cuts", type=int, default=MAX_CUTS, show_default=True,
-              help="Refuse a collective whose bound needs more max-flow problems (at least 1).")
+@timeout_of(ReportOptions)
+@api_option(ReportOptions, "max_cuts",
+            help="Refuse a collective whose bound needs more max-flow problems.")
 @no_verify_option
 def report_command(session, output: Path | None, timeout: float, max_cuts: int,
                    no_verify: bool) -> int:
@@ -37,7 +38,7 @@ def report_command(session, output: Path | None, timeout: float, max_cuts: int,
     page = report(session, timeout=timeout, max_cuts=max_cuts, verify=not no_verify)
     data = page.encode("utf-8")
     write_atomically(target, data)
-    click.echo(f"wrote {target} ({len(data) / 1024:,.0f} KiB)")
+    wrote(target, f"{len(data) / 1024:,.0f} KiB")
     return EXIT_OK
 
 

@@ -5,20 +5,20 @@ from __future__ import annotations
 
 import click
 
-from ..api.changing import MAX_FAILURE_WORK
+from ..api.changing import WhatIfOptions
 from ..render import schema
+from .derived import api_option
 from .options import EXIT_OK, compiling, json_option, no_verify_option, schedule_option
 
 
 @click.command("whatif")
 @compiling
-@click.option("--class", "cls", default="nic", show_default=True, metavar="CLASS",
+@api_option(WhatIfOptions, "cls", metavar="CLASS",
               help="What fails, one at a time: the links of a link class (nic, uplink, ...), "
                    "or the devices of a kind (switch) or family (spine).")
 @click.option("--worst", is_flag=True, help="Only the worst failure of each schedule and its "
                                             "formula in d, not the whole table.")
-@click.option("--max-failure-work", "max_work", type=click.IntRange(min=1),
-              default=MAX_FAILURE_WORK, show_default=True,
+@api_option(WhatIfOptions, "max_work",
               help="Refuse before timing when failures × (devices + links + transfers) is "
                    "larger: each failure is the machine copied, routed and timed anew.")
 @schedule_option

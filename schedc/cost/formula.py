@@ -52,16 +52,29 @@ class RoundClass:
     regime_time: sympy.Expr  # start-up + dominant term, every Min/Max resolved at the nominal point
     window_limited: bool = False  # the dominant term's bandwidth is window/latency
     tied: tuple[int, ...] = ()  # the other terms exactly as large as the dominant one, nominally
+    overlapped: bool = False  # `step cost max`: max(start-up, terms), else start-up + max(terms)
+    startup_bound: bool = False  # overlapped, and the start-up outlasts every term, nominally
 
     @property
     def time(self) -> sympy.Expr:
-        if not self.terms:
-            return self.startup
-        if len(self.terms) == 1:
-            return self.startup + self.terms[0].expr
-        # Unevaluated: the terms are already irredundant, and SymPy's own pairwise
-        # comparisons would only cost time.
-        return self.startup + sympy.Max(*[t.expr for t in self.terms], evaluate=False)
+        return step_time(self.startup, [t.expr for t in self.terms], self.overlapped)
+
+
+def step_time(startup: sympy.Expr, terms: list[sympy.Expr], overlapped: bool) -> sympy.Expr:
+    """One round: α + max(terms) (`step cost sum`), or max(α, terms) (`step cost max`).
+    Unevaluated Max: the terms are already irredundant, and SymPy's own pairwise
+    comparisons would only cost time.
+
+    >>> a, x, y = sympy.symbols("a x y", positive=True)
+    >>> step_time(a, [x, y], False), step_time(a, [x], True), step_time(sympy.Integer(0), [x], True)
+    (a + Max(x, y), Max(a, x), x)
+    """
+    if overlapped and startup != 0 and terms:
+        return sympy.Max(startup, *terms, evaluate=False)
+    if not terms:
+        return startup
+    body = terms[0] if len(terms) == 1 else sympy.Max(*terms, evaluate=False)
+    return body if overlapped else startup + body
 
 
 @dataclass(frozen=True)
@@ -88,7 +101,9 @@ class Cost:
 
 
 def cost(loads: Loads, topology: Topology, alpha: sympy.Expr,
-         nominal: dict[sympy.Symbol, sympy.Expr]) -> Cost:
+         nominal: dict[sympy.Symbol, sympy.Expr], overlapped: bool = False) -> Cost:
+    """The time of the rounds `loads`; `overlapped`: each round costs max(α, its transfer)
+    (`step cost max`), else their sum."""
     groups, group_of = _bandwidth_groups(topology)
     entry_group = group_of[loads.resource]
     signatures = _shape_signatures(loads, entry_group, len(groups))
@@ -107,12 +122,14 @@ def cost(loads: Loads, topology: Topology, alpha: sympy.Expr,
         dominant = winner([t.expr for t in terms], nominal) if terms else None
         count = int(sum(shape_count[s] for s in shapes))
         startup = alpha + latency
-        regime = startup if dominant is None else startup + terms[dominant].expr
+        regime = step_time(startup, [] if dominant is None else [terms[dominant].expr],
+                           overlapped)
         limited = dominant is not None and any(
             topology.resources[r].window_limited(nominal) for r in terms[dominant].resources)
         classes.append(RoundClass(count, int(shape_first[first_shape]), startup, terms, dominant,
                                   resolve(regime, nominal, conditions), limited,
-                                  _tied(terms, dominant, nominal)))
+                                  _tied(terms, dominant, nominal), overlapped,
+                                  overlapped and _outlasts(startup, terms, dominant, nominal)))
         _dominance(terms, dominant, nominal, conditions)
     classes.sort(key=lambda c: c.first)
     formula = sympy.Add(*[c.count * c.time for c in classes])
@@ -160,6 +177,11 @@ def _irredundant(terms: list[Term]) -> tuple[Term, ...]:
             continue
         kept = [k for k, r in zip(kept, ratios) if not (r.is_number and r > 1)] + [term]
     return tuple(kept)
+
+
+def _outlasts(startup: sympy.Expr, terms: tuple[Term, ...], dominant: int | None,
+              nominal: dict) -> bool:
+    return dominant is None or bool(startup.xreplace(nominal) >= terms[dominant].expr.xreplace(nominal))
 
 
 def _tied(terms: tuple[Term, ...], dominant: int | None, nominal: dict) -> tuple[int, ...]:

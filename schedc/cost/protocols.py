@@ -1,7 +1,8 @@
 """A schedule's time under protocols: the minimum over them of Σ_rounds (α_p + max_e
 V[r,e] / rate_p(B_e)), where rate_p(B) = eff_p · B, capped per link class (model.protocol).
 
-The rounds' loads do not depend on the protocol, so each protocol's time is built from the
+A round's start-up and transfer add up as the plain cost's do (`step cost`: their sum, or
+their max). The rounds' loads do not depend on the protocol, so each protocol's time is built from the
 round classes of the plain cost: its start-up replaces the file's α (plus any route latency),
 and every term's bandwidth becomes the protocol's rate. The regime form is the winning
 protocol's, resolved at the nominal point; it holds while the winner stays the fastest.
@@ -15,7 +16,7 @@ import sympy
 
 from ..model.protocol import Protocol
 from ..model.topology import Topology
-from .formula import Cost, ProtocolTime, _note, nominal_value, resolve
+from .formula import Cost, ProtocolTime, _note, nominal_value, resolve, step_time
 from .lower import Loads
 from .regimes import at_least
 
@@ -32,9 +33,7 @@ def with_protocols(base: Cost, loads: Loads, topology: Topology, alpha: sympy.Ex
             startup = c.startup - alpha + protocol.startup(used)
             terms = [t.expr * t.bandwidth / protocol.rate(
                 t.bandwidth, {topology.resources[r].cls for r in t.resources}) for t in c.terms]
-            body = (sympy.Integer(0) if not terms else terms[0] if len(terms) == 1
-                    else sympy.Max(*terms, evaluate=False))
-            total += c.count * (startup + body)
+            total += c.count * step_time(startup, terms, c.overlapped)
         times.append(ProtocolTime(protocol.name, total, nominal_value(total, nominal)))
     best = min(range(len(times)), key=lambda k: times[k].value)  # a tie: the first declared
     conditions: dict[str, sympy.Expr] = {}

@@ -48,7 +48,8 @@ class Env:
     names: Names
     local: dict[str, object] = field(default_factory=dict)
     lanes: int | None = None  # None: scalar context; else the number of lanes
-    max_lanes: int = MAX_LANES
+    max_lanes: int = MAX_LANES  # what is left of the transfer limit here
+    lane_limit: int = MAX_LANES  # the limit itself (--max-transfers), which messages quote
     # The lanes are consecutive iterations of a sequential loop (else branches of a parallel
     # one): a round loop keeps their rounds one after another instead of side by side.
     sequential: bool = False
@@ -123,8 +124,10 @@ def filter_lanes(env: Env, condition: object, span: Span) -> Env:
 
 def _check_lanes(total: int, env: Env, span: Span) -> None:
     if total > env.max_lanes:
-        raise LimitError(f"this loop makes {total:,} iterations in one go; the limit is "
-                         f"{env.max_lanes:,} (raise it with --max-transfers)", span)
+        made = env.lane_limit - env.max_lanes  # by the statements before this loop
+        after = f" after {made:,} transfers already made" if made > 0 else ""
+        raise LimitError(f"this loop makes {total:,} iterations in one go{after}; the limit is "
+                         f"{env.lane_limit:,} (raise it with --max-transfers)", span)
 
 
 def lane_array(value: object, lanes: int) -> np.ndarray:

@@ -13,7 +13,6 @@ from pathlib import Path
 import numpy as np
 import sympy
 
-from ..choices import NCCL_PROTOCOLS  # `protocol LL ...`: NCCL's names
 from ..errors import (
     OUT_OF_MEMORY,
     ElaborationError,
@@ -30,22 +29,22 @@ from ..language import syntax as ast
 from ..language.parser import parse_module
 from ..model.collectives import collective_kind, collective_names
 from ..model.ir import Collective
-from ..model.protocol import MAX_EFF, Protocol
+from ..model.protocol import Protocol
 from ..model.values import (
     Devices,
     Quantity,
     as_number,
-    check_at_most,
     check_positive,
     expect_device,
     expect_quantity,
     from_rational,
     kind_of,
 )
-from ..units import BYTES, DIMENSIONLESS, RATE, SECONDS, dim_name, format_seconds
+from ..units import BYTES, DIMENSIONLESS, SECONDS, dim_name, format_seconds
 from .evaluate import evaluate
 from .failures import error_text
 from .lanes import Env
+from .protocols import read_protocol, read_step_rule
 from .program import (
     DEFAULT_LIMITS,
     Override,
@@ -84,7 +83,7 @@ def load_program(path: str | Path, overrides: tuple[Override, ...] = (),
     topology = loader.topology.build()
     classes = sorted({r.cls for r in topology.resources})
     for protocol in loader.protocols:
-        for cls, _ in (*protocol.class_alpha, *protocol.class_cap):
+        for cls, _ in (*protocol.class_alpha, *protocol.class_cap, *protocol.class_eff):
             if cls not in classes:
                 raise ElaborationError(f"protocol {protocol.name}: no link of class '{cls}'"
                                        + (did_you_mean(cls, classes, "classes") or ""),
@@ -101,6 +100,7 @@ def load_program(path: str | Path, overrides: tuple[Override, ...] = (),
         limits=limits,
         protocols=tuple(loader.protocols),
         collectives=tuple(loader.collectives),
+        step_rule=loader.step[0] if loader.step else "sum",
     )
 
 
@@ -118,6 +118,7 @@ class _Loader:
         self.collectives: list[Collective] = []  # the main file's, in order
         self.protocols: list[Protocol] = []
         self.startup: tuple[Quantity, Span] | None = None
+        self.step: tuple[str, Span] | None = None  # `step cost sum|max`
         self.done: set[Path] = set()
         self.active: list[Path] = []
         # `set NAME = VALUE` statements, by param name: the outermost file's wins; --set wins
@@ -193,6 +194,8 @@ class _Loader:
                 self.collectives.append(collective)
         elif isinstance(stmt, ast.ScheduleDef):
             self._schedule(stmt, collective, is_main)
+        elif isinstance(stmt, ast.StepCost):
+            self.step = read_step_rule(stmt, self.step)
         elif isinstance(stmt, ast.Protocol):
             self.protocols.append(self._protocol(stmt, env))
         elif isinstance(stmt, ast.Guard):
@@ -375,44 +378,7 @@ class _Loader:
         self.names.schedules[stmt.name] = stmt
 
     def _protocol(self, stmt: ast.Protocol, env: Env) -> Protocol:
-        if stmt.name not in NCCL_PROTOCOLS:  # a typo (LL218) would be a protocol of its own
-            same = [p for p in NCCL_PROTOCOLS if p.lower() == stmt.name.lower()]
-            hint = (f"; did you mean '{same[0]}'?" if same
-                    else did_you_mean(stmt.name, list(NCCL_PROTOCOLS), "NCCL's protocols"))
-            raise ElaborationError(f"unknown protocol '{stmt.name}'{hint}", stmt.name_span or stmt.span,
-                                   ("a protocol is one of NCCL's, spelt as NCCL spells them: "
-                                    f"{', '.join(NCCL_PROTOCOLS)}",) if hint.startswith(";") else ())
-        earlier = next((p for p in self.protocols if p.name == stmt.name), None)
-        if earlier is not None:
-            raise ElaborationError(f"protocol '{stmt.name}' is already declared at {earlier.span}",
-                                   stmt.span)
-        seen: dict[tuple[str, str | None], Span] = {}
-        values: dict[str, sympy.Expr] = {}
-        class_alpha: list[tuple[str, sympy.Expr]] = []
-        class_cap: list[tuple[str, sympy.Expr]] = []
-        for attr in stmt.attrs:
-            key = (attr.kind, attr.cls)
-            if key in seen:
-                raise ElaborationError(f"{attr.kind} is already given at {seen[key]}", attr.span)
-            seen[key] = attr.span
-            dim, what = {"alpha": (SECONDS, "a protocol's start-up"),
-                         "launch": (SECONDS, "a protocol's per-call latency"),
-                         "eff": (DIMENSIONLESS, "a protocol's share of the bandwidth"),
-                         "cap": (RATE, "a protocol's rate cap")}[attr.kind]
-            quantity = expect_quantity(evaluate(attr.value, env), dim, attr.value.span, what)
-            # The physical ranges (model/protocol.py): a start-up >= 0, a share in (0, 1].
-            check_positive(quantity, self.nominal, attr.value.span, what,
-                           zero_ok=attr.kind in ("alpha", "launch"))
-            if attr.kind == "eff":
-                check_at_most(quantity, MAX_EFF, self.nominal, attr.value.span, what,
-                              "all of the link's bandwidth")
-            if attr.cls is None:
-                values[attr.kind] = quantity.expr
-            else:
-                (class_alpha if attr.kind == "alpha" else class_cap).append((attr.cls, quantity.expr))
-        return Protocol(stmt.name, values.get("alpha", self.alpha()),
-                        values.get("eff", sympy.Integer(1)), tuple(class_alpha), tuple(class_cap),
-                        stmt.span, values.get("launch", sympy.Integer(0)))
+        return read_protocol(stmt, env, self.nominal, self.protocols, self.alpha())
 
     def alpha(self) -> sympy.Expr:
         """The per-round start-up α: `startup EXPR`, else the param `alpha`, else 0."""

@@ -73,6 +73,7 @@ class Program:
     limits: Limits = DEFAULT_LIMITS
     protocols: tuple[Protocol, ...] = ()  # with any, a time is the minimum over them
     collectives: tuple[Collective, ...] = ()  # the main file's declarations, in order
+    step_rule: str = "sum"  # `step cost max`: a round costs max(α, V/B), else α + V/B
 
     @cached_property
     def nominal(self) -> dict[sympy.Symbol, sympy.Expr]:
@@ -104,7 +105,7 @@ class Program:
         result = self.result(name, span)
         names = [d.name for d in self.topology.devices]
         reducing = tuple(d.id for d in self.topology.devices if d.reduces)
-        env = Env(self.names, max_lanes=self.limits.transfers)
+        env = Env(self.names, max_lanes=self.limits.transfers, lane_limit=self.limits.transfers)
 
         def run(limits: Limits, watching: Watch | None, first_look: bool = False) -> Schedule:
             ctx = ScheduleContext(self.functions, result.collective, names, limits, self.nominal,

@@ -69,6 +69,11 @@ class ScheduleContext:
         """Transfers still allowed."""
         return max(self.limits.transfers - self.transfers, 0)
 
+    def lanes(self, env: Env, **changes) -> Env:
+        """`env` for a statement run in lanes: what is left of the transfer limit bounds them,
+        and the limit itself is what a refusal quotes."""
+        return replace(env, max_lanes=self.room, lane_limit=self.limits.transfers, **changes)
+
     def check_steps(self, count: int, span: Span) -> None:
         if self.steps + count > self.limits.steps:
             raise LimitError(f"this makes {self.limits.steps_message(self.steps + count)}", span)
@@ -162,7 +167,7 @@ def _parallel_for(stmt: st.ParallelFor, env: Env, ctx: ScheduleContext) -> Round
         spent = ctx.steps, ctx.transfers
         try:
             ctx.check_steps(count, stmt.span)
-            every = expand_lanes(replace(env, lanes=1, max_lanes=ctx.room), stmt.var, values,
+            every = expand_lanes(ctx.lanes(env, lanes=1), stmt.var, values,
                                  stmt.iter.span)
             ctx.spend(count, 0, stmt.span)  # its iterations, as _bounded counts them
             return zipped([rounds for _, rounds in _lane_groups(stmt, every, ctx)])
@@ -204,7 +209,7 @@ def _loop_as_lanes(stmt: st.For, env: Env, ctx: ScheduleContext) -> RoundList | 
     groups: list[Series] = []
     try:
         ctx.check_steps(count, stmt.span)
-        every = expand_lanes(replace(env, lanes=1, max_lanes=ctx.room, sequential=True),
+        every = expand_lanes(ctx.lanes(env, lanes=1, sequential=True),
                              stmt.var, values, stmt.iter.span)
         ctx.spend(count, 0, stmt.span)  # its iterations, as _bounded counts them
         for k, (lanes, made) in enumerate(_lane_groups(stmt, every, ctx)):
@@ -322,10 +327,10 @@ _ITERATION = "<iteration>"  # a hidden lane variable: which iteration of a round
 def _round(stmts: tuple[st.Stmt, ...], env: Env, ctx: ScheduleContext, span: Span) -> RoundBuffer:
     out: list = []
     try:
-        _round_body(stmts, replace(env, lanes=1, max_lanes=ctx.room), ctx, out)
+        _round_body(stmts, ctx.lanes(env, lanes=1), ctx, out)
     except NeedScalar:
         out = []
-        _round_body(stmts, replace(env, lanes=None, max_lanes=ctx.room), ctx, out)
+        _round_body(stmts, ctx.lanes(env, lanes=None), ctx, out)
     batches = merge_batches([batch for batch, _ in out])
     ctx.spend(1, sum(len(b) for b in batches), span)
     return batches
@@ -341,7 +346,7 @@ def _round_loop(stmt: st.RoundFor, env: Env, ctx: ScheduleContext, rounds: Round
     per = _per_branch(stmt.iter, env, values)
     ctx.check_steps(per * branches, stmt.iter.span)
     try:
-        lanes = expand_lanes(replace(env, lanes=branches, max_lanes=ctx.room), stmt.var, values,
+        lanes = expand_lanes(ctx.lanes(env, lanes=branches), stmt.var, values,
                              stmt.iter.span)
         count = lanes.lanes or 0  # expand_lanes counts them: per in each branch
         lanes = lanes.bind(_ITERATION, np.arange(count))

@@ -29,6 +29,7 @@ import sympy
 
 from ..language import statements as st
 from ..language import syntax as ast
+from ..language.scopes import unique_bindings
 
 MAX_PERIOD = 12  # a larger period is not fitted residue by residue (too many compiles)
 MAX_BOUNDARY = 10**6  # boundaries are listed up to this n
@@ -81,8 +82,13 @@ class Structure:
 def dependence(modules: tuple[ast.Module, ...], param: str,
                roots: tuple[ast.ScheduleDef, ...] = ()) -> Structure:
     """The dependences on `param` of the topology, the global names and the schedules
-    reachable from `roots` (all schedules if none are given)."""
-    return _Reader(modules, param).read(roots)
+    reachable from `roots` (all schedules if none are given). Read with every local name
+    made unique (`language.scopes`): what a name is bound to decides, not its spelling."""
+    renamed = unique_bindings(tuple(modules))
+    counterpart = {id(old): new for m, r in zip(modules, renamed)
+                   for old, new in zip(m.body, r.body)}
+    found = tuple(counterpart[id(root)] for root in roots)
+    return _Reader(renamed, param).read(tuple(r for r in found if isinstance(r, ast.ScheduleDef)))
 
 
 class _Reader:

@@ -44,6 +44,7 @@ from ..msccl.rules import (
     MSCCL,
     NCCL,
 )
+from ..words import counted
 from .msccl_steps import BAND, Block, Places, Shape, build, with_nops
 
 KINDS = {"allreduce": "allreduce", "allgather": "allgather", "alltoall": "alltoall",
@@ -76,8 +77,9 @@ def export_msccl(schedule: Schedule, name: str | None = None, proto: str = "Simp
                                             ", and no smaller --channels fits")) from None
 
 
-def _export(schedule: Schedule, name: str | None, proto: str, channels: int, executor: str,
-            min_bytes: int, max_bytes: int, max_steps: int | None, layout: str) -> str:
+def _writable(schedule: Schedule, executor: str, max_steps: int | None) -> int:
+    """Refuse what MSCCL XML cannot say (another collective, an MSCCL algorithm already,
+    `send` transfers) and a step limit the executor does not allow; the step limit."""
     coll = schedule.collective
     if coll.kind not in KINDS:
         raise UsageError(f"'{schedule.name}' is a {coll.kind}; MSCCL XML is written for "
@@ -88,11 +90,18 @@ def _export(schedule: Schedule, name: str | None, proto: str, channels: int, exe
     if executor == MSCCL and limit > MAX_STEPS[MSCCL]:
         raise UsageError(f"--max-steps {limit}: microsoft/msccl allows at most 256 "
                          "(static_assert in src/include/msccl.h:17)")
-    p = len(coll.ranks)
-    batches = [b for r in schedule.rounds for b in r.batches]
-    if any(b.op == "send" for b in batches):
+    if any(b.op == "send" for r in schedule.rounds for b in r.batches):
         raise UsageError(f"'{schedule.name}' has `send` transfers, which move no data of the "
                          "collective; MSCCL XML cannot say them")
+    return limit
+
+
+def _export(schedule: Schedule, name: str | None, proto: str, channels: int, executor: str,
+            min_bytes: int, max_bytes: int, max_steps: int | None, layout: str) -> str:
+    coll = schedule.collective
+    limit = _writable(schedule, executor, max_steps)
+    p = len(coll.ranks)
+    batches = [b for r in schedule.rounds for b in r.batches]
     chunks = lcm(*(b.den for b in batches), p if coll.kind != "allreduce" else 1) * channels
     if chunks - 1 > MAX_OFFSET:
         raise UsageError(f"the XML needs {chunks:,} chunks per loop; step offsets are int16_t "
@@ -166,15 +175,15 @@ def _thread_blocks(blocks: dict[tuple, Block], executor: str, p: int) -> dict[in
         if any(k > MAX_DEPENDED_TB for k, b in enumerate(tbs) if b in needed):
             tbs.sort(key=lambda b: (b not in needed, b.send, b.recv, b.chan))
         if len(needed) > MAX_DEPENDED_TB + 1:
-            raise FewerChannels(f"gpu {gpu}: {len(needed)} thread blocks have steps that "
-                                "others wait for; a dependency names its thread block by an "
+            raise FewerChannels(f"gpu {gpu}: {counted(len(needed), 'thread block')} have "
+                                "steps that others wait for; a dependency names its thread block by an "
                                 f"int8_t (msccl_struct.h:58), so at most {MAX_DEPENDED_TB + 1} "
                                 "can be")
         if len(tbs) > MAX_THREAD_BLOCKS[executor]:
             hint = " (--executor msccl-executor-nccl allows 1,024)" \
                 if executor == MSCCL and len(tbs) <= MAX_THREAD_BLOCKS[NCCL] else ""
-            raise FewerChannels(f"gpu {gpu} would have {len(tbs)} thread blocks; {executor} "
-                                f"allows {MAX_THREAD_BLOCKS[executor]} "
+            raise FewerChannels(f"gpu {gpu} would have {counted(len(tbs), 'thread block')}; "
+                                f"{executor} allows {MAX_THREAD_BLOCKS[executor]} "
                                 f"(MSCCL_MAX_NUM_THREAD_BLOCKS, {TB_SOURCE[executor]}){hint}")
         for index, b in enumerate(tbs):
             b.id = index
@@ -185,8 +194,8 @@ def _thread_blocks(blocks: dict[tuple, Block], executor: str, p: int) -> dict[in
                     count[b.chan] += 1
             if count and max(count.values()) > MAX_PER_CHANNEL:
                 chan = max(count, key=lambda c: count[c])
-                raise UsageError(f"gpu {gpu} would need {count[chan]} thread blocks that {what} "
-                                 f"on channel {chan}; at most {MAX_PER_CHANNEL}")
+                raise UsageError(f"gpu {gpu} would need {counted(count[chan], 'thread block')} "
+                                 f"that {what} on channel {chan}; at most {MAX_PER_CHANNEL}")
         nodes = 1 + p + len(tbs) + sum(len(b.steps) for b in tbs)
         if nodes >= MAX_NODES:
             raise FewerChannels(f"gpu {gpu}'s part of the XML has {nodes} elements with the "

@@ -1,5 +1,6 @@
 """The fastest schedule per size range as NCCL's example tuner plugin reads it
-(NVIDIA/nccl `plugins/tuner/example/plugin.c`, `nccl_tuner.conf`), as text and as JSON.
+(NVIDIA/nccl `plugins/tuner/example/plugin.c`, `nccl_tuner.conf`); the same table as text and
+as JSON is `schedc.render.tuner`.
 
 The CSV: `collective,minBytes,maxBytes,algorithm,protocol,channels,nNodes,nRanks`, one line
 per range; `#` lines are comments. The plugin applies the first line whose collective
@@ -18,20 +19,13 @@ The channels column: 0 keeps NCCL's own channel count (src/enqueue.cc:2178, `nMa
 
 from __future__ import annotations
 
-import math
-
-import sympy
-
 from ..analysis.solve.crossovers import Envelope
-from ..cost.regimes import key
+from ..choices import TUNER_COLLECTIVES
 from ..language.syntax import NcclName
 from ..nccl.constants import ALGORITHMS, PROTOCOLS  # a tuner table names them as NCCL does
-from ..render.schema import TUNE
-from ..render.text import dump_json, json_number, table
-from ..units import format_bytes
+from ..render.tuner import tuner_rows
 
-COLLECTIVES = {"allreduce": "allreduce", "allgather": "allgather",
-               "reduce_scatter": "reducescatter", "broadcast": "broadcast", "reduce": "reduce"}
+COLLECTIVES = TUNER_COLLECTIVES  # (schedc.choices: the names `tune --collective` takes)
 
 
 ONLY_RING = ("broadcast", "reduce")
@@ -56,34 +50,6 @@ def refused_pair(kind: str, algorithm: str, protocol: str, one_gpu_per_node: boo
     return None
 
 
-def byte_ranges(envelope: Envelope) -> list[tuple[int, int, str]]:
-    """Each stretch as whole bytes (min, max, schedule), empty ones dropped."""
-    out = []
-    first = math.ceil(envelope.lo)
-    for k, stretch in enumerate(envelope.stretches):
-        last = math.floor(envelope.hi) if k == len(envelope.stretches) - 1 else \
-            int(sympy.floor(stretch.hi))
-        if last >= first:
-            out.append((first, last, stretch.fastest))
-        first = max(first, last + 1)
-    return out
-
-
-def _rows(envelope: Envelope, nccl: dict[str, NcclName | None]) -> list[tuple[int, int, str, str]]:
-    """(min, max, algorithm, protocol) of the ranges whose schedule stands for an NCCL
-    algorithm; neighbours with the same choice joined."""
-    rows: list[tuple[int, int, str, str]] = []
-    for lo, hi, name in byte_ranges(envelope):
-        choice = nccl.get(name)
-        if choice is None:
-            continue
-        if rows and rows[-1][1] == lo - 1 and rows[-1][2:] == (choice.algorithm, choice.protocol):
-            rows[-1] = (rows[-1][0], hi, *rows[-1][2:])
-        else:
-            rows.append((lo, hi, choice.algorithm, choice.protocol))
-    return rows
-
-
 def tuner_csv(envelope: Envelope, kind: str, nccl: dict[str, NcclName | None], channels: int,
               nodes: int, ranks: int, source: str, header: bool = True,
               rows: list[tuple[int, int, str, str]] | None = None,
@@ -98,87 +64,13 @@ def tuner_csv(envelope: Envelope, kind: str, nccl: dict[str, NcclName | None], c
              "# channels 0: NCCL keeps its own count; -1 would give the example plugin's "
              "default, 1 channel"] \
         if header else []
-    for k, (lo, hi, algorithm, protocol) in enumerate(_rows(envelope, nccl) if rows is None
+    for k, (lo, hi, algorithm, protocol) in enumerate(tuner_rows(envelope, nccl) if rows is None
                                                        else rows):
         if notes:
             lines.append(f"# {notes[k]}")
         lines.append(f"{COLLECTIVES[kind]},{lo},{hi},{algorithm},{protocol},{channels},{nodes},"
                      f"{ranks}")
     return "".join(line + "\n" for line in lines)
-
-
-def tune_text(envelope: Envelope, kind: str, nccl: dict[str, NcclName | None], names: list[str],
-              nodes: int, ranks: int, labelled: Envelope | None = None) -> str:
-    head = (f"tune {kind} over {envelope.param.name} from {format_bytes(envelope.lo)} to "
-            f"{format_bytes(envelope.hi)} (nRanks {ranks}, nNodes "
-            f"{'any' if nodes < 0 else nodes})")
-    rows = [("min bytes", "max bytes", "fastest", "NCCL")]
-    for lo, hi, name in byte_ranges(envelope):
-        choice = nccl.get(name)
-        rows.append((f"{lo:,}", f"{hi:,}", name,
-                     f"{choice.algorithm}/{choice.protocol}" if choice else "none: not in the table"))
-    lines = [head, "", *table(rows, right=(0, 1), indent="  ")]
-    if labelled is not None and labelled is not envelope:
-        written = [("min bytes", "max bytes", "row")]
-        written += [(f"{lo:,}", f"{hi:,}", f"{a}/{p}") for lo, hi, a, p in _rows(labelled, nccl)]
-        lines += ["", "the table's rows (the fastest schedule standing for an NCCL algorithm):",
-                  *table(written, right=(0, 1), indent="  ")]
-    if envelope.crossovers:
-        lines += ["", "crossovers:"]
-        for c in envelope.crossovers:
-            lines.append(f"  {envelope.param.name} = {format_bytes(float(key(c.at)))}: "
-                         f"time({c.left}) = time({c.right})")
-    winners = {name for _, _, name in byte_ranges(envelope)}
-    never = [n for n in names if n not in winners]
-    unmapped = [n for n in names if nccl.get(n) is None]
-    notes = ([f"never fastest in the range: {', '.join(never)}"] if never else []) + \
-        ([f"standing for no NCCL algorithm (`schedule NAME as ALGO/PROTO`), so not in the "
-          f"table: {', '.join(unmapped)}"] if unmapped else [])
-    return "\n".join(lines + ([""] + notes if notes else [])) + "\n"
-
-
-def tune_json(tables: list[dict], source: str, per_nodes: str | None) -> str:
-    """One table (`tune_table`) as the document itself; with --nodes (`per_nodes`: the
-    structural param), every node count's table under `tables`."""
-    if per_nodes is None:
-        (only,) = tables
-        return dump_json({"schema": TUNE, "file": source, **only})
-    return dump_json({"schema": TUNE, "file": source, "nodes_param": per_nodes, "tables": tables})
-
-
-def tune_table(envelope: Envelope, kind: str, nccl: dict[str, NcclName | None], names: list[str],
-               channels: int, nodes: int, ranks: int, labelled: Envelope | None = None) -> dict:
-    return {
-        "collective": kind,
-        "param": envelope.param.name,
-        "lo": json_number(envelope.lo),
-        "hi": json_number(envelope.hi),
-        "nodes": nodes,
-        "ranks": ranks,
-        "schedules": [{"name": n, "nccl": None if (known := nccl.get(n)) is None else
-                       {"algorithm": known.algorithm, "protocol": known.protocol}}
-                      for n in names],
-        "ranges": [{"min_bytes": lo, "max_bytes": hi, "fastest": name}
-                   for lo, hi, name in byte_ranges(envelope)],
-        "crossovers": [{"value": json_number(c.at, integer=False), "exact": str(c.at),
-                        "left": c.left, "right": c.right} for c in envelope.crossovers],
-        "rows": [{"collective": COLLECTIVES[kind], "min_bytes": lo, "max_bytes": hi,
-                  "algorithm": a, "protocol": p, "channels": channels, "nNodes": nodes,
-                  "nRanks": ranks} for lo, hi, a, p in _rows(labelled or envelope, nccl)],
-    }
-
-
-def parse_margin(text: str) -> float:
-    """`5%` or `0.05` → 0.05."""
-    from ..errors import UsageError
-    raw = text.strip()
-    try:
-        value = float(raw[:-1]) / 100 if raw.endswith("%") else float(raw)
-    except ValueError:
-        raise UsageError(f"--margin expects a share like 5%, got {text!r}") from None
-    if not 0 <= value < 10:
-        raise UsageError(f"--margin {text}: between 0% and 1000%")
-    return value
 
 
 def against_csv(rows, kind: str, channels: int, nodes: int, ranks: int, source: str,
@@ -197,16 +89,3 @@ def against_csv(rows, kind: str, channels: int, nodes: int, ranks: int, source: 
         lines.append(f"{COLLECTIVES[kind]},{r.min_bytes},{r.max_bytes},{algorithm},{protocol},"
                      f"{channels},{nodes},{ranks}")
     return "".join(line + "\n" for line in lines)
-
-
-def against_text(rows, notes, kind: str, margin: str) -> str:
-    head = (f"tune {kind} --against-nccl: where schedc's model beats NCCL's own pick by more "
-            f"than {margin}")
-    out = [("min bytes", "max bytes", "row", "NCCL's pick", "faster by (up to)")]
-    out += [(f"{r.min_bytes:,}", f"{r.max_bytes:,}", f"{r.schedule} ({r.pair})",
-             f"{r.nccl_pick} ({r.nccl_schedule})", f"{r.gain:.1%}") for r in rows]
-    lines = [head, ""] + (table(out, right=(0, 1, 4), indent="  ") if rows else
-                          ["  nowhere: NCCL's own pick is within the margin at every size"])
-    if notes:
-        lines += ["", "not compared:"] + [f"  {n}" for n in notes]
-    return "\n".join(lines) + "\n"

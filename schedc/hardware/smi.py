@@ -137,6 +137,28 @@ class _Builder:
         gen, rate = (5, 240) if self.assume.sm >= 90 else (4, 120)
         pci = Figure(rules.pci_bandwidth(16, rate), f"PCIe Gen{gen} x16 ({ASSUMED})",
                      f"{rules.PCI_RULE}; speed {rate} (×100 Mbit/s per lane)")
+        wires = self._pci_wires(devices, switch_of, cpu_of, parts, index, cpu_part, pci)
+        sys = Figure(Fraction(10), f"SKL_QPI_BW ({ASSUMED}: nvidia-smi names no CPU model)",
+                     rules.SYS_RULE)
+        for i, a in enumerate(cpus):
+            wires += [Wire(cpu_part[a], cpu_part[b], "sys", sys, None) for b in cpus[i + 1:]]
+        notes = [ASSUMED + ": PIX and PXB share one PCIe switch, PHB and NODE one CPU, SYS "
+                 "crosses between CPUs"]
+        wires += self._nvlinks(parts, index, notes)
+        sm = self.assume.sm if self.assume.sm in rules.KNOWN_SMS else None  # (the language's)
+        if sm is None:
+            notes.append(f"--sm {self.assume.sm} is not a compute capability NCCL runs on: no sm "
+                         "is written for the GPUs")
+        ports = [Port(index[n], self.legend.get(n, n), k, Figure(
+            self.assume.nic_gbps or Fraction(0), f"--nic-speed {self.assume.nic_speed_text}",
+            "as given on the command line"), self._span(n)) for k, n in enumerate(self.nics)]
+        return HostModel(self.source.path, "nvidia-smi topo -m", tuple(parts), tuple(wires),
+                         tuple(ports), tuple(notes), sm)
+
+    def _pci_wires(self, devices: list[str], switch_of: dict, cpu_of: dict, parts: list[Part],
+                   index: dict, cpu_part: dict, pci: Figure) -> list[Wire]:
+        """Each device to its PCIe switch (a part added per group of PIX/PXB devices), or to
+        its CPU when it shares a switch with none; each switch to its CPU."""
         wires: list[Wire] = []
         switches = {}
         grouped: dict[int, list[str]] = {}
@@ -154,22 +176,7 @@ class _Builder:
                                   (group,)))
                 wires.append(Wire(switches[group], cpu_part[cpu_of[d]], "pci", pci, None))
             wires.append(Wire(index[d], switches[group], "pci", pci, self._span(d)))
-        sys = Figure(Fraction(10), f"SKL_QPI_BW ({ASSUMED}: nvidia-smi names no CPU model)",
-                     rules.SYS_RULE)
-        for i, a in enumerate(cpus):
-            wires += [Wire(cpu_part[a], cpu_part[b], "sys", sys, None) for b in cpus[i + 1:]]
-        notes = [ASSUMED + ": PIX and PXB share one PCIe switch, PHB and NODE one CPU, SYS "
-                 "crosses between CPUs"]
-        wires += self._nvlinks(parts, index, notes)
-        sm = self.assume.sm if self.assume.sm in rules.KNOWN_SMS else None  # (the language's)
-        if sm is None:
-            notes.append(f"--sm {self.assume.sm} is not a compute capability NCCL runs on: no sm "
-                         "is written for the GPUs")
-        ports = [Port(index[n], self.legend.get(n, n), k, Figure(
-            self.assume.nic_gbps or Fraction(0), f"--nic-speed {self.assume.nic_speed_text}",
-            "as given on the command line"), self._span(n)) for k, n in enumerate(self.nics)]
-        return HostModel(self.source.path, "nvidia-smi topo -m", tuple(parts), tuple(wires),
-                         tuple(ports), tuple(notes), sm)
+        return wires
 
     def _nvlinks(self, parts: list[Part], index: dict, notes: list[str]) -> list[Wire]:
         sm = self.assume.sm or 0

@@ -167,7 +167,7 @@ def _parse(source: SourceFile, start: str):
             span = token_span(source, token)
             found = "new line" if token.type == "_NL" else repr(str(token))
         expected = _expected(exc.accepts or exc.expected)
-        raise _after_statement_name(exc, source, found) or ParseError(
+        raise _misplaced(exc, found, span) or _after_statement_name(exc, source, found) or ParseError(
             f"unexpected {found}; expected {expected}", span, _percent_note(source, span)) from None
     except VisitError as exc:  # an error raised by a transformer callback
         if isinstance(exc.orig_exc, ParseError):
@@ -259,5 +259,35 @@ def _after_statement_name(exc: UnexpectedToken, source: SourceFile,
     start, end = token_span(source, name), token_span(source, exc.token)
     span = Span(source, start.line, start.col, end.end_line, end.end_col) \
         if exc.token.type != "$END" else start
+    belongs = [there for _, there, starts in _BLOCKS[1:] if str(name).upper() in starts]
+    if belongs:  # `round {` as the first statement: the keyword was read as a name
+        return ParseError(f"unexpected '{name}' at the top level: a '{name}' statement belongs "
+                          f"{belongs[0]}", start)
     return ParseError(f"unexpected {found} after '{name}'; a statement starting with a name "
                       f"declares a collective, as in 'allreduce V over ranks'{hint}", span)
+
+
+# Where each statement goes (docs/language.md, "Where statements go"), by the keyword that
+# starts it; `let`, `if`, `for`, `error` and `reduce` start statements in more than one block.
+_BLOCKS = (  # (where a parse is, where a statement belongs, the keywords only it starts with)
+    ("at the top level", "at the top level of the file, outside every block",
+     {"PARAM", "SET", "IMPORT", "STARTUP", "BUDGET", "EXPECT", "REPORT", "TOPOLOGY", "PROTOCOL",
+      "SCHEDULE"}),
+    ("in a topology block", "inside 'topology { ... }'",
+     {"GPU", "NIC", "SWITCH", "HOST", "LINK", "SHARED", "ROUTE", "ROUTING"}),
+    ("in a schedule's body", "in a schedule's body ('schedule NAME { ... }')",
+     {"ROUND", "PARALLEL", "COPY", "SEND"}),
+)
+
+
+def _misplaced(exc: UnexpectedToken, found: str, span: Span) -> ParseError | None:
+    """A statement in the wrong block (`routing prefer nvlink` at the top level, `param`
+    inside a topology): say where it is and the block it belongs to, not the long list of what
+    this block takes."""
+    accepts = set(exc.accepts or exc.expected)
+    here = [at for at, _, starts in _BLOCKS if starts & accepts]
+    belongs = [there for _, there, starts in _BLOCKS if exc.token.type in starts]
+    if not here or not belongs:
+        return None
+    return ParseError(f"unexpected {found} {here[0]}: a '{exc.token}' statement belongs "
+                      f"{belongs[0]}", span)

@@ -300,6 +300,14 @@ class Startup(Node):
 
 
 @dataclass(frozen=True)
+class StepCost(Node):
+    """`step cost sum|max`: how a round's start-up and transfer time add up."""
+
+    rule: str
+    rule_span: Span | None = field(default=None, repr=False, compare=False)
+
+
+@dataclass(frozen=True)
 class Budget(Node):
     value: Expr
 
@@ -364,7 +372,7 @@ class ScheduleDef(Node):
 
 @dataclass(frozen=True)
 class ProtocolAttr(Node):
-    """One attribute of a protocol: `alpha`, `eff`, or per link class `alpha` / `cap`."""
+    """One attribute of a protocol: `alpha`, `eff`, or per link class `alpha` / `cap` / `eff`."""
 
     kind: str  # alpha | eff | cap
     cls: str | None
@@ -379,8 +387,8 @@ class Protocol(Node):
 
 
 TopStmt = (
-    Import | ParamDecl | SetParam | Let | Startup | Budget | Expect | Report | Topology | CollectiveDecl
-    | ScheduleDef | Protocol | Guard
+    Import | ParamDecl | SetParam | Let | Startup | StepCost | Budget | Expect | Report | Topology
+    | CollectiveDecl | ScheduleDef | Protocol | Guard
 )
 
 

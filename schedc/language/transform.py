@@ -68,6 +68,9 @@ class _ToAst(Transformer):
     def startup_stmt(self, c, span):
         return ast.Startup(c[0], span=span)
 
+    def step_stmt(self, c, span):
+        return ast.StepCost(str(c[0]), token_span(_SOURCE.get(), c[0]), span=span)
+
     def budget_stmt(self, c, span):
         return ast.Budget(c[0], span=span)
 
@@ -135,6 +138,9 @@ class _ToAst(Transformer):
 
     def proto_class_cap(self, c, span):
         return ast.ProtocolAttr("cap", str(c[0]), c[1], span=span)
+
+    def proto_class_eff(self, c, span):
+        return ast.ProtocolAttr("eff", str(c[0]), c[1], span=span)
 
     def device_kind(self, c, span):
         return str(c[0])

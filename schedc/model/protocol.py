@@ -6,7 +6,8 @@ With protocols declared, a schedule's time is the minimum over them of
 NCCL's baseLat; 0 unless given): α_p replaces the file's per-round start-up.
 A round that uses a link of a class with its own start-up (`class nic alpha 14 us`) starts up
 in the largest of those; a class with a cap (`class nvlink cap 141 GB/s`, NCCL's llMaxBw)
-runs at min(eff_p · B_e, cap) on its links.
+runs at min(eff_p · B_e, cap) on its links, and a class with its own share (`class nic eff
+e_nic`) runs at that share instead of eff_p.
 
 The physical ranges, checked where a protocol is declared (elaborate/loader.py):
 - eff in (0, 1]: the share of a link's bandwidth that carries the protocol's payload. A
@@ -40,14 +41,22 @@ class Protocol:
     class_cap: tuple[tuple[str, sympy.Expr], ...] = ()  # per link class: a rate cap, bytes/s
     span: Span | None = field(default=None, compare=False, repr=False)
     launch: sympy.Expr = sympy.Integer(0)  # seconds, once per call (NCCL's baseLat)
+    class_eff: tuple[tuple[str, sympy.Expr], ...] = ()  # per link class: its own share
 
     def startup(self, classes: set[str]) -> sympy.Expr:
         """The start-up of a round that uses links of `classes`."""
         own = [a for c, a in self.class_alpha if c in classes]
         return sympy.Max(self.alpha, *own) if own else self.alpha
 
+    def share(self, classes: set[str]) -> sympy.Expr:
+        """The share of a link's bandwidth this protocol gets on links of `classes`: each
+        class's own (`class C eff`), else `eff`; the smallest when a term spans classes."""
+        own = dict(self.class_eff)
+        shares = list(dict.fromkeys(own.get(c, self.eff) for c in sorted(classes)))
+        return self.eff if not shares else shares[0] if len(shares) == 1 else sympy.Min(*shares)
+
     def rate(self, bandwidth: sympy.Expr, classes: set[str]) -> sympy.Expr:
         """The rate this protocol gets from links of `classes` with bandwidth B."""
         caps = [cap for c, cap in self.class_cap if c in classes]
-        scaled = self.eff * bandwidth
+        scaled = self.share(classes) * bandwidth
         return sympy.Min(scaled, *caps) if caps else scaled

@@ -37,6 +37,7 @@ from ..elaborate.program import (
 from ..elaborate.schedule import Limits
 from ..elaborate.topology import Namespace
 from ..errors import ElaborationError, SourceFile, Span, UsageError
+from ..limits import MAX_SIZE
 from ..language.parser import parse_expression
 from ..model.ir import Batch, Collective, Round, Rounds, Schedule
 from ..model.topology import Device, Topology
@@ -184,7 +185,16 @@ def _identifier(name: str) -> str:
 
 
 def _size_param(algo: Algo, override: Override | None, base: Program) -> Param:
+    """V: `--set V=...`, else the file's maxBytes. maxBytes is the top of the sizes the
+    executor picks the algorithm for, not a size it was made for (msccl-executor-nccl
+    msccl_lifecycle.cc:335: `nBytes >= m.minBytes && (m.maxBytes == 0 || nBytes <=
+    m.maxBytes)`): a file without a limit (0, or 2^63 - 1, which every size is below) says
+    no size, and is refused without one rather than timed at 9,223 PB."""
     nominal = Fraction(algo.max_bytes)
+    if override is None and algo.max_bytes in (0, MAX_SIZE):
+        raise UsageError(f"{SIZE}: the file sets no size limit (maxBytes=\"{algo.max_bytes}\": "
+                         "the executor picks it for any size), so it gives no message size; "
+                         f"pass --set {SIZE}=SIZE (e.g. --set {SIZE}=192MiB)", algo.span)
     if override is not None:
         value = evaluate(override.value, Env(base.names))
         if not isinstance(value, Quantity) or value.dim != BYTES or value.is_symbolic:
@@ -194,8 +204,6 @@ def _size_param(algo: Algo, override: Override | None, base: Program) -> Param:
         nominal = from_rational(value.expr)
         if nominal <= 0:
             raise UsageError(f"{SIZE} must be positive", override.value.span)
-    if nominal <= 0:
-        nominal = Fraction(max(algo.min_bytes, 1))
     symbol = sympy.Symbol(SIZE, positive=True)
     return Param(SIZE, symbol, BYTES, nominal, algo.span)
 

@@ -196,6 +196,30 @@ def violations(root: Element, text: str, source, executor: str,
     if root.name != "algo":
         add("root", f"the root element is <{root.name}>, not <algo>", root.span)
         return found
+    _algo(root, executor, add, required)
+    a = root.attrs
+    ngpus = _int(a.get("ngpus")) or 0
+    chunks = _int(a.get("nchunksperloop"))
+    coll = a.get("coll", "")
+    gpus = [e for e in root.children if e.name == "gpu"]
+    if len(root.children) > MAX_SUBS:
+        add("subs", f"<algo> has {len(root.children)} child elements; the parser's table "
+            f"holds {MAX_SUBS} and overflows", root.span, misread=True)
+    ids = {_int(g.attrs.get("id")) for g in gpus}
+    missing = [k for k in range(ngpus) if k not in ids]
+    if missing:
+        add("ngpus", f"ngpus={ngpus} but there is no <gpu id=\"{missing[0]}\">"
+            + (f" (nor for {len(missing) - 1} more rank{'s' if len(missing) > 2 else ''})"
+               if len(missing) > 1 else ""),
+            root.span, misread=True)
+    for gpu in gpus:
+        _gpu(gpu, executor, steps_limit, ngpus, chunks, coll, len(gpus), add, required)
+    return found
+
+
+def _algo(root: Element, executor: str, add, required) -> None:
+    """The rules on <algo>'s own attributes: required ones, protocol, collective, the size
+    range, threads and channels."""
     a = root.attrs
     required(root, ALGO_REQUIRED, "algo")
     if a.get("proto") is not None and a["proto"] not in ("Simple", "LL128", "LL"):
@@ -216,23 +240,6 @@ def violations(root: Element, text: str, source, executor: str,
     if channels is not None and channels > MAX_CHANNELS:
         add("nchannels", f"nchannels={channels}: more than the {MAX_CHANNELS} channels NCCL has",
             root.span)
-    ngpus = _int(a.get("ngpus")) or 0
-    chunks = _int(a.get("nchunksperloop"))
-    coll = a.get("coll", "")
-    gpus = [e for e in root.children if e.name == "gpu"]
-    if len(root.children) > MAX_SUBS:
-        add("subs", f"<algo> has {len(root.children)} child elements; the parser's table "
-            f"holds {MAX_SUBS} and overflows", root.span, misread=True)
-    ids = {_int(g.attrs.get("id")) for g in gpus}
-    missing = [k for k in range(ngpus) if k not in ids]
-    if missing:
-        add("ngpus", f"ngpus={ngpus} but there is no <gpu id=\"{missing[0]}\">"
-            + (f" (nor for {len(missing) - 1} more rank{'s' if len(missing) > 2 else ''})"
-               if len(missing) > 1 else ""),
-            root.span, misread=True)
-    for gpu in gpus:
-        _gpu(gpu, executor, steps_limit, ngpus, chunks, coll, len(gpus), add, required)
-    return found
 
 
 def _gpu(gpu: Element, executor: str, steps_limit: int, ngpus: int, chunks: int | None,
@@ -264,28 +271,7 @@ def _gpu(gpu: Element, executor: str, steps_limit: int, ngpus: int, chunks: int 
     senders: dict[int, int] = {}
     receivers: dict[int, int] = {}
     for tb in tbs:
-        t = tb.attrs
-        required(tb, TB_REQUIRED, place + ", a tb")
-        bid, send, recv, chan = (_int(t.get(k)) for k in ("id", "send", "recv", "chan"))
-        here = f"{place}, tb {t.get('id', '?')}"
-        if bid is not None:
-            if bid < 0:
-                add("tb_negative", f"{here}: a negative thread-block id", tb.span)
-            elif bid >= MAX_THREAD_BLOCKS[executor]:
-                add("tb_id", f"{here}: thread-block id {bid}; at most "
-                    f"{MAX_THREAD_BLOCKS[executor]} thread blocks per gpu", tb.span)
-            elif bid in seen:
-                add("tb_duplicate", f"{here}: a duplicate thread-block id", tb.span)
-            seen.add(bid)
-        if gid is not None and gid in (send, recv):
-            add("own_peer", f"{here}: a peer that is the gpu itself", tb.span)
-        if (send is not None and send < -1) or (recv is not None and recv < -1):
-            add("peer_low", f"{here}: a peer below -1", tb.span)
-        if (send is not None and send >= ngpus) or (recv is not None and recv >= ngpus):
-            add("peer_range", f"{here}: a peer past ngpus={ngpus}", tb.span)
-        if chan is not None and not 0 <= chan < MAX_CHANNELS:
-            add("chan", f"{here}: channel {chan} (channels are 0..{MAX_CHANNELS - 1})", tb.span,
-                misread=chan == MAX_CHANNELS)
+        send, recv, chan, here = _tb(tb, place, gid, ngpus, executor, seen, add, required)
         _steps(tb, here, executor, steps_limit, send, recv, sizes, add, required,
                senders.get(chan or 0, 0), receivers.get(chan or 0, 0))
         if send is not None and send >= 0:
@@ -296,6 +282,35 @@ def _gpu(gpu: Element, executor: str, steps_limit: int, ngpus: int, chunks: int 
     gap = next((k for k in range(len(present)) if present[k] != k), None)
     if gap is not None and present:
         add("tb_gap", f"{place}: thread block {gap} is missing (ids must be 0, 1, ...)", gpu.span)
+
+
+def _tb(tb: Element, place: str, gid: int | None, ngpus: int, executor: str, seen: set[int],
+        add, required) -> tuple[int | None, int | None, int | None, str]:
+    """The rules on a <tb>'s own attributes (its id among `seen`, its peers, its channel);
+    its send and receive peers, channel and place."""
+    t = tb.attrs
+    required(tb, TB_REQUIRED, place + ", a tb")
+    bid, send, recv, chan = (_int(t.get(k)) for k in ("id", "send", "recv", "chan"))
+    here = f"{place}, tb {t.get('id', '?')}"
+    if bid is not None:
+        if bid < 0:
+            add("tb_negative", f"{here}: a negative thread-block id", tb.span)
+        elif bid >= MAX_THREAD_BLOCKS[executor]:
+            add("tb_id", f"{here}: thread-block id {bid}; at most "
+                f"{MAX_THREAD_BLOCKS[executor]} thread blocks per gpu", tb.span)
+        elif bid in seen:
+            add("tb_duplicate", f"{here}: a duplicate thread-block id", tb.span)
+        seen.add(bid)
+    if gid is not None and gid in (send, recv):
+        add("own_peer", f"{here}: a peer that is the gpu itself", tb.span)
+    if (send is not None and send < -1) or (recv is not None and recv < -1):
+        add("peer_low", f"{here}: a peer below -1", tb.span)
+    if (send is not None and send >= ngpus) or (recv is not None and recv >= ngpus):
+        add("peer_range", f"{here}: a peer past ngpus={ngpus}", tb.span)
+    if chan is not None and not 0 <= chan < MAX_CHANNELS:
+        add("chan", f"{here}: channel {chan} (channels are 0..{MAX_CHANNELS - 1})", tb.span,
+            misread=chan == MAX_CHANNELS)
+    return send, recv, chan, here
 
 
 class _Place:
@@ -342,31 +357,7 @@ def _steps(tb: Element, here: str, executor: str, steps_limit: int, send: int | 
                     misread=True)
         if kind == "nop":
             continue
-        if cnt is not None and not 0 <= cnt < MAX_COUNT:
-            add("count", f"{at}: cnt={cnt}; a step moves fewer than {MAX_COUNT} chunks "
-                "(MSCCL_MAX_COUNT)", step.span)
-        if kind in SENDS and send is not None and send < 0:
-            add("send_peer", f"{at}: a '{kind}' in a thread block without a send peer",
-                step.span)
-        if kind in RECEIVES and recv is not None and recv < 0:
-            add("recv_peer", f"{at}: a '{kind}' in a thread block without a receive peer",
-                step.span)
-        if kind in SENDS and senders >= MAX_PER_CHANNEL:
-            add("per_channel_send", f"{at}: the {senders + 1}th thread block sending on its "
-                f"channel; at most {MAX_PER_CHANNEL}", step.span)
-        if kind in RECEIVES and receivers >= MAX_PER_CHANNEL:
-            add("per_channel_recv", f"{at}: the {receivers + 1}th thread block receiving on its "
-                f"channel; at most {MAX_PER_CHANNEL}", step.span)
-        for key, bufkey, used in (("srcoff", "srcbuf", kind in CHECK_SRC),
-                                  ("dstoff", "dstbuf", kind in CHECK_DST)):
-            buf, off = s.get(bufkey), _int(s.get(key))
-            size = sizes.get(buf) if buf else None
-            if used and off is not None and size is not None and not -1 <= off < size:
-                add("bounds", f"{at}: {key}={off} is outside the {buf} buffer "
-                    f"({buf}_chunks={size})", step.span)
-            if off is not None and off > MAX_OFFSET:
-                add("offset16", f"{at}: {key}={off} does not fit int16_t", step.span,
-                    misread=True)
+        _moves(step, at, kind, cnt, send, recv, sizes, senders, receivers, add)
         reduce_key = (s.get("dstbuf"), s.get("dstoff"), s.get("srcbuf"))
         continuing = kind == "re" and last_reduce == reduce_key and (depid is None or depid < 0)
         if not continuing:
@@ -378,3 +369,35 @@ def _steps(tb: Element, here: str, executor: str, steps_limit: int, send: int | 
         last_reduce = reduce_key if kind == "re" and s.get("hasdep") != "1" else None
         if s.get("hasdep") not in (None, "0", "1"):
             add("hasdep", f"{at}: hasdep=\"{s['hasdep']}\" is not 0 or 1", step.span)
+
+
+def _moves(step: Element, at: _Place, kind: str, cnt: int | None, send: int | None,
+           recv: int | None, sizes: dict, senders: int, receivers: int, add) -> None:
+    """The rules on what a step that moves data moves: its count, its peers, the thread
+    blocks per channel, and its offsets within the buffers."""
+    s = step.attrs
+    if cnt is not None and not 0 <= cnt < MAX_COUNT:
+        add("count", f"{at}: cnt={cnt}; a step moves fewer than {MAX_COUNT} chunks "
+            "(MSCCL_MAX_COUNT)", step.span)
+    if kind in SENDS and send is not None and send < 0:
+        add("send_peer", f"{at}: a '{kind}' in a thread block without a send peer",
+            step.span)
+    if kind in RECEIVES and recv is not None and recv < 0:
+        add("recv_peer", f"{at}: a '{kind}' in a thread block without a receive peer",
+            step.span)
+    if kind in SENDS and senders >= MAX_PER_CHANNEL:
+        add("per_channel_send", f"{at}: the {senders + 1}th thread block sending on its "
+            f"channel; at most {MAX_PER_CHANNEL}", step.span)
+    if kind in RECEIVES and receivers >= MAX_PER_CHANNEL:
+        add("per_channel_recv", f"{at}: the {receivers + 1}th thread block receiving on its "
+            f"channel; at most {MAX_PER_CHANNEL}", step.span)
+    for key, bufkey, used in (("srcoff", "srcbuf", kind in CHECK_SRC),
+                              ("dstoff", "dstbuf", kind in CHECK_DST)):
+        buf, off = s.get(bufkey), _int(s.get(key))
+        size = sizes.get(buf) if buf else None
+        if used and off is not None and size is not None and not -1 <= off < size:
+            add("bounds", f"{at}: {key}={off} is outside the {buf} buffer "
+                f"({buf}_chunks={size})", step.span)
+        if off is not None and off > MAX_OFFSET:
+            add("offset16", f"{at}: {key}={off} does not fit int16_t", step.span,
+                misread=True)

@@ -93,7 +93,7 @@ def _factors(comm: Comm, table: Table, f: int, c: Candidate, n: int) -> tuple[fl
         factor = f32(K.TREE_CORRECTION_FACTOR[c.protocol][log_size])
         bw = f32(bw * factor)
         note.append(f"bw × treeCorrectionFactor[{K.PROTOCOLS[c.protocol]}][{log_size}] = "
-                    f"{np.float32(factor)} (tuning.cc:623-646)")
+                    f"{float(factor):.6g} (tuning.cc:623-646)")  # float32 to FLT_DIG
     if c.algorithm == K.RING and c.protocol == K.SIMPLE and comm["nNodes"] > 1 and \
             f == K.ALLREDUCE and n // (comm["nChannels"] * comm["nRanks"]) >= 64:
         plateau = 1.9 if comm["minCompCap"] < 80 else 1.4

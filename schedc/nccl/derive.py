@@ -27,6 +27,8 @@ What a schedc machine does not say (the CPU, CollNet/SHARP) takes NCCL's default
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from fractions import Fraction
 
 from ..errors import TopologyError
@@ -50,14 +52,38 @@ SEARCH = "search.cc:1051-1066 speed arrays"
 def derive(topology: Topology, ranks: tuple[int, ...], nominal: dict, sm: int,
            sm_from: str, nodes: int | None = None) -> Comm:
     """The inputs for the machine's ranks; `nodes`: as if it had that many such hosts (the
-    per-GPU rates stay the machine's)."""
+    per-GPU rates stay the machine's). By phase: the rates the graphs search within, the
+    scalar inputs, the ring and tree graphs, then NVLS and CollNet."""
     hosts = _hosts(topology, ranks)
-    local = len(hosts[0])
-    machine_nodes = len(hosts)
+    local, machine_nodes = len(hosts[0]), len(hosts)
+    n_nodes = machine_nodes if nodes is None else nodes
+    bw = _bandwidths(topology, nominal, hosts)
+    type_intra = _type_intra(topology, hosts[0]) if local > 1 else "LOC"
+    type_inter = _type_inter(topology, hosts[0][0])
+    values = _scalars(topology, ranks, hosts, sm, sm_from, nodes, n_nodes)
+    ring_n = _ring_and_tree(values, bw, sm, local, n_nodes, type_intra, type_inter)
+    values["nChannels"] = Value(ring_n, "min(ring, tree nChannels) (init.cc:1459)")
+    _nvls_and_collnet(values, bw, sm, local, n_nodes, type_intra)
+    assert all(f"{g}.{f}" in values for g in GRAPHS for f in GRAPH_FIELDS)
+    return Comm(values)
+
+
+@dataclass(frozen=True)
+class _Bandwidths:
+    """GB/s per GPU: inside a host (`intra`), to the next host (`inter`; `inter_total` for a
+    host's GPUs at once), and the best single GPU-to-network path (`single`)."""
+
+    intra: float
+    inter: float
+    inter_total: float
+    single: float
+
+
+def _bandwidths(topology: Topology, nominal: dict, hosts: list) -> _Bandwidths:
+    local, machine_nodes = len(hosts[0]), len(hosts)
     rate = _Rates(topology, nominal)
     intra = rate.concurrent([(h[i], h[(i + 1) % local]) for h in hosts for i in range(local)]) \
         if local > 1 else LOC_BW
-    n_nodes = machine_nodes if nodes is None else nodes
     if machine_nodes > 1:
         inter = rate.concurrent([(hosts[k][i], hosts[(k + 1) % machine_nodes][i])
                                  for k in range(machine_nodes) for i in range(local)])
@@ -70,12 +96,17 @@ def derive(topology: Topology, ranks: tuple[int, ...], nominal: dict, sm: int,
         inter_total = rate.leaving(topology, hosts[0])  # a one-host machine: its links out
         inter = inter_total / local if inter_total else 0.0
         single = inter
-    type_intra = _type_intra(topology, hosts[0]) if local > 1 else "LOC"
-    type_inter = _type_inter(topology, hosts[0][0])
+    return _Bandwidths(intra, inter, inter_total, single)
+
+
+def _scalars(topology: Topology, ranks: tuple[int, ...], hosts: list, sm: int, sm_from: str,
+             nodes: int | None, n_nodes: int) -> dict[str, Value]:
+    """The inputs that are not a graph's: counts, the GPU generation, what is assumed."""
+    local, machine_nodes = len(hosts[0]), len(hosts)
     where = f"{len(ranks)} ranks on {machine_nodes} host{'s' if machine_nodes > 1 else ''}"
     if any(topology.devices[r].host is None for r in ranks):
         where += " (a GPU in no host is a node of its own, as schedc counts hosts)"
-    values = {
+    return {
         "nNodes": Value(n_nodes, f"the hosts of the {where}" if nodes is None else "--nodes"),
         "nRanks": Value(n_nodes * local, f"the {where}" if nodes is None else
                         "nNodes × localRanks"),
@@ -92,6 +123,12 @@ def derive(topology: Topology, ranks: tuple[int, ...], nominal: dict, sm: int,
         "nvsCount": Value(_nvswitches(topology, hosts[0]),
                           "switches joined to the host's GPUs by `nvlink` links"),
     }
+
+
+def _ring_and_tree(values: dict[str, Value], bw: _Bandwidths, sm: int, local: int,
+                   n_nodes: int, type_intra: str, type_inter: str) -> int:
+    """The ring and tree graphs' inputs, as NCCL's search finds them; their channel count."""
+    intra, inter, inter_total, single = bw.intra, bw.inter, bw.inter_total, bw.single
     speeds = _speeds(sm, n_nodes > 1)
     ring_cap = intra if n_nodes == 1 else min(intra, inter_total)
     per_channel = intra if n_nodes == 1 else min(intra, single)
@@ -120,7 +157,14 @@ def derive(topology: Topology, ranks: tuple[int, ...], nominal: dict, sm: int,
                                                      "graph's default)"),
                        f"{name}.sameChannels": Value(1, "the search's first try "
                                                      "(search.cc:1106)")})
-    values["nChannels"] = Value(ring_n, "min(ring, tree nChannels) (init.cc:1459)")
+    return ring_n
+
+
+def _nvls_and_collnet(values: dict[str, Value], bw: _Bandwidths, sm: int, local: int,
+                      n_nodes: int, type_intra: str) -> None:
+    """NVLS's inputs (SM ≥ 90, GPUs on an NVSwitch over nvlink) and CollNet's (never)."""
+    intra, inter, inter_total = bw.intra, bw.inter, bw.inter_total
+    speeds = _speeds(sm, n_nodes > 1)
     nvls = sm >= 90 and local > 1 and type_intra == "NVL" and values["nvsCount"].value > 0
     values["nvlsSupport"] = Value(int(nvls), "SM ≥ 90 and the host's GPUs on an NVSwitch over "
                                   "nvlink" if nvls else "needs SM ≥ 90 and GPUs on an NVSwitch")
@@ -139,8 +183,6 @@ def derive(topology: Topology, ranks: tuple[int, ...], nominal: dict, sm: int,
                                         0.0, 1), strict=True):
             values[f"{g}.{f}"] = Value(v, "no CollNet: the graph is not searched "
                                        "(init.cc:1202-1207)")
-    assert all(f"{g}.{f}" in values for g in GRAPHS for f in GRAPH_FIELDS)
-    return Comm(values)
 
 
 _TYPE_INTRA = "the links between two GPUs of a host: NVL if all `nvlink`, else PIX/PXB"

@@ -21,6 +21,7 @@ from ..analysis.solve.sensitivity import Sensitivity
 from ..analysis.solve.sweep import Sweep
 from ..analysis.verify.verdict import Verdict
 from ..elaborate.program import Param, Program
+from ..measure.bandwidth import format_gbps
 from ..units import (
     BYTES,
     DIMENSIONLESS,
@@ -31,6 +32,7 @@ from ..units import (
     format_quantity,
     format_seconds,
 )
+from ..words import counted
 from . import schema
 from .floats import csv_rows
 from .text import dump_json, dump_json_pieces, json_number, params_json, table
@@ -107,7 +109,7 @@ def solve_text(program: Program, equation: str, solution: Solution,
            *_sides(solution, solution.left.expr, solution.right.expr, "  "), ""]
     roots = solution.roots
     if roots:
-        out.append(f"{len(roots)} solution{'s' * (len(roots) != 1)}:")
+        out.append(f"{counted(len(roots), 'solution')}:")
         for root in roots:
             symbolic = f" = {root.expr}" if root.expr is not None else ""
             out.append(f"  {param.name} = {_show(root.value, dim)}{symbolic}")
@@ -238,16 +240,28 @@ def sensitivity_json(program: Program, rows) -> str:
 
 
 def sweep_text(result: Sweep) -> str:
+    """The sweep's table: each schedule's time, then its busbw in GB/s (nccl-tests' terms,
+    the factor said under the table), and the fastest schedule."""
     names = list(result.times)
     columns = [np.asarray(result.times[n], dtype=float).tolist() for n in names]
+    busbw = {n: (None if result.busbw.get(n) is None else
+                 np.asarray(result.busbw[n], dtype=float).tolist()) for n in names}
     fastest = _fastest(result).tolist() if names else []
     shown = ([str(int(v)) for v in result.values] if result.compiles else
              [format_quantity(v, result.param.dim) for v in np.asarray(result.values).tolist()])
-    rows = [(result.param.name, *names, "fastest")]
+    header: list[str] = [result.param.name]
+    for n in names:
+        header += [n] + ([] if busbw[n] is None else [f"{n} busbw"])
+    rows = [(*header, "fastest")]
     for k, value in enumerate(shown):
-        rows.append((value, *[format_seconds(c[k]) for c in columns],
-                     names[fastest[k]] if names else "-"))
-    text = "\n".join(table(rows, right=range(len(names) + 1))) + "\n"
+        cells = [value]
+        for n, c in zip(names, columns):
+            bus = busbw[n]
+            cells += [format_seconds(c[k])] + ([] if bus is None else [format_gbps(bus[k])])
+        rows.append((*cells, names[fastest[k]] if names else "-"))
+    text = "\n".join(table(rows, right=range(len(header)))) + "\n"
+    for note in dict.fromkeys(result.factors.values()):
+        text += f"busbw in GB/s: {note}\n"
     if result.compiles:
         text += (f"{result.param.name} is structural: compiled at {result.compiles} "
                  f"value{'s' * (result.compiles != 1)}\n")
@@ -267,6 +281,12 @@ def sweep_json(program: Program, result: Sweep) -> list[bytes]:
         "compiles": result.compiles,
         "schedules": {name: np.asarray(times, dtype=float)
                       for name, times in result.times.items()},
+        # (busbw only: algbw is busbw / busbw_factor, and each array costs its share of the
+        # 10^6 points a second; a factor per value when the ranks change with the param)
+        "busbw_GBps": {name: None if v is None else np.asarray(v, dtype=float)
+                       for name, v in result.busbw.items()},
+        "busbw_factor": {name: None if f is None else f[0] if len(f) == 1 else list(f)
+                         for name, f in result.busbw_factor.items()},
     })
 
 

@@ -5,8 +5,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+from ..analysis.predicted_log import bands_line, held_out_bands
 from ..analysis.calibrate.calibration import Calibration, Comparison, FittedParam, geomean_abs
 from ..files import write_output_with
+from ..measure.nccl_tests import Row
+from ..measure.noise import twin_ratio
 from ..language.quote import comment
 from ..units import BYTES, RATE, SECONDS, base_unit, format_bytes, format_quantity, format_seconds
 from . import schema
@@ -90,7 +93,9 @@ def _optimum(cal: Calibration) -> str:
     return f"optimum: the best cost reached from {reached} of {made} starts"
 
 
-def calibration_text(cal: Calibration, place: str) -> str:
+def calibration_text(cal: Calibration, place: str,
+                     outliers: list[tuple[str, Row]] | None = None) -> str:
+    """`outliers` (`api.outlier_rows`) are marked below the rows, as left out."""
     c = cal.comparison
     fit = sum(p.fit for p in c.points)
     held = len(c.points) - fit
@@ -110,6 +115,7 @@ def calibration_text(cal: Calibration, place: str) -> str:
         out += ["", "fitted params (value, relative standard error, physical bounds, prior):"]
         out += _params_table(cal)
     out += ["", *_rows(c, not loo), ""]
+    out += [_outlier_line(log, row) for log, row in outliers or ()] + ([""] if outliers else [])
     if loo:
         out.append(f"geomean |error|: {_percent(c.geomean(False))} over the {held} rows, each "
                    "predicted from the other logs' fit")
@@ -143,9 +149,19 @@ def calibration_text(cal: Calibration, place: str) -> str:
         out.append(f"held at NCCL's value (the rows do not determine them; not fitted): "
                    f"{', '.join(dict.fromkeys(p.name for p in at_prior))}")
     out += [f"model check: {x}" for x in cal.checks]
+    out += _step_rules_text(cal)
     if not cal.checks and not loo:
         out.append("model check: no inadequacy found (bandwidth ceiling, shares, residual runs)")
     return "\n".join(out) + "\n"
+
+
+def _outlier_line(log: str, row: Row) -> str:
+    """`outlier 4 KiB: 45 µs out of place, 15 µs in place (3.00x), LOG:25; left out`."""
+    out, inside = row.out_of_place, row.in_place
+    times = (f"{format_seconds(out.time_us * 1e-6)} out of place, "
+             f"{format_seconds(inside.time_us * 1e-6)} in place" if out and inside else "")
+    return (f"  outlier {format_bytes(row.size)}: {times} ({twin_ratio(row):.2f}x), "
+            f"{log}:{row.span.line}; left out")
 
 
 def _param_unit(p: FittedParam) -> str:
@@ -167,7 +183,8 @@ def _params_json(params: tuple[FittedParam, ...]) -> dict:
     return {(p.name if p.log is None else f"{p.name}@{p.log}"): _param_json(p) for p in params}
 
 
-def calibration_json(cal: Calibration) -> str:
+def calibration_json(cal: Calibration, outliers: list[tuple[str, Row]] | None = None) -> str:
+    """`outliers`: the rows left out as outliers (`api.outlier_rows`), listed as such."""
     c = cal.comparison
     point, error = c.worst
     return dump_json({
@@ -203,6 +220,14 @@ def calibration_json(cal: Calibration) -> str:
         "optimum": _optimum_json(cal),
         "checks": list(cal.checks),
         "notes": list(cal.notes),
+        "step_rules": [{"rule": f.rule, "heldout_geomean_error": json_number(f.heldout, integer=False),
+                        "fit_geomean_error": json_number(f.fit, integer=False),
+                        "declared": f.file_rule} for f in cal.step_rules],
+        "step_rule_preferred": _preferred(cal),
+        "outliers": [{"log": log, "line": row.span.line, "size": row.size, "outlier": True,
+                      "twin_ratio": twin_ratio(row)} for log, row in outliers or ()],
+        "bands": [{"range": b.range, "error": b.error, "rows": b.rows}
+                  for b in held_out_bands(c)],
         "folds": [{"heldout_log": log, "params": _params_json(f.params),
                    "flagged": [p.name for p in f.flagged], "checks": list(f.checks),
                    "optimum": _optimum_json(f)}
@@ -240,7 +265,8 @@ def calibration_sched(cal: Calibration, command: str) -> str:
              f"# least squares on log time over {fit} of {len(c.points)} rows of "
              f"{comment(', '.join(c.logs))};",
              f"# geomean |error| {_percent(c.geomean(True))} on fit rows, "
-             f"{_percent(c.geomean(False))} on held-out rows; {_worst(c, True)}.", ""]
+             f"{_percent(c.geomean(False))} on held-out rows; {_worst(c, True)}.",
+             *([bands_line(held_out_bands(c))] if held_out_bands(c) else []), ""]
     for p in cal.params:
         sigma = f"  # ±{p.sigma * 100:.0f}% (1σ); {p.what}" if p.sigma is not None else ""
         if p.held:  # never written as a fitted value
@@ -258,7 +284,8 @@ def calibration_sched(cal: Calibration, command: str) -> str:
 def comparison_text(c: Comparison, fitted: str | None = None, how: str | None = None) -> str:
     at = how or (f"at the params of {fitted}" if fitted else "at the file's params")
     out = [f"predict {c.schedule} against {len(c.points)} measured rows, {at}",
-           *[f"  log: {log}" for log in c.logs], "", *_rows(c, False), "",
+           *[f"  log: {log}" for log in c.logs], *[f"  {n}" for n in c.notes], "",
+           *_rows(c, False), "",
            f"geomean |error|: {_percent(c.geomean(None))} over {len(c.points)} rows; "
            f"mean |error|: {_percent(c.mean(None))}",
            f"by size: {_ranges(c, None)}",
@@ -274,12 +301,14 @@ def comparison_json(c: Comparison, fitted: str | None = None) -> str:
         "fitted": fitted,
         "log": c.logs[0] if len(c.logs) == 1 else list(c.logs),
         "schedule": c.schedule,
+        "notes": list(c.notes),
         "rows": [{"size": p.size, "measured_s": json_number(p.measured, integer=False),
                   "predicted_s": json_number(predicted, integer=False),
                   "error": json_number(e, integer=False), "protocol": w,
-                  "latency_share": json_number(share, integer=False)}
-                 for p, predicted, e, w, share in zip(c.points, c.predicted, c.errors,
-                                                      c.protocols, c.latency)],
+                  "latency_share": json_number(share, integer=False), "source": source}
+                 for p, predicted, e, w, share, source in zip(
+                     c.points, c.predicted, c.errors, c.protocols, c.latency,
+                     c.sources or ("model",) * len(c.points))],
         "geomean_error": json_number(c.geomean(None), integer=False),
         "worst": {"size": point.size, "error": json_number(error, integer=False)},
         "mean_error": json_number(c.mean(None), integer=False),
@@ -293,3 +322,18 @@ def write_whole(path: Path, write: Callable[[str], object]) -> None:
     """`write(temporary path)`, then move the file into place: all of it or nothing, with the
     usual mode under the umask, by `schedc.files`' policy (never over an input of the run)."""
     write_output_with(path, write)
+
+
+def _preferred(cal: Calibration) -> str | None:
+    from ..analysis.calibrate.step_rules import preferred
+    return preferred(cal.step_rules) if cal.step_rules else None
+
+
+def _step_rules_text(cal: Calibration) -> list[str]:
+    """`--step-rules`: each rule's errors, and the one the rows prefer (fitted: a choice by
+    these rows, not a proof)."""
+    if not cal.step_rules:
+        return []
+    shown = [f"{f.rule} {_percent(f.heldout)} held out ({_percent(f.fit)} on fit rows)"
+             + (" [declared]" if f.file_rule else "") for f in cal.step_rules]
+    return [f"step cost: {'; '.join(shown)}; the rows prefer `step cost {_preferred(cal)}`"]

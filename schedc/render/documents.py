@@ -12,6 +12,7 @@ from collections.abc import Callable
 from ..cost.formula import RoundClass, nominal_value
 from ..cost.timing import Timing
 from ..elaborate.program import Program
+from ..measure.bandwidth import Bandwidths, bandwidths, factor_text, format_gbps
 from ..model.ir import LinearBytes, linear_expr
 from ..model.topology import Topology
 from ..units import format_bytes, format_seconds
@@ -43,6 +44,8 @@ def class_bottleneck(c: RoundClass, topology: Topology) -> tuple[str, str]:
     """A round class's bottleneck: its class(es) and the resources carrying it."""
     if c.dominant is None:
         return "-", ""
+    if c.startup_bound:  # `step cost max`: the transfer is hidden behind the start-up
+        return "start-up", "the transfer overlaps it"
     carriers = listing([topology.resources[r].name for r in c.terms[c.dominant].resources])
     return bottleneck_class(c, topology) or "-", carriers
 
@@ -57,11 +60,26 @@ def _bytes_text(t: Timing, form: LinearBytes) -> str:
     return f"{value}  ({symbolic})" if symbolic.free_symbols else value
 
 
+def timing_bandwidths(t: Timing) -> Bandwidths | None:
+    """The time in nccl-tests' terms at the collective's nominal size (measure.bandwidth)."""
+    coll = t.schedule.collective
+    return bandwidths(coll.kind, len(coll.ranks), t.bytes_value(coll.size), t.time)
+
+
+def _bandwidth_field(t: Timing) -> list[Field]:
+    got = timing_bandwidths(t)
+    if got is None:
+        return []
+    coll = t.schedule.collective
+    return [Field("algbw / busbw", f"{format_gbps(got.algbw)} / {format_gbps(got.busbw)} GB/s"),
+            Field("", factor_text(coll.kind, len(coll.ranks)), nested=True)]
+
+
 def time_fields(t: Timing, hosts: bool) -> tuple[Field, ...]:
     """One schedule as `schedc time` shows it, before its round classes; `hosts`: whether
     the machine declares hosts (else no cross-host figures)."""
     c = t.cost
-    fields = [Field("time", format_seconds(t.time))]
+    fields = [Field("time", format_seconds(t.time)), *_bandwidth_field(t)]
     if c.protocol is not None:
         each = ", ".join(f"{p.name} {format_seconds(p.value)}" for p in c.protocol_times)
         fields.append(Field("protocol", f"{c.protocol} wins at the nominal point ({each})"))
@@ -93,6 +111,8 @@ def timing_equation(t: Timing) -> Equation:
 def _class_line(c: RoundClass, topology: Topology, nominal: dict) -> str:
     each = format_seconds(nominal_value(c.time, nominal))
     line = f"    {c.count:>5} × {each:<12} {c.time}"
+    if c.startup_bound and c.dominant is not None:  # `step cost max`, the start-up the longer
+        return line + f"\n{'':>25}bottleneck: start-up (the transfer overlaps it)"
     for k in () if c.dominant is None else (c.dominant, *c.tied):
         carriers = listing([topology.resources[r].name for r in c.terms[k].resources])
         label = "bottleneck:" if k == c.dominant else "  tied with:"
@@ -127,8 +147,8 @@ def time_document(program: Program, timings: list[Timing]) -> Document:
 # ---- compare --------------------------------------------------------------------------------
 
 COMPARE_HEADER = ("schedule", "rounds", "cross-host rounds", "cross-host bytes", "logical bytes",
-                  "time", "bottleneck")
-COMPARE_ALIGN = LEFT + RIGHT * 5 + LEFT
+                  "time", "algbw (GB/s)", "busbw (GB/s)", "bottleneck")
+COMPARE_ALIGN = LEFT + RIGHT * 7 + LEFT
 
 
 def compare_rows(program: Program, timings: list[Timing]) -> list[tuple[str, ...]]:
@@ -145,8 +165,10 @@ def compare_rows(program: Program, timings: list[Timing]) -> list[tuple[str, ...
                 bottlenecks.append(name)
         cross = (str(c.cross_rounds), format_bytes(t.bytes_value(c.bytes_cross))) if hosts \
             else ("-", "-")
+        got = timing_bandwidths(t)
         rows.append((t.name, str(c.rounds), *cross, format_bytes(t.bytes_value(c.bytes_logical)),
-                     format_seconds(t.time), ", ".join(bottlenecks) or "-"))
+                     format_seconds(t.time), format_gbps(got.algbw if got else None),
+                     format_gbps(got.busbw if got else None), ", ".join(bottlenecks) or "-"))
     return rows
 
 

@@ -14,6 +14,7 @@ from ..errors import Span
 from ..language.syntax import Module, dump
 from ..model.ir import Batch, Schedule, buffer_text, linear_expr, region_text
 from ..model.topology import Topology
+from ..words import counted
 
 
 def emit_ast(module: Module) -> str:
@@ -33,7 +34,8 @@ def emit_ir(program: Program, schedule: Schedule) -> str:
     names = [d.name for d in program.topology.devices]
     c = schedule.collective
     lines = [f"schedule {schedule.name}: {c.kind} over {len(c.ranks)} ranks, "
-             f"{len(schedule.rounds)} rounds, {schedule.transfer_count} transfers"]
+             f"{counted(len(schedule.rounds), 'round')}, "
+             f"{counted(schedule.transfer_count, 'transfer')}"]
     layout = c.layout
 
     def show(batches: tuple[Batch, ...], pad: str) -> None:

@@ -10,6 +10,7 @@ from html import escape
 from ..analysis.machine import LinkRow, MachineSummary
 from ..hardware.rules import DEFAULT_SM
 from ..units import format_rate
+from ..words import counted
 from . import schema
 from .text import dump_json, json_number, table
 
@@ -24,16 +25,17 @@ def machine_text(summary: MachineSummary) -> str:
                        if summary.hosts and host == summary.hosts[0])
     lines = [f"machine: {summary.path}",
              f"hosts: {len(summary.hosts) or 'none declared'}",
-             "devices: " + ", ".join(f"{n} {k}" for k, n in sorted(kinds.items()))]
+             "devices: " + ", ".join(counted(n, k) for k, n in sorted(kinds.items()))]
     if per_host:
         lines.append(f"per host ({summary.hosts[0]}): " +
-                     ", ".join(f"{n} {k}" for k, n in sorted(per_host.items())))
+                     ", ".join(counted(n, k) for k, n in sorted(per_host.items())))
     if summary.gpu_sms:
         # (the default is assumed only when no GPU declares one: else `schedc nccl` refuses)
         none = f"; `schedc nccl` assumes sm {DEFAULT_SM} unless --sm" \
             if len(summary.gpu_sms) == 1 else ""
         lines.append("GPU compute capability: " + ", ".join(
-            f"sm {sm} ({n} GPUs)" if sm is not None else f"not declared ({n} GPUs{none})"
+            f"sm {sm} ({counted(n, 'GPU')})" if sm is not None
+            else f"not declared ({counted(n, 'GPU')}{none})"
             for sm, n in summary.gpu_sms))
     lines += ["", "links by class (per direction):"]
     rows: list[tuple[str, ...]] = [("class", "links", "bandwidth", "each way", "shared")]
@@ -121,13 +123,38 @@ def host_svg(summary: MachineSummary) -> str:
     return _svg(width, height, body, f"{host or 'machine'}: devices and links")
 
 
+def _fabric_rows(summary: MachineSummary, outside: list[str], hosts: list[str]
+                 ) -> list[list[str]]:
+    """The fabric in rows by distance from the hosts: the hosts at the bottom, the switches
+    they link to (rails, leaves) above, those only the switches reach (spines) above them,
+    so that no link runs along a row through the boxes."""
+    host_of = {n: h for n, _, h in summary.devices}
+    level = dict.fromkeys(hosts, 0)
+    neighbours: dict[str, set[str]] = {}
+    for link in summary.links:
+        a, b = host_of.get(link.a) or link.a, host_of.get(link.b) or link.b
+        neighbours.setdefault(a, set()).add(b)
+        neighbours.setdefault(b, set()).add(a)
+    frontier = list(hosts)
+    while frontier:
+        nxt = [d for n in frontier for d in sorted(neighbours.get(n, ())) if d not in level]
+        for d in nxt:
+            level.setdefault(d, level[frontier[0]] + 1)
+        frontier = list(dict.fromkeys(nxt))
+    top = max((level.get(n, 1) for n in outside), default=1)
+    rows = [[n for n in outside if level.get(n, 1) == k] for k in range(top, 0, -1)]
+    return [row for row in rows if row] + [hosts]
+
+
 def fabric_svg(summary: MachineSummary) -> str:
-    """The fabric: every device outside the hosts, and each host as one box."""
+    """The fabric: every device outside the hosts, in rows by distance from the hosts, and
+    each host as one box."""
     outside = [n for n, _, h in summary.devices if h is None][:MAX_DRAWN]
     hosts = list(summary.hosts)[:MAX_DRAWN]
-    width = max(200, 90 * max(len(outside), len(hosts), 1) + 20)
+    rows = _fabric_rows(summary, outside, hosts)
+    width = max(200, 90 * max(*(len(r) for r in rows), 1) + 20)
     where: dict[str, tuple[float, float]] = {}
-    for y, row in enumerate((outside, hosts)):
+    for y, row in enumerate(rows):
         step = (width - 20) / max(1, len(row))
         for x, name in enumerate(row):
             where[name] = (10 + step * x + step / 2, 40 + 90 * y)
@@ -139,15 +166,21 @@ def fabric_svg(summary: MachineSummary) -> str:
             continue
         seen.add((a, b))
         (x1, y1), (x2, y2) = where[a], where[b]
-        body.append(f'<line x1="{x1:.0f}" y1="{y1:.0f}" x2="{x2:.0f}" y2="{y2:.0f}" '
-                    f'stroke="{LINK_COLOURS.get(link.cls, "#999")}" stroke-width="1"/>')
+        colour = LINK_COLOURS.get(link.cls, "#999")
+        if y1 == y2:  # two boxes of one row: an arc above them, not a line through the row
+            body.append(f'<path d="M{x1:.0f},{y1 - 12:.0f} Q{(x1 + x2) / 2:.0f},{y1 - 45:.0f} '
+                        f'{x2:.0f},{y2 - 12:.0f}" fill="none" stroke="{colour}" '
+                        'stroke-width="1"/>')
+        else:
+            body.append(f'<line x1="{x1:.0f}" y1="{y1:.0f}" x2="{x2:.0f}" y2="{y2:.0f}" '
+                        f'stroke="{colour}" stroke-width="1"/>')
     for name, (px, py) in where.items():
         fill = "#444" if name in summary.hosts else COLOURS["switch"]
         body.append(f'<rect x="{px - 38:.0f}" y="{py - 12:.0f}" width="76" height="24" rx="4" '
                     f'fill="{fill}"/><text x="{px:.0f}" y="{py + 4:.0f}" text-anchor="middle" '
                     f'fill="white">{escape(name)}</text>')
     body.append('<text x="10" y="16">the fabric: hosts and the switches between them</text>')
-    return _svg(width, 90 * 2 + 20, body, "the fabric")
+    return _svg(width, 90 * len(rows) + 20, body, "the fabric")
 
 
 def _lines(summary: MachineSummary, where: dict, host: str | None) -> list[str]:
@@ -165,7 +198,7 @@ def _lines(summary: MachineSummary, where: dict, host: str | None) -> list[str]:
 def machine_section(summary: MachineSummary) -> str:
     """`schedc report`'s section: the drawings of one host and of the fabric."""
     kinds = Counter(kind for _, kind, _ in summary.devices)
-    words = ", ".join(f"{n} {k}" for k, n in sorted(kinds.items()))
+    words = ", ".join(counted(n, k) for k, n in sorted(kinds.items()))
     return (f'<h2 id="machine">Machine</h2><p>{len(summary.hosts) or "no"} hosts; {escape(words)} '
             f"(<code>schedc machine show</code> lists every link).</p>"
             f'<figure>{host_svg(summary)}</figure><figure>{fabric_svg(summary)}</figure>')

@@ -13,15 +13,28 @@ from .schema import NCCL
 from .text import dump_json, table
 
 
-def _f(x: float) -> str:
+def _float32(x: float) -> str:
     """A float of NCCL's, by its shortest float32 digits (2.4, not 2.4000000953674316)."""
     with np.errstate(over="ignore"):  # (beyond FLT_MAX: inf, as NCCL's float holds it)
         return str(np.float32(x))
 
 
+FLT_DIG = 6  # decimal digits a float32 keeps through any rounding (C's <float.h> FLT_DIG)
+
+
+def _f(x: float) -> str:
+    """A float of NCCL's as text, to float32's precision: NCCL sums and scales in float, so
+    23.3 comes out as 23.300001 and 41.6 as 41.600002, noise below FLT_DIG digits that means
+    nothing: printed 23.3 and 41.6 (391.46667 as 391.467)."""
+    with np.errstate(over="ignore"):
+        value = float(np.float32(x))
+    return f"{value:.{FLT_DIG}g}" if math.isfinite(value) and abs(value) < 1e6 else _float32(x)
+
+
 def _json_float(x: float) -> float | None:
-    """As `_f`, for JSON: null where it is not finite (JSON has no infinity)."""
-    value = float(_f(x))
+    """A float of NCCL's for JSON, every float32 digit (a program reads it back exactly);
+    null where it is not finite (JSON has no infinity)."""
+    value = float(_float32(x))
     return value if math.isfinite(value) else None
 
 
@@ -31,7 +44,7 @@ def time_formula(comm, band) -> str:
         return "none"
     if comm["nRanks"] == 1:
         return "0"
-    text = f"{_f(band.latency)} us + n / ({_f(band.bandwidth)} GB/s)"
+    text = f"{_f(band.latency)} µs + n / ({_f(band.bandwidth)} GB/s)"
     a, p = band.choice.algorithm, band.choice.protocol
     if a == K.TREE and band.collective == K.ALLREDUCE:
         text += f", bw × treeCorrectionFactor[{K.PROTOCOLS[p]}][log2(n/64)] (tuning.cc:623-642)"
@@ -47,14 +60,27 @@ def _header(model) -> str:
 
 
 def nccl_text(model) -> str:
-    comm, t = model.comm, model.table
-    lines = [_header(model), "", "inputs (NCCL's names; --input NAME=VALUE overrides one):"]
+    """The answer first (each --explain size's winner and why, then the choice for every
+    size), what it rests on after (the boundaries in nNodes, the table, the inputs)."""
+    lines = [_header(model)]
+    for e in model.explained:
+        lines += [""] + explain_lines(e)
+    lines += [""] + _choice_lines(model)
+    lines += _boundary_lines(model)
+    lines += [""] + _table_lines(model)
+    comm = model.comm
+    lines += ["", "inputs (NCCL's names; --input NAME=VALUE overrides one):"]
     rows: list[tuple[str, ...]] = [("name", "value", "derived from")]
     rows += [(name, str(comm[name]), comm.values[name].derived_from) for name in comm.names()]
     lines += table(rows, indent="  ")
-    lines += ["", "table (latency us / bandwidth GB/s, as NCCL_DEBUG_SUBSYS=TUNING prints it; "
-              "-: not used):"]
-    rows = [("collective", "algorithm", *K.NCCL_PROTO_NAMES)]
+    return "\n".join(lines) + "\n"
+
+
+def _table_lines(model) -> list[str]:
+    t = model.table
+    lines = ["table (latency µs / bandwidth GB/s, as NCCL_DEBUG_SUBSYS=TUNING prints it; "
+             "-: not used):"]
+    rows: list[tuple[str, ...]] = [("collective", "algorithm", *K.NCCL_PROTO_NAMES)]
     for c in model.collectives:
         f = K.FUNCTIONS.index(c)
         for a, name in enumerate(K.NCCL_ALGO_NAMES):
@@ -62,12 +88,17 @@ def nccl_text(model) -> str:
                      if t.bandwidth[f][a][p] else "-" for p in range(3)]
             if any(cell != "-" for cell in cells):
                 rows.append((c, name, *cells))
-    lines += table(rows, indent="  ")
-    lines += ["", f"choice (NCCL's pick for every size from 1 B to {model.max_bytes:,} B, both "
-              "ends included; n in bytes):"]
+    return lines + table(rows, indent="  ")
+
+
+def _choice_lines(model) -> list[str]:
+    comm = model.comm
+    lines = [f"choice (NCCL's pick for every size from 1 B to {model.max_bytes:,} B, both "
+             "ends included; n in bytes):"]
     ties = False
     for c in model.collectives:
-        rows = [("collective", "min bytes", "max bytes", "algo/proto", "time")]
+        rows: list[tuple[str, ...]] = [("collective", "min bytes", "max bytes", "algo/proto",
+                                        "time")]
         for group in _runs(model.bands[c]):
             if len(group) == 1:
                 (b,) = group
@@ -83,24 +114,26 @@ def nccl_text(model) -> str:
     if ties:
         lines.append("  (NCCL compares float times: near a crossover the rounding of n and of "
                      "n/bw decides byte by byte; --json lists every band)")
+    return lines
+
+
+def _boundary_lines(model) -> list[str]:
     found = [(c, b) for c in model.collectives for b in model.formulas.get(c, ())]
-    if found:
-        lines += ["", "boundaries as formulas in nNodes, for nNodes ≥ 3 with localRanks and the "
-                  "graphs as above (the last byte of the lower pair is the formula's floor; "
-                  "each checked byte by byte at the counts shown):"]
-        rows = [("collective", "below", "above", "last byte below", "checked at nNodes")]
-        rows += [(c, b.below, b.above, sympy_text(b.formula), ", ".join(map(str, b.checked_at)))
-                 for c, b in found]
-        lines += table(rows, indent="  ")
-    for e in model.explained:
-        lines += [""] + explain_lines(e)
-    return "\n".join(lines) + "\n"
+    if not found:
+        return []
+    lines = ["", "boundaries as formulas in nNodes, for nNodes ≥ 3 with localRanks and the "
+             "graphs as above (the last byte of the lower pair is the formula's floor; "
+             "each checked byte by byte at the counts shown):"]
+    rows = [("collective", "below", "above", "last byte below", "checked at nNodes")]
+    rows += [(c, b.below, b.above, sympy_text(b.formula), ", ".join(map(str, b.checked_at)))
+             for c, b in found]
+    return lines + table(rows, indent="  ")
 
 
 def explain_lines(e) -> list[str]:
     lines = [f"why, for {e.collective} of {e.size:,} bytes (NCCL's time = latency + "
-             "n / (1000 · bw) us; the least wins, the first on a tie):"]
-    rows: list[tuple[str, ...]] = [("algo/proto", "latency us", "bw GB/s", "n / bw us", "time us",
+             "n / (1000 · bw) µs; the least wins, the first on a tie):"]
+    rows: list[tuple[str, ...]] = [("algo/proto", "latency µs", "bw GB/s", "n / bw µs", "time µs",
                                     "adjusted")]
     for term in e.terms:
         transfer = term.time - term.latency
@@ -116,7 +149,7 @@ def explain_lines(e) -> list[str]:
         for o in e.own:
             theirs = by_pair.get(o.pair)
             rows.append((o.schedule, o.pair, format_seconds(o.time),
-                         f"{theirs:.3f} us" if theirs is not None else "not a candidate"))
+                         f"{theirs:.3f} µs" if theirs is not None else "not a candidate"))
         lines += table(rows, right=(2, 3), indent="  ")
     if e.unlabelled:
         lines.append(f"  no schedule of the file stands for: {', '.join(e.unlabelled)} "

@@ -90,12 +90,25 @@ def _seconds(axes) -> None:
     _axes_in(axes, SECONDS, "y")
 
 
+# Each schedule its own line style and marker, the earlier ones drawn wider: where two
+# schedules take the same time over part of the range (the seed's ring and hierarchical
+# against B_L below 50 GB/s, both bound by NVLink), the later line runs inside the earlier,
+# and both show.
+_STYLES = ("-", (0, (5, 3)), (0, (1, 2)), (0, (6, 2, 1, 2)))
+_MARKERS = ("o", "s", "^", "D", "v", "P")
+
+
 def _lines(axes, values: np.ndarray, times: dict[str, np.ndarray], equal=()) -> None:
-    """One line per schedule; a schedule equal to an earlier one is dashed, so both show."""
+    """One line per schedule, each in its own colour, style, width and markers; a schedule
+    equal to an earlier one throughout is dashed, so both show."""
     same = {b for _, b, *_ in equal}
+    every = max(1, len(values) // 6)
     for k, (name, series) in enumerate(times.items()):
-        axes.plot(values, series, label=name, color=f"C{k % 10}", linewidth=1.6,
-                  linestyle=(0, (4, 3)) if name in same else "-")
+        style = (0, (4, 3)) if name in same else _STYLES[k % len(_STYLES)]
+        axes.plot(values, series, label=name, color=f"C{k % 10}",
+                  linewidth=max(1.0, 3.0 - 0.7 * k), linestyle=style,
+                  marker=_MARKERS[k % len(_MARKERS)], markersize=4,
+                  markevery=(k * every // max(1, len(times)) % every, every))
 
 
 def curves_figure(curves: Curves):

@@ -4,9 +4,11 @@ and the closed forms of `schedc scale`."""
 from __future__ import annotations
 
 from ..analysis.scale.forms import Piece, Scaling
+from ..analysis.scale.pieces import BoundPiece
 from ..analysis.solve.instances import IntegerSearch
 from ..elaborate.program import Program
 from ..units import format_quantity, format_seconds
+from ..words import counted
 from . import schema
 from .text import dump_json, json_number
 
@@ -25,17 +27,7 @@ def search_text(program: Program, equation: str, found: IntegerSearch) -> str:
         out.append(f"  {found.stopped}")
     out.append("")
     roots = found.roots
-    if roots:
-        out.append(f"{len(roots)} solution{'s' * (len(roots) != 1)} in {lo}..{hi}: "
-                   + ", ".join(f"{name} = {n}" for n in roots))
-    if found.changes:
-        out.append("the smaller side changes:")
-        for change in found.changes:
-            out.append(f"  between {name} = {change.lo} and {change.hi}: "
-                       f"{_side(found, change.before)} -> {_side(found, change.after)}")
-    else:
-        smaller = found.points[0].smaller
-        out.append(f"no crossover in {lo}..{hi}: {_side(found, smaller)} is smaller throughout")
+    out += _crossings(found, name, lo, hi)
     out.append(f"{name:>8}  {'left':>12}  {'right':>12}")
     shown = sorted({found.points[0].n, found.points[-1].n,
                     *(n for c in found.changes for n in (c.lo, c.hi)), *roots})
@@ -45,6 +37,30 @@ def search_text(program: Program, equation: str, found: IntegerSearch) -> str:
         out.append(f"{n:>8}  {format_quantity(p.left, p.dim):>12}  "
                    f"{format_quantity(p.right, p.dim):>12}")
     return "\n".join(out) + "\n"
+
+
+def _crossings(found: IntegerSearch, name: str, lo: int, hi: int) -> list[str]:
+    """The headline: where the smaller side crosses from one side to the other (what the
+    question asks), then the exact ties, which at hosts = 1 are often two schedules being
+    the same one and no crossing at all."""
+    sided = [p for p in found.points if p.smaller != "equal"]
+    crossings = [(p, q) for p, q in zip(sided, sided[1:]) if p.smaller != q.smaller]
+    roots = found.roots
+    out = []
+    if crossings:
+        out.append(f"the smaller side crosses {counted(len(crossings), 'time')} in {lo}..{hi}:")
+        out += [f"  between {name} = {p.n} and {q.n}: {_side(found, p.smaller)} -> "
+                f"{_side(found, q.smaller)}" for p, q in crossings]
+    elif sided:
+        ties = ", but at the ties below" if roots else ""
+        out.append(f"no crossover in {lo}..{hi}: {_side(found, sided[0].smaller)} is smaller "
+                   f"throughout{ties}")
+    else:
+        out.append(f"no crossover in {lo}..{hi}: the sides are equal throughout")
+    if roots:
+        out.append(f"{counted(len(roots), 'solution')} (the sides equal): "
+                   + ", ".join(f"{name} = {n}" for n in roots))
+    return out
 
 
 def search_json(program: Program, equation: str, found: IntegerSearch) -> str:
@@ -120,6 +136,43 @@ def _asymptote_value(piece: Piece, program: Program, name: str) -> str:
     return " + ".join(parts)
 
 
+_BOUND_KINDS = (("bound", "best"), ("cut-set", "cut"), ("end-host", "end_host"))
+
+
+def _bound_range(b: BoundPiece, name: str) -> str:
+    if b.hi is None:
+        return f"for {name} >= {b.lo}"
+    return f"for {name} = {b.lo}" if b.hi == b.lo else f"for {b.lo} <= {name} <= {b.hi}"
+
+
+def _bound_lines(piece: Piece, name: str) -> list[str]:
+    """The bounds of a piece: one form each, or (proved, changing inside the piece) one per
+    range; then time/bound and its limit, labelled by how sure it is."""
+    out = []
+    split = len(piece.bound_pieces) > 1
+    for kind, field in _BOUND_KINDS:
+        if kind not in piece.bounds:
+            continue
+        forms = [(b, getattr(b, field)) for b in piece.bound_pieces]
+        if split and len({str(form) for _, form in forms}) > 1:
+            out.append(f"    {kind:<9} " + "; ".join(
+                f"{_bound_range(b, name)}: {form}" for b, form in forms if form is not None))
+            continue
+        form = piece.bounds[kind]
+        shown = form if form is not None else "no closed form in this basis"
+        out.append(f"    {kind:<9} {shown}")
+    if piece.bounds_status == "proved":
+        out.append(f"      proved: {piece.bound_argument}")
+    if piece.ratio is not None:
+        # Proved only when the time and the bound both are; else the limit is extrapolated.
+        sure = "proved" if piece.status == "proved" and piece.bounds_status == "proved" \
+            else "extrapolated"
+        where = f" ({_bound_range(piece.bound_pieces[-1], name)})" if split else ""
+        tail = (f"  -> {piece.ratio_limit} ({sure})" if piece.ratio_limit is not None else "")
+        out.append(f"    time/bound{where} {piece.ratio}{tail}")
+    return out
+
+
 def scale_text(program: Program, results: list[Scaling]) -> str:
     out = []
     for result in results:
@@ -145,16 +198,7 @@ def scale_text(program: Program, results: list[Scaling]) -> str:
                 if piece.asymptote:
                     out.append(f"      ~ {_asymptote(piece)}")
                     out.append(f"      = {_asymptote_value(piece, program, name)}")
-            for kind in ("bound", "cut-set", "end-host"):
-                if kind in piece.bounds:
-                    form = piece.bounds[kind]
-                    shown = form if form is not None else "no closed form in this basis"
-                    out.append(f"    {kind:<9} {shown}")
-            if piece.ratio is not None:
-                # The bounds are fitted, never proved: their limit is an extrapolation.
-                tail = (f"  -> {piece.ratio_limit} (extrapolated)"
-                        if piece.ratio_limit is not None else "")
-                out.append(f"    time/bound {piece.ratio}{tail}")
+            out += _bound_lines(piece, name)
             if piece.optimum is not None:
                 o = piece.optimum
                 # More digits than format_seconds: neighbours of an optimum differ little.
@@ -171,6 +215,9 @@ def scale_text(program: Program, results: list[Scaling]) -> str:
                    "extrapolated": "EXTRAPOLATED from the last form, beyond its checked range"}
             out.append(f"  at {name} = {found.n}: {format_seconds(found.time)}  "
                        f"({how[found.method]})")
+            if found.bound:
+                out.append(f"    bound {format_seconds(found.bound)} (proved), time/bound "
+                           f"{float(found.time / found.bound):.4g}")
         out += [f"  note: {note}" for note in result.notes]
         out.append("")
     return "\n".join(out)
@@ -204,6 +251,11 @@ def _piece_json(result: Scaling, piece: Piece) -> dict:
         "asymptote": _asymptote(piece) or None,
         "family": piece.family.label,
         "bounds": {kind: text(form) for kind, form in piece.bounds.items()},
+        "bounds_status": piece.bounds_status if piece.bounds else None,
+        "bounds_argument": piece.bound_argument,
+        "bound_pieces": [{"valid_from": b.lo, "valid_to": b.hi, "bound": str(b.best),
+                          "cut-set": str(b.cut), "end-host": text(b.end_host)}
+                         for b in piece.bound_pieces],
         "ratio": text(piece.ratio),
         "ratio_limit": text(piece.ratio_limit),
         "optimum": None if o is None else {
@@ -214,13 +266,22 @@ def _piece_json(result: Scaling, piece: Piece) -> dict:
     }
 
 
+def _at_json(found) -> dict:
+    """One `--at` value; with the bound and time/bound where the bounds are proved."""
+    entry = {"n": found.n, "time_s": json_number(found.time, integer=False),
+             "method": found.method}
+    if found.bound:
+        entry["bound_s"] = json_number(found.bound, integer=False)
+        entry["ratio"] = json_number(found.time / found.bound, integer=False)
+    return entry
+
+
 def scale_json(program: Program, results: list[Scaling], compiles: int) -> str:
     return dump_json({
         "schema": schema.SCALE,
         "file": program.path,
         "compiles": compiles,
-        "at": {r.name: [{"n": a.n, "time_s": json_number(a.time, integer=False),
-                         "method": a.method} for a in r.at] for r in results if r.at},
+        "at": {r.name: [_at_json(a) for a in r.at] for r in results if r.at},
         "schedules": [_piece_json(r, p) for r in results for p in r.pieces],
         "notes": {r.name: list(r.notes) for r in results if r.notes},
     })

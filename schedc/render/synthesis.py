@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..units import format_seconds
+from ..words import counted
 from . import schema
 from .text import dump_json, json_number
 
@@ -22,14 +23,14 @@ def synthesis_text(s: Synthesis, written: str | None) -> str:
         f"{kinds}" + ("; not a lower bound on all-reduce)" if s.kind == "allreduce" else ")"),
         *(f"  cut          {side}" + (f"  ({label})" if s.kind == "allreduce" else "")
           for side, label in zip(s.optimum_cuts, ("reduce-scatter", "all-gather"))),
-        f"  packing      {s.reached:.6%} of the optimum's rate ({s.iterations} rounds of pricing)"
+        f"  packing      {s.reached:.6%} of the optimum's rate ({counted(s.iterations, 'round')} of pricing)"
         + ("" if s.reached >= 1 - 1e-6 else
            "\n               below it: the cut counts paths that no route these trees may "
            "take has"),
         *([f"  routes       {s.pinned} pinned where schedc's own differ (a `topology` "
            "block in the file)"] if s.pinned else []),
         f"  time         {format_seconds(s.time)}  (compiled and verified, chunks = {s.chunks}, "
-        f"{s.rounds} rounds)",
+        f"{counted(s.rounds, 'round')})",
         f"  formula      {s.formula}",
         f"  at α = 0     {format_seconds(s.bandwidth_time)} = {s.ratio:.4f}× the optimum",
         f"  chunks       {s.chunks} written; {s.alpha_chunks} minimises the time at the file's α "

@@ -21,6 +21,7 @@ from ..cost.formula import RoundClass, nominal_value
 from ..cost.regimes import key
 from ..cost.timing import Timing
 from ..elaborate.program import Program
+from ..measure.bandwidth import bandwidths, busbw_factor
 from ..model.ir import linear_expr
 from ..model.topology import Topology
 from ..units import base_unit, format_quantity, to_float
@@ -222,11 +223,22 @@ def timing_json(t: Timing, topology: Topology) -> dict:
         "bytes_cross_host_formula": str(linear_expr(c.bytes_cross)),
         "bytes_logical_formula": str(linear_expr(c.bytes_logical)),
         "round_classes": [_class_json(k, topology, t.nominal) for k in c.classes],
+        **bandwidth_json(collective.kind, len(collective.ranks),
+                         t.bytes_value(collective.size), t.time),
         **({} if c.protocol is None else {
             "protocol": c.protocol,
             "protocol_times": {p.name: {"time_s": json_number(p.value, integer=False),
                                         "formula": str(p.formula)} for p in c.protocol_times}}),
     }
+
+
+def bandwidth_json(kind: str, ranks: int, size, seconds) -> dict:
+    """`algbw_GBps`, `busbw_GBps` (null: nccl-tests has no factor for the collective) and
+    `busbw_factor`, in GB/s as nccl-tests prints them (measure.bandwidth)."""
+    got = bandwidths(kind, ranks, size, seconds)
+    return {"algbw_GBps": None if got is None else got.algbw,
+            "busbw_GBps": None if got is None else got.busbw,
+            "busbw_factor": busbw_factor(kind, ranks)}
 
 
 def to_json(program: Program, timings: list[Timing]) -> str:

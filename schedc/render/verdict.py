@@ -6,6 +6,7 @@ from ..analysis.verify.counterexample import Conflict, Write, WrongResult
 from ..analysis.verify.routes import NoRoute
 from ..analysis.verify.verdict import Verdict
 from ..model.ir import BufferLayout, Region, buffer_text
+from ..words import counted
 from .text import listing
 
 
@@ -16,8 +17,8 @@ def verdict_text(v: Verdict) -> str:
         return "\n".join([head + "FAILS", *(f"  {line}" for line in failure_lines(v.failure, coll.layout))])
     how = "exact multisets" if v.method == "exact" else (
         f"fingerprints; a wrong result passes with probability < 2^-{v.false_pass_bits}")
-    return head + (f"verified ({len(v.schedule.rounds):,} rounds, "
-                   f"{v.schedule.transfer_count:,} transfers; {how})")
+    return head + (f"verified ({counted(len(v.schedule.rounds), 'round')}, "
+                   f"{counted(v.schedule.transfer_count, 'transfer')}; {how})")
 
 
 def verdict_json(v: Verdict) -> dict:
@@ -57,7 +58,7 @@ def failure_lines(failure: WrongResult | Conflict | NoRoute,
                 *(f"  note: {note}" for note in failure.notes)]
     if isinstance(failure, Conflict):
         return [f"round {failure.round} writes {failure.rank}'s "
-                f"{buffer_text(failure.region, layout)} with {len(failure.writes)} transfers, "
+                f"{buffer_text(failure.region, layout)} with {counted(len(failure.writes), 'transfer')}, "
                 "and a copy among them: which value wins is undefined",
                 *(f"    {_write_text(w, layout)}" for w in failure.writes)]
     held = sum(n for _, n in failure.holds)

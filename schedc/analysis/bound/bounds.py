@@ -109,9 +109,10 @@ class Bounds:
 
 
 def bound(session: Session, collective: Collective | None, names: list[str],
-          max_cuts: int = MAX_CUTS) -> Bounds:
+          max_cuts: int = MAX_CUTS, optimum_too: bool = True) -> Bounds:
     """The bounds for `collective`, and each of the schedules `names` (which compute it) against
-    them; with no collective, the cuts between all GPUs."""
+    them; with no collective, the cuts between all GPUs. `optimum_too=False` leaves out the optimum
+    over all cuts (its parametric max-flows cost most on thousands of ranks)."""
     program = session.program
     topology, nominal = program.topology, program.nominal
     ranks = collective.ranks if collective else tuple(d.id for d in topology.devices if d.kind == "gpu")
@@ -139,7 +140,7 @@ def bound(session: Session, collective: Collective | None, names: list[str],
         best, best_value, binds = binding.crossing.bound, binding.value, "cut"
     if end_host is not None and end_host.value > best_value:
         best, best_value, binds = end_host.bound, end_host.value, "end-host"
-    exact = None if collective is None else optimum(finder, collective, nominal)
+    exact = None if collective is None or not optimum_too else optimum(finder, collective, nominal)
     if exact is not None and collective is not None and collective.kind != "allreduce" \
             and exact.value > best_value:  # over all cuts: at least every family's bound
         best, best_value, binds = exact.time, exact.value, "optimum"

@@ -173,12 +173,18 @@ class Comparison:
     # Per row, the share of its predicted time that is latency (per call, per round, per hop:
     # the winner's time at size 0), or None where that is not a share (model.latency_shares).
     latency: tuple[float | None, ...]
+    notes: tuple[str, ...] = ()  # how the machine was set for each log (`predict`'s hosts)
+    # Per row, where its prediction comes from: "model" (the file's, at its params) or
+    # "nccl" (NCCL's own latency model, for sizes the fit cannot carry: predictions.py).
+    sources: tuple[str, ...] = ()
 
     def __post_init__(self):
         rows = len(self.points)
         if not len(self.predicted) == len(self.protocols) == len(self.latency) == rows:
             raise ValueError("a comparison needs a prediction, a winner and a latency share "
                              "per row")
+        if self.sources and len(self.sources) != rows:
+            raise ValueError("a comparison's sources are one per row")
 
     @functools.cached_property  # (once: `worst` and the tables read it per row)
     def errors(self) -> tuple[float, ...]:
@@ -241,6 +247,8 @@ class Calibration:
     # The command line that makes it again, which a written fit records ("": made by the
     # Python API from loaded sessions, which no command line names)
     made_by: str = ""
+    # `calibrate --step-rules`: the same fit under each `step cost` rule (step_rules.py)
+    step_rules: tuple = ()
 
     @property
     def undetermined(self) -> tuple[str, ...]:

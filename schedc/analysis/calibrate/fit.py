@@ -43,7 +43,8 @@ from .calibration import (
     check_table,
     points,
 )
-from .identify import AT_BOUND, NEAR_BOUND, to_hold
+from .identify import AT_BOUND, NEAR_BOUND, to_hold, unbound_shares
+from .identify import anchors_of as _anchors
 from .identify import fitted_params as _params
 from .model import Model, check_names, default_unknowns, group_of
 from .roles import GROUPS, Role, orderings, roles
@@ -133,10 +134,6 @@ def calibrate_runs(runs: list[Run], names: tuple[str, ...] = (), split: Split = 
                      np.array([p.fit for p in pts])))
         all_points += pts
     fit_rows = int(sum(on.sum() for _, _, on in data))
-    if fit_rows <= len(unknowns):
-        raise CalibrationError(f"{fit_rows} fit rows cannot check {len(unknowns)} params: a fit "
-                               "needs more rows than params (with as many, every fit row is met "
-                               "exactly and its 0 % error says nothing); fit on more rows")
     pairs = []
     for run, idx, mine in zip(runs, per_run, run_names):
         where = dict(zip(mine, idx))
@@ -166,10 +163,18 @@ def calibrate_runs(runs: list[Run], names: tuple[str, ...] = (), split: Split = 
         return np.concatenate([data_residuals(x), np.array(extra)])
 
     n = len(unknowns)
-    held: list[int] = []  # held at their priors: the rows do not determine them (identify.py)
     at_prior = np.array([math.log(u.role.prior) if u.role.prior is not None else
                          math.log(u.nominal) for u in unknowns])
     starts_x = _starts(unknowns, lower, upper)
+    # Held at their priors: a link class's share that no fit row is bound by, and (below)
+    # what the rows do not determine (identify.py).
+    unbound = unbound_shares([u.role for u in unknowns], data_residuals, at_prior, DATA_SIGMA)
+    if fit_rows <= len(unknowns) - len(unbound):  # (a share held before the fit is not one)
+        raise CalibrationError(f"{fit_rows} fit rows cannot check {len(unknowns) - len(unbound)} "
+                               "params: a fit needs more rows than params (with as many, every "
+                               "fit row is met exactly and its 0 % error says nothing); fit on "
+                               "more rows")
+    held: list[int] = list(unbound)
     best, results = _search(residuals, starts_x, at_prior, held, lower, upper,
                             max_evaluations, anchors)
     # Every search the result rests on (the first, and each refit whose hold was kept): one
@@ -197,7 +202,7 @@ def calibrate_runs(runs: list[Run], names: tuple[str, ...] = (), split: Split = 
             refused.add(j)  # the rows object to NCCL's value: it stays fitted
     theta = np.exp(best.x)
     fitted = _params(unknowns, best, data_residuals, pairs, lower, upper, fit_rows, held,
-                     anchors)
+                     anchors, unbound)
     # The Jacobian's error is local; where it says beyond ±100 %, the profile decides.
     fitted = tuple(_profiled(p, j, best, held, residuals, data_residuals, starts_x, at_prior,
                              lower, upper, max_evaluations, anchors, scale)
@@ -332,19 +337,6 @@ class _Solution:
     success: bool
     message: str
     nfev: int
-
-
-def _anchors(unknowns: list[Unknown]) -> dict[int, tuple[int, float]]:
-    """Shares NCCL sets relative to Simple's (roles.SHARE_OF_SIMPLE), whose Simple share is
-    an unknown of this fit: index -> (its Simple share's index, log ratio)."""
-    index = {(u.name, u.log): k for k, u in enumerate(unknowns)}
-    out = {}
-    for j, u in enumerate(unknowns):
-        if u.role.anchor is not None:
-            k = index.get((u.role.anchor, u.log), index.get((u.role.anchor, None)))
-            if k is not None:
-                out[j] = (k, math.log(u.role.ratio))
-    return out
 
 
 def _optimise(residuals, starts: list[np.ndarray], at_prior: np.ndarray, held: list[int],

@@ -33,6 +33,8 @@ from .calibration import FittedParam
 
 AT_BOUND = 1e-4  # log distance from a bound that counts as at it
 NEAR_BOUND = math.log(1.01)  # within 1 %: an undetermined param there was pushed, not held
+SHARE_STEP = 1e-4  # log step of a class's share when asking which rows it binds
+BOUND_SHARE = 0.5  # a row is bound by a class when at least this part of its time is there
 HELD = "held at NCCL's value: these rows do not determine it"
 HELD_NO_PRIOR = "held at the file's value: these rows do not determine it"
 
@@ -64,8 +66,29 @@ def to_hold(jac: np.ndarray, widths: np.ndarray, holdable: np.ndarray,
     return [j for *_, j in sorted(out)]
 
 
+def unbound_shares(roles, data_residuals, at_prior: np.ndarray, sigma: float) -> list[int]:
+    """The shares of a link class (`class C eff`) that no fit row is bound by at NCCL's
+    values (the priors). T is a sum of terms V/(e·B), so -d log T / d log e_C is the part of
+    a row's time spent in terms bound by class C links: a row is bound by C when that is at
+    least half (BOUND_SHARE). With no such row, the rows do not measure C's share, however
+    many partly depend on it; it is held at NCCL's value for that class. (`data_residuals`
+    are log errors over `sigma`.)"""
+    out: list[int] = []
+    if not any(role.cls is not None for role in roles):
+        return out
+    base = data_residuals(at_prior)
+    for j, role in enumerate(roles):
+        if role.cls is not None and role.prior is not None:
+            step = at_prior.copy()
+            step[j] -= SHARE_STEP
+            part = np.abs(data_residuals(step) - base) * sigma / SHARE_STEP
+            if not np.any(part >= BOUND_SHARE):
+                out.append(j)
+    return out
+
+
 def fitted_params(unknowns, best, data_residuals, pairs, lower, upper, fit_rows: int,
-                  held=(), anchors=None) -> tuple[FittedParam, ...]:
+                  held=(), anchors=None, unbound=()) -> tuple[FittedParam, ...]:
     """Each unknown's value, relative standard error (s² (JᵀJ)⁻¹ over the free ones, in log
     space) and flags; a held one is at its prior, with no error and the status HELD."""
     free = [j for j in range(len(unknowns)) if j not in held]
@@ -86,7 +109,8 @@ def fitted_params(unknowns, best, data_residuals, pairs, lower, upper, fit_rows:
         if j in held:
             out.append(FittedParam(u.name, float(math.exp(best.x[j])), u.nominal, u.dim, False,
                                    u.log, u.role.what, u.role.lower, u.role.upper, u.role.prior,
-                                   None, (), held=_held_text(u, j, unknowns, anchors or {})))
+                                   None, (), held=_held_text(u, j, unknowns, anchors or {},
+                                                             j in unbound)))
             continue
         flags = []
         if best.x[j] <= lower[j] + AT_BOUND:
@@ -115,7 +139,12 @@ def fitted_params(unknowns, best, data_residuals, pairs, lower, upper, fit_rows:
     return tuple(out)
 
 
-def _held_text(u, j: int, unknowns, anchors: dict) -> str:
+def _held_text(u, j: int, unknowns, anchors: dict, unbound: bool = False) -> str:
+    if unbound:
+        ratio = (f", {u.role.ratio:g} of {unknowns[anchors[j][0]].name}" if j in anchors
+                 else "")
+        return (f"held at NCCL's value for {u.role.cls} links{ratio}: no fit row is bound by "
+                f"a {u.role.cls} link")
     if j in anchors:
         simple = unknowns[anchors[j][0]].name
         return (f"held at NCCL's value, {u.role.ratio:g} of {simple}: these rows do not "
@@ -136,3 +165,16 @@ def _determined(jac: np.ndarray) -> np.ndarray:
             idx = np.flatnonzero(determined)
             determined[idx[involved]] = False
     return determined
+
+
+def anchors_of(unknowns: list) -> dict[int, tuple[int, float]]:
+    """Shares NCCL sets relative to Simple's (roles.SHARE_OF_SIMPLE), whose Simple share is
+    an unknown of this fit: index -> (its Simple share's index, log ratio)."""
+    index = {(u.name, u.log): k for k, u in enumerate(unknowns)}
+    out = {}
+    for j, u in enumerate(unknowns):
+        if u.role.anchor is not None:
+            k = index.get((u.role.anchor, u.log), index.get((u.role.anchor, None)))
+            if k is not None:
+                out[j] = (k, math.log(u.role.ratio))
+    return out

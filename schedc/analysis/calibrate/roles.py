@@ -36,6 +36,15 @@ PROTOCOL_PRIORS = {
     "LL128": (0.92 * SIMPLE_EFF, 120 / 128, 1.9 * US),  # tuning.cc:329; tuning.cc:159
     "Simple": (SIMPLE_EFF, 1.0, 3.4 * US),  # topo.h:21-22; tuning.cc:159
 }
+# Simple's share of a link of a class (`protocol Simple class C eff e`), by what the class is:
+# NCCL rates a network port at its line rate (src/graph/topo.cc ncclTopoAddNet: `net->net.bw
+# = mbps / 8000.0`, no factor): 1; an NVLink at 20/25 (topo.h:21-22, as SIMPLE_EFF); a PCIe
+# link at PCI_BW = 12 GB/s for a Gen3 x16 slot (topo.h:25) of 8 GT/s × 16 × 128/130 / 8 =
+# 15.75 GB/s: 0.762. LL and LL128 get NCCL's ratios of it (SHARE_OF_SIMPLE).
+CLASS_KINDS = {"nvlink": ("nvlink", "nvls", "nvswitch", "c2c"),
+               "pcie": ("pcie", "pci"),
+               "nic": ("nic", "net", "ib", "infiniband", "efa", "rdma", "roce", "ethernet")}
+CLASS_SIMPLE_EFF = {"nvlink": SIMPLE_EFF, "pcie": 12.0 / 15.75, "nic": 1.0}
 PROTOCOL_ORDER = ("LL", "LL128", "Simple")  # start-ups rise, shares of a link rise
 NET_HOP_PRIOR = 2.7 * US  # tuning.cc:171, NET ring LL: the hop latency itself
 # Per protocol, once per call: baseLatencies[RING] = {LL 6.6, LL128 14.0, Simple 8.4} µs
@@ -69,6 +78,7 @@ class Role:
     # of the fitted Simple share (and `prior` only when Simple's is not fitted).
     anchor: str | None = None
     ratio: float = 1.0
+    cls: str | None = None  # a share of the links of this class only (`class C eff`)
 
 
 def roles(session: Session, params: list[Param]) -> list[Role]:
@@ -79,10 +89,13 @@ def roles(session: Session, params: list[Param]) -> list[Role]:
     launches = {str(p.launch) for p in program.protocols}
     latencies = {str(r.latency): r.cls for r in program.topology.resources
                  if r.latency is not None}
+    by_class = {str(e): (p.name, c) for p in program.protocols for c, e in p.class_eff}
     out = []
     for param in params:
         name = param.name
-        if name in effs and param.dim == DIMENSIONLESS:
+        if name in by_class and name not in effs and param.dim == DIMENSIONLESS:
+            out.append(class_share_role(program.protocols, *by_class[name]))
+        elif name in effs and param.dim == DIMENSIONLESS:
             protocol = effs[name]
             prior, upper, _ = PROTOCOL_PRIORS.get(protocol, (SIMPLE_EFF, 1.0, 0.0))
             ratio = SHARE_OF_SIMPLE.get(protocol)
@@ -109,6 +122,27 @@ def roles(session: Session, params: list[Param]) -> list[Role]:
         else:
             out.append(Role("other", "", 0.0, math.inf, None, 0.0))
     return out
+
+
+def class_kind(cls: str) -> str | None:
+    """What a link class is, by its name (CLASS_KINDS): 'nvlink', 'pcie', 'nic' or None."""
+    return next((k for k, names in CLASS_KINDS.items() if cls.lower() in names), None)
+
+
+def class_share_role(protocols, protocol: str, cls: str) -> Role:
+    """The role of protocol P's share of class C's links: prior NCCL's figure for such a
+    link (CLASS_SIMPLE_EFF; a class of no known kind: the protocol's own prior), LL's and
+    LL128's anchored to Simple's share of the same class at NCCL's ratio."""
+    prior, upper, _ = PROTOCOL_PRIORS.get(protocol, (SIMPLE_EFF, 1.0, 0.0))
+    kind = class_kind(cls)
+    ratio = SHARE_OF_SIMPLE.get(protocol)
+    if kind is not None:
+        prior = min(CLASS_SIMPLE_EFF[kind] * (ratio or 1.0), upper)
+    simple = next((p for p in protocols if p.name == "Simple"), None)
+    anchor = (str(dict(simple.class_eff)[cls]) if ratio is not None and simple is not None
+              and cls in dict(simple.class_eff) else None)
+    return Role("eff", f"{protocol}'s share of a {cls} link's bandwidth", MIN_EFF, upper,
+                prior, EFF_SIGMA, protocol, anchor, ratio or 1.0, cls)
 
 
 # `--fit latencies` and `--fit shares`: every param of those roles that the time depends on

@@ -188,9 +188,11 @@ def parsed_modules(path: Path) -> list[ast.Module]:
     return out
 
 
-def symbolic_result(session: Session, param: str, name: str, modules: list[ast.Module] | None = None):
+def symbolic_result(session: Session, param: str, name: str,
+                    modules: list[ast.Module] | None = None, ranks_only: bool = False):
     """The schedule elaborated with `param` a symbol; `modules`: the file and its imports,
-    parsed (by `parsed_modules`), when the caller has them already."""
+    parsed (by `parsed_modules`), when the caller has them already; `ranks_only`: the
+    collective's rank order only, the schedule left unread."""
     program = session.program
     if modules is None:
         modules = parsed_modules(Path(program.path))
@@ -212,6 +214,8 @@ def symbolic_result(session: Session, param: str, name: str, modules: list[ast.M
         raise Outside("the collective's ranks are not one device family or a comprehension of "
                       "one", decl.group.span)
     elaborator.out.ranks = group.order
+    if ranks_only:
+        return elaborator.out, group.length
     elaborator.out.rounds = elaborator.sequence(result.definition.body, Scope({}, Domain()), Lin())
     return elaborator.out, group.length
 

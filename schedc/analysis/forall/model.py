@@ -9,7 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ...errors import Span
-from .affine import Cons, Lin, Names, Outside, SymInt, ge
+from .affine import PARAM, Cons, Lin, Names, Outside, SymInt, ge
 
 
 @dataclass(frozen=True)
@@ -52,12 +52,30 @@ class Obligation:
 
 @dataclass(frozen=True)
 class RankOrder:
-    """The collective's ranks: rank index = Σ stride·(coord - low) of devices `path`."""
+    """The collective's ranks: devices of family `path`, coordinate m running over
+    lows[m]..highs[m]; rank index = Σ stride·(coord - low) (per coordinate). `major` lists
+    the coordinates from the outermost loop to the innermost (empty: in path order); an
+    order unrolled from a loop of constant bounds outside one whose length varies
+    (rail-major, `[node[h].g[i] for i in 0..7 for h in 0..hosts-1]`: index i·hosts + h)
+    has no strides, its index being affine only piece by piece."""
 
     path: tuple[str, ...]
     strides: tuple[int, ...]
     lows: tuple[Lin, ...]
     highs: tuple[Lin, ...]
+    major: tuple[int, ...] = ()
+
+    def at(self, n: int) -> list[tuple[int, ...]]:
+        """Each rank's coordinates, in rank order, at param value n."""
+        def value(lin: Lin) -> int:
+            return lin.const + n * dict(lin.terms).get(PARAM, 0)
+        order = self.major or tuple(range(len(self.path)))
+        out: list[tuple[int, ...]] = [()]
+        for m in order:
+            values = range(value(self.lows[m]), value(self.highs[m]) + 1)
+            out = [c + (v,) for c in out for v in values]
+        inverse = [order.index(m) for m in range(len(self.path))]
+        return [tuple(c[k] for k in inverse) for c in out]
 
 
 @dataclass

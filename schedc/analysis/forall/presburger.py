@@ -196,6 +196,9 @@ class Flow:
         """A rank's index in the collective, from its dims."""
         if self.flat:
             return Lin.var(dims[0])
+        if not self.order.strides:
+            raise Outside("a rank's index in an unrolled rank order (rail-major) is affine "
+                          "only piece by piece; the parts each rank owns are not read", None)
         index = Lin()
         for d, stride, lo in zip(dims, self.order.strides, self.order.lows):
             index = index + (Lin.var(d) - lo).scale(stride)
@@ -213,7 +216,8 @@ class Flow:
                           "schedule's regions do not cut it into p parts first", None)
         at_start = [Cons(Lin.var("t"), True), *self._point_cons(),
                     *(Cons(Lin.var(r) - Lin.var(c), True) for r, c in zip(self.rank_dims, own))]
-        part, mine = Lin.var("x0"), self._flat(self.rank_dims)
+        part = Lin.var("x0")
+        mine = Lin() if self.kind == "allreduce" else self._flat(self.rank_dims)
         if self.kind == "allgather":  # rank j's own data on part j, its buffer elsewhere
             u = Lin.var("u")
             init = self._map(labels, self.point, [*at_start, Cons(u, True), Cons(part - mine, True)])
@@ -388,6 +392,8 @@ def prove(sym: Symbolic, ranks: Lin, start: int, shown: str = PARAM,
         quotients = any(name.startswith("q") for f in sym.families
                         for lin in f.src + f.dst for name in lin.names)
         modes = (True, False) if quotients else (False, True)
+        if not sym.ranks.strides:  # unrolled: no flat index
+            modes = (False,)
     context = isl.DEFAULT_CONTEXT
     checked = Checked(False, inexact=True)
     for flat in modes:

@@ -51,6 +51,9 @@ from .model import (
 )
 
 
+MAX_UNROLLED = 256  # the pieces a comprehension's unrolled loops may make
+
+
 class Elaborator:
     """Elaborates expressions and statements of the affine class (`out` collects the result)."""
 
@@ -194,41 +197,88 @@ class Elaborator:
             hi = single(self.integer(clause.iter.hi, scope), clause.iter.span, "a bound")
             bounds.append((clause.var, lo, hi))
         counts = [hi - lo + const(1) for _, lo, hi in bounds]
-        strides = [1] * len(bounds)
-        for m in range(len(bounds) - 2, -1, -1):
-            inner = counts[m + 1]
-            if not inner.is_const:
-                raise Outside("a comprehension whose inner loops' lengths vary is not affine",
-                              e.clauses[m + 1].span)
-            strides[m] = strides[m + 1] * inner.const
-        length = counts[0].scale(strides[0])
         for count in counts:
             self.out.require(scope.domain, [(ge(count, const(0)),)], "a range is not reversed", e.span)
+        # Loops outside the innermost one whose length varies are unrolled (their bounds must
+        # be constants): the list is then the concatenation of affine lists, one per value.
+        split = max([m for m in range(1, len(bounds)) if not counts[m].is_const], default=0)
+        for m, (_, lo, hi) in enumerate(bounds[:split]):
+            if not (lo.is_const and hi.is_const):
+                raise Outside("a comprehension whose inner loops' lengths vary is not affine "
+                              "(its outer loops' bounds are not constants to unroll)",
+                              e.clauses[m + 1].span)
+        values: list[tuple[int, ...]] = [()]
+        for _, lo, hi in bounds[:split]:
+            values = [v + (k,) for v in values for k in range(lo.const, hi.const + 1)]
+        if len(values) > MAX_UNROLLED:
+            raise Outside(f"unrolling this comprehension makes more than {MAX_UNROLLED} pieces",
+                          e.span)
+        rest = bounds[split:]
+        strides = [1] * len(rest)
+        for m in range(len(rest) - 2, -1, -1):
+            strides[m] = strides[m + 1] * counts[split + m + 1].const
+        block = counts[split].scale(strides[0])  # one unrolled piece's length
+        length = block.scale(len(values))
+
+        def digits(index: SymInt, local: Scope, span: Span) -> object:
+            # digit m = floor(index / stride m) - count m · floor(index / stride m-1): the
+            # quotients telescope, so the rank of the element is `index` again, exactly.
+            quotients = [index if s == 1 else floor_div(index, lin_int(const(s)), self.out.names,
+                                                        span, remainder=False) for s in strides]
+            for m, (var, lo, _) in enumerate(rest):
+                digit = quotients[m] if not m else combine(
+                    quotients[m], quotients[m - 1],
+                    lambda a, b, k=counts[split + m].const: a - b.scale(k))
+                local = local.bind(var, combine(digit, lin_int(lo), lambda x, y: x + y))
+            return self.eval(e.element, local)
 
         def at(index: SymInt, domain: Domain, span: Span) -> object:
             if len(index) > 1:  # piece by piece, so that each piece's digits stay together
                 return merge([at((p,), domain, span) for p in index], span)
-            # digit m = floor(index / stride m) - count m · floor(index / stride m-1): the
-            # quotients telescope, so the rank of the element is `index` again, exactly.
             local = scope.within(domain)
-            quotients = [index if s == 1 else floor_div(index, lin_int(const(s)), self.out.names,
-                                                        span, remainder=False) for s in strides]
-            for m, (var, lo, _) in enumerate(bounds):
-                digit = quotients[m] if not m else combine(
-                    quotients[m], quotients[m - 1], lambda a, b, k=counts[m].const: a - b.scale(k))
-                local = local.bind(var, combine(digit, lin_int(lo), lambda x, y: x + y))
-            return self.eval(e.element, local)
+            if len(values) == 1:
+                for (var, _, _), k in zip(bounds, values[0]):
+                    local = local.bind(var, lin_int(const(k)))
+                return digits(index, local, span)
+            (p,) = index
+            found, cases = [], []
+            for u, fixed in enumerate(values):
+                start = block.scale(u)
+                guard = (ge(p.expr, start), ge(start + block - const(1), p.expr))
+                cases.append(guard)
+                inner = local
+                for (var, _, _), k in zip(bounds, fixed):
+                    inner = inner.bind(var, lin_int(const(k)))
+                found.append(digits((Piece(p.expr - start, p.guard + guard),), inner, span))
+            self.out.require(domain.guarded(p.guard), cases, "an unrolled loop's pieces cover "
+                             "the index", span)
+            return merge(found, span)
 
+        return SymList(length, at, self._order(e, scope, bounds, strides, split))
+
+    def _order(self, e: ast.ListComp, scope: Scope, bounds, strides: list[int],
+               split: int) -> RankOrder | None:
+        """The order of the ranks when the element is a device whose coordinates are the loop
+        variables (in any order); strides only when nothing was unrolled."""
         probe = scope
         for var, _, _ in bounds:
             probe = probe.bind(var, lin_int(Lin.var("probe_" + var)))
         element = self.eval(e.element, probe)
-        order = None
-        if isinstance(element, Device) and len(element.cases) == 1 and not element.cases[0][0] \
-                and element.cases[0][1] == tuple(Lin.var("probe_" + var) for var, _, _ in bounds):
-            order = RankOrder(element.path, tuple(strides), tuple(lo for _, lo, _ in bounds),
-                              tuple(hi for _, _, hi in bounds))
-        return SymList(length, at, order)
+        if not (isinstance(element, Device) and len(element.cases) == 1
+                and not element.cases[0][0]):
+            return None
+        coords = element.cases[0][1]
+        variables = [Lin.var("probe_" + var) for var, _, _ in bounds]
+        if sorted(map(str, coords)) != sorted(map(str, variables)) or \
+                len(set(coords)) != len(coords):
+            return None
+        major = tuple(coords.index(v) for v in variables)  # coordinate of each loop, outer first
+        by_coord = [major.index(m) for m in range(len(coords))]  # loop of each coordinate
+        return RankOrder(element.path,
+                         tuple(strides[k] for k in by_coord) if split == 0 else (),
+                         tuple(bounds[k][1] for k in by_coord),
+                         tuple(bounds[k][2] for k in by_coord),
+                         () if major == tuple(range(len(coords))) else major)
 
     def _part(self, e: ast.Part, scope: Scope) -> Region:
         whole = Region() if e.whole is None else self.eval(e.whole, scope)

@@ -38,6 +38,7 @@ from ...errors import CostError, SchedcError, UsageError, VerificationFailed, di
 from ...session import Session
 from ..bound.bounds import bound
 from .asymptotics import leading, limit, tidy, with_optimum
+from .cutforms import BoundForms, bound_forms, bound_value, with_bounds
 from .ends import dominance, end_of
 from .fitting import (
     INTEGERS,
@@ -125,12 +126,14 @@ class Scaler:
         """`--at N`: from a form where one covers N; else compiled at N (or, with
         `extrapolate`, from the last piece's form, labelled so)."""
         found = scaling.form_at(value, self.session.program.nominal, extrapolate)
+        bound = bound_value(self.bound_forms(scaling.name), value, self.others, self.symbol) \
+            if self.with_bounds else None
         if found is not None:
-            return AtValue(value, *found)
+            return AtValue(value, *found, bound=bound)
         try:
             at = self.session.at({self.param: value})
             self.prepare(at, scaling.name)
-            return AtValue(value, at.timing(scaling.name).time, "compiled")
+            return AtValue(value, at.timing(scaling.name).time, "compiled", bound=bound)
         except VerificationFailed:
             raise
         except SchedcError as error:
@@ -170,8 +173,19 @@ class Scaler:
                 break
             notes.append(f"over the {group[0].name}: no closed form in the basis "
                          f"{_basis_text(group[0], self.symbol)}")
-        return Scaling(name, self.param, self.symbol, tuple(self._proved(name, p) for p in pieces),
-                       tuple(notes))
+        proved = [self._proved(name, p) for p in pieces]
+        if self.with_bounds:
+            forms = self.bound_forms(name)
+            proved = [with_bounds(p, forms, self.symbol, self.others) for p in proved]
+        return Scaling(name, self.param, self.symbol, tuple(proved), tuple(notes))
+
+    def bound_forms(self, name: str) -> BoundForms:
+        """The bounds of `name`'s collective for every n, proved (`cutforms`) or why not;
+        once per collective."""
+        collective = self.session.program.result(name).collective
+        return self.session.memo("scale-bound-forms", f"{self.param} {collective.span}",
+                                 lambda: bound_forms(self.session, self.param, name,
+                                                     self.symbol))
 
     def _proved(self, name: str, piece: Piece) -> Piece:
         """The piece `proved` for every n of its range (unbounded if it is the last) when
@@ -182,10 +196,7 @@ class Scaler:
                       None if piece.last else piece.valid_to)
         if found.argument is None:
             return replace(piece, notes=(*piece.notes, str(found.note)))
-        notes = piece.notes + (("the bounds and time/bound are fitted, checked at the "
-                                "compiled instances only (the proof covers the time)",)
-                               if piece.bounds else ())
-        return replace(piece, status="proved", argument=found.argument, notes=notes,
+        return replace(piece, status="proved", argument=found.argument,
                        valid_to=None if piece.last else piece.valid_to,
                        ends=None if piece.last else piece.ends)
 

@@ -50,6 +50,11 @@ class Piece:
     # The full formula's round classes as fitted: (count, start-up, the terms of its Max),
     # each a function of n (what `proof` compares with the classes it derives).
     classes: tuple[tuple[sympy.Expr, sympy.Expr, tuple[sympy.Expr, ...]], ...] = ()
+    # "proved" (`bound_argument` says why, `bound_pieces` the forms over the piece's range,
+    # several where the binding bound changes inside it) or "checked" (fitted, as the time).
+    bounds_status: str = "checked"
+    bound_argument: str | None = None
+    bound_pieces: tuple[BoundPiece, ...] = ()
 
     @property
     def checked_at(self) -> tuple[int, ...]:
@@ -61,6 +66,21 @@ class Piece:
         if self.family.step > 1 and value % self.family.step != self.family.offset:
             return False
         return value >= self.valid_from and (self.valid_to is None or value <= self.valid_to)
+
+
+@dataclass(frozen=True)
+class BoundPiece:
+    """The bounds of a collective for every n in [lo, hi] (hi None: unbounded), proved
+    (`analysis.scale.cutforms`)."""
+
+    lo: int
+    hi: int | None
+    cut: sympy.Expr  # the binding cut's bound: V / its width
+    end_host: sympy.Expr | None
+    best: sympy.Expr
+
+    def holds_at(self, value: int) -> bool:
+        return self.lo <= value and (self.hi is None or value <= self.hi)
 
 
 @dataclass(frozen=True)
@@ -81,6 +101,7 @@ class AtValue:
     n: int
     time: Fraction
     method: str  # "formula" | "compiled" | "extrapolated"
+    bound: Fraction | None = None  # the best bound at n, from its proved form
 
 
 @dataclass(frozen=True)

@@ -3,10 +3,11 @@ sets in n (isl): the cost behind a `proved` piece of `analysis.scale`.
 
 Input: the transfer `Family`s of the symbolic elaboration (`analysis.forall.symbolic`: a
 domain of loop variables, round, source and destination rank affine in them and n) and a
-`PortRule`: on a port machine every resource with a bandwidth is one direction of one link
-of one rank, and a transfer from a to b loads exactly a's out-port and b's in-port of the
-link class the rule names for the pair (one class for ranks of the same copy of the
-repeated host, one for the others), with all of its bytes.
+`PortRule`: on a port machine (`ports`) every resource with a bandwidth is a port of
+one rank (one direction of one link of its domain), and a transfer from a to b loads exactly
+a's out-port and b's in-port of each link class the rule names for the pair (one set of
+classes for ranks of the same copy of the repeated host, one for the others), with all of
+its bytes.
 
 Method, each step exact for every n in [start, stop]:
 
@@ -28,7 +29,7 @@ Anything else raises `Unproved` with what failed; nothing is sampled.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import islpy as isl
 import sympy
@@ -43,13 +44,26 @@ class Unproved(Exception):
 
 @dataclass(frozen=True)
 class PortRule:
-    """Which link class a transfer between two ranks loads: `same` for ranks of one copy
-    (equal coordinate `copy_coord`), `cross` for the others; each class's bandwidth."""
+    """Which link classes a transfer between two ranks loads (the source's out-port and the
+    destination's in-port of each): `same` for ranks of one copy (equal coordinate
+    `copy_coord`), `cross` for the others; each class's bandwidth."""
 
     copy_coord: int | None  # None: no two ranks share a copy
-    same: str | None
-    cross: str
+    same: tuple[str, ...] | None
+    cross: tuple[str, ...]
     bandwidth: dict[str, sympy.Expr]  # link class -> effective bandwidth
+    fabric: tuple[FabricLink, ...] = ()  # resources of no rank, crossed between copies
+    groups: dict[str, int] = field(default_factory=dict)  # class -> ranks sharing each port
+
+
+@dataclass(frozen=True)
+class FabricLink:
+    """A fabric resource (`fabric`): its name, bandwidth, and the (source, destination)
+    local positions of the pairs of ranks of different copies whose routes cross it."""
+
+    name: str
+    bandwidth: sympy.Expr
+    pairs: frozenset[tuple[tuple[int, ...], tuple[int, ...]]]
 
 
 @dataclass(frozen=True)
@@ -95,6 +109,18 @@ def _occupied(family: Family, case: tuple[Cons, ...], ends: tuple[Lin, ...], dim
         raise Unproved(f"{family.span.source.path}:{family.span.line}: a rank takes part in more "
                        "than one transfer of this statement in one round")
     return mapping.range()
+
+
+def _group_points(family: Family, case: tuple[Cons, ...], ends: tuple[Lin, ...], dims: int,
+                  start: int, stop: int | None, g: int) -> list[isl.Set]:
+    """The (round, port) points the family occupies, a port of a group of g ranks being
+    (copy, local // g): one set per local position's residue mod g, each occupied by one
+    transfer per point (a group's port carries the sum of its members')."""
+    if g == 1:
+        return [_occupied(family, case, ends, dims, start, stop)]
+    quotient = Lin.var(f"g{id(family) % 10**6}")
+    return [_occupied(family, (*case, Cons(ends[1] - quotient.scale(g) - const(r), True)),
+                      (ends[0], quotient), dims, start, stop) for r in range(g)]
 
 
 def _refine(regions: list[tuple[isl.Set, object]], new: isl.Set, label,
@@ -152,24 +178,30 @@ def round_classes(sym: Symbolic, rule: PortRule, start: int, stop: int | None,
     dims = len(sym.ranks.path)
     k = rule.copy_coord
     occupied: dict[tuple[str, str], list[tuple[isl.Set, sympy.Expr]]] = {}
+    cross: list[tuple[Family, tuple[Cons, ...], sympy.Expr]] = []  # for the fabric's loads
     for family in sym.families:
         size = sympy.Integer(1)
         for c in family.counts:
             size = size / _lin(c, n)
-        cases: list[tuple[str | None, tuple[Cons, ...]]] = [(rule.cross, ())]
+        cases: list[tuple[bool, tuple[Cons, ...]]] = [(False, ())]  # (same copy, case)
         if k is not None:
             s, d = family.src[k], family.dst[k]
-            cases = [(rule.same, (eq(s, d),)), (rule.cross, (ge(s - d, const(1)),)),
-                     (rule.cross, (ge(d - s, const(1)),))]
-        for cls, case in cases:
+            cases = [(True, (eq(s, d),)), (False, (ge(s - d, const(1)),)),
+                     (False, (ge(d - s, const(1)),))]
+        for same, case in cases:
             if _domain(family, case, start, stop).is_empty():
                 continue
+            loaded = rule.same if same else rule.cross
+            if not same:
+                cross.append((family, case, size))
+            if loaded is None:
+                raise Unproved("a transfer between two ranks of one copy, which the "
+                               "machine joins by no port of its own")
             for direction, ends in (("out", family.src), ("in", family.dst)):
-                points = _occupied(family, case, ends, dims, start, stop)
-                if cls is None:
-                    raise Unproved("a transfer between two ranks of one copy, which the "
-                                   "machine joins by no port of its own")
-                occupied.setdefault((direction, cls), []).append((points, size))
+                for cls in loaded:
+                    for points in _group_points(family, case, ends, dims, start, stop,
+                                                rule.groups.get(cls, 1)):
+                        occupied.setdefault((direction, cls), []).append((points, size))
     # Per bandwidth group: load -> the rounds where some port of the group carries it.
     present: dict[tuple[sympy.Expr, sympy.Expr], isl.Set] = {}
     for (_, cls), sets in sorted(occupied.items()):
@@ -180,6 +212,10 @@ def round_classes(sym: Symbolic, rule: PortRule, start: int, stop: int | None,
         for region, load in regions:
             rounds = region.project_out(isl.dim_type.set, 1, dims)
             key = (rule.bandwidth[cls], load)
+            present[key] = present[key].union(rounds) if key in present else rounds
+    if rule.fabric:
+        from .fabric import fabric_loads  # (it builds on this module)
+        for key, rounds in fabric_loads(cross, rule.fabric, dims, start, stop, n).items():
             present[key] = present[key].union(rounds) if key in present else rounds
     total = sym.rounds
     every = isl.Set(f"[{PARAM}] -> {{ [t] : 0 <= t and t <= {(total - const(1)).isl()} and "

@@ -13,13 +13,14 @@ A piece [a, b] (b = None: unbounded) is proved when
      bandwidth or other statement mentions n; no pinned route, no shared resource;
 (H3) it is a port machine, checked on two compiled instances, n0 and n0 + 1 for the smallest
      n0 >= 2 at which both compile (2 and 3 for the shipped files):
-     every resource with a bandwidth is one direction of one link with exactly one end that
-     does not forward, has no latency or window, and each rank has at most one per class
-     and direction; every link between a copy and the rest has its copy's end a device that
-     does not forward; the ranks are the copies' devices, the same local positions in
-     every copy at every n; for every pair of ranks the route loads exactly the source's out-port
-     and the destination's in-port of one class, with all the bytes, the class depending
-     only on whether the two share a copy;
+     every resource with a bandwidth is one direction of one link, without latency or
+     window, and a port of one rank's domain (its private NIC and switch too) or of one
+     group of consecutive ranks sharing a device, or a fabric link outside every copy
+     (`ports`); the ranks are the copies' devices where the symbolic order puts them; for
+     every pair of ranks the route loads, with all the bytes, the out-ports of the source
+     and the in-ports of the destination of one set of classes, depending only on whether
+     the two share a copy, and across copies the fabric links of their local positions;
+     a power-of-two piece is proved instead by `powers` (in m, for every n = 2^m);
 (H4) the round classes derived from (H1)-(H3) for every n in [a, b] (`portloads`) are the
      fitted classes, count by count and load by load, as functions of n (SymPy);
 (H5) with the other params at their values, the term of each class that the regime form
@@ -39,7 +40,6 @@ makes the full formula the time at every n, and (H5) the regime form.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, fields, is_dataclass
 from pathlib import Path
 
@@ -49,6 +49,7 @@ import sympy
 from ...errors import SchedcError, Span
 from ...language import statements as st
 from ...language import syntax as ast
+from ...language.scopes import unique_bindings
 from ...session import Session
 from ..forall.affine import Outside
 from ..forall.family import parsed_modules, symbolic_result
@@ -57,7 +58,9 @@ from ..forall.presburger import failed_obligation
 from ..forall.witness import smallest_n
 from .ends import first_failure
 from .pieces import Piece
-from .portloads import PortRule, RoundClass, Unproved, round_classes
+from .portloads import RoundClass, Unproved, round_classes
+from .ports import port_rule
+from .powers import M, time_in_m
 
 
 @dataclass(frozen=True)
@@ -86,9 +89,9 @@ def _mentions(node: object, names: set[str]) -> bool:
     return any(isinstance(x, ast.Name) and x.id in names for x in _nodes(node))
 
 
-def _dependent(session: Session, param: str) -> set[str]:
+def _dependent(modules: tuple[ast.Module, ...], param: str) -> set[str]:
     """The param and every top-level `let` computed from it."""
-    lets = {s.name: s.value for m in session.modules for s in m.body if isinstance(s, ast.Let)}
+    lets = {s.name: s.value for m in modules for s in m.body if isinstance(s, ast.Let)}
     found = {param}
     while True:
         more = {name for name, value in lets.items() if name not in found
@@ -99,10 +102,13 @@ def _dependent(session: Session, param: str) -> set[str]:
 
 
 def uniform_copies(session: Session, param: str) -> str:
-    """(H2): the name of the family of copies; raises Unproved naming the line that fails."""
-    dep = _dependent(session, param)
+    """(H2): the name of the family of copies; raises Unproved naming the line that fails.
+    Read with every local name unique (`language.scopes`): a link's loop variable is not a
+    top-level `let` of the same spelling."""
+    modules = unique_bindings(tuple(session.modules))
+    dep = _dependent(modules, param)
     copies: str | None = None
-    for module in session.modules:
+    for module in modules:
         for block in (s for s in module.body if isinstance(s, ast.Topology)):
             for stmt in block.body:
                 decls = [stmt.name] if isinstance(stmt, ast.HostDecl) else list(
@@ -126,7 +132,7 @@ def uniform_copies(session: Session, param: str) -> str:
                     raise Unproved(f"{_where(stmt.span)}this statement depends on {param}")
     if copies is None:
         raise Unproved(f"no family of the topology is sized by {param}")
-    for module in session.modules:  # the links' copy variables index that family only
+    for module in modules:  # the links' copy variables index that family only
         for block in (s for s in module.body if isinstance(s, ast.Topology)):
             for stmt in block.body:
                 if isinstance(stmt, ast.LinkDecl):
@@ -178,69 +184,6 @@ def _indexes_only(stmt: ast.LinkDecl, copies: str, param: str, dep: set[str]) ->
                                             or (x.id == copies and id(x) not in bases)):
                 raise Unproved(f"{_where(stmt.span)}a link not uniform in the copies of "
                                f"{copies} (each copy must be joined the same way)")
-
-
-def _copy_of(name: str, copies: str) -> int | None:
-    found = re.match(rf"{re.escape(copies)}\[(\d+)\]", name)
-    return int(found.group(1)) if found else None
-
-
-def port_rule(at: Session, name: str, copies: str, path: tuple[str, ...], stride: int,
-              low: int) -> PortRule:
-    """(H3) on one compiled instance: the rule, or Unproved naming what fails."""
-    topo = at.program.topology
-    ranks = at.program.result(name).collective.ranks
-    copy = [_copy_of(d.name, copies) for d in topo.devices]
-    if path[0] != copies or len(path) > 2:
-        raise Unproved(f"the ranks are not the devices of the copies of {copies}")
-    for k, r in enumerate(ranks):
-        if copy[r] != (k // stride + low if len(path) == 2 else k + low) or topo.devices[r].forwards:
-            raise Unproved(f"rank {topo.devices[r].name} is not where its coordinates say, "
-                           "or forwards traffic")
-    carriers: dict[int, list] = {}
-    for hop in topo.hops:
-        if copy[hop.src] != copy[hop.dst]:
-            inside = [d for d in (hop.src, hop.dst) if copy[d] is not None]
-            if len(inside) == 2 or any(topo.devices[d].forwards for d in inside):
-                raise Unproved(f"{_where(hop.span)}a link between copies, or from a copy's "
-                               "device that forwards to the rest")
-        for r in hop.resources:
-            carriers.setdefault(r, []).append(hop)
-    port: dict[tuple[str, int, str], int] = {}
-    bandwidth: dict[str, sympy.Expr] = {}
-    for resource in topo.resources:
-        if resource.effective_bandwidth is None:
-            continue
-        hops = carriers.get(resource.id, [])
-        ends = [(d, side) for h in hops for d, side in ((h.src, "out"), (h.dst, "in"))
-                if not topo.devices[d].forwards]
-        if len(hops) != 1 or len(ends) != 1 or resource.latency is not None \
-                or resource.window is not None:
-            raise Unproved(f"{_where(resource.span)}a resource with a bandwidth that is not "
-                           "one port of one device (one direction of one link, no latency)")
-        (device, side), = ends
-        key = (side, device, resource.cls)
-        if key in port or bandwidth.setdefault(resource.cls, resource.bandwidth) != \
-                resource.bandwidth:
-            raise Unproved(f"{_where(resource.span)}two ports of one class on one device, or "
-                           "one class with two bandwidths")
-        port[key] = resource.id
-    cls: dict[bool, str] = {}
-    for a in ranks:
-        for b in ranks:
-            if a == b:
-                continue
-            same = copy[a] == copy[b]
-            loaded = dict(topo.route_resources(a, b, None))
-            found = [c for c in bandwidth if loaded == {port.get(("out", a, c)): 1,
-                                                        port.get(("in", b, c)): 1}]
-            if len(found) != 1 or cls.setdefault(same, found[0]) != found[0]:
-                raise Unproved(f"the route from {topo.devices[a].name} to "
-                               f"{topo.devices[b].name} does not load exactly one port of "
-                               "each end, of the class of the other pairs like it")
-    if False not in cls:
-        raise Unproved("no two ranks of different copies to read the rule from")
-    return PortRule(0 if len(path) == 2 else None, cls.get(True), cls[False], bandwidth)
 
 
 def _no_send(session: Session, body: object, seen: set[str]) -> None:
@@ -327,9 +270,62 @@ def _elaborated(session: Session, param: str, name: str):
     return symbolic_result(session, param, name, modules)
 
 
+_POWERS = "not proved: a power-of-two family, checked at its instances only"
+
+
+def _prove_powers(session: Session, param: str, name: str, piece: Piece,
+                  n: sympy.Symbol) -> Verdict:
+    """A power-of-two piece, for every n = 2^m, m >= 1 (`powers`): the machine as for the
+    integers (H2, and H3 read at n = 2 and 4), every pair of ranks loading the same single
+    port class; the time read in m equal to the fitted form at n = 2^m."""
+    try:
+        copies = uniform_copies(session, param)
+        if session.at({param: 2}).timing(name).cost.protocol is not None:
+            raise Unproved("the time is the minimum over protocols, not one cost model")
+        modules = session.memo("scale-proof", "modules",
+                               lambda: parsed_modules(Path(session.program.path)))
+        sym, _ = symbolic_result(session, param, name, modules, ranks_only=True)
+        assert sym.ranks is not None
+        rules = set()
+        for at_n in (2, 4):
+            rule = port_rule(session.at({param: at_n}), name, copies, sym.ranks.path,
+                             sym.ranks.at(at_n))
+            classes = {*(rule.same or ()), *rule.cross}
+            if len(classes) != 1 or rule.fabric or (rule.same and rule.same != rule.cross):
+                raise Unproved("the pairs of ranks load other port classes than one")
+            rules.add((rule.copy_coord, tuple(classes), str(rule.bandwidth[rule.cross[0]])))
+        if len(rules) != 1:
+            raise Unproved(f"the port rule differs between {param} = 2 and 4")
+        collective = session.program.result(name).collective
+        size = sympy.Add(*[sympy.Rational(c.numerator, c.denominator) * s
+                           for s, c in collective.size])
+        decl = next(s for m in modules for s in m.body if isinstance(s, ast.CollectiveDecl)
+                    and s.span == collective.span)
+        if not isinstance(decl.group, ast.Name):
+            raise Unproved(f"{_where(decl.span)}a power-of-two schedule is read over the "
+                           "collective's ranks named by a `let`")
+        total = time_in_m(session, name, decl.group.id, session.program.alpha, size,
+                          rule.bandwidth[rule.cross[0]])
+    except (Unproved, Outside) as exc:
+        message = exc.args[0] if isinstance(exc, Unproved) else f"{_where(exc.span)}{exc.message}"
+        return Verdict(None, f"{_POWERS}: {message}")
+    except SchedcError as exc:
+        return Verdict(None, f"{_POWERS}: an instance does not compile ({exc.message})")
+    assert piece.regime is not None
+    fitted = sympy.expand_log(piece.regime.subs(n, 2 ** M), force=True)
+    if sympy.simplify(fitted - total) != 0:
+        return Verdict(None, f"{_POWERS}: the time read in m differs from the fitted form")
+    return Verdict(f"powers of two: for every {param} = 2^m, m >= 1, each round an exchange "
+                   f"j <-> j xor 2^e (e < m) of one transfer each way of a size read in m, "
+                   f"on a port machine uniform in {copies}[...] (routes read at {param} = 2, "
+                   f"4); the time summed over the rounds in m", None)
+
+
 def prove(session: Session, param: str, name: str, piece: Piece, n: sympy.Symbol,
           others: dict, stop: int | None) -> Verdict:
     """Whether `piece` holds for every n in [valid_from, stop] (stop None: unbounded)."""
+    if piece.family.name == "powers of two" and piece.regime is not None:
+        return _prove_powers(session, param, name, piece, n)
     if piece.family.name != "integers" or piece.family.step != 1:
         why = ""
         try:
@@ -341,7 +337,14 @@ def prove(session: Session, param: str, name: str, piece: Piece, n: sympy.Symbol
         return Verdict(None, f"not proved: {kind}, checked at its instances only; the proof "
                        f"covers schedules affine in {param} over the integers{why}")
     if piece.regime is None or not piece.classes:
-        return Verdict(None, "not proved: no full formula to prove")
+        # Say also which hypothesis of the machine fails, where one does: the missing
+        # full formula is often its consequence (a bandwidth written in n).
+        try:
+            uniform_copies(session, param)
+            why = ""
+        except Unproved as exc:
+            why = f"; and {exc.args[0]}"
+        return Verdict(None, f"not proved: no full formula to prove{why}")
     start = piece.valid_from
     try:
         _no_send(session, session.program.result(name).definition.body, set())
@@ -350,7 +353,6 @@ def prove(session: Session, param: str, name: str, piece: Piece, n: sympy.Symbol
         _obligations(sym, start, param)
         copies = uniform_copies(session, param)
         order = sym.ranks
-        lows = [lo.const for lo in order.lows]
         if any(not lo.is_const for lo in order.lows) or any(
                 not hi.is_const for hi in order.highs[1:]):
             # Every copy must hold the same ranks at every n, so that the instances where the
@@ -367,10 +369,10 @@ def prove(session: Session, param: str, name: str, piece: Piece, n: sympy.Symbol
             if len(at.program.result(name).collective.ranks) > MAX_ROUTED:
                 raise Unproved(f"more than {MAX_ROUTED} ranks at {param} = {at_n} to read "
                                "every route")
-            rule = port_rule(at, name, copies, order.path, order.strides[0],
-                             lows[0] if len(lows) else 0)
+            rule = port_rule(at, name, copies, order.path, order.at(at_n))
             rules.add((rule.copy_coord, rule.same, rule.cross, tuple(sorted(
-                (k, str(v)) for k, v in rule.bandwidth.items()))))
+                (k, str(v)) for k, v in rule.bandwidth.items())), tuple(
+                (f.name, str(f.bandwidth), tuple(sorted(f.pairs))) for f in rule.fabric)))
         if len(rules) != 1:
             raise Unproved(f"the port rule differs between {param} = {first} and {first + 1}")
         derived = round_classes(sym, rule, start, stop, n)
@@ -391,6 +393,9 @@ def prove(session: Session, param: str, name: str, piece: Piece, n: sympy.Symbol
         return Verdict(None, "not proved: the regime form is not the largest term of each "
                        "class over the whole piece")
     span = f"every {param} >= {start}" if stop is None else f"every {start} <= {param} <= {stop}"
+    fabric = "" if not rule.fabric else (
+        f" with {len(rule.fabric)} fabric resource{'s' if len(rule.fabric) > 1 else ''} "
+        "shared by its copies")
     return Verdict(f"Presburger (isl): transfers affine in {param}, port machine uniform in "
-                   f"{copies}[...] (routes read at {param} = {first}, {first + 1}), round "
-                   f"classes and loads exact for {span}", None)
+                   f"{copies}[...]{fabric} (routes read at {param} = {first}, {first + 1}), "
+                   f"round classes and loads exact for {span}", None)

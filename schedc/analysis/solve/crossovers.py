@@ -11,6 +11,7 @@ schedule listed first wins.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from fractions import Fraction
 from itertools import combinations
@@ -101,3 +102,17 @@ def _between(a: sympy.Expr, b: sympy.Expr) -> sympy.Rational:
         return (a + b) / 2
     mid = sympy.Rational(str(sympy.N((a + b) / 2, DIGITS)))
     return mid if a < mid < b else sympy.nsimplify((a + b) / 2, rational=True)
+
+
+def byte_ranges(envelope: Envelope) -> list[tuple[int, int, str]]:
+    """Each stretch as whole bytes (min, max, schedule), empty ones dropped: a crossover at x
+    gives the sizes up to ⌊x⌋ to the schedule faster below it, from ⌊x⌋ + 1 to the other."""
+    out = []
+    first = math.ceil(envelope.lo)
+    for k, stretch in enumerate(envelope.stretches):
+        last = math.floor(envelope.hi) if k == len(envelope.stretches) - 1 else \
+            int(sympy.floor(stretch.hi))
+        if last >= first:
+            out.append((first, last, stretch.fastest))
+        first = max(first, last + 1)
+    return out

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from fractions import Fraction
 
+from ... import progress
 from ...errors import LimitError, SchedcError, SolveError, Span, VerificationFailed
 from ...language import syntax as ast
 from ...model.values import from_rational
@@ -87,7 +88,10 @@ def search(session: Session, relation: ast.Relation, param: str, param_span: Spa
     found: dict[int, Point] = {}
     skipped: list[tuple[int, str]] = []
     stopped = None
+    # Each value is a compile (28 s to minutes in all for the seed's hosts): a bar on a terminal.
+    ticker = progress.ticker(f"solve: {param} = 1..{ladder[-1]}", len(ladder))
     for n in ladder:
+        ticker.advance()
         try:
             found[n] = sides(n)
         except LimitError as error:
@@ -103,14 +107,21 @@ def search(session: Session, relation: ast.Relation, param: str, param_span: Spa
     if not found:
         raise SolveError(f"the file compiles at no value of {param} in 1..{ladder[-1]} "
                          f"({param} = 1: {skipped[0][1]})", param_span)
+    ticker.finish()
     # Bisect every stretch where the smaller side changes between values far apart.
     order = sorted(found)
+    stretches = [(a, b) for a, b in zip(order, order[1:])
+                 if b - a > 1 and found[a].smaller != found[b].smaller]
+    ticker = progress.ticker(f"solve: bisecting {param}",
+                             sum((b - a - 1).bit_length() for a, b in stretches))
     for a, b in zip(order, order[1:]):
         lo, hi = a, b
         while hi - lo > 1 and found[lo].smaller != found[hi].smaller:
             mid = (lo + hi) // 2
             found[mid] = sides(mid)
+            ticker.advance()
             lo, hi = (mid, hi) if found[mid].smaller == found[lo].smaller else (lo, mid)
+    ticker.finish()
     points = tuple(found[n] for n in sorted(found))
     changes = tuple(Change(p.n, q.n, p.smaller, q.smaller)
                     for p, q in zip(points, points[1:]) if p.smaller != q.smaller)

@@ -13,7 +13,7 @@ SymPy cannot do it within the time limit, the numeric answer stands alone.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from itertools import pairwise
 
 import sympy
@@ -91,6 +91,9 @@ class Solution:
     intervals: tuple[Interval, ...]
     closest: Closest | None
     notes: tuple[str, ...] = ()
+    # schedule → the spans of the param on which each NCCL protocol wins (`schedc.solve` adds
+    # them for the schedules that pick a protocol per size)
+    switches: dict = field(default_factory=dict)
 
     def name(self, smaller: str) -> str:
         return {"left": self.left.name, "right": self.right.name}.get(smaller, "equal")

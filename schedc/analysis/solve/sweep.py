@@ -9,7 +9,7 @@ expression with units, parsed from its own text so errors point inside it.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from fractions import Fraction
 
 import numpy as np
@@ -22,6 +22,7 @@ from ...elaborate.program import Param, Program
 from ...errors import SchedcError, SourceFile, Span, UsageError, did_you_mean
 from ...language.parser import parse_expression
 from ...limits import DEFAULT_POINTS
+from ...measure.bandwidth import GB, busbw_factor, factor_text
 from ...model.values import Quantity, as_number, check_float_range, from_rational
 from ...session import Session
 from ...units import DIMENSIONLESS, base_unit, dim_name, format_quantity
@@ -32,12 +33,14 @@ MAX_COMPILES = 200  # a sweep of a structural param compiles once per distinct i
 
 @dataclass(frozen=True)
 class Vary:
-    """`--vary NAME=LO:HI[:N]`."""
+    """`--vary NAME=LO:HI[:N]`, or `NAME=LO:HI:xK`: LO, LO·K, LO·K², ... up to HI, as
+    nccl-tests' `-b LO -e HI -f K` steps its sizes (`factor` K; `points` then counts them)."""
 
     param: Param
     lo: Fraction
     hi: Fraction
     points: int
+    factor: int | None = None
 
 
 @dataclass(frozen=True)
@@ -47,6 +50,13 @@ class Sweep:
     values: np.ndarray  # the param, in base units
     times: dict[str, np.ndarray]  # schedule name -> seconds at each value
     compiles: int | None = None  # structural param: the distinct values compiled
+    # nccl-tests' terms (measure.bandwidth), per schedule: algbw and busbw in GB/s at each
+    # value (busbw None: no factor for its collective), the factor (one, or one per value
+    # when the ranks change with a structural param) and what it is, in words
+    algbw: dict[str, np.ndarray] = field(default_factory=dict)
+    busbw: dict[str, np.ndarray | None] = field(default_factory=dict)
+    busbw_factor: dict[str, tuple[float, ...] | None] = field(default_factory=dict)
+    factors: dict[str, str] = field(default_factory=dict)
 
 
 def parse_vary(text: str, program: Program) -> Vary:
@@ -65,6 +75,9 @@ def parse_vary(text: str, program: Program) -> Vary:
         raise UsageError("--vary expects NAME=LO:HI or NAME=LO:HI:N", _whole(source))
     lo, hi = parse_range(":".join(parts[:2]), param, program, source)
     points = DEFAULT_POINTS
+    if len(parts) == 3 and parts[2].strip().startswith("x"):
+        span = Span(source, 1, len(parts[0]) + len(parts[1]) + 3, 1, len(rest) + 1)
+        return _stepped(param, lo, hi, parts[2].strip()[1:], span)
     if len(parts) == 3:
         span = Span(source, 1, len(parts[0]) + len(parts[1]) + 3, 1, len(rest) + 1)
         if not parts[2].strip().isdigit() or not 2 <= int(parts[2]) <= MAX_POINTS:
@@ -72,6 +85,36 @@ def parse_vary(text: str, program: Program) -> Vary:
                              span)
         points = int(parts[2])
     return Vary(param, lo, hi, points)
+
+
+def _stepped(param: Param, lo: Fraction, hi: Fraction, factor: str, span: Span) -> Vary:
+    """`xK`: every LO·K^i up to HI (nccl-tests' `-f K`: `size = size*stepfactor` while
+    `size <= maxbytes`, src/common.cu:936), so HI itself only when it is such a step."""
+    if not factor.isdigit() or not 2 <= int(factor) <= 1024:
+        raise UsageError("a step factor is xK with K an integer in 2..1024 (x2: powers of two)",
+                         span)
+    if lo <= 0:
+        raise UsageError(f"a stepped sweep starts above 0; {param.name} starts at {float(lo):g}",
+                         span)
+    k = int(factor)
+    steps = 1
+    while lo * k ** steps <= hi:
+        steps += 1
+        if steps > MAX_POINTS:
+            raise UsageError(f"this sweep has more than {MAX_POINTS:,} steps", span)
+    return Vary(param, lo, hi, steps, k)
+
+
+def grid_of(vary: Vary, spacing: str) -> np.ndarray:
+    """The sweep's values: stepped (exact LO·K^i), log- or linearly spaced."""
+    if vary.factor is not None:
+        return np.array([float(vary.lo * vary.factor ** i) for i in range(vary.points)])
+    if spacing == "log":
+        if vary.lo <= 0:
+            raise UsageError(f"a log sweep needs a positive range; {vary.param.name} starts at "
+                             f"{float(vary.lo):g} {base_unit(vary.param.dim)} (use --linear)")
+        return _significant(np.geomspace(float(vary.lo), float(vary.hi), vary.points), 12)
+    return _significant(np.linspace(float(vary.lo), float(vary.hi), vary.points), 12)
 
 
 def parse_range(text: str, param: Param, program: Program,
@@ -129,14 +172,7 @@ def sweep(program: Program, timings: list[Timing], vary: Vary, spacing: str = "l
     """Evaluate every timing's formula over the grid."""
     for end in (vary.lo, vary.hi):
         check_float_range(end, None, f"{vary.param.name} in a sweep (or a report's curves)")
-    if spacing == "log":
-        if vary.lo <= 0:
-            raise UsageError(f"a log sweep needs a positive range; {vary.param.name} starts at "
-                             f"{float(vary.lo):g} {base_unit(vary.param.dim)} (use --linear)")
-        grid = np.geomspace(float(vary.lo), float(vary.hi), vary.points)
-    else:
-        grid = np.linspace(float(vary.lo), float(vary.hi), vary.points)
-    grid = _significant(grid, 12)
+    grid = grid_of(vary, spacing)
     x = vary.param.symbol
     others = {s: v for s, v in program.nominal.items() if s != x}
     times: dict[str, np.ndarray] = {}
@@ -159,7 +195,47 @@ def sweep(program: Program, timings: list[Timing], vary: Vary, spacing: str = "l
             at = format_quantity(grid[infinite[0]], vary.param.dim)
             raise UsageError(f"with {vary.param.name} = {at} the time of '{t.name}' is infinite "
                              "(a bandwidth of 0?); start the range above it")
-    return Sweep(vary.param, spacing, grid, times)
+    found: dict[str, Bandwidths] = {}
+    for t in timings:
+        size = np.zeros_like(grid)
+        for symbol, coeff in t.schedule.collective.size:  # the size, at each value of the grid
+            size += float(coeff) * (grid if symbol == x else float(
+                1 if symbol == 1 else others[symbol]))
+        found[t.name] = _bandwidths(t, size, times[t.name],
+                                    np.array([len(t.schedule.collective.ranks)]))
+    return _with_bandwidths(Sweep(vary.param, _spacing(vary, spacing), grid, times), found)
+
+
+# A schedule's sweep in nccl-tests' terms: algbw, busbw, the factor(s) and their words.
+Bandwidths = tuple[np.ndarray, "np.ndarray | None", "tuple[float, ...] | None", str]
+
+
+def _with_bandwidths(sweep: Sweep, found: dict[str, Bandwidths]) -> Sweep:
+    from dataclasses import replace
+    return replace(sweep, algbw={n: f[0] for n, f in found.items()},
+                   busbw={n: f[1] for n, f in found.items()},
+                   busbw_factor={n: f[2] for n, f in found.items()},
+                   factors={n: f[3] for n, f in found.items()})
+
+
+def _bandwidths(t: Timing, size: np.ndarray, seconds: np.ndarray,
+                ranks: np.ndarray) -> Bandwidths:
+    """algbw = size / time and busbw = algbw × nccl-tests' factor at `ranks` (one count, or
+    one per value), in GB/s per value, and what the factor is."""
+    kind = t.schedule.collective.kind
+    algbw = size / seconds / GB
+    if busbw_factor(kind, int(ranks[0])) is None:
+        return algbw, None, None, factor_text(kind, int(ranks[0]))
+    factors = np.array([busbw_factor(kind, int(n)) for n in ranks], dtype=float)
+    text = factor_text(kind, int(ranks[0]))
+    if len(set(ranks.tolist())) > 1:
+        text = text.replace(f"= {factors[0]:.6g} ", "").replace(f"n = {ranks[0]}", "n per value")
+    return (algbw, algbw * (factors if len(ranks) > 1 else factors[0]),
+            tuple(float(f) for f in factors), text)
+
+
+def _spacing(vary: Vary, spacing: str) -> str:
+    return spacing if vary.factor is None else f"x{vary.factor}"
 
 
 def _significant(grid: np.ndarray, digits: int) -> np.ndarray:
@@ -197,6 +273,12 @@ def _significant_block(grid: np.ndarray, digits: int) -> np.ndarray:
 def integer_points(vary: Vary, spacing: str = "log") -> list[int]:
     """The distinct integers of a structural param's sweep: the grid rounded, both ends kept."""
     lo, hi = int(vary.lo), int(vary.hi)
+    if vary.factor is not None:
+        points = [lo * vary.factor ** i for i in range(vary.points)]
+        if len(points) > MAX_COMPILES:
+            raise UsageError(f"this sweep compiles {vary.param.name} at {len(points):,} values; "
+                             f"the limit is {MAX_COMPILES}")
+        return points
     if spacing == "log" and lo <= 0:
         raise UsageError(f"a log sweep needs a positive range; {vary.param.name} starts at {lo} "
                          "(use --linear)")
@@ -216,4 +298,11 @@ def instance_sweep(session: Session, vary: Vary, spacing: str,
     rows = [timings_at(session.at({vary.param.name: n})) for n in points]
     names = [t.name for t in rows[0]]
     times = {name: np.array([float(row[k].time) for row in rows]) for k, name in enumerate(names)}
-    return Sweep(vary.param, spacing, np.array(points, dtype=float), times, len(points))
+    found: dict[str, Bandwidths] = {}
+    for k, name in enumerate(names):  # the size and the ranks may change with the param
+        at = [row[k] for row in rows]
+        size = np.array([float(t.bytes_value(t.schedule.collective.size)) for t in at])
+        ranks = np.array([len(t.schedule.collective.ranks) for t in at])
+        found[name] = _bandwidths(at[0], size, times[name], ranks)
+    return _with_bandwidths(Sweep(vary.param, _spacing(vary, spacing),
+                                  np.array(points, dtype=float), times, len(points)), found)

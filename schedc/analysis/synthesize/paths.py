@@ -24,7 +24,7 @@ from ...model.topology import PinnedRoute, Topology
 from .arborescence import min_arborescence
 from .packing import MAX_ITERATIONS, Tree, _master, _prune
 
-_PASSES = 8  # fixing passes; each fixes every pair still split
+_PASSES = 16  # fixing passes; each fixes one pair still split
 _TIE = 1e-9  # added to every leg's price: of paths priced alike, the one with fewest legs
 
 
@@ -47,13 +47,26 @@ def pinned_paths(topology: Topology, nominal: dict, ranks: tuple[int, ...], kind
         if src in position and dst in position:
             a, b = position[src], position[dst]
             fixed[(b, a) if inward else (a, b)] = ()
-    for _ in range(_PASSES):
-        carried = _pack_paths(legs, roots, optimum_rate, fixed, seeds)
-        if all(len(by_path) == 1 for by_path in carried.values()):
+    best, carried = _pack_paths(legs, roots, optimum_rate, fixed, seeds)
+    for passes in range(_PASSES):
+        split = {edge: sorted(by_path, key=lambda p: (by_path[p], p))
+                 for edge, by_path in carried.items() if len(by_path) > 1}
+        if not split:
             break
-        fixed.update({edge: max(sorted(by_path), key=lambda p: by_path[p])
-                      for edge, by_path in carried.items() if edge not in fixed})
-    used = {edge: fixed.get(edge, next(iter(by_path))) for edge, by_path in carried.items()}
+        # The split pair whose lighter path carries most takes that path; if the packing
+        # then reaches less, it takes its heavier path instead.
+        edge = max(sorted(split), key=lambda e: carried[e][split[e][-2]])
+        fixed[edge] = split[edge][-2]
+        rate, found = _pack_paths(legs, roots, optimum_rate, fixed, seeds)
+        if rate < best * (1 - 1e-9):
+            fixed[edge] = split[edge][-1]
+            rate, found = _pack_paths(legs, roots, optimum_rate, fixed, seeds)
+        best, carried = rate, found
+    else:  # out of passes: every pair still split takes the path carrying most of its weight
+        for edge, by_path in carried.items():
+            fixed.setdefault(edge, max(sorted(by_path), key=lambda p: by_path[p]))
+    used = {edge: fixed.get(edge, max(by_path, key=lambda p: by_path[p]))
+            for edge, by_path in carried.items()}
     pins = {}
     for (a, b), path in sorted(used.items()):
         pair = (ranks[b], ranks[a]) if inward else (ranks[a], ranks[b])
@@ -63,9 +76,10 @@ def pinned_paths(topology: Topology, nominal: dict, ranks: tuple[int, ...], kind
 
 
 def _pack_paths(legs: _Legs, roots: list[int], optimum_rate: float, fixed: dict,
-                seeds: tuple[Tree, ...]) -> dict[tuple[int, int], dict[tuple, float]]:
+                seeds: tuple[Tree, ...]) -> tuple[float, dict[tuple[int, int], dict[tuple, float]]]:
     """Column generation over trees whose edges take any path (the `fixed` edges their
-    path; `()` is schedc's own route); per tree edge used, the weight each path carries."""
+    path; `()` is schedc's own route): its rate, and per tree edge used, the weight each
+    path carries."""
     scale = float(legs.capacity.max())
     capacity = legs.capacity / scale
     trees: list[tuple[int, tuple]] = []
@@ -85,7 +99,7 @@ def _pack_paths(legs: _Legs, roots: list[int], optimum_rate: float, fixed: dict,
         return float(sum(closure.cost[p, v] for v, p in enumerate(parent) if p >= 0))
 
     for tree in seeds:
-        add(tree.root, tuple((a, b, ()) for a, b in tree.edges))
+        add(tree.root, tuple((a, b, fixed.get((a, b), ())) for a, b in tree.edges))
     first = legs.closure(1.0 / capacity, fixed)
     for c in roots:
         priced(c, first)
@@ -108,7 +122,7 @@ def _pack_paths(legs: _Legs, roots: list[int], optimum_rate: float, fixed: dict,
             for a, b, path in edges:
                 by_path = carried.setdefault((a, b), {})
                 by_path[path] = by_path.get(path, 0.0) + float(w)
-    return carried
+    return rate, carried
 
 
 def with_pins(topology: Topology, pins: dict[tuple[int, int], tuple[int, ...]], span) -> Topology:
@@ -181,7 +195,8 @@ class _Legs:
         from scipy.sparse.csgraph import dijkstra  # type: ignore[import-untyped]
 
         d = self.devices  # node u: device u sending; node d + u: device u receiving
-        price = self.shares @ y + _TIE
+        # Duals are ≥ 0; the LP's may come back as -1e-17, and Dijkstra needs no negative.
+        price = self.shares @ np.maximum(y, 0.0) + _TIE
         heads = np.array([d + v for _, v in self.pairs], dtype=np.int64)
         tails = np.array([u for u, _ in self.pairs], dtype=np.int64)
         through = np.array(self.forwarding, dtype=np.int64)  # received, then sent on

@@ -25,11 +25,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...errors import LimitError
+from ...limits import MAX_CHUNKS, MAX_UNITS
 from ...model.collectives import KINDS
 from .packing import Packing
 
-MAX_UNITS = 4096
-MAX_CHUNKS = 4096
 
 
 @dataclass(frozen=True)

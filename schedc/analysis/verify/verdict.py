@@ -50,14 +50,13 @@ from .dataflow import (
     Items,
     Spec,
     Steps,
-    check_declared,
     collective_spec,
-    geometry,
     step_chunks,
     step_rounds,
 )
 from .early import PiecesSeen
 from .routes import NoRoute, missing_route
+from .segments import check_declared, geometry
 from .state import MIXED, State, apply_steps
 
 EXACT_NUMBERS = 2**22  # exact count vectors while the state holds at most this many numbers
@@ -105,7 +104,7 @@ def verdict(session: Session, name: str) -> Verdict:
 
 def check_verifiable(session: Session, names: tuple[str, ...] = ()) -> None:
     """Refuse, before they are compiled, the named result schedules (all by default) whose
-    verification their collectives' declarations show too big (`dataflow.check_declared`):
+    verification their collectives' declarations show too big (`segments.check_declared`):
     a command that verifies before it reports calls this first. Each is then elaborated
     under `early.PiecesSeen`, which refuses as soon as the regions made so far cut the buffer
     into too many pieces (before lowering and timing, and before the rest is elaborated)."""

@@ -1,0 +1,235 @@
+"""Every option defined once, in the API (issue 35, item 1): each command's frozen options
+dataclass (`schedc.api.options`) holds its options' types, ranges and defaults; the API
+functions' keyword defaults are its fields' defaults, the command line's click options are
+made from the same fields, and every value a field refuses is refused alike by the API call
+and by the command, with the same message (the values are derived from the fields' ranges,
+so a new option is tested without a new line here)."""
+
+from __future__ import annotations
+
+import inspect
+from dataclasses import FrozenInstanceError, fields
+
+import click
+import pytest
+from conftest import ROOT, SCHEDULES
+
+import schedc
+from schedc.api.analysing import BoundOptions, ScaleOptions, SweepOptions, TimedOptions
+from schedc.api.changing import WhatIfOptions
+from schedc.api.compiling import EmitOptions, LoadOptions
+from schedc.api.exporting import ExportMscclOptions, ReportOptions, TuneOptions, ValidateOptions
+from schedc.api.forall import ForAllOptions
+from schedc.api.machines import ImportOptions, ShowOptions
+from schedc.api.measuring import CalibrateOptions
+from schedc.api.nccl import NcclOptions
+from schedc.api.options import rules
+from schedc.api.synthesizing import SynthesizeOptions
+from schedc.cli import cli
+from schedc.errors import UsageError
+
+PCIE = SCHEDULES / "seed" / "pcie_2x4.sched"
+HOSTS = SCHEDULES / "seed" / "nvlink_hosts.sched"
+FLAT = SCHEDULES / "examples" / "tuner_flat_8.sched"
+TOPO = ROOT / "tests" / "fixtures" / "topo" / "ndv4-topo.xml"
+XML = ROOT / "tests" / "fixtures" / "hierarchical.xml"
+LOG = ROOT / "tests" / "fixtures" / "no-such-log.txt"  # never read: the checks come first
+EQUATION = "time(ring) = 1 s"
+
+
+def _pcie():
+    return schedc.load(PCIE)
+
+
+# (the options, the API call taking them as keywords, the command taking them as options:
+# its words before the options; the fields the command does not take are left out by name)
+COMMANDS = [
+    (LoadOptions, lambda **kw: schedc.load(PCIE, **kw), ("time", PCIE), ()),
+    (LoadOptions, lambda **kw: schedc.verify_files(PCIE, **kw), ("verify", PCIE), ()),
+    (LoadOptions, lambda **kw: schedc.check(PCIE, **kw), ("check", PCIE), ()),
+    (EmitOptions, lambda **kw: schedc.emit("ast", PCIE, **kw), ("emit", "ast", PCIE),
+     ("stage", "pair")),
+    (TimedOptions, lambda **kw: schedc.solve(_pcie(), EQUATION, "V", **kw),
+     ("solve", PCIE, EQUATION, "--for", "V"), ()),
+    (TimedOptions, lambda **kw: schedc.sensitivity(_pcie(), **kw), ("sensitivity", PCIE), ()),
+    (TimedOptions, lambda **kw: schedc.evaluate(_pcie(), **kw), ("eval", PCIE), ()),
+    (TimedOptions, lambda **kw: schedc.check(PCIE, **kw), ("check", PCIE), ()),
+    (SweepOptions, lambda **kw: None, ("sweep", PCIE, "--vary", "V=1MiB:2MiB"), ()),
+    (BoundOptions, lambda **kw: schedc.bound(_pcie(), **kw), ("bound", PCIE), ()),
+    (ScaleOptions, lambda **kw: schedc.scale(schedc.load(HOSTS), "hosts", **kw),
+     ("scale", HOSTS, "--in", "hosts"), ()),
+    (ExportMscclOptions, lambda **kw: schedc.export_msccl(_pcie(), "ring", **kw),
+     ("export", "msccl", PCIE, "-s", "ring"), ("layout",)),
+    (ValidateOptions, lambda **kw: schedc.validate_msccl(str(XML), **{"executor": "msccl", **kw}),
+     ("verify", XML, "--executor", "msccl"), ("executor",)),
+    (TuneOptions, lambda **kw: schedc.tune(schedc.load(FLAT), **{"collective": "allreduce",
+                                                                 "sizes": "8B:16GB", **kw}),
+     ("tune", FLAT, "--collective", "allreduce", "--sizes", "8B:16GB"), ("collective",)),
+    (ReportOptions, lambda **kw: schedc.report(_pcie(), **kw), ("report", PCIE), ()),
+    (NcclOptions, lambda **kw: schedc.nccl_model(_pcie(), **kw), ("nccl", PCIE), ()),
+    (CalibrateOptions, lambda **kw: schedc.calibrate_files([LOG], [PCIE], **kw),
+     ("calibrate", LOG, "--machine", PCIE), ()),
+    (ImportOptions, lambda **kw: schedc.import_machine(TOPO, **kw),
+     ("machine", "import", TOPO), ()),
+    (ShowOptions, lambda **kw: schedc.machine_summary(_pcie(), **kw),
+     ("machine", "show", PCIE), ()),
+    (ForAllOptions, lambda **kw: schedc.verify_for_all(HOSTS, "hosts", **kw),
+     ("verify", HOSTS, "--for-all", "hosts"), ()),
+    (WhatIfOptions, lambda **kw: schedc.whatif(_pcie(), **kw), ("whatif", PCIE), ()),
+    (SynthesizeOptions, lambda **kw: schedc.synthesize(PCIE, **{"collective": "allgather", **kw}),
+     ("synthesize", PCIE, "--collective", "allgather"), ("collective",)),
+]
+
+
+def _command(words: tuple) -> click.Command:
+    """The click command that `words` (its names first) run."""
+    command: click.Command = cli
+    for word in words:
+        if not isinstance(command, click.Group) or not isinstance(word, str) or \
+                word not in command.commands:
+            break
+        command = command.commands[word]
+    return command
+
+
+def _refused_values(rule) -> list:
+    """Values the rule refuses, from its range: one below, one above, a name not a choice."""
+    if rule.kind in ("whole", "wholes", "bytes"):
+        values = ([rule.lo - 1] if rule.lo is not None else []) + \
+            ([rule.hi + 1] if rule.hi is not None else [])
+        return [[v] if rule.kind == "wholes" else v for v in values]
+    return {"seconds": [0, float("inf")], "share": [1.5], "choice": ["no-such-name"]}.get(
+        rule.kind, [])
+
+
+def _words(words: tuple) -> str:
+    return " ".join(getattr(w, "name", w) for w in words)
+
+
+def _cases():
+    for options, call, words, skipped in COMMANDS:
+        for name, (_, rule) in rules(options).items():
+            if name not in skipped:
+                for value in _refused_values(rule):
+                    yield pytest.param(options, call, words, name, rule, value,
+                                       id=f"{_words(words[:2])}{rule.flag}={value}")
+
+
+def _typed(rule, value) -> list[str]:
+    """`value` as the command line spells the option."""
+    if rule.kind == "share":
+        return [rule.flag, f"{value * 100:g}%"]
+    if rule.kind == "wholes":
+        return [a for v in value for a in (rule.flag, str(v))]
+    return [rule.flag, f"{value:g}" if isinstance(value, float) else str(value)]
+
+
+@pytest.mark.parametrize(("options", "call", "words", "name", "rule", "value"), list(_cases()))
+def test_a_refused_value_is_refused_alike(run, options, call, words, name, rule, value):
+    """The dataclass refuses it, the API call with the same message, and the command with
+    the same message and exit code 2, printing nothing (a name outside a choice is refused by
+    click's Choice, made from the same names, with click's words)."""
+    with pytest.raises(UsageError) as made:
+        options(**{name: value})
+    with pytest.raises(UsageError) as called:
+        call(**{name: value})
+    assert called.value.message == made.value.message
+    code, out, err = run(*words, *_typed(rule, value))
+    assert code == 2 and out == ""
+    if rule.kind == "choice":
+        assert all(repr(c) in err for c in rule.choices)
+    else:
+        assert err == made.value.render() + "\n"
+
+
+def _api_functions():
+    """(API function, options) pairs: the function's keywords named as fields take them."""
+    return [
+        (schedc.load, LoadOptions), (schedc.verify_files, LoadOptions),
+        (schedc.check, LoadOptions), (schedc.emit, LoadOptions), (schedc.emit, EmitOptions),
+        (schedc.synthesize, LoadOptions), (schedc.calibrate_files, LoadOptions),
+        (schedc.verify_for_all, LoadOptions), (schedc.solve, TimedOptions),
+        (schedc.sensitivity, TimedOptions), (schedc.evaluate, TimedOptions),
+        (schedc.check, TimedOptions), (schedc.sweep, SweepOptions), (schedc.bound, BoundOptions),
+        (schedc.scale, ScaleOptions), (schedc.export_msccl, ExportMscclOptions),
+        (schedc.validate_msccl, ValidateOptions), (schedc.tune, TuneOptions),
+        (schedc.report, ReportOptions), (schedc.nccl_model, NcclOptions),
+        (schedc.predict_nccl, NcclOptions), (schedc.calibrate, CalibrateOptions),
+        (schedc.calibrate_logs, CalibrateOptions), (schedc.calibrate_files, CalibrateOptions),
+        (schedc.import_machine, ImportOptions), (schedc.machine_summary, ShowOptions),
+        (schedc.verify_for_all, ForAllOptions), (schedc.whatif, WhatIfOptions),
+        (schedc.synthesize, SynthesizeOptions),
+    ]
+
+
+@pytest.mark.parametrize(("function", "options"), _api_functions(),
+                         ids=lambda x: getattr(x, "__name__", ""))
+def test_the_api_defaults_are_the_fields(function, options):
+    """A keyword of an API function named as a field has the field's default (so a script
+    and the command line start from the same values)."""
+    signature = inspect.signature(function).parameters
+    shared = [f for f in fields(options) if f.name in signature]
+    assert shared, f"{function.__name__} takes no option of {options.__name__}"
+    for field in shared:
+        default = signature[field.name].default
+        if default is not inspect.Parameter.empty:
+            assert default == field.default, (function.__name__, field.name)
+
+
+@pytest.mark.parametrize(("options", "call", "words", "skipped"),
+                         [c for c in COMMANDS], ids=lambda x: getattr(x, "__name__", None))
+def test_the_command_line_options_are_the_fields(options, call, words, skipped):
+    """Every field is an option of its command (or a documented exception), passed to the
+    command under the field's name, and click's default, converted as a value typed on the
+    command line, is the field's default."""
+    command = _command(words)
+    by_flag = {opt: p for p in command.params for opt in p.opts}
+    context = click.Context(command)
+    for name, (spec, rule) in rules(options).items():
+        if name in skipped:
+            continue
+        param = by_flag.get(rule.flag)
+        assert param is not None, f"{words[0]} has no {rule.flag}"
+        assert param.name == name
+        default = param.get_default(context)
+        if default is None or type(default).__module__.startswith("click"):  # (click's UNSET)
+            assert spec.default in (None, ()), (name, default)
+            continue
+        if rule.kind != "wholes":
+            default = param.type_cast_value(context, default)
+        assert default == spec.default, name
+
+
+def test_the_options_are_frozen_and_checked_once():
+    options = ExportMscclOptions(channels=2)
+    with pytest.raises(FrozenInstanceError):
+        options.channels = 0  # type: ignore[misc]
+    assert LoadOptions(None, None).limits == schedc.Limits()  # None: the default
+    # the provenance an imported machine's file cites: the options not at their defaults
+    assert ImportOptions(hosts=2, fabric="single-switch").command(TOPO) == \
+        "schedc machine import ndv4-topo.xml --hosts 2 --fabric single-switch"
+    with pytest.raises(UsageError, match="--max-bytes is less than --min-bytes"):
+        ExportMscclOptions(min_bytes=10, max_bytes=9)
+    with pytest.raises(UsageError, match="--nvlinks and --sm go together"):
+        ImportOptions(nvlinks=12)
+
+
+def test_a_size_field_reads_units_alike_in_the_api_and_on_the_command_line(run):
+    """A byte field ("bytes": `byte_count`) takes a whole number or text with a unit, in the
+    dataclass, the API call and the command; a bad size is refused alike by all three."""
+    assert ExportMscclOptions(min_bytes="4KiB", max_bytes="192MiB").max_bytes == 192 * 2**20
+    assert ExportMscclOptions(min_bytes="4KiB").min_bytes == 4096
+    assert NcclOptions(max_bytes="1GiB").max_bytes == 2**30
+    xml = schedc.export_msccl(_pcie(), "ring", min_bytes="4KiB", max_bytes="192MiB")
+    assert 'minBytes="4096" maxBytes="201326592"' in xml
+    code, out, err = run("export", "msccl", PCIE, "-s", "ring", "--min-bytes", "4KiB",
+                         "--max-bytes", "192MiB")
+    assert code == 0 and out == xml, err
+    for value in ("1.5B", "12GB/s", "lots"):
+        with pytest.raises(UsageError) as made:
+            NcclOptions(max_bytes=value)
+        with pytest.raises(UsageError) as called:
+            schedc.nccl_model(_pcie(), max_bytes=value)
+        assert called.value.message == made.value.message
+        code, out, err = run("nccl", PCIE, "--max-bytes", value)
+        assert (code, out, err) == (2, "", made.value.render() + "\n")

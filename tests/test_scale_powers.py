@@ -1,0 +1,89 @@
+"""Power-of-two families proved in m (issue 37, item 5; docs/scale.md, "Proof for every
+n"): recursive doubling and halving and Rabenseifner's all-reduce on the textbook machine
+are `proved` for every p = 2^m, m >= 1, their forms equal to Thakur, Rabenseifner & Gropp
+(2005) and to direct compiles at p = 2^11; the families outside the exchanges read in m
+(binomial trees with an `if`, the XOR all-to-all) stay `checked`, each naming its line."""
+
+from __future__ import annotations
+
+import json
+from fractions import Fraction
+
+from conftest import SCHEDULES, write
+
+import schedc
+
+FLAT = SCHEDULES / "algorithms" / "flat_p.sched"
+EXCHANGES = ("rd_allreduce", "rabenseifner_allreduce", "rd_allgather", "rh_reduce_scatter")
+
+
+def _values():
+    session = schedc.load(FLAT)
+    nominal = {str(k): Fraction(str(v)) for k, v in session.program.nominal.items()}
+    return nominal["alpha"], nominal["V"], nominal["B"]
+
+
+def by_hand(name: str, p: int) -> Fraction:
+    """Thakur, Rabenseifner & Gropp (2005), with m = log2 p rounds of each kind: recursive
+    doubling all-reduce m(α + V/B); all-gather and reduce-scatter mα + (p - 1)/p · V/B
+    (round s moves V/2^(m-s), halving's the same sizes in the other order); Rabenseifner
+    both."""
+    alpha, V, B = _values()
+    m = p.bit_length() - 1
+    gather = m * alpha + Fraction(p - 1, p) * V / B
+    return {"rd_allreduce": m * (alpha + V / B), "rd_allgather": gather,
+            "rh_reduce_scatter": gather, "rabenseifner_allreduce": 2 * gather}[name]
+
+
+def test_the_exchanges_are_proved_for_every_power_of_two(run):
+    p = 2**11
+    code, out, err = run("scale", FLAT, "--in", "p", "--no-bound", "--json", "--at", str(p),
+                         *[a for name in EXCHANGES for a in ("-s", name)])
+    assert code == 0, err
+    document = json.loads(out)
+    for piece in document["schedules"]:
+        assert (piece["status"], piece["family"], piece["valid_to"]) == \
+            ("proved", "powers of two", None)
+        assert piece["argument"].startswith("powers of two: for every p = 2^m, m >= 1")
+        assert not piece["limit_extrapolated"]
+    for name in EXCHANGES:
+        (at,) = document["at"][name]
+        assert at["method"] == "formula"
+        session = schedc.load(FLAT, [f"p={p}"], max_transfers=10**8)
+        compiled = Fraction(schedc.time(session, name, verify=False).time)
+        assert compiled == by_hand(name, p)
+        assert at["time_s"] == float(compiled)
+
+
+def test_the_other_power_of_two_families_stay_checked_naming_the_line(run):
+    code, out, err = run("scale", FLAT, "--in", "p", "--no-bound", "--json")
+    assert code == 0, err
+    for piece in json.loads(out)["schedules"]:
+        if piece["name"] in EXCHANGES or piece["family"] != "powers of two":
+            continue
+        assert piece["status"] == "checked" and piece["valid_to"] == 128
+        (note,) = [n for n in piece["notes"] if n.startswith("not proved: ")]
+        assert "/lib/" in note and ".sched:" in note, note
+
+
+PARTNER = f"""import "{SCHEDULES}/machines/flat.sched"
+param V = 64 MiB
+allreduce V over ranks
+schedule s {{
+  let k = len(ranks)
+  for s in 0..log2(k)-1 round {{
+    for j in 0..k-1: reduce all from ranks[j] to ranks[j ^ (k - 1)]
+  }}
+}}
+"""
+
+
+def test_a_partner_that_is_no_power_of_two_leaves_the_piece_checked(run, tmp_path):
+    """j ^ (k - 1) flips every bit: a permutation, but not the exchange the lemma covers
+    (the rounds compute no all-reduce: --no-verify)."""
+    case = write(tmp_path, "partner.sched", PARTNER)
+    code, out, err = run("scale", case, "--in", "p", "--no-bound", "--no-verify", "--json")
+    assert code == 0, err
+    for piece in json.loads(out)["schedules"]:
+        assert piece["status"] == "checked"
+        assert any(n.startswith("not proved: ") for n in piece["notes"]), piece["notes"]
