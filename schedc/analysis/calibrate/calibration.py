@@ -58,10 +58,8 @@ class WorkBudget:
         self.limit = self.left = MAX_FIT_WORK if limit is None else limit
         self.rows, self.params = rows, params
 
-    # The most evaluations of the model per unknown (and one more) a fit of the shipped logs
-    # took: 32,918 for 11 params, a leave-one-out fold of schedules/calibration/manifest.txt
-    # (the others 279-1,411; benchmarks/RESULTS.md). An estimate, not a bound: a fit of rows
-    # that determine little (every time equal, say) can take more, and is refused by `spend`.
+    # The most evaluations per unknown (and one more) a shipped log's fit took (RESULTS.md): an
+    # estimate, not a bound; rows that determine little can take more, and `spend` stops them.
     EVALUATIONS_PER_UNKNOWN = 2_750
 
     def estimate(self) -> int:
