@@ -100,6 +100,11 @@ class Span:
         return f"  {text}\n  {' ' * (col - 1)}^{'~' * (width - 1)}"
 
 
+# A MemoryError, said where it happened (a statement, a schedule, a what-if's failure) by the
+# stage that knows, and by the command line, without a position, anywhere else.
+OUT_OF_MEMORY = "out of memory here; make this part of the input smaller, or give schedc more memory"
+
+
 class SchedcError(Exception):
     """Root of every error schedc reports to a user: bad input, exit code 2."""
 

@@ -30,7 +30,7 @@ from .elaborate.program import (
     parse_override,
 )
 from .elaborate.schedule import Limits, Watch
-from .errors import LimitError, SchedcError, Span, UsageError
+from .errors import OUT_OF_MEMORY, LimitError, SchedcError, Span, UsageError
 from .model.changes import NO_CHANGES, Changes, apply, parse
 from .model.ir import Schedule
 from .model.topology import Topology
@@ -140,6 +140,10 @@ class Session:
                 if self.origin is None:
                     raise
                 raise _blame(error, *self.origin, (kind, name), self._parsed) from None
+            except MemoryError:  # at the schedule that took it (its statement, when it has one)
+                found = [r.definition.span for r in self.program.results if r.name == name]
+                raise LimitError(f"{OUT_OF_MEMORY} (computing the {kind} of schedule '{name}')",
+                                 found[0] if found else None) from None
         return self._memo[key]  # type: ignore[return-value]
 
     def schedule(self, name: str, span: Span | None = None, watch: Watch | None = None) -> Schedule:

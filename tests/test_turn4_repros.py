@@ -181,8 +181,28 @@ schedule s {{
 """
 
 
-def test_r06_whatif_refused_before_the_first_failure(run, tmp_path):
+def test_r06_whatif_times_only_the_failures_on_a_route(run, tmp_path):
+    """1,600 NICs of 200 hosts: 51 s and 10.6 GB, then refused at the work limit; the one
+    transfer's route crosses two of them, so only those are timed (the others leave its
+    route, so its time, as it is: tests/test_whatif_incremental.py)."""
     path = write(tmp_path, "m200.sched", rail(200))
+    seconds, code, out, err = timed(run, "whatif", path, "--class", "nic", "--no-verify")
+    assert code == 0, err
+    failed = [line.split()[0] for line in out.splitlines() if line.endswith("no route")]
+    assert failed == ["node[0].g[0]<->rail[0]", "node[1].g[0]<->rail[0]"] and seconds < 20
+
+
+def gather(hosts: int) -> str:
+    """rail(hosts) with every GPU sending to its rail's GPU on node[0]: each NIC's failure
+    changes a route."""
+    return rail(hosts).replace(
+        "round { copy all from node[0].g[0] to node[1].g[0] }",
+        f"round {{ for h in 1..{hosts - 1}: for i in 0..7: "
+        f"copy part(h of {hosts}) from node[h].g[i] to node[0].g[i] }}")
+
+
+def test_r06_whatif_refused_before_the_first_failure(run, tmp_path):
+    path = write(tmp_path, "g200.sched", gather(200))
     seconds, code, _, err = timed(run, "whatif", path, "--class", "nic", "--no-verify")
     assert code == 2 and "whatif --class nic would time 1,600 failures" in err
     assert f"the limit is {MAX_FAILURE_WORK:,} (raise it with --max-failure-work" in err
@@ -203,14 +223,14 @@ def test_r06_whatif_keeps_one_failed_machine_at_a_time(run, tmp_path, monkeypatc
         made.append(weakref.ref(found))
         return found
     monkeypatch.setattr(Session, "on", counted)
-    path = write(tmp_path, "m6.sched", rail(6))
+    path = write(tmp_path, "g6.sched", gather(6))
     code, out, err = run("whatif", path, "--class", "nic", "--no-verify")
     assert code == 0, err
     assert len(made) > 40 and max(alive) <= 1
 
 
 def test_r06_the_failure_limit_is_an_option(run, tmp_path):
-    path = write(tmp_path, "m6.sched", rail(6))
+    path = write(tmp_path, "g6.sched", gather(6))
     err = refused(run, "whatif", path, "--class", "nic", "--no-verify",
                   "--max-failure-work", "1000")
     assert "the limit is 1,000" in err
@@ -280,11 +300,38 @@ def text_log(rows: int, sizes: int | None = None) -> str:
                           for k, s in enumerate(size))
 
 
+def large_sizes_log(rows: int) -> str:
+    """fuzz_c11's log: sizes 1, 2, 4 and 8 GiB repeated, at its times; no row below 1 GiB
+    says anything of the latencies, and the fit does not settle (800,000 evaluations)."""
+    times = {2**30: 278168.0, 2**31: 534127.0, 2**32: 1106007.0, 2**33: 2382474.0}
+    head = text_log(0)
+    return head + "".join(f"{s} {s // 4} float sum -1 {times[s]} 0.0 0.0 0 {times[s]} 0.0 0.0 0\n"
+                          for s in (2 ** (30 + k % 4) for k in range(rows)))
+
+
 def test_r10_calibrate_refuses_a_fit_past_its_work_limit(run, tmp_path):
-    log = write(tmp_path, "l.txt", text_log(400, sizes=4))
-    err = refused(run, "calibrate", log, "--machine", DGX, "--max-fit-work", "200000")
-    assert "the fit did not settle within 200,000 units of work" in err
+    """100 rows: 26 fit rows (every 4th and the largest), the DGX machine's 7 params:
+    estimated at 2,750 × 8 × (26 + 100) = 2,772,000 units, within the limit given; refused
+    during the fit when it passes the limit."""
+    log = write(tmp_path, "l.txt", large_sizes_log(100))
+    err = refused(run, "calibrate", log, "--machine", DGX, "--max-fit-work", "3000000")
+    assert "the fit did not settle within 3,000,000 units of work (26 fit rows" in err
     assert "raise --max-fit-work" in err
+
+
+def test_r10_calibrate_of_10000_rows_is_refused_before_the_fit(run, tmp_path):
+    """10,000 rows (the documented row limit; 70 s before): at most 2,501 fit rows (every 4th
+    size and the largest), 7 params: 2,750 × 8 × (rows + 100) units estimated, past the
+    default 20,000,000 from 810 rows on, so refused before the first evaluation."""
+    log = write(tmp_path, "l.txt", text_log(10_000))
+    seconds, code, _, err = timed(run, "calibrate", log, "--machine", DGX)
+    assert code == 2, err
+    found = re.search(r"a fit of 7 params on ([\d,]+) fit rows may take ([\d,]+) units of work", err)
+    assert found, err
+    rows, work = (int(g.replace(",", "")) for g in found.groups())
+    assert 810 <= rows <= 2501 and work == 2750 * 8 * (rows + 100)
+    assert "the limit is 20,000,000" in err and "raise --max-fit-work" in err
+    assert seconds < 5
 
 
 def test_r11_positions_of_a_one_line_json_log_are_linear(run, tmp_path):

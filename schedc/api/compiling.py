@@ -219,8 +219,14 @@ def emit(stage: str, path: str | Path, schedules: Iterable[str] = (), *, sets: I
     program, out = session.program, []
     topology = program.topology
     if pair:
-        a, b = (_device_named(topology, name) for name in pair)
-        return dumps.emit_routes(topology, None, [(a, b, None)])
+        # The pair's errors ("no route from A to B", "a transfer from A to itself") are
+        # shown at the option's text, `--pair:1:1`, as the other options' are.
+        from ..errors import SourceFile, Span
+        text = f"{pair[0]} {pair[1]}"
+        source = SourceFile("--pair", text)
+        a, b = (_device_named(topology, name, Span(source, 1, start, 1, start + len(name)))
+                for name, start in ((pair[0], 1), (pair[1], len(pair[0]) + 2)))
+        return dumps.emit_routes(topology, None, [(a, b, Span(source, 1, 1, 1, len(text) + 1))])
     lines = 0
     for name in session.selected(tuple(schedules)):
         if stage in ("ir", "loads"):  # counted before anything is formatted: it is slow
@@ -242,9 +248,10 @@ def emit(stage: str, path: str | Path, schedules: Iterable[str] = (), *, sets: I
     return "".join(out)
 
 
-def _device_named(topology, name: str) -> int:
+def _device_named(topology, name: str, span) -> int:
     from ..errors import UsageError, did_you_mean
     names = [d.name for d in topology.devices]
     if name not in names:
-        raise UsageError(f"--pair: no device '{name}' in the topology" + did_you_mean(name, names))
+        raise UsageError(f"--pair: no device '{name}' in the topology" + did_you_mean(name, names),
+                         span)
     return names.index(name)

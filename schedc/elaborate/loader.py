@@ -14,7 +14,9 @@ import numpy as np
 import sympy
 
 from ..errors import (
+    OUT_OF_MEMORY,
     ElaborationError,
+    LimitError,
     LoadError,
     SourceFile,
     Span,
@@ -157,41 +159,50 @@ class _Loader:
         collective: Collective | None = None
         env = Env(self.names)
         for stmt in module.body:
-            if isinstance(stmt, ast.Import):
-                self._import(stmt, path)
-            elif isinstance(stmt, ast.ParamDecl):
-                self._param(stmt, env)
-            elif isinstance(stmt, ast.SetParam):
-                self._check_set(stmt)
-            elif isinstance(stmt, ast.Let):
-                self.names.define(stmt.name, evaluate(stmt.value, env), stmt.span)
-            elif isinstance(stmt, ast.Topology):
-                self.topology.add(stmt, env)
-            elif isinstance(stmt, ast.Startup):
-                if self.startup is not None:
-                    raise ElaborationError(f"the start-up is already given at {self.startup[1]}",
-                                           stmt.span)
-                value = expect_quantity(evaluate(stmt.value, env), SECONDS, stmt.value.span,
-                                        "the per-round start-up")
-                check_positive(value, self.nominal, stmt.value.span, "the per-round start-up",
-                               zero_ok=True)
-                self.startup = (value, stmt.span)
-            elif isinstance(stmt, ast.CollectiveDecl):
-                collective = self._collective(stmt, env)
-                if is_main:
-                    self.collectives.append(collective)
-            elif isinstance(stmt, ast.ScheduleDef):
-                self._schedule(stmt, collective, is_main)
-            elif isinstance(stmt, ast.StepCost):
-                self.step = read_step_rule(stmt, self.step)
-            elif isinstance(stmt, ast.Protocol):
-                self.protocols.append(self._protocol(stmt, env))
-            elif isinstance(stmt, ast.Guard):
-                self._guard(stmt, env)
-            elif is_main:  # budget, expect, report: checked by `schedc check`
-                self.checks.append(stmt)
+            try:
+                collective = self._statement(stmt, env, path, collective, is_main)
+            except MemoryError:  # said at the statement that took it, not as "out of memory"
+                raise LimitError(OUT_OF_MEMORY, stmt.span) from None
         self.active.pop()
         self.done.add(path)
+
+    def _statement(self, stmt, env: Env, path: Path, collective: Collective | None,
+                   is_main: bool) -> Collective | None:
+        """One top-level statement; the collective that schedules after it compute."""
+        if isinstance(stmt, ast.Import):
+            self._import(stmt, path)
+        elif isinstance(stmt, ast.ParamDecl):
+            self._param(stmt, env)
+        elif isinstance(stmt, ast.SetParam):
+            self._check_set(stmt)
+        elif isinstance(stmt, ast.Let):
+            self.names.define(stmt.name, evaluate(stmt.value, env), stmt.span)
+        elif isinstance(stmt, ast.Topology):
+            self.topology.add(stmt, env)
+        elif isinstance(stmt, ast.Startup):
+            if self.startup is not None:
+                raise ElaborationError(f"the start-up is already given at {self.startup[1]}",
+                                       stmt.span)
+            value = expect_quantity(evaluate(stmt.value, env), SECONDS, stmt.value.span,
+                                    "the per-round start-up")
+            check_positive(value, self.nominal, stmt.value.span, "the per-round start-up",
+                           zero_ok=True)
+            self.startup = (value, stmt.span)
+        elif isinstance(stmt, ast.CollectiveDecl):
+            collective = self._collective(stmt, env)
+            if is_main:
+                self.collectives.append(collective)
+        elif isinstance(stmt, ast.ScheduleDef):
+            self._schedule(stmt, collective, is_main)
+        elif isinstance(stmt, ast.StepCost):
+            self.step = read_step_rule(stmt, self.step)
+        elif isinstance(stmt, ast.Protocol):
+            self.protocols.append(self._protocol(stmt, env))
+        elif isinstance(stmt, ast.Guard):
+            self._guard(stmt, env)
+        elif is_main:  # budget, expect, report: checked by `schedc check`
+            self.checks.append(stmt)
+        return collective
 
     # ---- declarations
 

@@ -18,6 +18,7 @@ Items are named as the machine names them:
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field, fields, replace
 from fractions import Fraction
 
@@ -181,10 +182,12 @@ def parse(topology: Topology, changes: Changes
     return failed, derated
 
 
-def apply(topology: Topology, failed: list[Item], derated: list[tuple[Item, sympy.Expr]]
-          ) -> Topology:
+def apply(topology: Topology, failed: list[Item], derated: list[tuple[Item, sympy.Expr]],
+          kept_routes: Iterable[tuple[int, int]] = ()) -> Topology:
     """The machine without the failed items and with the derated resources' bandwidths
-    multiplied by their factors (a factor may be a symbol, such as `d`)."""
+    multiplied by their factors (a factor may be a symbol, such as `d`). `kept_routes`:
+    pairs routed on `topology` whose routes the failures leave as they are
+    (`Topology.route_depends_on` misses every failed hop), carried over, not routed anew."""
     factors: dict[int, sympy.Expr] = {}
     for item, factor in derated:
         targets = item.resources
@@ -216,6 +219,13 @@ def apply(topology: Topology, failed: list[Item], derated: list[tuple[Item, symp
     # preference, say) and every private one, the caches of routes, starts afresh.
     kept_fields = {f.name: getattr(topology, f.name) for f in fields(topology)
                    if f.init and not f.name.startswith("_")}
-    return Topology(**{**kept_fields, "devices": list(topology.devices), "resources": resources,
-                       "hops": hops, "host_names": list(topology.host_names), "pinned": pinned,
-                       "notes": tuple(notes)})
+    changed = Topology(**{**kept_fields, "devices": list(topology.devices), "resources": resources,
+                          "hops": hops, "host_names": list(topology.host_names), "pinned": pinned,
+                          "notes": tuple(notes)})
+    for src, dst in kept_routes:
+        kept_route = topology.route(src, dst, None)
+        changed.adopt_route(replace(
+            kept_route,
+            steps=tuple((node, tuple(index[h] for h in out)) for node, out in kept_route.steps),
+            shares=tuple((index[h], share) for h, share in kept_route.shares)))
+    return changed

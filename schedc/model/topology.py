@@ -207,6 +207,11 @@ class Topology:
             cached = routes[key] = self._find_route(src, dst, span)
         return cached
 
+    def adopt_route(self, route: Route) -> None:
+        """Take a route found on another machine as this one's (a what-if's unchanged
+        route, its hops numbered as here: `schedc.model.changes.apply`)."""
+        self._routes[(route.src, route.dst)] = route
+
     def _find_route(self, src: int, dst: int, span: Span | None) -> Route:
         if src == dst:
             raise TopologyError(f"a transfer from {self.devices[src].name} to itself", span)
@@ -351,6 +356,26 @@ class Topology:
                 if self.resources[r].effective_bandwidth is not None:
                     shares[r] = shares[r] + share if r in shares else share
         return tuple(shares.items())
+
+    def route_depends_on(self, src: int, dst: int) -> set[int]:
+        """The hops whose removal may change the route from src to dst (routed already);
+        removing any other hop leaves it as it is, hop for hop, with the same shares.
+
+        Why: removing hops only lengthens distances. Under ECMP the route holds every hop
+        of every shortest route in its scope, so removing a hop outside it keeps each of
+        its devices' distance to dst (a shortest route from there lies inside it) and adds
+        no candidate; the tiers before its own had no route and still have none. Under
+        `routing first` the route is one path, and each step takes the first candidate in
+        its device's order of out-links, which removing another out-link of that device
+        may reorder (by neighbour: the neighbour of a removed first link moves): so every
+        out-link of a device the path passes counts. A pinned route is its legs' hops."""
+        route = self.route(src, dst, None)
+        found: set[int] = set()
+        for node, hops in route.steps:
+            found.update(hops)
+            if self.policy == "first":
+                found.update(h for h, _ in self._out[node])
+        return found
 
     def route_latency(self, src: int, dst: int, span: Span | None) -> sympy.Expr:
         """The latency of the route from src to dst: Σ over its hops of their resources'

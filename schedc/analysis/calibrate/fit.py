@@ -146,7 +146,7 @@ def calibrate_runs(runs: list[Run], names: tuple[str, ...] = (), split: Split = 
     priors = [(j, math.log(u.role.prior), u.role.sigma) for j, u in enumerate(unknowns)
               if u.role.prior is not None]
 
-    budget = WorkBudget(max_work, fit_rows, len(unknowns))  # (--max-fit-work)
+    budget = WorkBudget(max_work, fit_rows, len(unknowns)).checked()  # (--max-fit-work)
     def data_residuals(x: np.ndarray) -> np.ndarray:
         budget.spend()
         theta = np.exp(x)
