@@ -210,7 +210,7 @@ class Topology:
     def adopt_route(self, route: Route) -> None:
         """Take a route found on another machine as this one's (a what-if's unchanged
         route, its hops numbered as here: `schedc.model.changes.apply`)."""
-        self._routes[(route.src, route.dst)] = route
+        self._cache.routes[(route.src, route.dst)] = route
 
     def _find_route(self, src: int, dst: int, span: Span | None) -> Route:
         if src == dst:
