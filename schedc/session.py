@@ -160,7 +160,7 @@ class Session:
         def compute() -> Timing:
             schedule, program = self.schedule(name, span), self.program
             result = cost(self.loads(name), program.topology, program.alpha, program.nominal,
-                          program.step_rule == "max")
+                          program.step_rule == "max", _classes_apart(program.protocols))
             result = with_protocols(result, self.loads(name), program.topology, program.alpha,
                                     program.nominal, program.protocols)
             return Timing(schedule, result, nominal_value(result.formula, program.nominal),
@@ -226,3 +226,8 @@ def _blame(error: SchedcError, path: Path, overrides: tuple[Override, ...], limi
              *error.notes)
     return OutOfRange(f"{value} is out of range for this file: {error.message}",
                       first.value.span, notes)
+
+
+def _classes_apart(protocols) -> frozenset[str]:
+    """The link classes some protocol gives a share or a cap of its own."""
+    return frozenset(c for p in protocols for c, _ in (*p.class_eff, *p.class_cap))

@@ -101,10 +101,13 @@ class Cost:
 
 
 def cost(loads: Loads, topology: Topology, alpha: sympy.Expr,
-         nominal: dict[sympy.Symbol, sympy.Expr], overlapped: bool = False) -> Cost:
+         nominal: dict[sympy.Symbol, sympy.Expr], overlapped: bool = False,
+         apart: frozenset[str] = frozenset()) -> Cost:
     """The time of the rounds `loads`; `overlapped`: each round costs max(α, its transfer)
-    (`step cost max`), else their sum."""
-    groups, group_of = _bandwidth_groups(topology)
+    (`step cost max`), else their sum. `apart`: link classes that a protocol gives a share or
+    cap of their own, whose terms are never merged with or dropped for another class's (what
+    dominates depends on the protocol)."""
+    groups, group_of = _bandwidth_groups(topology, apart)
     entry_group = group_of[loads.resource]
     signatures = _shape_signatures(loads, entry_group, len(groups))
     shape_count = np.bincount(loads.shape_of, minlength=len(signatures))
@@ -118,7 +121,7 @@ def cost(loads: Loads, topology: Topology, alpha: sympy.Expr,
         first_shape = shapes[0]
         terms = _irredundant([Term(loads.form(vector), groups[g],
                                    _carriers(loads, entry_group, first_shape, g, vector))
-                              for g, vector in signature])
+                              for g, vector in signature], topology, apart)
         dominant = winner([t.expr for t in terms], nominal) if terms else None
         count = int(sum(shape_count[s] for s in shapes))
         startup = alpha + latency
@@ -138,15 +141,18 @@ def cost(loads: Loads, topology: Topology, alpha: sympy.Expr,
                 int(loads.cross_rounds.sum()), loads.bytes_cross, loads.bytes_logical)
 
 
-def _bandwidth_groups(topology: Topology) -> tuple[list[sympy.Expr], np.ndarray]:
-    """Resources with equal bandwidth expressions share a group (-1: no bandwidth)."""
+def _bandwidth_groups(topology: Topology, apart: frozenset[str]
+                      ) -> tuple[list[sympy.Expr], np.ndarray]:
+    """Resources with equal bandwidth expressions (and, for a class in `apart`, of that
+    class) share a group (-1: no bandwidth)."""
     groups: list[sympy.Expr] = []
-    index: dict[sympy.Expr, int] = {}
+    index: dict[tuple, int] = {}
     group_of = np.full(len(topology.resources), -1, dtype=np.int64)
     for r in topology.resources:
         bandwidth = r.effective_bandwidth
         if bandwidth is not None:
-            group_of[r.id] = index.setdefault(bandwidth, len(groups))
+            key = (bandwidth, r.cls if r.cls in apart else None)
+            group_of[r.id] = index.setdefault(key, len(groups))
             if group_of[r.id] == len(groups):
                 groups.append(bandwidth)
     return groups, group_of
@@ -168,14 +174,21 @@ def _shape_signatures(loads: Loads, entry_group: np.ndarray, n_groups: int) -> l
             for by_group in per_shape]
 
 
-def _irredundant(terms: list[Term]) -> tuple[Term, ...]:
-    """Drop a term that is a constant fraction (<= 1) of another: it can never dominate."""
+def _irredundant(terms: list[Term], topology: Topology, apart: frozenset[str]
+                 ) -> tuple[Term, ...]:
+    """Drop a term that is a constant fraction (<= 1) of another of the same classes in
+    `apart`: it can never dominate, under any protocol."""
+    def key(term: Term) -> frozenset[str]:
+        return frozenset(topology.resources[r].cls for r in term.resources) & apart
+
     kept: list[Term] = []
     for term in terms:
-        ratios = [sympy.cancel(term.expr / k.expr) for k in kept]
-        if any(r.is_number and r <= 1 for r in ratios):
+        ratios = [sympy.cancel(term.expr / k.expr) if key(k) == key(term) else None
+                  for k in kept]
+        if any(r is not None and r.is_number and r <= 1 for r in ratios):
             continue
-        kept = [k for k, r in zip(kept, ratios) if not (r.is_number and r > 1)] + [term]
+        kept = [k for k, r in zip(kept, ratios)
+                if r is None or not (r.is_number and r > 1)] + [term]
     return tuple(kept)
 
 
