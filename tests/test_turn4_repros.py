@@ -15,7 +15,7 @@ import weakref
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, write
+from conftest import ROOT, rail_machine, write
 
 from schedc.limits import MAX_FAILURE_WORK, MAX_ROUTES
 
@@ -156,36 +156,11 @@ def test_fuzz_c09_nic_orders_of_one_type(run, tmp_path):
 
 # ---- work bounded before it starts --------------------------------------------------------------
 
-def rail(hosts: int) -> str:
-    """A rail machine of `hosts` × 8 GPUs and one asymmetric transfer (r06, r19)."""
-    return f"""param alpha = 1 us
-param B_L = 450 GB/s
-param B_N = 400 Gbit/s
-param V = 64 MiB
-topology {{
-  host node[{hosts}] {{
-    gpu g[8]
-    switch nvs
-    link g[i] <-> nvs bw B_L class nvlink for i in 0..7
-  }}
-  switch rail[8]
-  switch spine
-  link node[h].g[i] <-> rail[i] bw B_N class nic for h in 0..{hosts - 1} for i in 0..7
-  link rail[i] <-> spine class uplink bw B_N for i in 0..7
-}}
-let ranks = [node[h].g[i] for h in 0..{hosts - 1} for i in 0..7]
-allreduce V over ranks
-schedule s {{
-  round {{ copy all from node[0].g[0] to node[1].g[0] }}
-}}
-"""
-
-
 def test_r06_whatif_times_only_the_failures_on_a_route(run, tmp_path):
     """1,600 NICs of 200 hosts: 51 s and 10.6 GB, then refused at the work limit; the one
     transfer's route crosses two of them, so only those are timed (the others leave its
     route, so its time, as it is: tests/test_whatif_incremental.py)."""
-    path = write(tmp_path, "m200.sched", rail(200))
+    path = write(tmp_path, "m200.sched", rail_machine(200))
     seconds, code, out, err = timed(run, "whatif", path, "--class", "nic", "--no-verify")
     assert code == 0, err
     failed = [line.split()[0] for line in out.splitlines() if line.endswith("no route")]
@@ -193,9 +168,9 @@ def test_r06_whatif_times_only_the_failures_on_a_route(run, tmp_path):
 
 
 def gather(hosts: int) -> str:
-    """rail(hosts) with every GPU sending to its rail's GPU on node[0]: each NIC's failure
+    """rail_machine(hosts) with every GPU sending to its rail's GPU on node[0]: each NIC's failure
     changes a route."""
-    return rail(hosts).replace(
+    return rail_machine(hosts).replace(
         "round { copy all from node[0].g[0] to node[1].g[0] }",
         f"round {{ for h in 1..{hosts - 1}: for i in 0..7: "
         f"copy part(h of {hosts}) from node[h].g[i] to node[0].g[i] }}")

@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, write
+from conftest import ONE_TRANSFER, ROOT, rail_machine, write
 
 import schedc
 from schedc.errors import TopologyError
@@ -74,34 +74,6 @@ schedule one {
   round { copy part(2 of 3) from g[2] to g[0] }
 }
 """
-
-
-def rail(hosts: int, schedule: str) -> str:
-    """r06's rail machine: `hosts` × 8 GPUs, one NIC link per GPU to its rail switch."""
-    return f"""param alpha = 1 us
-param B_L = 450 GB/s
-param B_N = 400 Gbit/s
-param V = 64 MiB
-topology {{
-  host node[{hosts}] {{
-    gpu g[8]
-    switch nvs
-    link g[i] <-> nvs bw B_L class nvlink for i in 0..7
-  }}
-  switch rail[8]
-  switch spine
-  link node[h].g[i] <-> rail[i] bw B_N class nic for h in 0..{hosts - 1} for i in 0..7
-  link rail[i] <-> spine class uplink bw B_N for i in 0..7
-}}
-let ranks = [node[h].g[i] for h in 0..{hosts - 1} for i in 0..7]
-allreduce V over ranks
-schedule s {{
-  {schedule}
-}}
-"""
-
-
-ONE_TRANSFER = "round { copy all from node[0].g[0] to node[1].g[0] }"
 
 
 def gather(hosts: int) -> str:
@@ -172,7 +144,7 @@ def test_failures_off_every_route_are_not_timed(tmp_path, monkeypatch):
     """One transfer node[0].g[0] -> node[1].g[0] crosses node[0].g[0] -> rail[0] ->
     node[1].g[0] only (GPUs do not forward): of the 48 NIC links of 6 hosts, only those two
     change its route. Machines made: those two failures, and the weakest item derated."""
-    path = write(tmp_path, "m6.sched", rail(6, ONE_TRANSFER))
+    path = write(tmp_path, "m6.sched", rail_machine(6, ONE_TRANSFER))
     made = counted_machines(monkeypatch)
     result = schedc.whatif(schedc.load(path), "nic", verify=False)
     assert len(result.items) == 48 and len(made) == 3
@@ -186,7 +158,7 @@ def test_the_limit_counts_the_failures_that_change_a_route(run, tmp_path):
     changes a route, so 1,600 × (1,809 devices + 6,416 links + 1,592 transfers) units
     (200 × 8 GPUs + 200 NVSwitches + 9 switches; 2 × (1,600 + 1,600 + 8) link directions;
     199 hosts × 8 GPUs sending)."""
-    path = write(tmp_path, "g200.sched", rail(200, gather(200)))
+    path = write(tmp_path, "g200.sched", rail_machine(200, gather(200)))
     code, _, err = run("whatif", path, "--class", "nic", "--no-verify")
     assert code == 2, err
     work = 1600 * (1809 + 6416 + 1592)
