@@ -285,13 +285,18 @@ def comparison_text(c: Comparison, fitted: str | None = None, how: str | None = 
     at = how or (f"at the params of {fitted}" if fitted else "at the file's params")
     out = [f"predict {c.schedule} against {len(c.points)} measured rows, {at}",
            *[f"  log: {log}" for log in c.logs], *[f"  {n}" for n in c.notes], "",
-           *_rows(c, False), "",
-           f"geomean |error|: {_percent(c.geomean(None))} over {len(c.points)} rows; "
-           f"mean |error|: {_percent(c.mean(None))}",
-           f"by size: {_ranges(c, None)}",
-           f"by what bounds the time: {_bounds(c, None)}",
-           _worst(c, False)]
+           *_rows(c, False), "", *error_summary(c)]
     return "\n".join(out) + "\n"
+
+
+def error_summary(c: Comparison) -> list[str]:
+    """The errors of a comparison in a few lines: geomean and mean, by size, by what bounds
+    the time, and the worst row."""
+    return [f"geomean |error|: {_percent(c.geomean(None))} over {len(c.points)} rows; "
+            f"mean |error|: {_percent(c.mean(None))}",
+            f"by size: {_ranges(c, None)}",
+            f"by what bounds the time: {_bounds(c, None)}",
+            _worst(c, False)]
 
 
 def comparison_json(c: Comparison, fitted: str | None = None) -> str:

@@ -12,7 +12,7 @@ from ..analysis.predicted_log import PredictedLog, PredictedRow
 from ..analysis.calibrate.calibration import Comparison
 from ..measure.bandwidth import format_gbps
 from . import schema
-from .calibration import _bounds, _bounds_json, _percent, _ranges, _worst
+from .calibration import _bounds_json, _percent, error_summary
 from .text import dump_json, json_number, table
 
 HEADER = ("size", "count", "type", "redop", "time", "algbw", "busbw", "time", "algbw",
@@ -73,11 +73,7 @@ def predicted_text(t: PredictedLog, c: Comparison, fitted: str | None, how: str 
                                          for name, n in counts.items()),
             f"outliers: {outliers} row(s) whose out-of-place and in-place times differ by more "
             f"than {t.outlier_factor:g}x, left out of every figure below (--outlier-factor)",
-            f"geomean |error|: {_percent(c.geomean(None))} over {len(c.points)} rows; "
-            f"mean |error|: {_percent(c.mean(None))}",
-            f"by size: {_ranges(c, None)}",
-            f"by what bounds the time: {_bounds(c, None)}",
-            _worst(c, False)]
+            *error_summary(c)]
     return "\n".join(out) + "\n"
 
 
