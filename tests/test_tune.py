@@ -38,7 +38,7 @@ def test_the_example_table(run, tmp_path):
     out = tmp_path / "nccl_tuner.conf"
     code, text, err = run("tune", EXAMPLE, "--collective", "allreduce", "--sizes", "8B:16GB",
                           "-o", out)
-    assert (code, err) == (0, "")
+    assert (code, err) == (0, f"wrote {out}\n")
     # flat_8: alpha = 1 us, B = 25 GB/s. Ring 14 alpha + 7V/(4B), doubling 3 alpha + 3V/B,
     # tree (reduce then broadcast over a binomial tree) 6 alpha + 6V/B. Doubling = ring at
     # 11 alpha = 5V/(4B): V = 220 KB; tree = ring at 8 alpha = 17V/(4B): V = 47,058.8 B;
