@@ -163,7 +163,7 @@ def test_tables_named_like_the_machines_names_are_prefixed(tmp_path):
     assert "let synthesized_allreduce_ag_edge_tree = [" in result.text
     assert at_zero_alpha(out, result.name) == result.bandwidth_time
     machine.write_text(f'import "{MACHINES / "flat_8.sched"}"\nparam chunks = 2\n')
-    with pytest.raises(schedc.SchedcError, match="choose another --name"):
+    with pytest.raises(schedc.SchedcError, match="already defines 'chunks'"):
         schedc.synthesize(machine, "allgather", over="ranks", size="1 MiB")
 
 
@@ -181,6 +181,17 @@ def test_msccl_refusal_names_the_chunks_that_fit(tmp_path):
     assert "would load it" in schedc.validate_msccl(xml, "msccl-executor-nccl")
     with pytest.raises(schedc.SchedcError):  # one more does not fit
         schedc.export_msccl(schedc.load(out, sets=(f"chunks={fewer + 1}",)), result.name)
+
+
+def test_msccl_refusals_not_of_size_name_no_chunks(tmp_path):
+    # A broadcast is not an MSCCL collective: no chunk count helps, so none is named (and the
+    # file is not recompiled at other counts to find out).
+    out, result = written(tmp_path, ROOT / "schedules" / "seed" / "nvlink_2x8.sched", "broadcast",
+                          over="ranks", size="192 MiB", units=8, chunks=4)
+    with pytest.raises(schedc.SchedcError) as refused:
+        schedc.export_msccl(schedc.load(out), result.name)
+    assert "MSCCL XML is written for" in str(refused.value)
+    assert "chunks" not in str(refused.value)
 
 
 @pytest.mark.parametrize("option, value, said", [
@@ -259,7 +270,7 @@ def test_the_machines_own_pins_stay_and_below_the_optimum_it_says_so(tmp_path):
     out, result = written(tmp_path, machine, "allgather", over="ranks", size="V")
     assert result.reached == pytest.approx(0.5)
     assert result.pinned == 0
-    assert "no route these trees may take" in result.text
+    assert "no single route per pair of ranks carries the cut's bandwidth" in result.text
     assert at_zero_alpha(out, result.name) >= result.optimum  # a lower bound all the same
 
 

@@ -73,6 +73,7 @@ def export_msccl(session: Session, schedule: str, *, proto: str = ExportMscclOpt
         '<algo name="ring" ...'
     """
     from ..errors import UsageError
+    from ..export.msccl_xml import TooLarge
     from ..export.msccl_xml import export_msccl as write_xml
     # (a size may be text with a unit, "192MiB": the field reads it into an int)
     o = ExportMscclOptions(proto, channels, executor, max_steps,
@@ -93,7 +94,7 @@ def export_msccl(session: Session, schedule: str, *, proto: str = ExportMscclOpt
                          o.min_bytes, o.max_bytes, o.max_steps, o.layout)
     try:
         text = write(session)
-    except UsageError as refused:
+    except TooLarge as refused:  # a size refusal: fewer chunks may fit
         fewer = _fewer_chunks(session, write)
         if fewer is None:
             raise
@@ -111,7 +112,7 @@ def _fewer_chunks(session: Session, write) -> int | None:
     """For a file whose pipeline depth is the structural param `chunks` (as `synthesize`
     writes): the most chunks below the current count whose XML fits (0: none does; each
     chunk adds steps, so it is found by bisection), or None without such a param."""
-    from ..errors import UsageError
+    from ..export.msccl_xml import TooLarge
     now = session.structural().get("chunks")
     if now is None or now < 2:
         return None
@@ -119,7 +120,7 @@ def _fewer_chunks(session: Session, write) -> int | None:
     def fits(k: int) -> bool:
         try:
             write(session.at({"chunks": k}))
-        except UsageError:
+        except TooLarge:
             return False
         return True
 

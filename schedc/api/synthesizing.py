@@ -185,9 +185,12 @@ def _probe(source, kind, over, size, root, name, sets, scratch, limits, max_rank
         raise _at_option(error, scratch, decl, over, size, root) from None
     coll = probe.program.result(name).collective
     taken = _names_in_use(probe) - {group, name}
-    if taken & {"chunks", group} or any(n.startswith(name + "_") for n in taken):
-        raise UsageError(f"{source} already defines a name the written file needs ('chunks' or "
-                         f"one starting {name}_): choose another --name")
+    if "chunks" in taken:
+        raise UsageError(f"{source} already defines 'chunks', the param the written file "
+                         "declares for its pipeline: synthesize from a file that does not")
+    if any(n.startswith(name + "_") for n in taken):
+        raise UsageError(f"{source} already defines a name starting {name}_, as the written "
+                         "file's do: choose another --name")
     if len(coll.ranks) > max_ranks:
         raise UsageError(f"synthesizing over {len(coll.ranks)} ranks is refused: the limit is "
                          f"{max_ranks} (raise it with --max-ranks; pricing grows as ranks^3)")
@@ -219,14 +222,14 @@ def _packings(program, coll, exact, shard: float, shift):
     need pinned: none when schedc's own routes reach the optimum; otherwise the paths
     `synthesize.paths` finds, kept when the packings on them reach more."""
     from ..analysis.synthesize.packing import pack
-    from ..analysis.synthesize.paths import pinned_paths, with_pins
+    from ..analysis.synthesize.paths import MAX_PATH_RANKS, pinned_paths, with_pins
 
     def packed(topology):
         return [pack(topology, program.nominal, coll.ranks, part.kind, coll.root,
                      shard / float(part.value), coll.span, shift) for part in exact.parts]
 
     plain = packed(program.topology)
-    if min(p.reached for p in plain) >= 1 - 1e-6:
+    if min(p.reached for p in plain) >= 1 - 1e-6 or len(coll.ranks) > MAX_PATH_RANKS:
         return plain, {}
     pins: dict = {}
     for part, packing in zip(exact.parts, plain):
@@ -320,8 +323,8 @@ def _short(s: Synthesis) -> str:
     """Why trees over schedc's routes can stop below the optimum, when they do."""
     if s.reached >= 1 - 1e-6:
         return ""
-    return (" (the optimum's cut counts paths that no route these trees may take has: the "
-            "machine pins a route, or a pair would need two paths)")
+    return (" (no single route per pair of ranks carries the cut's bandwidth: schedc's routing "
+            "policy or the machine's pins; other paths are searched up to 32 ranks)")
 
 
 def _pinned(s: Synthesis) -> str:

@@ -54,7 +54,12 @@ STEPS_SOURCE = {NCCL: "MSCCL_MAX_NUM_STEPS of its default build, makefiles/commo
                 MSCCL: "MSCCL_MAX_NUM_STEPS, src/include/msccl.h:6"}
 
 
-class FewerChannels(UsageError):
+class TooLarge(UsageError):
+    """A refusal of the XML's size (chunks, channels, steps, elements): a schedule cut into
+    fewer pieces may fit (`schedc.api.export_msccl` then names a chunk count that does)."""
+
+
+class FewerChannels(TooLarge):
     """A limit that more channels only make worse: fewer may fit."""
 
 
@@ -72,8 +77,8 @@ def export_msccl(schedule: Schedule, name: str | None = None, proto: str = "Simp
                         max_steps, layout)
             except UsageError:
                 continue
-            raise UsageError(f"{refusal.message}: --channels {fewer} fits") from None
-        raise UsageError(refusal.message + ("" if channels == 1 else
+            raise TooLarge(f"{refusal.message}: --channels {fewer} fits") from None
+        raise TooLarge(refusal.message + ("" if channels == 1 else
                                             ", and no smaller --channels fits")) from None
 
 
@@ -104,7 +109,7 @@ def _export(schedule: Schedule, name: str | None, proto: str, channels: int, exe
     batches = [b for r in schedule.rounds for b in r.batches]
     chunks = lcm(*(b.den for b in batches), p if coll.kind != "allreduce" else 1) * channels
     if chunks - 1 > MAX_OFFSET:
-        raise UsageError(f"the XML needs {chunks:,} chunks per loop; step offsets are int16_t "
+        raise TooLarge(f"the XML needs {chunks:,} chunks per loop; step offsets are int16_t "
                          f"(msccl_struct.h:44), at most {MAX_OFFSET + 1:,} chunks"
                          + (f": try --channels {channels * (MAX_OFFSET + 1) // chunks}"
                             if channels * (MAX_OFFSET + 1) // chunks >= 1 and channels > 1 else ""))
@@ -114,14 +119,14 @@ def _export(schedule: Schedule, name: str | None, proto: str, channels: int, exe
     groups = MAX_CHANNELS // (width * bands)
     if groups < 1:
         fits = MAX_CHANNELS // (width // channels * bands)
-        raise UsageError(f"the XML needs {width * bands} channels ({width // channels} "
+        raise TooLarge(f"the XML needs {width * bands} channels ({width // channels} "
                          f"transfers between one pair in one round × --channels {channels}"
                          + (f" × {bands} bands of 32 peers" if banded else "")
                          + f"); NCCL has {MAX_CHANNELS} (MAXCHANNELS)"
                          + (f": the most that fits is --channels {fits}" if fits else ""))
     busiest = _busiest_pair(schedule)
     if ceil(busiest / groups) > limit:  # refused before the work, which grows with rounds
-        raise UsageError(_too_many_steps(ceil(busiest / groups), busiest, groups, limit,
+        raise TooLarge(_too_many_steps(ceil(busiest / groups), busiest, groups, limit,
                                          executor, f"a gpu sends to the same peer in {busiest} "
                                          f"rounds, over at most {groups} groups of channels"))
     device, least = _least_elements(schedule, channels, p)
@@ -141,7 +146,7 @@ def _export(schedule: Schedule, name: str | None, proto: str, channels: int, exe
             break
         best = most if best is None else min(best, most)
     else:
-        raise UsageError(_too_many_steps(best or 0, busiest, groups, limit, executor,
+        raise TooLarge(_too_many_steps(best or 0, busiest, groups, limit, executor,
                                          "with the rounds spread over every number of channel "
                                          "groups that fits, dependencies' nops included"))
     per_gpu = _thread_blocks(blocks, executor, p)
@@ -168,7 +173,7 @@ def _thread_blocks(blocks: dict[tuple, Block], executor: str, p: int) -> dict[in
         per_gpu[key[0]].append(blocks[key])
     nchannels = 1 + max((b.chan for b in blocks.values()), default=0)
     if nchannels > MAX_CHANNELS:
-        raise UsageError(f"the XML needs {nchannels} channels; NCCL has {MAX_CHANNELS}")
+        raise TooLarge(f"the XML needs {nchannels} channels; NCCL has {MAX_CHANNELS}")
     for gpu, tbs in per_gpu.items():
         tbs.sort(key=lambda b: (b.send, b.recv, b.chan))
         needed = [b for b in tbs if any(s.needed for s in b.steps)]
@@ -194,7 +199,7 @@ def _thread_blocks(blocks: dict[tuple, Block], executor: str, p: int) -> dict[in
                     count[b.chan] += 1
             if count and max(count.values()) > MAX_PER_CHANNEL:
                 chan = max(count, key=lambda c: count[c])
-                raise UsageError(f"gpu {gpu} would need {counted(count[chan], 'thread block')} "
+                raise TooLarge(f"gpu {gpu} would need {counted(count[chan], 'thread block')} "
                                  f"that {what} on channel {chan}; at most {MAX_PER_CHANNEL}")
         nodes = 1 + p + len(tbs) + sum(len(b.steps) for b in tbs)
         if nodes >= MAX_NODES:

@@ -25,8 +25,8 @@ def synthesis_text(s: Synthesis, written: str | None) -> str:
           for side, label in zip(s.optimum_cuts, ("reduce-scatter", "all-gather"))),
         f"  packing      {s.reached:.6%} of the optimum's rate ({counted(s.iterations, 'round')} of pricing)"
         + ("" if s.reached >= 1 - 1e-6 else
-           "\n               below it: the cut counts paths that no route these trees may "
-           "take has"),
+           "\n               below it: no single route per pair of ranks carries the cut's "
+           "bandwidth"),
         *([f"  routes       {s.pinned} pinned where schedc's own differ (a `topology` "
            "block in the file)"] if s.pinned else []),
         f"  time         {format_seconds(s.time)}  (compiled and verified, chunks = {s.chunks}, "

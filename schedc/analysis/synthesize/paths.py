@@ -25,6 +25,7 @@ from .arborescence import min_arborescence
 from .packing import MAX_ITERATIONS, Tree, _master, _prune
 
 _PASSES = 16  # fixing passes; each fixes one pair still split
+MAX_PATH_RANKS = 32  # other paths are searched up to this many ranks (GB200's 72: minutes)
 _TIE = 1e-9  # added to every leg's price: of paths priced alike, the one with fewest legs
 
 
@@ -48,7 +49,7 @@ def pinned_paths(topology: Topology, nominal: dict, ranks: tuple[int, ...], kind
             a, b = position[src], position[dst]
             fixed[(b, a) if inward else (a, b)] = ()
     best, carried = _pack_paths(legs, roots, optimum_rate, fixed, seeds)
-    for passes in range(_PASSES):
+    for _ in range(_PASSES):
         split = {edge: sorted(by_path, key=lambda p: (by_path[p], p))
                  for edge, by_path in carried.items() if len(by_path) > 1}
         if not split:
@@ -65,8 +66,7 @@ def pinned_paths(topology: Topology, nominal: dict, ranks: tuple[int, ...], kind
     else:  # out of passes: every pair still split takes the path carrying most of its weight
         for edge, by_path in carried.items():
             fixed.setdefault(edge, max(sorted(by_path), key=lambda p: by_path[p]))
-    used = {edge: fixed.get(edge, max(by_path, key=lambda p: by_path[p]))
-            for edge, by_path in carried.items()}
+    used = {edge: fixed.get(edge, next(iter(by_path))) for edge, by_path in carried.items()}
     pins = {}
     for (a, b), path in sorted(used.items()):
         pair = (ranks[b], ranks[a]) if inward else (ranks[a], ranks[b])
@@ -116,11 +116,14 @@ def _pack_paths(legs: _Legs, roots: list[int], optimum_rate: float, fixed: dict,
             break
         if len(columns) > 8 * (len(capacity) + len(roots)):  # as `pack` keeps its LP small
             _prune(trees, columns, seen, weights, y, dict(zip(roots, z)))
+    else:  # out of rounds: the weights of the trees kept, after the last pruning
+        rate, weights, y, z = _master(columns, trees, roots, ones, capacity)
     carried: dict[tuple[int, int], dict[tuple[int, ...], float]] = {}
     for (_, edges), w in zip(trees, weights):
         if w > 1e-12:
             for a, b, path in edges:
                 by_path = carried.setdefault((a, b), {})
+                path = legs.canonical(a, b, path)
                 by_path[path] = by_path.get(path, 0.0) + float(w)
     return rate, carried
 
@@ -153,6 +156,7 @@ class _Legs:
         from scipy.sparse import csr_array  # type: ignore[import-untyped]  # no types
 
         self.topology, self.ranks, self.inward = topology, ranks, inward
+        self._own: dict[tuple, bool] = {}  # (a, b, path): the path is schedc's own route
         self.devices = len(topology.devices)
         first = topology.policy == "first"
         limited = [r for r in topology.resources if r.effective_bandwidth is not None]
@@ -175,6 +179,19 @@ class _Legs:
                         values.append(1.0 / len(hops))
         self.shares = csr_array((values, (rows, cols)), shape=(len(self.pairs), len(limited)))
         self.forwarding = sorted(topology.forwarding)
+
+    def canonical(self, a: int, b: int, path: tuple[int, ...]) -> tuple[int, ...]:
+        """`()` for a path that is schedc's own route between the edge's ranks (so the two
+        are one path, not a split), else the path."""
+        if path:
+            key = (a, b, path)
+            if key not in self._own:
+                src, dst = ((self.ranks[b], self.ranks[a]) if self.inward
+                            else (self.ranks[a], self.ranks[b]))
+                self._own[key] = _routed_over(self.topology, (src, dst), path)
+            if self._own[key]:
+                return ()
+        return path
 
     def edge_load(self, a: int, b: int, path: tuple[int, ...]) -> np.ndarray:
         """Per resource, the share of a tree edge's bytes it carries over `path` (`()`:
