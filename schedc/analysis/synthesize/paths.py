@@ -7,9 +7,9 @@ GPUs that share a PCIe switch but talk over NVLink, NICs that could loop back th
 pricing may choose any path: the cheapest path between two ranks under the LP's resource
 duals is a shortest path (Dijkstra, SciPy's csgraph, on a graph where a device that does not
 forward is only an end), so each round prices a tree over the metric closure. The paths the
-packing uses become `route A -> B via ...` pins, one path per ordered pair — the one carrying
-most of the pair's weight — and `pack` then runs on the pinned machine: what it reaches is
-what the written file, pins included, reaches.
+packing uses become `route A -> B via ...` pins, one path per ordered pair (`pinned_paths`
+says how a pair split over several gets one), and `pack` then runs on the pinned machine:
+what it reaches is what the written file, pins included, reaches.
 """
 
 from __future__ import annotations
@@ -37,8 +37,9 @@ def pinned_paths(topology: Topology, nominal: dict, ranks: tuple[int, ...], kind
     `seeds`, trees over schedc's routes (a packing's), start the search where they stopped.
 
     A pinned route is one path per pair, and the free packing may split a pair over several:
-    each pass fixes every such pair to the path carrying most of its weight and packs again
-    around it, until every pair the trees use takes one path (at most `_PASSES` passes)."""
+    each pass fixes one split pair, the one whose lighter path carries most, to that path (or
+    to its heavier one if the packing then reaches less) and packs again, until no pair is
+    split; after `_PASSES` passes every pair left takes its heaviest path."""
     legs = _Legs(topology, nominal, ranks, KINDS[kind].reduces)
     inward = KINDS[kind].reduces
     roots = [ranks.index(root)] if KINDS[kind].rooted else list(range(len(ranks)))
