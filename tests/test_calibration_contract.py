@@ -292,3 +292,46 @@ def test_a_zero_thread_or_gpu_count_says_nothing(run, tmp_path):
     assert read_log(log).table().per_process() is None
     code, _, err = run("calibrate", log, "--machine", _machine())
     assert code in (0, 1) and "Traceback" not in err and "internal error" not in err
+
+
+# fuzz_c11 (../shared/repros/turn4): 1,000 rows of four sizes, each repeated. The model's time
+# depends on the size alone, so the rows give four equations for the 7 params of the DGX file
+# (the call's latency, each protocol's start-up and share): refused before the search, which
+# on these rows ran every start to its evaluation limit (8.5 s, then --max-fit-work).
+_HEAD = ("# nThread 1 nGpus 1 minBytes 8 maxBytes 1073741824 step: 2(factor) warmup iters: 5 "
+         "iters: 20\n# Collective test starting: all_reduce_perf\n#       size         count"
+         "      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw "
+         "#wrong\n#        (B)    (elements)                               (us)  (GB/s)  "
+         "(GB/s)            (us)  (GB/s)  (GB/s)\n")
+
+
+def _repeated_sizes_log(tmp_path, sizes: int, rows: int = 1000):
+    # 1 GiB and doubling, about 260 µs per MiB (the repro's times); each size rows/sizes times.
+    lines = []
+    for k in range(rows):
+        size = 2 ** (30 + k % sizes)
+        time_us = 0.26 * size / 2**10
+        lines.append(f"{size} {size // 4} float sum -1 {time_us:.1f} 0.0 0.0 0 {time_us:.1f} "
+                     "0.0 0.0 0\n")
+    return write(tmp_path, f"rep{sizes}.txt", _HEAD + "".join(lines))
+
+
+def test_repeated_sizes_count_once_and_are_refused_before_the_search(tmp_path, monkeypatch):
+    import schedc.analysis.calibrate.fit as fit
+
+    def no_search(*_args, **_kwargs):
+        raise AssertionError("the search started")
+
+    monkeypatch.setattr(fit, "_search", no_search)
+    log = _repeated_sizes_log(tmp_path, 4)
+    session = schedc.load(_machine())
+    run_ = Run(session, BOTH, str(log), read_log(log).table(), session.program.path)
+    # Every 4th of the 1,000 rows sorted by size, and the last: 250 + 1 fit rows.
+    with pytest.raises(schedc.SchedcError, match="251 fit rows of 4 distinct sizes cannot "
+                                                  "check 7 params"):
+        calibrate_runs([run_])
+
+
+def test_repeated_sizes_refused_from_the_command_line(run, tmp_path):
+    code, out, err = run("calibrate", _repeated_sizes_log(tmp_path, 4), "--machine", _machine())
+    assert code == 2 and out == "" and "of 4 distinct sizes cannot check 7 params" in err
