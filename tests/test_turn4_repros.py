@@ -275,20 +275,33 @@ def text_log(rows: int, sizes: int | None = None) -> str:
                           for k, s in enumerate(size))
 
 
-def large_sizes_log(rows: int) -> str:
-    """fuzz_c11's log: sizes 1, 2, 4 and 8 GiB repeated, at its times; no row below 1 GiB
-    says anything of the latencies, and the fit does not settle (800,000 evaluations)."""
+def large_sizes_log(rows: int, sizes: int = 4) -> str:
+    """fuzz_c11's log: sizes 1, 2, 4 and 8 GiB repeated, at its times (with `sizes` > 4, on
+    to 2^(29 + sizes) B, each double the time of the last); no row below 1 GiB says anything
+    of the latencies, and the fit does not settle (800,000 evaluations)."""
     times = {2**30: 278168.0, 2**31: 534127.0, 2**32: 1106007.0, 2**33: 2382474.0}
+    for k in range(4, sizes):
+        times[2 ** (30 + k)] = 2 * times[2 ** (29 + k)]
     head = text_log(0)
     return head + "".join(f"{s} {s // 4} float sum -1 {times[s]} 0.0 0.0 0 {times[s]} 0.0 0.0 0\n"
-                          for s in (2 ** (30 + k % 4) for k in range(rows)))
+                          for s in (2 ** (30 + k % sizes) for k in range(rows)))
+
+
+def test_fuzz_c11_repeated_sizes_are_refused_before_the_fit(run, tmp_path):
+    """1,000 rows of 4 sizes: 251 fit rows (every 4th and the largest) but 4 equations, as
+    the model's time depends on the size alone: fewer than the DGX machine's 7 params, so
+    refused before the search (194 s before the work limit; 8.5 s with it)."""
+    log = write(tmp_path, "l.txt", large_sizes_log(1000))
+    seconds, code, _, err = timed(run, "calibrate", log, "--machine", DGX)
+    assert code == 2 and "251 fit rows of 4 distinct sizes cannot check 7 params" in err
+    assert seconds < 5
 
 
 def test_r10_calibrate_refuses_a_fit_past_its_work_limit(run, tmp_path):
     """100 rows: 26 fit rows (every 4th and the largest), the DGX machine's 7 params:
     estimated at 2,750 × 8 × (26 + 100) = 2,772,000 units, within the limit given; refused
     during the fit when it passes the limit."""
-    log = write(tmp_path, "l.txt", large_sizes_log(100))
+    log = write(tmp_path, "l.txt", large_sizes_log(100, sizes=8))  # (8 sizes > 7 params)
     err = refused(run, "calibrate", log, "--machine", DGX, "--max-fit-work", "3000000")
     assert "the fit did not settle within 3,000,000 units of work (26 fit rows" in err
     assert "raise --max-fit-work" in err

@@ -32,7 +32,7 @@ import numpy as np
 
 from ..errors import UsageError
 from ..limits import MAX_SIZE
-from ..model.ir import Schedule, Series, distinct, joined
+from ..model.ir import Schedule, Series, joined
 from ..msccl.rules import (
     MAX_CHANNELS,
     MAX_DEPENDED_TB,
@@ -113,8 +113,12 @@ def _export(schedule: Schedule, name: str | None, proto: str, channels: int, exe
                          f"(msccl_struct.h:44), at most {MAX_OFFSET + 1:,} chunks"
                          + (f": try --channels {channels * (MAX_OFFSET + 1) // chunks}"
                             if channels * (MAX_OFFSET + 1) // chunks >= 1 and channels > 1 else ""))
-    width = _most_per_round(schedule) * channels
-    banded = _most_peers(schedule) > MAX_PER_CHANNEL
+    # Every (sender, receiver, round) once, sorted: the limits below are counted from it
+    # before any step is built (one sort of the 2 M transfers of a 1,024-rank ring).
+    keys, devices, most = _pair_rounds(schedule)
+    width = most * channels
+    pairs = keys // max(len(schedule.rounds), 1)  # sorted too: a pair's rounds adjacent
+    banded = _most_peers(pairs, devices) > MAX_PER_CHANNEL
     bands = ceil((p - 1) / BAND) if banded else 1
     groups = MAX_CHANNELS // (width * bands)
     if groups < 1:
@@ -124,12 +128,12 @@ def _export(schedule: Schedule, name: str | None, proto: str, channels: int, exe
                          + (f" × {bands} bands of 32 peers" if banded else "")
                          + f"); NCCL has {MAX_CHANNELS} (MAXCHANNELS)"
                          + (f": the most that fits is --channels {fits}" if fits else ""))
-    busiest = _busiest_pair(schedule)
+    busiest = _busiest_pair(pairs)
     if ceil(busiest / groups) > limit:  # refused before the work, which grows with rounds
         raise TooLarge(_too_many_steps(ceil(busiest / groups), busiest, groups, limit,
                                          executor, f"a gpu sends to the same peer in {busiest} "
                                          f"rounds, over at most {groups} groups of channels"))
-    device, least = _least_elements(schedule, channels, p)
+    device, least = _least_elements(pairs, devices, channels, p)
     if least >= MAX_NODES:  # (the same refusal as _thread_blocks', before the work)
         gpu = coll.ranks.index(device) if device in coll.ranks else device  # (its rank)
         raise FewerChannels(f"gpu {gpu}'s part of the XML would have at least {least} elements "
@@ -209,50 +213,46 @@ def _thread_blocks(blocks: dict[tuple, Block], executor: str, p: int) -> dict[in
     return per_gpu
 
 
-def _most_per_round(schedule: Schedule) -> int:
-    """The most transfers from one gpu to one peer within one round."""
-    most = 1
-    for rnd in schedule.rounds:
-        pairs = joined([b.src * (1 << 32) + b.dst for b in rnd.batches])
-        if len(pairs):
-            most = max(most, int(np.unique(pairs, return_counts=True)[1].max()))
-    return most
+def _runs(pairs: np.ndarray) -> np.ndarray:
+    """The lengths of the runs of equal values in a sorted array."""
+    starts = np.flatnonzero(np.concatenate([[True], pairs[1:] != pairs[:-1]]))
+    return np.diff(np.append(starts, len(pairs)))
 
 
-def _most_peers(schedule: Schedule) -> int:
-    """The most peers one gpu sends to, or receives from."""
-    pairs = distinct(joined([b.src * (1 << 32) + b.dst for b in schedule.rounds.batches()]))
+def _most_peers(pairs: np.ndarray, devices: int) -> int:
+    """The most peers one gpu sends to, or receives from (`pairs`: src · devices + dst of
+    each (pair, round), sorted)."""
     if not len(pairs):
         return 0
-    return max(int(np.unique(pairs >> 32, return_counts=True)[1].max()),
-               int(np.unique(pairs & 0xFFFFFFFF, return_counts=True)[1].max()))
+    once = pairs[np.concatenate([[True], pairs[1:] != pairs[:-1]])]
+    return max(int(np.bincount(once // devices).max()), int(np.bincount(once % devices).max()))
 
 
-def _busiest_pair(schedule: Schedule) -> int:
+def _busiest_pair(pairs: np.ndarray) -> int:
     """The most rounds in which one gpu sends to one peer: every such round gives the pair's
     thread block on each channel of its group a step at least."""
-    pairs = _pair_rounds(schedule)[0] // max(len(schedule.rounds), 1)  # each (pair, round) once
-    return int(np.unique(pairs, return_counts=True)[1].max(initial=0))
+    return int(_runs(pairs).max(initial=0))
 
 
-def _least_elements(schedule: Schedule, channels: int, p: int) -> tuple[int, int]:
+def _least_elements(pairs: np.ndarray, devices: int, channels: int,
+                    p: int) -> tuple[int, int]:
     """(a gpu, a lower bound on its elements in the XML), the largest such bound: the algo,
     every gpu, and per round in which it sends to (or receives from) a peer a step on each
     channel, besides a thread block. Known from the rounds before any step is built, so the
-    parser's MAX_NODES refuses a 1,024-rank ring in a second, not after 2.6 GB of XML."""
-    keys, devices = _pair_rounds(schedule)
-    if not len(keys):
+    parser's MAX_NODES refuses a 1,024-rank ring in a second, not after 2.6 GB of XML.
+    (Counted by bincount, not a sort: the lowest gpu of the most, as np.unique's argmax.)"""
+    if not len(pairs):
         return 0, 1 + p
-    pairs = keys // max(len(schedule.rounds), 1)
-    ends = np.concatenate([pairs // devices, pairs % devices])  # sender, then receiver
-    gpus, counts = np.unique(ends, return_counts=True)
+    counts = (np.bincount(pairs // devices, minlength=devices)
+              + np.bincount(pairs % devices, minlength=devices))
     k = int(counts.argmax())
-    return int(gpus[k]), 1 + p + 1 + int(counts[k]) * channels
+    return k, 1 + p + 1 + int(counts[k]) * channels
 
 
-def _pair_rounds(schedule: Schedule) -> tuple[np.ndarray, int]:
+def _pair_rounds(schedule: Schedule) -> tuple[np.ndarray, int, int]:
     """Every (sender, receiver, round) of the schedule once, as (src · devices + dst) ·
-    rounds + round; and `devices`."""
+    rounds + round; `devices`; and the most transfers from one gpu to one peer within one
+    round (at least 1)."""
     rounds = max(len(schedule.rounds), 1)
     devices = 1 + max((int(max(b.src.max(initial=0), b.dst.max(initial=0)))
                        for b in schedule.rounds.batches()), default=0)
@@ -266,7 +266,9 @@ def _pair_rounds(schedule: Schedule) -> tuple[np.ndarray, int]:
             keys += [(b.src * devices + b.dst) * rounds + first + k
                      for k, rnd in enumerate(part) for b in rnd.batches]
         first += len(part)
-    return distinct(joined(keys)), devices
+    ordered = np.sort(joined(keys))
+    runs = _runs(ordered)
+    return ordered[np.cumsum(runs) - runs], devices, max(1, int(runs.max(initial=0)))
 
 
 def _write(name: str, proto: str, chunks: int, executor: str, min_bytes: int, max_bytes: int,
