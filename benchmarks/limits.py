@@ -87,11 +87,14 @@ def text_log(rows: int) -> str:
                               "0.0 0\n" for k in range(rows))
 
 
-def large_sizes_log(rows: int) -> str:
-    """fuzz_c11: sizes 1-8 GiB repeated (the rows say nothing of the latencies)."""
+def large_sizes_log(rows: int, sizes: int = 4) -> str:
+    """fuzz_c11: sizes 1-8 GiB repeated (the rows say nothing of the latencies); with
+    `sizes` > 4 on to 2^(29 + sizes) B, each twice the time of the last."""
     times = {2**30: 278168.0, 2**31: 534127.0, 2**32: 1106007.0, 2**33: 2382474.0}
+    for k in range(4, sizes):
+        times[2 ** (30 + k)] = 2 * times[2 ** (29 + k)]
     return LOG_HEAD + "".join(f"{s} {s // 4} float sum -1 {times[s]} 0.0 0.0 0 {times[s]} 0.0 "
-                              "0.0 0\n" for s in (2 ** (30 + k % 4) for k in range(rows)))
+                              "0.0 0\n" for s in (2 ** (30 + k % sizes) for k in range(rows)))
 
 
 def json_log(rows: int, one_line: bool = False) -> str:
@@ -152,6 +155,8 @@ def cases() -> list[tuple[str, dict, list[str]]]:
     c.append(("r10_calibrate_10000_rows_json", {"l.json": json_log(10000)},
               ["calibrate", "{l.json}", "--machine", str(CALIB)]))
     c.append(("c11_calibrate_1000_rows_4_sizes", {"l.txt": large_sizes_log(1000)},
+              ["calibrate", "{l.txt}", "--machine", str(CALIB)]))
+    c.append(("c11_calibrate_1000_rows_8_sizes", {"l.txt": large_sizes_log(1000, 8)},
               ["calibrate", "{l.txt}", "--machine", str(CALIB)]))
     c.append(("r11_predict_one_line_json", {"l.json": json_log(10000, one_line=True)},
               ["predict", str(CALIB), "--against", "{l.json}"]))
