@@ -33,7 +33,6 @@ import numpy as np
 from ...errors import UsageError
 from .calibration import (
     Calibration,
-    CalibrationError,
     Comparison,
     FittedParam,
     Point,
@@ -43,7 +42,7 @@ from .calibration import (
     check_table,
     points,
 )
-from .identify import AT_BOUND, NEAR_BOUND, to_hold, unbound_shares
+from .identify import AT_BOUND, NEAR_BOUND, enough_rows, to_hold, unbound_shares
 from .identify import anchors_of as _anchors
 from .identify import fitted_params as _params
 from .model import Model, check_names, default_unknowns, group_of
@@ -171,7 +170,7 @@ def calibrate_runs(runs: list[Run], names: tuple[str, ...] = (), split: Split = 
     # Held at their priors: a link class's share that no fit row is bound by, and (below)
     # what the rows do not determine (identify.py).
     unbound = unbound_shares([u.role for u in unknowns], data_residuals, at_prior, DATA_SIGMA)
-    _enough_rows(fit_rows, fit_sizes, len(unknowns) - len(unbound))  # (a share held: not one)
+    enough_rows(fit_rows, fit_sizes, len(unknowns) - len(unbound))  # (a share held: not one)
     held: list[int] = list(unbound)
     best, results = _search(residuals, starts_x, at_prior, held, lower, upper,
                             max_evaluations, anchors)
@@ -228,23 +227,6 @@ def calibrate_runs(runs: list[Run], names: tuple[str, ...] = (), split: Split = 
                       int(sum(r.nfev for r in results)), split.every, split, starts,
                       tuple(notes), optimum=(_reached(results, best), len(results)))
     return replace(cal, checks=tuple(adequacy(runs, cal, models, per_run, theta)))
-
-
-def _enough_rows(fit_rows: int, fit_sizes: int, params: int) -> None:
-    """Refused before the search when the fit rows' distinct sizes are not more than the
-    params: with as many, every size is met exactly and its 0 % error says nothing; with
-    fewer, some params are free and every start runs to its evaluation limit (fuzz_c11:
-    1,000 rows of 4 sizes, 7 params, 8.5 s of CPU before --max-fit-work stopped it)."""
-    if fit_sizes > params:
-        return
-    if fit_sizes == fit_rows:
-        raise CalibrationError(f"{fit_rows} fit rows cannot check {params} params: a fit needs "
-                               "more rows than params (with as many, every fit row is met "
-                               "exactly and its 0 % error says nothing); fit on more rows")
-    raise CalibrationError(f"{fit_rows:,} fit rows of {fit_sizes} distinct sizes cannot check "
-                           f"{params} params: rows that repeat a size give the model one "
-                           "equation (its time depends on the size alone), and a fit needs "
-                           "more sizes than params; fit on more sizes")
 
 
 def _starts(unknowns: list[Unknown], lower: np.ndarray, upper: np.ndarray) -> list[np.ndarray]:
