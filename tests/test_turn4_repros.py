@@ -230,6 +230,24 @@ def test_r07_nvidia_smi_import_is_linear_in_the_cells(run, tmp_path):
     assert seconds < 5  # (8.5 s before for 700 GPUs, growing as N^2.4; 1,000: 25 s)
 
 
+def test_campaign_nvidia_smi_direct_nvlinks_named_once(run, tmp_path):
+    """The 2026-12-07 21:05 campaign's slow runs (12 of 12): a 400-GPU matrix whose NV cells
+    are not all equal has a direct link per GPU pair, 400 · 399 / 2 = 79,800, and the writer
+    named each end by sorting every part again (6.8 s of CPU, 45-85 s wall at load 12)."""
+    text = smi(400).replace("GPU0\t X \tNV18", "GPU0\t X \tNV12", 1)
+    text = text.replace("GPU1\tNV18", "GPU1\tNV12", 1)  # (the matrix stays symmetric)
+    out_path = tmp_path / "m.sched"
+    seconds, code, _, err = timed(run, "machine", "import", "--nvidia-smi",
+                                  write(tmp_path, "smi400.txt", text), "--sm", "90",
+                                  "--nvlinks", "18", "-o", out_path)
+    assert code == 0, err
+    links = [x.split()[1:4] for x in out_path.read_text().splitlines()
+             if x.lstrip().startswith("link g[") and "class nvlink" in x]
+    assert len(links) == 79_800 and ["g[7]", "<->", "g[123]"] in links
+    assert ["g[0]", "<->", "g[1]"] in links and ["g[398]", "<->", "g[399]"] in links
+    assert seconds < 5  # (1.1 s here at load 12)
+
+
 def msccl_steps(steps: int) -> str:
     """One thread block of `steps` nops per gpu of 2 (r08)."""
     out = ['<algo name="big" proto="Simple" nchannels="1" nchunksperloop="2" ngpus="2" '
