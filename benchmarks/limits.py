@@ -146,6 +146,11 @@ def cases() -> list[tuple[str, dict, list[str]]]:
               ["whatif", "{m.sched}", "--class", "uplink", "--no-verify"]))
     c.append(("r07_smi_1000_gpus", {"s.txt": smi(1000)},
               ["machine", "import", "--nvidia-smi", "{s.txt}", "--sm", "90", "--nvlinks", "18"]))
+    direct = smi(400).replace("GPU0\t X \tNV18", "GPU0\t X \tNV12", 1) \
+        .replace("GPU1\tNV18", "GPU1\tNV12", 1)  # NV cells not all equal: 79,800 direct links
+    c.append(("campaign_smi_400_gpus_direct_nvlinks", {"s.txt": direct},
+              ["machine", "import", "--nvidia-smi", "{s.txt}", "--sm", "90", "--nvlinks", "18",
+               "-o", "{out:m.sched}"]))
     c.append(("r08_msccl_20000_steps_executor", {"b.xml": msccl_xml(20000)},
               ["verify", "{b.xml}", "--executor", "msccl"]))
     c.append(("r09_export_msccl_ring_1024", {},
