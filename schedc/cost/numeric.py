@@ -6,53 +6,91 @@
 evaluated round shape by round shape at the program's nominal point. The formula path
 (`cost.formula`, `cost.protocols`) builds the same sum as SymPy expressions for every class of
 rounds and substitutes the nominal point afterwards; this path never makes an expression, so
-its work grows with the loads' entries only (tests/test_numeric.py checks that both give the
-same exact time on every shipped file but one: under a protocol's per-class share, `class nic
-eff`, the formula path has already dropped terms that are a constant fraction of another and
-can miss one that dominates under that share; the test names the file and keeps it, xfail).
+its work grows with the loads' entries only, and on a program compiled without formulas
+(`Program.symbolic` false: every param its value) it never imports SymPy
+(tests/test_numeric.py checks that both paths give the same exact time on every shipped file,
+compiled either way).
 
 Each term is chosen as the formula path chooses it: per round and bandwidth group the largest
-load (`formula._bandwidth_groups`), and under a protocol the rate of that group capped by the
-classes of the links carrying that load. The largest is found in floating point first and
-settled exactly among the entries within a relative 1e-9 of it, so ties and near-ties are
-compared as fractions.
+load (`formula._bandwidth_groups`; a class some protocol gives a share or cap of its own is a
+group of its own), and under a protocol the rate of that group capped by the classes of the
+links carrying that load. The largest is found in floating point first and settled exactly
+among the entries within a relative 1e-9 of it, so ties and near-ties are compared as
+fractions.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from fractions import Fraction
 
 import numpy as np
 
+from ..model.ir import LinearBytes, Schedule, linear_value
 from ..model.protocol import Protocol
+from ..model.scalars import exact_value as value_at
 from ..model.topology import Topology
 from .lower import Loads
 
 NEAR = 1e-9  # entries within this relative distance of the float maximum are compared exactly
 
 
-def value_at(expr, nominal: dict) -> Fraction:
-    """An expression of the params (or a number) at the nominal point, exactly."""
-    if isinstance(expr, (int, Fraction)):
-        return Fraction(expr)
-    found = expr.xreplace(nominal)
-    if found.is_Rational:
-        return Fraction(int(found.p), int(found.q))
-    return Fraction(float(found))
+@dataclass(frozen=True)
+class NumericTiming:
+    """What `time --no-formula` reports about one schedule: its time at the nominal point and
+    its traffic, without a formula, a regime or a bottleneck's formula."""
+
+    schedule: Schedule
+    time: Fraction  # seconds at the nominal point
+    rounds: int
+    cross_rounds: int
+    bytes_cross: LinearBytes
+    bytes_logical: LinearBytes
+    nominal: dict
+    protocol: str | None = None  # with protocols: the fastest at the nominal point (first on a tie)
+    protocol_times: tuple[tuple[str, Fraction], ...] = ()  # with protocols: each one's time
+
+    @property
+    def name(self) -> str:
+        return self.schedule.name
+
+    def bytes_value(self, form: LinearBytes) -> Fraction:
+        return linear_value(form, self.nominal)
+
+
+def numeric_timing(schedule: Schedule, loads: Loads, topology: Topology, alpha, nominal: dict,
+                   protocols: tuple[Protocol, ...] = (), overlapped: bool = False
+                   ) -> NumericTiming:
+    """The schedule's `NumericTiming` (see `numeric_time`)."""
+    times = protocol_times(loads, topology, alpha, nominal, protocols, overlapped)
+    best = min(range(len(times)), key=lambda k: times[k][1])  # (the first of equal times)
+    return NumericTiming(schedule, times[best][1], loads.rounds, int(loads.cross_rounds.sum()),
+                         loads.bytes_cross, loads.bytes_logical, nominal,
+                         times[best][0] if protocols else None,
+                         tuple(times) if protocols else ())
 
 
 def numeric_time(loads: Loads, topology: Topology, alpha, nominal: dict,
                  protocols: tuple[Protocol, ...] = (), overlapped: bool = False) -> Fraction:
     """The schedule's time in seconds at the nominal point (see the module's docstring);
     `overlapped` (`step cost max`): a round costs max(start-up, its transfers), not the sum."""
-    peaks, used = _peaks(loads, topology, nominal)
+    return min(t for _, t in protocol_times(loads, topology, alpha, nominal, protocols,
+                                            overlapped))
+
+
+def protocol_times(loads: Loads, topology: Topology, alpha, nominal: dict,
+                   protocols: tuple[Protocol, ...] = (), overlapped: bool = False
+                   ) -> list[tuple[str, Fraction]]:
+    """(protocol, time) for each protocol; without protocols one ("", the time)."""
+    apart = frozenset(c for p in protocols for c, _ in (*p.class_eff, *p.class_cap))
+    peaks, used = _peaks(loads, topology, nominal, apart)
     latency = [value_at(x, nominal) for x in loads.shape_latency]
     counts = np.bincount(loads.shape_of, minlength=len(loads.shape_cross)).tolist()
     if not protocols:
         start = value_at(alpha, nominal)
-        return sum((counts[s] * _step(start + latency[s], [
+        return [("", sum((counts[s] * _step(start + latency[s], [
             load / bandwidth for load, bandwidth, _ in peaks[s]], overlapped)
-            for s in range(len(counts)) if counts[s]), Fraction(0))
+            for s in range(len(counts)) if counts[s]), Fraction(0)))]
     times = []
     for protocol in protocols:
         total = value_at(protocol.launch, nominal)
@@ -63,20 +101,23 @@ def numeric_time(loads: Loads, topology: Topology, alpha, nominal: dict,
             total += counts[s] * _step(start + latency[s], [
                 load / _rate(protocol, bandwidth, classes, nominal)
                 for load, bandwidth, classes in peaks[s]], overlapped)
-        times.append(total)
-    return min(times)
+        times.append((protocol.name, total))
+    return times
 
 
-def _peaks(loads: Loads, topology: Topology,
-           nominal: dict) -> tuple[list[list[tuple]], list[set[str]]]:
+def _peaks(loads: Loads, topology: Topology, nominal: dict, apart: frozenset[str] = frozenset()
+           ) -> tuple[list[list[tuple]], list[set[str]]]:
     """Per round shape, per bandwidth group it loads: (the largest load in bytes, the group's
     bandwidth, the classes of the links carrying that load), exactly; and per shape the
-    classes of the links with a bandwidth it loads at all (a protocol's start-up reads them)."""
+    classes of the links with a bandwidth it loads at all (a protocol's start-up reads them).
+    A group is the resources of one bandwidth (and, for a class in `apart`, of that class):
+    compiled without formulas, two params of one value share a group, which gives the same
+    largest term, since their rates are alike but for the classes in `apart`."""
     bandwidths: dict[object, Fraction] = {}  # a bandwidth expression → its value, once
     group_value = np.zeros(len(topology.resources), dtype=np.float64)
     exact_of: list[Fraction | None] = [None] * len(topology.resources)
     group_of = np.full(len(topology.resources), -1, dtype=np.int64)
-    index: dict[object, int] = {}
+    index: dict[tuple, int] = {}
     for r in topology.resources:
         bandwidth = r.effective_bandwidth
         if bandwidth is not None:
@@ -84,7 +125,8 @@ def _peaks(loads: Loads, topology: Topology,
                 bandwidths[bandwidth] = value_at(bandwidth, nominal)
             exact_of[r.id] = bandwidths[bandwidth]
             group_value[r.id] = float(bandwidths[bandwidth])
-            group_of[r.id] = index.setdefault(bandwidth, len(index))
+            key = (bandwidth, r.cls if r.cls in apart else None)
+            group_of[r.id] = index.setdefault(key, len(index))
     basis = [value_at(b, nominal) / d for b, d in zip(loads.basis, loads.denominators)]
     amount = loads.amount
     exact_load = _exact_loads(amount, basis)
