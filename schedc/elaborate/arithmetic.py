@@ -39,7 +39,7 @@ INT64_SAFE = 2**62  # lane values stay below this, or the round runs on exact Py
 def within_bound(value: object, span: Span) -> object:
     """Refuse an exact result beyond `magnitude.MAX_BITS` (operands within it make results of
     at most twice the bits, cheap to compute; `**` and `<<` are judged before they run)."""
-    numbers: list[int | Fraction]
+    numbers: list[int | Fraction] | list[Fraction]
     if isinstance(value, Quantity):
         numbers = rationals_in(value.expr)
     else:
