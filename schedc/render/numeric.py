@@ -13,7 +13,7 @@ from __future__ import annotations
 from ..cost.numeric import NumericTiming
 from ..elaborate.program import Program
 from ..errors import UsageError
-from ..measure.bandwidth import bandwidths, format_gbps
+from ..measure.bandwidth import bandwidths, factor_text, format_gbps
 from ..units import format_bytes, format_seconds
 from . import schema
 from .text import bandwidth_json, dump_json, json_number, params_json, table
@@ -71,7 +71,7 @@ def numeric_text(command: str, output_format: str, program: Program,
         if not hosts:
             lines.append("hosts: none declared, so no cross-host figures (declare 'host' blocks)")
         return "\n".join([*lines, LEFT_OUT]) + "\n"
-    return "".join(_fields(t, hosts) for t in timings)
+    return "\n".join(_fields(t, hosts) for t in timings)  # a blank line between schedules
 
 
 def _row(t: NumericTiming, hosts: bool) -> tuple[str, ...]:
@@ -89,21 +89,23 @@ def _bandwidths(t: NumericTiming):
 
 
 def _fields(t: NumericTiming, hosts: bool) -> str:
+    """One schedule as `time` shows it (`render.documents.time_fields`), numbers only."""
     coll = t.schedule.collective
     rows = [("time", format_seconds(t.time))]
     got = _bandwidths(t)
     if got is not None:
-        rows.append(("algbw / busbw", f"{format_gbps(got.algbw)} / {format_gbps(got.busbw)} GB/s"))
+        rows += [("algbw / busbw", f"{format_gbps(got.algbw)} / {format_gbps(got.busbw)} GB/s"),
+                 ("", factor_text(coll.kind, len(coll.ranks)))]
     if t.protocol is not None:
         each = ", ".join(f"{name} {format_seconds(value)}" for name, value in t.protocol_times)
         rows.append(("protocol", f"{t.protocol} wins at the nominal point ({each})"))
     rows += [("rounds", f"{t.rounds} ({t.cross_rounds} cross-host)" if hosts else str(t.rounds)),
-             ("transfers", f"{t.schedule.transfer_count:,}")]
-    if hosts:
-        rows.append(("bytes cross-host", format_bytes(t.bytes_value(t.bytes_cross))))
-    rows.append(("bytes logical", format_bytes(t.bytes_value(t.bytes_logical))))
+             ("transfers", f"{t.schedule.transfer_count:,}"),
+             ("bytes cross-host", format_bytes(t.bytes_value(t.bytes_cross))) if hosts else
+             ("hosts", "none declared, so nothing is counted as crossing hosts"),
+             ("bytes logical", format_bytes(t.bytes_value(t.bytes_logical))),
+             ("", LEFT_OUT)]
     heading = (f"{t.name}: {coll.kind} of {format_bytes(t.bytes_value(coll.size))} over "
                f"{len(coll.ranks)} ranks")
-    width = max(len(label) for label, _ in rows) + 1
-    body = [f"  {label + ':':<{width}} {value}" for label, value in rows]
-    return "\n".join([heading, *body, f"  ({LEFT_OUT})"]) + "\n\n"
+    width = max(len(label) for label, _ in rows) + 2
+    return "\n".join([heading, *[f"  {label:<{width}}{value}" for label, value in rows]]) + "\n"
