@@ -182,3 +182,12 @@ def test_a_session_without_formulas_has_no_formula():
     session = _without_formulas("schedules/seed/nvlink_2x8.sched")
     with pytest.raises(UsageError, match="compiled without formulas"):
         session.timing("ring")
+
+
+@pytest.mark.parametrize("extra, message", [
+    (["--format", "latex"], "--no-formula writes text or --json, not --format latex"),
+    (["--with-synthesized"], "--with-synthesized needs formulas; leave out --no-formula"),
+])
+def test_what_needs_formulas_is_refused_without(run, extra, message):
+    code, out, err = run("compare", "schedules/seed/nvlink_2x8.sched", "--no-formula", *extra)
+    assert (code, out) == (2, "") and message in err and "Traceback" not in err
