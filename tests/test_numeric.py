@@ -10,6 +10,7 @@ from fractions import Fraction
 import pytest
 from conftest import ROOT, compiled
 
+from schedc import verify
 from schedc.cost.numeric import numeric_time
 from schedc.errors import SchedcError, UsageError
 from schedc.render.numeric import numeric_json
@@ -112,6 +113,8 @@ def test_compiled_without_formulas_agrees_on_every_shipped_file(shipped):
             compared += 1
         if names:
             _same_json(session, numeric, names, path)
+            # and verification, which `time --no-formula` runs first, gives the same verdicts
+            assert [v.ok for v in verify(numeric)] == [v.ok for v in verify(session)], path
     assert compared > 50, compared
 
 
