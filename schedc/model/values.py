@@ -16,8 +16,7 @@ import numpy as np
 
 from ..errors import ElaborationError, Span, UnitError
 from ..units import DIMENSIONLESS, Dim, dim_name, format_quantity, to_float
-from .scalars import Scalar, is_plain, rational, substitute, symbols_of
-from .scalars import to_sympy as _to_sympy
+from .scalars import Scalar, is_plain, rational, substitute, symbols_of, to_sympy
 
 Number = int | Fraction
 
@@ -182,21 +181,17 @@ def normalize(value: Fraction) -> Number:
 
 
 def from_rational(expr: Scalar) -> Fraction:
-    """A SymPy rational (or an exact number) as an exact Fraction (the inverse of `to_sympy`)."""
+    """A SymPy rational (or an exact number) as an exact Fraction (the inverse of
+    `scalars.to_sympy`)."""
     exact = rational(expr)
     if exact is None:
         raise TypeError(f"not a rational number: {expr}")
     return exact
 
 
-def to_sympy(value: Number) -> Scalar:
-    """A number as a SymPy rational (SymPy imported here, where a formula needs it)."""
-    return _to_sympy(value)
-
-
 def constant(value: Number, symbolic: bool) -> Scalar:
     """A number as a quantity's `expr`: a SymPy rational where formulas are built, else itself."""
-    return _to_sympy(value) if symbolic else value
+    return to_sympy(value) if symbolic else value
 
 
 def take_lanes(value: object, index: np.ndarray) -> object:
