@@ -12,6 +12,7 @@ import pytest
 
 import schedc
 from schedc.cost.formula import nominal_value
+from schedc.errors import UsageError
 from schedc.export.sched_schedule import comment
 
 ROOT = Path(__file__).parents[1]
@@ -55,6 +56,18 @@ def test_within_one_percent_of_the_optimum(tmp_path, machine, kind):
     time = at_zero_alpha(out, result.name)
     assert best <= time <= best * Fraction(101, 100)
     assert time == result.bandwidth_time
+
+
+def test_a_machine_file_without_a_collective_takes_every_gpu(tmp_path):
+    # pcie_2x4 declares no collective; its `ranks` lists node[h].g[i] host by host, as the
+    # machine declares them, so the default ranks are those and the optimum is ranks' optimum.
+    source = MACHINES / "pcie_2x4.sched"
+    with pytest.raises(UsageError, match="give --size BYTES"):
+        schedc.synthesize(source, "allgather")
+    out, result = written(tmp_path, source, "allgather", size="1 GiB")
+    assert "[node[0].g[0], node[0].g[1], node[0].g[2], node[0].g[3], node[1].g[0]," in result.text
+    assert result.optimum == optimum(source, "allgather", tmp=tmp_path)
+    assert result.optimum <= at_zero_alpha(out, result.name) <= result.optimum * Fraction(101, 100)
 
 
 def test_directly_linked_gcds(tmp_path):

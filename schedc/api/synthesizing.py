@@ -69,7 +69,7 @@ def synthesize(path: str | Path, collective: str, *, over: str | None = Synthesi
     """Pack trees that reach the exact optimum of `collective` on the machine of the `.sched`
     file `path`, and write them as a schedule: the text imports `path` relative to `output`'s
     folder (the current folder when None). `over`, `size` and `root` default to the file's
-    first collective's; `chunks` None picks the fewest within `within` of the optimum at α = 0.
+    first collective's (`over`, in a file with none, to every gpu); `chunks` None picks the fewest within `within` of the optimum at α = 0.
     `units` fixes how many units a shard is cut into (default: the fewest powers of two whose
     rounding stays within `within`/4; fewer make smaller MSCCL XML). More than `max_ranks`
     ranks are refused before any work; `max_transfers` and `max_rounds` bound the written
@@ -168,15 +168,17 @@ def _probe(source, kind, over, size, root, name, sets, scratch, limits, max_rank
     from ..model.collectives import KINDS
     from ..session import Session
 
-    declared = _declared(Session.open(source, sets, limits))
+    session = Session.open(source, sets, limits)
+    declared = _declared(session)
     size = size or (declared[1] if declared else None)
-    over = over or (declared[2] if declared else None)
+    over = over or (declared[2] if declared else None) or _every_gpu(session)
     if KINDS[kind].rooted:
         root = root or (declared[3] if declared and declared[3] else f"{name}_ranks[0]")
     else:
         root = None
-    if size is None or over is None:
-        raise UsageError(f"{source} declares no collective: give --over RANKS and --size BYTES")
+    if size is None:
+        raise UsageError(f"{source} declares no collective: give --size BYTES (and --over "
+                         "RANKS; by default every gpu, in the order the machine declares them)")
     group = f"{name}_ranks"
     decl = [f"let {group} = {over}", f"{kind} {size} over {group}" + (f" root {root}" if root else "")]
     try:
@@ -289,6 +291,13 @@ def _declared(session) -> tuple[str, str, str, str | None] | None:
                 return (stmt.kind, source_text(stmt.size.span), source_text(stmt.group.span),
                         source_text(stmt.root.span) if stmt.root is not None else None)
     return None
+
+
+def _every_gpu(session) -> str:
+    """Every gpu of FILE's machine in declaration order, as a list expression (nccl-tests'
+    default too: one rank per GPU)."""
+    return "[" + ", ".join(d.name for d in session.program.topology.devices
+                           if d.kind == "gpu") + "]"
 
 
 def _compile(scratch: Path, machine: Path | None, lines: list[str], sets, limits):
