@@ -181,14 +181,14 @@ def test_tables_named_like_the_machines_names_are_prefixed(tmp_path):
 
 
 def test_msccl_refusal_names_the_chunks_that_fit(tmp_path):
-    # At 64 chunks of 8 units a GPU's part of the XML passes the executors' 4,095 elements
+    # At 192 chunks of 8 units a GPU's part of the XML passes the executors' 4,095 elements
     # (MAX_NODES, msccl_parser.h:23); the refusal names a chunk count that fits, and it does.
     out, result = written(tmp_path, ROOT / "schedules" / "seed" / "nvlink_2x8.sched", "allgather",
-                          over="ranks", size="192 MiB", units=8, chunks=64)
+                          over="ranks", size="192 MiB", units=8, chunks=192)
     with pytest.raises(schedc.SchedcError, match=r"MAX_NODES.*with --set chunks=(\d+)") as refused:
         schedc.export_msccl(schedc.load(out), result.name)
     fewer = int(re.search(r"--set chunks=(\d+)", str(refused.value)).group(1))
-    assert 8 <= fewer < 64  # 8 fits (the test above)
+    assert 8 <= fewer < 192  # 8 fits (the test above)
     xml = tmp_path / "fewer.xml"
     xml.write_text(schedc.export_msccl(schedc.load(out, sets=(f"chunks={fewer}",)), result.name))
     assert "would load it" in schedc.validate_msccl(xml, "msccl-executor-nccl")

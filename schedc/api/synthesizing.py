@@ -121,6 +121,7 @@ def _synthesize(source, machine, kind, over, size, root, chunks, within, name, s
     from ..cost.formula import nominal_value
     from ..export.sched_schedule import Phase, schedule_text
     from ..model.ir import linear_value
+    from ..model.symmetry import index_shift
 
     program, coll, (over, size, root), tables = _probe(source, kind, over, size, root, name,
                                                       sets, scratch, limits, max_ranks)
@@ -132,7 +133,8 @@ def _synthesize(source, machine, kind, over, size, root, chunks, within, name, s
     n = len(coll.ranks)
     whole = float(linear_value(coll.size, program.nominal))
     shard = whole if root is not None else whole / n
-    packings, pins = _packings(program, coll, exact, shard, finder.shift)
+    shifts = tuple(s for s in (finder.shift, index_shift(program.topology, coll.ranks)) if s)
+    packings, pins = _packings(program, coll, exact, shard, shifts)
     phases, goals = [], []
     for part, packing in zip(exact.parts, packings):
         # Below the optimum, the trees reach no more (the cut counts paths that no pinned
@@ -219,7 +221,7 @@ def _compiled(text: str, name: str, sets, scratch: Path, limits) -> tuple[Fracti
     return bandwidth, timing
 
 
-def _packings(program, coll, exact, shard: float, shift):
+def _packings(program, coll, exact, shard: float, shifts):
     """Each part's packing (all-reduce: reduce-scatter, then all-gather) and the routes they
     need pinned: none when schedc's own routes reach the optimum; otherwise the paths
     `synthesize.paths` finds, kept when the packings on them reach more."""
@@ -228,7 +230,7 @@ def _packings(program, coll, exact, shard: float, shift):
 
     def packed(topology):
         return [pack(topology, program.nominal, coll.ranks, part.kind, coll.root,
-                     shard / float(part.value), coll.span, shift) for part in exact.parts]
+                     shard / float(part.value), coll.span, shifts) for part in exact.parts]
 
     plain = packed(program.topology)
     if min(p.reached for p in plain) >= 1 - 1e-6 or len(coll.ranks) > MAX_PATH_RANKS:
