@@ -194,3 +194,20 @@ def test_a_session_without_formulas_has_no_formula():
 def test_what_needs_formulas_is_refused_without(run, extra, message):
     code, out, err = run("compare", "schedules/seed/nvlink_2x8.sched", "--no-formula", *extra)
     assert (code, out) == (2, "") and message in err and "Traceback" not in err
+
+
+def test_a_structural_sweep_without_formulas_is_the_sweep_with(run):
+    """`sweep --vary hosts=... --no-formula` compiles each point without formulas: the same
+    bytes as the formula path's sweep (which also compiles each point)."""
+    args = ("sweep", "schedules/seed/nvlink_hosts.sched", "--vary", "hosts=2:16:x2", "--json")
+    with_formulas, without = run(*args), run(*args, "--no-formula")
+    assert with_formulas[0] == 0 and without == with_formulas
+    assert json.loads(without[1])["compiles"] == 4  # hosts = 2, 4, 8, 16
+
+
+def test_a_sweep_through_the_formula_needs_formulas(run):
+    code, out, err = run("sweep", "schedules/seed/nvlink_hosts.sched", "--vary", "V=1MiB:1GiB:4",
+                         "--no-formula")
+    assert (code, out) == (2, "")
+    assert "--no-formula sweeps a structural param (compiled at each point); V is swept " \
+           "through the formula: leave out --no-formula" in err

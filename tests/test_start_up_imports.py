@@ -83,6 +83,9 @@ def test_help_imports_no_library_but_click():
     ["time", "schedules/calibration/ib_hosts_8xH100_ib400_allreduce.sched", "--json",
      "--no-formula"],
     ["time", "schedules/examples/window_2gpu.sched", "--json", "--no-formula"],
+    # a structural param's sweep: compiled at each point, timed from the loads
+    ["sweep", "schedules/seed/nvlink_hosts.sched", "--vary", "hosts=2:8:x2", "--json",
+     "--no-formula"],
 ])
 def test_no_formula_imports_neither_sympy_nor_networkx(args):
     """`--no-formula` compiles with every param its value (schedc.model.scalars): SymPy
