@@ -13,7 +13,8 @@ from conftest import ROOT, compiled
 from schedc import verify
 from schedc.cost.numeric import numeric_time
 from schedc.errors import SchedcError, UsageError
-from schedc.render.numeric import numeric_json
+from schedc.render.documents import compare_rows
+from schedc.render.numeric import _row, numeric_json
 from schedc.render.text import to_json
 from schedc.session import Session
 
@@ -113,6 +114,10 @@ def test_compiled_without_formulas_agrees_on_every_shipped_file(shipped):
             compared += 1
         if names:
             _same_json(session, numeric, names, path)
+            # compare's table, bottleneck column included, row for row
+            rows = compare_rows(session.program, [session.timing(n) for n in names])
+            assert [_row(numeric.numeric_timing(n), bool(numeric.program.topology.host_names))
+                    for n in names] == rows, path
             # and verification, which `time --no-formula` runs first, gives the same verdicts
             assert [v.ok for v in verify(numeric)] == [v.ok for v in verify(session)], path
     assert compared > 50, compared

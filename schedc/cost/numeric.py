@@ -49,6 +49,8 @@ class NumericTiming:
     nominal: dict
     protocol: str | None = None  # with protocols: the fastest at the nominal point (first on a tie)
     protocol_times: tuple[tuple[str, Fraction], ...] = ()  # with protocols: each one's time
+    # the link classes that bound its rounds (before any protocol), each once, by first round
+    bottlenecks: tuple[str, ...] = ()
 
     @property
     def name(self) -> str:
@@ -67,7 +69,26 @@ def numeric_timing(schedule: Schedule, loads: Loads, topology: Topology, alpha, 
     return NumericTiming(schedule, times[best][1], loads.rounds, int(loads.cross_rounds.sum()),
                          loads.bytes_cross, loads.bytes_logical, nominal,
                          times[best][0] if protocols else None,
-                         tuple(times) if protocols else ())
+                         tuple(times) if protocols else (), bottlenecks(loads, topology, nominal))
+
+
+def bottlenecks(loads: Loads, topology: Topology, nominal: dict) -> tuple[str, ...]:
+    """`compare`'s bottleneck column: per round shape, in the order of their first rounds,
+    the classes of the links carrying its largest term (load / bandwidth, before any
+    protocol; on a tie, the first class's by the links' order), each name once."""
+    classes = frozenset(r.cls for r in topology.resources)
+    peaks, _ = _peaks(loads, topology, nominal, classes)  # a group per class and bandwidth
+    first = np.full(len(peaks), loads.rounds, dtype=np.int64)
+    np.minimum.at(first, loads.shape_of, np.arange(loads.rounds, dtype=np.int64))
+    names: list[str] = []
+    for shape in np.argsort(first, kind="stable").tolist():
+        terms = [(load / bandwidth, found) for load, bandwidth, found in peaks[shape]]
+        if terms:
+            most = max(value for value, _ in terms)
+            name = "+".join(sorted(next(c for value, c in terms if value == most)))
+            if name not in names:
+                names.append(name)
+    return tuple(names)
 
 
 def numeric_time(loads: Loads, topology: Topology, alpha, nominal: dict,

@@ -2,9 +2,10 @@
 (`cost.numeric.NumericTiming`) as text or as `schedc.time/1` JSON, without the formulas.
 
 What is left out, against the formula path: the formula and its regime form, the conditions
-of the regime, the bytes' formulas, and the round classes with their bottlenecks (a class
-and its bottleneck come from the formula's terms). The JSON says so with `"formulas": false`;
-its other keys are the formula path's, with the same values (tests/test_numeric.py).
+of the regime, the bytes' formulas, and the round classes (a class comes from the formula's
+terms); `compare`'s bottleneck column stays (`cost.numeric.bottlenecks`). The JSON says so
+with `"formulas": false`; its other keys are the formula path's, with the same values
+(tests/test_numeric.py).
 This module imports no SymPy, nor anything that does.
 """
 
@@ -18,7 +19,7 @@ from ..units import format_bytes, format_seconds
 from . import schema
 from .text import bandwidth_json, dump_json, json_number, params_json, table
 
-LEFT_OUT = "formulas, regimes and bottlenecks left out (--no-formula)"
+LEFT_OUT = "formulas, regimes and round classes left out (--no-formula)"
 
 
 def numeric_json(program: Program, timings: list[NumericTiming]) -> str:
@@ -58,16 +59,16 @@ def _timing_json(t: NumericTiming) -> dict:
 
 def numeric_text(command: str, output_format: str, program: Program,
                  timings: list[NumericTiming]) -> str:
-    """`compare`'s table (without its bottleneck column) or `time`'s fields, as text."""
+    """`compare`'s table or `time`'s fields, as text."""
     if output_format != "text":
         raise UsageError(f"--no-formula writes text or --json, not --format {output_format} "
                          "(the other formats typeset formulas)")
     hosts = bool(program.topology.host_names)
     if command == "compare":
         header = ("schedule", "rounds", "cross-host rounds", "cross-host bytes",
-                  "logical bytes", "time", "algbw (GB/s)", "busbw (GB/s)")
+                  "logical bytes", "time", "algbw (GB/s)", "busbw (GB/s)", "bottleneck")
         rows = [header, *[_row(t, hosts) for t in timings]]
-        lines = table(rows, right=range(1, len(header)))
+        lines = table(rows, right=range(1, len(header) - 1))
         if not hosts:
             lines.append("hosts: none declared, so no cross-host figures (declare 'host' blocks)")
         return "\n".join([*lines, LEFT_OUT]) + "\n"
@@ -80,7 +81,7 @@ def _row(t: NumericTiming, hosts: bool) -> tuple[str, ...]:
     got = _bandwidths(t)
     return (t.name, str(t.rounds), *cross, format_bytes(t.bytes_value(t.bytes_logical)),
             format_seconds(t.time), format_gbps(got.algbw if got else None),
-            format_gbps(got.busbw if got else None))
+            format_gbps(got.busbw if got else None), ", ".join(t.bottlenecks) or "-")
 
 
 def _bandwidths(t: NumericTiming):
