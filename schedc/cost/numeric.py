@@ -12,9 +12,8 @@ its work grows with the loads' entries only, and on a program compiled without f
 compiled either way).
 
 Each term is chosen as the formula path chooses it: per round and bandwidth group the largest
-load (`formula._bandwidth_groups`; a class some protocol gives a share or cap of its own is a
-group of its own), and under a protocol the rate of that group capped by the classes of the
-links carrying that load. The largest is found in floating point first and settled exactly
+load (`formula._bandwidth_groups`, split by link class), and under a protocol the rate of
+that group capped by the classes of the links carrying that load. The largest is found in floating point first and settled exactly
 among the entries within a relative 1e-9 of it, so ties and near-ties are compared as
 fractions.
 """
@@ -64,20 +63,19 @@ def numeric_timing(schedule: Schedule, loads: Loads, topology: Topology, alpha, 
                    protocols: tuple[Protocol, ...] = (), overlapped: bool = False
                    ) -> NumericTiming:
     """The schedule's `NumericTiming` (see `numeric_time`)."""
-    times = protocol_times(loads, topology, alpha, nominal, protocols, overlapped)
+    peaks, used = _peaks(loads, topology, nominal)
+    times = _times(peaks, used, loads, alpha, nominal, protocols, overlapped)
     best = min(range(len(times)), key=lambda k: times[k][1])  # (the first of equal times)
     return NumericTiming(schedule, times[best][1], loads.rounds, int(loads.cross_rounds.sum()),
                          loads.bytes_cross, loads.bytes_logical, nominal,
                          times[best][0] if protocols else None,
-                         tuple(times) if protocols else (), bottlenecks(loads, topology, nominal))
+                         tuple(times) if protocols else (), bottlenecks(loads, peaks))
 
 
-def bottlenecks(loads: Loads, topology: Topology, nominal: dict) -> tuple[str, ...]:
+def bottlenecks(loads: Loads, peaks: list[list[tuple]]) -> tuple[str, ...]:
     """`compare`'s bottleneck column: per round shape, in the order of their first rounds,
     the classes of the links carrying its largest term (load / bandwidth, before any
     protocol; on a tie, the first class's by the links' order), each name once."""
-    classes = frozenset(r.cls for r in topology.resources)
-    peaks, _ = _peaks(loads, topology, nominal, classes)  # a group per class and bandwidth
     first = np.full(len(peaks), loads.rounds, dtype=np.int64)
     np.minimum.at(first, loads.shape_of, np.arange(loads.rounds, dtype=np.int64))
     names: list[str] = []
@@ -103,8 +101,12 @@ def protocol_times(loads: Loads, topology: Topology, alpha, nominal: dict,
                    protocols: tuple[Protocol, ...] = (), overlapped: bool = False
                    ) -> list[tuple[str, Fraction]]:
     """(protocol, time) for each protocol; without protocols one ("", the time)."""
-    apart = frozenset(c for p in protocols for c, _ in (*p.class_eff, *p.class_cap))
-    peaks, used = _peaks(loads, topology, nominal, apart)
+    peaks, used = _peaks(loads, topology, nominal)
+    return _times(peaks, used, loads, alpha, nominal, protocols, overlapped)
+
+
+def _times(peaks: list[list[tuple]], used: list[set[str]], loads: Loads, alpha, nominal: dict,
+           protocols: tuple[Protocol, ...], overlapped: bool) -> list[tuple[str, Fraction]]:
     latency = [value_at(x, nominal) for x in loads.shape_latency]
     counts = np.bincount(loads.shape_of, minlength=len(loads.shape_cross)).tolist()
     if not protocols:
@@ -126,14 +128,14 @@ def protocol_times(loads: Loads, topology: Topology, alpha, nominal: dict,
     return times
 
 
-def _peaks(loads: Loads, topology: Topology, nominal: dict, apart: frozenset[str] = frozenset()
+def _peaks(loads: Loads, topology: Topology, nominal: dict
            ) -> tuple[list[list[tuple]], list[set[str]]]:
     """Per round shape, per bandwidth group it loads: (the largest load in bytes, the group's
     bandwidth, the classes of the links carrying that load), exactly; and per shape the
     classes of the links with a bandwidth it loads at all (a protocol's start-up reads them).
-    A group is the resources of one bandwidth (and, for a class in `apart`, of that class):
-    compiled without formulas, two params of one value share a group, which gives the same
-    largest term, since their rates are alike but for the classes in `apart`."""
+    A group is the resources of one class and one bandwidth: the formula path's groups (one
+    per bandwidth expression, and per class for a class with a protocol's share or cap of its
+    own) give the same largest term, since a protocol's rate differs only for those classes."""
     bandwidths: dict[object, Fraction] = {}  # a bandwidth expression → its value, once
     group_value = np.zeros(len(topology.resources), dtype=np.float64)
     exact_of: list[Fraction | None] = [None] * len(topology.resources)
@@ -146,7 +148,7 @@ def _peaks(loads: Loads, topology: Topology, nominal: dict, apart: frozenset[str
                 bandwidths[bandwidth] = value_at(bandwidth, nominal)
             exact_of[r.id] = bandwidths[bandwidth]
             group_value[r.id] = float(bandwidths[bandwidth])
-            key = (bandwidth, r.cls if r.cls in apart else None)
+            key = (bandwidth, r.cls)
             group_of[r.id] = index.setdefault(key, len(index))
     basis = [value_at(b, nominal) / d for b, d in zip(loads.basis, loads.denominators)]
     amount = loads.amount
