@@ -83,7 +83,7 @@ def main() -> None:
     parser.add_argument("--library", action="store_true")
     options = parser.parse_args()
     if options.library:
-        return library()
+        return check_library()
     repeat = options.repeat
     folder = Path(tempfile.mkdtemp(prefix="schedc-synthesis-bench-"))
     ref, ref_median, _ = wall(REFERENCE, repeat)
@@ -122,7 +122,7 @@ def main() -> None:
     pinned(repeat, ref)
 
 
-def library() -> None:
+def check_library() -> None:
     """Issue 33's targets on each shipped file with a collective (those over --max-ranks are
     refused by synthesize, and said)."""
     folders = ["algorithms", "systems", "seed", "examples", "calibration"]

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 from ..analysis.synthesize.result import Synthesis
 from ..choices import PACKED
-from ..errors import SchedcError, UsageError
+from ..errors import LimitError, SchedcError, UsageError
 from ..language.quote import string
 from ..limits import MAX_CHUNKS, MAX_UNITS
 from .compiling import LoadOptions, verified_timings, work_limits
@@ -30,7 +30,7 @@ if TYPE_CHECKING:  # (annotations only: `import schedc` stays cheap)
 
 # Pricing solves one minimum arborescence over all ranks per root orbit and round, and the LP
 # has a row per resource orbit: 64 ranks take seconds, 144 (2 hosts of 72) take minutes.
-MAX_RANKS = 128
+MAX_RANKS = 160  # two GB200 NVL72 racks (144): 6.6 s of CPU, their symmetry priced once
 
 
 @dataclass(frozen=True)
@@ -143,6 +143,7 @@ def _synthesize(source, machine, kind, over, size, root, chunks, within, name, s
         prefix = tables + ("" if len(packings) == 1 else
                            "rs_" if packing.kind == "reduce_scatter" else "ag_")
         phases.append(Phase(plan(packing, within, units), prefix))
+    _check_tables(phases)
     if chunks is None:  # each phase within `within` of its goal: the sum is too
         chunks = max(chunks_within(p.plan, goal, shard, within) for p, goal in zip(phases, goals))
     alpha = float(nominal_value(program.alpha, program.nominal))
@@ -161,6 +162,23 @@ def _synthesize(source, machine, kind, over, size, root, chunks, within, name, s
                        min(p.reached for p in packings), sum(p.iterations for p in packings),
                        len(pins))
     return replace(result, text=text(_header(result, source), machine))
+
+
+def _check_tables(phases) -> None:
+    """Refuse, before the text is made, tables the parser would refuse: each number and the
+    comma after it are two tokens (3 numbers a tree written, 4 a tree edge, and with images
+    one per rank and root)."""
+    from ..language.parser import MAX_TOKENS
+    numbers = 0
+    for plan in (p.plan for p in phases):
+        images = plan.images
+        written = [t for t in plan.trees if images is None or t.root == 0]
+        numbers += 3 * len(written) + 4 * sum(len(t.edges) for t in written)
+        numbers += 0 if images is None else images.size
+    if 2 * numbers > MAX_TOKENS:
+        raise LimitError(f"the written tables would take about {2 * numbers:,} tokens, past "
+                         f"the parser's {MAX_TOKENS:,}: nothing written; synthesize over "
+                         "fewer ranks")
 
 
 def _probe(source, kind, over, size, root, name, sets, scratch, limits, max_ranks):

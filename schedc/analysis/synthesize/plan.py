@@ -20,14 +20,14 @@ of the optimum, and the K that minimises (K + D - 1)·α + B(K), are found by sc
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from ...errors import LimitError
 from ...limits import MAX_CHUNKS, MAX_UNITS
 from ...model.collectives import KINDS
-from .packing import Packing
+from .packing import Packing, Tree
 
 
 
@@ -46,6 +46,8 @@ class Plan:
     units: int  # U
     depth: int  # D: the deepest child
     stages: np.ndarray  # m_d per stage d = 1..D (rows), per resource: seconds per shard byte
+    images: np.ndarray | None = None  # the packing's (see `Packing.images`): the trees are
+    # root 0's first, then each root's as their images, in the same order and units
 
     def bandwidth_time(self, chunks: int, shard: float) -> float:
         """B(K) at α = 0 for a shard of `shard` bytes (see the module docstring): from K ≥ D - 1
@@ -77,6 +79,7 @@ class Plan:
 def plan(packing: Packing, within: float, units: int | None = None) -> Plan:
     """Units for every tree: `units` if given, else the smallest power of two within
     `within`/4 of the packing's own steady time (refused past MAX_UNITS)."""
+    packing = _symmetric(packing)
     best = None
     roots = sorted({t.root for t in packing.trees})
     exact = _steady(packing, {k: t.weight for k, t in enumerate(packing.trees)}, roots)
@@ -109,7 +112,24 @@ def plan(packing: Packing, within: float, units: int | None = None) -> Plan:
     for t in trees:
         for a, b, d in t.edges:
             stages[d - 1] += packing.edge_load(a, b) * (t.units / units)
-    return Plan(packing.kind, tuple(trees), units, deepest, stages)
+    return Plan(packing.kind, tuple(trees), units, deepest, stages, packing.images)
+
+
+def _symmetric(packing: Packing) -> Packing:
+    """With `images`, the trees in the order root 0's, then their images root by root, so
+    that rounding (ties broken by that order) gives every root root 0's units: the written
+    file then lists root 0's trees and the images only."""
+    if packing.images is None:
+        return packing
+    first = [t for t in packing.trees if t.root == 0]
+    trees = tuple(Tree(c, tuple((int(image[a]), int(image[b])) for a, b in t.edges), t.weight)
+                  for c, image in enumerate(packing.images) for t in first)
+    if sorted(trees, key=lambda t: (t.root, t.edges)) != sorted(
+            packing.trees, key=lambda t: (t.root, t.edges)):
+        return replace(packing, images=None)  # not the images of root 0's: write them all
+    rows = [[packing.edge_rows[e] for e in t.edges] for t in trees]
+    loads = np.array([np.asarray(packing.edge_seconds[r].sum(axis=0)).ravel() for r in rows])
+    return replace(packing, trees=trees, loads=loads)
 
 
 def chunks_within(p: Plan, goal: float, shard: float, within: float) -> int:
