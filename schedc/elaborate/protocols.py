@@ -78,8 +78,8 @@ STEP_RULES = ("sum", "max", "pipelined")  # `step cost RULE`: α + V/B (lock-ste
 # max(α, V/B), or `pipelined chunk Q`: the rounds as stages of a pipeline of chunks (pipeline.py)
 
 
-def read_step_rule(stmt: ast.StepCost, earlier: tuple[str, Span] | None, env: Env,
-                   nominal: dict) -> tuple[str, Span, sympy.Expr | None]:
+def read_step_rule(stmt: ast.StepCost, earlier: tuple[str, Span, sympy.Expr | None] | None,
+                   env: Env, nominal: dict) -> tuple[str, Span, sympy.Expr | None]:
     """`step cost sum|max|pipelined chunk Q`, once per program (an imported file's counts);
     the chunk Q (bytes, > 0) with `pipelined` only."""
     if earlier is not None:
