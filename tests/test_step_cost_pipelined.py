@@ -111,6 +111,14 @@ def test_stages_on_two_links_overlap(tmp_path):
         pytest.approx(22.97152e-6)
 
 
+def test_time_says_how_many_chunks(run):
+    # 1 MiB in chunks of 256 KiB: 4 (the fixture docs/calibration.md shows).
+    code, out, err = run("time", "tests/fixtures/step_cost/chain.sched")
+    assert code == 0, err
+    assert "  pipeline          4 chunk(s) of 256 KiB: the rounds are its stages" in out
+    assert "  time              18.107 µs" in out
+
+
 def test_protocols_and_the_formula(tmp_path):
     # Simple, start-up 4 µs, share 0.5: a chunk's round is 131,072 B at 50 GB/s = 2.62144 µs,
     # a stage 6.62144 µs; the link per chunk 5.24288 µs < 6.62144. T = 5 × 6.62144 =

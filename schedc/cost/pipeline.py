@@ -58,9 +58,10 @@ def pipelined(base: Cost, loads: Loads, topology: Topology, alpha: sympy.Expr, n
     formula = times[0] if len(times) == 1 else sympy.Min(*times, evaluate=False)
     if not protocols:
         return replace(base, formula=formula, regime_formula=regime,
-                       conditions=tuple(conditions.values()))
+                       conditions=tuple(conditions.values()), chunk=chunk, chunks=chunks)
     return replace(base, formula=formula, regime_formula=regime,
-                   conditions=tuple(conditions.values()), protocol=protocols[best].name,
+                   conditions=tuple(conditions.values()), chunk=chunk, chunks=chunks,
+                   protocol=protocols[best].name,
                    protocol_times=tuple(ProtocolTime(p.name, t, v)
                                         for p, t, v in zip(protocols, times, values)))
 
