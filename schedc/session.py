@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from .cost.formula import cost, nominal_value
 from .cost.lower import Loads, lower
@@ -35,6 +35,9 @@ from .errors import OUT_OF_MEMORY, LimitError, SchedcError, Span, UsageError
 from .model.changes import NO_CHANGES, Changes, apply, parse
 from .model.ir import Schedule, linear_expr
 from .model.topology import Topology
+
+if TYPE_CHECKING:
+    import sympy
 
 T = TypeVar("T")
 
@@ -91,12 +94,14 @@ class Session:
         return Session(program, {k: v for k, v in self._memo.items() if k[0] == "ir"},
                        changes=self.changes)
 
-    def with_step_rule(self, rule: str, chunk=None) -> Session:
+    def with_step_rule(self, rule: str, chunk: sympy.Expr | None = None) -> Session:
         """This file with `step cost RULE` instead of its own (`chunk`: the bytes of a
         `pipelined` rule's chunk, a SymPy expression), the schedules' IR and loads shared,
         their times computed anew: calibrate compares the rules."""
         if rule == self.program.step_rule and chunk == self.program.step_chunk:
             return self
+        if rule == "pipelined" and chunk is None:
+            raise UsageError("`step cost pipelined` needs its chunk (the bytes of one chunk)")
         return Session(replace(self.program, step_rule=rule,
                                step_chunk=chunk if rule == "pipelined" else None),
                        {k: v for k, v in self._memo.items() if k[0] in ("ir", "loads")},
