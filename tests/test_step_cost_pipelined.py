@@ -9,6 +9,7 @@ numeric one) are compared with it."""
 
 from __future__ import annotations
 
+import json
 from fractions import Fraction
 
 import pytest
@@ -117,6 +118,10 @@ def test_time_says_how_many_chunks(run):
     assert code == 0, err
     assert "  pipeline          4 chunk(s) of 256 KiB: the rounds are its stages" in out
     assert "  time              18.107 µs" in out
+    code, out, err = run("time", "tests/fixtures/step_cost/chain.sched", "--json")
+    assert code == 0, err
+    pipeline = json.loads(out)["schedules"][0]["pipeline"]
+    assert pipeline == {"chunk_bytes": 262144, "chunks": 4.0, "chunks_formula": "Max(1, V/262144)"}
 
 
 def test_protocols_and_the_formula(tmp_path):
