@@ -14,8 +14,9 @@ Why this form (NVIDIA/nccl v2.26.2): `calcCollChunking` (src/enqueue.cc) splits 
 nLoops = ceil(S / loopSize) loops of loopSize = nChannels · nHeads · chunkSize bytes
 (NVLS-tree: 16 · 8 · 32–128 KiB, so 4–16 MiB), and each loop's chunk goes through the
 algorithm's steps. The NVLS-tree kernel (src/device/all_reduce.h, RunWorkColl<...,
-NCCL_ALGO_NVLS_TREE, NCCL_PROTO_SIMPLE>) gives each stage its own warps (scatter into the
-switch, reduce, tree up, tree down, broadcast), each looping over every chunk, joined by
+NCCL_ALGO_NVLS_TREE, NCCL_PROTO_SIMPLE>, line 521) gives each stage its own warps (scatter
+into the switch; reduce and send up the tree; receive down the tree and broadcast; gather
+from the switch), each group looping over every chunk, joined by
 FIFOs of NCCL_STEPS slots (src/device/prims_simple.h waits on the peer's step counter, not
 on the whole call): stages work on different chunks at once, so their start-ups overlap one
 another while the links they share carry their bytes in turn. A ring's stages all use the
