@@ -20,8 +20,8 @@ from the switch), each group looping over every chunk, joined by
 FIFOs of NCCL_STEPS slots (src/device/prims_simple.h waits on the peer's step counter, not
 on the whole call): stages work on different chunks at once, so their start-ups overlap one
 another while the links they share carry their bytes in turn. A ring's stages all use the
-same links, so its period is its total transfer per chunk: pipelining a ring hides only its
-start-ups. C is continuous (S/Q), not NCCL's ceil: the formula stays linear in S past Q, and
+same links, so while the links bind the rule gives the sum rule's time (nothing overlaps),
+and while a start-up binds each further chunk costs one stage more. C is continuous (S/Q), not NCCL's ceil: the formula stays linear in S past Q, and
 at NCCL's power-of-two sizes and loop sizes the two agree.
 """
 
