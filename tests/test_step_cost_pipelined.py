@@ -16,6 +16,7 @@ import pytest
 from conftest import write
 
 import schedc
+from schedc.analysis.calibrate.step_rules import preferred
 from schedc.cost.numeric import numeric_time
 from schedc.errors import UsageError
 
@@ -155,3 +156,39 @@ def test_a_bad_chunk_is_refused_at_its_line(run, tmp_path, rule, where, message,
 def test_scale_refuses_the_pipelined_rule(tmp_path):
     with pytest.raises(UsageError, match="step cost pipelined"):
         schedc.scale(_two(tmp_path, "step cost pipelined chunk 256 KiB"), "V")
+
+
+def _log(tmp_path, times) -> str:
+    """An all_reduce_perf log of two ranks with these (size, seconds) rows, both columns."""
+    rows = "".join(f"{size:>12d} {size // 4:>12d} float sum -1 {t * 1e6:9.3f} 0.00 0.00 0 "
+                   f"{t * 1e6:9.3f} 0.00 0.00 0\n" for size, t in times)
+    return write(tmp_path, "log.txt", "# Collective test starting: all_reduce_perf\n"
+                 "#  Rank  0 Group  0 Pid  1 on host0 device  0 [0000:04:00] NVIDIA H100\n"
+                 "#  Rank  1 Group  0 Pid  2 on host0 device  1 [0000:05:00] NVIDIA H100\n"
+                 "#       size         count      type   redop    root     time   algbw   "
+                 "busbw #wrong     time   algbw   busbw #wrong\n"
+                 "#        (B)    (elements)                               (us)  (GB/s)  "
+                 "(GB/s)            (us)  (GB/s)  (GB/s)\n" + rows)
+
+
+def test_calibrate_says_the_rows_prefer_the_rule_they_were_made_by(tmp_path):
+    # Rows written by hand from the pipelined rule on TWO (α = 10 µs, B = 100 GB/s, Q =
+    # 256 KiB): up to Q, 2 · (α + V/(2B)); above, C = V/Q and a stage, α + Q/(2B) = 11.31072
+    # µs, outlasts the link's Q/B = 2.62144 µs a chunk, so T = (C + 1)(α + Q/(2B)). The sum
+    # rule (2α + V/B) cannot follow the α that every chunk adds; the max rule neither.
+    alpha, rate, chunk = 10e-6, 100e9, 262144
+    times = []
+    for size in (2**k for k in range(14, 25)):
+        c = size / chunk
+        times.append((size, 2 * (alpha + size / (2 * rate)) if c <= 1
+                      else (c + 1) * (alpha + chunk / (2 * rate))))
+    log = _log(tmp_path, times)
+    machine = write(tmp_path, "m.sched", TWO.format(rule="step cost pipelined chunk 256 KiB"))
+    fitted = schedc.calibrate_files([log], [machine], step_rules=True, sets=["alpha=5us"])
+    by_rule = {f.rule: f for f in fitted.step_rules}
+    assert list(by_rule) == ["pipelined", "max", "sum"] and by_rule["pipelined"].file_rule
+    assert by_rule["pipelined"].heldout < 1e-4  # the rows' own model (rounded to 1 ns)
+    assert by_rule["sum"].heldout > 0.05 and by_rule["max"].heldout > 0.05
+    assert preferred(fitted.step_rules) == "pipelined", by_rule
+    # and the fit under the declared rule finds the α the rows were written with (from 5 µs)
+    assert [(p.name, round(p.value * 1e6, 3)) for p in fitted.params] == [("alpha", 10.0)]
