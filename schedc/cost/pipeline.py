@@ -21,8 +21,9 @@ FIFOs of NCCL_STEPS slots (src/device/prims_simple.h waits on the peer's step co
 on the whole call): stages work on different chunks at once, so their start-ups overlap one
 another while the links they share carry their bytes in turn. A ring's stages all use the
 same links, so while the links bind the rule gives the sum rule's time (nothing overlaps),
-and while a start-up binds each further chunk costs one stage more. C is continuous (S/Q), not NCCL's ceil: the formula stays linear in S past Q, and
-at NCCL's power-of-two sizes and loop sizes the two agree.
+and while a start-up binds each further chunk costs one stage more. C is continuous (S/Q),
+not NCCL's ceil: the formula stays linear in S past Q, and at NCCL's power-of-two sizes and
+loop sizes the two agree.
 """
 
 from __future__ import annotations
@@ -33,9 +34,10 @@ import sympy
 
 from ..model.protocol import Protocol
 from ..model.topology import Topology
-from .formula import Cost, ProtocolTime, _note, cost, nominal_value, resolve, step_time
+from .formula import (
+    Cost, ProtocolTime, RoundClass, Term, _note, cost, nominal_value, resolve, step_time)
 from .lower import Loads, merged
-from .protocols import _classes
+from .protocols import classes_loaded
 from .regimes import at_least
 
 
@@ -68,29 +70,29 @@ def pipelined(base: Cost, loads: Loads, topology: Topology, alpha: sympy.Expr, n
 
 
 def _time(base: Cost, loads: Loads, topology: Topology, alpha: sympy.Expr,
-          protocol: Protocol | None, chunks: sympy.Expr, whole) -> sympy.Expr:
+          protocol: Protocol | None, chunks: sympy.Expr, whole: RoundClass | None) -> sympy.Expr:
     """launch + Σ_r s_r + (C − 1)·P under one protocol (None: the file's α and the links'
     own bandwidths)."""
     stages = []
-    fill = sympy.Integer(0) if protocol is None else protocol.launch
+    total = sympy.Integer(0) if protocol is None else protocol.launch  # then the fill
     for c in base.classes:
         startup = c.startup
         if protocol is not None:
-            startup = c.startup - alpha + protocol.startup(_classes(loads, topology, c.first))
+            startup = c.startup - alpha + protocol.startup(classes_loaded(loads, topology, c.first))
         stage = step_time(startup, [_rate(t, topology, protocol) / chunks for t in c.terms],
                           False)
-        fill += c.count * stage
+        total += c.count * stage
         stages.append(stage)
     if whole is not None and whole.terms:
         stages.append(sympy.Max(*[_rate(t, topology, protocol) / chunks for t in whole.terms],
                                 evaluate=False))
     if not stages:
-        return fill
+        return total
     period = stages[0] if len(stages) == 1 else sympy.Max(*stages, evaluate=False)
-    return fill + (chunks - 1) * period
+    return total + (chunks - 1) * period
 
 
-def _rate(term, topology: Topology, protocol: Protocol | None) -> sympy.Expr:
+def _rate(term: Term, topology: Topology, protocol: Protocol | None) -> sympy.Expr:
     """A term's time under the protocol's rate of its links (as `cost.protocols` does)."""
     if protocol is None:
         return term.expr
