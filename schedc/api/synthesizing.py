@@ -29,7 +29,7 @@ if TYPE_CHECKING:  # (annotations only: `import schedc` stays cheap)
     from ..cost.timing import Timing
 
 # Pricing solves one minimum arborescence over all ranks per root orbit and round, and the LP
-# has a row per resource orbit: 64 ranks take seconds, 144 (2 hosts of 72) take minutes.
+# has a row per resource orbit: one GB200 rack (72 ranks) priced root by root took 29 s of CPU.
 MAX_RANKS = 160  # two GB200 NVL72 racks (144): 6.6 s of CPU, their symmetry priced once
 
 
@@ -117,10 +117,9 @@ def _synthesize(source, machine, kind, over, size, root, chunks, within, name, s
                 scratch, max_ranks, units, limits) -> Synthesis:
     from ..analysis.bound.cuts import RankCuts
     from ..analysis.bound.optimum import optimum, side_names
-    from ..analysis.synthesize.plan import alpha_optimal, chunks_within, plan
-    from ..cost.formula import nominal_value
+    from ..analysis.synthesize.plan import chunks_within, plan
     from ..export.sched_schedule import Phase, schedule_text
-    from ..model.ir import linear_value
+    from ..model.ir import linear_expr, linear_value
     from ..model.symmetry import index_shift
 
     program, coll, (over, size, root), tables = _probe(source, kind, over, size, root, name,
@@ -146,15 +145,16 @@ def _synthesize(source, machine, kind, over, size, root, chunks, within, name, s
     _check_tables(phases)
     if chunks is None:  # each phase within `within` of its goal: the sum is too
         chunks = max(chunks_within(p.plan, goal, shard, within) for p, goal in zip(phases, goals))
-    alpha = float(nominal_value(program.alpha, program.nominal))
-    alpha_chunks = alpha_optimal([p.plan for p in phases], shard, alpha, chunks)
 
-    def text(header: list[str], machine_path: str) -> str:
+    def text(header: list[str], machine_path: str, k: int | None = None) -> str:
         return schedule_text(machine=machine_path, kind=kind, size=size, over=over, root=root,
-                             name=name, chunks=chunks, phases=phases, ranks=n,
+                             name=name, chunks=k or chunks, phases=phases, ranks=n,
                              header=header, routes=_route_lines(program.topology, pins))
 
     bandwidth, timing = _compiled(text([], str(source.resolve())), name, sets, scratch, limits)
+    alpha_chunks = _fastest_chunks(
+        [p.plan for p in phases], shard, chunks, timing, program, linear_expr(coll.size),
+        lambda k: _compiled(text([], str(source.resolve()), k), name, sets, scratch, limits)[1])
     result = Synthesis("", name, kind, chunks, alpha_chunks, exact.value, exact.time,
                        side_names(finder, exact), bandwidth, timing.time, timing.cost.formula,
                        timing.cost.rounds, sum(len(p.plan.trees) for p in phases),
@@ -162,6 +162,53 @@ def _synthesize(source, machine, kind, over, size, root, chunks, within, name, s
                        min(p.reached for p in packings), sum(p.iterations for p in packings),
                        len(pins))
     return replace(result, text=text(_header(result, source), machine))
+
+
+def _fastest_chunks(plans, shard: float, chunks: int, timing: Timing, program, size,
+                    compiled_at) -> int:
+    """The chunk count fastest at the file's own start-ups. Per round these are α and the
+    route's latency, and with `protocol`s the protocol's α, a launch per call and a share of
+    each link, none of which the plans' B(K) knows; so they are read off the compiled time,
+    T(K) = c + (K + D - 1)·a + s·B(K). At the written K, T at twice the size less T gives
+    s·B(K) (protocols do not switch between V and 2V at the sizes this is asked for), hence
+    c + R·a; the same at K + 1 gives a. The K this model puts first is then checked against
+    its neighbours by compiling them (a link's own protocol share moves B(K) a little), and
+    moved to a local minimum of the compiled time. Without protocols or latencies a is α,
+    and nothing is compiled again; with a size that is a number, nothing can be doubled: α
+    alone is used."""
+    from ..analysis.synthesize.plan import alpha_optimal
+    from ..cost.formula import nominal_value
+
+    alpha = float(nominal_value(program.alpha, program.nominal))
+    symbols = size.free_symbols
+    if not symbols:
+        return alpha_optimal(plans, shard, alpha, chunks)
+
+    def fixed_part(t: Timing) -> tuple[float, float]:  # (c + R·a, s·B(K))
+        once = float(nominal_value(t.cost.formula, program.nominal))
+        doubled = {**program.nominal, **{x: 2 * program.nominal[x] for x in symbols}}
+        twice = float(nominal_value(t.cost.formula, doubled))
+        return 2 * once - twice, twice - once
+
+    start_ups, moved = fixed_part(timing)
+    if abs(start_ups - timing.cost.rounds * alpha) <= 1e-12 * max(start_ups, 1e-30):
+        return alpha_optimal(plans, shard, alpha, chunks)
+    times = {chunks: timing, chunks + 1: compiled_at(chunks + 1)}
+    per_round = fixed_part(times[chunks + 1])[0] - start_ups
+    scale = moved / sum(p.bandwidth_time(chunks, shard) for p in plans)
+    best = alpha_optimal(plans, shard, per_round / scale, chunks)
+
+    def time(k: int) -> float:  # compiled: links with their own protocol shares move B(K)
+        if k not in times:
+            times[k] = compiled_at(k)
+        return float(nominal_value(times[k].cost.formula, program.nominal))
+
+    for _ in range(8):  # the model's count, then down the compiled times to a local minimum
+        step = min((k for k in (best - 1, best + 1) if k >= 1), key=time)
+        if time(step) >= time(best):
+            break
+        best = step
+    return best
 
 
 def _check_tables(phases) -> None:
