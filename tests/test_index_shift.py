@@ -16,10 +16,8 @@ import schedc
 from schedc.analysis.bound.cuts import RankCuts
 from schedc.analysis.bound.optimum import optimum
 from schedc.analysis.synthesize.packing import pack
-from schedc.analysis.synthesize.plan import Plan, PlannedTree
-from schedc.api.synthesizing import _check_tables
+from schedc.analysis.synthesize.plan import Plan, PlannedTree, check_tables
 from schedc.errors import LimitError
-from schedc.export.sched_schedule import Phase
 from schedc.model.ir import linear_value
 from schedc.model.symmetry import index_shift
 
@@ -115,6 +113,6 @@ def test_tables_past_the_parser_are_refused_before_the_text(tmp_path):
                   for c in range(120))
     plan = Plan("allgather", trees, 1, 1, np.zeros((1, 1)))
     with pytest.raises(LimitError, match="about 114,960 tokens, past the parser's 100,000"):
-        _check_tables([Phase(plan, "")])
+        check_tables([plan])
     images = np.array([[(q + c) % 120 for q in range(120)] for c in range(120)])
-    _check_tables([Phase(replace(plan, images=images), "")])  # 2·(3 + 4·119 + 14,400)
+    check_tables([replace(plan, images=images)])  # 2·(3 + 4·119 + 14,400)

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 from ..analysis.synthesize.result import Synthesis
 from ..choices import PACKED
-from ..errors import LimitError, SchedcError, UsageError
+from ..errors import SchedcError, UsageError
 from ..language.quote import string
 from ..limits import MAX_CHUNKS, MAX_UNITS
 from .compiling import LoadOptions, verified_timings, work_limits
@@ -69,7 +69,8 @@ def synthesize(path: str | Path, collective: str, *, over: str | None = Synthesi
     """Pack trees that reach the exact optimum of `collective` on the machine of the `.sched`
     file `path`, and write them as a schedule: the text imports `path` relative to `output`'s
     folder (the current folder when None). `over`, `size` and `root` default to the file's
-    first collective's (`over`, in a file with none, to every gpu); `chunks` None picks the fewest within `within` of the optimum at α = 0.
+    first collective's (`over`, in a file with none, to every gpu); `chunks` None picks the
+    fewest within `within` of the optimum at α = 0.
     `units` fixes how many units a shard is cut into (default: the fewest powers of two whose
     rounding stays within `within`/4; fewer make smaller MSCCL XML). More than `max_ranks`
     ranks are refused before any work; `max_transfers` and `max_rounds` bound the written
@@ -117,7 +118,7 @@ def _synthesize(source, machine, kind, over, size, root, chunks, within, name, s
                 scratch, max_ranks, units, limits) -> Synthesis:
     from ..analysis.bound.cuts import RankCuts
     from ..analysis.bound.optimum import optimum, side_names
-    from ..analysis.synthesize.plan import chunks_within, plan
+    from ..analysis.synthesize.plan import check_tables, chunks_within, fastest_chunks, plan
     from ..export.sched_schedule import Phase, schedule_text
     from ..model.ir import linear_expr, linear_value
     from ..model.symmetry import index_shift
@@ -142,7 +143,7 @@ def _synthesize(source, machine, kind, over, size, root, chunks, within, name, s
         prefix = tables + ("" if len(packings) == 1 else
                            "rs_" if packing.kind == "reduce_scatter" else "ag_")
         phases.append(Phase(plan(packing, within, units), prefix))
-    _check_tables(phases)
+    check_tables([p.plan for p in phases])
     if chunks is None:  # each phase within `within` of its goal: the sum is too
         chunks = max(chunks_within(p.plan, goal, shard, within) for p, goal in zip(phases, goals))
 
@@ -152,7 +153,7 @@ def _synthesize(source, machine, kind, over, size, root, chunks, within, name, s
                              header=header, routes=_route_lines(program.topology, pins))
 
     bandwidth, timing = _compiled(text([], str(source.resolve())), name, sets, scratch, limits)
-    alpha_chunks = _fastest_chunks(
+    alpha_chunks = fastest_chunks(
         [p.plan for p in phases], shard, chunks, timing, program, linear_expr(coll.size),
         lambda k: _compiled(text([], str(source.resolve()), k), name, sets, scratch, limits)[1])
     result = Synthesis("", name, kind, chunks, alpha_chunks, exact.value, exact.time,
@@ -162,70 +163,6 @@ def _synthesize(source, machine, kind, over, size, root, chunks, within, name, s
                        min(p.reached for p in packings), sum(p.iterations for p in packings),
                        len(pins))
     return replace(result, text=text(_header(result, source), machine))
-
-
-def _fastest_chunks(plans, shard: float, chunks: int, timing: Timing, program, size,
-                    compiled_at) -> int:
-    """The chunk count fastest at the file's own start-ups. Per round these are α and the
-    route's latency, and with `protocol`s the protocol's α, a launch per call and a share of
-    each link, none of which the plans' B(K) knows; so they are read off the compiled time,
-    T(K) = c + (K + D - 1)·a + s·B(K). At the written K, T at twice the size less T gives
-    s·B(K) (protocols do not switch between V and 2V at the sizes this is asked for), hence
-    c + R·a; the same at K + 1 gives a. The K this model puts first is then checked against
-    its neighbours by compiling them (a link's own protocol share moves B(K) a little), and
-    moved to a local minimum of the compiled time. Without protocols or latencies a is α,
-    and nothing is compiled again; with a size that is a number, nothing can be doubled: α
-    alone is used."""
-    from ..analysis.synthesize.plan import alpha_optimal
-    from ..cost.formula import nominal_value
-
-    alpha = float(nominal_value(program.alpha, program.nominal))
-    symbols = size.free_symbols
-    if not symbols:
-        return alpha_optimal(plans, shard, alpha, chunks)
-
-    def fixed_part(t: Timing) -> tuple[float, float]:  # (c + R·a, s·B(K))
-        once = float(nominal_value(t.cost.formula, program.nominal))
-        doubled = {**program.nominal, **{x: 2 * program.nominal[x] for x in symbols}}
-        twice = float(nominal_value(t.cost.formula, doubled))
-        return 2 * once - twice, twice - once
-
-    start_ups, moved = fixed_part(timing)
-    if abs(start_ups - timing.cost.rounds * alpha) <= 1e-12 * max(start_ups, 1e-30):
-        return alpha_optimal(plans, shard, alpha, chunks)
-    times = {chunks: timing, chunks + 1: compiled_at(chunks + 1)}
-    per_round = fixed_part(times[chunks + 1])[0] - start_ups
-    scale = moved / sum(p.bandwidth_time(chunks, shard) for p in plans)
-    best = alpha_optimal(plans, shard, per_round / scale, chunks)
-
-    def time(k: int) -> float:  # compiled: links with their own protocol shares move B(K)
-        if k not in times:
-            times[k] = compiled_at(k)
-        return float(nominal_value(times[k].cost.formula, program.nominal))
-
-    for _ in range(8):  # the model's count, then down the compiled times to a local minimum
-        step = min((k for k in (best - 1, best + 1) if k >= 1), key=time)
-        if time(step) >= time(best):
-            break
-        best = step
-    return best
-
-
-def _check_tables(phases) -> None:
-    """Refuse, before the text is made, tables the parser would refuse: each number and the
-    comma after it are two tokens (3 numbers a tree written, 4 a tree edge, and with images
-    one per rank and root)."""
-    from ..language.parser import MAX_TOKENS
-    numbers = 0
-    for plan in (p.plan for p in phases):
-        images = plan.images
-        written = [t for t in plan.trees if images is None or t.root == 0]
-        numbers += 3 * len(written) + 4 * sum(len(t.edges) for t in written)
-        numbers += 0 if images is None else images.size
-    if 2 * numbers > MAX_TOKENS:
-        raise LimitError(f"the written tables would take about {2 * numbers:,} tokens, past "
-                         f"the parser's {MAX_TOKENS:,}: nothing written; synthesize over "
-                         "fewer ranks")
 
 
 def _probe(source, kind, over, size, root, name, sets, scratch, limits, max_ranks):
