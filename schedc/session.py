@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
+from fractions import Fraction
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
@@ -30,11 +31,14 @@ from .elaborate.program import (
 from .elaborate.schedule import Limits, Watch
 from .errors import OUT_OF_MEMORY, LimitError, SchedcError, Span, UsageError
 from .model.changes import NO_CHANGES, Changes, apply, parse
-from .model.ir import Schedule
+from .model.ir import Schedule, linear_value
+from .model.scalars import exact_value
+from .model.topology import Topology
 
 if TYPE_CHECKING:
+    import sympy
+
     from .cost.timing import Timing
-from .model.topology import Topology
 
 T = TypeVar("T")
 
@@ -93,12 +97,16 @@ class Session:
         return Session(program, {k: v for k, v in self._memo.items() if k[0] == "ir"},
                        changes=self.changes)
 
-    def with_step_rule(self, rule: str) -> Session:
-        """This file with `step cost RULE` instead of its own (the schedules' IR and loads
-        shared, their times computed anew): calibrate compares the two rules."""
-        if rule == self.program.step_rule:
+    def with_step_rule(self, rule: str, chunk: sympy.Expr | None = None) -> Session:
+        """This file with `step cost RULE` instead of its own (`chunk`: the bytes of a
+        `pipelined` rule's chunk, a SymPy expression), the schedules' IR and loads shared,
+        their times computed anew: calibrate compares the rules."""
+        if rule == self.program.step_rule and chunk == self.program.step_chunk:
             return self
-        return Session(replace(self.program, step_rule=rule),
+        if rule == "pipelined" and chunk is None:
+            raise UsageError("`step cost pipelined` needs its chunk (the bytes of one chunk)")
+        return Session(replace(self.program, step_rule=rule,
+                               step_chunk=chunk if rule == "pipelined" else None),
                        {k: v for k, v in self._memo.items() if k[0] in ("ir", "loads")},
                        changes=self.changes)
 
@@ -167,8 +175,10 @@ class Session:
             raise UsageError("this file was compiled without formulas (--no-formula): it has "
                              "numeric timings only")
         from .cost.formula import cost, nominal_value
+        from .cost.pipeline import pipelined
         from .cost.protocols import with_protocols
         from .cost.timing import Timing
+        from .model.ir import linear_expr
 
         def compute() -> Timing:
             schedule, program = self.schedule(name, span), self.program
@@ -176,6 +186,11 @@ class Session:
                           program.step_rule == "max", _classes_apart(program.protocols))
             result = with_protocols(result, self.loads(name), program.topology, program.alpha,
                                     program.nominal, program.protocols)
+            if program.step_chunk is not None:  # `step cost pipelined chunk Q`
+                size = linear_expr(program.result(name).collective.size)
+                result = pipelined(result, self.loads(name), program.topology, program.alpha,
+                                   program.nominal, program.protocols, program.step_chunk, size,
+                                   _classes_apart(program.protocols))
             return Timing(schedule, result, nominal_value(result.formula, program.nominal),
                           program.nominal)
         return self.memo("timing", name, compute)
@@ -185,9 +200,13 @@ class Session:
         (`cost.numeric`): the same time as `timing`'s, whether compiled with formulas or not."""
         def compute() -> NumericTiming:
             program = self.program
+            chunks = None
+            if program.step_chunk is not None:  # `step cost pipelined chunk Q`: max(1, size/Q)
+                size = linear_value(program.result(name).collective.size, program.nominal)
+                chunks = max(Fraction(1), size / exact_value(program.step_chunk, program.nominal))
             return numeric_timing(self.schedule(name, span), self.loads(name), program.topology,
                                   program.alpha, program.nominal, program.protocols,
-                                  program.step_rule == "max")
+                                  program.step_rule == "max", chunks)
         return self.memo("numbers", name, compute)
 
     def selected(self, names: Iterable[str] = (), required: bool = True) -> list[str]:

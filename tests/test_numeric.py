@@ -11,8 +11,9 @@ import pytest
 from conftest import ROOT, compiled
 
 from schedc import verify
-from schedc.cost.numeric import numeric_time
+from schedc.cost.numeric import numeric_time, value_at
 from schedc.errors import SchedcError, UsageError
+from schedc.model.ir import linear_value
 from schedc.render.documents import compare_rows
 from schedc.render.numeric import _row, numeric_json
 from schedc.render.text import to_json
@@ -21,8 +22,12 @@ from schedc.session import Session
 
 def _numeric(session, name: str) -> Fraction:
     program = session.program
+    chunks = None
+    if program.step_chunk is not None:  # `step cost pipelined chunk Q`: C = max(1, size/Q)
+        size = linear_value(program.result(name).collective.size, program.nominal)
+        chunks = max(Fraction(1), size / value_at(program.step_chunk, program.nominal))
     return numeric_time(session.loads(name), program.topology, program.alpha, program.nominal,
-                        program.protocols, program.step_rule == "max")
+                        program.protocols, program.step_rule == "max", chunks)
 
 
 # The formula path once dropped a term that is a constant fraction of another before it
@@ -140,6 +145,8 @@ def _same_json(session: Session, numeric: Session, names: list[str], path: str) 
         for key, value in mine.items():
             if key == "protocol_times":  # the formula path's also hold each formula
                 value = {p: {**t, "formula": theirs[key][p]["formula"]} for p, t in value.items()}
+            if key == "pipeline":  # ... and the formula of the chunk count
+                value = {**value, "chunks_formula": theirs[key]["chunks_formula"]}
             assert theirs[key] == value, (path, mine["name"], key)
 
 

@@ -73,6 +73,7 @@ class Program:
     protocols: tuple[Protocol, ...] = ()  # with any, a time is the minimum over them
     collectives: tuple[Collective, ...] = ()  # the main file's declarations, in order
     step_rule: str = "sum"  # `step cost max`: a round costs max(α, V/B), else α + V/B
+    step_chunk: Any = None  # `step cost pipelined chunk Q`: Q, in bytes (or None)
     # Params are SymPy symbols and times formulas; False (`--no-formula`): every param is its
     # value, every quantity an exact number, and only numbers are computed (no SymPy).
     symbolic: bool = True

@@ -15,6 +15,7 @@ from ..cost.numeric import NumericTiming
 from ..elaborate.program import Program
 from ..errors import UsageError
 from ..measure.bandwidth import bandwidths, factor_text, format_gbps
+from ..model.scalars import exact_value
 from ..units import format_bytes, format_seconds
 from . import schema
 from .text import bandwidth_json, dump_json, json_number, params_json, table
@@ -32,11 +33,11 @@ def numeric_json(program: Program, timings: list[NumericTiming]) -> str:
         "formulas": False,
         "params": params_json(program),
         "hosts": list(program.topology.host_names),
-        "schedules": [_timing_json(t) for t in timings],
+        "schedules": [_timing_json(t, program) for t in timings],
     })
 
 
-def _timing_json(t: NumericTiming) -> dict:
+def _timing_json(t: NumericTiming, program: Program) -> dict:
     collective = t.schedule.collective
     return {
         "name": t.name,
@@ -54,6 +55,9 @@ def _timing_json(t: NumericTiming) -> dict:
             "protocol": t.protocol,
             "protocol_times": {name: {"time_s": json_number(value, integer=False)}
                                for name, value in t.protocol_times}}),
+        **({} if t.chunks is None else {"pipeline": {  # `step cost pipelined chunk Q`
+            "chunk_bytes": json_number(exact_value(program.step_chunk, t.nominal)),
+            "chunks": json_number(t.chunks, integer=False)}}),
     }
 
 
