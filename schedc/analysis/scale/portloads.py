@@ -62,8 +62,9 @@ class FabricLink:
     local positions of the pairs of ranks of different copies whose routes cross it."""
 
     name: str
-    bandwidth: sympy.Expr
+    bandwidth: sympy.Expr  # a function of n where the source writes it so (`uniform`)
     pairs: frozenset[tuple[tuple[int, ...], tuple[int, ...]]]
+    share: sympy.Expr = sympy.Integer(1)  # of each crossing transfer's bytes (equal-cost routes)
 
 
 @dataclass(frozen=True)

@@ -22,19 +22,28 @@ from .fitting import Shape, linear_shape
 def full_shape(loads: Loads, topology: Topology, alpha) -> Shape:
     """Per round class (in order of its first round): its count, start-up, and per term the
     bandwidth, the size symbols and their coefficients, largest load first in each group."""
+    # A bandwidth c·B with c rational is grouped with B, its loads divided by c: a fabric
+    # link of bandwidth n·B/2 is then one term V·k(n)/B whose coefficient k(n) is fitted.
     groups: dict = {}
     group_of = np.full(len(topology.resources), -1, dtype=np.int64)
+    factor: dict[int, Fraction] = {}
     for r in topology.resources:
         bandwidth = r.effective_bandwidth
         if bandwidth is not None:
+            c, rest = bandwidth.as_coeff_Mul()
+            if c.is_Rational and c > 0:
+                factor[r.id], bandwidth = Fraction(int(c.p), int(c.q)), rest
             group_of[r.id] = groups.setdefault(bandwidth, len(groups))
     bandwidths = list(groups)
     n_shapes = len(loads.shape_cross)
     per_shape: list[dict[int, set[tuple]]] = [{} for _ in range(n_shapes)]
     entry_group = group_of[loads.resource]
-    for shape, g, vector in zip(loads.shape.tolist(), entry_group.tolist(), loads.amount.tolist()):
+    for shape, g, vector, r in zip(loads.shape.tolist(), entry_group.tolist(),
+                                   loads.amount.tolist(), loads.resource.tolist()):
         if g >= 0 and any(vector):
-            per_shape[shape].setdefault(g, set()).add(tuple(int(x) for x in vector))
+            c = factor.get(r, Fraction(1))
+            per_shape[shape].setdefault(g, set()).add(tuple(
+                Fraction(int(x), d) / c for x, d in zip(vector, loads.denominators)))
     signature = [(loads.shape_latency[s], tuple(
         (g, tuple(sorted(per_shape[s][g], reverse=True))) for g in sorted(per_shape[s])))
         for s in range(n_shapes)]
@@ -49,8 +58,7 @@ def full_shape(loads: Loads, topology: Topology, alpha) -> Shape:
         term_key, coefficients = [], []
         for g, vectors in terms:
             for vector in vectors:
-                load = [(s, Fraction(a, d)) for s, a, d in
-                        zip(loads.basis, vector, loads.denominators) if a]
+                load = [(s, a) for s, a in zip(loads.basis, vector) if a]
                 term_key.append((bandwidths[g], tuple(s for s, _ in load)))
                 coefficients += [c for _, c in load]
         kind = (startup.key, tuple(term_key))
