@@ -209,12 +209,17 @@ def prove(session: Session, param: str, name: str, piece: Piece, n: sympy.Symbol
     """Whether `piece` holds for every n in [valid_from, stop] (stop None: unbounded)."""
     if piece.family.name == "powers of two" and piece.regime is not None:
         return _prove_powers(session, param, name, piece, n)
-    if piece.family.name != "integers" or piece.family.step != 1:
-        why = ""
+    why = ""
+    if piece.regime is None or piece.family.name != "integers" or piece.family.step != 1:
         try:
             _elaborated(session, param, name)
         except Outside as exc:
             why = f" ({where(exc.span)}{exc.message})"
+    if piece.regime is None:
+        return Verdict(None, "not proved: no closed form in the basis fits the compiled times, "
+                       f"so there is no form to prove; the proof covers schedules affine in "
+                       f"{param}{why}")
+    if piece.family.name != "integers" or piece.family.step != 1:
         kind = "a power-of-two family" if piece.family.name != "integers" else \
             f"fitted over the {piece.family.label}"
         return Verdict(None, f"not proved: {kind}, checked at its instances only; the proof "
