@@ -225,13 +225,16 @@ def prove(session: Session, param: str, name: str, piece: Piece, n: sympy.Symbol
         return Verdict(None, f"not proved: {kind}, checked at its instances only; the proof "
                        f"covers schedules affine in {param} over the integers{why}")
     if piece.regime is None or not piece.classes:
-        # Say also which hypothesis of the machine fails, where one does: the missing
-        # full formula is often its consequence (a bandwidth written in n).
+        # Say also which hypothesis fails, where one does: the missing full formula is
+        # often its consequence (a bandwidth in n outside the argument, a loop in n).
         try:
-            uniform_copies(session, param)
+            uniform_machine(session, param)
+            _elaborated(session, param, name)
             why = ""
         except Unproved as exc:
             why = f"; and {exc.args[0]}"
+        except Outside as exc:
+            why = f"; and {where(exc.span)}{exc.message}"
         return Verdict(None, f"not proved: no full formula to prove{why}")
     start = piece.valid_from
     try:

@@ -22,8 +22,9 @@ from .fitting import Shape, linear_shape
 def full_shape(loads: Loads, topology: Topology, alpha) -> Shape:
     """Per round class (in order of its first round): its count, start-up, and per term the
     bandwidth, the size symbols and their coefficients, largest load first in each group."""
-    # A bandwidth c·B with c rational is grouped with B, its loads divided by c: a fabric
-    # link of bandwidth n·B/2 is then one term V·k(n)/B whose coefficient k(n) is fitted.
+    # A bandwidth c·B with c rational is grouped with B, and c is a slot of its term: a
+    # fabric link of bandwidth n·B/2 (written in n) is one term V·k(n)/(c(n)·B) at every n,
+    # k and c fitted on their own (their quotient may be outside the basis: 1/n²).
     groups: dict = {}
     group_of = np.full(len(topology.resources), -1, dtype=np.int64)
     factor: dict[int, Fraction] = {}
@@ -42,8 +43,8 @@ def full_shape(loads: Loads, topology: Topology, alpha) -> Shape:
                                    loads.amount.tolist(), loads.resource.tolist()):
         if g >= 0 and any(vector):
             c = factor.get(r, Fraction(1))
-            per_shape[shape].setdefault(g, set()).add(tuple(
-                Fraction(int(x), d) / c for x, d in zip(vector, loads.denominators)))
+            per_shape[shape].setdefault(g, set()).add((*(
+                Fraction(int(x), d) / c for x, d in zip(vector, loads.denominators)), c))
     signature = [(loads.shape_latency[s], tuple(
         (g, tuple(sorted(per_shape[s][g], reverse=True))) for g in sorted(per_shape[s])))
         for s in range(n_shapes)]
@@ -57,10 +58,10 @@ def full_shape(loads: Loads, topology: Topology, alpha) -> Shape:
         startup = linear_shape(alpha + latency)
         term_key, coefficients = [], []
         for g, vectors in terms:
-            for vector in vectors:
-                load = [(s, a) for s, a in zip(loads.basis, vector) if a]
-                term_key.append((bandwidths[g], tuple(s for s, _ in load)))
-                coefficients += [c for _, c in load]
+            for *vector, c in vectors:  # the load over c, then c
+                load = [(s, a * c) for s, a in zip(loads.basis, vector) if a]
+                term_key.append((bandwidths[g], tuple(s for s, _ in load), "c"))
+                coefficients += [*(a for _, a in load), c]
         kind = (startup.key, tuple(term_key))
         seen[kind] = seen.get(kind, -1) + 1
         key.append((kind, seen[kind]))
