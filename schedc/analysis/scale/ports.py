@@ -187,7 +187,7 @@ def port_rule(at: Session, name: str, copies: str, path: tuple[str, ...],
                            "destination")
     classes = {same: tuple(sorted(k for s, k in kinds if s == "out"))
                for same, kinds in cls.items()}
-    links = _fabric_links(topo, fabric, crossed, scaling)
+    links = _fabric_links(topo, crossed, scaling)
     used = {k for kinds in cls.values() for _, k in kinds}
     groups = {k: g for k, g in _group_size(port, coordinates, ranks, used).items() if g > 1}
     if groups and len(path) != 2:
@@ -196,18 +196,18 @@ def port_rule(at: Session, name: str, copies: str, path: tuple[str, ...],
                     links, groups)
 
 
-def _fabric_links(topo, fabric: set[int], crossed: dict[tuple, frozenset],
+def _fabric_links(topo, crossed: dict[tuple, frozenset],
                   scaling: tuple | None) -> tuple[FabricLink, ...]:
     """The fabric links some pair crosses, each with the pairs, the share of a transfer's
     bytes it carries (one share for all its pairs), and its bandwidth as a function of n."""
     scaled, n0, n = scaling if scaling is not None else ({}, 1, None)
+    per_link: dict[int, dict[tuple, object]] = {}
+    for key, through in crossed.items():
+        for r, share in through:
+            per_link.setdefault(r, {})[key] = share
     out = []
-    for r in sorted(fabric, key=lambda r: topo.resources[r].name):
-        resource = topo.resources[r]
-        shares = {key: dict(through)[r] for key, through in crossed.items()
-                  if r in dict(through)}
-        if not shares:
-            continue
+    for r in sorted(per_link, key=lambda r: topo.resources[r].name):
+        resource, shares = topo.resources[r], per_link[r]
         if len(set(shares.values())) != 1:
             raise Unproved(f"{_where(resource.span)}a fabric link carrying different shares of "
                            "the bytes of different pairs")

@@ -261,8 +261,11 @@ def prove(session: Session, param: str, name: str, piece: Piece, n: sympy.Symbol
             if len(at.program.result(name).collective.ranks) > MAX_ROUTED:
                 raise Unproved(f"more than {MAX_ROUTED} ranks at {param} = {at_n} to read "
                                "every route")
-            rule = port_rule(at, name, copies, order.path, order.at(at_n),
-                             (uniform.scaled, at_n, n))
+            # Once per collective: the schedules over one collective share their rule.
+            rule = at.memo("scale-port-rule", str(at.program.result(name).collective.span),
+                           lambda at=at, at_n=at_n: port_rule(at, name, copies, order.path,
+                                                              order.at(at_n),
+                                                              (uniform.scaled, at_n, n)))
             rules.add((rule.copy_coord, rule.same, rule.cross, tuple(sorted(
                 (k, str(v)) for k, v in rule.bandwidth.items())), tuple(
                 (f.name, str(f.bandwidth), tuple(sorted(f.pairs))) for f in rule.fabric)))
