@@ -34,10 +34,11 @@ def test_verify_for_all_hosts(run, path):
         assert verdicts[name]["for_all"]["status"] == "proved", verdicts[name]["for_all"]
 
 
-@pytest.mark.parametrize("stem", ["dgx_h100", "aws_p4d"])
+@pytest.mark.parametrize("stem", ["dgx_h100", "aws_p4d", "aws_p5"])
 def test_scale_in_hosts_is_proved(run, stem):
-    """Two systems (the fabric block is the same in every file: test_systems.py): GPUs that
-    are their NICs' ports (DGX H100), and four EFA NICs each shared by two GPUs (p4d).
+    """Three systems (the fabric block is the same in every file: test_systems.py): GPUs
+    that are their NICs' ports (DGX H100), four EFA NICs each shared by two GPUs (p4d), and
+    four EFA NICs per GPU, a bundle that every route splits its bytes over equally (p5).
     `python benchmarks/scale_status.py` runs all eleven."""
     path = ROOT / "schedules" / "systems" / f"{stem}.sched"
     code, out, err = run("scale", path, "--in", "hosts", "--json")
@@ -55,3 +56,5 @@ def test_scale_in_hosts_is_proved(run, stem):
     # are proved fabric links: the uplinks' term is in the formula.
     for name in ("ring", "nccl_ring"):
         assert "oversub" in pieces[name]["formula"], pieces[name]["formula"]
+    if stem == "aws_p5":  # by hand: V/(8·hosts) per ring hop, a quarter on each EFA device
+        assert "V/(32*B_E*hosts)" in pieces["ring"]["formula"], pieces["ring"]["formula"]

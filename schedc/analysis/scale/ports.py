@@ -148,7 +148,8 @@ def port_rule(at: Session, name: str, copies: str, path: tuple[str, ...],
     port, bandwidth, fabric = _ports(topo, owner, copy)
     local = {r: coords[1:] for r, coords in zip(ranks, coordinates)}
     side: dict[int, str] = {}
-    seen: dict[tuple[frozenset[int], str, str], int] = {}
+    bundle: dict[str, object] = {}  # class -> the share of each port of a bundle
+    seen: dict[tuple[frozenset[int], str, str], frozenset[int]] = {}
     cls: dict[bool, frozenset[tuple[str, str]]] = {}
     crossed: dict[tuple, frozenset[int]] = {}  # local positions -> fabric resources
     for a in ranks:
@@ -164,16 +165,27 @@ def port_rule(at: Session, name: str, copies: str, path: tuple[str, ...],
                 raise Unproved(f"the route from {topo.devices[a].name} to "
                                f"{topo.devices[b].name} crosses fabric links other than the "
                                "pairs of its local positions in other copies")
+            # Per end and class one port with all the bytes, or a bundle of k ports that
+            # every route of that end loads equally, 1/k each (a GPU's four NICs).
+            ends: dict[tuple, dict[int, object]] = {}
+            for resource, share in loaded.items():
+                if resource not in fabric:
+                    group, kind = port[resource]
+                    where = "out" if a in group and b not in group else \
+                        "in" if b in group and a not in group else None
+                    if where is None or side.setdefault(resource, where) != where:
+                        where = None
+                    ends.setdefault((group, where, kind), {})[resource] = share
             found = set()
-            for resource, share in {r: s for r, s in loaded.items() if r not in fabric}.items():
-                group, kind = port[resource]
-                where = "out" if a in group and b not in group else \
-                    "in" if b in group and a not in group else None
-                if share != 1 or where is None or side.setdefault(resource, where) != where \
-                        or seen.setdefault((group, where, kind), resource) != resource:
+            for (group, where, kind), loads in ends.items():
+                share = next(iter(loads.values()))
+                if where is None or any(s != share for s in loads.values()) \
+                        or share * len(loads) != 1 or bundle.setdefault(kind, share) != share \
+                        or seen.setdefault((group, where, kind), frozenset(loads)) != set(loads):
                     raise Unproved(f"the route from {topo.devices[a].name} to "
-                                   f"{topo.devices[b].name} does not load exactly one port of "
-                                   "each end per class, with all its bytes")
+                                   f"{topo.devices[b].name} does not load one port (or one "
+                                   "bundle of ports, equally) of each end per class, with all "
+                                   "its bytes")
                 found.add((where, kind))
             if cls.setdefault(copy[a] == copy[b], frozenset(found)) != found:
                 raise Unproved(f"the route from {topo.devices[a].name} to "
@@ -192,8 +204,9 @@ def port_rule(at: Session, name: str, copies: str, path: tuple[str, ...],
     groups = {k: g for k, g in _group_size(port, coordinates, ranks, used).items() if g > 1}
     if groups and len(path) != 2:
         raise Unproved("a device shared by ranks that are copies of their own")
+    shares = {k: sympy.Rational(v) for k, v in bundle.items() if v != 1}
     return PortRule(0 if len(path) == 2 else None, classes.get(True), classes[False], bandwidth,
-                    links, groups)
+                    links, groups, shares)
 
 
 def _fabric_links(topo, crossed: dict[tuple, frozenset],

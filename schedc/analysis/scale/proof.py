@@ -174,7 +174,8 @@ def _prove_powers(session: Session, param: str, name: str, piece: Piece,
             rule = port_rule(session.at({param: at_n}), name, copies, sym.ranks.path,
                              sym.ranks.at(at_n))
             classes = {*(rule.same or ()), *rule.cross}
-            if len(classes) != 1 or rule.fabric or (rule.same and rule.same != rule.cross):
+            if len(classes) != 1 or rule.fabric or rule.shares or (
+                    rule.same and rule.same != rule.cross):
                 raise Unproved("the pairs of ranks load other port classes than one")
             rules.add((rule.copy_coord, tuple(classes), str(rule.bandwidth[rule.cross[0]])))
         if len(rules) != 1:
@@ -268,7 +269,8 @@ def prove(session: Session, param: str, name: str, piece: Piece, n: sympy.Symbol
                                                               (uniform.scaled, at_n, n)))
             rules.add((rule.copy_coord, rule.same, rule.cross, tuple(sorted(
                 (k, str(v)) for k, v in rule.bandwidth.items())), tuple(
-                (f.name, str(f.bandwidth), tuple(sorted(f.pairs))) for f in rule.fabric)))
+                (f.name, str(f.bandwidth), str(f.share), tuple(sorted(f.pairs)))
+                for f in rule.fabric), tuple(sorted((k, str(v)) for k, v in rule.shares.items()))))
         if len(rules) != 1:
             raise Unproved(f"the port rule differs between {param} = {first} and {first + 1}")
         derived = round_classes(sym, rule, start, stop, n)
