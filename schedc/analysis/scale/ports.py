@@ -22,6 +22,7 @@ a note naming the link.
 from __future__ import annotations
 
 import re
+from fractions import Fraction
 
 import sympy
 
@@ -148,10 +149,10 @@ def port_rule(at: Session, name: str, copies: str, path: tuple[str, ...],
     port, bandwidth, fabric = _ports(topo, owner, copy)
     local = {r: coords[1:] for r, coords in zip(ranks, coordinates)}
     side: dict[int, str] = {}
-    bundle: dict[str, object] = {}  # class -> the share of each port of a bundle
+    bundle: dict[str, Fraction] = {}  # class -> the share of each port of a bundle
     seen: dict[tuple[frozenset[int], str, str], frozenset[int]] = {}
     cls: dict[bool, frozenset[tuple[str, str]]] = {}
-    crossed: dict[tuple, frozenset[int]] = {}  # local positions -> fabric resources
+    crossed: dict[tuple, frozenset] = {}  # local positions -> (fabric resource, share)s
     for a in ranks:
         for b in ranks:
             if a == b:
@@ -167,7 +168,7 @@ def port_rule(at: Session, name: str, copies: str, path: tuple[str, ...],
                                "pairs of its local positions in other copies")
             # Per end and class one port with all the bytes, or a bundle of k ports that
             # every route of that end loads equally, 1/k each (a GPU's four NICs).
-            ends: dict[tuple, dict[int, object]] = {}
+            ends: dict[tuple, dict[int, Fraction]] = {}
             for resource, share in loaded.items():
                 if resource not in fabric:
                     group, kind = port[resource]

@@ -41,6 +41,7 @@ makes the full formula the time at every n, and (H5) the regime form.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 import islpy as isl
@@ -264,9 +265,8 @@ def prove(session: Session, param: str, name: str, piece: Piece, n: sympy.Symbol
                                "every route")
             # Once per collective: the schedules over one collective share their rule.
             rule = at.memo("scale-port-rule", str(at.program.result(name).collective.span),
-                           lambda at=at, at_n=at_n: port_rule(at, name, copies, order.path,
-                                                              order.at(at_n),
-                                                              (uniform.scaled, at_n, n)))
+                           partial(port_rule, at, name, copies, order.path, order.at(at_n),
+                                   (uniform.scaled, at_n, n)))
             rules.add((rule.copy_coord, rule.same, rule.cross, tuple(sorted(
                 (k, str(v)) for k, v in rule.bandwidth.items())), tuple(
                 (f.name, str(f.bandwidth), str(f.share), tuple(sorted(f.pairs)))
