@@ -154,3 +154,48 @@ def test_a_hypothesis_that_fails_leaves_the_unseen_machine_checked(run, tmp_path
         assert piece["status"] == "checked"
         assert any(note.startswith("not proved: ") and why in note for note in piece["notes"]), \
             piece["notes"]
+
+
+# Each GPU behind its PCIe switch with two NICs, each NIC on its own rail: a route splits its
+# bytes over the two equally (a bundle of ports, docs/scale.md hypothesis 3).
+BUNDLE = ("nic cx[2]", "nic cx[{nics}]"), \
+    ("link plx[i] <-> cx[i] class pcie for i in 0..1",
+     "link plx[j // 2] <-> cx[j] class pcie for j in 0..{last}")
+
+
+def _bundled(tmp_path, nics: int):
+    text = MACHINE.format(lib=SCHEDULES / "lib", loops=2)
+    for old, new in BUNDLE:
+        assert old in text
+        text = text.replace(old, new.format(nics=nics, last=nics - 1))
+    return write(tmp_path, "bundle.sched", text)
+
+
+def bundled_ring_by_hand(n: int) -> Fraction:
+    """Host-major ring, p = 2n: GPU 1 of each host sends V/p to GPU 0 of the next over its
+    PCIe link (V/p over 64 GB/s) and its two NICs (V/(2p) each), rails 2, 3 -> 2 spines ->
+    rails 0, 1: each uplink carries a quarter of each of the n transfers, V/8, over
+    n·B_N/4: V/(2n·B_N), above PCIe's V/(2n·64 GB/s) and a NIC's V/(4n·B_N). It binds."""
+    return 2 * (2 * n - 1) * (ALPHA + Fraction(V, 2 * n * B_N))
+
+
+def test_a_bundle_of_nics_per_gpu_is_proved(run, tmp_path):
+    case = _bundled(tmp_path, 4)
+    document = _scale(run, case, "-s", "ring", *[a for n in (5, 64, 1000) for a in ("--at", str(n))])
+    (piece,) = document["schedules"]
+    assert (piece["status"], piece["valid_from"], piece["valid_to"]) == ("proved", 2, None), \
+        piece["notes"]
+    for at in document["at"]["ring"]:
+        assert at["method"] == "formula"
+        compiled = _compiled(case, at["n"], "ring")
+        assert compiled == bundled_ring_by_hand(at["n"]) and at["time_s"] == float(compiled)
+
+
+def test_bundles_of_two_sizes_stay_checked(run, tmp_path):
+    """Three NICs a host: two behind GPU 0's switch, one behind GPU 1's (j // 2 of 0..2)."""
+    document = _scale(run, _bundled(tmp_path, 3), "-s", "ring")
+    for piece in document["schedules"]:
+        assert piece["status"] == "checked"
+        assert any(note.startswith("not proved: ") and "does not load one port (or one bundle "
+                   "of ports, equally) of each end per class" in note
+                   for note in piece["notes"]), piece["notes"]

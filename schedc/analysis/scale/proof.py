@@ -254,6 +254,8 @@ def prove(session: Session, param: str, name: str, piece: Piece, n: sympy.Symbol
             raise Unproved(f"the ranks' local positions in a copy vary with {param}")
         if session.at({param: start}).timing(name).cost.protocol is not None:
             raise Unproved("the time is the minimum over protocols, not one cost model")
+        if session.program.step_rule != "sum":  # the classes' time is α + Max of the loads
+            raise Unproved(f"the step cost is '{session.program.step_rule}', not a sum")
         # The routes at any two sizes with two copies or more show every pair (see the
         # module doc): the smallest that compile, so that every pair is cheap to route.
         first = _smallest_pair(session, param, name, start)
