@@ -189,7 +189,7 @@ def _prove_powers(session: Session, param: str, name: str, piece: Piece,
         if not isinstance(decl.group, ast.Name):
             raise Unproved(f"{where(decl.span)}a power-of-two schedule is read over the "
                            "collective's ranks named by a `let`")
-        total = time_in_m(session, name, decl.group.id, session.program.alpha, size,
+        total, kinds = time_in_m(session, name, decl.group.id, session.program.alpha, size,
                           rule.bandwidth[rule.cross[0]])
     except (Unproved, Outside) as exc:
         message = exc.args[0] if isinstance(exc, Unproved) else f"{where(exc.span)}{exc.message}"
@@ -200,8 +200,13 @@ def _prove_powers(session: Session, param: str, name: str, piece: Piece,
     fitted = sympy.expand_log(piece.regime.subs(n, 2 ** M), force=True)
     if sympy.simplify(fitted - total) != 0:
         return Verdict(None, f"{_POWERS}: the time read in m differs from the fitted form")
-    return Verdict(f"powers of two: for every {param} = 2^m, m >= 1, each round an exchange "
-                   f"j <-> j xor 2^e (e < m) of one transfer each way of a size read in m, "
+    step = "an exchange j <-> j xor 2^e (e < m) of one transfer each way" \
+        if kinds == {"exchange"} else "a binomial tree's step j -> j + 2^s or j - 2^s " \
+        "(s < m), one transfer at most per rank and side" if kinds == {"tree"} else \
+        "an exchange j <-> j xor 2^e or a binomial tree's step (e, s < m), one transfer at " \
+        "most per rank and side"
+    return Verdict(f"powers of two: for every {param} = 2^m, m >= 1, each round {step} "
+                   f"of a size read in m, "
                    f"on a port machine uniform in {copies}[...] (routes read at {param} = 2, "
                    f"4); the time summed over the rounds in m", None)
 
