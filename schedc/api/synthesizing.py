@@ -29,8 +29,8 @@ if TYPE_CHECKING:  # (annotations only: `import schedc` stays cheap)
     from ..cost.timing import Timing
 
 # Pricing solves one minimum arborescence over all ranks per root orbit and round, and the LP
-# has a row per resource orbit: 64 ranks take seconds, 144 (2 hosts of 72) take minutes.
-MAX_RANKS = 128
+# has a row per resource orbit: one GB200 rack (72 ranks) priced root by root took 29 s of CPU.
+MAX_RANKS = 160  # two GB200 NVL72 racks (144): 6.6 s of CPU, their symmetry priced once
 
 
 @dataclass(frozen=True)
@@ -69,7 +69,8 @@ def synthesize(path: str | Path, collective: str, *, over: str | None = Synthesi
     """Pack trees that reach the exact optimum of `collective` on the machine of the `.sched`
     file `path`, and write them as a schedule: the text imports `path` relative to `output`'s
     folder (the current folder when None). `over`, `size` and `root` default to the file's
-    first collective's; `chunks` None picks the fewest within `within` of the optimum at α = 0.
+    first collective's (`over`, in a file with none, to every gpu); `chunks` None picks the
+    fewest within `within` of the optimum at α = 0.
     `units` fixes how many units a shard is cut into (default: the fewest powers of two whose
     rounding stays within `within`/4; fewer make smaller MSCCL XML). More than `max_ranks`
     ranks are refused before any work; `max_transfers` and `max_rounds` bound the written
@@ -117,10 +118,10 @@ def _synthesize(source, machine, kind, over, size, root, chunks, within, name, s
                 scratch, max_ranks, units, limits) -> Synthesis:
     from ..analysis.bound.cuts import RankCuts
     from ..analysis.bound.optimum import optimum, side_names
-    from ..analysis.synthesize.plan import alpha_optimal, chunks_within, plan
-    from ..cost.formula import nominal_value
+    from ..analysis.synthesize.plan import check_tables, chunks_within, fastest_chunks, plan
     from ..export.sched_schedule import Phase, schedule_text
-    from ..model.ir import linear_value
+    from ..model.ir import linear_expr, linear_value
+    from ..model.symmetry import index_shift
 
     program, coll, (over, size, root), tables = _probe(source, kind, over, size, root, name,
                                                       sets, scratch, limits, max_ranks)
@@ -132,7 +133,8 @@ def _synthesize(source, machine, kind, over, size, root, chunks, within, name, s
     n = len(coll.ranks)
     whole = float(linear_value(coll.size, program.nominal))
     shard = whole if root is not None else whole / n
-    packings, pins = _packings(program, coll, exact, shard, finder.shift)
+    shifts = tuple(s for s in (finder.shift, index_shift(program.topology, coll.ranks)) if s)
+    packings, pins = _packings(program, coll, exact, shard, shifts)
     phases, goals = [], []
     for part, packing in zip(exact.parts, packings):
         # Below the optimum, the trees reach no more (the cut counts paths that no pinned
@@ -141,17 +143,19 @@ def _synthesize(source, machine, kind, over, size, root, chunks, within, name, s
         prefix = tables + ("" if len(packings) == 1 else
                            "rs_" if packing.kind == "reduce_scatter" else "ag_")
         phases.append(Phase(plan(packing, within, units), prefix))
+    check_tables([p.plan for p in phases])
     if chunks is None:  # each phase within `within` of its goal: the sum is too
         chunks = max(chunks_within(p.plan, goal, shard, within) for p, goal in zip(phases, goals))
-    alpha = float(nominal_value(program.alpha, program.nominal))
-    alpha_chunks = alpha_optimal([p.plan for p in phases], shard, alpha, chunks)
 
-    def text(header: list[str], machine_path: str) -> str:
+    def text(header: list[str], machine_path: str, k: int | None = None) -> str:
         return schedule_text(machine=machine_path, kind=kind, size=size, over=over, root=root,
-                             name=name, chunks=chunks, phases=phases, ranks=n,
+                             name=name, chunks=k or chunks, phases=phases, ranks=n,
                              header=header, routes=_route_lines(program.topology, pins))
 
     bandwidth, timing = _compiled(text([], str(source.resolve())), name, sets, scratch, limits)
+    alpha_chunks = fastest_chunks(
+        [p.plan for p in phases], shard, chunks, timing, program, linear_expr(coll.size),
+        lambda k: _compiled(text([], str(source.resolve()), k), name, sets, scratch, limits)[1])
     result = Synthesis("", name, kind, chunks, alpha_chunks, exact.value, exact.time,
                        side_names(finder, exact), bandwidth, timing.time, timing.cost.formula,
                        timing.cost.rounds, sum(len(p.plan.trees) for p in phases),
@@ -168,15 +172,17 @@ def _probe(source, kind, over, size, root, name, sets, scratch, limits, max_rank
     from ..model.collectives import KINDS
     from ..session import Session
 
-    declared = _declared(Session.open(source, sets, limits))
+    session = Session.open(source, sets, limits)
+    declared = _declared(session)
     size = size or (declared[1] if declared else None)
-    over = over or (declared[2] if declared else None)
+    over = over or (declared[2] if declared else None) or _every_gpu(session)
     if KINDS[kind].rooted:
         root = root or (declared[3] if declared and declared[3] else f"{name}_ranks[0]")
     else:
         root = None
-    if size is None or over is None:
-        raise UsageError(f"{source} declares no collective: give --over RANKS and --size BYTES")
+    if size is None:
+        raise UsageError(f"{source} declares no collective: give --size BYTES (and --over "
+                         "RANKS; by default every gpu, in the order the machine declares them)")
     group = f"{name}_ranks"
     decl = [f"let {group} = {over}", f"{kind} {size} over {group}" + (f" root {root}" if root else "")]
     try:
@@ -217,7 +223,7 @@ def _compiled(text: str, name: str, sets, scratch: Path, limits) -> tuple[Fracti
     return bandwidth, timing
 
 
-def _packings(program, coll, exact, shard: float, shift):
+def _packings(program, coll, exact, shard: float, shifts):
     """Each part's packing (all-reduce: reduce-scatter, then all-gather) and the routes they
     need pinned: none when schedc's own routes reach the optimum; otherwise the paths
     `synthesize.paths` finds, kept when the packings on them reach more."""
@@ -226,7 +232,7 @@ def _packings(program, coll, exact, shard: float, shift):
 
     def packed(topology):
         return [pack(topology, program.nominal, coll.ranks, part.kind, coll.root,
-                     shard / float(part.value), coll.span, shift) for part in exact.parts]
+                     shard / float(part.value), coll.span, shifts) for part in exact.parts]
 
     plain = packed(program.topology)
     if min(p.reached for p in plain) >= 1 - 1e-6 or len(coll.ranks) > MAX_PATH_RANKS:
@@ -289,6 +295,13 @@ def _declared(session) -> tuple[str, str, str, str | None] | None:
                 return (stmt.kind, source_text(stmt.size.span), source_text(stmt.group.span),
                         source_text(stmt.root.span) if stmt.root is not None else None)
     return None
+
+
+def _every_gpu(session) -> str:
+    """Every gpu of FILE's machine in declaration order, as a list expression (nccl-tests'
+    default too: one rank per GPU)."""
+    return "[" + ", ".join(d.name for d in session.program.topology.devices
+                           if d.kind == "gpu") + "]"
 
 
 def _compile(scratch: Path, machine: Path | None, lines: list[str], sets, limits):
