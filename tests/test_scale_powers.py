@@ -100,15 +100,15 @@ broadcast V over ranks root ranks[0]
 schedule s {{
   let k = len(ranks)
   for s in 0..ceil_log2(k)-1 round {{
-    for j in 0..(1 << s)-1: if j + (1 << s) < k - 1: copy all from ranks[j] to ranks[j + (1 << s)]
+    for j in 0..(1 << s)-1: if j + (1 << s) < k: copy all from ranks[j] to ranks[(j + (1 << s)) % k]
   }}
 }}
 """
 
 
 def test_a_tree_step_with_another_guard_leaves_the_piece_checked(run, tmp_path):
-    """`j + 2^s < k - 1` drops the last rank's transfer: not the step the lemma reads (nor a
-    broadcast: --no-verify)."""
+    """The partner `(j + 2^s) % k` is j + 2^s here (it is below k), but the lemma reads the
+    step by its source, and this is not the step it reads: checked, naming the guard."""
     case = write(tmp_path, "tree.sched", TREE)
     code, out, err = run("scale", case, "--in", "p", "--no-bound", "--no-verify", "--json")
     assert code == 0, err

@@ -138,7 +138,7 @@ FLAT_MACHINE = f'import "{SCHEDULES}/machines/flat.sched"\nimport "{SCHEDULES}/l
     # derives would be twice the real ones).
     ("topology {\n  switch sw2\n  link g[i] <-> sw2 bw B class port2 for i in 0..p-1\n}\n",
      "schedule s = ring_allgather(ranks)",
-     "does not load exactly one port of each end"),
+     "does not load one port (or one bundle of ports, equally) of each end"),
     # Two rounds in one: a rank sends two transfers of one statement per round.
     ("", "schedule s {\n  for s in 0..p-2 round {\n    for j in 0..p-1: for m in 0..1: copy "
          "part(2 * ((j - s) % p) + m of 2 * p) of all from g[j] to g[(j + 1) % p]\n  }\n}",
