@@ -10,12 +10,15 @@ A piece [a, b] (b = None: unbounded) is proved when
      size of one top-level family (the copies: `host node[hosts]`, `gpu g[p]`) and the
      bound of `for v in 0..n-1` clauses whose variable only indexes that family in the
      link's ends (never its bandwidth, class, other loops or conditions); no host body,
-     bandwidth or other statement mentions n; no pinned route, no shared resource;
+     bandwidth or other statement mentions n; no pinned route, no shared resource
+     (`uniform`: read as the elaborator reads it, lists of copies inlined and conditions
+     decided; a fabric link's bandwidth may be n^k times one free of n);
 (H3) it is a port machine, checked on two compiled instances, n0 and n0 + 1 for the smallest
      n0 >= 2 at which both compile (2 and 3 for the shipped files):
      every resource with a bandwidth is one direction of one link, without latency or
      window, and a port of one rank's domain (its private NIC and switch too) or of one
-     group of consecutive ranks sharing a device, or a fabric link outside every copy
+     group of consecutive ranks sharing a device (or one of a bundle that every route of
+     the rank loads equally), or a fabric link outside every copy (each with one share)
      (`ports`); the ranks are the copies' devices where the symbolic order puts them; for
      every pair of ranks the route loads, with all the bytes, the out-ports of the source
      and the in-ports of the destination of one set of classes, depending only on whether
