@@ -170,9 +170,10 @@ class Reader:
         outer = {**env, stmt.var: s}
         lo_j, hi_j = self.value(inner.iter.lo, outer), self.value(inner.iter.hi, outer)
         local = {**outer, inner.var: _Bounded(M)}
-        transfer, guard = inner.body[0], None
-        if isinstance(transfer, st.If) and len(transfer.then) == 1 and not transfer.orelse:
-            transfer, guard = transfer.then[0], transfer.cond
+        body = inner.body[0]
+        guarded = isinstance(body, st.If) and len(body.then) == 1 and not body.orelse
+        transfer = body.then[0] if isinstance(body, st.If) and guarded else body
+        guard = body.cond if isinstance(body, st.If) and guarded else None
         if not isinstance(transfer, st.Transfer) or transfer.into is not None:
             raise self.fail(transfer, _STATEMENTS.get(type(transfer), "this statement"))
         src, dst = transfer.src, transfer.dst
