@@ -102,3 +102,22 @@ def test_routes_split_over_two_spines_are_proved(run, tmp_path):
         assert at["method"] == "formula"
         compiled = _compiled(case, at["n"], "ring")
         assert compiled == ring_by_hand(at["n"]) and at["time_s"] == float(compiled)
+
+
+def test_a_fabric_link_carrying_unequal_shares_stays_checked(run, tmp_path):
+    """Three rails, rails 0 and 1 on both spines, rail 2 on spine 0 only: rail 0's link to
+    spine 0 carries half of a transfer to rail 1 (two equal-cost routes) but all of one to
+    rail 2, so its load is no one share of the pairs crossing it (hypothesis 3)."""
+    text = PER_GPU.format(lib=SCHEDULES / "lib", G=3, last=2).replace(
+        "param hosts = 2", "param hosts = 2\nparam B_S = 400 GB/s").replace(
+        "switch spine\n", "switch spine[2]\n").replace(
+        "link rail[i] <-> spine for i in 0..2",
+        "link rail[i] <-> spine[s] bw B_S class spine for i in 0..1 for s in 0..1\n"
+        "  link rail[2] <-> spine[0] bw B_S class spine")
+    case = write(tmp_path, "unequal.sched", text)
+    document = _scale(run, case, "-s", "ring")
+    for piece in document["schedules"]:
+        assert piece["status"] == "checked"
+        assert any(note.startswith("not proved: ") and "a fabric link carrying different "
+                   "shares of the bytes of different pairs" in note
+                   for note in piece["notes"]), piece["notes"]
