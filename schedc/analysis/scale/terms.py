@@ -18,6 +18,8 @@ from ...cost.lower import Loads
 from ...model.topology import Topology
 from .fitting import Shape, linear_shape
 
+ONE = Fraction(1)
+
 
 def full_shape(loads: Loads, topology: Topology, alpha) -> Shape:
     """Per round class (in order of its first round): its count, start-up, and per term the
@@ -28,12 +30,15 @@ def full_shape(loads: Loads, topology: Topology, alpha) -> Shape:
     groups: dict = {}
     group_of = np.full(len(topology.resources), -1, dtype=np.int64)
     factor: dict[int, Fraction] = {}
+    split: dict = {}  # bandwidth -> (c, B), once per distinct bandwidth
     for r in topology.resources:
         bandwidth = r.effective_bandwidth
         if bandwidth is not None:
-            c, rest = bandwidth.as_coeff_Mul()
-            if c.is_Rational and c > 0:
-                factor[r.id], bandwidth = Fraction(int(c.p), int(c.q)), rest
+            if bandwidth not in split:
+                c, rest = bandwidth.as_coeff_Mul()
+                split[bandwidth] = (Fraction(int(c.p), int(c.q)), rest) \
+                    if c.is_Rational and c > 0 else (ONE, bandwidth)
+            factor[r.id], bandwidth = split[bandwidth]
             group_of[r.id] = groups.setdefault(bandwidth, len(groups))
     bandwidths = list(groups)
     n_shapes = len(loads.shape_cross)
@@ -42,12 +47,14 @@ def full_shape(loads: Loads, topology: Topology, alpha) -> Shape:
     for shape, g, vector, r in zip(loads.shape.tolist(), entry_group.tolist(),
                                    loads.amount.tolist(), loads.resource.tolist()):
         if g >= 0 and any(vector):
-            c = factor.get(r, Fraction(1))
-            per_shape[shape].setdefault(g, set()).add((*(
-                Fraction(int(x), d) / c for x, d in zip(vector, loads.denominators)), c))
+            per_shape[shape].setdefault(g, set()).add((tuple(vector), factor.get(r, ONE)))
+
+    def exact(vector: tuple[int, ...], c: Fraction) -> tuple[Fraction, ...]:
+        """The load over c, then c (each distinct entry once: the entries are many)."""
+        return (*(Fraction(x, d) / c for x, d in zip(vector, loads.denominators)), c)
     signature = [(loads.shape_latency[s], tuple(
-        (g, tuple(sorted(per_shape[s][g], reverse=True))) for g in sorted(per_shape[s])))
-        for s in range(n_shapes)]
+        (g, tuple(sorted((exact(*e) for e in per_shape[s][g]), reverse=True)))
+        for g in sorted(per_shape[s]))) for s in range(n_shapes)]
     classes: dict[tuple, list[int]] = {}  # signature -> [count, first round]
     for round_index, shape in enumerate(loads.shape_of.tolist()):
         entry = classes.setdefault(signature[shape], [0, round_index])

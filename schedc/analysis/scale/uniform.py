@@ -187,7 +187,11 @@ def _source(session: Session, param: str) -> tuple[tuple[ast.Module, ...], set[s
 
 def uniform_machine(session: Session, param: str) -> Uniform:
     """(H2): the family of copies and the fabric links whose bandwidth scales with n; raises
-    Unproved naming the line that fails."""
+    Unproved naming the line that fails. Read once per session and param."""
+    return session.memo("scale-uniform", param, lambda: _uniform(session, param))
+
+
+def _uniform(session: Session, param: str) -> Uniform:
     modules, dep = _source(session, param)
     lets = {s.name: s.value for m in modules for s in m.body if isinstance(s, ast.Let)}
     links = [s for s in _topology_statements(modules) if isinstance(s, ast.LinkDecl)]
