@@ -13,6 +13,7 @@ from __future__ import annotations
 from fractions import Fraction
 
 import numpy as np
+import sympy
 
 from ...cost.lower import Loads
 from ...model.topology import Topology
@@ -34,8 +35,8 @@ def full_shape(loads: Loads, topology: Topology, alpha) -> Shape:
     for r in topology.resources:
         bandwidth = r.effective_bandwidth
         if bandwidth is not None:
-            if bandwidth not in split:
-                c, rest = bandwidth.as_coeff_Mul()
+            if bandwidth not in split:  # (a SymPy expression here: scale keeps formulas)
+                c, rest = sympy.sympify(bandwidth).as_coeff_Mul()
                 split[bandwidth] = (Fraction(int(c.p), int(c.q)), rest) \
                     if c.is_Rational and c > 0 else (ONE, bandwidth)
             factor[r.id], bandwidth = split[bandwidth]
