@@ -11,15 +11,10 @@ import io
 from collections.abc import Iterator
 from pathlib import Path
 
-import numpy as np
-import sympy
+from typing import TYPE_CHECKING
 
-from ..analysis.check import FileCheck, Outcome
-from ..analysis.solve.reports import ReportValue
-from ..analysis.solve.roots import Interval, Regime, Solution
-from ..analysis.solve.sensitivity import Sensitivity
-from ..analysis.solve.sweep import Sweep
-from ..analysis.verify.verdict import Verdict
+import numpy as np
+
 from ..elaborate.program import Param, Program
 from ..measure.bandwidth import format_gbps
 from ..units import (
@@ -38,6 +33,16 @@ from .floats import csv_rows
 from .text import dump_json, dump_json_pieces, json_number, params_json, table
 from .verdict import verdict_json, verdict_text
 
+if TYPE_CHECKING:  # (they bring SymPy, which a sweep without formulas never imports)
+    import sympy
+
+    from ..analysis.check import FileCheck, Outcome
+    from ..analysis.solve.reports import ReportValue
+    from ..analysis.solve.roots import Interval, Regime, Solution
+    from ..analysis.solve.sensitivity import Sensitivity
+    from ..analysis.solve.sweep import Sweep
+    from ..analysis.verify.verdict import Verdict
+
 
 def _show(expr: sympy.Expr, dim: Dim) -> str:
     return format_quantity(expr if expr.is_Rational else float(expr), dim)  # exact if it can
@@ -47,6 +52,7 @@ def _show(expr: sympy.Expr, dim: Dim) -> str:
 
 
 def _between(lo: sympy.Expr, hi: sympy.Expr, name: str, dim: Dim, closed: bool) -> str:
+    import sympy
     le = "<=" if closed else "<"
     if lo == 0 and hi is sympy.oo:
         return f"every {name} > 0"
@@ -192,6 +198,7 @@ def _derivative(value: sympy.Expr, param: Param) -> str:
 
 
 def _elasticity(value: sympy.Expr) -> str:
+    import sympy
     return "-" if value is sympy.nan else f"{float(value):.4g}"
 
 
