@@ -10,12 +10,15 @@ A piece [a, b] (b = None: unbounded) is proved when
      size of one top-level family (the copies: `host node[hosts]`, `gpu g[p]`) and the
      bound of `for v in 0..n-1` clauses whose variable only indexes that family in the
      link's ends (never its bandwidth, class, other loops or conditions); no host body,
-     bandwidth or other statement mentions n; no pinned route, no shared resource;
+     bandwidth or other statement mentions n; no pinned route, no shared resource
+     (`uniform`: read as the elaborator reads it, lists of copies inlined and conditions
+     decided; a fabric link's bandwidth may be n^k times one free of n);
 (H3) it is a port machine, checked on two compiled instances, n0 and n0 + 1 for the smallest
      n0 >= 2 at which both compile (2 and 3 for the shipped files):
      every resource with a bandwidth is one direction of one link, without latency or
      window, and a port of one rank's domain (its private NIC and switch too) or of one
-     group of consecutive ranks sharing a device, or a fabric link outside every copy
+     group of consecutive ranks sharing a device (or one of a bundle that every route of
+     the rank loads equally), or a fabric link outside every copy (each with one share)
      (`ports`); the ranks are the copies' devices where the symbolic order puts them; for
      every pair of ranks the route loads, with all the bytes, the out-ports of the source
      and the in-ports of the destination of one set of classes, depending only on whether
@@ -40,16 +43,16 @@ makes the full formula the time at every n, and (H5) the regime form.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields, is_dataclass
+from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 import islpy as isl
 import sympy
 
-from ...errors import SchedcError, Span
+from ...errors import SchedcError
 from ...language import statements as st
 from ...language import syntax as ast
-from ...language.scopes import unique_bindings
 from ...session import Session
 from ..forall.affine import Outside
 from ..forall.family import parsed_modules, symbolic_result
@@ -61,6 +64,7 @@ from .pieces import Piece
 from .portloads import RoundClass, Unproved, round_classes
 from .ports import port_rule
 from .powers import M, time_in_m
+from .uniform import syntax_nodes, uniform_copies, uniform_machine, where
 
 
 @dataclass(frozen=True)
@@ -69,127 +73,10 @@ class Verdict:
     note: str | None  # not proved: the hypothesis that fails, where
 
 
-def _where(span: Span | None) -> str:
-    return f"{span.source.path}:{span.line}: " if span is not None else ""
-
-
-def _nodes(node: object):
-    """Every syntax node under `node` (spans left out)."""
-    if isinstance(node, (tuple, list)):
-        for item in node:
-            yield from _nodes(item)
-    elif is_dataclass(node) and not isinstance(node, type) and not isinstance(node, Span):
-        yield node
-        for f in fields(node):
-            if f.name != "span":
-                yield from _nodes(getattr(node, f.name))
-
-
-def _mentions(node: object, names: set[str]) -> bool:
-    return any(isinstance(x, ast.Name) and x.id in names for x in _nodes(node))
-
-
-def _dependent(modules: tuple[ast.Module, ...], param: str) -> set[str]:
-    """The param and every top-level `let` computed from it."""
-    lets = {s.name: s.value for m in modules for s in m.body if isinstance(s, ast.Let)}
-    found = {param}
-    while True:
-        more = {name for name, value in lets.items() if name not in found
-                and _mentions(value, found)}
-        if not more:
-            return found
-        found |= more
-
-
-def uniform_copies(session: Session, param: str) -> str:
-    """(H2): the name of the family of copies; raises Unproved naming the line that fails.
-    Read with every local name unique (`language.scopes`): a link's loop variable is not a
-    top-level `let` of the same spelling."""
-    modules = unique_bindings(tuple(session.modules))
-    dep = _dependent(modules, param)
-    copies: str | None = None
-    for module in modules:
-        for block in (s for s in module.body if isinstance(s, ast.Topology)):
-            for stmt in block.body:
-                decls = [stmt.name] if isinstance(stmt, ast.HostDecl) else list(
-                    stmt.names) if isinstance(stmt, ast.DeviceDecl) else []
-                for decl in decls:
-                    if decl.count is not None and _mentions(decl.count, dep):
-                        if not (isinstance(decl.count, ast.Name) and decl.count.id == param) \
-                                or copies is not None:
-                            raise Unproved(f"{_where(decl.span)}a family sized by {param} other "
-                                           f"than one family of {param} copies")
-                        copies = decl.name
-                if isinstance(stmt, ast.HostDecl):
-                    if _mentions(stmt.body, dep):
-                        raise Unproved(f"{_where(stmt.span)}a host body depends on {param}")
-                elif isinstance(stmt, ast.LinkDecl):
-                    _uniform_link(stmt, param, dep)
-                elif isinstance(stmt, (ast.RouteDecl, ast.SharedDecl)):
-                    raise Unproved(f"{_where(stmt.span)}pinned routes and shared resources are "
-                                   "not covered")
-                elif not isinstance(stmt, ast.DeviceDecl) and _mentions(stmt, dep):
-                    raise Unproved(f"{_where(stmt.span)}this statement depends on {param}")
-    if copies is None:
-        raise Unproved(f"no family of the topology is sized by {param}")
-    for module in modules:  # the links' copy variables index that family only
-        for block in (s for s in module.body if isinstance(s, ast.Topology)):
-            for stmt in block.body:
-                if isinstance(stmt, ast.LinkDecl):
-                    _indexes_only(stmt, copies, param, dep)
-    return copies
-
-
-def _copy_vars(stmt: ast.LinkDecl, param: str, dep: set[str]) -> set[str]:
-    out = set()
-    for clause in stmt.clauses:
-        if not _mentions(clause, dep):
-            continue
-        it = clause.iter
-        if not (clause.cond is None and isinstance(it, ast.Range) and isinstance(it.lo, ast.Number)
-                and it.lo.value == 0 and it.lo.unit is None and isinstance(it.hi, ast.BinOp)
-                and it.hi.op == "-" and isinstance(it.hi.left, ast.Name)
-                and it.hi.left.id == param and isinstance(it.hi.right, ast.Number)
-                and it.hi.right.value == 1 and it.hi.right.unit is None):
-            raise Unproved(f"{_where(clause.span)}a link loop over something other than 0..{param}-1")
-        out.add(clause.var)
-    return out
-
-
-def _uniform_link(stmt: ast.LinkDecl, param: str, dep: set[str]) -> None:
-    _copy_vars(stmt, param, dep)
-    if _mentions((stmt.a, stmt.b, stmt.attrs), dep):
-        raise Unproved(f"{_where(stmt.span)}a link's ends or attributes depend on {param}")
-
-
-def _indexes_only(stmt: ast.LinkDecl, copies: str, param: str, dep: set[str]) -> None:
-    """Each copy variable occurs only as `copies[v]` in the link's ends — never in its
-    attributes (`bw B / max(1, i - 60)`), another clause's range or any clause's `if` (`for k
-    in 0..0 if i >= 60`), which would join the copies differently — and `copies` is indexed
-    only so."""
-    loop = _copy_vars(stmt, param, dep)
-    rest = (stmt.attrs, *(c.iter for c in stmt.clauses if c.var not in loop),
-            *(c.cond for c in stmt.clauses if c.cond is not None))
-    if _mentions(rest, loop):
-        raise Unproved(f"{_where(stmt.span)}a link whose bandwidth, class or loops depend on "
-                       f"which copy of {copies} it joins (each copy must be joined the same way)")
-    for end in (stmt.a, stmt.b):
-        nodes = list(_nodes(end))
-        allowed = {id(x.index) for x in nodes if isinstance(x, ast.Index)
-                   and isinstance(x.base, ast.Name) and x.base.id == copies
-                   and isinstance(x.index, ast.Name) and x.index.id in loop}
-        bases = {id(x.base) for x in nodes if isinstance(x, ast.Index) and id(x.index) in allowed}
-        for x in nodes:
-            if isinstance(x, ast.Name) and ((x.id in loop and id(x) not in allowed)
-                                            or (x.id == copies and id(x) not in bases)):
-                raise Unproved(f"{_where(stmt.span)}a link not uniform in the copies of "
-                               f"{copies} (each copy must be joined the same way)")
-
-
 def _no_send(session: Session, body: object, seen: set[str]) -> None:
     """(H1): no `send` in the schedule or anything it calls (the symbolic elaboration reads
     data moves only, and would leave a send's bytes out)."""
-    for node in _nodes(body):
+    for node in syntax_nodes(body):
         if isinstance(node, st.Send):
             raise Outside("'send' (bytes without data) is not read symbolically", node.span)
         if isinstance(node, ast.Call) and node.func not in seen:
@@ -204,7 +91,7 @@ def _obligations(sym: Symbolic, start: int, param: str) -> None:
     failed = failed_obligation(sym, start)
     if failed is not None:
         ob, left = failed
-        raise Unproved(f"{_where(ob.span)}{ob.message} fails at {param} = "
+        raise Unproved(f"{where(ob.span)}{ob.message} fails at {param} = "
                        f"{smallest_n(left.params())}")
 
 
@@ -291,7 +178,8 @@ def _prove_powers(session: Session, param: str, name: str, piece: Piece,
             rule = port_rule(session.at({param: at_n}), name, copies, sym.ranks.path,
                              sym.ranks.at(at_n))
             classes = {*(rule.same or ()), *rule.cross}
-            if len(classes) != 1 or rule.fabric or (rule.same and rule.same != rule.cross):
+            if len(classes) != 1 or rule.fabric or rule.shares or (
+                    rule.same and rule.same != rule.cross):
                 raise Unproved("the pairs of ranks load other port classes than one")
             rules.add((rule.copy_coord, tuple(classes), str(rule.bandwidth[rule.cross[0]])))
         if len(rules) != 1:
@@ -302,12 +190,12 @@ def _prove_powers(session: Session, param: str, name: str, piece: Piece,
         decl = next(s for m in modules for s in m.body if isinstance(s, ast.CollectiveDecl)
                     and s.span == collective.span)
         if not isinstance(decl.group, ast.Name):
-            raise Unproved(f"{_where(decl.span)}a power-of-two schedule is read over the "
+            raise Unproved(f"{where(decl.span)}a power-of-two schedule is read over the "
                            "collective's ranks named by a `let`")
-        total = time_in_m(session, name, decl.group.id, session.program.alpha, size,
+        total, kinds = time_in_m(session, name, decl.group.id, session.program.alpha, size,
                           rule.bandwidth[rule.cross[0]])
     except (Unproved, Outside) as exc:
-        message = exc.args[0] if isinstance(exc, Unproved) else f"{_where(exc.span)}{exc.message}"
+        message = exc.args[0] if isinstance(exc, Unproved) else f"{where(exc.span)}{exc.message}"
         return Verdict(None, f"{_POWERS}: {message}")
     except SchedcError as exc:
         return Verdict(None, f"{_POWERS}: an instance does not compile ({exc.message})")
@@ -315,8 +203,13 @@ def _prove_powers(session: Session, param: str, name: str, piece: Piece,
     fitted = sympy.expand_log(piece.regime.subs(n, 2 ** M), force=True)
     if sympy.simplify(fitted - total) != 0:
         return Verdict(None, f"{_POWERS}: the time read in m differs from the fitted form")
-    return Verdict(f"powers of two: for every {param} = 2^m, m >= 1, each round an exchange "
-                   f"j <-> j xor 2^e (e < m) of one transfer each way of a size read in m, "
+    step = "an exchange j <-> j xor 2^e (e < m) of one transfer each way" \
+        if kinds == {"exchange"} else "a binomial tree's step j -> j + 2^s or j - 2^s " \
+        "(s < m), one transfer at most per rank and side" if kinds == {"tree"} else \
+        "an exchange j <-> j xor 2^e or a binomial tree's step (e, s < m), one transfer at " \
+        "most per rank and side"
+    return Verdict(f"powers of two: for every {param} = 2^m, m >= 1, each round {step} "
+                   f"of a size read in m, "
                    f"on a port machine uniform in {copies}[...] (routes read at {param} = 2, "
                    f"4); the time summed over the rounds in m", None)
 
@@ -326,24 +219,32 @@ def prove(session: Session, param: str, name: str, piece: Piece, n: sympy.Symbol
     """Whether `piece` holds for every n in [valid_from, stop] (stop None: unbounded)."""
     if piece.family.name == "powers of two" and piece.regime is not None:
         return _prove_powers(session, param, name, piece, n)
-    if piece.family.name != "integers" or piece.family.step != 1:
-        why = ""
+    why = ""
+    if piece.regime is None or piece.family.name != "integers" or piece.family.step != 1:
         try:
             _elaborated(session, param, name)
         except Outside as exc:
-            why = f" ({_where(exc.span)}{exc.message})"
+            why = f" ({where(exc.span)}{exc.message})"
+    if piece.regime is None:
+        return Verdict(None, "not proved: no closed form in the basis fits the compiled times, "
+                       f"so there is no form to prove; the proof covers schedules affine in "
+                       f"{param}{why}")
+    if piece.family.name != "integers" or piece.family.step != 1:
         kind = "a power-of-two family" if piece.family.name != "integers" else \
             f"fitted over the {piece.family.label}"
         return Verdict(None, f"not proved: {kind}, checked at its instances only; the proof "
                        f"covers schedules affine in {param} over the integers{why}")
     if piece.regime is None or not piece.classes:
-        # Say also which hypothesis of the machine fails, where one does: the missing
-        # full formula is often its consequence (a bandwidth written in n).
+        # Say also which hypothesis fails, where one does: the missing full formula is
+        # often its consequence (a bandwidth in n outside the argument, a loop in n).
         try:
-            uniform_copies(session, param)
+            uniform_machine(session, param)
+            _elaborated(session, param, name)
             why = ""
         except Unproved as exc:
             why = f"; and {exc.args[0]}"
+        except Outside as exc:
+            why = f"; and {where(exc.span)}{exc.message}"
         return Verdict(None, f"not proved: no full formula to prove{why}")
     start = piece.valid_from
     try:
@@ -351,7 +252,8 @@ def prove(session: Session, param: str, name: str, piece: Piece, n: sympy.Symbol
         sym, _ = _elaborated(session, param, name)
         assert sym.ranks is not None
         _obligations(sym, start, param)
-        copies = uniform_copies(session, param)
+        uniform = uniform_machine(session, param)
+        copies = uniform.copies
         order = sym.ranks
         if any(not lo.is_const for lo in order.lows) or any(
                 not hi.is_const for hi in order.highs[1:]):
@@ -360,6 +262,8 @@ def prove(session: Session, param: str, name: str, piece: Piece, n: sympy.Symbol
             raise Unproved(f"the ranks' local positions in a copy vary with {param}")
         if session.at({param: start}).timing(name).cost.protocol is not None:
             raise Unproved("the time is the minimum over protocols, not one cost model")
+        if session.program.step_rule != "sum":  # the classes' time is α + Max of the loads
+            raise Unproved(f"the step cost is '{session.program.step_rule}', not a sum")
         # The routes at any two sizes with two copies or more show every pair (see the
         # module doc): the smallest that compile, so that every pair is cheap to route.
         first = _smallest_pair(session, param, name, start)
@@ -369,15 +273,19 @@ def prove(session: Session, param: str, name: str, piece: Piece, n: sympy.Symbol
             if len(at.program.result(name).collective.ranks) > MAX_ROUTED:
                 raise Unproved(f"more than {MAX_ROUTED} ranks at {param} = {at_n} to read "
                                "every route")
-            rule = port_rule(at, name, copies, order.path, order.at(at_n))
+            # Once per collective: the schedules over one collective share their rule.
+            rule = at.memo("scale-port-rule", str(at.program.result(name).collective.span),
+                           partial(port_rule, at, name, copies, order.path, order.at(at_n),
+                                   (uniform.scaled, at_n, n)))
             rules.add((rule.copy_coord, rule.same, rule.cross, tuple(sorted(
                 (k, str(v)) for k, v in rule.bandwidth.items())), tuple(
-                (f.name, str(f.bandwidth), tuple(sorted(f.pairs))) for f in rule.fabric)))
+                (f.name, str(f.bandwidth), str(f.share), tuple(sorted(f.pairs)))
+                for f in rule.fabric), tuple(sorted((k, str(v)) for k, v in rule.shares.items()))))
         if len(rules) != 1:
             raise Unproved(f"the port rule differs between {param} = {first} and {first + 1}")
         derived = round_classes(sym, rule, start, stop, n)
     except Outside as exc:
-        return Verdict(None, f"not proved: {_where(exc.span)}{exc.message}")
+        return Verdict(None, f"not proved: {where(exc.span)}{exc.message}")
     except Unproved as exc:
         return Verdict(None, f"not proved: {exc.args[0]}")
     except SchedcError as exc:
