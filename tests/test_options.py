@@ -18,7 +18,9 @@ import schedc
 from schedc.api.analysing import BoundOptions, ScaleOptions, SweepOptions, TimedOptions
 from schedc.api.changing import WhatIfOptions
 from schedc.api.compiling import EmitOptions, LoadOptions
-from schedc.api.exporting import ExportMscclOptions, ReportOptions, TuneOptions, ValidateOptions
+from schedc.api.exporting import ExportMscclOptions, ValidateOptions
+from schedc.api.reporting import ReportOptions
+from schedc.api.tuning import TuneOptions
 from schedc.api.forall import ForAllOptions
 from schedc.api.machines import ImportOptions, ShowOptions
 from schedc.api.measuring import CalibrateOptions

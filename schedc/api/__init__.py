@@ -59,15 +59,7 @@ from .compiling import (
     verify,
     verify_files,
 )
-from .exporting import (
-    TunedTable,
-    Tuning,
-    export_astra,
-    export_msccl,
-    report,
-    tune,
-    validate_msccl,
-)
+from .exporting import export_astra, export_msccl, validate_msccl
 from .forall import verify_for_all
 from .machines import MAX_HOSTS, NVLINKS, SMS, import_machine, machine_summary
 from .synthesizing import Synthesis, synthesize
@@ -86,6 +78,8 @@ from .measuring import (
 )
 from .nccl import NcclModel, against_nccl, nccl_model
 from .predicting import DEFAULT_OUTLIER_FACTOR, fitted_bands, outlier_rows, predict_against
+from .reporting import report, report_path
+from .tuning import TunedTable, Tuning, tune, tuning_csv
 
 if TYPE_CHECKING:
     from ..analysis.bound.bounds import Bounds
@@ -140,7 +134,8 @@ __all__ = [
     # helpers of the commands: plots, a calibration's inputs and outputs, files, progress
     "calibration_pairs", "check_output", "check_output_folder", "fitted_bands", "fitted_sets",
     "listening", "outlier_rows", "plot_prediction",
-    "plot_solution", "read_manifest", "write_calibration", "RUN", "Run",
+    "plot_solution", "read_manifest", "report_path", "tuning_csv", "write_calibration", "RUN",
+    "Run",
     # what they return
     "Against", "AstraExport", "Bounds", "Calibration", "Comparison", "FileCheck", "ForAll",
     "IntegerSearch", "MachineSummary", "NcclModel", "PredictedLog", "ReportValue", "Scaling", "Sensitivities",
