@@ -47,7 +47,7 @@ def test_the_root_package_is_the_whole_api():
     listed = [node for node in ast.walk(tree) if isinstance(node, ast.List)
               and any(isinstance(e, ast.Constant) and e.value == "load" for e in node.elts)]
     assert listed == [], "the root package lists the API's names again"
-    assert schedc.calibrate_logs is schedc.api.measuring.calibrate_logs
+    assert schedc.calibrate_logs is schedc.api.calibrating.calibrate_logs
     assert isinstance(schedc.Session, type) and isinstance(schedc.MachineSummary, type)
     assert "load" in dir(schedc)
     with pytest.raises(AttributeError, match="no attribute 'no_such_name'"):

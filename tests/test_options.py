@@ -23,7 +23,8 @@ from schedc.api.reporting import ReportOptions
 from schedc.api.tuning import TuneOptions
 from schedc.api.forall import ForAllOptions
 from schedc.api.machines import ImportOptions, ShowOptions
-from schedc.api.measuring import CalibrateOptions
+from schedc.api.calibrating import CalibrateOptions
+from schedc.api.measuring import PredictOptions
 from schedc.api.nccl import NcclOptions
 from schedc.api.options import rules
 from schedc.api.synthesizing import SynthesizeOptions
@@ -71,6 +72,8 @@ COMMANDS = [
     (NcclOptions, lambda **kw: schedc.nccl_model(_pcie(), **kw), ("nccl", PCIE), ()),
     (CalibrateOptions, lambda **kw: schedc.calibrate_files([LOG], [PCIE], **kw),
      ("calibrate", LOG, "--machine", PCIE), ()),
+    (PredictOptions, lambda **kw: schedc.predict_against(_pcie(), [LOG], **kw),
+     ("predict", PCIE, "--against", LOG), ()),
     (ImportOptions, lambda **kw: schedc.import_machine(TOPO, **kw),
      ("machine", "import", TOPO), ()),
     (ShowOptions, lambda **kw: schedc.machine_summary(_pcie(), **kw),
@@ -100,8 +103,8 @@ def _refused_values(rule) -> list:
         values = ([rule.lo - 1] if rule.lo is not None else []) + \
             ([rule.hi + 1] if rule.hi is not None else [])
         return [[v] if rule.kind == "wholes" else v for v in values]
-    return {"seconds": [0, float("inf")], "share": [1.5], "choice": ["no-such-name"]}.get(
-        rule.kind, [])
+    return {"seconds": [0, float("inf")], "share": [1.5], "choice": ["no-such-name"],
+            "factor": [1, 0.5, float("nan")]}.get(rule.kind, [])
 
 
 def _words(words: tuple) -> str:
@@ -160,7 +163,9 @@ def _api_functions():
         (schedc.calibrate_logs, CalibrateOptions), (schedc.calibrate_files, CalibrateOptions),
         (schedc.import_machine, ImportOptions), (schedc.machine_summary, ShowOptions),
         (schedc.verify_for_all, ForAllOptions), (schedc.whatif, WhatIfOptions),
-        (schedc.synthesize, SynthesizeOptions),
+        (schedc.synthesize, SynthesizeOptions), (schedc.predict, PredictOptions),
+        (schedc.predict_nccl, PredictOptions), (schedc.predict_against, PredictOptions),
+        (schedc.outlier_rows, PredictOptions),
     ]
 
 

@@ -60,22 +60,19 @@ from .compiling import (
     verify_files,
 )
 from .exporting import export_astra, export_msccl, validate_msccl
-from .forall import verify_for_all
+from .forall import for_all_holds, verify_for_all
 from .machines import MAX_HOSTS, NVLINKS, SMS, import_machine, machine_summary
 from .synthesizing import Synthesis, synthesize
-from .measuring import (
+from .calibrating import (
     FitNotWritten,
     calibrate,
     calibrate_files,
     calibrate_logs,
     calibration_pairs,
-    fitted_sets,
-    plot_prediction,
-    predict,
-    predict_nccl,
     read_manifest,
     write_calibration,
 )
+from .measuring import fitted_sets, plot_prediction, predict, predict_nccl
 from .nccl import NcclModel, against_nccl, nccl_model
 from .predicting import DEFAULT_OUTLIER_FACTOR, fitted_bands, outlier_rows, predict_against
 from .reporting import report, report_path
@@ -133,6 +130,7 @@ __all__ = [
     "whatif",
     # helpers of the commands: plots, a calibration's inputs and outputs, files, progress
     "calibration_pairs", "check_output", "check_output_folder", "fitted_bands", "fitted_sets",
+    "for_all_holds",
     "listening", "outlier_rows", "plot_prediction",
     "plot_solution", "read_manifest", "report_path", "tuning_csv", "write_calibration", "RUN",
     "Run",

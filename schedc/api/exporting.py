@@ -76,7 +76,8 @@ def export_msccl(session: Session, schedule: str, *, proto: str = ExportMscclOpt
     o = ExportMscclOptions(proto, channels, executor, max_steps,
                            min_bytes, max_bytes, layout)  # type: ignore[arg-type]
     if output is not None:
-        _check_replaced(Path(output), force)
+        from ..files import check_replaced
+        check_replaced(output, force)
     name = session.selected((schedule,))[0]
     if o.max_bytes is None:  # the schedule's own size (checked against min_bytes again)
         o = replace(o, max_bytes=_schedule_size(session, name))
@@ -136,15 +137,6 @@ def _schedule_size(session: Session, name: str) -> int:
     from ..model.ir import linear_value
     size = linear_value(session.schedule(name).collective.size, session.program.nominal)
     return min(max(math.ceil(size), 0), MAX_SIZE)
-
-
-def _check_replaced(path: Path, force: bool) -> None:
-    """Refuse, before any work, an output that would replace a file unless `force`."""
-    from ..errors import UsageError
-    from ..files import check_output
-    if not force and path.exists() and path.is_file():
-        raise UsageError(f"{path} exists; --force replaces it")
-    check_output(path)
 
 
 def validate_msccl(path: str, executor: str | None,
