@@ -61,7 +61,14 @@ from .compiling import (
 )
 from .exporting import export_astra, export_msccl, validate_msccl
 from .forall import for_all_holds, verify_for_all
-from .machines import MAX_HOSTS, NVLINKS, SMS, import_machine, machine_summary
+from .machines import (
+    MAX_HOSTS,
+    NVLINKS,
+    SMS,
+    import_machine,
+    machine_notes,
+    machine_summary,
+)
 from .synthesizing import Synthesis, synthesize
 from .calibrating import (
     FitNotWritten,
@@ -131,7 +138,7 @@ __all__ = [
     # helpers of the commands: plots, a calibration's inputs and outputs, files, progress
     "calibration_pairs", "check_output", "check_output_folder", "fitted_bands", "fitted_sets",
     "for_all_holds",
-    "listening", "outlier_rows", "plot_prediction",
+    "listening", "machine_notes", "outlier_rows", "plot_prediction",
     "plot_solution", "read_manifest", "report_path", "tuning_csv", "write_calibration", "RUN",
     "Run",
     # what they return
