@@ -240,3 +240,44 @@ def test_a_size_field_reads_units_alike_in_the_api_and_on_the_command_line(run):
         assert called.value.message == made.value.message
         code, out, err = run("nccl", PCIE, "--max-bytes", value)
         assert (code, out, err) == (2, "", made.value.render() + "\n")
+
+
+# A text field is read by a later stage, with its own words, so no refused value follows from
+# its rule: each has one here, and a text field without one fails the test below (the keys
+# are (options, field); None: checked elsewhere, said why).
+TEXT_REFUSED = {
+    (TuneOptions, "margin"): None,  # only with --against-nccl: tests/test_api_policies.py
+    (NcclOptions, "collective"): "allreduce_x",
+    (CalibrateOptions, "split"): "sideways",
+    (PredictOptions, "within"): "lots",
+    (ImportOptions, "fabric"): "mesh",
+    (ImportOptions, "nic_speed"): "fast",
+    (WhatIfOptions, "cls"): "no_such_class",
+    (SynthesizeOptions, "name"): "1st",
+    (SynthesizeOptions, "over"): "ranks; param x = 1",
+    (SynthesizeOptions, "size"): "no_such_size",
+    (SynthesizeOptions, "root"): "no_such_rank",
+}
+
+
+def _text_cases():
+    for options, call, words, skipped in COMMANDS:
+        for name, (_, rule) in rules(options).items():
+            if rule.kind == "text" and name not in skipped:
+                yield pytest.param(options, call, words, name, rule,
+                                   id=f"{_words(words[:2])}{rule.flag}")
+
+
+@pytest.mark.parametrize(("options", "call", "words", "name", "rule"), list(_text_cases()))
+def test_a_bad_text_option_is_refused_alike(run, options, call, words, name, rule):
+    """Issue 35, item 4: an invalid value of each text option, through the API call and the
+    command: the same positioned message (`render()`), exit 2, nothing on stdout."""
+    assert (options, name) in TEXT_REFUSED, f"no refused value for {rule.flag}: add one"
+    value = TEXT_REFUSED[options, name]
+    if value is None:
+        return
+    with pytest.raises(schedc.SchedcError) as called:
+        call(**{name: value})
+    code, out, err = run(*words, rule.flag, value)
+    assert (code, out) == (2, "")
+    assert err == called.value.render() + "\n"

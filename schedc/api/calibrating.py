@@ -160,6 +160,7 @@ def calibrate_files(logs: Iterable[str | Path] = (), machines: Iterable[str | Pa
     from dataclasses import replace
     logs, machines, sets, fit = tuple(logs), tuple(machines), tuple(sets), tuple(fit)
     every = CalibrateOptions(every, split, max_work, outlier_factor).every
+    parse_split(split, every)  # (a bad --split is refused before any file is read)
     pairs = calibration_pairs(logs, machines, manifest)
     sessions: dict[str, Session] = {}
     loaded = [(log, sessions.setdefault(m, load(m, sets, max_transfers=max_transfers,

@@ -51,6 +51,12 @@ class SynthesizeOptions(Options):
             if given is not None and (";" in given or "#" in given or not given.isprintable()):
                 raise UsageError(f"{flag} is one expression on one line (no ';', '#' or "
                                  f"control characters): {given!r}")
+        if self.root is not None and self.collective is not None:
+            from ..model.collectives import KINDS
+            rooted = [k for k in PACKED if KINDS[k].rooted]
+            if self.collective not in rooted:  # (it was ignored, silently)
+                raise UsageError(f"--root goes with {' or '.join(rooted)}, not "
+                                 f"{self.collective}")
         if self.name is not None and not self.name.isidentifier():
             raise UsageError(f"--name is a schedule name (letters, digits, _), not "
                              f"{self.name!r}")
