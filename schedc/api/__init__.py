@@ -87,7 +87,7 @@ from .tuning import TunedTable, Tuning, tune, tuning_csv
 
 if TYPE_CHECKING:
     from ..analysis.bound.bounds import Bounds
-    from ..analysis.calibrate.calibration import Calibration, Comparison
+    from ..analysis.calibrate.records import Calibration, Comparison
     from ..analysis.check import FileCheck
     from ..analysis.predicted_log import PredictedLog
     from ..analysis.forall.family import ForAll
@@ -110,8 +110,8 @@ RESULT_TYPES = {
     "Verdict": "schedc.analysis.verify.verdict", "Bounds": "schedc.analysis.bound.bounds",
     "Solution": "schedc.analysis.solve.roots", "IntegerSearch": "schedc.analysis.solve.instances",
     "Sweep": "schedc.analysis.solve.sweep", "Scaling": "schedc.analysis.scale.pieces",
-    "Calibration": "schedc.analysis.calibrate.calibration",
-    "Comparison": "schedc.analysis.calibrate.calibration", "FileCheck": "schedc.analysis.check",
+    "Calibration": "schedc.analysis.calibrate.records",
+    "Comparison": "schedc.analysis.calibrate.records", "FileCheck": "schedc.analysis.check",
     "ReportValue": "schedc.analysis.solve.reports", "WhatIf": "schedc.analysis.whatif",
     "ForAll": "schedc.analysis.forall.family", "MachineSummary": "schedc.analysis.machine",
     "AstraExport": "schedc.export.astra", "Against": "schedc.analysis.nccl_model",

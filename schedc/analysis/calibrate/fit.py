@@ -31,7 +31,7 @@ from pathlib import Path
 import numpy as np
 
 from ...errors import UsageError
-from .calibration import (
+from .records import (
     Calibration,
     CalibrationError,
     Comparison,
@@ -40,9 +40,8 @@ from .calibration import (
     Run,
     Split,
     WorkBudget,
-    check_table,
-    points,
 )
+from .rows import check_table, points
 from .identify import AT_BOUND, NEAR_BOUND, to_hold, unbound_shares
 from .identify import anchors_of as _anchors
 from .identify import fitted_params as _params

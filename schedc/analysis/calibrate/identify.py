@@ -29,7 +29,7 @@ import math
 
 import numpy as np
 
-from .calibration import FittedParam
+from .records import FittedParam
 
 AT_BOUND = 1e-4  # log distance from a bound that counts as at it
 NEAR_BOUND = math.log(1.01)  # within 1 %: an undetermined param there was pushed, not held

@@ -24,7 +24,7 @@ def _formulas(session: Session, schedule: str) -> list:
 
 def size_symbol(session: Session, schedule: str) -> sympy.Symbol:
     """The one param that is the collective's size (the log's size column)."""
-    from .calibration import CalibrationError
+    from .records import CalibrationError
     names = schedules(schedule)
     first = session.program.result(names[0]).collective
     for other in names[1:]:

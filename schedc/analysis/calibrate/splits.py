@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ...errors import UsageError
-from .calibration import Calibration, CalibrationError, Comparison, Run, Split
+from .records import Calibration, CalibrationError, Comparison, Run, Split
 
 
 def leave_one_out(runs: list[Run], names: tuple[str, ...], place: str, drop_wrong: bool,

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from .calibration import Run
+from .records import Run
 
 RULES = ("sum", "max")
 
