@@ -3,6 +3,8 @@ minimum over them), the params it is fitted in, and each row's winning protocol.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import sympy
 
@@ -147,3 +149,9 @@ class Model:
 
 def _lambdify(symbols, expr):
     return sympy.lambdify(symbols, expr, modules="numpy")
+
+
+def declared_in_library(session: Session, name: str) -> bool:
+    """Declared in a file the machine file imports, not in the machine file itself."""
+    param = session.program.params[name]
+    return Path(param.span.source.path).resolve() != Path(session.program.path).resolve()
