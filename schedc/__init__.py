@@ -26,9 +26,7 @@ from typing import TYPE_CHECKING
 # type checkers see the same names through the star import (tests/test_api_names.py).
 if TYPE_CHECKING:
     from .api import *  # noqa: F403
-    from .api import __all__ as _api_names
 
-    __all__ = ["__version__", *_api_names]
     __version__: str
 
 
@@ -56,8 +54,8 @@ def __getattr__(name: str):
     # (import_module, not `from . import api`: that looks `api` up here first, recursing)
     api = importlib.import_module("schedc.api")
     if name == "__all__":
-        value = globals()[name] = ["__version__", *api.__all__]
-        return value
+        names = globals()[name] = ["__version__", *api.__all__]
+        return names
     if name in api.__all__:
         return getattr(api, name)
     raise AttributeError(f"module 'schedc' has no attribute {name!r}")
