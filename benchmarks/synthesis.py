@@ -9,6 +9,13 @@ chunks, and the best library all-gather's ratio (rails then host, and the ring) 
 machine.
 
     python benchmarks/synthesis.py [--repeat N]
+    python benchmarks/synthesis.py --library   # issue 33's targets over the shipped files
+
+`--library` checks instead, on every shipped file that declares a collective: all-gather and
+reduce-scatter written within 1 % of the optimum at α = 0 (`synthesize --json`'s ratio, the
+compiler's time of the written text), and, where the file has an all-reduce, whether the
+synthesized one at the α-optimal chunk count (`compare --with-synthesized --set V=192MiB`)
+is at least as fast as each library schedule of that collective.
 """
 
 from __future__ import annotations
@@ -73,7 +80,11 @@ def wall(args: list[str], repeat: int) -> tuple[float, float, str]:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--repeat", type=int, default=3)
-    repeat = parser.parse_args().repeat
+    parser.add_argument("--library", action="store_true")
+    options = parser.parse_args()
+    if options.library:
+        return library()
+    repeat = options.repeat
     folder = Path(tempfile.mkdtemp(prefix="schedc-synthesis-bench-"))
     ref, ref_median, _ = wall(REFERENCE, repeat)
     print(f"reference: schedc compare seed: min {ref:.2f} s, median {ref_median:.2f} s")
@@ -109,6 +120,39 @@ def main() -> None:
               f"chunks {result['chunks']}; at alpha = 0 {ratio:.4f}x the optimum "
               f"(library: {others})")
     pinned(repeat, ref)
+
+
+def library() -> None:
+    """Issue 33's targets on each shipped file with a collective (those over --max-ranks are
+    refused by synthesize, and said)."""
+    folders = ["algorithms", "systems", "seed", "examples", "calibration"]
+    files = sorted(p for f in folders for p in (ROOT / "schedules" / f).glob("*.sched"))
+    for path in files:
+        name = path.relative_to(ROOT)
+        for kind in ("allgather", "reduce_scatter"):
+            done = subprocess.run(["schedc", "synthesize", str(path), "--collective", kind,
+                                   "--json"], capture_output=True, text=True)
+            result = json.loads(done.stdout)
+            said = (f"{result['ratio']:.4f}x the optimum at alpha = 0" if done.returncode == 0
+                    else "refused: " + result["errors"][0]["message"][:90])
+            print(f"{name} {kind}: {said}", flush=True)
+        text = path.read_text()
+        if "\nallreduce " not in "\n" + text:
+            continue
+        done = subprocess.run(["schedc", "compare", str(path), "--with-synthesized", "--set",
+                               "V=192MiB", "--json"], capture_output=True, text=True)
+        if done.returncode:
+            print(f"{name} allreduce at 192 MiB: {done.stderr.strip()[:100]}")
+            continue
+        rows = json.loads(done.stdout)["schedules"]
+        ours = [s for s in rows if s["name"].startswith("synthesized_")]
+        if not ours or ours[0]["collective"] != "allreduce":
+            continue
+        best = min((s["time_s"], s["name"]) for s in rows
+                   if s["collective"] == "allreduce" and s is not ours[0])
+        verdict = "at least as fast" if ours[0]["time_s"] <= best[0] else "SLOWER"
+        print(f"{name} allreduce at 192 MiB: synthesized {ours[0]['time_s'] * 1e6:.2f} us, "
+              f"best library {best[1]} {best[0] * 1e6:.2f} us: {verdict}", flush=True)
 
 
 def pinned(repeat: int, ref: float) -> None:

@@ -12,6 +12,7 @@ import pytest
 
 import schedc
 from schedc.cost.formula import nominal_value
+from schedc.errors import UsageError
 from schedc.export.sched_schedule import comment
 
 ROOT = Path(__file__).parents[1]
@@ -55,6 +56,18 @@ def test_within_one_percent_of_the_optimum(tmp_path, machine, kind):
     time = at_zero_alpha(out, result.name)
     assert best <= time <= best * Fraction(101, 100)
     assert time == result.bandwidth_time
+
+
+def test_a_machine_file_without_a_collective_takes_every_gpu(tmp_path):
+    # pcie_2x4 declares no collective; its `ranks` lists node[h].g[i] host by host, as the
+    # machine declares them, so the default ranks are those and the optimum is ranks' optimum.
+    source = MACHINES / "pcie_2x4.sched"
+    with pytest.raises(UsageError, match="give --size BYTES"):
+        schedc.synthesize(source, "allgather")
+    out, result = written(tmp_path, source, "allgather", size="1 GiB")
+    assert "[node[0].g[0], node[0].g[1], node[0].g[2], node[0].g[3], node[1].g[0]," in result.text
+    assert result.optimum == optimum(source, "allgather", tmp=tmp_path)
+    assert result.optimum <= at_zero_alpha(out, result.name) <= result.optimum * Fraction(101, 100)
 
 
 def test_directly_linked_gcds(tmp_path):
@@ -168,14 +181,14 @@ def test_tables_named_like_the_machines_names_are_prefixed(tmp_path):
 
 
 def test_msccl_refusal_names_the_chunks_that_fit(tmp_path):
-    # At 64 chunks of 8 units a GPU's part of the XML passes the executors' 4,095 elements
+    # At 192 chunks of 8 units a GPU's part of the XML passes the executors' 4,095 elements
     # (MAX_NODES, msccl_parser.h:23); the refusal names a chunk count that fits, and it does.
     out, result = written(tmp_path, ROOT / "schedules" / "seed" / "nvlink_2x8.sched", "allgather",
-                          over="ranks", size="192 MiB", units=8, chunks=64)
+                          over="ranks", size="192 MiB", units=8, chunks=192)
     with pytest.raises(schedc.SchedcError, match=r"MAX_NODES.*with --set chunks=(\d+)") as refused:
         schedc.export_msccl(schedc.load(out), result.name)
     fewer = int(re.search(r"--set chunks=(\d+)", str(refused.value)).group(1))
-    assert 8 <= fewer < 64  # 8 fits (the test above)
+    assert 8 <= fewer < 192  # 8 fits (the test above)
     xml = tmp_path / "fewer.xml"
     xml.write_text(schedc.export_msccl(schedc.load(out, sets=(f"chunks={fewer}",)), result.name))
     assert "would load it" in schedc.validate_msccl(xml, "msccl-executor-nccl")

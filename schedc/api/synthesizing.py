@@ -76,7 +76,7 @@ def synthesize(path: str | Path, collective: str, *, over: str | None = Synthesi
     """Pack trees that reach the exact optimum of `collective` on the machine of the `.sched`
     file `path`, and write them as a schedule: the text imports `path` relative to `output`'s
     folder (the current folder when None). `over`, `size` and `root` default to the file's
-    first collective's; `chunks` None picks the fewest within `within` of the optimum at α = 0.
+    first collective's (`over`, in a file with none, to every gpu); `chunks` None picks the fewest within `within` of the optimum at α = 0.
     `units` fixes how many units a shard is cut into (default: the fewest powers of two whose
     rounding stays within `within`/4; fewer make smaller MSCCL XML). More than `max_ranks`
     ranks are refused before any work; `max_transfers` and `max_rounds` bound the written
@@ -135,6 +135,7 @@ def _synthesize(source, machine, kind, over, size, root, chunks, within, name, s
     from ..cost.formula import nominal_value
     from ..export.sched_schedule import Phase, schedule_text
     from ..model.ir import linear_value
+    from ..model.symmetry import index_shift
 
     program, coll, (over, size, root), tables = _probe(source, kind, over, size, root, name,
                                                       sets, scratch, limits, max_ranks)
@@ -146,7 +147,8 @@ def _synthesize(source, machine, kind, over, size, root, chunks, within, name, s
     n = len(coll.ranks)
     whole = float(linear_value(coll.size, program.nominal))
     shard = whole if root is not None else whole / n
-    packings, pins = _packings(program, coll, exact, shard, finder.shift)
+    shifts = tuple(s for s in (finder.shift, index_shift(program.topology, coll.ranks)) if s)
+    packings, pins = _packings(program, coll, exact, shard, shifts)
     phases, goals = [], []
     for part, packing in zip(exact.parts, packings):
         # Below the optimum, the trees reach no more (the cut counts paths that no pinned
@@ -182,15 +184,17 @@ def _probe(source, kind, over, size, root, name, sets, scratch, limits, max_rank
     from ..model.collectives import KINDS
     from ..session import Session
 
-    declared = _declared(Session.open(source, sets, limits))
+    session = Session.open(source, sets, limits)
+    declared = _declared(session)
     size = size or (declared[1] if declared else None)
-    over = over or (declared[2] if declared else None)
+    over = over or (declared[2] if declared else None) or _every_gpu(session)
     if KINDS[kind].rooted:
         root = root or (declared[3] if declared and declared[3] else f"{name}_ranks[0]")
     else:
         root = None
-    if size is None or over is None:
-        raise UsageError(f"{source} declares no collective: give --over RANKS and --size BYTES")
+    if size is None:
+        raise UsageError(f"{source} declares no collective: give --size BYTES (and --over "
+                         "RANKS; by default every gpu, in the order the machine declares them)")
     group = f"{name}_ranks"
     decl = [f"let {group} = {over}", f"{kind} {size} over {group}" + (f" root {root}" if root else "")]
     try:
@@ -231,7 +235,7 @@ def _compiled(text: str, name: str, sets, scratch: Path, limits) -> tuple[Fracti
     return bandwidth, timing
 
 
-def _packings(program, coll, exact, shard: float, shift):
+def _packings(program, coll, exact, shard: float, shifts):
     """Each part's packing (all-reduce: reduce-scatter, then all-gather) and the routes they
     need pinned: none when schedc's own routes reach the optimum; otherwise the paths
     `synthesize.paths` finds, kept when the packings on them reach more."""
@@ -240,7 +244,7 @@ def _packings(program, coll, exact, shard: float, shift):
 
     def packed(topology):
         return [pack(topology, program.nominal, coll.ranks, part.kind, coll.root,
-                     shard / float(part.value), coll.span, shift) for part in exact.parts]
+                     shard / float(part.value), coll.span, shifts) for part in exact.parts]
 
     plain = packed(program.topology)
     if min(p.reached for p in plain) >= 1 - 1e-6 or len(coll.ranks) > MAX_PATH_RANKS:
@@ -303,6 +307,13 @@ def _declared(session) -> tuple[str, str, str, str | None] | None:
                 return (stmt.kind, source_text(stmt.size.span), source_text(stmt.group.span),
                         source_text(stmt.root.span) if stmt.root is not None else None)
     return None
+
+
+def _every_gpu(session) -> str:
+    """Every gpu of FILE's machine in declaration order, as a list expression (nccl-tests'
+    default too: one rank per GPU)."""
+    return "[" + ", ".join(d.name for d in session.program.topology.devices
+                           if d.kind == "gpu") + "]"
 
 
 def _compile(scratch: Path, machine: Path | None, lines: list[str], sets, limits):

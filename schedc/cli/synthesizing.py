@@ -18,9 +18,10 @@ from .paths import InputPath, OutputPath
 @click.argument("file", type=InputPath())
 @api_option(SynthesizeOptions, "collective", required=True, help="The collective to synthesize.")
 @api_option(SynthesizeOptions, "over", metavar="EXPR",
-            help="Its ranks, an expression of FILE (default: its first collective's).")
+            help="Its ranks, an expression of FILE (default: its first collective's, else "
+                 "every gpu in declaration order).")
 @api_option(SynthesizeOptions, "size", metavar="EXPR",
-            help="Its buffer (default: FILE's first collective's).")
+            help="Its buffer (default: FILE's first collective's; required if it has none).")
 @api_option(SynthesizeOptions, "root", metavar="EXPR",
             help="broadcast, reduce: the root (default: FILE's, else the first rank).")
 @click.option("--output", "-o", type=OutputPath(),

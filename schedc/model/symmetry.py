@@ -21,6 +21,7 @@ one set is found for any of its shifts without tabling every shift of it.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 import numpy as np
@@ -64,7 +65,8 @@ class Cycles:
 
 @dataclass(frozen=True, eq=False)
 class HostShift:
-    """The shift by one host, on devices and on resources; `order` = the number of hosts."""
+    """The shift by one host, on devices and on resources; `order` = the number of hosts.
+    (`index_shift` makes the same record for a family's index: `orbit` is for hosts only.)"""
 
     devices: Cycles
     resources: Cycles
@@ -137,6 +139,43 @@ def host_shift(topology: Topology, hosts: list[int], ranks: tuple[int, ...]) -> 
     if resource_map is None:
         return None
     return HostShift(Cycles.of(device_map), Cycles.of(resource_map), order)
+
+
+def index_shift(topology: Topology, ranks: tuple[int, ...]) -> HostShift | None:
+    """The shift of a device family by one index (`g[i]` → `g[i+1]`, the last to the first),
+    verified like `host_shift`; None if no such shift is an automorphism keeping the ranks.
+
+    The families shifted are those indexed 0..L-1 like the first rank's (in every host): with
+    them every family of that length (rails that follow the GPUs), else the ranks' own alone.
+    On one switch every GPU is alike, so the packing prices one root where it priced L."""
+    families: dict[str, dict[int, int]] = {}
+    for d in topology.devices:
+        match = _INDEXED.match(d.name)
+        if match:
+            families.setdefault(match[1], {})[int(match[2])] = d.id
+    first = _INDEXED.match(topology.devices[ranks[0]].name)
+    if first is None:
+        return None
+    length = len(families[first[1]])
+    alike = {p: f for p, f in families.items() if f.keys() == set(range(length))}
+    if length < 2 or first[1] not in alike:
+        return None
+    holding = {p: f for p, f in alike.items() if set(f.values()) & set(ranks)}
+    for chosen in (alike, holding):
+        mapping = np.arange(len(topology.devices), dtype=np.int64)
+        for family in chosen.values():
+            for i, device in family.items():
+                mapping[device] = family[(i + 1) % length]
+        # A family is one declaration, so its members agree in kind and forwarding.
+        if {int(mapping[r]) for r in ranks} != set(ranks):
+            continue
+        resource_map = _resource_map(topology, mapping)
+        if resource_map is not None:
+            return HostShift(Cycles.of(mapping), Cycles.of(resource_map), length)
+    return None
+
+
+_INDEXED = re.compile(r"^(.*)\[(\d+)\]$")  # `node[0].g[3]`: family `node[0].g`, index 3
 
 
 def device_shift(topology: Topology, hosts: list[int]) -> np.ndarray | None:

@@ -29,12 +29,13 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 import networkx as nx
+import numpy as np
 import sympy
 
 from ...choices import PACKED
 from ...model.collectives import KINDS
 from ...model.ir import Collective, LinearBytes, linear_expr, linear_scale, linear_value
-from ...model.symmetry import HostShift
+from ...model.symmetry import HostShift, index_shift
 from ...model.topology import Topology
 from .cuts import RankCuts
 from .naming import SideNames
@@ -107,7 +108,8 @@ def _packing(finder: RankCuts, collective: Collective, kind: str, nominal: dict,
     elif share is not None:
         found = _rooted(graph, collective.root, ranks)
     else:
-        found = _all_ranks(graph, ranks, finder.shift)
+        shifts = (finder.shift, index_shift(finder.topology, ranks))
+        found = _all_ranks(graph, ranks, tuple(s for s in shifts if s is not None))
     if found is None:
         return None
     inside, solved = found
@@ -127,11 +129,11 @@ def _packing(finder: RankCuts, collective: Collective, kind: str, nominal: dict,
                       solved)
 
 
-def _all_ranks(graph: nx.DiGraph, ranks: tuple[int, ...], shift: HostShift | None):
+def _all_ranks(graph: nx.DiGraph, ranks: tuple[int, ...], shifts: tuple[HostShift, ...]):
     """(the binding T, max-flows solved), by Dinkelbach's method (see the module
     docstring); None if some rank cannot be reached at all."""
     n = len(ranks)
-    sinks = _representatives(ranks, shift)
+    sinks = _representatives(ranks, shifts)
     total = sum(d.get("capacity", 0) for _, _, d in graph.edges(data=True))
     ratio = Fraction(total + 1)  # above every finite B⁻(T)/|ranks \ T| (at least 1 rank out)
     best: frozenset | None = None
@@ -196,16 +198,24 @@ def _with_source(graph: nx.DiGraph, ranks: tuple[int, ...], ratio: Fraction) -> 
     return scaled
 
 
-def _representatives(ranks: tuple[int, ...], shift: HostShift | None) -> list[int]:
-    """One rank per orbit of the host shift (its cuts are the others' shifted), else all."""
-    if shift is None:
-        return list(ranks)
-    seen: set = set()
-    kept = []
+def _representatives(ranks: tuple[int, ...], shifts: tuple[HostShift, ...]) -> list[int]:
+    """One rank per orbit of the shifts' group (its cuts are the others' images), in the
+    ranks' order; every rank without shifts."""
+    orbit = {r: r for r in ranks}
+
+    def find(r: int) -> int:
+        while orbit[r] != r:
+            r = orbit[r]
+        return r
+
+    for shift in shifts:
+        for r, image in zip(ranks, shift.devices.power(1, np.asarray(ranks)).tolist()):
+            if image in orbit:
+                orbit[find(r)] = find(image)
+    kept, seen = [], set()
     for r in ranks:
-        key, _ = shift.orbit(frozenset([r]))
-        if key not in seen:
-            seen.add(key)
+        if find(r) not in seen:
+            seen.add(find(r))
             kept.append(r)
     return kept
 

@@ -77,22 +77,23 @@ class Packing:
 
 
 def pack(topology: Topology, nominal: dict, ranks: tuple[int, ...], kind: str,
-         root: int | None, optimum_rate: float, span=None, shift: HostShift | None = None
+         root: int | None, optimum_rate: float, span=None, shifts: tuple[HostShift, ...] = ()
          ) -> Packing:
     """The packing for `kind` over `ranks` (rank indices in trees are positions in `ranks`);
     `optimum_rate` is the exact optimum's rate (bytes of one root's data per second).
 
-    With a host shift that maps every route onto a route (checked edge by edge), the LP is
-    solved over orbits: a symmetric optimum exists (the average of an optimum's shifts), so
-    one variable stands for a tree and its H shifts, one row for an orbit of resources, and
-    only one root per orbit is priced — H times fewer rows, columns and arborescences."""
+    With shifts (of hosts, of a family's index; they commute) that map every route onto a
+    route (checked edge by edge), the LP is solved over orbits of the group they make: a
+    symmetric optimum exists (the average of an optimum's images), so one variable stands for
+    a tree and its |G| images, one row for an orbit of resources, and only one root per orbit
+    is priced — up to |G| times fewer rows, columns and arborescences."""
     inward = KINDS[kind].reduces
     n = len(ranks)
     rooted = KINDS[kind].rooted
     edges, shares, resources, capacity = _routes(topology, nominal, ranks, inward, span)
     row_of = {(int(a), int(b)): k for k, (a, b) in enumerate(edges)}
     sigma, orbit_of, roots, weight_of_root = _symmetry(
-        None if rooted else _orbits(shift, ranks, resources, row_of, edges, shares),
+        None if rooted else _orbits(shifts, ranks, resources, row_of, edges, shares),
         n, len(resources), ranks.index(root) if rooted else None)
     order = len(sigma)
     rows = int(orbit_of.max()) + 1
@@ -195,17 +196,41 @@ def _prune(trees: list, columns: list, seen: set, weights, y, z_of: dict) -> Non
     columns[:] = [columns[k] for k in keep]
 
 
-def _orbits(shift: HostShift | None, ranks: tuple[int, ...], resources: tuple[int, ...],
+def _orbits(shifts: tuple[HostShift, ...], ranks: tuple[int, ...], resources: tuple[int, ...],
             row_of: dict, edges: np.ndarray, shares) -> tuple[np.ndarray, np.ndarray] | None:
-    """(σ^k on rank indices for k = 0..H-1, each resource's orbit), if the shift maps the
-    ranks onto themselves and every edge's route onto the image edge's route; else None."""
-    if shift is None:
+    """(each element of the group the shifts make, on rank indices; each resource's orbit),
+    from the shifts that map the ranks onto themselves and every edge's route onto the image
+    edge's route (the others are left out); None if none does."""
+    generators = [g for g in (_generator(s, ranks, resources, row_of, edges, shares)
+                              for s in shifts) if g is not None]
+    if not generators:
         return None
+    sigma = np.arange(len(ranks))[None, :]
+    parent = np.arange(len(resources))  # union-find over the generators' resource maps
+
+    def find(x: int) -> int:
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = int(parent[x])
+        return x
+
+    for powers, rho in generators:  # shifts commute: the group is every product of powers
+        sigma = np.unique(np.concatenate([p[sigma] for p in powers]), axis=0)
+        for e, image in enumerate(rho.tolist()):
+            parent[find(e)] = find(image)
+    roots = [find(e) for e in range(len(resources))]
+    _, orbit_of = np.unique(roots, return_inverse=True)
+    return sigma, orbit_of.ravel()
+
+
+def _generator(shift: HostShift, ranks, resources, row_of, edges, shares):
+    """(σ^k on rank indices for k = 0..order-1, ρ on resource indices) for one shift, if it
+    keeps the ranks and carries every edge's loads onto its image edge's; else None."""
     position = {d: k for k, d in enumerate(ranks)}
     ids = np.asarray(ranks, dtype=np.int64)
     try:
-        sigma = np.array([[position[int(d)] for d in shift.devices.power(k, ids)]
-                          for k in range(shift.order)])
+        powers = np.array([[position[int(d)] for d in shift.devices.power(k, ids)]
+                           for k in range(shift.order)])
     except KeyError:
         return None
     local = {r: k for k, r in enumerate(resources)}
@@ -213,7 +238,7 @@ def _orbits(shift: HostShift | None, ranks: tuple[int, ...], resources: tuple[in
         rho = np.array([local[int(r)] for r in shift.resources.power(1, np.asarray(resources))])
     except KeyError:
         return None
-    image_rows = [row_of.get((int(sigma[1, a]), int(sigma[1, b]))) for a, b in edges]
+    image_rows = [row_of.get((int(powers[1, a]), int(powers[1, b]))) for a, b in edges]
     if any(r is None for r in image_rows):
         return None
     moved = shares[image_rows].toarray()  # the image edges' loads, as rows
@@ -221,16 +246,7 @@ def _orbits(shift: HostShift | None, ranks: tuple[int, ...], resources: tuple[in
     mapped[:, rho] = shares.toarray()  # each edge's loads carried to the images of resources
     if not np.allclose(moved, mapped, rtol=1e-12, atol=0):
         return None
-    orbit_of = np.full(len(resources), -1)
-    count = 0
-    for e in range(len(resources)):
-        if orbit_of[e] < 0:
-            x = e
-            while orbit_of[x] < 0:
-                orbit_of[x] = count
-                x = rho[x]
-            count += 1
-    return sigma, orbit_of
+    return powers, rho
 
 
 def _routes(topology: Topology, nominal: dict, ranks: tuple[int, ...], inward: bool, span):
