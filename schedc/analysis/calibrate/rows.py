@@ -29,7 +29,27 @@ def check_table(session: Session, schedule: str, table: Table, log: str) -> list
         raise CalibrationError(f"nccl-tests has no benchmark of {collective.kind}, which schedule "
                                f"'{schedule}' computes: a log measures one of "
                                f"{', '.join(COLLECTIVE_BINARIES)}", collective.span)
-    said = []
+    said = [_check_collective(table, log, schedule, collective, binary),
+            *_check_ranks(table, log, schedule, collective, binary)]
+    devices = session.program.topology.devices
+    hosts = len({devices[r].host for r in collective.ranks})
+    if table.hosts is not None:
+        if table.hosts != hosts:
+            raise CalibrationError(f"{log} ran on {table.hosts} hosts (its '#  Rank' lines), but "
+                                   f"schedule '{schedule}' has its ranks on {hosts}",
+                                   collective.span)
+        said.append(f"{hosts} host{'s' if hosts > 1 else ''} from its '#  Rank' lines")
+    ranks = len(collective.ranks)
+    per = table.per_process()
+    if per is not None and ranks % per[0]:
+        raise CalibrationError(f"{log}: {per[0]} GPUs per process ({per[1]}) cannot make the "
+                               f"{ranks} ranks of schedule '{schedule}'", collective.span)
+    return [f"{log}: {', '.join(said)}"]
+
+
+def _check_collective(table: Table, log: str, schedule: str, collective, binary: str) -> str:
+    """The log's collective: the one it names, else what its rows' redop/root columns and
+    busbw/algbw fit; what was checked, from where."""
     if table.collective is not None:
         where = ("its '# Collective test starting' line" if table.collective_from == "starting"
                  else "the binary it names")
@@ -37,25 +57,30 @@ def check_table(session: Session, schedule: str, table: Table, log: str) -> list
             raise CalibrationError(f"{log} measures {table.collective} ({where}), but schedule "
                                    f"'{schedule}' computes {collective.kind} ({binary}_perf)",
                                    collective.span)
-        said.append(f"collective {binary} from {where}")
-    else:
-        shape = table.row_shape()
-        if shape is not None and shape != ROW_SHAPES.get(binary, shape):
-            raise CalibrationError(
-                f"{log} names no collective, and its rows are of a collective with "
-                f"{shape} (redop/root columns), but schedule '{schedule}' computes "
-                f"{collective.kind} ({binary}_perf: {ROW_SHAPES[binary]})", table.span)
-        fits = _collectives_from_busbw(table)
-        if fits is not None and binary not in fits[0]:
-            raise CalibrationError(
-                f"{log} names no collective, and its busbw/algbw of {fits[1]:.4f} is nccl-tests' "
-                f"factor for {' or '.join(sorted(fits[0]))} on its {table.ranks} ranks, but "
-                f"schedule '{schedule}' computes {collective.kind} ({binary}_perf: "
-                f"{_FACTOR_TEXT.get(binary, '1')})", table.span)
-        said.append(f"collective: the log names none; its rows' "
-                    f"{'redop/root' if shape else ''}{' and ' if shape and fits else ''}"
-                    f"{'busbw/algbw' if fits else ''} fit {binary}"
-                    if shape or fits else "collective check skipped: the log names none")
+        return f"collective {binary} from {where}"
+    shape = table.row_shape()
+    if shape is not None and shape != ROW_SHAPES.get(binary, shape):
+        raise CalibrationError(
+            f"{log} names no collective, and its rows are of a collective with "
+            f"{shape} (redop/root columns), but schedule '{schedule}' computes "
+            f"{collective.kind} ({binary}_perf: {ROW_SHAPES[binary]})", table.span)
+    fits = _collectives_from_busbw(table)
+    if fits is not None and binary not in fits[0]:
+        raise CalibrationError(
+            f"{log} names no collective, and its busbw/algbw of {fits[1]:.4f} is nccl-tests' "
+            f"factor for {' or '.join(sorted(fits[0]))} on its {table.ranks} ranks, but "
+            f"schedule '{schedule}' computes {collective.kind} ({binary}_perf: "
+            f"{_FACTOR_TEXT.get(binary, '1')})", table.span)
+    return (f"collective: the log names none; its rows' "
+            f"{'redop/root' if shape else ''}{' and ' if shape and fits else ''}"
+            f"{'busbw/algbw' if fits else ''} fit {binary}"
+            if shape or fits else "collective check skipped: the log names none")
+
+
+def _check_ranks(table: Table, log: str, schedule: str, collective, binary: str) -> list[str]:
+    """The log's rank count (its '#  Rank' lines, its busbw/algbw) against the schedule's
+    ranks; what was checked, from where."""
+    said = []
     ranks = len(collective.ranks)
     if table.ranks is not None:
         if table.ranks != ranks:
@@ -72,19 +97,7 @@ def check_table(session: Session, schedule: str, table: Table, log: str) -> list
                                    f"{_FACTOR_TEXT[binary]}), but schedule '{schedule}' is over "
                                    f"{ranks}", collective.span)
         said.append(f"{ranks} ranks from its busbw/algbw")
-    devices = session.program.topology.devices
-    hosts = len({devices[r].host for r in collective.ranks})
-    if table.hosts is not None:
-        if table.hosts != hosts:
-            raise CalibrationError(f"{log} ran on {table.hosts} hosts (its '#  Rank' lines), but "
-                                   f"schedule '{schedule}' has its ranks on {hosts}",
-                                   collective.span)
-        said.append(f"{hosts} host{'s' if hosts > 1 else ''} from its '#  Rank' lines")
-    per = table.per_process()
-    if per is not None and ranks % per[0]:
-        raise CalibrationError(f"{log}: {per[0]} GPUs per process ({per[1]}) cannot make the "
-                               f"{ranks} ranks of schedule '{schedule}'", collective.span)
-    return [f"{log}: {', '.join(said)}"]
+    return said
 
 
 _FACTOR_TEXT = {"all_reduce": "2(n-1)/n", "reduce_scatter": "(n-1)/n", "all_gather": "(n-1)/n",
