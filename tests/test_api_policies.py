@@ -295,3 +295,19 @@ def test_machine_show_draws_what_the_command_draws(run, tmp_path):
         drawn = (tmp_path / f"{kind}1.svg").read_text()
         assert drawn.startswith("<svg") or drawn.startswith("<?xml")
         assert drawn == (tmp_path / f"{kind}2.svg").read_text()
+
+
+def test_nccl_says_what_its_inputs_do_not_see_as_the_api_does(run):
+    """Which note `nccl` prints under a --derate was the command's; the API's model carries
+    it (`NcclModel.notes`), the command prints each as `note: ...` on stderr."""
+    seed = SCHEDULES / "seed" / "nvlink_2x8.sched"
+    derate = "node[0].g[0]<->rail[0]=0.5"
+    model = schedc.nccl_model(schedc.load(seed, derate=[derate]), collective="allreduce",
+                              max_bytes=2**20)
+    assert [n.split(";")[0] for n in model.notes] == \
+        ["what-if: node[0].g[0]<->rail[0] derated by 1/2"]
+    assert schedc.nccl_model(schedc.load(seed), collective="allreduce",
+                             max_bytes=2**20).notes == ()
+    code, _, err = run("nccl", seed, "--derate", derate, "--collective", "allreduce",
+                       "--max-bytes", "1MiB")
+    assert code == 0 and err == "".join(f"note: {n}\n" for n in model.notes)
