@@ -4,6 +4,7 @@ each checked through the API and through the command, which must agree."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -311,3 +312,24 @@ def test_nccl_says_what_its_inputs_do_not_see_as_the_api_does(run):
     code, _, err = run("nccl", seed, "--derate", derate, "--collective", "allreduce",
                        "--max-bytes", "1MiB")
     assert code == 0 and err == "".join(f"note: {n}\n" for n in model.notes)
+
+
+def test_export_astra_writes_the_folder_the_command_writes(run, tmp_path):
+    """`export astra -o DIR`: the API writes the folder (`output=`, `force=`) and names the
+    files it wrote; a folder holding files is refused alike, before any work."""
+    seed = SCHEDULES / "seed" / "nvlink_2x8.sched"
+    mine, theirs = tmp_path / "api", tmp_path / "cli"
+    astra = schedc.export_astra(schedc.load(seed), "hierarchical", output=mine)
+    code, out, err = run("export", "astra", seed, "-s", "hierarchical", "-o", theirs, "--json")
+    assert code == 0, err
+    # 16 ranks: a trace and a workload each, and the system, network and memory files
+    assert len(astra.written) == 2 * 16 + 3 == len(json.loads(out)["files"])
+    assert list(astra.written) == json.loads(out)["files"]
+    for name in astra.written:
+        assert (mine / name).read_bytes() == (theirs / name).read_bytes(), name
+    with pytest.raises(UsageError) as refused:
+        schedc.export_astra(schedc.load(seed), "hierarchical", output=mine)
+    code, out, err = run("export", "astra", seed, "-s", "hierarchical", "-o", mine)
+    assert (code, out, err) == (2, "", refused.value.render() + "\n")
+    assert schedc.export_astra(schedc.load(seed), "hierarchical", output=mine,
+                               force=True).written == astra.written

@@ -166,16 +166,22 @@ def validate_msccl(path: str, executor: str | None,
 
 
 def export_astra(session: Session, schedule: str, *, prefix: str | None = None,
-                 verify: bool = True) -> AstraExport:
+                 verify: bool = True, output: str | Path | None = None,
+                 force: bool = False) -> AstraExport:
     """A schedule as an ASTRA-sim custom collective at the file's nominal point, verified
     first: per-rank Chakra traces of its sends and receives, the workload that calls it and
-    the system, network and memory configurations (`.files()` makes them).
+    the system, network and memory configurations (`.files()` makes them). `output`: also
+    write them into this folder (all or none; a folder holding files is refused before any
+    work unless `force`, which replaces the files written), `.written` naming them.
 
         >>> astra = schedc.export_astra(session, "hierarchical")
         >>> astra.ranks, [d.npus for d in astra.network.dimensions]
         (16, [8, 2])
     """
     from ..export.astra import export_astra as astra_files
+    if output is not None:
+        from ..files import check_output_folder
+        check_output_folder(output, force)
     name = session.selected((schedule,))[0]
     if verify:
         from ..analysis.verify.verdict import verdict
@@ -185,5 +191,9 @@ def export_astra(session: Session, schedule: str, *, prefix: str | None = None,
     program = session.program
     program.require_machine(name)
     timing = session.timing(name)
-    return astra_files(session.schedule(name), program.topology, program.alpha,
+    made = astra_files(session.schedule(name), program.topology, program.alpha,
                        program.nominal, timing.time, prefix, verified=verify)
+    if output is None:
+        return made
+    from ..render.files import write_folder
+    return replace(made, written=tuple(write_folder(output, made.files(), force)))
