@@ -178,31 +178,9 @@ class Expressions:
         return SymList(family.count, at, order)
 
     def _comprehension(self, e: ast.ListComp, scope: Scope) -> SymList:
-        bounds: list[tuple[str, Lin, Lin]] = []
-        for clause in e.clauses:
-            if clause.cond is not None or not isinstance(clause.iter, ast.Range):
-                raise Outside("a comprehension over a range without 'if' is affine; this one is not",
-                              clause.span)
-            lo = single(self.integer(clause.iter.lo, scope), clause.iter.span, "a bound")
-            hi = single(self.integer(clause.iter.hi, scope), clause.iter.span, "a bound")
-            bounds.append((clause.var, lo, hi))
-        counts = [hi - lo + const(1) for _, lo, hi in bounds]
-        for count in counts:
-            self.out.require(scope.domain, [(ge(count, const(0)),)], "a range is not reversed", e.span)
-        # Loops outside the innermost one whose length varies are unrolled (their bounds must
-        # be constants): the list is then the concatenation of affine lists, one per value.
-        split = max([m for m in range(1, len(bounds)) if not counts[m].is_const], default=0)
-        for m, (_, lo, hi) in enumerate(bounds[:split]):
-            if not (lo.is_const and hi.is_const):
-                raise Outside("a comprehension whose inner loops' lengths vary is not affine "
-                              "(its outer loops' bounds are not constants to unroll)",
-                              e.clauses[m + 1].span)
-        values: list[tuple[int, ...]] = [()]
-        for _, lo, hi in bounds[:split]:
-            values = [v + (k,) for v in values for k in range(lo.const, hi.const + 1)]
-        if len(values) > MAX_UNROLLED:
-            raise Outside(f"unrolling this comprehension makes more than {MAX_UNROLLED} pieces",
-                          e.span)
+        """The list as an affine function of the index: its loops (`_loops`), the strides of
+        the loops not unrolled, and each element at an index from its digits."""
+        bounds, counts, split, values = self._loops(e, scope)
         rest = bounds[split:]
         strides = [1] * len(rest)
         for m in range(len(rest) - 2, -1, -1):
@@ -245,6 +223,36 @@ class Expressions:
             return merge(found, span)
 
         return SymList(length, at, self._order(e, scope, bounds, strides, split))
+
+    def _loops(self, e: ast.ListComp, scope: Scope):
+        """The comprehension's loops (var, lo, hi) and lengths, how many outer ones are
+        unrolled (`split`), and the values those take (one tuple per unrolled piece)."""
+        bounds: list[tuple[str, Lin, Lin]] = []
+        for clause in e.clauses:
+            if clause.cond is not None or not isinstance(clause.iter, ast.Range):
+                raise Outside("a comprehension over a range without 'if' is affine; this one is not",
+                              clause.span)
+            lo = single(self.integer(clause.iter.lo, scope), clause.iter.span, "a bound")
+            hi = single(self.integer(clause.iter.hi, scope), clause.iter.span, "a bound")
+            bounds.append((clause.var, lo, hi))
+        counts = [hi - lo + const(1) for _, lo, hi in bounds]
+        for count in counts:
+            self.out.require(scope.domain, [(ge(count, const(0)),)], "a range is not reversed", e.span)
+        # Loops outside the innermost one whose length varies are unrolled (their bounds must
+        # be constants): the list is then the concatenation of affine lists, one per value.
+        split = max([m for m in range(1, len(bounds)) if not counts[m].is_const], default=0)
+        for m, (_, lo, hi) in enumerate(bounds[:split]):
+            if not (lo.is_const and hi.is_const):
+                raise Outside("a comprehension whose inner loops' lengths vary is not affine "
+                              "(its outer loops' bounds are not constants to unroll)",
+                              e.clauses[m + 1].span)
+        values: list[tuple[int, ...]] = [()]
+        for _, lo, hi in bounds[:split]:
+            values = [v + (k,) for v in values for k in range(lo.const, hi.const + 1)]
+        if len(values) > MAX_UNROLLED:
+            raise Outside(f"unrolling this comprehension makes more than {MAX_UNROLLED} pieces",
+                          e.span)
+        return bounds, counts, split, values
 
     def _order(self, e: ast.ListComp, scope: Scope, bounds, strides: list[int],
                split: int) -> RankOrder | None:
