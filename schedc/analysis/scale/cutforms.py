@@ -42,7 +42,7 @@ from .asymptotics import limit, tidy
 from .compressed import Compressed, Machine, Member
 from .pieces import BoundPiece, Piece
 from .portloads import Unproved
-from .proof import uniform_copies
+from .uniform import uniform_copies
 
 
 @dataclass(frozen=True)

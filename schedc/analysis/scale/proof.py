@@ -40,16 +40,15 @@ makes the full formula the time at every n, and (H5) the regime form.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields, is_dataclass
+from dataclasses import dataclass
 from pathlib import Path
 
 import islpy as isl
 import sympy
 
-from ...errors import SchedcError, Span
+from ...errors import SchedcError
 from ...language import statements as st
 from ...language import syntax as ast
-from ...language.scopes import unique_bindings
 from ...session import Session
 from ..forall.affine import Outside
 from ..forall.family import parsed_modules, symbolic_result
@@ -61,6 +60,7 @@ from .pieces import Piece
 from .portloads import RoundClass, Unproved, round_classes
 from .ports import port_rule
 from .powers import M, time_in_m
+from .uniform import syntax_nodes, uniform_copies, where
 
 
 @dataclass(frozen=True)
@@ -69,127 +69,10 @@ class Verdict:
     note: str | None  # not proved: the hypothesis that fails, where
 
 
-def _where(span: Span | None) -> str:
-    return f"{span.source.path}:{span.line}: " if span is not None else ""
-
-
-def _nodes(node: object):
-    """Every syntax node under `node` (spans left out)."""
-    if isinstance(node, (tuple, list)):
-        for item in node:
-            yield from _nodes(item)
-    elif is_dataclass(node) and not isinstance(node, type) and not isinstance(node, Span):
-        yield node
-        for f in fields(node):
-            if f.name != "span":
-                yield from _nodes(getattr(node, f.name))
-
-
-def _mentions(node: object, names: set[str]) -> bool:
-    return any(isinstance(x, ast.Name) and x.id in names for x in _nodes(node))
-
-
-def _dependent(modules: tuple[ast.Module, ...], param: str) -> set[str]:
-    """The param and every top-level `let` computed from it."""
-    lets = {s.name: s.value for m in modules for s in m.body if isinstance(s, ast.Let)}
-    found = {param}
-    while True:
-        more = {name for name, value in lets.items() if name not in found
-                and _mentions(value, found)}
-        if not more:
-            return found
-        found |= more
-
-
-def uniform_copies(session: Session, param: str) -> str:
-    """(H2): the name of the family of copies; raises Unproved naming the line that fails.
-    Read with every local name unique (`language.scopes`): a link's loop variable is not a
-    top-level `let` of the same spelling."""
-    modules = unique_bindings(tuple(session.modules))
-    dep = _dependent(modules, param)
-    copies: str | None = None
-    for module in modules:
-        for block in (s for s in module.body if isinstance(s, ast.Topology)):
-            for stmt in block.body:
-                decls = [stmt.name] if isinstance(stmt, ast.HostDecl) else list(
-                    stmt.names) if isinstance(stmt, ast.DeviceDecl) else []
-                for decl in decls:
-                    if decl.count is not None and _mentions(decl.count, dep):
-                        if not (isinstance(decl.count, ast.Name) and decl.count.id == param) \
-                                or copies is not None:
-                            raise Unproved(f"{_where(decl.span)}a family sized by {param} other "
-                                           f"than one family of {param} copies")
-                        copies = decl.name
-                if isinstance(stmt, ast.HostDecl):
-                    if _mentions(stmt.body, dep):
-                        raise Unproved(f"{_where(stmt.span)}a host body depends on {param}")
-                elif isinstance(stmt, ast.LinkDecl):
-                    _uniform_link(stmt, param, dep)
-                elif isinstance(stmt, (ast.RouteDecl, ast.SharedDecl)):
-                    raise Unproved(f"{_where(stmt.span)}pinned routes and shared resources are "
-                                   "not covered")
-                elif not isinstance(stmt, ast.DeviceDecl) and _mentions(stmt, dep):
-                    raise Unproved(f"{_where(stmt.span)}this statement depends on {param}")
-    if copies is None:
-        raise Unproved(f"no family of the topology is sized by {param}")
-    for module in modules:  # the links' copy variables index that family only
-        for block in (s for s in module.body if isinstance(s, ast.Topology)):
-            for stmt in block.body:
-                if isinstance(stmt, ast.LinkDecl):
-                    _indexes_only(stmt, copies, param, dep)
-    return copies
-
-
-def _copy_vars(stmt: ast.LinkDecl, param: str, dep: set[str]) -> set[str]:
-    out = set()
-    for clause in stmt.clauses:
-        if not _mentions(clause, dep):
-            continue
-        it = clause.iter
-        if not (clause.cond is None and isinstance(it, ast.Range) and isinstance(it.lo, ast.Number)
-                and it.lo.value == 0 and it.lo.unit is None and isinstance(it.hi, ast.BinOp)
-                and it.hi.op == "-" and isinstance(it.hi.left, ast.Name)
-                and it.hi.left.id == param and isinstance(it.hi.right, ast.Number)
-                and it.hi.right.value == 1 and it.hi.right.unit is None):
-            raise Unproved(f"{_where(clause.span)}a link loop over something other than 0..{param}-1")
-        out.add(clause.var)
-    return out
-
-
-def _uniform_link(stmt: ast.LinkDecl, param: str, dep: set[str]) -> None:
-    _copy_vars(stmt, param, dep)
-    if _mentions((stmt.a, stmt.b, stmt.attrs), dep):
-        raise Unproved(f"{_where(stmt.span)}a link's ends or attributes depend on {param}")
-
-
-def _indexes_only(stmt: ast.LinkDecl, copies: str, param: str, dep: set[str]) -> None:
-    """Each copy variable occurs only as `copies[v]` in the link's ends — never in its
-    attributes (`bw B / max(1, i - 60)`), another clause's range or any clause's `if` (`for k
-    in 0..0 if i >= 60`), which would join the copies differently — and `copies` is indexed
-    only so."""
-    loop = _copy_vars(stmt, param, dep)
-    rest = (stmt.attrs, *(c.iter for c in stmt.clauses if c.var not in loop),
-            *(c.cond for c in stmt.clauses if c.cond is not None))
-    if _mentions(rest, loop):
-        raise Unproved(f"{_where(stmt.span)}a link whose bandwidth, class or loops depend on "
-                       f"which copy of {copies} it joins (each copy must be joined the same way)")
-    for end in (stmt.a, stmt.b):
-        nodes = list(_nodes(end))
-        allowed = {id(x.index) for x in nodes if isinstance(x, ast.Index)
-                   and isinstance(x.base, ast.Name) and x.base.id == copies
-                   and isinstance(x.index, ast.Name) and x.index.id in loop}
-        bases = {id(x.base) for x in nodes if isinstance(x, ast.Index) and id(x.index) in allowed}
-        for x in nodes:
-            if isinstance(x, ast.Name) and ((x.id in loop and id(x) not in allowed)
-                                            or (x.id == copies and id(x) not in bases)):
-                raise Unproved(f"{_where(stmt.span)}a link not uniform in the copies of "
-                               f"{copies} (each copy must be joined the same way)")
-
-
 def _no_send(session: Session, body: object, seen: set[str]) -> None:
     """(H1): no `send` in the schedule or anything it calls (the symbolic elaboration reads
     data moves only, and would leave a send's bytes out)."""
-    for node in _nodes(body):
+    for node in syntax_nodes(body):
         if isinstance(node, st.Send):
             raise Outside("'send' (bytes without data) is not read symbolically", node.span)
         if isinstance(node, ast.Call) and node.func not in seen:
@@ -204,7 +87,7 @@ def _obligations(sym: Symbolic, start: int, param: str) -> None:
     failed = failed_obligation(sym, start)
     if failed is not None:
         ob, left = failed
-        raise Unproved(f"{_where(ob.span)}{ob.message} fails at {param} = "
+        raise Unproved(f"{where(ob.span)}{ob.message} fails at {param} = "
                        f"{smallest_n(left.params())}")
 
 
@@ -302,12 +185,12 @@ def _prove_powers(session: Session, param: str, name: str, piece: Piece,
         decl = next(s for m in modules for s in m.body if isinstance(s, ast.CollectiveDecl)
                     and s.span == collective.span)
         if not isinstance(decl.group, ast.Name):
-            raise Unproved(f"{_where(decl.span)}a power-of-two schedule is read over the "
+            raise Unproved(f"{where(decl.span)}a power-of-two schedule is read over the "
                            "collective's ranks named by a `let`")
         total = time_in_m(session, name, decl.group.id, session.program.alpha, size,
                           rule.bandwidth[rule.cross[0]])
     except (Unproved, Outside) as exc:
-        message = exc.args[0] if isinstance(exc, Unproved) else f"{_where(exc.span)}{exc.message}"
+        message = exc.args[0] if isinstance(exc, Unproved) else f"{where(exc.span)}{exc.message}"
         return Verdict(None, f"{_POWERS}: {message}")
     except SchedcError as exc:
         return Verdict(None, f"{_POWERS}: an instance does not compile ({exc.message})")
@@ -326,25 +209,9 @@ def prove(session: Session, param: str, name: str, piece: Piece, n: sympy.Symbol
     """Whether `piece` holds for every n in [valid_from, stop] (stop None: unbounded)."""
     if piece.family.name == "powers of two" and piece.regime is not None:
         return _prove_powers(session, param, name, piece, n)
-    if piece.family.name != "integers" or piece.family.step != 1:
-        why = ""
-        try:
-            _elaborated(session, param, name)
-        except Outside as exc:
-            why = f" ({_where(exc.span)}{exc.message})"
-        kind = "a power-of-two family" if piece.family.name != "integers" else \
-            f"fitted over the {piece.family.label}"
-        return Verdict(None, f"not proved: {kind}, checked at its instances only; the proof "
-                       f"covers schedules affine in {param} over the integers{why}")
-    if piece.regime is None or not piece.classes:
-        # Say also which hypothesis of the machine fails, where one does: the missing
-        # full formula is often its consequence (a bandwidth written in n).
-        try:
-            uniform_copies(session, param)
-            why = ""
-        except Unproved as exc:
-            why = f"; and {exc.args[0]}"
-        return Verdict(None, f"not proved: no full formula to prove{why}")
+    refused = _outside_the_proof(session, param, name, piece)
+    if refused is not None:
+        return refused
     start = piece.valid_from
     try:
         _no_send(session, session.program.result(name).definition.body, set())
@@ -360,24 +227,10 @@ def prove(session: Session, param: str, name: str, piece: Piece, n: sympy.Symbol
             raise Unproved(f"the ranks' local positions in a copy vary with {param}")
         if session.at({param: start}).timing(name).cost.protocol is not None:
             raise Unproved("the time is the minimum over protocols, not one cost model")
-        # The routes at any two sizes with two copies or more show every pair (see the
-        # module doc): the smallest that compile, so that every pair is cheap to route.
-        first = _smallest_pair(session, param, name, start)
-        rules = set()
-        for at_n in (first, first + 1):
-            at = session.at({param: at_n})
-            if len(at.program.result(name).collective.ranks) > MAX_ROUTED:
-                raise Unproved(f"more than {MAX_ROUTED} ranks at {param} = {at_n} to read "
-                               "every route")
-            rule = port_rule(at, name, copies, order.path, order.at(at_n))
-            rules.add((rule.copy_coord, rule.same, rule.cross, tuple(sorted(
-                (k, str(v)) for k, v in rule.bandwidth.items())), tuple(
-                (f.name, str(f.bandwidth), tuple(sorted(f.pairs))) for f in rule.fabric)))
-        if len(rules) != 1:
-            raise Unproved(f"the port rule differs between {param} = {first} and {first + 1}")
+        first, rule = _one_port_rule(session, param, name, start, copies, order)
         derived = round_classes(sym, rule, start, stop, n)
     except Outside as exc:
-        return Verdict(None, f"not proved: {_where(exc.span)}{exc.message}")
+        return Verdict(None, f"not proved: {where(exc.span)}{exc.message}")
     except Unproved as exc:
         return Verdict(None, f"not proved: {exc.args[0]}")
     except SchedcError as exc:
@@ -399,3 +252,48 @@ def prove(session: Session, param: str, name: str, piece: Piece, n: sympy.Symbol
     return Verdict(f"Presburger (isl): transfers affine in {param}, port machine uniform in "
                    f"{copies}[...]{fabric} (routes read at {param} = {first}, {first + 1}), "
                    f"round classes and loads exact for {span}", None)
+
+
+def _one_port_rule(session: Session, param: str, name: str, start: int, copies: str, order):
+    """The port rule read from the routes at the two smallest sizes with two copies or more,
+    which show every pair (see the module doc; the smallest, so that every pair is cheap to
+    route), refused unless both read the same. (The first size, the rule.)"""
+    first = _smallest_pair(session, param, name, start)
+    rules = set()
+    for at_n in (first, first + 1):
+        at = session.at({param: at_n})
+        if len(at.program.result(name).collective.ranks) > MAX_ROUTED:
+            raise Unproved(f"more than {MAX_ROUTED} ranks at {param} = {at_n} to read "
+                           "every route")
+        rule = port_rule(at, name, copies, order.path, order.at(at_n))
+        rules.add((rule.copy_coord, rule.same, rule.cross, tuple(sorted(
+            (k, str(v)) for k, v in rule.bandwidth.items())), tuple(
+            (f.name, str(f.bandwidth), tuple(sorted(f.pairs))) for f in rule.fabric)))
+    if len(rules) != 1:
+        raise Unproved(f"the port rule differs between {param} = {first} and {first + 1}")
+    return first, rule
+
+
+def _outside_the_proof(session: Session, param: str, name: str, piece: Piece) -> Verdict | None:
+    """Why `piece` is not one the proof covers (a family other than the integers, no full
+    formula), or None."""
+    if piece.family.name != "integers" or piece.family.step != 1:
+        why = ""
+        try:
+            _elaborated(session, param, name)
+        except Outside as exc:
+            why = f" ({where(exc.span)}{exc.message})"
+        kind = "a power-of-two family" if piece.family.name != "integers" else \
+            f"fitted over the {piece.family.label}"
+        return Verdict(None, f"not proved: {kind}, checked at its instances only; the proof "
+                       f"covers schedules affine in {param} over the integers{why}")
+    if piece.regime is None or not piece.classes:
+        # Say also which hypothesis of the machine fails, where one does: the missing
+        # full formula is often its consequence (a bandwidth written in n).
+        try:
+            uniform_copies(session, param)
+            why = ""
+        except Unproved as exc:
+            why = f"; and {exc.args[0]}"
+        return Verdict(None, f"not proved: no full formula to prove{why}")
+    return None
