@@ -102,3 +102,20 @@ def test_the_architecture_pages_signatures_are_the_functions():
                 assert params[key].default == ast.literal_eval(shown), f"{name}({item})"
         if "..." not in args:
             assert set(params) == {a.partition("=")[0] for a in listed}, name
+
+
+def test_the_architecture_page_names_every_name_of_the_api():
+    """Every name of `schedc.__all__` (the result types, errors and constants too, not only
+    the functions the tables list) is named in docs/architecture.md's Python API section, as
+    code (`name`, `list[Name]`), and the section names no `schedc.X` that is not one."""
+    import re
+
+    import schedc
+    text = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+    section = text.split("## Python API", 1)[1].split("\n## ", 1)[0]
+    named = {word for code in re.findall(r"`([^`]+)`", section)
+             for word in re.findall(r"\w+", code)}
+    assert [n for n in schedc.__all__ if n not in named] == []
+    assert {n for n in re.findall(r"\bschedc\.(\w+)", section)} - {*schedc.__all__, "__all__",
+                                                                     "api", "render", "export"} == set()
+
