@@ -333,3 +333,24 @@ def test_export_astra_writes_the_folder_the_command_writes(run, tmp_path):
     assert (code, out, err) == (2, "", refused.value.render() + "\n")
     assert schedc.export_astra(schedc.load(seed), "hierarchical", output=mine,
                                force=True).written == astra.written
+
+
+@pytest.mark.parametrize("words", [
+    ("export", "msccl", PCIE, "-s", "ring", "-o"), ("tune", FLAT, "--collective", "allreduce",
+                                                   "--sizes", "8B:16GB", "-o"),
+    ("report", PCIE, "-o"), ("machine", "import", TOPO, "--nic-speed", "200Gbit/s", "-o"),
+    ("synthesize", FLAT_8, "--collective", "allgather", "-o"),
+    ("sweep", PCIE, "--vary", "V=1MiB:2MiB:2", "--csv"), ("sweep", PCIE, "--vary",
+                                                           "V=1MiB:2MiB:2", "--plot"),
+    ("solve", PCIE, "time(ring) = 1 s", "--for", "V", "--plot"),
+    ("machine", "show", PCIE, "--host-svg"), ("machine", "show", PCIE, "--fabric-svg"),
+    ("calibrate", NO_LOG, "--machine", PCIE, "--write"),
+    ("predict", PCIE, "--against", NO_LOG, "--plot"),
+], ids=lambda w: " ".join(str(x) for x in w[:2]) + " " + str(w[-1]))
+def test_an_output_that_is_a_directory_is_refused_in_the_apis_words(run, tmp_path, words):
+    """Every file output of every command is checked by the API's `check_output` (click no
+    longer refuses a directory first, in its own words), before any work."""
+    with pytest.raises(UsageError) as refused:
+        schedc.check_output(tmp_path)
+    code, out, err = run(*words, tmp_path)
+    assert (code, out, err) == (2, "", refused.value.render() + "\n")

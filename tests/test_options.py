@@ -3,7 +3,9 @@ dataclass (`schedc.api.options`) holds its options' types, ranges and defaults; 
 functions' keyword defaults are its fields' defaults, the command line's click options are
 made from the same fields, and every value a field refuses is refused alike by the API call
 and by the command, with the same message (the values are derived from the fields' ranges,
-so a new option is tested without a new line here)."""
+so a new option is tested without a new line here). Options that are not fields (what a later
+stage reads: a param's name, a range, a file) and text fields have an invalid value each in a
+table (PLAIN, TEXT_REFUSED), which a new option must join (issue 35, item 4)."""
 
 from __future__ import annotations
 
