@@ -79,7 +79,8 @@ def calibrate_logs(pairs: Iterable[tuple[str | Path, Session]], schedule: str | 
     `split` is "interleaved", "size:64MiB" or "leave-one-out". A fit that does not settle
     within `max_work` (per evaluation of the model, its fit rows + 100) is refused. With
     `step_rules`, the fit is made under `step cost sum` and `step cost max` too, and
-    `.step_rules` says each one's held-out error (which the rows prefer).
+    `.step_rules` says each one's held-out error (which the rows prefer). `.outliers`: the
+    rows left out as outliers, (log, row) each.
 
         >>> fitted = schedc.calibrate_logs([(LOG1, m1), (LOG2, m2)])       # doctest: +SKIP
     """
@@ -89,11 +90,12 @@ def calibrate_logs(pairs: Iterable[tuple[str | Path, Session]], schedule: str | 
     from ..analysis.calibrate.fit import calibrate_runs
     from ..analysis.calibrate.hosts import host_point
     options = CalibrateOptions(every, split, max_work, outlier_factor)
-    runs, said = [], []
+    runs, said, outliers = [], [], []
     for log, session in pairs:
         name = schedules_named(session, schedule)
-        ((path, table),), _, outliers = read_logs([log], outlier_factor)
-        said += outliers
+        ((path, table),), flagged, notes = read_logs([log], outlier_factor)
+        said += notes
+        outliers += [(path, row) for _, rows in flagged for row in rows]
         point = host_point(session, name, table, path)  # a machine in hosts: at the log's
         if point is not None:
             session = session.at({point.param: point.hosts})
@@ -102,9 +104,11 @@ def calibrate_logs(pairs: Iterable[tuple[str | Path, Session]], schedule: str | 
         runs.append(Run(session, name, path, table, session.program.path))
 
     def fit_runs(these: list) -> Calibration:
-        return _noted(calibrate_runs(these, _fit_names(fit), parse_split(split, options.every),
-                                     place_of(in_place), drop_wrong, max_work=options.max_work),
-                      said)
+        return replace(_noted(calibrate_runs(these, _fit_names(fit),
+                                             parse_split(split, options.every),
+                                             place_of(in_place), drop_wrong,
+                                             max_work=options.max_work), said),
+                       outliers=tuple(outliers))
     if not step_rules:
         return fit_runs(runs)
     from ..analysis.calibrate.step_rules import compare_step_rules

@@ -77,22 +77,15 @@ def calibrate_command(logs, machines, manifest, schedule, fit, split: str, every
     """Fit the machine files' params to nccl-tests LOGs by least squares on log time (with
     NCCL's constants as priors, inside physical bounds); show every row's measured and
     predicted time, the error on fit and held-out rows, and checks of the model."""
-    from ..api import (
-        FitNotWritten,
-        calibrate_files,
-        calibration_pairs,
-        outlier_rows,
-        write_calibration,
-    )
+    from ..api import FitNotWritten, calibrate_files, write_calibration
     from ..render.calibration import calibration_json, calibration_text
     result = calibrate_files(logs, machines, manifest=manifest, schedule=schedule, fit=fit,
                              sets=sets, every=every, in_place=in_place, verify=not no_verify,
                              split=split, drop_wrong=drop_wrong, max_work=max_work,
                              outlier_factor=outlier_factor, step_rules=step_rules, **limits)
-    pairs = calibration_pairs(logs, machines, manifest)
-    outliers = outlier_rows([log for log, _ in pairs], outlier_factor)
-    click.echo(calibration_json(result, outliers) if as_json else
-               calibration_text(result, "in" if in_place else "out", outliers), nl=False)
+    click.echo(calibration_json(result, list(result.outliers)) if as_json else
+               calibration_text(result, "in" if in_place else "out", list(result.outliers)),
+               nl=False)
     if write_path is not None:
         try:
             write_calibration(result, write_path, force=force)

@@ -242,6 +242,8 @@ class Calibration:
     made_by: str = ""
     # `calibrate --step-rules`: the same fit under each `step cost` rule (step_rules.py)
     step_rules: tuple = ()
+    # (log, measure.nccl_tests.Row) of each row left out as an outlier (`--outlier-factor`)
+    outliers: tuple = ()
 
     @property
     def undetermined(self) -> tuple[str, ...]:
