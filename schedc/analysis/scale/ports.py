@@ -145,6 +145,33 @@ def port_rule(at: Session, name: str, copies: str, path: tuple[str, ...],
                                "device that several ranks share to the rest")
     port, bandwidth, fabric = _ports(topo, owner, copy)
     local = {r: coords[1:] for r, coords in zip(ranks, coordinates)}
+    cls, crossed = _read_routes(topo, ranks, local, copy, port, fabric)
+    if False not in cls:
+        raise Unproved("no two ranks of different copies to read the rule from")
+    for kinds in cls.values():
+        if {k for s, k in kinds if s == "out"} != {k for s, k in kinds if s == "in"} or not kinds:
+            raise Unproved("a route loads other port classes at its source than at its "
+                           "destination")
+    classes = {same: tuple(sorted(k for s, k in kinds if s == "out"))
+               for same, kinds in cls.items()}
+    links = tuple(FabricLink(topo.resources[r].name, topo.resources[r].effective_bandwidth,
+                             frozenset(k for k, through in crossed.items() if r in through))
+                  for r in sorted(fabric, key=lambda r: topo.resources[r].name)
+                  if any(r in through for through in crossed.values()))
+    used = {k for kinds in cls.values() for _, k in kinds}
+    groups = {k: g for k, g in _group_size(port, coordinates, ranks, used).items() if g > 1}
+    if groups and len(path) != 2:
+        raise Unproved("a device shared by ranks that are copies of their own")
+    return PortRule(0 if len(path) == 2 else None, classes.get(True), classes[False], bandwidth,
+                    links, groups)
+
+
+def _read_routes(topo, ranks, local: dict, copy: list, port: dict, fabric: set):
+    """Every pair's route: the ports it loads (out of its source, into its destination, one
+    per class, with all its bytes), alike for every pair inside a copy and for every pair
+    across two, and across copies the fabric links of their local positions. (The port
+    classes inside a copy (True) and across (False); the fabric links of each pair of local
+    positions.)"""
     side: dict[int, str] = {}
     seen: dict[tuple[frozenset[int], str, str], int] = {}
     cls: dict[bool, frozenset[tuple[str, str]]] = {}
@@ -177,21 +204,4 @@ def port_rule(at: Session, name: str, copies: str, path: tuple[str, ...],
                 raise Unproved(f"the route from {topo.devices[a].name} to "
                                f"{topo.devices[b].name} loads other ports than the other "
                                "pairs like it")
-    if False not in cls:
-        raise Unproved("no two ranks of different copies to read the rule from")
-    for kinds in cls.values():
-        if {k for s, k in kinds if s == "out"} != {k for s, k in kinds if s == "in"} or not kinds:
-            raise Unproved("a route loads other port classes at its source than at its "
-                           "destination")
-    classes = {same: tuple(sorted(k for s, k in kinds if s == "out"))
-               for same, kinds in cls.items()}
-    links = tuple(FabricLink(topo.resources[r].name, topo.resources[r].effective_bandwidth,
-                             frozenset(k for k, through in crossed.items() if r in through))
-                  for r in sorted(fabric, key=lambda r: topo.resources[r].name)
-                  if any(r in through for through in crossed.values()))
-    used = {k for kinds in cls.values() for _, k in kinds}
-    groups = {k: g for k, g in _group_size(port, coordinates, ranks, used).items() if g > 1}
-    if groups and len(path) != 2:
-        raise Unproved("a device shared by ranks that are copies of their own")
-    return PortRule(0 if len(path) == 2 else None, classes.get(True), classes[False], bandwidth,
-                    links, groups)
+    return cls, crossed
