@@ -106,11 +106,15 @@ def nccl_model(session: Session, *, collective: str | None = NcclOptions.collect
         explain_choice(session, comm, table, c, size,
                        lambda names: verified_timings(session, names, verify))
         for size in sizes for c in chosen)
-    notes = tuple(f"{note}; NCCL's inputs above come from the hosts' GPUs, their links and NIC "
-                  "rates (schedc/nccl/derive.py): a change elsewhere, or a route it breaks, is "
-                  "not seen by them" for note in program.topology.notes)
     return NcclModel(program.path, comm, table, chosen, found, max_bytes, explained, formulas,
-                     notes)
+                     _unseen(program.topology.notes))
+
+
+def _unseen(changes) -> tuple[str, ...]:
+    """A note per --fail or --derate: NCCL's inputs may not see it."""
+    return tuple(f"{note}; NCCL's inputs above come from the hosts' GPUs, their links and NIC "
+                 "rates (schedc/nccl/derive.py): a change elsewhere, or a route it breaks, is "
+                 "not seen by them" for note in changes)
 
 
 def parse_size(text: str) -> int:
