@@ -211,10 +211,16 @@ def _without_a_fit(runs: list[Run]) -> None:
 # structural param, one 400 Gbit/s port per GPU, NVLS-tree and an 8-channel ring) fitted on
 # the 2-host log, then `predict --fitted` on each log of the same series (its hosts from the
 # log's rank count). Error per band as the issue states it: exp(mean log(1 + |e|)) - 1.
-HOSTS_MACHINE = ROOT / "schedules" / "calibration" / "ib_hosts_8xH100_ib400_allreduce.sched"
+# Before: the NVLS-tree in 16 chunks and in 1 under `step cost sum`; after: the same machine
+# with NCCL's chunking, `step cost pipelined chunk Q` (one NVLS-tree, unpipelined, Q fitted).
+CALIBRATION = ROOT / "schedules" / "calibration"
+HOSTS_MACHINES = (
+    ("sum (nccl in 16 chunks and in 1)", CALIBRATION / "ib_hosts_8xH100_ib400_allreduce.sched",
+     "nccl,nccl_1,ring"),
+    ("pipelined chunk Q", CALIBRATION / "ib_hosts_8xH100_ib400_pipelined_allreduce.sched",
+     "nccl,ring"))
 HOSTS_SERIES = ("nccltests309_qoofyk_dell_xe9680_2node_16xH100_cx7ib400_allreduce",
                 "nccltests309_qoofyk_vmware_4node_32xH100_cx7ib400_allreduce")
-HOSTS_SCHEDULES = "nccl,nccl_1,ring"
 BANDS = (("< 1 MiB", 0, MiB), ("1-64 MiB", MiB, 64 * MiB), (">= 64 MiB", 64 * MiB, 2**62))
 
 
@@ -226,30 +232,40 @@ def _issue_error(errors: list[float]) -> float | None:
 
 
 def hosts_transfer() -> None:
-    """Fit on the series' first log (2 hosts), predict every log of it; print the bands."""
+    """Per machine: fit on the series' first log (2 hosts), predict every log of it; print
+    the bands, then the rows of 256 KiB - 128 MiB one by one."""
+    for label, machine, schedules in HOSTS_MACHINES:
+        session = _fit_on_two_hosts(label, machine, schedules)
+        _bands_table(session, schedules)
+        _mid_rows(session, schedules)
+
+
+def _fit_on_two_hosts(label: str, machine: Path, schedules: str):
     import tempfile
-    from schedc.api import calibrate_files, fitted_sets, predict, write_calibration
+    from schedc.analysis.calibrate.step_rules import preferred
+    from schedc.api import calibrate_files, fitted_sets, write_calibration
     first = LOGS / f"{HOSTS_SERIES[0]}.txt"
-    fitted = calibrate_files([first], [HOSTS_MACHINE], schedule=HOSTS_SCHEDULES,
-                             step_rules=True)
-    print(f"\nissue 34: fit on {HOSTS_SERIES[0]} ({HOSTS_MACHINE.name}, -s {HOSTS_SCHEDULES}):")
+    fitted = calibrate_files([first], [machine], schedule=schedules, step_rules=True)
+    print(f"\nissue 34, {label}: fit on {HOSTS_SERIES[0]} ({machine.name}, -s {schedules}):")
     for p in fitted.params:
         print(f"  {p.name} = {p.value:.6g}" + (f"  ({p.held})" if p.held else ""))
-    from schedc.analysis.calibrate.step_rules import preferred
     print("  step cost: " + "; ".join(f"{f.rule} {_pct(f.heldout or 0)} held out"
                                       for f in fitted.step_rules)
           + f"; preferred: {preferred(fitted.step_rules)}")
     with tempfile.TemporaryDirectory() as folder:
         written = Path(folder) / "fit.sched"
         write_calibration(fitted, written, force=True)
-        session = schedc.load(HOSTS_MACHINE, fitted_sets(written))
+        return schedc.load(machine, fitted_sets(written))
+
+
+def _bands_table(session, schedules: str) -> None:
+    from schedc.api import predict
     # (Rows whose out-of-place and in-place times differ by more than 1.5x are outliers,
     # which `calibrate` and `predict` leave out: `rows` counts the others.)
     print("\n| log | hosts | rows | < 1 MiB | 1-64 MiB | >= 64 MiB |")
     print("|---|---|---|---|---|---|")
     for name in HOSTS_SERIES:
-        path = LOGS / f"{name}.txt"
-        c = predict(session, [path], HOSTS_SCHEDULES)
+        c = predict(session, [LOGS / f"{name}.txt"], schedules)
         cols = []
         for _, lo, hi in BANDS:
             e = _issue_error([x for p, x in zip(c.points, c.errors) if lo <= p.size < hi])
@@ -257,6 +273,32 @@ def hosts_transfer() -> None:
         hosts = next((n.split("hosts = ")[1].split(":")[0] for n in c.notes if "hosts = " in n),
                      "?")
         print(f"| {name} | {hosts} | {len(c.points)} | " + " | ".join(cols) + " |")
+
+
+def _mid_rows(session, schedules: str) -> None:
+    """Row by row around the mid sizes: measured (out of place) and predicted time, the
+    out-of-place/in-place twins' ratio, the schedule/protocol the model runs and the one
+    NCCL's tuning model (2.30.7) picks, and what bounds the row."""
+    from schedc.api import predict_against
+    from schedc.measure.noise import twin_ratio
+    for name in HOSTS_SERIES:
+        log = LOGS / f"{name}.txt"
+        twins = {r.span.line: twin_ratio(r) for r in read_log(log).table().rows}
+        mine = predict_against(session, [log], schedules)[0].rows
+        nccl = {(r.size, r.line): r for r in predict_against(session, [log], schedules,
+                                                              nccl=True)[0].rows}
+        print(f"\n  {name}:")
+        print(f"  {'size':>9} {'measured':>10} {'twins':>6} {'predicted':>10} {'error':>8}  "
+              f"{'model runs':<16} {'NCCL picks':<18} bound")
+        for r in mine:
+            if not 256 * 1024 <= r.size <= 128 * MiB:
+                continue
+            theirs = nccl.get((r.size, r.line))
+            twin = twins.get(r.line)
+            print(f"  {r.size / MiB:>7g} M {r.measured_s * 1e6:>8.1f}us "
+                  f"{f'{twin:.2f}x' if twin else '-':>6} "
+                  f"{(r.predicted_s or 0) * 1e6:>8.1f}us {(r.error or 0) * 100:>+7.1f}%  "
+                  f"{r.protocol or '-':<16} {theirs.protocol if theirs else '-':<18} {r.bound}")
 
 
 if __name__ == "__main__":

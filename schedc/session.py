@@ -14,10 +14,11 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from .cost.formula import cost, nominal_value
 from .cost.lower import Loads, lower
+from .cost.pipeline import pipelined
 from .cost.protocols import with_protocols
 from .cost.timing import Timing
 from .elaborate.loader import load_program
@@ -32,8 +33,11 @@ from .elaborate.program import (
 from .elaborate.schedule import Limits, Watch
 from .errors import OUT_OF_MEMORY, LimitError, SchedcError, Span, UsageError
 from .model.changes import NO_CHANGES, Changes, apply, parse
-from .model.ir import Schedule
+from .model.ir import Schedule, linear_expr
 from .model.topology import Topology
+
+if TYPE_CHECKING:
+    import sympy
 
 T = TypeVar("T")
 
@@ -90,12 +94,16 @@ class Session:
         return Session(program, {k: v for k, v in self._memo.items() if k[0] == "ir"},
                        changes=self.changes)
 
-    def with_step_rule(self, rule: str) -> Session:
-        """This file with `step cost RULE` instead of its own (the schedules' IR and loads
-        shared, their times computed anew): calibrate compares the two rules."""
-        if rule == self.program.step_rule:
+    def with_step_rule(self, rule: str, chunk: sympy.Expr | None = None) -> Session:
+        """This file with `step cost RULE` instead of its own (`chunk`: the bytes of a
+        `pipelined` rule's chunk, a SymPy expression), the schedules' IR and loads shared,
+        their times computed anew: calibrate compares the rules."""
+        if rule == self.program.step_rule and chunk == self.program.step_chunk:
             return self
-        return Session(replace(self.program, step_rule=rule),
+        if rule == "pipelined" and chunk is None:
+            raise UsageError("`step cost pipelined` needs its chunk (the bytes of one chunk)")
+        return Session(replace(self.program, step_rule=rule,
+                               step_chunk=chunk if rule == "pipelined" else None),
                        {k: v for k, v in self._memo.items() if k[0] in ("ir", "loads")},
                        changes=self.changes)
 
@@ -163,6 +171,11 @@ class Session:
                           program.step_rule == "max", _classes_apart(program.protocols))
             result = with_protocols(result, self.loads(name), program.topology, program.alpha,
                                     program.nominal, program.protocols)
+            if program.step_chunk is not None:  # `step cost pipelined chunk Q`
+                size = linear_expr(program.result(name).collective.size)
+                result = pipelined(result, self.loads(name), program.topology, program.alpha,
+                                   program.nominal, program.protocols, program.step_chunk, size,
+                                   _classes_apart(program.protocols))
             return Timing(schedule, result, nominal_value(result.formula, program.nominal),
                           program.nominal)
         return self.memo("timing", name, compute)

@@ -4,14 +4,20 @@ it makes with the host shift reaches what the packing over every root reaches.""
 
 from __future__ import annotations
 
+import re
+from dataclasses import replace
+from fractions import Fraction
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 import schedc
 from schedc.analysis.bound.cuts import RankCuts
 from schedc.analysis.bound.optimum import optimum
 from schedc.analysis.synthesize.packing import pack
+from schedc.analysis.synthesize.plan import Plan, PlannedTree, check_tables
+from schedc.errors import LimitError
 from schedc.model.ir import linear_value
 from schedc.model.symmetry import index_shift
 
@@ -79,3 +85,34 @@ def test_the_packing_over_orbits_reaches_the_packing_over_every_root(tmp_path, m
         for (root, edges), weight in trees.items():
             moved = (image[root], tuple((image[a], image[b]) for a, b in edges))
             assert trees.get(moved) == pytest.approx(weight)
+
+
+def test_a_symmetric_machine_writes_rank_0s_trees_and_their_images(tmp_path):
+    # On rail_4x8 the host and index shifts move rank 0 to each of the 32 ranks in one way
+    # (4 hosts × 8 indices), so the file lists rank 0's trees and a 32 × 32 root_image table,
+    # and what it compiles to is what every tree written out would be: the time of the
+    # packing's rounding (tests/test_synthesize.py checks the optimum).
+    source = ROOT / "schedules" / "machines" / "rail_4x8.sched"
+    result = schedc.synthesize(source, "allgather", over="ranks", size="1 GiB")
+    table = re.search(r"let root_image = \[([^\]]*)\]", result.text)
+    assert table is not None and "tree_root" not in result.text
+    image = [int(v) for v in table[1].split(",")]
+    assert len(image) == 32 * 32
+    rows = [image[c * 32:(c + 1) * 32] for c in range(32)]
+    assert [row[0] for row in rows] == list(range(32))  # row c takes rank 0 to rank c
+    assert all(sorted(row) == list(range(32)) for row in rows)  # each a renaming
+    # Rank 8 is node[1].g[0]: the host shift by one; rank 1 (node[0].g[1]) the index shift.
+    assert rows[8][1] == 9 and rows[1][8] == 9 and rows[1][7] == 0
+    assert result.bandwidth_time <= result.optimum * Fraction(101, 100)
+
+
+def test_tables_past_the_parser_are_refused_before_the_text(tmp_path):
+    # 3 numbers a tree and 4 an edge, two tokens each: 120 one-level trees of 119 edges
+    # (a 120-GPU switch written tree by tree) are 2·(3·120 + 4·14,280) = 114,960 tokens.
+    trees = tuple(PlannedTree(c, 0, 1, tuple((c, v, 1) for v in range(120) if v != c))
+                  for c in range(120))
+    plan = Plan("allgather", trees, 1, 1, np.zeros((1, 1)))
+    with pytest.raises(LimitError, match="about 114,960 tokens, past the parser's 100,000"):
+        check_tables([plan])
+    images = np.array([[(q + c) % 120 for q in range(120)] for c in range(120)])
+    check_tables([replace(plan, images=images)])  # 2·(3 + 4·119 + 14,400)

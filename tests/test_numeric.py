@@ -9,13 +9,18 @@ from fractions import Fraction
 import pytest
 from conftest import compiled
 
-from schedc.cost.numeric import numeric_time
+from schedc.cost.numeric import numeric_time, value_at
+from schedc.model.ir import linear_value
 
 
 def _numeric(session, name: str) -> Fraction:
     program = session.program
+    chunks = None
+    if program.step_chunk is not None:  # `step cost pipelined chunk Q`: C = max(1, size/Q)
+        size = linear_value(program.result(name).collective.size, program.nominal)
+        chunks = max(Fraction(1), size / value_at(program.step_chunk, program.nominal))
     return numeric_time(session.loads(name), program.topology, program.alpha, program.nominal,
-                        program.protocols, program.step_rule == "max")
+                        program.protocols, program.step_rule == "max", chunks)
 
 
 # The formula path once dropped a term that is a constant fraction of another before it

@@ -318,3 +318,21 @@ def test_chunks_auto_is_solved_not_searched(run):
     code, _, err = run("synthesize", str(FIXTURES / "mi250_16.sched"), "--collective",
                        "allgather", "--within", "0.1%")
     assert code == 2 and "more than 4,096" in err
+
+
+def test_the_fastest_chunk_count_counts_protocol_start_ups(tmp_path):
+    # A protocol's α and the route latencies are not the file's `alpha` (0 here): the count
+    # said to be fastest is read off the compiled time, so compiling the written file at
+    # that count and at its neighbours, the count is the fastest of the three.
+    source = ROOT / "schedules" / "calibration" / "ib_hosts_8xH100_ib400_allreduce.sched"
+    sets = ("V=192MiB",)
+    out, result = written(tmp_path, source, "allgather", sets=sets)
+    k = result.alpha_chunks
+    assert 1 < k < result.chunks  # start-ups of ~10 µs a round: far fewer than written
+
+    def time_at(chunks: int) -> Fraction:
+        session = schedc.load(out, sets=(*sets, f"chunks={chunks}"))
+        return nominal_value(schedc.time(session, result.name).cost.formula,
+                             session.program.nominal)
+
+    assert time_at(k) <= min(time_at(k - 1), time_at(k + 1))

@@ -78,8 +78,9 @@ def calibrate_logs(pairs: Iterable[tuple[str | Path, Session]], schedule: str | 
     library the machine files import are shared, a machine file's own params are its log's.
     `split` is "interleaved", "size:64MiB" or "leave-one-out". A fit that does not settle
     within `max_work` (per evaluation of the model, its fit rows + 100) is refused. With
-    `step_rules`, the fit is made under `step cost sum` and `step cost max` too, and
-    `.step_rules` says each one's held-out error (which the rows prefer). `.outliers`: the
+    `step_rules`, the fit is made under `step cost sum` and `step cost max` too (and under
+    the files' own `step cost pipelined chunk Q`, if declared), and `.step_rules` says each
+    one's held-out error (which the rows prefer). `.outliers`: the
     rows left out as outliers, (log, row) each.
 
         >>> fitted = schedc.calibrate_logs([(LOG1, m1), (LOG2, m2)])       # doctest: +SKIP

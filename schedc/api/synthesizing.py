@@ -29,8 +29,8 @@ if TYPE_CHECKING:  # (annotations only: `import schedc` stays cheap)
     from ..cost.timing import Timing
 
 # Pricing solves one minimum arborescence over all ranks per root orbit and round, and the LP
-# has a row per resource orbit: 64 ranks take seconds, 144 (2 hosts of 72) take minutes.
-MAX_RANKS = 128
+# has a row per resource orbit: one GB200 rack (72 ranks) priced root by root took 29 s of CPU.
+MAX_RANKS = 160  # two GB200 NVL72 racks (144): 6.6 s of CPU, their symmetry priced once
 
 
 @dataclass(frozen=True)
@@ -76,7 +76,8 @@ def synthesize(path: str | Path, collective: str, *, over: str | None = Synthesi
     """Pack trees that reach the exact optimum of `collective` on the machine of the `.sched`
     file `path`, and write them as a schedule: the text imports `path` relative to `output`'s
     folder (the current folder when None). `over`, `size` and `root` default to the file's
-    first collective's (`over`, in a file with none, to every gpu); `chunks` None picks the fewest within `within` of the optimum at α = 0.
+    first collective's (`over`, in a file with none, to every gpu); `chunks` None picks the
+    fewest within `within` of the optimum at α = 0.
     `units` fixes how many units a shard is cut into (default: the fewest powers of two whose
     rounding stays within `within`/4; fewer make smaller MSCCL XML). More than `max_ranks`
     ranks are refused before any work; `max_transfers` and `max_rounds` bound the written
@@ -131,10 +132,9 @@ def _synthesize(source, machine, kind, over, size, root, chunks, within, name, s
                 scratch, max_ranks, units, limits) -> Synthesis:
     from ..analysis.bound.cuts import RankCuts
     from ..analysis.bound.optimum import optimum, side_names
-    from ..analysis.synthesize.plan import alpha_optimal, chunks_within, plan
-    from ..cost.formula import nominal_value
+    from ..analysis.synthesize.plan import check_tables, chunks_within, fastest_chunks, plan
     from ..export.sched_schedule import Phase, schedule_text
-    from ..model.ir import linear_value
+    from ..model.ir import linear_expr, linear_value
     from ..model.symmetry import index_shift
 
     program, coll, (over, size, root), tables = _probe(source, kind, over, size, root, name,
@@ -157,17 +157,19 @@ def _synthesize(source, machine, kind, over, size, root, chunks, within, name, s
         prefix = tables + ("" if len(packings) == 1 else
                            "rs_" if packing.kind == "reduce_scatter" else "ag_")
         phases.append(Phase(plan(packing, within, units), prefix))
+    check_tables([p.plan for p in phases])
     if chunks is None:  # each phase within `within` of its goal: the sum is too
         chunks = max(chunks_within(p.plan, goal, shard, within) for p, goal in zip(phases, goals))
-    alpha = float(nominal_value(program.alpha, program.nominal))
-    alpha_chunks = alpha_optimal([p.plan for p in phases], shard, alpha, chunks)
 
-    def text(header: list[str], machine_path: str) -> str:
+    def text(header: list[str], machine_path: str, k: int | None = None) -> str:
         return schedule_text(machine=machine_path, kind=kind, size=size, over=over, root=root,
-                             name=name, chunks=chunks, phases=phases, ranks=n,
+                             name=name, chunks=k or chunks, phases=phases, ranks=n,
                              header=header, routes=_route_lines(program.topology, pins))
 
     bandwidth, timing = _compiled(text([], str(source.resolve())), name, sets, scratch, limits)
+    alpha_chunks = fastest_chunks(
+        [p.plan for p in phases], shard, chunks, timing, program, linear_expr(coll.size),
+        lambda k: _compiled(text([], str(source.resolve()), k), name, sets, scratch, limits)[1])
     result = Synthesis("", name, kind, chunks, alpha_chunks, exact.value, exact.time,
                        side_names(finder, exact), bandwidth, timing.time, timing.cost.formula,
                        timing.cost.rounds, sum(len(p.plan.trees) for p in phases),

@@ -64,7 +64,8 @@ def outlier_option(options: type):
               help="Refuse a fit that has not settled after this much work: per evaluation of "
                    "the model, its fit rows + 100 (about a µs each).")
 @click.option("--step-rules", "step_rules", is_flag=True,
-              help="Also fit under `step cost sum` and `step cost max` and say which the rows "
+              help="Also fit under `step cost sum` and `step cost max` (and the files' own "
+                   "`step cost pipelined chunk Q`, if they declare it) and say which the rows "
                    "prefer, with the held-out error of each.")
 @set_option
 @limit_options

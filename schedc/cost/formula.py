@@ -98,6 +98,8 @@ class Cost:
     bytes_logical: LinearBytes
     protocol: str | None = None  # with protocols: the one that wins at the nominal point
     protocol_times: tuple[ProtocolTime, ...] = ()  # with protocols: each one's time
+    chunk: sympy.Expr | None = None  # `step cost pipelined chunk Q`: Q (bytes)
+    chunks: sympy.Expr | None = None  # ... and C = max(1, size/Q), the chunks of the call
 
 
 def cost(loads: Loads, topology: Topology, alpha: sympy.Expr,

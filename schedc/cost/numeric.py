@@ -26,7 +26,7 @@ import numpy as np
 
 from ..model.protocol import Protocol
 from ..model.topology import Topology
-from .lower import Loads
+from .lower import Loads, merged
 
 NEAR = 1e-9  # entries within this relative distance of the float maximum are compared exactly
 
@@ -42,27 +42,34 @@ def value_at(expr, nominal: dict) -> Fraction:
 
 
 def numeric_time(loads: Loads, topology: Topology, alpha, nominal: dict,
-                 protocols: tuple[Protocol, ...] = (), overlapped: bool = False) -> Fraction:
+                 protocols: tuple[Protocol, ...] = (), overlapped: bool = False,
+                 chunks: Fraction | None = None) -> Fraction:
     """The schedule's time in seconds at the nominal point (see the module's docstring);
-    `overlapped` (`step cost max`): a round costs max(start-up, its transfers), not the sum."""
+    `overlapped` (`step cost max`): a round costs max(start-up, its transfers), not the sum;
+    `chunks` (`step cost pipelined`: C = max(1, size/chunk) at the nominal point): the rounds
+    are a pipeline's stages, fill plus (C − 1) periods (`cost.pipeline`)."""
     peaks, used = _peaks(loads, topology, nominal)
+    whole = _peaks(merged(loads), topology, nominal)[0] if chunks is not None else []
     latency = [value_at(x, nominal) for x in loads.shape_latency]
     counts = np.bincount(loads.shape_of, minlength=len(loads.shape_cross)).tolist()
-    if not protocols:
-        start = value_at(alpha, nominal)
-        return sum((counts[s] * _step(start + latency[s], [
-            load / bandwidth for load, bandwidth, _ in peaks[s]], overlapped)
-            for s in range(len(counts)) if counts[s]), Fraction(0))
     times = []
-    for protocol in protocols:
-        total = value_at(protocol.launch, nominal)
+    for protocol in protocols or (None,):
+        total = value_at(protocol.launch, nominal) if protocol else Fraction(0)
+        stages = []
         for s in range(len(counts)):
             if not counts[s]:
                 continue
-            start = _startup(protocol, used[s], nominal)
-            total += counts[s] * _step(start + latency[s], [
-                load / _rate(protocol, bandwidth, classes, nominal)
-                for load, bandwidth, classes in peaks[s]], overlapped)
+            start = _startup(protocol, used[s], nominal) if protocol else value_at(alpha, nominal)
+            stage = _step(start + latency[s], [load / _rate(protocol, bandwidth, classes, nominal)
+                                               / (chunks or 1)
+                                               for load, bandwidth, classes in peaks[s]],
+                          overlapped)
+            total += counts[s] * stage
+            stages.append(stage)
+        if chunks is not None:  # the period: the slowest stage or the busiest link, per chunk
+            stages += [load / _rate(protocol, bandwidth, classes, nominal) / chunks
+                       for load, bandwidth, classes in whole[0]] if whole else []
+            total += (chunks - 1) * max(stages, default=Fraction(0))
         times.append(total)
     return min(times)
 
@@ -141,10 +148,13 @@ def _startup(protocol: Protocol, classes: set[str], nominal: dict) -> Fraction:
     return max([value_at(protocol.alpha, nominal), *own])
 
 
-def _rate(protocol: Protocol, bandwidth: Fraction, classes: frozenset[str],
+def _rate(protocol: Protocol | None, bandwidth: Fraction, classes: frozenset[str],
           nominal: dict) -> Fraction:
-    """`Protocol.rate`, at the nominal point: the share of B (each class's own `class C eff`,
-    else eff; the smallest over the classes), capped by the classes' caps."""
+    """The link's bandwidth without a protocol; with one, `Protocol.rate` at the nominal
+    point: the share of B (each class's own `class C eff`, else eff; the smallest over the
+    classes), capped by the classes' caps."""
+    if protocol is None:
+        return bandwidth
     own = dict(protocol.class_eff)
     shares = [value_at(own.get(c, protocol.eff), nominal) for c in sorted(classes)]
     share = min(shares) if shares else value_at(protocol.eff, nominal)

@@ -29,7 +29,7 @@ def with_protocols(base: Cost, loads: Loads, topology: Topology, alpha: sympy.Ex
     for protocol in protocols:
         total = protocol.launch
         for c in base.classes:
-            used = _classes(loads, topology, c.first)
+            used = classes_loaded(loads, topology, c.first)
             startup = c.startup - alpha + protocol.startup(used)
             terms = [t.expr * t.bandwidth / protocol.rate(
                 t.bandwidth, {topology.resources[r].cls for r in t.resources}) for t in c.terms]
@@ -48,7 +48,7 @@ def with_protocols(base: Cost, loads: Loads, topology: Topology, alpha: sympy.Ex
                    protocol_times=tuple(times))
 
 
-def _classes(loads: Loads, topology: Topology, first_round: int) -> set[str]:
+def classes_loaded(loads: Loads, topology: Topology, first_round: int) -> set[str]:
     """The classes of the links that a round loads."""
     shape = int(loads.shape_of[first_round])
     return {topology.resources[int(loads.resource[k])].cls for k in loads.entries(shape)

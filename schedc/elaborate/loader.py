@@ -101,6 +101,7 @@ def load_program(path: str | Path, overrides: tuple[Override, ...] = (),
         protocols=tuple(loader.protocols),
         collectives=tuple(loader.collectives),
         step_rule=loader.step[0] if loader.step else "sum",
+        step_chunk=loader.step[2] if loader.step else None,
     )
 
 
@@ -118,7 +119,7 @@ class _Loader:
         self.collectives: list[Collective] = []  # the main file's, in order
         self.protocols: list[Protocol] = []
         self.startup: tuple[Quantity, Span] | None = None
-        self.step: tuple[str, Span] | None = None  # `step cost sum|max`
+        self.step: tuple[str, Span, sympy.Expr | None] | None = None  # `step cost ...`
         self.done: set[Path] = set()
         self.active: list[Path] = []
         # `set NAME = VALUE` statements, by param name: the outermost file's wins; --set wins
@@ -195,7 +196,7 @@ class _Loader:
         elif isinstance(stmt, ast.ScheduleDef):
             self._schedule(stmt, collective, is_main)
         elif isinstance(stmt, ast.StepCost):
-            self.step = read_step_rule(stmt, self.step)
+            self.step = read_step_rule(stmt, self.step, env, self.nominal)
         elif isinstance(stmt, ast.Protocol):
             self.protocols.append(self._protocol(stmt, env))
         elif isinstance(stmt, ast.Guard):

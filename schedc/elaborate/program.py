@@ -74,6 +74,7 @@ class Program:
     protocols: tuple[Protocol, ...] = ()  # with any, a time is the minimum over them
     collectives: tuple[Collective, ...] = ()  # the main file's declarations, in order
     step_rule: str = "sum"  # `step cost max`: a round costs max(α, V/B), else α + V/B
+    step_chunk: sympy.Expr | None = None  # `step cost pipelined chunk Q`: Q, in bytes
 
     @cached_property
     def nominal(self) -> dict[sympy.Symbol, sympy.Expr]:

@@ -1,6 +1,7 @@
 """`protocol P ...` statements → `Protocol`s (model/protocol.py), each value checked at the
 nominal point against its physical range, with the caret under the value; and `step cost
-sum|max`, how a round's start-up and transfer add up (cost/formula.py).
+sum|max|pipelined chunk Q`, how a round's start-up and transfer add up (cost/formula.py,
+cost/pipeline.py).
 
     protocol Simple alpha a_S eff e_S launch b class nic alpha 14 us class nic eff e_S_nic
 
@@ -19,7 +20,7 @@ from ..errors import ElaborationError, Span, did_you_mean
 from ..language import syntax as ast
 from ..model.protocol import MAX_EFF, Protocol
 from ..model.values import check_at_most, check_positive, expect_quantity
-from ..units import DIMENSIONLESS, RATE, SECONDS
+from ..units import BYTES, DIMENSIONLESS, RATE, SECONDS
 from .evaluate import evaluate
 from .lanes import Env
 
@@ -73,11 +74,14 @@ def _check_name(stmt: ast.Protocol, earlier: list[Protocol]) -> None:
                                stmt.span)
 
 
-STEP_RULES = ("sum", "max")  # `step cost RULE`: α + V/B (lock-step, the default), max(α, V/B)
+STEP_RULES = ("sum", "max", "pipelined")  # `step cost RULE`: α + V/B (lock-step, the default),
+# max(α, V/B), or `pipelined chunk Q`: the rounds as stages of a pipeline of chunks (pipeline.py)
 
 
-def read_step_rule(stmt: ast.StepCost, earlier: tuple[str, Span] | None) -> tuple[str, Span]:
-    """`step cost sum|max`, once per program (an imported file's counts)."""
+def read_step_rule(stmt: ast.StepCost, earlier: tuple[str, Span, sympy.Expr | None] | None,
+                   env: Env, nominal: dict) -> tuple[str, Span, sympy.Expr | None]:
+    """`step cost sum|max|pipelined chunk Q`, once per program (an imported file's counts);
+    the chunk Q (bytes, > 0) with `pipelined` only."""
     if earlier is not None:
         raise ElaborationError(f"the step cost is already given at {earlier[1]}", stmt.span)
     if stmt.rule not in STEP_RULES:
@@ -86,5 +90,17 @@ def read_step_rule(stmt: ast.StepCost, earlier: tuple[str, Span] | None) -> tupl
             + (did_you_mean(stmt.rule, list(STEP_RULES), "step costs") or ""),
             stmt.rule_span or stmt.span,
             ("`step cost sum`: a round costs α + V/B (the default); `step cost max`: "
-             "max(α, V/B), its start-up overlapped with its transfer",))
-    return stmt.rule, stmt.span
+             "max(α, V/B), its start-up overlapped with its transfer; `step cost pipelined "
+             "chunk Q`: the call in chunks of Q bytes, the rounds its pipeline's stages",))
+    if (stmt.chunk is None) != (stmt.rule != "pipelined"):
+        raise ElaborationError(
+            "`step cost pipelined` needs its chunk size: `step cost pipelined chunk 8 MiB`"
+            if stmt.chunk is None else f"`step cost {stmt.rule}` takes no chunk (only "
+            "`step cost pipelined chunk Q` does)", stmt.chunk.span if stmt.chunk else stmt.span)
+    chunk = None
+    if stmt.chunk is not None:
+        quantity = expect_quantity(evaluate(stmt.chunk, env), BYTES, stmt.chunk.span,
+                                   "a pipeline's chunk")
+        check_positive(quantity, nominal, stmt.chunk.span, "a pipeline's chunk")
+        chunk = quantity.expr
+    return stmt.rule, stmt.span, chunk

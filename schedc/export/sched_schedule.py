@@ -21,7 +21,7 @@ from ..model.collectives import KINDS
 _WIDTH = 96  # numbers per table line
 # The tables a phase writes (after its prefix): named so a reader of the file can follow them.
 TABLES = ("tree_root", "tree_first", "tree_units", "edge_tree", "edge_parent", "edge_child",
-          "edge_depth")
+          "edge_depth", "root_image")
 _DEVICE = re.compile(r"[A-Za-z_]\w*(\[\d+\])*(\.[A-Za-z_]\w*(\[\d+\])*)*")
 
 
@@ -81,17 +81,32 @@ def route_statement(src: str, dst: str, through: Sequence[str]) -> str:
 
 def _tables(phase: Phase) -> list[str]:
     p, x = phase.plan, phase.prefix
-    edges = [(t, a, b, d) for t, tree in enumerate(p.trees) for a, b, d in tree.edges]
     role = "leaves" if KINDS[p.kind].reduces else "reaches"
+    if p.images is not None:  # root 0's trees, and where each root's are their images
+        trees = [t for t in p.trees if t.root == 0]
+        n = len(p.images)
+        head = [f"# {p.kind}: {len(p.trees)} trees, {len(trees)} from each rank, the same but for "
+                "a renaming of the ranks that",
+                f"# leaves the machine as it is: rank q of rank 0's trees is rank "
+                f"{x}root_image[c * {n} + q] of rank c's.",
+                f"# Tree t of rank 0 carries units {x}tree_first[t] .. {x}tree_first[t] + "
+                f"{x}tree_units[t] - 1 (of {p.units}) of its data;"]
+        tail = _table(f"{x}root_image", [int(v) for row in p.images for v in row])
+    else:
+        trees = list(p.trees)
+        head = [f"# {p.kind}: {len(p.trees)} trees. Tree t carries units {x}tree_first[t] ..",
+                f"# {x}tree_first[t] + {x}tree_units[t] - 1 (of {p.units}) of rank "
+                f"{x}tree_root[t]'s data;"]
+        tail = _table(f"{x}tree_root", [t.root for t in trees])
+    edges = [(t, a, b, d) for t, tree in enumerate(trees) for a, b, d in tree.edges]
     return [
-        f"# {p.kind}: {len(p.trees)} trees. Tree t carries units {x}tree_first[t] ..",
-        f"# {x}tree_first[t] + {x}tree_units[t] - 1 (of {p.units}) of rank {x}tree_root[t]'s data;",
+        *head,
         f"# edge e of tree {x}edge_tree[e] joins rank {x}edge_parent[e] to rank "
         f"{x}edge_child[e], and data {role} the",
         f"# child at depth {x}edge_depth[e] (1: a child of the root).",
-        *_table(f"{x}tree_root", [t.root for t in p.trees]),
-        *_table(f"{x}tree_first", [t.first for t in p.trees]),
-        *_table(f"{x}tree_units", [t.units for t in p.trees]),
+        *tail,
+        *_table(f"{x}tree_first", [t.first for t in trees]),
+        *_table(f"{x}tree_units", [t.units for t in trees]),
         *_table(f"{x}edge_tree", [e[0] for e in edges]),
         *_table(f"{x}edge_parent", [e[1] for e in edges]),
         *_table(f"{x}edge_child", [e[2] for e in edges]),
@@ -106,10 +121,15 @@ def _runner(phase: Phase, group: str, ranks: int, opening: str) -> list[str]:
     rooted = KINDS[p.kind].rooted
     t = f"{x}edge_tree[e]"
     slice_ = f"part({x}tree_first[{t}]..{x}tree_first[{t}] + {x}tree_units[{t}] - 1 of {p.units})"
+    symmetric = p.images is not None
     if not rooted:
-        slice_ += f" of part({x}tree_root[{t}] of {ranks})"
+        slice_ += f" of part({'c' if symmetric else f'{x}tree_root[{t}]'} of {ranks})"
     region = f"part(k of chunks) of {slice_}"
-    parent, child = f"{group}[{x}edge_parent[e]]", f"{group}[{x}edge_child[e]]"
+    if symmetric:
+        parent, child = (f"{group}[{x}root_image[c * {ranks} + {x}edge_{end}[e]]]"
+                         for end in ("parent", "child"))
+    else:
+        parent, child = f"{group}[{x}edge_parent[e]]", f"{group}[{x}edge_child[e]]"
     if inward:  # in-trees: the deepest stage first, each child reduces into its parent
         when = f"s - ({p.depth} - {x}edge_depth[e])"
         move = f"reduce {region} from {child} to {parent}"
@@ -118,16 +138,19 @@ def _runner(phase: Phase, group: str, ranks: int, opening: str) -> list[str]:
         when = f"s - {x}edge_depth[e] + 1"
         move = f"copy {region} from {parent} to {child}"
         how = "chunk k reaches depth d in round k + d - 1"
+    body = [f"for e in 0..len({x}edge_tree) - 1 {{",
+            f"  let k = {when}",
+            "  if k >= 0 and k < chunks {",
+            f"    {move}",
+            "  }",
+            "}"]
+    if symmetric:  # every rank's trees: root 0's, renamed
+        body = [f"for c in 0..{ranks - 1} {{", *(f"  {line}" for line in body), "}"]
     return [
         f"# Pipelined: {how}.",
         opening,
         f"  for s in 0..chunks {'+' if p.depth >= 2 else '-'} {abs(p.depth - 2)} round {{",
-        f"    for e in 0..len({x}edge_tree) - 1 {{",
-        f"      let k = {when}",
-        "      if k >= 0 and k < chunks {",
-        f"        {move}",
-        "      }",
-        "    }",
+        *(f"    {line}" for line in body),
         "  }",
         "}",
         "",

@@ -163,10 +163,11 @@ class Startup(Node):
 
 @dataclass(frozen=True)
 class StepCost(Node):
-    """`step cost sum|max`: how a round's start-up and transfer time add up."""
+    """`step cost sum|max|pipelined chunk Q`: how a round's start-up and transfer time add up."""
 
     rule: str
     rule_span: Span | None = field(default=None, repr=False, compare=False)
+    chunk: Expr | None = None  # `pipelined chunk Q`: the bytes of one chunk of the call
 
 
 @dataclass(frozen=True)

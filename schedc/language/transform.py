@@ -69,7 +69,8 @@ class _ToAst(Transformer):
         return ast.Startup(c[0], span=span)
 
     def step_stmt(self, c, span):
-        return ast.StepCost(str(c[0]), token_span(_SOURCE.get(), c[0]), span=span)
+        return ast.StepCost(str(c[0]), token_span(_SOURCE.get(), c[0]),
+                            c[1] if len(c) > 1 else None, span=span)
 
     def budget_stmt(self, c, span):
         return ast.Budget(c[0], span=span)

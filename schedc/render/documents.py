@@ -88,6 +88,11 @@ def time_fields(t: Timing, hosts: bool) -> tuple[Field, ...]:
                      Math.of(c.regime_formula))]
     if c.conditions:
         fields.append(Field("valid while", Math(tuple(c.conditions)), nested=True))
+    if c.chunks is not None and c.chunk is not None:  # `step cost pipelined chunk Q`
+        chunks = float(nominal_value(c.chunks, t.nominal))
+        fields.append(Field("pipeline", f"{chunks:.6g} chunk(s) of "
+                            f"{format_bytes(nominal_value(c.chunk, t.nominal))}: the rounds "
+                            "are its stages (step cost pipelined)"))
     return (*fields,
             Field("rounds", f"{c.rounds} ({c.cross_rounds} cross-host)" if hosts else str(c.rounds)),
             Field("transfers", f"{t.schedule.transfer_count:,}"),
@@ -125,6 +130,9 @@ def _class_line(c: RoundClass, topology: Topology, nominal: dict) -> str:
 def _time_blocks(program: Program, t: Timing) -> list[Block]:
     topology = program.topology
     own = "" if t.cost.protocol is None else " (each round's own terms, before any protocol)"
+    if t.cost.chunks is not None:
+        own = " (each round's own terms for the whole call, before chunking" + \
+            ("" if t.cost.protocol is None else " and any protocol") + ")"
     classes = [(str(c.count), format_seconds(nominal_value(c.time, t.nominal)), Math.of(c.time),
                 *class_bottleneck(c, topology)) for c in t.cost.classes]
     return [

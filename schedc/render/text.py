@@ -229,6 +229,10 @@ def timing_json(t: Timing, topology: Topology) -> dict:
             "protocol": c.protocol,
             "protocol_times": {p.name: {"time_s": json_number(p.value, integer=False),
                                         "formula": str(p.formula)} for p in c.protocol_times}}),
+        **({} if c.chunks is None or c.chunk is None else {"pipeline": {  # step cost pipelined
+            "chunk_bytes": json_number(nominal_value(c.chunk, t.nominal)),
+            "chunks": json_number(nominal_value(c.chunks, t.nominal), integer=False),
+            "chunks_formula": str(c.chunks)}}),
     }
 
 

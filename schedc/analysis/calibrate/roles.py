@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 from ...elaborate.program import Param
 from ...session import Session
-from ...units import DIMENSIONLESS, RATE, SECONDS
+from ...units import BYTES, DIMENSIONLESS, RATE, SECONDS
 
 US = 1e-6
 # Simple's share of a link: NCCL's effective NVLink rate over the line rate (topo.h:21-22).
@@ -57,6 +57,7 @@ SHARE_OF_SIMPLE = {"LL": 0.5, "LL128": 0.92}
 # latency within ×/÷ 3): the data decide wherever they can.
 EFF_SIGMA = math.log(1.5)
 LATENCY_SIGMA = math.log(3.0)
+CHUNK_BOUNDS = (4096.0, 2.0**36)  # bytes: NCCL's smallest chunk .. 64 GiB
 MIN_EFF = 0.01
 STARTUP_BOUNDS = (0.01 * US, 100 * US)  # a round's start-up: 10 ns .. 100 µs
 HOP_BOUNDS = (0.001 * US, 200 * US)
@@ -64,7 +65,8 @@ HOP_BOUNDS = (0.001 * US, 200 * US)
 
 @dataclass(frozen=True)
 class Role:
-    """A param's meaning: `kind` is "eff", "startup", "latency", "rate" or "other"."""
+    """A param's meaning: `kind` is "eff", "startup", "latency", "chunk", "rate" or
+    "other"."""
 
     kind: str
     what: str  # said in the output, e.g. "LL's share of a link"
@@ -117,6 +119,11 @@ def roles(session: Session, params: list[Param]) -> list[Role]:
             cls = latencies[name]
             out.append(Role("latency", f"latency of a {cls} link, per hop", *HOP_BOUNDS,
                             NET_HOP_PRIOR, LATENCY_SIGMA))
+        elif param.symbol == program.step_chunk and param.dim == BYTES:
+            # `step cost pipelined chunk Q`: the file's value is its prior (NCCL's loop size
+            # as the file derives it), as loose as a latency's
+            out.append(Role("chunk", "a pipeline's chunk (`step cost pipelined`)",
+                            *CHUNK_BOUNDS, float(param.nominal), LATENCY_SIGMA))
         elif param.dim == RATE:
             out.append(Role("rate", "a link rate", 1.0, math.inf, None, 0.0))
         else:

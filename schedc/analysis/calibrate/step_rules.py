@@ -1,8 +1,9 @@
 """Which per-step cost rule do a log's rows prefer? The same fit made under `step cost sum`
 (α + V/B per round, lock-step) and `step cost max` (max(α, V/B): the start-up overlapped
-with the transfer), each judged by its error on the rows it did not fit (issue 34: on a
-128-host ring the max fits at 2.8 % where the sum fits at 7.4 %, and at 2–8 hosts the change
-helps one log and hurts another; so it is a model the data choose, not a new default).
+with the transfer), and `step cost pipelined chunk Q` where the files declare it, each
+judged by its error on the rows it did not fit (issue 34: on a 128-host ring the max fits
+at 2.8 % where the sum fits at 7.4 %, and at 2–8 hosts the change helps one log and hurts
+another; so it is a model the data choose, not a new default).
 
 The rows prefer the rule of the smaller held-out geomean |error|; the figure of each is
 given, so a reader sees by how much. With no held-out rows (every row fit) the fit rows'.
@@ -14,7 +15,7 @@ from dataclasses import dataclass, replace
 
 from .records import Run
 
-RULES = ("sum", "max")
+RULES = ("sum", "max")  # and `pipelined`, where the files declare it (its chunk is theirs)
 
 
 @dataclass(frozen=True)
@@ -26,11 +27,15 @@ class StepRuleFit:
 
 
 def compare_step_rules(runs: list[Run], calibrate) -> tuple[StepRuleFit, ...]:
-    """`calibrate(runs)` (a Calibration) under each rule; the files' own rule first."""
-    own = runs[0].session.program.step_rule
+    """`calibrate(runs)` (a Calibration) under each rule; the files' own rule first. A file
+    that declares `step cost pipelined chunk Q` is compared under that rule too (with its own
+    Q); the other rules need no chunk."""
+    program = runs[0].session.program
+    own, chunk = program.step_rule, program.step_chunk
     out = []
-    for rule in sorted(RULES, key=lambda r: r != own):
-        fitted = calibrate([replace(r, session=r.session.with_step_rule(rule)) for r in runs])
+    for rule in sorted({*RULES, own}, key=lambda r: (r != own, r)):
+        fitted = calibrate([replace(r, session=r.session.with_step_rule(rule, chunk))
+                            for r in runs])
         c = fitted.comparison
         out.append(StepRuleFit(rule, c.geomean(False), c.geomean(True), rule == own))
     return tuple(out)

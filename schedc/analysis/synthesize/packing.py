@@ -70,6 +70,9 @@ class Packing:
     resources: tuple[int, ...]  # the resources with a bandwidth, in the rows' order
     edge_rows: dict  # (parent, child) -> its row of `edge_seconds`
     edge_seconds: Any  # sparse (SciPy), edges × resources: share / B_e (seconds per byte)
+    # When the shifts' group moves rank 0 to each rank in exactly one way: row c is the
+    # element taking 0 to c (on rank indices), so root c's trees are root 0's, moved by it.
+    images: np.ndarray | None = None
 
     def edge_load(self, parent: int, child: int) -> np.ndarray:
         """Seconds per byte that one edge's transfer costs each resource."""
@@ -158,8 +161,10 @@ def pack(topology: Topology, nominal: dict, ranks: tuple[int, ...], kind: str,
     seconds = shares.multiply(1.0 / (capacity[None, :])).tocsr()
     loads = np.array([load(t.edges) / capacity for t in packed]) if packed else \
         np.zeros((0, len(resources)))
+    regular = len(sigma) == n and len(set(sigma[:, 0].tolist())) == n
     return Packing(kind, packed, rate * scale, rate / target if target else 1.0, iterations,
-                   loads, resources, row_of, seconds)
+                   loads, resources, row_of, seconds,
+                   sigma[np.argsort(sigma[:, 0])] if regular and n > 1 else None)
 
 
 def _symmetry(orbits, n: int, resources: int, root: int | None):

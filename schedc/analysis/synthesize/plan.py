@@ -14,20 +14,25 @@ stage d (per shard, over bandwidth) the rounds cost, at α = 0,
 
 (`bandwidth_time`): the steady rounds cost S / K each, S = max_e Σ_d m_d[e], and the D - 1
 rounds of fill and of drain less. B(K) - S falls as 1/K, so the smallest K within a tolerance
-of the optimum, and the K that minimises (K + D - 1)·α + B(K), are found by scanning K.
+of the optimum, and the K that minimises (K + D - 1)·α + B(K), are found by scanning K
+(`fastest_chunks`: with protocols, α and the bandwidth's scale read off the compiled time).
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 
 import numpy as np
 
+from ...cost.formula import nominal_value
+from ...cost.timing import Timing
 from ...errors import LimitError
+from ...language.parser import MAX_TOKENS
 from ...limits import MAX_CHUNKS, MAX_UNITS
 from ...model.collectives import KINDS
-from .packing import Packing
+from .packing import Packing, Tree
 
 
 
@@ -46,6 +51,8 @@ class Plan:
     units: int  # U
     depth: int  # D: the deepest child
     stages: np.ndarray  # m_d per stage d = 1..D (rows), per resource: seconds per shard byte
+    images: np.ndarray | None = None  # the packing's (see `Packing.images`): the trees are
+    # root 0's first, then each root's as their images, in the same order and units
 
     def bandwidth_time(self, chunks: int, shard: float) -> float:
         """B(K) at α = 0 for a shard of `shard` bytes (see the module docstring): from K ≥ D - 1
@@ -77,6 +84,7 @@ class Plan:
 def plan(packing: Packing, within: float, units: int | None = None) -> Plan:
     """Units for every tree: `units` if given, else the smallest power of two within
     `within`/4 of the packing's own steady time (refused past MAX_UNITS)."""
+    packing = _symmetric(packing)
     best = None
     roots = sorted({t.root for t in packing.trees})
     exact = _steady(packing, {k: t.weight for k, t in enumerate(packing.trees)}, roots)
@@ -109,7 +117,24 @@ def plan(packing: Packing, within: float, units: int | None = None) -> Plan:
     for t in trees:
         for a, b, d in t.edges:
             stages[d - 1] += packing.edge_load(a, b) * (t.units / units)
-    return Plan(packing.kind, tuple(trees), units, deepest, stages)
+    return Plan(packing.kind, tuple(trees), units, deepest, stages, packing.images)
+
+
+def _symmetric(packing: Packing) -> Packing:
+    """With `images`, the trees in the order root 0's, then their images root by root, so
+    that rounding (ties broken by that order) gives every root root 0's units: the written
+    file then lists root 0's trees and the images only."""
+    if packing.images is None:
+        return packing
+    first = [t for t in packing.trees if t.root == 0]
+    trees = tuple(Tree(c, tuple((int(image[a]), int(image[b])) for a, b in t.edges), t.weight)
+                  for c, image in enumerate(packing.images) for t in first)
+    if sorted(trees, key=lambda t: (t.root, t.edges)) != sorted(
+            packing.trees, key=lambda t: (t.root, t.edges)):
+        return replace(packing, images=None)  # not the images of root 0's: write them all
+    rows = [[packing.edge_rows[e] for e in t.edges] for t in trees]
+    loads = np.array([np.asarray(packing.edge_seconds[r].sum(axis=0)).ravel() for r in rows])
+    return replace(packing, trees=trees, loads=loads)
 
 
 def chunks_within(p: Plan, goal: float, shard: float, within: float) -> int:
@@ -175,3 +200,63 @@ def _steady(packing: Packing, weights: dict[int, float], roots: list[int],
         weights = {k: w / totals[packing.trees[k].root] for k, w in weights.items()}
     load = sum((w * packing.loads[k] for k, w in weights.items()), np.zeros(len(packing.resources)))
     return float(np.max(load))
+
+
+def fastest_chunks(plans: list[Plan], shard: float, chunks: int, timing: Timing, program,
+                   size, compiled_at: Callable[[int], Timing]) -> int:
+    """The chunk count fastest at the file's own start-ups. Per round these are α and the
+    route's latency, and with `protocol`s the protocol's α, a launch per call and a share of
+    each link, none of which the plans' B(K) knows; so they are read off the compiled time,
+    T(K) = c + (K + D - 1)·a + s·B(K). At the written K, T at twice the size less T gives
+    s·B(K) (protocols do not switch between V and 2V at the sizes this is asked for), hence
+    c + R·a; the same at K + 1 gives a. The K this model puts first is then checked against
+    its neighbours by compiling them (a link's own protocol share moves B(K) a little), and
+    moved to a local minimum of the compiled time. Without protocols or latencies a is α,
+    and nothing is compiled again; with a size that is a number, nothing can be doubled: α
+    alone is used."""
+    alpha = float(nominal_value(program.alpha, program.nominal))
+    symbols = size.free_symbols
+    if not symbols:
+        return alpha_optimal(plans, shard, alpha, chunks)
+
+    def fixed_part(t: Timing) -> tuple[float, float]:  # (c + R·a, s·B(K))
+        once = float(nominal_value(t.cost.formula, program.nominal))
+        doubled = {**program.nominal, **{x: 2 * program.nominal[x] for x in symbols}}
+        twice = float(nominal_value(t.cost.formula, doubled))
+        return 2 * once - twice, twice - once
+
+    start_ups, moved = fixed_part(timing)
+    if abs(start_ups - timing.cost.rounds * alpha) <= 1e-12 * max(start_ups, 1e-30):
+        return alpha_optimal(plans, shard, alpha, chunks)
+    times = {chunks: timing, chunks + 1: compiled_at(chunks + 1)}
+    per_round = fixed_part(times[chunks + 1])[0] - start_ups
+    scale = moved / sum(p.bandwidth_time(chunks, shard) for p in plans)
+    best = alpha_optimal(plans, shard, per_round / scale, chunks)
+
+    def time(k: int) -> float:  # compiled: links with their own protocol shares move B(K)
+        if k not in times:
+            times[k] = compiled_at(k)
+        return float(nominal_value(times[k].cost.formula, program.nominal))
+
+    for _ in range(8):  # the model's count, then down the compiled times to a local minimum
+        step = min((k for k in (best - 1, best + 1) if k >= 1), key=time)
+        if time(step) >= time(best):
+            break
+        best = step
+    return best
+
+
+def check_tables(plans: list[Plan]) -> None:
+    """Refuse, before the text is made, tables the parser would refuse: each number and the
+    comma after it are two tokens (3 numbers a tree written, 4 a tree edge, and with images
+    one per rank and root)."""
+    numbers = 0
+    for plan in plans:
+        images = plan.images
+        written = [t for t in plan.trees if images is None or t.root == 0]
+        numbers += 3 * len(written) + 4 * sum(len(t.edges) for t in written)
+        numbers += 0 if images is None else images.size
+    if 2 * numbers > MAX_TOKENS:
+        raise LimitError(f"the written tables would take about {2 * numbers:,} tokens, past "
+                         f"the parser's {MAX_TOKENS:,}: nothing written; synthesize over "
+                         "fewer ranks")
