@@ -146,7 +146,7 @@ def machine_notes(text: str) -> list[str]:
     no NVLink found, a rate assumed), one line each, which `machine import -o` prints on
     stderr as it writes the file.
 
-        >>> schedc.machine_notes("# Note: no NVLink\n#   in this file\nparam x = 1\n")
+        >>> schedc.machine_notes("# Note: no NVLink\\n#   in this file\\nparam x = 1\\n")
         ['no NVLink in this file']
     """
     notes: list[str] = []
