@@ -12,16 +12,19 @@ import csv
 import io
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..analysis.solve.sweep import Sweep
-from ..elaborate.program import Program
 from ..measure.bandwidth import format_gbps
 from ..units import base_unit, format_quantity, format_seconds
 from . import schema
 from .floats import csv_rows
 from .text import dump_json_pieces, table
+
+if TYPE_CHECKING:  # (a sweep without formulas imports no SymPy: analysis.solve does)
+    from ..analysis.solve.sweep import Sweep
+    from ..elaborate.program import Program
 
 
 def sweep_text(result: Sweep) -> str:
