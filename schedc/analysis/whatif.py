@@ -167,9 +167,8 @@ def _symmetry(session: Session, items, names: tuple[str, ...]
 
 def _to_time(session: Session, items, names: tuple[str, ...], orbits: dict[str, list[int]],
              outcomes: dict[tuple[str, str], Outcome]):
-    """The failures (orbit representatives) to time, each with the schedules whose routes
-    it changes; one that changes none of a schedule's keeps its time (outcome set here:
-    Topology.route_depends_on)."""
+    """The failures to time, each with the schedules whose routes it changes; one that
+    changes none keeps the time (set here; Topology.route_depends_on)."""
     dependence = _dependence(session, names)
     wanted: dict[int, list[str]] = {}
     changed: dict[int, np.ndarray] = {}
