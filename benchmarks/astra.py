@@ -1,7 +1,7 @@
 """schedc against ASTRA-sim's analytical backend on the same all-reduces: wall time, peak memory
 and transfers per second of fresh processes, and the ratio of wall times.
 
-    python benchmarks/astra.py [--repeat N] [--only NAME ...] [--no-verify]
+    python benchmarks/astra.py [--repeat N] [--only NAME ...] [--no-verify] [--no-formula]
         [--astra PATH/AstraSim_Analytical_Congestion_Unaware [--astra-workload-generator SCRIPT]]
 
 Every case is a 192 MiB all-reduce on the seed's machine with `hosts` × 8 GPUs, compiled from
@@ -52,6 +52,8 @@ from pathlib import Path
 from processes import (
     LIBRARIES_ALONE,
     LIBRARIES_CODE,
+    NUMBERS_ALONE,
+    NUMBERS_CODE,
     ROOT,
     Run,
     arguments,
@@ -76,9 +78,9 @@ class Case:
     schedule: str  # "ring" or "hierarchical", a result schedule of FILE
     hosts: int
 
-    def schedc_args(self, verify: bool) -> list[str]:
+    def schedc_args(self, verify: bool, formula: bool = True) -> list[str]:
         return ["time", FILE, "-s", self.schedule, "--set", f"hosts={self.hosts}", "--json",
-                *BIG, *([] if verify else ["--no-verify"])]
+                *BIG, *([] if verify else ["--no-verify"]), *([] if formula else ["--no-formula"])]
 
 
 CASES = (
@@ -239,13 +241,13 @@ class Measured:
 
 
 def measure(case: Case, repeat: int, verify: bool, astra: list[str] | None,
-            astra_dir: Path | None) -> Measured:
+            astra_dir: Path | None, formula: bool = True) -> Measured:
     """schedc, then ASTRA-sim, `repeat` times, alternately (the same load on the machine for
     both); the first run of each is captured for its figures."""
     schedc_runs: list[Run] = []
     astra_runs: list[Run] = []
     for i in range(repeat):
-        schedc_runs.append(run_once(schedc(*case.schedc_args(verify)), capture=i == 0))
+        schedc_runs.append(run_once(schedc(*case.schedc_args(verify, formula)), capture=i == 0))
         if astra is not None and astra_dir is not None:
             astra_runs.append(run_once(astra, cwd=astra_dir, capture=i == 0))
     timing = json.loads(schedc_runs[0].stdout)["schedules"][0]
@@ -296,6 +298,8 @@ def main() -> None:
     parser = arguments(__doc__, "cases")
     parser.add_argument("--no-verify", action="store_true",
                         help="Pass --no-verify to schedc (ASTRA-sim does not verify).")
+    parser.add_argument("--no-formula", action="store_true",
+                        help="Pass --no-formula to schedc (the time without formulas: no SymPy).")
     parser.add_argument("--astra", type=Path, help="An ASTRA-sim analytical binary "
                         "(AstraSim_Analytical_Congestion_Unaware).")
     parser.add_argument("--astra-workload-generator", type=Path, metavar="SCRIPT",
@@ -334,7 +338,8 @@ def _compare(parser, options) -> None:
         head += f" | {columns} {'schedc/ASTRA':>12}"
     else:
         print("ASTRA-sim not given (--astra PATH): schedc's figures alone")
-    print(f"schedc {'--no-verify' if options.no_verify else 'verified'}; {options.repeat} "
+    print(f"schedc {'--no-verify' if options.no_verify else 'verified'}"
+          f"{', --no-formula' if options.no_formula else ''}; {options.repeat} "
           f"runs each: min and median wall, peak RSS, transfers/s at the min wall")
     print(title.rstrip(), head, sep="\n", flush=True)
     rows = []
@@ -345,11 +350,14 @@ def _compare(parser, options) -> None:
                 directory = Path(tmp) / f"case{number}"
                 astra = [str(options.astra.resolve()),
                          *astra_inputs(case, m, directory, options.astra_workload_generator)]
-            rows.append(measure(case, options.repeat, not options.no_verify, astra, directory))
+            rows.append(measure(case, options.repeat, not options.no_verify, astra, directory,
+                                not options.no_formula))
             print(report_row(rows[-1]), flush=True)
     print("\n".join(predictions(rows)))
-    fastest, median, _ = summary([run_once(LIBRARIES_ALONE) for _ in range(options.repeat)])
-    print(f"\nschedc's start-up floor, its libraries alone (`python -c \"{LIBRARIES_CODE}\"`): "
+    floor, code = (NUMBERS_ALONE, NUMBERS_CODE) if options.no_formula else \
+        (LIBRARIES_ALONE, LIBRARIES_CODE)
+    fastest, median, _ = summary([run_once(floor) for _ in range(options.repeat)])
+    print(f"\nschedc's start-up floor, its libraries alone (`python -c \"{code}\"`): "
           f"min {fastest:.3f} s, median {median:.3f} s")
     if options.astra is not None:
         print(verdict(rows, fastest))

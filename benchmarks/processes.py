@@ -118,6 +118,9 @@ def schedc(*args: str) -> list[str]:
 LIBRARIES_CODE = ("import lark, networkx, numpy, sympy, os; sympy.Symbol('x') + 1; "
                   "os._exit(0)")
 LIBRARIES_ALONE = [sys.executable, "-c", LIBRARIES_CODE]
+# ... and one that prints numbers only (`time --no-formula`): no SymPy, no networkx
+NUMBERS_CODE = "import lark, numpy, click, os; os._exit(0)"
+NUMBERS_ALONE = [sys.executable, "-c", NUMBERS_CODE]
 # Issue 25's yardstick for `compare`: importing those libraries alone, as written there.
 IMPORTS_CODE = "import lark, networkx, numpy, sympy"
 IMPORTS_ALONE = [sys.executable, "-c", IMPORTS_CODE]

@@ -13,14 +13,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
+from fractions import Fraction
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
-from .cost.formula import cost, nominal_value
 from .cost.lower import Loads, lower
-from .cost.pipeline import pipelined
-from .cost.protocols import with_protocols
-from .cost.timing import Timing
+from .cost.numeric import NumericTiming, numeric_timing
 from .elaborate.loader import load_program
 from .elaborate.program import (
     DEFAULT_LIMITS,
@@ -33,11 +31,14 @@ from .elaborate.program import (
 from .elaborate.schedule import Limits, Watch
 from .errors import OUT_OF_MEMORY, LimitError, SchedcError, Span, UsageError
 from .model.changes import NO_CHANGES, Changes, apply, parse
-from .model.ir import Schedule, linear_expr
+from .model.ir import Schedule, linear_value
+from .model.scalars import exact_value
 from .model.topology import Topology
 
 if TYPE_CHECKING:
     import sympy
+
+    from .cost.timing import Timing
 
 T = TypeVar("T")
 
@@ -58,11 +59,13 @@ class Session:
     @classmethod
     def open(cls, path: str | Path, sets: Iterable[str] = (), limits: Limits = DEFAULT_LIMITS,
              machine: str | Path | None = None, ranks: str | None = None,
-             changes: Changes = NO_CHANGES) -> Session:
+             changes: Changes = NO_CHANGES, symbolic: bool = True) -> Session:
         """Load a `.sched` file with `--set NAME=VALUE` overrides (text, with units), or an
         MSCCL XML algorithm (`.xml`) on the machine of a `.sched` file, its ranks mapped to
         the XML's gpu ids in order or by the expression `ranks`; `changes` fail or derate
-        parts of the machine first."""
+        parts of the machine first. `symbolic=False` (`--no-formula`): a `.sched` file's
+        params are their values, so only `numeric_timing` can be asked for, and SymPy is not
+        imported (an MSCCL algorithm is compiled with formulas all the same)."""
         overrides = tuple(parse_override(s) for s in sets)
         if Path(path).suffix.lower() == ".xml":
             from .msccl.program import load_algorithm
@@ -71,17 +74,17 @@ class Session:
         if machine is not None or ranks is not None:
             raise UsageError(f"--machine and --ranks are for MSCCL XML algorithms; {path} "
                              "brings its own machine")
-        return cls.load(path, overrides, limits, changes=changes)
+        return cls.load(path, overrides, limits, changes=changes, symbolic=symbolic)
 
     @classmethod
     def load(cls, path: str | Path, overrides: tuple[Override, ...],
              limits: Limits = DEFAULT_LIMITS, parsed: dict | None = None,
-             changes: Changes = NO_CHANGES) -> Session:
+             changes: Changes = NO_CHANGES, symbolic: bool = True) -> Session:
         parsed = {} if parsed is None else parsed
         try:
-            program = load_program(path, overrides, limits, parsed)
+            program = load_program(path, overrides, limits, parsed, symbolic)
         except SchedcError as error:
-            raise _blame(error, Path(path), overrides, limits, None, parsed) from None
+            raise _blame(error, Path(path), overrides, limits, None, parsed, symbolic) from None
         return cls(_changed(program, changes), origin=(Path(path), overrides, limits),
                    _parsed=parsed, changes=changes)
 
@@ -123,7 +126,8 @@ class Session:
             path, overrides, limits = self.origin
             kept = tuple(o for o in overrides if o.name not in values)
             given = tuple(parse_override(f"{name}={value}") for name, value in values.items())
-            opened = Session.load(path, kept + given, limits, self._parsed, self.changes)
+            opened = Session.load(path, kept + given, limits, self._parsed, self.changes,
+                                  self.program.symbolic)
             opened._instances = self._instances
             self._instances[key] = opened
         return self._instances[key]
@@ -147,7 +151,8 @@ class Session:
             except SchedcError as error:
                 if self.origin is None:
                     raise
-                raise _blame(error, *self.origin, (kind, name), self._parsed) from None
+                raise _blame(error, *self.origin, (kind, name), self._parsed,
+                             self.program.symbolic) from None
             except MemoryError:  # at the schedule that took it (its statement, when it has one)
                 found = [r.definition.span for r in self.program.results if r.name == name]
                 raise LimitError(f"{OUT_OF_MEMORY} (computing the {kind} of schedule '{name}')",
@@ -165,6 +170,16 @@ class Session:
         return self.memo("loads", name, lambda: lower(self.schedule(name), self.program.topology))
 
     def timing(self, name: str, span: Span | None = None) -> Timing:
+        """The schedule's formula, regime and time (`cost.formula`, with SymPy)."""
+        if not self.program.symbolic:
+            raise UsageError("this file was compiled without formulas (--no-formula): it has "
+                             "numeric timings only")
+        from .cost.formula import cost, nominal_value
+        from .cost.pipeline import pipelined
+        from .cost.protocols import with_protocols
+        from .cost.timing import Timing
+        from .model.ir import linear_expr
+
         def compute() -> Timing:
             schedule, program = self.schedule(name, span), self.program
             result = cost(self.loads(name), program.topology, program.alpha, program.nominal,
@@ -179,6 +194,20 @@ class Session:
             return Timing(schedule, result, nominal_value(result.formula, program.nominal),
                           program.nominal)
         return self.memo("timing", name, compute)
+
+    def numeric_timing(self, name: str, span: Span | None = None) -> NumericTiming:
+        """The schedule's time and traffic at the nominal point, without a formula
+        (`cost.numeric`): the same time as `timing`'s, whether compiled with formulas or not."""
+        def compute() -> NumericTiming:
+            program = self.program
+            chunks = None
+            if program.step_chunk is not None:  # `step cost pipelined chunk Q`: max(1, size/Q)
+                size = linear_value(program.result(name).collective.size, program.nominal)
+                chunks = max(Fraction(1), size / exact_value(program.step_chunk, program.nominal))
+            return numeric_timing(self.schedule(name, span), self.loads(name), program.topology,
+                                  program.alpha, program.nominal, program.protocols,
+                                  program.step_rule == "max", chunks)
+        return self.memo("numbers", name, compute)
 
     def selected(self, names: Iterable[str] = (), required: bool = True) -> list[str]:
         """The schedules a command works on: those named, else every result schedule of the
@@ -206,11 +235,12 @@ class OutOfRange(UsageError):
 
 
 _RETRIED: dict[str, Callable[[Session, str], object]] = {
-    "ir": Session.schedule, "loads": Session.loads, "timing": Session.timing}
+    "ir": Session.schedule, "loads": Session.loads, "timing": Session.timing,
+    "numbers": Session.numeric_timing}
 
 
 def _blame(error: SchedcError, path: Path, overrides: tuple[Override, ...], limits: Limits,
-           asked: tuple[str, str] | None, parsed: dict) -> SchedcError:
+           asked: tuple[str, str] | None, parsed: dict, symbolic: bool = True) -> SchedcError:
     """An error that only a structural `--set` causes (`--set hosts=0`), shown at that --set
     with a note at the declaration; any other error as it is. Tried again without those
     --sets: only errors, so the extra compile costs nothing on success."""
@@ -219,13 +249,13 @@ def _blame(error: SchedcError, path: Path, overrides: tuple[Override, ...], limi
     if asked is not None and asked[0] not in _RETRIED:
         return error  # another analysis's memo: not retried, so not blamed
     try:
-        plain = load_program(path, (), limits, parsed)
+        plain = load_program(path, (), limits, parsed, symbolic)
         structural = [o for o in overrides
                       if o.name in plain.params and plain.params[o.name].structural]
         if not structural:
             return error
         rest = tuple(o for o in overrides if o not in structural)
-        retry = Session(load_program(path, rest, limits, parsed))
+        retry = Session(load_program(path, rest, limits, parsed, symbolic))
         if asked is not None:
             _RETRIED[asked[0]](retry, asked[1])
     except SchedcError:

@@ -102,10 +102,10 @@ def shipped() -> dict[str, Session]:
 def reuse_shipped(monkeypatch, shipped):
     """Commands run in this test reuse the sessions of the shipped files (see `compiled`)
     instead of compiling them again; with --set or other limits they compile as usual."""
-    def open_once(cls, path, sets=(), limits=DEFAULT_LIMITS, *machine):
-        if _shipped_file(path, sets, limits) and not any(machine):  # (--machine, --ranks)
-            return compiled(path)
-        return _open(path, sets, limits, *machine)
+    def open_once(cls, path, sets=(), limits=DEFAULT_LIMITS, *machine, symbolic=True):
+        if _shipped_file(path, sets, limits) and not any(machine) and symbolic:
+            return compiled(path)  # (not with --machine, --ranks, --no-formula)
+        return _open(path, sets, limits, *machine, symbolic=symbolic)
 
     monkeypatch.setattr(Session, "open", classmethod(open_once))
 

@@ -72,3 +72,22 @@ def test_help_imports_no_library_but_click():
              "schedc.measure.nccl_tests", "schedc.language.parser", "schedc.elaborate",
              "schedc.session", "schedc.analysis.verify")
     assert imported_by(["--help"], heavy) == (0, [])
+
+
+@pytest.mark.parametrize("args", [
+    ["time", "schedules/seed/nvlink_2x8.sched", "--json", "--no-formula"],
+    ["compare", "schedules/seed/nvlink_2x8.sched", "--no-formula"],
+    ["time", "schedules/seed/nvlink_hosts.sched", "--set", "hosts=16", "-s", "hierarchical",
+     "--json", "--no-formula"],
+    # protocols (the least over them, per-class shares), latencies and an in-flight window
+    ["time", "schedules/calibration/ib_hosts_8xH100_ib400_allreduce.sched", "--json",
+     "--no-formula"],
+    ["time", "schedules/examples/window_2gpu.sched", "--json", "--no-formula"],
+    # a structural param's sweep: compiled at each point, timed from the loads
+    ["sweep", "schedules/seed/nvlink_hosts.sched", "--vary", "hosts=2:8:x2", "--json",
+     "--no-formula"],
+])
+def test_no_formula_imports_neither_sympy_nor_networkx(args):
+    """`--no-formula` compiles with every param its value (schedc.model.scalars): SymPy
+    (0.22-0.24 s to import, issue 38) is left to the commands that build formulas."""
+    assert imported_by(args, ("sympy", "networkx")) == (0, [])

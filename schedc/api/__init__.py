@@ -55,6 +55,7 @@ from .compiling import (
     compare,
     emit,
     load,
+    numeric_times,
     time,
     verify,
     verify_files,
@@ -100,6 +101,7 @@ if TYPE_CHECKING:
     from ..analysis.solve.sweep import Sweep
     from ..analysis.verify.verdict import Verdict
     from ..analysis.whatif import WhatIf
+    from ..cost.numeric import NumericTiming
     from ..cost.timing import Timing
     from ..export.astra import AstraExport
     from ..session import Session
@@ -107,6 +109,7 @@ if TYPE_CHECKING:
 # The result types, for isinstance and annotations; imported on first use (they bring SymPy).
 RESULT_TYPES = {
     "Session": "schedc.session", "Timing": "schedc.cost.timing",
+    "NumericTiming": "schedc.cost.numeric",
     "Verdict": "schedc.analysis.verify.verdict", "Bounds": "schedc.analysis.bound.bounds",
     "Solution": "schedc.analysis.solve.roots", "IntegerSearch": "schedc.analysis.solve.instances",
     "Sweep": "schedc.analysis.solve.sweep", "Scaling": "schedc.analysis.scale.pieces",
@@ -132,7 +135,7 @@ __all__ = [
     # the commands, one function each
     "against_nccl", "bound", "calibrate", "calibrate_files", "calibrate_logs", "check", "compare", "emit", "evaluate",
     "export_astra", "export_msccl", "import_machine", "load", "machine_summary", "nccl_model",
-    "predict", "predict_against", "predict_nccl", "protocol_switches", "report", "scale", "sensitivity", "solve",
+    "numeric_times", "predict", "predict_against", "predict_nccl", "protocol_switches", "report", "scale", "sensitivity", "solve",
     "sweep", "synthesize", "time", "tune", "validate_msccl", "verify", "verify_files", "verify_for_all",
     "whatif",
     # helpers of the commands: plots, a calibration's inputs and outputs, files, progress
@@ -143,7 +146,7 @@ __all__ = [
     "Run",
     # what they return
     "Against", "AstraExport", "Bounds", "Calibration", "Comparison", "FileCheck", "ForAll",
-    "IntegerSearch", "MachineSummary", "NcclModel", "PredictedLog", "ReportValue", "Scaling", "Sensitivities",
+    "IntegerSearch", "MachineSummary", "NcclModel", "NumericTiming", "PredictedLog", "ReportValue", "Scaling", "Sensitivities",
     "Session", "Solution", "Sweep", "Synthesis", "Timing", "TunedTable", "Tuning", "Verdict",
     "VerifiedFile", "WhatIf",
     # errors

@@ -192,7 +192,9 @@ def sweep(session: Session, vary: str, schedules: Iterable[str] = (), *,
                          "give one of them")
     names = session.selected(tuple(schedules))
     spacing = "linear" if SweepOptions(linear).linear else "log"
-    if plan.param.structural:  # another machine or schedule at every point: compile each
+    if not program.symbolic:  # `--no-formula` (`load(..., formula=False)`)
+        result = _numeric_sweep(session, plan, spacing, names, verify)
+    elif plan.param.structural:  # another machine or schedule at every point: compile each
         result = instance_sweep(session, plan, spacing,
                                 lambda at: verified_timings(at, names, verify))
     else:
@@ -205,6 +207,19 @@ def sweep(session: Session, vary: str, schedules: Iterable[str] = (), *,
         from ..render.plot import save, sweep_figure
         save(sweep_figure(result), Path(plot))
     return result
+
+
+def _numeric_sweep(session: Session, plan, spacing: str, names: list[str], verify: bool) -> Sweep:
+    """A sweep without formulas: a structural param's, compiled at each point and timed from
+    the loads (no SymPy); any other param's sweep evaluates a formula."""
+    from ..analysis.solve.sweep import instance_sweep
+    from .compiling import numeric_times
+    if not plan.param.structural:
+        from ..errors import UsageError
+        raise UsageError(f"--no-formula sweeps a structural param (compiled at each point); "
+                         f"{plan.param.name} is swept through the formula: leave out --no-formula")
+    return instance_sweep(session, plan, spacing, lambda at: numeric_times(at, names,
+                                                                           verify=verify))
 
 
 def bound(session: Session, schedules: Iterable[str] = (), *, max_cuts: int = BoundOptions.max_cuts,

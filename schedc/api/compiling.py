@@ -18,6 +18,7 @@ from .options import Options, choice, count
 
 if TYPE_CHECKING:
     from ..analysis.verify.verdict import Verdict
+    from ..cost.numeric import NumericTiming
     from ..cost.timing import Timing
     from ..session import Session
 
@@ -54,12 +55,14 @@ class EmitOptions(Options):
 def load(path: str | Path, sets: Iterable[str] = (), *,
          max_transfers: int | None = LoadOptions.max_transfers,
          max_rounds: int | None = LoadOptions.max_rounds, machine: str | Path | None = None,
-         ranks: str | None = None, fail: Iterable[str] = (), derate: Iterable[str] = ()
-         ) -> Session:
+         ranks: str | None = None, fail: Iterable[str] = (), derate: Iterable[str] = (),
+         formula: bool = True) -> Session:
     """Compile a `.sched` file with `NAME=VALUE` overrides (as `--set` takes them), or an
     MSCCL XML algorithm (`.xml`) on the `machine` of a `.sched` file; `fail` and `derate`
     change the machine first, as `--fail ITEM` and `--derate ITEM=FACTOR` do. Raises
     `SchedcError` (with `.render()` for the positioned message) on bad input.
+    `formula=False` (`--no-formula`): every param is its value, so the session gives
+    `numeric_times` only, and SymPy is not imported.
 
         >>> session = schedc.load("schedules/seed/nvlink_2x8.sched", ["B_L=300GB/s"])
         >>> session.selected()
@@ -69,16 +72,33 @@ def load(path: str | Path, sets: Iterable[str] = (), *,
     from ..session import Session
     limits = work_limits(max_transfers, max_rounds)
     return Session.open(path, tuple(sets), limits, machine, ranks,
-                        Changes(tuple(fail), tuple(derate)))
+                        Changes(tuple(fail), tuple(derate)), symbolic=formula)
 
 
 def verified_timings(session: Session, names: Sequence[str], verify: bool = True) -> list[Timing]:
     """The schedules' timings, verified first unless `verify` is false (bad input has had
     its say by then, since timing compiles everything)."""
+    return _verified(session, names, verify, session.timing)
+
+
+def numeric_times(session: Session, schedules: Iterable[str] = (), *, verify: bool = True
+                  ) -> list[NumericTiming]:
+    """The named result schedules' times and traffic (default: every one of the file),
+    verified first, without formulas (`time --no-formula`): what `compare` gives but the
+    formulas, regimes and bottlenecks. A session loaded with `formula=False` imports no SymPy.
+
+        >>> float(schedc.numeric_times(session, ["ring"])[0].time)
+        0.0075746...
+    """
+    return _verified(session, session.selected(tuple(schedules)), verify,
+                     session.numeric_timing)
+
+
+def _verified(session: Session, names: Sequence[str], verify: bool, compute):
     if verify:  # what verification would refuse, before the compile or while it elaborates
         from ..analysis.verify.verdict import check_verifiable
         check_verifiable(session, tuple(names))
-    timings = [session.timing(n) for n in names]
+    timings = [compute(n) for n in names]
     if verify:
         from ..analysis.verify.verdict import verdicts
         failures = [v for v in verdicts(session, tuple(names)) if not v.ok]

@@ -22,6 +22,7 @@ from .options import (
     json_option,
     limit_options,
     machine_options,
+    no_formula_option,
     no_verify_option,
     plot_option,
     schedule_option,
@@ -90,8 +91,10 @@ def sensitivity_command(session, schedules, as_json: bool, timeout: float, no_ve
 @schedule_option
 @json_option(schema.SWEEP)
 @no_verify_option
+@no_formula_option
 def sweep_command(session, vary: str, linear: bool, csv_path: Path | None,
-                  plot_path: Path | None, schedules, as_json: bool, no_verify: bool) -> int:
+                  plot_path: Path | None, schedules, as_json: bool, no_verify: bool,
+                  no_formula: bool) -> int:
     """Each schedule's time over a range of one param, from its compiled formula; a
     structural param (a unitless integer such as a host count) is compiled at each point."""
     from ..api import sweep

@@ -10,6 +10,7 @@ import click
 from ..api import STAGES
 from ..api.compiling import EmitOptions
 from ..api.exporting import ValidateOptions
+from ..errors import UsageError
 from ..render import schema
 from .derived import api_option
 from .forall import for_all_options, verify_for_all
@@ -24,6 +25,7 @@ from .options import (
     json_option,
     limit_options,
     machine_options,
+    no_formula_option,
     no_verify_option,
     schedule_option,
     set_option,
@@ -57,8 +59,12 @@ def emit(stage: str, file: Path, schedules, sets, limits, pair, max_lines: int, 
 @json_option(schema.TIME)
 @format_option
 @no_verify_option
-def time(session, schedules, as_json: bool, output_format: str, no_verify: bool) -> int:
+@no_formula_option
+def time(session, schedules, as_json: bool, output_format: str, no_verify: bool,
+         no_formula: bool) -> int:
     """Formula, regime, value and traffic of each schedule in FILE."""
+    if no_formula:
+        return _numbers(session, schedules, as_json, output_format, no_verify, "time")
     from ..api import compare as timings_of
     from ..render.text import to_json
     show = formatted(output_format, as_json, "time", to_json)
@@ -75,14 +81,33 @@ def time(session, schedules, as_json: bool, output_format: str, no_verify: bool)
 @click.option("--with-synthesized", is_flag=True,
               help="Add the schedule `synthesize` writes for FILE's first collective, at the "
                    "chunk count fastest at FILE's α.")
+@no_formula_option
 def compare(session, as_json: bool, output_format: str, no_verify: bool,
-            with_synthesized: bool) -> int:
+            with_synthesized: bool, no_formula: bool) -> int:
     """All schedules of FILE side by side (the seed's §3 table)."""
+    if no_formula:
+        if with_synthesized:
+            raise UsageError("--with-synthesized needs formulas; leave out --no-formula")
+        return _numbers(session, (), as_json, output_format, no_verify, "compare")
     from ..api import compare as timings_of
     from ..render.text import to_json
     show = formatted(output_format, as_json, "compare", to_json)
     timings = timings_of(session, verify=not no_verify, with_synthesized=with_synthesized)
     click.echo(show(session.program, timings), nl=False)
+    return EXIT_OK
+
+
+def _numbers(session, schedules, as_json: bool, output_format: str, no_verify: bool,
+             command: str) -> int:
+    """`time` and `compare` with `--no-formula`: the numbers alone (render.numeric)."""
+    from ..api import numeric_times
+    from ..render.numeric import numeric_json, numeric_text
+    if as_json and output_format != "text":
+        raise UsageError("--json and --format exclude each other")
+    timings = numeric_times(session, schedules, verify=not no_verify)
+    text = numeric_json(session.program, timings) if as_json else \
+        numeric_text(command, output_format, session.program, timings)
+    click.echo(text, nl=False)
     return EXIT_OK
 
 

@@ -116,6 +116,14 @@ def no_verify_option(func):
                         help="Report on schedules even if they do not compute their collective.")(func)
 
 
+def no_formula_option(func):
+    """`--no-formula`: compile with every param its value (no SymPy), for the numbers alone;
+    `compiling` reads it to load the file so."""
+    return click.option("--no-formula", is_flag=True,
+                        help="Numbers only: time, traffic and busbw at the params' values, "
+                             "without formulas, regimes or bottlenecks (faster; no SymPy).")(func)
+
+
 def machine_options(func):
     """`--machine` and `--ranks`, for an MSCCL XML algorithm in place of a `.sched` FILE."""
     func = click.option("--ranks", metavar="EXPR",
@@ -154,7 +162,8 @@ def compiling(func):
                 machine: Path | None, ranks: str | None, changes: dict, **kwargs):
         from ..api import load
         session = load(file, sets, **limits, machine=machine, ranks=ranks,
-                       fail=changes["fail"], derate=changes["derate"])
+                       fail=changes["fail"], derate=changes["derate"],
+                       formula=not kwargs.get("no_formula", False))  # (no_formula_option)
         KEPT.append(session)
         for warning in getattr(session.program, "warnings", ()):  # (an MSCCL file's)
             click.echo(warning.render(), err=True)

@@ -17,9 +17,9 @@ from fractions import Fraction
 from math import lcm
 
 import numpy as np
-import sympy
 
 from ..model.ir import LinearBytes, Round, Schedule, Series, distinct, joined, random_words
+from ..model.scalars import Scalar, is_plain, largest, to_sympy
 from ..model.topology import Topology
 
 _INT64_SAFE = 2**62
@@ -31,7 +31,7 @@ class Loads:
     every round of shape `shape[k]`; `shape_of[r]` is the shape of round r. Entries are sorted
     by shape."""
 
-    basis: tuple[sympy.Expr, ...]
+    basis: tuple[Scalar, ...]  # size symbols (or 1)
     denominators: tuple[int, ...]
     shape_of: np.ndarray
     shape: np.ndarray
@@ -40,7 +40,7 @@ class Loads:
     shape_cross: np.ndarray  # bool per shape: some transfer crosses between hosts
     bytes_cross: LinearBytes
     bytes_logical: LinearBytes
-    shape_latency: tuple[sympy.Expr, ...]  # per shape: its largest route latency (0 if none)
+    shape_latency: tuple[Scalar, ...]  # per shape: its largest route latency (0 if none)
 
     @property
     def rounds(self) -> int:
@@ -135,7 +135,7 @@ def merged(loads: Loads) -> Loads:
                                             loads.resource, weighted, int(loads.resource.max(initial=0)) + 1)
     return replace(loads, shape_of=np.zeros(1 if loads.rounds else 0, dtype=np.int64), shape=shapes,
                    resource=resources, amount=total, shape_cross=np.array([bool(loads.shape_cross.any())]),
-                   shape_latency=(sympy.Integer(0),))
+                   shape_latency=(_zero_like(loads.shape_latency[0]),))
 
 
 def _shapes(schedule: Schedule) -> tuple[np.ndarray, list[int]]:
@@ -214,6 +214,11 @@ def _alike(series: Series) -> tuple[np.ndarray, np.ndarray] | None:
     return where[order], rank[which]
 
 
+def _zero_like(value: Scalar) -> Scalar:
+    """0 of the kind `value` is: SymPy's, or the number (compiled without formulas)."""
+    return 0 if is_plain(value) else to_sympy(0)
+
+
 ROWS_AT_ONCE = 1 << 20  # entries of the rows compared together, to bound the memory it takes
 
 
@@ -223,20 +228,20 @@ def row_weights(width: int) -> np.ndarray:
 
 
 def _shape_latency(topology: Topology, pairs: np.ndarray, spans: list, pair_of_transfer: np.ndarray,
-                   shape_of_transfer: np.ndarray, n_shapes: int) -> tuple[sympy.Expr, ...]:
+                   shape_of_transfer: np.ndarray, n_shapes: int) -> tuple[Scalar, ...]:
     """Per shape, the largest route latency of its transfers: a round waits for its slowest
     first byte. Distinct latency expressions are numbered so that NumPy can pair them with shapes."""
     if not topology.has_latency:
-        return (sympy.Integer(0),) * n_shapes
+        return (topology.zero,) * n_shapes
     n = len(topology.devices)
-    index: dict[sympy.Expr, int] = {}
+    index: dict[Scalar, int] = {}
     of_pair = np.array([index.setdefault(topology.route_latency(int(p // n), int(p % n), span), len(index))
                         for p, span in zip(pairs, spans)], dtype=np.int64)
     exprs = list(index)
-    found: list[list[sympy.Expr]] = [[] for _ in range(n_shapes)]
+    found: list[list[Scalar]] = [[] for _ in range(n_shapes)]
     for key in distinct(shape_of_transfer * len(exprs) + of_pair[pair_of_transfer]).tolist():
         found[key // len(exprs)].append(exprs[key % len(exprs)])
-    return tuple(sympy.Max(*f) if f else sympy.Integer(0) for f in found)
+    return tuple(largest(*f) if f else topology.zero for f in found)
 
 
 def _multiplier(batch, symbol, denominator: int) -> int:

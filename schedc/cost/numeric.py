@@ -6,39 +6,88 @@
 evaluated round shape by round shape at the program's nominal point. The formula path
 (`cost.formula`, `cost.protocols`) builds the same sum as SymPy expressions for every class of
 rounds and substitutes the nominal point afterwards; this path never makes an expression, so
-its work grows with the loads' entries only (tests/test_numeric.py checks that both give the
-same exact time on every shipped file but one: under a protocol's per-class share, `class nic
-eff`, the formula path has already dropped terms that are a constant fraction of another and
-can miss one that dominates under that share; the test names the file and keeps it, xfail).
+its work grows with the loads' entries only, and on a program compiled without formulas
+(`Program.symbolic` false: every param its value) it never imports SymPy
+(tests/test_numeric.py checks that both paths give the same exact time on every shipped file,
+compiled either way).
 
 Each term is chosen as the formula path chooses it: per round and bandwidth group the largest
-load (`formula._bandwidth_groups`), and under a protocol the rate of that group capped by the
-classes of the links carrying that load. The largest is found in floating point first and
-settled exactly among the entries within a relative 1e-9 of it, so ties and near-ties are
-compared as fractions.
+load (`formula._bandwidth_groups`, split by link class), and under a protocol the rate of
+that group capped by the classes of the links carrying that load. The largest is found in floating point first and settled exactly
+among the entries within a relative 1e-9 of it, so ties and near-ties are compared as
+fractions.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from fractions import Fraction
 
 import numpy as np
 
+from ..model.ir import LinearBytes, Schedule, linear_value
 from ..model.protocol import Protocol
+from ..model.scalars import exact_value as value_at
 from ..model.topology import Topology
 from .lower import Loads, merged
 
 NEAR = 1e-9  # entries within this relative distance of the float maximum are compared exactly
 
 
-def value_at(expr, nominal: dict) -> Fraction:
-    """An expression of the params (or a number) at the nominal point, exactly."""
-    if isinstance(expr, (int, Fraction)):
-        return Fraction(expr)
-    found = expr.xreplace(nominal)
-    if found.is_Rational:
-        return Fraction(int(found.p), int(found.q))
-    return Fraction(float(found))
+@dataclass(frozen=True)
+class NumericTiming:
+    """What `time --no-formula` reports about one schedule: its time at the nominal point and
+    its traffic, without a formula, a regime or a bottleneck's formula."""
+
+    schedule: Schedule
+    time: Fraction  # seconds at the nominal point
+    rounds: int
+    cross_rounds: int
+    bytes_cross: LinearBytes
+    bytes_logical: LinearBytes
+    nominal: dict
+    protocol: str | None = None  # with protocols: the fastest at the nominal point (first on a tie)
+    protocol_times: tuple[tuple[str, Fraction], ...] = ()  # with protocols: each one's time
+    # the link classes that bound its rounds (before any protocol), each once, by first round
+    bottlenecks: tuple[str, ...] = ()
+    chunks: Fraction | None = None  # `step cost pipelined chunk Q`: C = max(1, size/Q)
+
+    @property
+    def name(self) -> str:
+        return self.schedule.name
+
+    def bytes_value(self, form: LinearBytes) -> Fraction:
+        return linear_value(form, self.nominal)
+
+
+def numeric_timing(schedule: Schedule, loads: Loads, topology: Topology, alpha, nominal: dict,
+                   protocols: tuple[Protocol, ...] = (), overlapped: bool = False,
+                   chunks: Fraction | None = None) -> NumericTiming:
+    """The schedule's `NumericTiming` (see `numeric_time`)."""
+    peaks, used = _peaks(loads, topology, nominal)
+    times = _times(peaks, used, loads, topology, alpha, nominal, protocols, overlapped, chunks)
+    best = min(range(len(times)), key=lambda k: times[k][1])  # (the first of equal times)
+    return NumericTiming(schedule, times[best][1], loads.rounds, int(loads.cross_rounds.sum()),
+                         loads.bytes_cross, loads.bytes_logical, nominal,
+                         times[best][0] if protocols else None,
+                         tuple(times) if protocols else (), bottlenecks(loads, peaks), chunks)
+
+
+def bottlenecks(loads: Loads, peaks: list[list[tuple]]) -> tuple[str, ...]:
+    """`compare`'s bottleneck column: per round shape, in the order of their first rounds,
+    the classes of the links carrying its largest term (load / bandwidth, before any
+    protocol; on a tie, the first class's by the links' order), each name once."""
+    first = np.full(len(peaks), loads.rounds, dtype=np.int64)
+    np.minimum.at(first, loads.shape_of, np.arange(loads.rounds, dtype=np.int64))
+    names: list[str] = []
+    for shape in np.argsort(first, kind="stable").tolist():
+        terms = [(load / bandwidth, found) for load, bandwidth, found in peaks[shape]]
+        if terms:
+            most = max(value for value, _ in terms)
+            name = "+".join(sorted(next(c for value, c in terms if value == most)))
+            if name not in names:
+                names.append(name)
+    return tuple(names)
 
 
 def numeric_time(loads: Loads, topology: Topology, alpha, nominal: dict,
@@ -49,6 +98,14 @@ def numeric_time(loads: Loads, topology: Topology, alpha, nominal: dict,
     `chunks` (`step cost pipelined`: C = max(1, size/chunk) at the nominal point): the rounds
     are a pipeline's stages, fill plus (C − 1) periods (`cost.pipeline`)."""
     peaks, used = _peaks(loads, topology, nominal)
+    return min(t for _, t in _times(peaks, used, loads, topology, alpha, nominal, protocols,
+                                    overlapped, chunks))
+
+
+def _times(peaks: list[list[tuple]], used: list[set[str]], loads: Loads, topology: Topology,
+           alpha, nominal: dict, protocols: tuple[Protocol, ...], overlapped: bool,
+           chunks: Fraction | None) -> list[tuple[str, Fraction]]:
+    """(protocol, time) for each protocol; without protocols one ("", the time)."""
     whole = _peaks(merged(loads), topology, nominal)[0] if chunks is not None else []
     latency = [value_at(x, nominal) for x in loads.shape_latency]
     counts = np.bincount(loads.shape_of, minlength=len(loads.shape_cross)).tolist()
@@ -70,20 +127,23 @@ def numeric_time(loads: Loads, topology: Topology, alpha, nominal: dict,
             stages += [load / _rate(protocol, bandwidth, classes, nominal) / chunks
                        for load, bandwidth, classes in whole[0]] if whole else []
             total += (chunks - 1) * max(stages, default=Fraction(0))
-        times.append(total)
-    return min(times)
+        times.append((protocol.name if protocol else "", total))
+    return times
 
 
-def _peaks(loads: Loads, topology: Topology,
-           nominal: dict) -> tuple[list[list[tuple]], list[set[str]]]:
+def _peaks(loads: Loads, topology: Topology, nominal: dict
+           ) -> tuple[list[list[tuple]], list[set[str]]]:
     """Per round shape, per bandwidth group it loads: (the largest load in bytes, the group's
     bandwidth, the classes of the links carrying that load), exactly; and per shape the
-    classes of the links with a bandwidth it loads at all (a protocol's start-up reads them)."""
+    classes of the links with a bandwidth it loads at all (a protocol's start-up reads them).
+    A group is the resources of one class and one bandwidth: the formula path's groups (one
+    per bandwidth expression, and per class for a class with a protocol's share or cap of its
+    own) give the same largest term, since a protocol's rate differs only for those classes."""
     bandwidths: dict[object, Fraction] = {}  # a bandwidth expression → its value, once
     group_value = np.zeros(len(topology.resources), dtype=np.float64)
     exact_of: list[Fraction | None] = [None] * len(topology.resources)
     group_of = np.full(len(topology.resources), -1, dtype=np.int64)
-    index: dict[object, int] = {}
+    index: dict[tuple, int] = {}
     for r in topology.resources:
         bandwidth = r.effective_bandwidth
         if bandwidth is not None:
@@ -91,7 +151,8 @@ def _peaks(loads: Loads, topology: Topology,
                 bandwidths[bandwidth] = value_at(bandwidth, nominal)
             exact_of[r.id] = bandwidths[bandwidth]
             group_value[r.id] = float(bandwidths[bandwidth])
-            group_of[r.id] = index.setdefault(bandwidth, len(index))
+            key = (bandwidth, r.cls)
+            group_of[r.id] = index.setdefault(key, len(index))
     basis = [value_at(b, nominal) / d for b, d in zip(loads.basis, loads.denominators)]
     amount = loads.amount
     exact_load = _exact_loads(amount, basis)

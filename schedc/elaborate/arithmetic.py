@@ -12,11 +12,11 @@ from fractions import Fraction
 from typing import Any
 
 import numpy as np
-import sympy
 
 from .. import magnitude
 from ..errors import ElaborationError, LimitError, Span, UnitError
 from ..language import syntax as ast
+from ..model.scalars import rationals_in, symbols_of
 from ..model.values import (
     Devices,
     NeedScalar,
@@ -39,9 +39,9 @@ INT64_SAFE = 2**62  # lane values stay below this, or the round runs on exact Py
 def within_bound(value: object, span: Span) -> object:
     """Refuse an exact result beyond `magnitude.MAX_BITS` (operands within it make results of
     at most twice the bits, cheap to compute; `**` and `<<` are judged before they run)."""
-    numbers: list[int | Fraction]
+    numbers: list[int | Fraction] | list[Fraction]
     if isinstance(value, Quantity):
-        numbers = [Fraction(int(a.p), int(a.q)) for a in value.expr.atoms(sympy.Rational)]
+        numbers = rationals_in(value.expr)
     else:
         numbers = [value] if isinstance(value, (int, Fraction)) else []
     if not all(magnitude.fits(n) for n in numbers):
@@ -144,25 +144,43 @@ def _quantity_op(op: str, left: object, right: object, node: ast.BinOp) -> Quant
         raise NeedScalar
     a = as_quantity(left, node.left.span)
     b = as_quantity(right, node.right.span)
+    params = a.params | b.params  # (compiled without formulas: what the value depends on)
     if op in ("+", "-"):
         if a.dim != b.dim:
             verb = "add" if op == "+" else "subtract"
             raise UnitError(f"cannot {verb} {dim_name(a.dim)} and {dim_name(b.dim)}", node.span)
-        return settle(Quantity(a.expr + b.expr if op == "+" else a.expr - b.expr, a.dim))
+        return settle(Quantity(a.expr + b.expr if op == "+" else a.expr - b.expr, a.dim, params))
     if op == "*":
-        return settle(Quantity(a.expr * b.expr, _dim_add(a.dim, b.dim, 1)))
+        return settle(Quantity(a.expr * b.expr, _dim_add(a.dim, b.dim, 1), params))
     if op == "/":
         if b.expr == 0:
             raise ElaborationError("division by zero", node.right.span)
-        return settle(Quantity(a.expr / b.expr, _dim_add(a.dim, b.dim, -1)))
+        return settle(Quantity(_divide(a.expr, b.expr), _dim_add(a.dim, b.dim, -1), params))
     if op == "**":
         n = as_number(b) if b.dim == DIMENSIONLESS else None
         if not isinstance(n, int) or abs(n) > 64:
             raise ElaborationError("a quantity can only be raised to an integer power up to 64",
                                    node.right.span)
-        return settle(Quantity(a.expr**n, (a.dim[0] * n, a.dim[1] * n)))
+        if n < 0 and isinstance(a.expr, (int, Fraction)) and a.expr == 0:  # (SymPy: zoo)
+            raise ElaborationError("division by zero", node.span)
+        return settle(Quantity(_power_of(a.expr, n), (a.dim[0] * n, a.dim[1] * n), a.params))
     raise UnitError(f"'{op}' needs plain numbers, not {dim_name(a.dim)} and {dim_name(b.dim)}",
                     node.span)
+
+
+def _divide(a, b):
+    """a / b, exactly: two ints make a Fraction (Python's / would make a float)."""
+    if isinstance(a, int) and isinstance(b, int) and not isinstance(a, bool):
+        return normalize(Fraction(a, b))
+    result = a / b
+    return normalize(result) if isinstance(result, Fraction) else result
+
+
+def _power_of(base, n: int):
+    """base ** n, exactly (an int to a negative power makes a Fraction, not a float)."""
+    if isinstance(base, (int, Fraction)):
+        return normalize(Fraction(base) ** n)
+    return base**n
 
 
 def _dim_add(a: Dim, b: Dim, sign: int) -> Dim:
@@ -187,7 +205,8 @@ def compare_values(op: str, left: object, right: object, span: Span) -> object:
         if a.dim != b.dim:
             raise UnitError(f"cannot compare {dim_name(a.dim)} with {dim_name(b.dim)}", span)
         if a.is_symbolic or b.is_symbolic:
-            names = ", ".join(sorted(str(s) for s in (a.expr - b.expr).free_symbols))
+            names = ", ".join(sorted({str(s) for s in symbols_of(a.expr - b.expr)}
+                                     | a.params | b.params))
             raise ElaborationError(f"this comparison depends on params ({names}), so it has no "
                                    "single answer", span)
         return bool(_COMPARE[op](a.expr, b.expr))

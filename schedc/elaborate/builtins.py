@@ -11,9 +11,9 @@ from collections.abc import Callable
 from fractions import Fraction
 
 import numpy as np
-import sympy
 
 from ..errors import ElaborationError, UnitError
+from ..model.scalars import largest, magnitude, smallest
 from ..model.values import (
     Devices,
     Integers,
@@ -49,8 +49,8 @@ def _extremum(args, node):
         if len({q.dim for q in qs}) > 1:
             raise UnitError(f"{node.func}() of {dim_name(qs[0].dim)} and "
                             f"{dim_name(next(q.dim for q in qs if q.dim != qs[0].dim))}", node.span)
-        expr = (sympy.Max if pick_max else sympy.Min)(*[q.expr for q in qs])
-        return settle(Quantity(expr, qs[0].dim))
+        expr = (largest if pick_max else smallest)(*[q.expr for q in qs])
+        return settle(Quantity(expr, qs[0].dim, frozenset().union(*[q.params for q in qs])))
     for a, arg in zip(args, node.args):
         check_numeric(a, arg.span)
     if any(isinstance(a, np.ndarray) for a in args):
@@ -107,7 +107,7 @@ def _ceil_log2(args, node):
 def _abs(args, node):
     (value,) = args
     if isinstance(value, Quantity):
-        return settle(Quantity(sympy.Abs(value.expr), value.dim))
+        return settle(Quantity(magnitude(value.expr), value.dim, value.params))
     check_numeric(value, node.args[0].span)
     return abs(value)
 

@@ -31,12 +31,12 @@ from ..model.values import (
     as_condition,
     as_number,
     check_numeric,
+    constant,
     is_condition,
     kind_of,
     normalize,
     one_lane,
     take_lanes,
-    to_sympy,
 )
 from ..units import (
     DIMENSIONLESS,
@@ -83,7 +83,7 @@ def _number(node: ast.Number, env: Env) -> object:
         raise UnitError(unknown_unit(node.unit), unit_span(node)) from None
     if dim == DIMENSIONLESS:  # a percentage
         return normalize(node.value * factor)
-    return Quantity(to_sympy(normalize(node.value * factor)), dim)
+    return Quantity(constant(normalize(node.value * factor), env.names.symbolic), dim)
 
 
 def unit_span(node: ast.Number, upto: ast.Node | None = None) -> Span:
@@ -260,7 +260,7 @@ def _unary(node: ast.UnaryOp, env: Env) -> object:
         check_numeric(value, node.operand.span)
         return value
     if isinstance(value, Quantity):
-        return Quantity(-value.expr, value.dim)
+        return Quantity(-value.expr, value.dim, value.params)
     check_numeric(value, node.operand.span)
     return -value
 
@@ -391,7 +391,7 @@ def _integer(value: object, span: Span, what: str):
         return number
     if isinstance(value, Quantity) and value.is_symbolic:
         raise ElaborationError(f"{what} must be a concrete integer, but this depends on params "
-                               f"({', '.join(sorted(map(str, value.expr.free_symbols)))})", span)
+                               f"({', '.join(value.param_names)})", span)
     shown = kind_of(value) if number is None else str(number)
     if number is not None and len(shown) > 40:  # a fraction of huge terms
         shown = f"a fraction near {format_number(number)}"

@@ -20,7 +20,11 @@ from ..model.values import Devices, Integers, IntRange, as_condition, kind_of, t
 
 
 class Names:
-    """The global names an expression can see: params, lets, topology, schedules."""
+    """The global names an expression can see: params, lets, topology, schedules.
+    `symbolic`: params are SymPy symbols and constant quantities SymPy rationals (formulas
+    are built from them); else every param is its value (`schedc.model.scalars`)."""
+
+    symbolic = True
 
     def lookup(self, name: str) -> object | None:
         """The value of a global name, or None."""

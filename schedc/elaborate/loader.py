@@ -11,7 +11,6 @@ from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
-import sympy
 
 from ..errors import (
     OUT_OF_MEMORY,
@@ -30,15 +29,18 @@ from ..language.parser import parse_module
 from ..model.collectives import collective_kind, collective_names
 from ..model.ir import Collective
 from ..model.protocol import Protocol
+from ..model.scalars import Scalar
 from ..model.values import (
     Devices,
     Quantity,
     as_number,
     check_positive,
+    constant,
     expect_device,
     expect_quantity,
     from_rational,
     kind_of,
+    normalize,
 )
 from ..units import BYTES, DIMENSIONLESS, SECONDS, dim_name, format_seconds
 from .evaluate import evaluate
@@ -64,16 +66,18 @@ MAX_IMPORT_DEPTH = 100  # files importing files; each costs a few frames of Pyth
 
 def load_program(path: str | Path, overrides: tuple[Override, ...] = (),
                  limits: Limits = DEFAULT_LIMITS,
-                 parsed: dict[tuple[str, str], ast.Module] | None = None) -> Program:
+                 parsed: dict[tuple[str, str], ast.Module] | None = None,
+                 symbolic: bool = True) -> Program:
     """Read, parse and elaborate a `.sched` file and everything it imports. `parsed` keeps
     the syntax trees (immutable) of files read before, keyed by name and text: a session
-    compiling one file at many sizes parses each file once."""
+    compiling one file at many sizes parses each file once. `symbolic=False`: every param
+    is its value, so no formula can be built and SymPy is not imported (`--no-formula`)."""
     by_name: dict[str, Override] = {}
     for override in overrides:
         if override.name in by_name:
             raise UsageError(f"--set {override.name} is given twice")
         by_name[override.name] = override
-    loader = _Loader(by_name, {} if parsed is None else parsed)
+    loader = _Loader(by_name, {} if parsed is None else parsed, symbolic)
     loader.run(Path(path))
     unused = [o for o in overrides if o.name not in loader.params]
     if unused:
@@ -102,24 +106,26 @@ def load_program(path: str | Path, overrides: tuple[Override, ...] = (),
         collectives=tuple(loader.collectives),
         step_rule=loader.step[0] if loader.step else "sum",
         step_chunk=loader.step[2] if loader.step else None,
+        symbolic=symbolic,
     )
 
 
 class _Loader:
     def __init__(self, overrides: dict[str, Override],
-                 parsed: dict[tuple[str, str], ast.Module]) -> None:
+                 parsed: dict[tuple[str, str], ast.Module], symbolic: bool = True) -> None:
         self.overrides = overrides
         self.parsed = parsed
+        self.symbolic = symbolic
         self.params: dict[str, Param] = {}
-        self.nominal: dict[sympy.Symbol, sympy.Expr] = {}
-        self.topology = TopologyBuilder(self.nominal)
-        self.names = ProgramNames(self.topology.namespace)
+        self.nominal: dict = {}  # param symbol → its value, as SymPy rationals (none without)
+        self.topology = TopologyBuilder(self.nominal, symbolic)
+        self.names = ProgramNames(self.topology.namespace, symbolic)
         self.results: list[Result] = []
         self.checks: list[ast.Node] = []
         self.collectives: list[Collective] = []  # the main file's, in order
         self.protocols: list[Protocol] = []
         self.startup: tuple[Quantity, Span] | None = None
-        self.step: tuple[str, Span, sympy.Expr | None] | None = None  # `step cost ...`
+        self.step: tuple[str, Span, Scalar | None] | None = None  # `step cost ...`
         self.done: set[Path] = set()
         self.active: list[Path] = []
         # `set NAME = VALUE` statements, by param name: the outermost file's wins; --set wins
@@ -278,6 +284,12 @@ class _Loader:
             given = override or revalue or stmt
             raise error(f"'alpha' is the per-round start-up, so it must be zero or more; this one "
                         f"is {format_seconds(nominal)}", given.value.span)
+        if not self.symbolic:  # the param is its value, marked as a param's
+            self.params[stmt.name] = Param(stmt.name, None, dim, nominal, stmt.span, structural)
+            self.names.define(stmt.name, nominal.numerator if structural else Quantity(
+                normalize(nominal), dim, frozenset((stmt.name,))), stmt.span)
+            return
+        import sympy
         if structural:
             symbol = sympy.Symbol(stmt.name, integer=True, **(
                 {"positive": True} if nominal > 0 else {"nonnegative": True} if nominal == 0
@@ -381,17 +393,17 @@ class _Loader:
     def _protocol(self, stmt: ast.Protocol, env: Env) -> Protocol:
         return read_protocol(stmt, env, self.nominal, self.protocols, self.alpha())
 
-    def alpha(self) -> sympy.Expr:
+    def alpha(self):
         """The per-round start-up α: `startup EXPR`, else the param `alpha`, else 0."""
         if self.startup is not None:
             return self.startup[0].expr
         param = self.params.get("alpha")
         if param is None:
-            return sympy.Integer(0)
+            return constant(0, self.symbolic)
         if param.dim != SECONDS:
             raise ElaborationError(f"'alpha' is the per-round start-up, so it must be "
                                    f"{dim_name(SECONDS)}, not {dim_name(param.dim)}", param.span)
-        return param.symbol
+        return param.symbol if self.symbolic else normalize(param.nominal)
 
 
 def _exact(value) -> Fraction:

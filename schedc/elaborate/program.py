@@ -11,8 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from fractions import Fraction
 from functools import cached_property
-
-import sympy
+from typing import Any
 
 from ..errors import ElaborationError, SchedcError, SourceFile, Span, UsageError, did_you_mean
 from ..language import syntax as ast
@@ -33,7 +32,7 @@ DEFAULT_LIMITS = Limits()
 @dataclass(frozen=True)
 class Param:
     name: str
-    symbol: sympy.Symbol
+    symbol: Any  # a SymPy symbol; None when compiled without formulas (`Program.symbolic`)
     dim: Dim
     nominal: Fraction  # in base units
     span: Span = field(compare=False, repr=False)
@@ -65,7 +64,7 @@ class Program:
     path: str
     params: dict[str, Param]
     topology: Topology
-    alpha: sympy.Expr
+    alpha: Any  # a SymPy expression, or without formulas its value (`model.scalars`)
     results: list[Result]
     functions: dict[str, ast.ScheduleDef]
     names: ProgramNames
@@ -74,11 +73,18 @@ class Program:
     protocols: tuple[Protocol, ...] = ()  # with any, a time is the minimum over them
     collectives: tuple[Collective, ...] = ()  # the main file's declarations, in order
     step_rule: str = "sum"  # `step cost max`: a round costs max(α, V/B), else α + V/B
-    step_chunk: sympy.Expr | None = None  # `step cost pipelined chunk Q`: Q, in bytes
+    step_chunk: Any = None  # `step cost pipelined chunk Q`: Q, in bytes (or None)
+    # Params are SymPy symbols and times formulas; False (`--no-formula`): every param is its
+    # value, every quantity an exact number, and only numbers are computed (no SymPy).
+    symbolic: bool = True
 
     @cached_property
-    def nominal(self) -> dict[sympy.Symbol, sympy.Expr]:
-        """Each param's symbol → its nominal value (after --set), exactly."""
+    def nominal(self) -> dict:
+        """Each param's symbol → its nominal value (after --set), exactly (none without
+        formulas: there are no symbols)."""
+        if not self.symbolic:
+            return {}
+        import sympy
         return {p.symbol: sympy.Rational(p.nominal.numerator, p.nominal.denominator)
                 for p in self.params.values()}
 
@@ -130,7 +136,8 @@ class Program:
 class ProgramNames(Names):
     """Global names: params and lets by value, topology names through the namespace."""
 
-    def __init__(self, namespace: Namespace) -> None:
+    def __init__(self, namespace: Namespace, symbolic: bool = True) -> None:
+        self.symbolic = symbolic
         self.values: dict[str, object] = {}
         self.where: dict[str, Span] = {}
         self.namespace = namespace

@@ -13,13 +13,12 @@ ncclTopoAddNet: `net->net.bw = mbps / 8000.0`) but an NVLink below it (topo.h: S
 
 from __future__ import annotations
 
-import sympy
-
 from ..choices import NCCL_PROTOCOLS  # `protocol LL ...`: NCCL's names
 from ..errors import ElaborationError, Span, did_you_mean
 from ..language import syntax as ast
 from ..model.protocol import MAX_EFF, Protocol
-from ..model.values import check_at_most, check_positive, expect_quantity
+from ..model.scalars import Scalar, to_sympy
+from ..model.values import check_at_most, check_positive, constant, expect_quantity
 from ..units import BYTES, DIMENSIONLESS, RATE, SECONDS
 from .evaluate import evaluate
 from .lanes import Env
@@ -31,12 +30,13 @@ _ATTRS = {"alpha": (SECONDS, "a protocol's start-up"),
 
 
 def read_protocol(stmt: ast.Protocol, env: Env, nominal: dict, earlier: list[Protocol],
-                  default_alpha: sympy.Expr) -> Protocol:
+                  default_alpha: Scalar) -> Protocol:
     """The protocol `stmt` declares; `earlier` are the ones declared before it."""
     _check_name(stmt, earlier)
+    symbolic = env.names.symbolic
     seen: dict[tuple[str, str | None], Span] = {}
-    values: dict[str, sympy.Expr] = {}
-    per_class: dict[str, list[tuple[str, sympy.Expr]]] = {"alpha": [], "cap": [], "eff": []}
+    values: dict[str, Scalar] = {}
+    per_class: dict[str, list[tuple[str, Scalar]]] = {"alpha": [], "cap": [], "eff": []}
     for attr in stmt.attrs:
         key = (attr.kind, attr.cls)
         if key in seen:
@@ -50,13 +50,14 @@ def read_protocol(stmt: ast.Protocol, env: Env, nominal: dict, earlier: list[Pro
         if attr.kind == "eff":
             check_at_most(quantity, MAX_EFF, nominal, attr.value.span, what,
                           "all of the link's bandwidth")
+        expr = to_sympy(quantity.expr) if symbolic else quantity.expr  # (a plain share)
         if attr.cls is None:
-            values[attr.kind] = quantity.expr
+            values[attr.kind] = expr
         else:
-            per_class[attr.kind].append((attr.cls, quantity.expr))
+            per_class[attr.kind].append((attr.cls, expr))
     return Protocol(stmt.name, values.get("alpha", default_alpha),
-                    values.get("eff", sympy.Integer(1)), tuple(per_class["alpha"]),
-                    tuple(per_class["cap"]), stmt.span, values.get("launch", sympy.Integer(0)),
+                    values.get("eff", constant(1, symbolic)), tuple(per_class["alpha"]),
+                    tuple(per_class["cap"]), stmt.span, values.get("launch", constant(0, symbolic)),
                     tuple(per_class["eff"]))
 
 
@@ -78,8 +79,8 @@ STEP_RULES = ("sum", "max", "pipelined")  # `step cost RULE`: α + V/B (lock-ste
 # max(α, V/B), or `pipelined chunk Q`: the rounds as stages of a pipeline of chunks (pipeline.py)
 
 
-def read_step_rule(stmt: ast.StepCost, earlier: tuple[str, Span, sympy.Expr | None] | None,
-                   env: Env, nominal: dict) -> tuple[str, Span, sympy.Expr | None]:
+def read_step_rule(stmt: ast.StepCost, earlier: tuple[str, Span, Scalar | None] | None,
+                   env: Env, nominal: dict) -> tuple[str, Span, Scalar | None]:
     """`step cost sum|max|pipelined chunk Q`, once per program (an imported file's counts);
     the chunk Q (bytes, > 0) with `pipelined` only."""
     if earlier is not None:

@@ -12,13 +12,13 @@ from dataclasses import dataclass, field, replace
 from functools import partial
 
 import numpy as np
-import sympy
 
 from ..errors import ElaborationError, LimitError, Span, did_you_mean
 from ..hardware.rules import KNOWN_SMS, not_a_known_sm
 from ..language import syntax as ast
 from ..limits import MAX_DEVICES
 from ..model.routing import DEFAULT_PREFERENCE, POLICIES
+from ..model.scalars import Scalar
 from ..model.topology import FORWARDING_KINDS, Device, Hop, Resource, Topology
 from ..model.values import (
     Devices,
@@ -46,9 +46,9 @@ MAX_TOPOLOGY_ITEMS = 1_000_000  # hosts, links or routes (each takes microsecond
 class _LinkAttributes:
     """A link's (or shared resource's) evaluated attributes; expressions in base units."""
 
-    bandwidth: sympy.Expr | None
-    latency: sympy.Expr | None
-    window: sympy.Expr | None
+    bandwidth: Scalar | None
+    latency: Scalar | None
+    window: Scalar | None
     cls: str
     half: bool
     via: tuple[tuple[int, int], ...]  # (forward, reverse) resources of each shared resource
@@ -133,9 +133,10 @@ class Namespace:
 class TopologyBuilder:
     """Accumulates `topology` blocks (from several files) and builds the `Topology` at the end."""
 
-    def __init__(self, nominal: dict[sympy.Symbol, sympy.Expr]) -> None:
+    def __init__(self, nominal: dict, symbolic: bool = True) -> None:
         self.namespace = Namespace()
-        self.nominal = nominal
+        self.nominal = nominal  # param symbol → value (none without formulas)
+        self.symbolic = symbolic
         self.devices: list[Device] = []
         self.resources: list[Resource] = []
         self.hops: list[Hop] = []
@@ -146,7 +147,7 @@ class TopologyBuilder:
         self.policy: tuple[str, Span] | None = None  # a `routing` statement's policy
         self.preference: tuple[tuple[str, ...], Span] | None = None  # `routing prefer`
         self.pinned: list[tuple[tuple[int, ...], Span]] = []  # `route` statements' devices
-        self.positive: set[tuple[sympy.Expr, bool]] = set()  # (expr, zero_ok) already checked
+        self.positive: set[tuple[Scalar, bool]] = set()  # (expr, zero_ok) already checked
 
     # ---- declarations
 
@@ -398,7 +399,8 @@ class TopologyBuilder:
         if preference is None:
             preference = DEFAULT_PREFERENCE
         return Topology(self.devices, self.resources, self.hops, self.host_names, policy,
-                        pinned_routes(self.devices, self.hops, self.pinned), preference=preference)
+                        pinned_routes(self.devices, self.hops, self.pinned), preference=preference,
+                        symbolic=self.symbolic)
 
 
 def _sm(stmt: ast.DeviceDecl, env: Env) -> int | None:

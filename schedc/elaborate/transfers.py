@@ -10,12 +10,12 @@ from math import lcm
 from typing import TYPE_CHECKING
 
 import numpy as np
-import sympy
 
 from ..errors import ElaborationError, Span
 from ..language import statements as st
 from ..language import syntax as ast
 from ..model.ir import Batch, LinearBytes, Round, Rounds, Series
+from ..model.scalars import is_plain
 from ..model.values import (
     NeedScalar,
     Quantity,
@@ -184,7 +184,11 @@ def merge_batches(batches: RoundBuffer) -> RoundBuffer:
 
 
 def linear_bytes(q: Quantity, span: Span) -> LinearBytes:
-    """A size as a linear form over size params: 2*V + 1 MiB → ((1, 1048576), (V, 2))."""
+    """A size as a linear form over size params: 2*V + 1 MiB → ((1, 1048576), (V, 2));
+    compiled without formulas, the size is a number: ((1, its bytes),)."""
+    if is_plain(q.expr):
+        return ((1, Fraction(q.expr)),) if q.expr else ()
+    import sympy
     terms: dict[sympy.Expr, Fraction] = {}
     for term, coeff in sympy.expand(q.expr).as_coefficients_dict().items():
         if not (term == 1 or term.is_Symbol) or not coeff.is_Rational:

@@ -22,9 +22,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, fields, replace
 from fractions import Fraction
 
-import sympy
-
 from ..errors import SourceFile, Span, UsageError, did_you_mean
+from .scalars import Scalar, to_sympy
 from .topology import Hop, PinnedRoute, Topology
 
 
@@ -166,7 +165,7 @@ def parse_factor(text: str, span: Span) -> Fraction:
 
 
 def parse(topology: Topology, changes: Changes
-          ) -> tuple[list[Item], list[tuple[Item, sympy.Expr]]]:
+          ) -> tuple[list[Item], list[tuple[Item, Scalar]]]:
     """The items `--fail` and `--derate` name, each derating with its factor."""
     failed = [resolve(topology, text, "--fail") for text in changes.fail]
     derated = []
@@ -178,17 +177,17 @@ def parse(topology: Topology, changes: Changes
                              f"{text!r}", span)
         value = parse_factor(factor, Span(source, 1, len(target) + 2, 1, len(text) + 1))
         derated.append((resolve(topology, target, "--derate"),
-                        sympy.Rational(value.numerator, value.denominator)))
+                        to_sympy(value) if topology.symbolic else value))
     return failed, derated
 
 
-def apply(topology: Topology, failed: list[Item], derated: list[tuple[Item, sympy.Expr]],
+def apply(topology: Topology, failed: list[Item], derated: list[tuple[Item, Scalar]],
           kept_routes: Iterable[tuple[int, int]] = ()) -> Topology:
     """The machine without the failed items and with the derated resources' bandwidths
     multiplied by their factors (a factor may be a symbol, such as `d`). `kept_routes`:
     pairs routed on `topology` whose routes the failures leave as they are
     (`Topology.route_depends_on` misses every failed hop), carried over, not routed anew."""
-    factors: dict[int, sympy.Expr] = {}
+    factors: dict[int, Scalar] = {}
     for item, factor in derated:
         targets = item.resources
         if item.kind == "device":
@@ -200,7 +199,7 @@ def apply(topology: Topology, failed: list[Item], derated: list[tuple[Item, symp
             raise UsageError(f"{item.name} has no bandwidth (it is never a bottleneck), so "
                              "derating it changes nothing", item.span)
         for r in targets:
-            factors[r] = factors.get(r, sympy.Integer(1)) * factor
+            factors[r] = factors.get(r, to_sympy(1) if topology.symbolic else 1) * factor
     resources = [replace(r, bandwidth=r.bandwidth * factors[r.id]) if r.id in factors else r
                  for r in topology.resources]
     removed = frozenset().union(*(item.hops for item in failed)) if failed else frozenset()

@@ -19,12 +19,13 @@ from fractions import Fraction
 from functools import cached_property
 
 import numpy as np
-import sympy
 
 from ..errors import Span
+from .scalars import Scalar, rational
 
 # A linear form over size symbols: ((symbol or 1, coefficient), ...), sorted by symbol name.
-LinearBytes = tuple[tuple[sympy.Expr, Fraction], ...]
+# Compiled without formulas (`model.scalars`) there are no symbols: ((1, bytes),) or ().
+LinearBytes = tuple[tuple[Scalar, Fraction], ...]
 Region = tuple[Fraction, Fraction]  # [start, end) of the buffer, as fractions of it
 
 
@@ -61,7 +62,9 @@ def random_words(count: int, seed: int = 0) -> np.ndarray:
     return x ^ (x >> np.uint64(31))
 
 
-def linear_expr(form: LinearBytes) -> sympy.Expr:
+def linear_expr(form: LinearBytes) -> Scalar:
+    """The form as a SymPy expression (SymPy imported here: a formula is asked for)."""
+    import sympy
     return sympy.Add(*[sympy.Rational(c.numerator, c.denominator) * s for s, c in form])
 
 
@@ -69,9 +72,14 @@ def linear_value(form: LinearBytes, nominal: dict) -> Fraction:
     """A linear form's exact value at the nominal point (symbol → SymPy rational)."""
     total = Fraction(0)
     for symbol, coeff in form:
-        value = sympy.Integer(1) if symbol == 1 else nominal[symbol]
-        total += coeff * Fraction(int(value.p), int(value.q))
+        total += coeff * (1 if symbol == 1 else from_rational(nominal[symbol]))
     return total
+
+
+def from_rational(value: Scalar) -> Fraction:
+    found = rational(value)
+    assert found is not None, value  # a nominal value is always a rational
+    return found
 
 
 def linear_scale(form: LinearBytes, factor: Fraction) -> LinearBytes:

@@ -24,9 +24,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-import sympy
-
 from ..errors import Span
+from .scalars import Scalar, largest, smallest
 
 MAX_EFF = 1  # a protocol's share of a link's bandwidth is at most all of it (see above)
 
@@ -35,28 +34,28 @@ MAX_EFF = 1  # a protocol's share of a link's bandwidth is at most all of it (se
 @dataclass(frozen=True)
 class Protocol:
     name: str
-    alpha: sympy.Expr  # seconds, per round
-    eff: sympy.Expr  # share of each link's bandwidth (dimensionless)
-    class_alpha: tuple[tuple[str, sympy.Expr], ...] = ()  # per link class: the round's start-up
-    class_cap: tuple[tuple[str, sympy.Expr], ...] = ()  # per link class: a rate cap, bytes/s
+    alpha: Scalar  # seconds, per round
+    eff: Scalar  # share of each link's bandwidth (dimensionless)
+    class_alpha: tuple[tuple[str, Scalar], ...] = ()  # per link class: the round's start-up
+    class_cap: tuple[tuple[str, Scalar], ...] = ()  # per link class: a rate cap, bytes/s
     span: Span | None = field(default=None, compare=False, repr=False)
-    launch: sympy.Expr = sympy.Integer(0)  # seconds, once per call (NCCL's baseLat)
-    class_eff: tuple[tuple[str, sympy.Expr], ...] = ()  # per link class: its own share
+    launch: Scalar = 0  # seconds, once per call (NCCL's baseLat)
+    class_eff: tuple[tuple[str, Scalar], ...] = ()  # per link class: its own share
 
-    def startup(self, classes: set[str]) -> sympy.Expr:
+    def startup(self, classes: set[str]) -> Scalar:
         """The start-up of a round that uses links of `classes`."""
         own = [a for c, a in self.class_alpha if c in classes]
-        return sympy.Max(self.alpha, *own) if own else self.alpha
+        return largest(self.alpha, *own) if own else self.alpha
 
-    def share(self, classes: set[str]) -> sympy.Expr:
+    def share(self, classes: set[str]) -> Scalar:
         """The share of a link's bandwidth this protocol gets on links of `classes`: each
         class's own (`class C eff`), else `eff`; the smallest when a term spans classes."""
         own = dict(self.class_eff)
         shares = list(dict.fromkeys(own.get(c, self.eff) for c in sorted(classes)))
-        return self.eff if not shares else shares[0] if len(shares) == 1 else sympy.Min(*shares)
+        return self.eff if not shares else shares[0] if len(shares) == 1 else smallest(*shares)
 
-    def rate(self, bandwidth: sympy.Expr, classes: set[str]) -> sympy.Expr:
+    def rate(self, bandwidth: Scalar, classes: set[str]) -> Scalar:
         """The rate this protocol gets from links of `classes` with bandwidth B."""
         caps = [cap for c, cap in self.class_cap if c in classes]
         scaled = self.share(classes) * bandwidth
-        return sympy.Min(scaled, *caps) if caps else scaled
+        return smallest(scaled, *caps) if caps else scaled

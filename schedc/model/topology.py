@@ -21,15 +21,13 @@ from __future__ import annotations
 import weakref
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..errors import Span, TopologyError
 from .routing import DEFAULT_PREFERENCE, Route, class_tiers, pinned, shortest
 
-if TYPE_CHECKING:  # SymPy is imported where a formula is asked for, not to route
-    import sympy
+from .scalars import Scalar, largest, quotient, smallest, substitute, to_sympy, total
 
 FORWARDING_KINDS = ("switch", "nic")
 
@@ -53,21 +51,20 @@ class Resource:
     id: int
     name: str
     cls: str
-    bandwidth: sympy.Expr | None  # bytes/s; None: never a bottleneck
-    latency: sympy.Expr | None = None  # seconds, for the latency/window model
-    window: sympy.Expr | None = None  # bytes in flight
+    bandwidth: Scalar | None  # bytes/s; None: never a bottleneck
+    latency: Scalar | None = None  # seconds, for the latency/window model
+    window: Scalar | None = None  # bytes in flight
     span: Span | None = field(default=None, compare=False, repr=False)
 
     @property
-    def effective_bandwidth(self) -> sympy.Expr | None:
+    def effective_bandwidth(self) -> Scalar | None:
         """min(B, window/latency) (Little's law); None: never a bottleneck."""
         if self.window is None:
             return self.bandwidth
-        limit = self.window / self.latency
+        limit = quotient(self.window, self.latency)
         if self.bandwidth is None:
             return limit
-        import sympy
-        return sympy.Min(self.bandwidth, limit)
+        return smallest(self.bandwidth, limit)
 
     def window_limited(self, nominal: dict) -> bool:
         """Whether window/latency, not the bandwidth, sets the rate at the nominal point."""
@@ -75,7 +72,8 @@ class Resource:
             return False
         if self.bandwidth is None:
             return True
-        return bool((self.window / self.latency).xreplace(nominal) < self.bandwidth.xreplace(nominal))
+        return bool(substitute(quotient(self.window, self.latency), nominal)
+                    < substitute(self.bandwidth, nominal))
 
 
 @dataclass(frozen=True)
@@ -116,7 +114,7 @@ class RouteCache:
         self.remaining: dict[tuple[Scope, int], dict[int, int]] = {}
         self.layers: dict[tuple[Scope, int], dict[int, list[int]]] = {}
         self.fabrics: dict[Scope, dict[int, list[tuple[int, int]]]] = {}
-        self.latencies: dict[tuple[int, int], sympy.Expr] = {}
+        self.latencies: dict[tuple[int, int], Scalar] = {}
 
 
 # Each machine's RouteCache by the machine's id, dropped when the machine is collected (a plain
@@ -170,6 +168,8 @@ class Topology:
     pinned: dict[tuple[int, int], PinnedRoute] = field(default_factory=dict)
     notes: tuple[str, ...] = ()  # what a what-if changed (schedc.model.changes), for errors
     preference: tuple[str, ...] = DEFAULT_PREFERENCE  # link classes inside a host, best first
+    # Bandwidths and latencies are SymPy expressions (else exact numbers: `model.scalars`)
+    symbolic: bool = True
 
     # Derived once by `_derive` (not arguments; `dataclasses.replace` derives them anew).
     forwarding: frozenset[int] = field(init=False, repr=False, compare=False)
@@ -377,7 +377,7 @@ class Topology:
                 found.update(h for h, _ in self._out[node])
         return found
 
-    def route_latency(self, src: int, dst: int, span: Span | None) -> sympy.Expr:
+    def route_latency(self, src: int, dst: int, span: Span | None) -> Scalar:
         """The latency of the route from src to dst: Σ over its hops of their resources'
         latencies (0 where none is declared); over several paths, the largest, since the
         transfer ends when its slowest share arrives."""
@@ -386,18 +386,21 @@ class Topology:
         found = latencies.get(key)
         if found is None:
             route = self.route(src, dst, span)
-            import sympy
-            after: dict[int, sympy.Expr] = {dst: sympy.Integer(0)}
+            after: dict[int, Scalar] = {dst: self.zero}
             for node, hops in reversed(route.steps):
-                after[node] = sympy.Max(*[self._hop_latency(h) + after[self.hops[h].dst]
-                                          for h in hops])
+                after[node] = largest(*[self._hop_latency(h) + after[self.hops[h].dst]
+                                        for h in hops])
             found = latencies[key] = after[src]
         return found
 
-    def _hop_latency(self, hop: int) -> sympy.Expr:
-        import sympy
-        return sympy.Add(*[self.resources[r].latency for r in self.hops[hop].resources
-                           if self.resources[r].latency is not None])
+    @property
+    def zero(self) -> Scalar:
+        """0 s or 0 B, as the machine's figures are: SymPy's 0, or the number."""
+        return to_sympy(0) if self.symbolic else 0
+
+    def _hop_latency(self, hop: int) -> Scalar:
+        return total([self.resources[r].latency for r in self.hops[hop].resources
+                      if self.resources[r].latency is not None])
 
     def route_paths(self, src: int, dst: int, span: Span | None):
         """The route's paths, each as device names from src to dst, with its share."""

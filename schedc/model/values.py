@@ -13,10 +13,10 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 import numpy as np
-import sympy
 
 from ..errors import ElaborationError, Span, UnitError
 from ..units import DIMENSIONLESS, Dim, dim_name, format_quantity, to_float
+from .scalars import Scalar, is_plain, rational, substitute, symbols_of, to_sympy
 
 Number = int | Fraction
 
@@ -27,14 +27,23 @@ class NeedScalar(Exception):
 
 @dataclass(frozen=True)
 class Quantity:
-    """A value with a dimension, in base units; `expr` may contain param symbols."""
+    """A value with a dimension, in base units; `expr` may contain param symbols. Compiled
+    without formulas (`schedc.model.scalars`), `expr` is the value itself and `params`
+    names the params it was computed from, so what refuses an expression of params (a
+    loop bound, a comparison) refuses it alike."""
 
-    expr: sympy.Expr
+    expr: Scalar
     dim: Dim
+    params: frozenset[str] = frozenset()
 
     @property
     def is_symbolic(self) -> bool:
-        return bool(self.expr.free_symbols)
+        return bool(self.params) or bool(symbols_of(self.expr))
+
+    @property
+    def param_names(self) -> list[str]:
+        """The params the value depends on, by name, sorted."""
+        return sorted(self.params | {str(s) for s in symbols_of(self.expr)})
 
 
 @dataclass(frozen=True, eq=False)
@@ -160,8 +169,9 @@ def as_number(value: object) -> Number | None:
         return None
     if isinstance(value, (int, Fraction)):
         return value
-    if isinstance(value, Quantity) and value.dim == DIMENSIONLESS and value.expr.is_Rational:
-        return normalize(from_rational(value.expr))
+    if isinstance(value, Quantity) and value.dim == DIMENSIONLESS and not value.params:
+        exact = rational(value.expr)
+        return None if exact is None else normalize(exact)
     return None
 
 
@@ -170,13 +180,18 @@ def normalize(value: Fraction) -> Number:
     return int(value) if value.denominator == 1 else value
 
 
-def from_rational(expr: sympy.Expr) -> Fraction:
-    """A SymPy rational as an exact Fraction (the inverse of `to_sympy`)."""
-    return Fraction(int(expr.p), int(expr.q))
+def from_rational(expr: Scalar) -> Fraction:
+    """A SymPy rational (or an exact number) as an exact Fraction (the inverse of
+    `scalars.to_sympy`)."""
+    exact = rational(expr)
+    if exact is None:
+        raise TypeError(f"not a rational number: {expr}")
+    return exact
 
 
-def to_sympy(value: Number) -> sympy.Expr:
-    return sympy.Integer(value) if isinstance(value, int) else sympy.Rational(value.numerator, value.denominator)
+def constant(value: Number, symbolic: bool) -> Scalar:
+    """A number as a quantity's `expr`: a SymPy rational where formulas are built, else itself."""
+    return to_sympy(value) if symbolic else value
 
 
 def take_lanes(value: object, index: np.ndarray) -> object:
@@ -224,17 +239,20 @@ def _first(value):
 # ---- checks shared by expression evaluation and the built-in functions ------------------
 
 
-def quantity_of(value: object) -> Quantity | None:
-    """A number or a quantity as a quantity (a number is dimensionless), else None."""
+def quantity_of(value: object, symbolic: bool = True) -> Quantity | None:
+    """A number or a quantity as a quantity (a number is dimensionless), else None; with
+    `symbolic`, a number becomes a SymPy rational (the analyses' formulas take it)."""
     if isinstance(value, Quantity):
         return value
-    if isinstance(value, (int, Fraction)) and not isinstance(value, bool):
-        return Quantity(to_sympy(value), DIMENSIONLESS)
+    if is_plain(value):
+        return Quantity(constant(value, symbolic), DIMENSIONLESS)  # type: ignore[arg-type]
     return None
 
 
 def as_quantity(value: object, span: Span) -> Quantity:
-    found = quantity_of(value)
+    """An operand as a quantity; a number stays a number (an operator's other operand, a
+    SymPy expression or not, decides what the result is)."""
+    found = quantity_of(value, symbolic=False)
     if found is None:
         raise ElaborationError(f"expected a number or a quantity, not {kind_of(value)}", span)
     return found
@@ -286,7 +304,7 @@ def as_condition(value: object, span: Span) -> bool | np.ndarray:
 def expect_quantity(value: object, dim: Dim, span: Span, what: str) -> Quantity:
     """`value` as a quantity of dimension `dim`, or a unit error naming `what`."""
     if isinstance(value, (int, Fraction)) and not isinstance(value, bool) and dim == DIMENSIONLESS:
-        return Quantity(to_sympy(value), dim)
+        return Quantity(value, dim)  # the caller makes it SymPy's where formulas are built
     if isinstance(value, Quantity) and value.dim == dim:
         return value
     found = dim_name(value.dim) if isinstance(value, Quantity) else kind_of(value)
@@ -298,13 +316,14 @@ def expect_quantity(value: object, dim: Dim, span: Span, what: str) -> Quantity:
 def check_positive(q: Quantity, nominal: dict, span: Span, what: str, zero_ok: bool = False) -> None:
     """`q` must be positive (or zero, with `zero_ok`) at the nominal point: a bandwidth, a
     message size, a buffer."""
-    value = q.expr.xreplace(nominal)
+    value = substitute(q.expr, nominal)
     wanted = "zero or more" if zero_ok else "positive"
-    if value.is_number and not (value.is_extended_real and value.is_finite):  # x/0, 0/0
+    number = is_plain(value) or value.is_number
+    if number and not is_plain(value) and not (value.is_extended_real and value.is_finite):
         raise ElaborationError(f"{what} must be {wanted}; this one is not a finite number (a "
-                               "division by zero, at these values of its params?)", span)
-    if not value.is_number or not (value >= 0 if zero_ok else value > 0):
-        shown = format_quantity(float(value), q.dim) if value.is_number else str(value)
+                               "division by zero, at these values of its params?)", span)  # x/0
+    if not number or not (value >= 0 if zero_ok else value > 0):
+        shown = format_quantity(float(value), q.dim) if number else str(value)
         raise ElaborationError(f"{what} must be {wanted}; this one is {shown}", span)
 
 
@@ -316,6 +335,7 @@ def check_float_range(number: int | Fraction, span: Span | None, what: str) -> N
     `what` where a float cannot hold it (about 1.8e308 in base units)."""
     exact = Fraction(number)
     if abs(exact) > FLOAT_MAX:
+        import sympy  # (only to show the number, in the error)
         shown = sympy.Float(sympy.Rational(exact.numerator, exact.denominator), 3)
         raise ElaborationError(f"{what} is {str(shown).lower()} in base units, beyond the "
                                "floating-point range (about 1.8e308) analyses compute in", span)
@@ -323,8 +343,8 @@ def check_float_range(number: int | Fraction, span: Span | None, what: str) -> N
 
 def check_at_most(q: Quantity, bound: int, nominal: dict, span: Span, what: str, why: str) -> None:
     """`q` must be at most `bound` at the nominal point (a share of a link's bandwidth)."""
-    value = q.expr.xreplace(nominal)
-    if value.is_number and value > bound:
+    value = substitute(q.expr, nominal)
+    if (is_plain(value) or value.is_number) and value > bound:
         shown = format_quantity(to_float(value), q.dim)
         if shown == format_quantity(bound, q.dim):  # 1.0000001 is not '1': every digit then
             shown = repr(to_float(value))

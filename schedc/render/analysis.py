@@ -7,13 +7,8 @@ interval is `null`. Formulas are SymPy strings, as in `schedc.time/1`.
 
 from __future__ import annotations
 
-import sympy
+from typing import TYPE_CHECKING
 
-from ..analysis.check import FileCheck, Outcome
-from ..analysis.solve.reports import ReportValue
-from ..analysis.solve.roots import Interval, Regime, Solution
-from ..analysis.solve.sensitivity import Sensitivity
-from ..analysis.verify.verdict import Verdict
 from ..elaborate.program import Param, Program
 from ..units import (
     BYTES,
@@ -30,6 +25,15 @@ from . import schema
 from .text import dump_json, json_number, params_json, table
 from .verdict import verdict_json, verdict_text
 
+if TYPE_CHECKING:  # (they bring SymPy, which a sweep without formulas never imports)
+    import sympy
+
+    from ..analysis.check import FileCheck, Outcome
+    from ..analysis.solve.reports import ReportValue
+    from ..analysis.solve.roots import Interval, Regime, Solution
+    from ..analysis.solve.sensitivity import Sensitivity
+    from ..analysis.verify.verdict import Verdict
+
 
 def _show(expr: sympy.Expr, dim: Dim) -> str:
     return format_quantity(expr if expr.is_Rational else float(expr), dim)  # exact if it can
@@ -39,6 +43,7 @@ def _show(expr: sympy.Expr, dim: Dim) -> str:
 
 
 def _between(lo: sympy.Expr, hi: sympy.Expr, name: str, dim: Dim, closed: bool) -> str:
+    import sympy
     le = "<=" if closed else "<"
     if lo == 0 and hi is sympy.oo:
         return f"every {name} > 0"
@@ -184,6 +189,7 @@ def _derivative(value: sympy.Expr, param: Param) -> str:
 
 
 def _elasticity(value: sympy.Expr) -> str:
+    import sympy
     return "-" if value is sympy.nan else f"{float(value):.4g}"
 
 

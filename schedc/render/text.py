@@ -14,12 +14,8 @@ import re
 import sys
 from collections.abc import Collection, Sequence
 from fractions import Fraction
+from typing import TYPE_CHECKING, Any
 
-import sympy
-
-from ..cost.formula import RoundClass, nominal_value
-from ..cost.regimes import key
-from ..cost.timing import Timing
 from ..elaborate.program import Program
 from ..measure.bandwidth import bandwidths, busbw_factor
 from ..model.ir import linear_expr
@@ -27,8 +23,12 @@ from ..model.topology import Topology
 from ..units import base_unit, format_quantity, to_float
 from . import schema
 
+if TYPE_CHECKING:  # (SymPy's formulas: imported where one is written)
+    from ..cost.formula import RoundClass
+    from ..cost.timing import Timing
 
-def json_number(value: Fraction | sympy.Expr | float | None,
+
+def json_number(value: Fraction | Any | float | None,
                 integer: bool = True) -> int | float | None:
     """A number for JSON: an exact integer stays one, unless `integer` is off (a field the schema
     types as a float, a time say, is one even when whole). JSON has no NaN or Infinity, so
@@ -36,9 +36,11 @@ def json_number(value: Fraction | sympy.Expr | float | None,
     (`regimes.key`) before rounding, so the float is right to its last digit."""
     if value is None:
         return None
-    if isinstance(value, sympy.Basic):
+    sympy = sys.modules.get("sympy")  # not imported: the value is no SymPy object
+    if sympy is not None and isinstance(value, sympy.Basic):
         if integer and value.is_Integer:
             return int(value)
+        from ..cost.regimes import key
         value = key(value)
     elif integer and isinstance(value, (int, Fraction)) and value.denominator == 1:
         return int(value)
@@ -174,6 +176,7 @@ def _plain(value, level: int, written: dict) -> str:
 
 
 def _class_json(c: RoundClass, topology: Topology, nominal: dict) -> dict:
+    from ..cost.formula import nominal_value
     carriers = c.terms[c.dominant].resources if c.dominant is not None else ()
     return {
         "count": c.count,
@@ -205,6 +208,7 @@ def params_json(program: Program) -> dict:
 
 
 def timing_json(t: Timing, topology: Topology) -> dict:
+    from ..cost.formula import nominal_value
     c = t.cost
     collective = t.schedule.collective
     return {

@@ -8,14 +8,14 @@ expression with units, parsed from its own text so errors point inside it.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
+from typing import TYPE_CHECKING
 
 import numpy as np
-import sympy
 
-from ...cost.timing import Timing
+from ...cost.numeric import NumericTiming
 from ...elaborate.evaluate import evaluate
 from ...elaborate.lanes import Env
 from ...elaborate.program import Param, Program
@@ -23,9 +23,13 @@ from ...errors import SchedcError, SourceFile, Span, UsageError, did_you_mean
 from ...language.parser import parse_expression
 from ...limits import DEFAULT_POINTS
 from ...measure.bandwidth import GB, busbw_factor, factor_text
-from ...model.values import Quantity, as_number, check_float_range, from_rational
+from ...model.scalars import rational
+from ...model.values import Quantity, as_number, check_float_range
 from ...session import Session
 from ...units import DIMENSIONLESS, base_unit, dim_name, format_quantity
+
+if TYPE_CHECKING:  # (SymPy: imported by the sweep of a formula, not by a structural one)
+    from ...cost.timing import Timing
 
 MAX_POINTS = 1_000_000
 MAX_COMPILES = 200  # a sweep of a structural param compiles once per distinct integer
@@ -149,8 +153,7 @@ def _end(text: str, span: Span, param: Param, program: Program) -> Fraction:
                        span.col + (where.end_col - 1 if where else len(text)))
         raise UsageError(exc.message, shifted) from None
     if isinstance(value, Quantity):
-        exact = value.expr.is_Rational and not value.is_symbolic
-        number: int | Fraction | None = from_rational(value.expr) if exact else None
+        number: int | Fraction | None = None if value.is_symbolic else rational(value.expr)
         dim = value.dim
     else:
         number, dim = as_number(value), DIMENSIONLESS
@@ -162,7 +165,8 @@ def _end(text: str, span: Span, param: Param, program: Program) -> Fraction:
     if param.structural and Fraction(number).denominator != 1:
         raise UsageError(f"{param.name} is a structural param (an integer); {number} is not an "
                          "integer", span)
-    if param.symbol.is_nonnegative and number < 0:
+    nonnegative = param.nominal >= 0 if param.symbol is None else param.symbol.is_nonnegative
+    if nonnegative and number < 0:
         raise UsageError(f"{param.name} cannot be negative (its nominal value is "
                          f"{format_quantity(param.nominal, param.dim)})", span)
     return Fraction(number)
@@ -173,6 +177,7 @@ def sweep(program: Program, timings: list[Timing], vary: Vary, spacing: str = "l
     for end in (vary.lo, vary.hi):
         check_float_range(end, None, f"{vary.param.name} in a sweep (or a report's curves)")
     grid = grid_of(vary, spacing)
+    import sympy
     x = vary.param.symbol
     others = {s: v for s, v in program.nominal.items() if s != x}
     times: dict[str, np.ndarray] = {}
@@ -218,7 +223,7 @@ def _with_bandwidths(sweep: Sweep, found: dict[str, Bandwidths]) -> Sweep:
                    factors={n: f[3] for n, f in found.items()})
 
 
-def _bandwidths(t: Timing, size: np.ndarray, seconds: np.ndarray,
+def _bandwidths(t: Timing | NumericTiming, size: np.ndarray, seconds: np.ndarray,
                 ranks: np.ndarray) -> Bandwidths:
     """algbw = size / time and busbw = algbw × nccl-tests' factor at `ranks` (one count, or
     one per value), in GB/s per value, and what the factor is."""
@@ -292,7 +297,7 @@ def integer_points(vary: Vary, spacing: str = "log") -> list[int]:
 
 
 def instance_sweep(session: Session, vary: Vary, spacing: str,
-                   timings_at: Callable[[Session], list[Timing]]) -> Sweep:
+                   timings_at: Callable[[Session], Sequence[Timing | NumericTiming]]) -> Sweep:
     """A structural param's sweep: one compile per distinct integer value (`Session.at`)."""
     points = integer_points(vary, spacing)
     rows = [timings_at(session.at({vary.param.name: n})) for n in points]
