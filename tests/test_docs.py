@@ -1,5 +1,5 @@
-"""The documentation shows real output: every example of README.md and docs/*.md is run, page
-by page, and every relative link resolves.
+"""The documentation shows real output: every example of README.md and docs/*.md is run, each
+its own test (`-k PAGE` selects a page's), and every relative link resolves.
 
 The convention (docs/contributing.md, "Examples in the documentation"):
 
@@ -37,7 +37,7 @@ from difflib import SequenceMatcher, unified_diff
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, SHARED_DATA, needs_shared_data
+from conftest import ROOT, needs_shared_data
 
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 ELLIPSIS = "..."
@@ -165,27 +165,37 @@ def _run_example(block: Block, run, monkeypatch, tmp_path) -> tuple[str, str | N
     return text, ("\n".join(failures) or None)
 
 
-@pytest.mark.parametrize("page", PAGES, ids=[p.relative_to(ROOT).as_posix() for p in PAGES])
-def test_the_examples_print_what_they_show(page, run, monkeypatch, tmp_path, reuse_shipped):
-    text = page.read_text()
-    failures, skipped, edits = [], 0, []
-    found = examples(text)
-    for block in found:
-        if "../shared/data/" in block.body and not SHARED_DATA.exists():
-            skipped += 1
-            continue
-        body, failure = _run_example(block, run, monkeypatch, tmp_path)
-        if failure:
-            failures.append(f"{page.name}:{block.line}: {failure}")
-            edits.append((block.span, body))
-    if UPDATE and edits:
-        for (start, end), body in reversed(edits):
-            text = text[:start] + body.rstrip("\n") + text[end:]
-        page.write_text(text)
-        failures = []
-    assert not failures, "\n\n".join(failures)
-    if skipped:  # the others ran and printed what they show
+def _example_cases() -> list:
+    """(page, index of the example on the page): one test per example, not per page, so that
+    the workers share a page's examples (docs/scale.md's twelve took 41 s on one worker)."""
+    return [pytest.param(page, index, id=f"{page.relative_to(ROOT).as_posix()}:{block.line}")
+            for page in PAGES for index, block in enumerate(examples(page.read_text()))]
+
+
+def _rewrite_example(page: Path, index: int, body: str) -> None:
+    """Put the example's new text in place of example `index` of the page. Workers may
+    rewrite examples of one page at once: the page is locked, and read again, meanwhile."""
+    import fcntl
+    with open(page, "r+") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        text = handle.read()
+        start, end = examples(text)[index].span
+        handle.seek(0)
+        handle.write(text[:start] + body.rstrip("\n") + text[end:])
+        handle.truncate()
+
+
+@pytest.mark.parametrize(("page", "index"), _example_cases())
+def test_the_examples_print_what_they_show(page, index, run, monkeypatch, tmp_path,
+                                           reuse_shipped):
+    block = examples(page.read_text())[index]
+    if "../shared/data/" in block.body:
         needs_shared_data()
+    body, failure = _run_example(block, run, monkeypatch, tmp_path)
+    if failure and UPDATE:
+        _rewrite_example(page, index, body)
+        return
+    assert not failure, f"{page.name}:{block.line}: {failure}"
 
 
 @pytest.mark.parametrize("page", [p for p in PAGES if doctests(p.read_text())],

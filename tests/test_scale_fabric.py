@@ -2,8 +2,10 @@
 links between rail switches and a spine with a bandwidth are shared by every host, so the
 regime changes at a host count; each piece between the exact boundaries is proved on its
 range, and the proved forms equal direct compiles (and the hand) past every instance the
-fit used. Links whose bandwidth grows with the hosts, or routes that split over two
-spines, leave the pieces `checked`, naming why."""
+fit used. Routes that split their bytes equally over two spines are proved too (each
+spine link carries its share); a bandwidth written in the hosts other than as n^k times one
+free of n leaves the pieces `checked`, naming why (tests/test_scale_unseen.py proves an
+uplink of hosts·B/(spines·oversub))."""
 
 from __future__ import annotations
 
@@ -70,25 +72,52 @@ def test_the_rail_spine_trap_of_issue_20_is_proved_piece_by_piece(run):
     assert (second["status"], second["valid_from"], second["valid_to"]) == ("proved", 51, None)
 
 
-@pytest.mark.parametrize("change, why", [
-    # The uplink's bandwidth is written in the hosts (as the systems library's rail uplinks
-    # are, `hosts * B_port / spines`): hypothesis 2 reads the source, so this is refused
-    # even where, as here, the value does not change.
-    (("bw B_S class spine", "bw hosts * B_S / hosts class spine"),
-     "a link's ends or attributes depend on hosts"),
-    # Two spines: a route between rails splits its bytes over both (equal-cost multipath).
-    (("switch spine\n", "switch spine[2]\n"), None),
-])
-def test_a_fabric_outside_the_argument_stays_checked(run, tmp_path, change, why):
-    text = SPINE.replace(*change)
-    if why is None:
-        text = text.replace("link rail[i] <-> spine bw B_S class spine for i in 0..1",
-                            "link rail[i] <-> spine[s] bw B_S class spine for i in 0..1 "
-                            "for s in 0..1")
-        why = "shares its bytes among several"
-    case = write(tmp_path, "spine.sched", text)
+def test_a_fabric_outside_the_argument_stays_checked(run, tmp_path):
+    """The uplink's bandwidth written in the hosts, but not as a product of factors each
+    hosts or free of it (hypothesis 2 reads the source): refused even where, as here, the
+    value does not change."""
+    case = write(tmp_path, "spine.sched", SPINE.replace("bw B_S class spine",
+                                                        "bw (hosts + 1) * B_S / (hosts + 1) class spine"))
     document = _scale(run, case, "-s", "ring")
     for piece in document["schedules"]:
         assert piece["status"] == "checked" and piece["valid_to"] is not None
-        assert any(note.startswith("not proved: ") and why in note for note in piece["notes"]), \
-            piece["notes"]
+        assert any(note.startswith("not proved: ") and "a link's ends or attributes depend on "
+                   "hosts" in note for note in piece["notes"]), piece["notes"]
+
+
+def test_routes_split_over_two_spines_are_proved(run, tmp_path):
+    """Two spines, each rail's link to each of B_S/2: equal-cost routing splits every
+    rail-to-rail transfer over both, half its bytes on each link of half the bandwidth, so
+    the figures are the one spine's (ring_by_hand), both pieces proved."""
+    text = SPINE.replace("switch spine\n", "switch spine[2]\n").replace(
+        "link rail[i] <-> spine bw B_S class spine for i in 0..1",
+        "link rail[i] <-> spine[s] bw B_S / 2 class spine for i in 0..1 for s in 0..1")
+    case = write(tmp_path, "spines.sched", text)
+    document = _scale(run, case, "-s", "ring", *[a for n in (5, 64, 1000) for a in ("--at", str(n))])
+    first, second = document["schedules"]
+    assert (first["status"], first["valid_to"], second["status"], second["valid_from"]) == (
+        "proved", 8, "proved", 9)
+    assert "with 8 fabric resources shared by its copies" in second["argument"]
+    for at in document["at"]["ring"]:
+        assert at["method"] == "formula"
+        compiled = _compiled(case, at["n"], "ring")
+        assert compiled == ring_by_hand(at["n"]) and at["time_s"] == float(compiled)
+
+
+def test_a_fabric_link_carrying_unequal_shares_stays_checked(run, tmp_path):
+    """Three rails, rails 0 and 1 on both spines, rail 2 on spine 0 only: rail 0's link to
+    spine 0 carries half of a transfer to rail 1 (two equal-cost routes) but all of one to
+    rail 2, so its load is no one share of the pairs crossing it (hypothesis 3)."""
+    text = PER_GPU.format(lib=SCHEDULES / "lib", G=3, last=2).replace(
+        "param hosts = 2", "param hosts = 2\nparam B_S = 400 GB/s").replace(
+        "switch spine\n", "switch spine[2]\n").replace(
+        "link rail[i] <-> spine for i in 0..2",
+        "link rail[i] <-> spine[s] bw B_S class spine for i in 0..1 for s in 0..1\n"
+        "  link rail[2] <-> spine[0] bw B_S class spine")
+    case = write(tmp_path, "unequal.sched", text)
+    document = _scale(run, case, "-s", "ring")
+    for piece in document["schedules"]:
+        assert piece["status"] == "checked"
+        assert any(note.startswith("not proved: ") and "a fabric link carrying different "
+                   "shares of the bytes of different pairs" in note
+                   for note in piece["notes"]), piece["notes"]

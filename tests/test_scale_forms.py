@@ -261,7 +261,7 @@ def test_at_past_the_checked_range_compiles_unless_extrapolate(run):
         assert entry == {"n": hosts, "time_s": float(t["ring"].time), "method": "formula"}
     assert document["compiles"] < 10  # 2–7 and 40: nothing near 10^5 was compiled
     # A checked last piece: past its range (244 hosts) a value is compiled, and says so.
-    spine = ROOT / "tests" / "scale" / "rail_spines_hosts.sched"  # two spines: checked
+    spine = ROOT / "tests" / "scale" / "rail_spines_hosts.sched"  # a pinned route: checked
     document = _scale(run, spine, "--in", "hosts", "-s", "ring", "--no-bound", "--at", "250")
     assert [p["status"] for p in document["schedules"]] == ["checked", "checked"]
     (entry,) = document["at"]["ring"]

@@ -12,8 +12,9 @@ import sympy
 from conftest import ROOT, timings, write
 
 RAIL_SPINE = ROOT / "tests" / "scale" / "rail_spine_hosts.sched"
-# The same figures with the spine split in two (equal-cost routes): its pieces stay checked
-# (tests/test_scale_fabric.py proves RAIL_SPINE's).
+# The same figures with the spine split in two (equal-cost routes) and one pinned route (the
+# one routing picks anyway): the pin is outside the proof, so its pieces stay checked
+# (tests/test_scale_fabric.py proves RAIL_SPINE's, and two spines without a pin).
 RAIL_SPINES = ROOT / "tests" / "scale" / "rail_spines_hosts.sched"
 MIB = 2**20
 
@@ -45,7 +46,8 @@ def test_finite_rail_to_spine_links_end_the_nic_regime_at_51_hosts(run):
     against V/(8n) on a NIC. By hand, with p = 8n GPUs and 2(p - 1) rounds:
     T = 2(8n - 1)(α + V/(8n·B_N)) while B_S/n >= B_N, i.e. n <= 2.5 TB/s / 50 GB/s = 50;
     T = 2(8n - 1)(α + V/(8·B_S)) from 51 hosts on. On RAIL_SPINES (two spines, each link
-    B_S/2, every transfer split over both) the figures are the same, the pieces checked."""
+    B_S/2, every transfer split over both, a route pinned) the figures are the same, the
+    pieces checked."""
     document = _scale(run, RAIL_SPINES, "--in", "hosts", "--no-bound", "--at", "100", "--at",
                       "51", "--at", "1000", "--extrapolate")
     first, second = document["schedules"]

@@ -1,8 +1,10 @@
 """The systems library in hosts (schedules/systems/): on each real system of
 schedules/machines/systems/, the seed's ring and hierarchical all-reduce and NCCL's ring with
-`hosts` structural. What is proved today, and, for each answer that stays `checked` or
-`unknown`, the hypothesis it names (issue 37). When the proof covers more, these
-expectations move from the notes to `proved`."""
+`hosts` structural, proved for every number of hosts (issue 37): `verify --for-all` and
+`scale --in hosts`. The fabric block is read as the elaborator reads it (docs/scale.md,
+hypothesis 2): `ports[h][p]` inlined, `if fabric == 1` decided, `switch leaf[hosts]`
+unlinked; the rail uplinks' bandwidth hosts·B_port/(spines·oversub) is n times one free of
+n, and each rail-to-rail transfer shares its bytes over the spines equally."""
 
 from __future__ import annotations
 
@@ -26,35 +28,33 @@ def test_verify_for_all_hosts(run, path):
     (found,) = json.loads(out)["files"]
     verdicts = {s["name"]: s for s in found["schedules"]}
     assert all(s["ok"] for s in verdicts.values())  # verified at the instances, at least
-    # The ring and hierarchical all-reduce: proved for every number of hosts.
-    for name in ("ring", "hierarchical"):
+    # The ring, the hierarchical all-reduce and NCCL's ring (its `loops` loops, one after
+    # another, unrolled: their count is a constant): proved for every number of hosts.
+    for name in ("ring", "hierarchical", "nccl_ring"):
         assert verdicts[name]["for_all"]["status"] == "proved", verdicts[name]["for_all"]
-    # NCCL's ring: lib/nccl.sched splits each channel's part into `loops` loops run one after
-    # another, whose rounds grow with hosts: outside the affine class today.
-    nccl = verdicts["nccl_ring"]["for_all"]
-    assert nccl["status"] == "unknown"
-    assert "a sequential loop whose iterations' lengths vary with the param" in nccl["reason"]
-    assert nccl["at"]["file"].endswith("lib/nccl.sched")
 
 
-def test_scale_in_hosts_names_what_fails(run):
-    """One system (the fabric block that fails is the same in every file: test_systems.py)."""
-    path = ROOT / "schedules" / "systems" / "dgx_h100.sched"
+@pytest.mark.parametrize("stem", ["dgx_h100", "aws_p4d", "aws_p5"])
+def test_scale_in_hosts_is_proved(run, stem):
+    """Three systems (the fabric block is the same in every file: test_systems.py): GPUs
+    that are their NICs' ports (DGX H100), four EFA NICs each shared by two GPUs (p4d), and
+    four EFA NICs per GPU, a bundle that every route splits its bytes over equally (p5).
+    `python benchmarks/scale_status.py` runs all eleven."""
+    path = ROOT / "schedules" / "systems" / f"{stem}.sched"
     code, out, err = run("scale", path, "--in", "hosts", "--json")
     assert code == 0, err
     pieces = {p["name"]: p for p in json.loads(out)["schedules"]}
-    assert {p["status"] for p in pieces.values()} == {"checked"}
-    # The fabric block declares `switch leaf[hosts]` for its leaf-spine choice even when the
-    # rail fabric is chosen: a second family sized by hosts, so the machine is not read as
-    # copies of one block (hypothesis 2), for the hierarchical schedule and every bound.
-    leaf = "machines/systems/dgx_h100.sched:62: a family sized by hosts other than one family"
-    assert any(leaf in note for note in pieces["hierarchical"]["notes"])
+    assert set(pieces) == {"ring", "hierarchical", "nccl_ring"}  # one piece each
     for piece in pieces.values():
+        assert (piece["status"], piece["valid_from"], piece["valid_to"]) == ("proved", 2, None)
+        # The bounds' argument (compressed network) does not take a fabric link whose
+        # bandwidth grows with the hosts yet: they stay fitted, and say why.
         assert piece["bounds_status"] == "checked"
-        assert any("bounds not proved" in note and leaf in note for note in piece["notes"])
-    # The contiguous rings cross hosts through the rail uplinks, whose bandwidth grows with
-    # hosts (hosts·B_port/spines): a term 1/hosts² is outside the fit's basis, so there is no
-    # full formula to prove.
-    for name in ("ring", "nccl_ring"):  # (with the machine's hypothesis that fails too)
-        assert any(note.startswith("not proved: no full formula to prove; and ") and leaf in note
-                   for note in pieces[name]["notes"]), pieces[name]["notes"]
+        assert any("bounds not proved" in note and "a fabric link whose bandwidth is written "
+                   "in hosts" in note for note in piece["notes"]), piece["notes"]
+    # The contiguous rings cross hosts through the rail uplinks (rail 7 to rail 0), which
+    # are proved fabric links: the uplinks' term is in the formula.
+    for name in ("ring", "nccl_ring"):
+        assert "oversub" in pieces[name]["formula"], pieces[name]["formula"]
+    if stem == "aws_p5":  # by hand: V/(8·hosts) per ring hop, a quarter on each EFA device
+        assert "V/(32*B_E*hosts)" in pieces["ring"]["formula"], pieces["ring"]["formula"]

@@ -97,14 +97,26 @@ class Elaborator(Expressions):
             probe.names, probe.ranks = saved.names, saved.ranks
             rounds = self.sequence(stmt.body, inner, time)
             self.out = saved
-            if not rounds.is_const:
-                raise Outside("a sequential loop whose iterations' lengths vary with the param",
-                              stmt.span)
+            if not rounds.is_const:  # unrolled when its count is a constant (channels, loops)
+                return self._unrolled(stmt, scope, time, count)
             self.sequence(stmt.body, inner, time + offset.scale(rounds.const))
             return count.scale(rounds.const)
         if isinstance(stmt, st.CallStmt):
             return self.call(stmt.call, scope, time)
         raise Outside(f"{described(stmt)} is outside the affine class", stmt.span)
+
+    def _unrolled(self, stmt: st.For, scope: Scope, time: Lin, count: Lin) -> Lin:
+        """Iteration after iteration, each as long as it is in n."""
+        if not count.is_const or count.const > MAX_UNROLLED:
+            raise Outside("a sequential loop whose iterations' lengths vary with the param, "
+                          f"and whose count is not a constant up to {MAX_UNROLLED}", stmt.span)
+        bounds, total = self.eval(stmt.iter, scope), Lin()
+        assert isinstance(bounds, SymRange)  # `_loop` read it
+        lo = single(bounds.lo, stmt.iter.span, "a loop bound")
+        for k in range(count.const):
+            inner = scope.bind(stmt.var, lin_int(lo + const(k)))
+            total = total + self.sequence(stmt.body, inner, time + total)
+        return total
 
     def call(self, call: ast.Call, scope: Scope, time: Lin) -> Lin:
         definition = self.functions.get(call.func)

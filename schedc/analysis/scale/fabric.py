@@ -99,7 +99,7 @@ def fabric_loads(cross: list[tuple[Family, tuple[Cons, ...], sympy.Expr]],
         regions: list[tuple[isl.Set, object]] = []
         for size, region in by_load.items():
             for rounds, k in _boxes(region, dims, start, stop, n):
-                regions = _refine(regions, rounds, sympy.expand(size * k), add)
+                regions = _refine(regions, rounds, sympy.expand(size * k * link.share), add)
         for rounds, load in regions:
             key = (link.bandwidth, load)
             present[key] = present[key].union(rounds) if key in present else rounds

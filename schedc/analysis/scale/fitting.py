@@ -172,9 +172,11 @@ def classes_terms(shape: Shape, values: list[sympy.Expr]
         startup = sympy.Add(*[values[k + j] * m for j, m in enumerate(startup_key[1])])
         k += len(startup_key[1])
         loads = []
-        for bandwidth, symbols in terms:
+        for bandwidth, symbols, *factor in terms:  # factor: the bandwidth's coefficient
             size = sympy.Add(*[values[k + j] * (1 if s == 1 else s) for j, s in enumerate(symbols)])
             k += len(symbols)
+            if factor:
+                bandwidth, k = values[k] * bandwidth, k + 1
             loads.append(size / bandwidth)
         out.append((count, startup, loads))
     return out

@@ -190,8 +190,6 @@ class Scaler:
     def _proved(self, name: str, piece: Piece) -> Piece:
         """The piece `proved` for every n of its range (unbounded if it is the last) when
         every hypothesis of `proof` holds; else `checked`, with a note saying which fails."""
-        if piece.regime is None:
-            return piece
         found = prove(self.session, self.param, name, piece, self.symbol, self.others,
                       None if piece.last else piece.valid_to)
         if found.argument is None:

@@ -54,6 +54,7 @@ class PortRule:
     bandwidth: dict[str, sympy.Expr]  # link class -> effective bandwidth
     fabric: tuple[FabricLink, ...] = ()  # resources of no rank, crossed between copies
     groups: dict[str, int] = field(default_factory=dict)  # class -> ranks sharing each port
+    shares: dict[str, sympy.Expr] = field(default_factory=dict)  # class -> 1/k: bundles of k
 
 
 @dataclass(frozen=True)
@@ -62,8 +63,9 @@ class FabricLink:
     local positions of the pairs of ranks of different copies whose routes cross it."""
 
     name: str
-    bandwidth: sympy.Expr
+    bandwidth: sympy.Expr  # a function of n where the source writes it so (`uniform`)
     pairs: frozenset[tuple[tuple[int, ...], tuple[int, ...]]]
+    share: sympy.Expr = sympy.Integer(1)  # of each crossing transfer's bytes (equal-cost routes)
 
 
 @dataclass(frozen=True)
@@ -211,7 +213,7 @@ def round_classes(sym: Symbolic, rule: PortRule, start: int, stop: int | None,
                               lambda old, new: new if old is None else sympy.cancel(old + new))
         for region, load in regions:
             rounds = region.project_out(isl.dim_type.set, 1, dims)
-            key = (rule.bandwidth[cls], load)
+            key = (rule.bandwidth[cls], sympy.cancel(load * rule.shares.get(cls, 1)))
             present[key] = present[key].union(rounds) if key in present else rounds
     if rule.fabric:
         from .fabric import fabric_loads  # (it builds on this module)

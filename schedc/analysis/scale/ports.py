@@ -22,6 +22,7 @@ a note naming the link.
 from __future__ import annotations
 
 import re
+from fractions import Fraction
 
 import sympy
 
@@ -121,9 +122,11 @@ def _group_size(port, coordinates, ranks, classes) -> dict[str, int]:
 
 
 def port_rule(at: Session, name: str, copies: str, path: tuple[str, ...],
-              coordinates: list[tuple[int, ...]]) -> PortRule:
+              coordinates: list[tuple[int, ...]], scaling: tuple | None = None) -> PortRule:
     """(H3) on one compiled instance, whose ranks' coordinates the symbolic order says are
-    `coordinates`: the rule, or Unproved naming what fails."""
+    `coordinates`: the rule, or Unproved naming what fails. `scaling` = (statements, n0,
+    n): the fabric links of those statements (`uniform.Uniform.scaled`) have a bandwidth
+    n^k times one free of n, read here at n = n0 and given as a function of n."""
     topo = at.program.topology
     ranks = at.program.result(name).collective.ranks
     copy = [copy_of(d.name, copies) for d in topo.devices]
@@ -145,7 +148,50 @@ def port_rule(at: Session, name: str, copies: str, path: tuple[str, ...],
                                "device that several ranks share to the rest")
     port, bandwidth, fabric = _ports(topo, owner, copy)
     local = {r: coords[1:] for r, coords in zip(ranks, coordinates)}
-    cls, crossed = _read_routes(topo, ranks, local, copy, port, fabric)
+    side: dict[int, str] = {}
+    bundle: dict[str, Fraction] = {}  # class -> the share of each port of a bundle
+    seen: dict[tuple[frozenset[int], str, str], frozenset[int]] = {}
+    cls: dict[bool, frozenset[tuple[str, str]]] = {}
+    crossed: dict[tuple, frozenset] = {}  # local positions -> (fabric resource, share)s
+    for a in ranks:
+        for b in ranks:
+            if a == b:
+                continue
+            loaded = dict(topo.route_resources(a, b, None))
+            # Equal-cost routes over several fabric links (two spines) share the bytes.
+            through = frozenset((r, loaded[r]) for r in loaded if r in fabric)
+            key = (local[a], local[b])
+            if (through and copy[a] == copy[b]) or (
+                    copy[a] != copy[b] and crossed.setdefault(key, through) != through):
+                raise Unproved(f"the route from {topo.devices[a].name} to "
+                               f"{topo.devices[b].name} crosses fabric links other than the "
+                               "pairs of its local positions in other copies")
+            # Per end and class one port with all the bytes, or a bundle of k ports that
+            # every route of that end loads equally, 1/k each (a GPU's four NICs).
+            ends: dict[tuple, dict[int, Fraction]] = {}
+            for resource, share in loaded.items():
+                if resource not in fabric:
+                    group, kind = port[resource]
+                    where = "out" if a in group and b not in group else \
+                        "in" if b in group and a not in group else None
+                    if where is None or side.setdefault(resource, where) != where:
+                        where = None
+                    ends.setdefault((group, where, kind), {})[resource] = share
+            found = set()
+            for (group, where, kind), loads in ends.items():
+                share = next(iter(loads.values()))
+                if where is None or any(s != share for s in loads.values()) \
+                        or share * len(loads) != 1 or bundle.setdefault(kind, share) != share \
+                        or seen.setdefault((group, where, kind), frozenset(loads)) != set(loads):
+                    raise Unproved(f"the route from {topo.devices[a].name} to "
+                                   f"{topo.devices[b].name} does not load one port (or one "
+                                   "bundle of ports, equally) of each end per class, with all "
+                                   "its bytes")
+                found.add((where, kind))
+            if cls.setdefault(copy[a] == copy[b], frozenset(found)) != found:
+                raise Unproved(f"the route from {topo.devices[a].name} to "
+                               f"{topo.devices[b].name} loads other ports than the other "
+                               "pairs like it")
     if False not in cls:
         raise Unproved("no two ranks of different copies to read the rule from")
     for kinds in cls.values():
@@ -154,54 +200,35 @@ def port_rule(at: Session, name: str, copies: str, path: tuple[str, ...],
                            "destination")
     classes = {same: tuple(sorted(k for s, k in kinds if s == "out"))
                for same, kinds in cls.items()}
-    links = tuple(FabricLink(topo.resources[r].name, topo.resources[r].effective_bandwidth,
-                             frozenset(k for k, through in crossed.items() if r in through))
-                  for r in sorted(fabric, key=lambda r: topo.resources[r].name)
-                  if any(r in through for through in crossed.values()))
+    links = _fabric_links(topo, crossed, scaling)
     used = {k for kinds in cls.values() for _, k in kinds}
     groups = {k: g for k, g in _group_size(port, coordinates, ranks, used).items() if g > 1}
     if groups and len(path) != 2:
         raise Unproved("a device shared by ranks that are copies of their own")
+    shares = {k: sympy.Rational(v) for k, v in bundle.items() if v != 1}
     return PortRule(0 if len(path) == 2 else None, classes.get(True), classes[False], bandwidth,
-                    links, groups)
+                    links, groups, shares)
 
 
-def _read_routes(topo, ranks, local: dict, copy: list, port: dict, fabric: set):
-    """Every pair's route: the ports it loads (out of its source, into its destination, one
-    per class, with all its bytes), alike for every pair inside a copy and for every pair
-    across two, and across copies the fabric links of their local positions. (The port
-    classes inside a copy (True) and across (False); the fabric links of each pair of local
-    positions.)"""
-    side: dict[int, str] = {}
-    seen: dict[tuple[frozenset[int], str, str], int] = {}
-    cls: dict[bool, frozenset[tuple[str, str]]] = {}
-    crossed: dict[tuple, frozenset[int]] = {}  # local positions -> fabric resources
-    for a in ranks:
-        for b in ranks:
-            if a == b:
-                continue
-            loaded = dict(topo.route_resources(a, b, None))
-            through = frozenset(r for r in loaded if r in fabric)
-            key = (local[a], local[b])
-            if any(loaded[r] != 1 for r in through) or (through and copy[a] == copy[b]) or (
-                    copy[a] != copy[b] and crossed.setdefault(key, through) != through):
-                raise Unproved(f"the route from {topo.devices[a].name} to "
-                               f"{topo.devices[b].name} crosses fabric links other than the "
-                               "pairs of its local positions in other copies, or shares its "
-                               "bytes among several")
-            found = set()
-            for resource, share in {r: s for r, s in loaded.items() if r not in fabric}.items():
-                group, kind = port[resource]
-                where = "out" if a in group and b not in group else \
-                    "in" if b in group and a not in group else None
-                if share != 1 or where is None or side.setdefault(resource, where) != where \
-                        or seen.setdefault((group, where, kind), resource) != resource:
-                    raise Unproved(f"the route from {topo.devices[a].name} to "
-                                   f"{topo.devices[b].name} does not load exactly one port of "
-                                   "each end per class, with all its bytes")
-                found.add((where, kind))
-            if cls.setdefault(copy[a] == copy[b], frozenset(found)) != found:
-                raise Unproved(f"the route from {topo.devices[a].name} to "
-                               f"{topo.devices[b].name} loads other ports than the other "
-                               "pairs like it")
-    return cls, crossed
+def _fabric_links(topo, crossed: dict[tuple, frozenset],
+                  scaling: tuple | None) -> tuple[FabricLink, ...]:
+    """The fabric links some pair crosses, each with the pairs, the share of a transfer's
+    bytes it carries (one share for all its pairs), and its bandwidth as a function of n."""
+    scaled, n0, n = scaling if scaling is not None else ({}, 1, None)
+    per_link: dict[int, dict[tuple, object]] = {}
+    for key, through in crossed.items():
+        for r, share in through:
+            per_link.setdefault(r, {})[key] = share
+    out = []
+    for r in sorted(per_link, key=lambda r: topo.resources[r].name):
+        resource, shares = topo.resources[r], per_link[r]
+        if len(set(shares.values())) != 1:
+            raise Unproved(f"{_where(resource.span)}a fabric link carrying different shares of "
+                           "the bytes of different pairs")
+        bandwidth = resource.effective_bandwidth
+        k = scaled.get(str(resource.span), 0)
+        if k:  # read at n0: B(n) = B(n0) * (n / n0)^k
+            bandwidth = bandwidth * (n / sympy.Integer(n0)) ** k
+        out.append(FabricLink(resource.name, bandwidth, frozenset(shares),
+                              sympy.Rational(next(iter(shares.values())))))
+    return tuple(out)

@@ -12,7 +12,9 @@ v < 2^b); the precondition `if k & (k - 1) != 0: error ...` is false for k = 2^m
 
 Lemma: for 0 <= e < m, j -> j ^ 2^e is an involution of 0..2^m-1 without a fixed point,
 so in round s every rank sends exactly one transfer and receives exactly one, each of
-V / 2^y(s). On a port machine (`ports`) whose every pair of ranks loads the same single
+V / 2^y(s). A binomial tree's step s < m (`Reader._tree_step`: j -> j + 2^s for j < 2^s,
+or j -> j - 2^s for j = 2^s mod 2^(s+1)) has distinct senders and distinct receivers, and
+at least one of each: every rank sends at most one transfer and receives at most one. On a port machine (`ports`) whose every pair of ranks loads the same single
 port class, of bandwidth B, the round then takes α + V / (2^y(s) · B), and the schedule
 Σ_s of that: a sum in closed form in m (SymPy), compared with the fitted form at n = 2^m.
 Anything else raises `Unproved` naming the line.
@@ -55,6 +57,7 @@ class Reader:
         self.rounds: list[tuple[sympy.Symbol, sympy.Expr, sympy.Expr, sympy.Expr]] = []
         self.names = 0
         self.active: list[tuple[sympy.Symbol, None, sympy.Expr, sympy.Expr]] = []  # round loop
+        self.kinds: set[str] = set()  # "exchange", "tree"
 
     def fail(self, node, what: str) -> Unproved:
         return Unproved(f"{_where(node.span)}{what} is outside the power-of-two exchanges "
@@ -72,7 +75,7 @@ class Reader:
         if isinstance(e, ast.Call) and e.func == "len" and len(e.args) == 1 and \
                 isinstance(self.value(e.args[0], env), _Group):
             return 2 ** M
-        if isinstance(e, ast.Call) and e.func == "log2" and len(e.args) == 1:
+        if isinstance(e, ast.Call) and e.func in ("log2", "ceil_log2") and len(e.args) == 1:
             inner = self.value(e.args[0], env)
             if isinstance(inner, sympy.Expr) and sympy.simplify(inner - 2 ** M) == 0:
                 return M
@@ -164,11 +167,13 @@ class Reader:
         self.active = []
         self.require(low - high - 1, stmt, "the round loop's range is not reversed")
         self.active = [(s, None, low, high)]
-        lo_j, hi_j = self.value(inner.iter.lo, env), self.value(inner.iter.hi, env)
-        if sympy.simplify(lo_j) != 0 or sympy.simplify(hi_j - (2 ** M - 1)) != 0:
-            raise self.fail(inner, "a loop over other than the ranks 0..k-1")
-        local = {**env, stmt.var: s, inner.var: _Bounded(M)}
-        transfer = inner.body[0]
+        outer = {**env, stmt.var: s}
+        lo_j, hi_j = self.value(inner.iter.lo, outer), self.value(inner.iter.hi, outer)
+        local = {**outer, inner.var: _Bounded(M)}
+        body = inner.body[0]
+        guarded = isinstance(body, st.If) and len(body.then) == 1 and not body.orelse
+        transfer = body.then[0] if isinstance(body, st.If) and guarded else body
+        guard = body.cond if isinstance(body, st.If) and guarded else None
         if not isinstance(transfer, st.Transfer) or transfer.into is not None:
             raise self.fail(transfer, _STATEMENTS.get(type(transfer), "this statement"))
         src, dst = transfer.src, transfer.dst
@@ -176,16 +181,49 @@ class Reader:
                 isinstance(self.value(x.base, local), _Group) for x in (src, dst))
                 and isinstance(src.index, ast.Name) and src.index.id == inner.var):
             raise self.fail(transfer, "a transfer other than from g[j]")
+        if sympy.simplify(lo_j) != 0:
+            raise self.fail(inner, "a loop over other than 0..")
         partner = dst.index
-        if not (isinstance(partner, ast.BinOp) and partner.op == "^" and isinstance(
-                partner.left, ast.Name) and partner.left.id == inner.var):
-            raise self.fail(transfer, "a partner other than g[j ^ 2^e]")
-        self.value(partner, local)  # 2^e with e < m: checked
+        if guard is None and sympy.simplify(hi_j - (2 ** M - 1)) == 0 and isinstance(
+                partner, ast.BinOp) and partner.op == "^" and isinstance(
+                partner.left, ast.Name) and partner.left.id == inner.var:
+            self.value(partner, local)  # 2^e with e < m: checked
+            self.kinds.add("exchange")
+        else:
+            self._tree_step(inner.var, s, hi_j, guard, partner, local, inner.body[0])
+            self.kinds.add("tree")
         fraction = self.value(transfer.region, local)
         if not isinstance(fraction, sympy.Expr):
             raise self.fail(transfer, "this region")
         self.rounds.append((s, fraction, low, high))
         self.active = []
+
+    def _tree_step(self, j: str, s: sympy.Symbol, hi_j, guard, partner, local, node) -> None:
+        """A binomial tree's step s (0 <= s < m): `for j in 0..2^s-1: [if j + 2^s < k:] ...
+        g[j + 2^s]` (senders 0..2^s-1, receivers 2^s..2^(s+1)-1) or `for j in 0..k-1: if j
+        % 2^(s+1) == 2^s: ... g[j - 2^s]` (senders 2^s mod 2^(s+1), receivers 0 mod
+        2^(s+1)). Either way the senders are distinct, so are the receivers, and j = 0 or
+        j = 2^s sends: every round one transfer at most per rank and side, at least one."""
+        def power(x: ast.Expr, e: sympy.Expr) -> bool:
+            v = self.value(x, local)
+            return isinstance(v, sympy.Expr) and sympy.simplify(v - 2 ** e) == 0
+
+        def plus(x: ast.Expr, op: str) -> bool:  # j op 2^s
+            return isinstance(x, ast.BinOp) and x.op == op and isinstance(x.left, ast.Name) \
+                and x.left.id == j and power(x.right, s)
+        up = sympy.simplify(hi_j - (2 ** s - 1)) == 0 and plus(partner, "+") and (
+            guard is None or (isinstance(guard, ast.Compare) and guard.op == "<"
+                              and plus(guard.left, "+") and power(guard.right, M)))
+        down = sympy.simplify(hi_j - (2 ** M - 1)) == 0 and plus(partner, "-") and isinstance(
+            guard, ast.Compare) and guard.op == "==" and isinstance(guard.left, ast.BinOp) \
+            and guard.left.op == "%" and isinstance(guard.left.left, ast.Name) \
+            and guard.left.left.id == j and power(guard.left.right, s + 1) \
+            and power(guard.right, s)
+        if not (up or down):
+            raise self.fail(node, "a partner other than g[j ^ 2^e] or a binomial tree's"
+                            if guard is None else _STATEMENTS[st.If])
+        self.require(-s, node, "the step is not negative")
+        self.require(s - M + 1, node, "the step is below m")
 
 
 _STATEMENTS = {st.If: "an 'if' that is not a precondition (a guarded transfer)",
@@ -220,11 +258,13 @@ def _power_test(cond: ast.Expr, env: dict, reader: Reader) -> bool:
         isinstance(k, sympy.Expr) and sympy.simplify(k - 2 ** M) == 0
 
 
-def time_in_m(session: Session, name: str, group: str, alpha, size, bandwidth) -> sympy.Expr:
-    """The schedule's time at n = 2^m, for every m >= 1, by the lemma of the module doc."""
+def time_in_m(session: Session, name: str, group: str, alpha, size, bandwidth
+              ) -> tuple[sympy.Expr, set[str]]:
+    """The schedule's time at n = 2^m, for every m >= 1, by the lemma of the module doc,
+    and the kinds of its rounds ("exchange", "tree")."""
     reader = Reader(session)
     reader.sequence(session.program.result(name).definition.body, {group: _Group()})
     total = sympy.Integer(0)
     for s, fraction, low, high in reader.rounds:
         total += sympy.summation(alpha + size * fraction / bandwidth, (s, low, high))
-    return sympy.simplify(total)
+    return sympy.simplify(total), reader.kinds

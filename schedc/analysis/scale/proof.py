@@ -10,12 +10,15 @@ A piece [a, b] (b = None: unbounded) is proved when
      size of one top-level family (the copies: `host node[hosts]`, `gpu g[p]`) and the
      bound of `for v in 0..n-1` clauses whose variable only indexes that family in the
      link's ends (never its bandwidth, class, other loops or conditions); no host body,
-     bandwidth or other statement mentions n; no pinned route, no shared resource;
+     bandwidth or other statement mentions n; no pinned route, no shared resource
+     (`uniform`: read as the elaborator reads it, lists of copies inlined and conditions
+     decided; a fabric link's bandwidth may be n^k times one free of n);
 (H3) it is a port machine, checked on two compiled instances, n0 and n0 + 1 for the smallest
      n0 >= 2 at which both compile (2 and 3 for the shipped files):
      every resource with a bandwidth is one direction of one link, without latency or
      window, and a port of one rank's domain (its private NIC and switch too) or of one
-     group of consecutive ranks sharing a device, or a fabric link outside every copy
+     group of consecutive ranks sharing a device (or one of a bundle that every route of
+     the rank loads equally), or a fabric link outside every copy (each with one share)
      (`ports`); the ranks are the copies' devices where the symbolic order puts them; for
      every pair of ranks the route loads, with all the bytes, the out-ports of the source
      and the in-ports of the destination of one set of classes, depending only on whether
@@ -41,6 +44,7 @@ makes the full formula the time at every n, and (H5) the regime form.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 import islpy as isl
@@ -60,7 +64,7 @@ from .pieces import Piece
 from .portloads import RoundClass, Unproved, round_classes
 from .ports import port_rule
 from .powers import M, time_in_m
-from .uniform import syntax_nodes, uniform_copies, where
+from .uniform import syntax_nodes, uniform_copies, uniform_machine, where
 
 
 @dataclass(frozen=True)
@@ -174,7 +178,8 @@ def _prove_powers(session: Session, param: str, name: str, piece: Piece,
             rule = port_rule(session.at({param: at_n}), name, copies, sym.ranks.path,
                              sym.ranks.at(at_n))
             classes = {*(rule.same or ()), *rule.cross}
-            if len(classes) != 1 or rule.fabric or (rule.same and rule.same != rule.cross):
+            if len(classes) != 1 or rule.fabric or rule.shares or (
+                    rule.same and rule.same != rule.cross):
                 raise Unproved("the pairs of ranks load other port classes than one")
             rules.add((rule.copy_coord, tuple(classes), str(rule.bandwidth[rule.cross[0]])))
         if len(rules) != 1:
@@ -187,7 +192,7 @@ def _prove_powers(session: Session, param: str, name: str, piece: Piece,
         if not isinstance(decl.group, ast.Name):
             raise Unproved(f"{where(decl.span)}a power-of-two schedule is read over the "
                            "collective's ranks named by a `let`")
-        total = time_in_m(session, name, decl.group.id, session.program.alpha, size,
+        total, kinds = time_in_m(session, name, decl.group.id, session.program.alpha, size,
                           rule.bandwidth[rule.cross[0]])
     except (Unproved, Outside) as exc:
         message = exc.args[0] if isinstance(exc, Unproved) else f"{where(exc.span)}{exc.message}"
@@ -198,8 +203,13 @@ def _prove_powers(session: Session, param: str, name: str, piece: Piece,
     fitted = sympy.expand_log(piece.regime.subs(n, 2 ** M), force=True)
     if sympy.simplify(fitted - total) != 0:
         return Verdict(None, f"{_POWERS}: the time read in m differs from the fitted form")
-    return Verdict(f"powers of two: for every {param} = 2^m, m >= 1, each round an exchange "
-                   f"j <-> j xor 2^e (e < m) of one transfer each way of a size read in m, "
+    step = "an exchange j <-> j xor 2^e (e < m) of one transfer each way" \
+        if kinds == {"exchange"} else "a binomial tree's step j -> j + 2^s or j - 2^s " \
+        "(s < m), one transfer at most per rank and side" if kinds == {"tree"} else \
+        "an exchange j <-> j xor 2^e or a binomial tree's step (e, s < m), one transfer at " \
+        "most per rank and side"
+    return Verdict(f"powers of two: for every {param} = 2^m, m >= 1, each round {step} "
+                   f"of a size read in m, "
                    f"on a port machine uniform in {copies}[...] (routes read at {param} = 2, "
                    f"4); the time summed over the rounds in m", None)
 
@@ -209,16 +219,41 @@ def prove(session: Session, param: str, name: str, piece: Piece, n: sympy.Symbol
     """Whether `piece` holds for every n in [valid_from, stop] (stop None: unbounded)."""
     if piece.family.name == "powers of two" and piece.regime is not None:
         return _prove_powers(session, param, name, piece, n)
-    refused = _outside_the_proof(session, param, name, piece)
-    if refused is not None:
-        return refused
+    why = ""
+    if piece.regime is None or piece.family.name != "integers" or piece.family.step != 1:
+        try:
+            _elaborated(session, param, name)
+        except Outside as exc:
+            why = f" ({where(exc.span)}{exc.message})"
+    if piece.regime is None:
+        return Verdict(None, "not proved: no closed form in the basis fits the compiled times, "
+                       f"so there is no form to prove; the proof covers schedules affine in "
+                       f"{param}{why}")
+    if piece.family.name != "integers" or piece.family.step != 1:
+        kind = "a power-of-two family" if piece.family.name != "integers" else \
+            f"fitted over the {piece.family.label}"
+        return Verdict(None, f"not proved: {kind}, checked at its instances only; the proof "
+                       f"covers schedules affine in {param} over the integers{why}")
+    if piece.regime is None or not piece.classes:
+        # Say also which hypothesis fails, where one does: the missing full formula is
+        # often its consequence (a bandwidth in n outside the argument, a loop in n).
+        try:
+            uniform_machine(session, param)
+            _elaborated(session, param, name)
+            why = ""
+        except Unproved as exc:
+            why = f"; and {exc.args[0]}"
+        except Outside as exc:
+            why = f"; and {where(exc.span)}{exc.message}"
+        return Verdict(None, f"not proved: no full formula to prove{why}")
     start = piece.valid_from
     try:
         _no_send(session, session.program.result(name).definition.body, set())
         sym, _ = _elaborated(session, param, name)
         assert sym.ranks is not None
         _obligations(sym, start, param)
-        copies = uniform_copies(session, param)
+        uniform = uniform_machine(session, param)
+        copies = uniform.copies
         order = sym.ranks
         if any(not lo.is_const for lo in order.lows) or any(
                 not hi.is_const for hi in order.highs[1:]):
@@ -227,7 +262,27 @@ def prove(session: Session, param: str, name: str, piece: Piece, n: sympy.Symbol
             raise Unproved(f"the ranks' local positions in a copy vary with {param}")
         if session.at({param: start}).timing(name).cost.protocol is not None:
             raise Unproved("the time is the minimum over protocols, not one cost model")
-        first, rule = _one_port_rule(session, param, name, start, copies, order)
+        if session.program.step_rule != "sum":  # the classes' time is α + Max of the loads
+            raise Unproved(f"the step cost is '{session.program.step_rule}', not a sum")
+        # The routes at any two sizes with two copies or more show every pair (see the
+        # module doc): the smallest that compile, so that every pair is cheap to route.
+        first = _smallest_pair(session, param, name, start)
+        rules = set()
+        for at_n in (first, first + 1):
+            at = session.at({param: at_n})
+            if len(at.program.result(name).collective.ranks) > MAX_ROUTED:
+                raise Unproved(f"more than {MAX_ROUTED} ranks at {param} = {at_n} to read "
+                               "every route")
+            # Once per collective: the schedules over one collective share their rule.
+            rule = at.memo("scale-port-rule", str(at.program.result(name).collective.span),
+                           partial(port_rule, at, name, copies, order.path, order.at(at_n),
+                                   (uniform.scaled, at_n, n)))
+            rules.add((rule.copy_coord, rule.same, rule.cross, tuple(sorted(
+                (k, str(v)) for k, v in rule.bandwidth.items())), tuple(
+                (f.name, str(f.bandwidth), str(f.share), tuple(sorted(f.pairs)))
+                for f in rule.fabric), tuple(sorted((k, str(v)) for k, v in rule.shares.items()))))
+        if len(rules) != 1:
+            raise Unproved(f"the port rule differs between {param} = {first} and {first + 1}")
         derived = round_classes(sym, rule, start, stop, n)
     except Outside as exc:
         return Verdict(None, f"not proved: {where(exc.span)}{exc.message}")
@@ -252,48 +307,3 @@ def prove(session: Session, param: str, name: str, piece: Piece, n: sympy.Symbol
     return Verdict(f"Presburger (isl): transfers affine in {param}, port machine uniform in "
                    f"{copies}[...]{fabric} (routes read at {param} = {first}, {first + 1}), "
                    f"round classes and loads exact for {span}", None)
-
-
-def _one_port_rule(session: Session, param: str, name: str, start: int, copies: str, order):
-    """The port rule read from the routes at the two smallest sizes with two copies or more,
-    which show every pair (see the module doc; the smallest, so that every pair is cheap to
-    route), refused unless both read the same. (The first size, the rule.)"""
-    first = _smallest_pair(session, param, name, start)
-    rules = set()
-    for at_n in (first, first + 1):
-        at = session.at({param: at_n})
-        if len(at.program.result(name).collective.ranks) > MAX_ROUTED:
-            raise Unproved(f"more than {MAX_ROUTED} ranks at {param} = {at_n} to read "
-                           "every route")
-        rule = port_rule(at, name, copies, order.path, order.at(at_n))
-        rules.add((rule.copy_coord, rule.same, rule.cross, tuple(sorted(
-            (k, str(v)) for k, v in rule.bandwidth.items())), tuple(
-            (f.name, str(f.bandwidth), tuple(sorted(f.pairs))) for f in rule.fabric)))
-    if len(rules) != 1:
-        raise Unproved(f"the port rule differs between {param} = {first} and {first + 1}")
-    return first, rule
-
-
-def _outside_the_proof(session: Session, param: str, name: str, piece: Piece) -> Verdict | None:
-    """Why `piece` is not one the proof covers (a family other than the integers, no full
-    formula), or None."""
-    if piece.family.name != "integers" or piece.family.step != 1:
-        why = ""
-        try:
-            _elaborated(session, param, name)
-        except Outside as exc:
-            why = f" ({where(exc.span)}{exc.message})"
-        kind = "a power-of-two family" if piece.family.name != "integers" else \
-            f"fitted over the {piece.family.label}"
-        return Verdict(None, f"not proved: {kind}, checked at its instances only; the proof "
-                       f"covers schedules affine in {param} over the integers{why}")
-    if piece.regime is None or not piece.classes:
-        # Say also which hypothesis of the machine fails, where one does: the missing
-        # full formula is often its consequence (a bandwidth written in n).
-        try:
-            uniform_copies(session, param)
-            why = ""
-        except Unproved as exc:
-            why = f"; and {exc.args[0]}"
-        return Verdict(None, f"not proved: no full formula to prove{why}")
-    return None
