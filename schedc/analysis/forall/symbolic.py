@@ -25,7 +25,7 @@ from .affine import (
     lin_int,
     single,
 )
-from .expressions import Expressions, described
+from .expressions import MAX_UNROLLED, Expressions, described
 from .model import (
     Domain,
     Family,
