@@ -160,8 +160,7 @@ def _what_transfers(runs: list[Run], loo) -> None:
 
 
 def _refit(run: Run, fold, group: str):
-    from schedc.analysis.calibrate.fit import _shared
-    from schedc.analysis.calibrate.model import default_unknowns, group_of
+    from schedc.analysis.calibrate.model import declared_in_library, default_unknowns, group_of
     from schedc.analysis.calibrate.roles import roles
     from schedc.elaborate.program import parse_override
     from schedc.session import Session
@@ -169,7 +168,7 @@ def _refit(run: Run, fold, group: str):
     program = run.session.program
     fitted = set(group_of(run.session, run.schedule, group))
     others = [program.params[n] for n in default_unknowns(run.session, run.schedule)
-              if n not in fitted and _shared(run, n)]
+              if n not in fitted and declared_in_library(run.session, n)]
     values = {(p.name, p.log): p.value for p in fold.params}
     given = tuple(parse_override(f"{p.name}={values.get((p.name, None), role.prior)!r} "
                                  f"{base_unit(p.dim)}".rstrip())

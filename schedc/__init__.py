@@ -18,120 +18,14 @@ when called, so `import schedc` stays cheap. `__version__` comes from the packag
 
 from __future__ import annotations
 
+import importlib
 from typing import TYPE_CHECKING
 
-# The whole public API: `schedc.api.__all__` and the version (tests/test_api_names.py keeps
-# them equal, and the type checkers' imports below).
-__all__ = ["__version__", "against_nccl", "bound", "calibrate", "calibrate_files",
-           "calibrate_logs", "calibration_pairs", "check", "check_output", "check_output_folder",
-           "compare", "emit", "evaluate", "export_astra", "export_msccl", "fitted_bands", "fitted_sets",
-           "import_machine", "listening", "load", "machine_summary", "nccl_model", "numeric_times",
-           "outlier_rows", "plot_prediction", "plot_solution", "predict", "predict_against",
-           "predict_nccl", "protocol_switches",
-           "read_manifest", "report", "scale", "sensitivity", "solve", "sweep", "synthesize", "time", "tune",
-           "validate_msccl", "verify", "verify_files", "verify_for_all", "whatif",
-           "write_calibration", "Against", "AstraExport", "Bounds", "Calibration", "Comparison",
-           "DEFAULT_OUTLIER_FACTOR", "DEFAULT_POINTS", "DEFAULT_TIMEOUT", "EXECUTORS", "FileCheck", "FitNotWritten",
-           "ForAll", "IntegerSearch", "Limits", "MachineSummary", "MAX_CHANNELS", "MAX_CUTS",
-           "MAX_EMIT_LINES", "MAX_HOSTS", "MAX_SIZE", "MAX_STEP_IDS", "NCCL_EXECUTOR",
-           "NCCL_PROTOCOLS", "NcclModel", "NumericTiming", "NVLINKS", "PredictedLog", "ReportValue", "RUN", "Run", "Scaling",
-           "SchedcError", "Sensitivities", "Session", "SMS", "Solution", "STAGES", "Sweep", "Synthesis",
-           "Timing", "TunedTable", "Tuning", "Verdict", "VerificationFailed", "VerifiedFile",
-           "WhatIf"]
-
+# The whole public API is `schedc.api.__all__` and the version: one list, read from there on
+# first use (`__getattr__`, so `from schedc import *` and `schedc.__all__` import the API then);
+# type checkers see the same names through the star import (tests/test_api_names.py).
 if TYPE_CHECKING:
-    from .api import (
-        DEFAULT_OUTLIER_FACTOR,
-        DEFAULT_POINTS,
-        DEFAULT_TIMEOUT,
-        EXECUTORS,
-        MAX_CHANNELS,
-        MAX_CUTS,
-        MAX_EMIT_LINES,
-        MAX_HOSTS,
-        MAX_SIZE,
-        MAX_STEP_IDS,
-        NCCL_EXECUTOR,
-        NCCL_PROTOCOLS,
-        NVLINKS,
-        RUN,
-        SMS,
-        STAGES,
-        Against,
-        AstraExport,
-        Bounds,
-        Calibration,
-        Comparison,
-        FileCheck,
-        FitNotWritten,
-        ForAll,
-        IntegerSearch,
-        Limits,
-        MachineSummary,
-        NcclModel,
-        NumericTiming,
-        PredictedLog,
-        ReportValue,
-        Run,
-        Scaling,
-        SchedcError,
-        Sensitivities,
-        Session,
-        Solution,
-        Sweep,
-        Synthesis,
-        Timing,
-        TunedTable,
-        Tuning,
-        Verdict,
-        VerificationFailed,
-        VerifiedFile,
-        WhatIf,
-        against_nccl,
-        bound,
-        calibrate,
-        calibrate_files,
-        calibrate_logs,
-        calibration_pairs,
-        check,
-        check_output,
-        check_output_folder,
-        compare,
-        emit,
-        evaluate,
-        export_astra,
-        export_msccl,
-        fitted_bands,
-        fitted_sets,
-        import_machine,
-        listening,
-        load,
-        machine_summary,
-        nccl_model,
-        numeric_times,
-        outlier_rows,
-        plot_prediction,
-        plot_solution,
-        predict,
-        predict_against,
-        predict_nccl,
-        protocol_switches,
-        read_manifest,
-        report,
-        scale,
-        sensitivity,
-        solve,
-        sweep,
-        synthesize,
-        time,
-        tune,
-        validate_msccl,
-        verify,
-        verify_files,
-        verify_for_all,
-        whatif,
-        write_calibration,
-    )
+    from .api import *  # noqa: F403
 
     __version__: str
 
@@ -155,7 +49,17 @@ def __getattr__(name: str):
     if name == "__version__":
         value = globals()[name] = _version()
         return value
-    if name in __all__:
-        from . import api
+    if name.startswith("__") and name != "__all__":
+        raise AttributeError(f"module 'schedc' has no attribute {name!r}")
+    # (import_module, not `from . import api`: that looks `api` up here first, recursing)
+    api = importlib.import_module("schedc.api")
+    if name == "__all__":
+        names = globals()[name] = ["__version__", *api.__all__]
+        return names
+    if name in api.__all__:
         return getattr(api, name)
     raise AttributeError(f"module 'schedc' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__getattr__("__all__")})

@@ -222,6 +222,15 @@ def check_output(path: str | Path, option: str = "") -> Path:
     return path
 
 
+def check_replaced(path: str | Path, force: bool, option: str = "") -> Path:
+    """`check_output`, and an existing file refused unless `force` (`-o` without
+    `--force`), before any work. Returns the path."""
+    path = Path(path)
+    if not force and path.is_file():
+        raise UsageError(f"{path} exists; --force replaces it")
+    return check_output(path, option)
+
+
 def write_output(path: str | Path, content: str | bytes | Iterable[str | bytes]) -> None:
     """Write `content` (or its pieces, in order: a large file need not be in memory whole) to
     the output `path` by the policy above: checked again now (an input may have been met

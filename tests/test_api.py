@@ -212,7 +212,8 @@ def test_the_api_examples_run(monkeypatch, reuse_shipped):
     session = schedc.load("schedules/seed/nvlink_2x8.sched")
     for module in (schedc.api, *(sys.modules[f"schedc.api.{m}"] for m in
                                  ("compiling", "analysing", "measuring", "exporting",
-                                  "machines", "changing", "forall"))):
+                                  "machines", "changing", "forall", "tuning", "reporting",
+                                  "calibrating", "predicting"))):
         for test in finder.find(module, globs={"schedc": schedc, "session": session}):
             runner.run(test)
     assert runner.failures == 0 and runner.tries >= 15

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ast
 
+import pytest
 from conftest import ROOT
 
 import schedc.api
@@ -33,17 +34,24 @@ def _type_checking_names(path) -> set[str]:
 
 def test_the_root_package_is_the_whole_api():
     """`schedc.X` for every name of `schedc.api.__all__` (issue 35: `schedc.calibrate_logs`,
-    `schedc.predict_nccl` and the result types were missing), each the API's own object,
-    and the names type checkers see are the same ones."""
+    `schedc.predict_nccl` and the result types were missing), each the API's own object, and
+    one list of names: the root's `__all__` is the API's and the version, and type checkers
+    see the API's names through one star import, not a second list."""
     import schedc
-    assert len(set(schedc.__all__)) == len(schedc.__all__)
     assert len(set(schedc.api.__all__)) == len(schedc.api.__all__)
-    assert set(schedc.__all__) == {*schedc.api.__all__, "__version__"}
+    assert schedc.__all__ == ["__version__", *schedc.api.__all__]
     for name in schedc.api.__all__:
         assert getattr(schedc, name) is getattr(schedc.api, name), name
-    assert _type_checking_names(ROOT / "schedc" / "__init__.py") == set(schedc.api.__all__)
-    assert schedc.calibrate_logs is schedc.api.measuring.calibrate_logs
+    assert _type_checking_names(ROOT / "schedc" / "__init__.py") == {"*"}
+    tree = ast.parse((ROOT / "schedc" / "__init__.py").read_text(encoding="utf-8"))
+    listed = [node for node in ast.walk(tree) if isinstance(node, ast.List)
+              and any(isinstance(e, ast.Constant) and e.value == "load" for e in node.elts)]
+    assert listed == [], "the root package lists the API's names again"
+    assert schedc.calibrate_logs is schedc.api.calibrating.calibrate_logs
     assert isinstance(schedc.Session, type) and isinstance(schedc.MachineSummary, type)
+    assert "load" in dir(schedc)
+    with pytest.raises(AttributeError, match="no attribute 'no_such_name'"):
+        schedc.no_such_name  # noqa: B018
 
 
 def test_import_schedc_imports_no_stage():
@@ -94,3 +102,20 @@ def test_the_architecture_pages_signatures_are_the_functions():
                 assert params[key].default == ast.literal_eval(shown), f"{name}({item})"
         if "..." not in args:
             assert set(params) == {a.partition("=")[0] for a in listed}, name
+
+
+def test_the_architecture_page_names_every_name_of_the_api():
+    """Every name of `schedc.__all__` (the result types, errors and constants too, not only
+    the functions the tables list) is named in docs/architecture.md's Python API section, as
+    code (`name`, `list[Name]`), and the section names no `schedc.X` that is not one."""
+    import re
+
+    import schedc
+    text = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+    section = text.split("## Python API", 1)[1].split("\n## ", 1)[0]
+    named = {word for code in re.findall(r"`([^`]+)`", section)
+             for word in re.findall(r"\w+", code)}
+    assert [n for n in schedc.__all__ if n not in named] == []
+    assert {n for n in re.findall(r"\bschedc\.(\w+)", section)} - {*schedc.__all__, "__all__",
+                                                                     "api", "render", "export"} == set()
+

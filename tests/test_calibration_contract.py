@@ -322,7 +322,7 @@ def test_repeated_sizes_count_once_and_are_refused_before_the_search(tmp_path, m
     def no_search(*_args, **_kwargs):
         raise AssertionError("the search started")
 
-    monkeypatch.setattr(fit, "_search", no_search)
+    monkeypatch.setattr(fit, "search", no_search)
     log = _repeated_sizes_log(tmp_path, 4)
     session = schedc.load(_machine())
     run_ = Run(session, BOTH, str(log), read_log(log).table(), session.program.path)

@@ -165,7 +165,7 @@ def test_a_hold_that_pushes_a_fitted_param_to_an_ordering_is_refused():
     # Simple share up against it (the ordering LL128 <= Simple): a new contact, refused.
     from types import SimpleNamespace
 
-    from schedc.analysis.calibrate.fit import _new_contacts
+    from schedc.analysis.calibrate.identify import new_contacts as _new_contacts
     lower, upper = np.log([0.01, 0.01]), np.log([0.9375, 1.0])
     pairs = [(0, 1)]  # x[0] (LL128's share) <= x[1] (Simple's)
     before = SimpleNamespace(x=np.log([0.46, 0.66]))

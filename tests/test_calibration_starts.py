@@ -1,4 +1,4 @@
-"""The multistart search of `calibrate` (schedc/analysis/calibrate/fit.py): a best cost that
+"""The multistart search of `calibrate` (schedc/analysis/calibrate/search.py): a best cost that
 one start alone reached is not taken as found; more starts are made, a batch at a time, until
 a second one reaches it, and a best still reached once is reported, so the fit is not
 trusted. (Measured on the shipped logs: the leave-one-out fold without the p4de log reached
@@ -11,15 +11,16 @@ import json
 import numpy as np
 import pytest
 
-from schedc.analysis.calibrate import fit
+from schedc.analysis.calibrate import search as fit
+from schedc.analysis.calibrate.roles import Role
 
 
-def _solution(cost: float) -> fit._Solution:
-    return fit._Solution(np.zeros(1), np.zeros((1, 1)), cost, True, "ok", 1)
+def _solution(cost: float) -> fit.Solution:
+    return fit.Solution(np.zeros(1), np.zeros((1, 1)), cost, True, "ok", 1)
 
 
 def _fake(monkeypatch, batches: list[list[float]]) -> list[int]:
-    """_optimise answers each call with the next batch of costs; returns the calls' sizes."""
+    """optimise answers each call with the next batch of costs; returns the calls' sizes."""
     sizes: list[int] = []
 
     def optimise(residuals, starts, *args):
@@ -27,20 +28,20 @@ def _fake(monkeypatch, batches: list[list[float]]) -> list[int]:
         results = [_solution(c) for c in batches[len(sizes) - 1]]
         return min(results, key=lambda r: r.cost), results
 
-    monkeypatch.setattr(fit, "_optimise", optimise)
+    monkeypatch.setattr(fit, "optimise", optimise)
     return sizes
 
 
 def _search(starts: int, warm: bool = False):
     x = [np.zeros(1)] * starts
-    return fit._search(None, x, np.zeros(1), [], np.zeros(1), np.ones(1), 10, {},
+    return fit.search(None, x, np.zeros(1), [], np.zeros(1), np.ones(1), 10, {},
                        warm=np.zeros(1) if warm else None)
 
 
 def test_a_best_reached_twice_stops_the_search(monkeypatch):
     sizes = _fake(monkeypatch, [[5.0, 5.001, 7.0, 8.0, 9.0, 9.0, 9.0, 9.0]])
     best, results = _search(32)
-    assert sizes == [fit.STARTS] and best.cost == 5.0 and fit._reached(results, best) == 2
+    assert sizes == [fit.STARTS] and best.cost == 5.0 and fit.reached(results, best) == 2
 
 
 def test_a_best_reached_once_asks_for_another_batch(monkeypatch):
@@ -51,7 +52,7 @@ def test_a_best_reached_once_asks_for_another_batch(monkeypatch):
                                 [4.002, 6.0, 7.0, 8.0, 9.0, 9.0, 9.0, 9.0]])
     best, results = _search(32)
     assert sizes == [8, 8, 8] and best.cost == 4.0 and len(results) == 24
-    assert fit._reached(results, best) == 2  # 4.002 is within 0.1 % of 4.0
+    assert fit.reached(results, best) == 2  # 4.002 is within 0.1 % of 4.0
 
 
 def test_costs_the_rows_cannot_tell_apart_are_the_same_cost(monkeypatch):
@@ -59,19 +60,19 @@ def test_costs_the_rows_cannot_tell_apart_are_the_same_cost(monkeypatch):
     # differ by 2.5 %, but by 0.02 of a unit of χ² (twice the cost): the same; so is anything
     # within SAME_COST above; 0.60 is 0.34 units of χ² above: another basin.
     best = _solution(0.4291)
-    assert fit._same_cost(_solution(0.4400), best)
-    assert fit._same_cost(_solution(0.4291 + 0.9 * fit.SAME_COST), best)
-    assert not fit._same_cost(_solution(0.60), best)
+    assert fit.same_cost(_solution(0.4400), best)
+    assert fit.same_cost(_solution(0.4291 + 0.9 * fit.SAME_COST), best)
+    assert not fit.same_cost(_solution(0.60), best)
     # Large costs: relative, 0.1 %.
-    assert fit._same_cost(_solution(700.6), _solution(700.0))
-    assert not fit._same_cost(_solution(701.0), _solution(700.0))
+    assert fit.same_cost(_solution(700.6), _solution(700.0))
+    assert not fit.same_cost(_solution(701.0), _solution(700.0))
 
 
 def test_the_search_stops_when_the_starts_run_out(monkeypatch):
     once = [1.0 + k for k in range(8)]
     sizes = _fake(monkeypatch, [once, [x + 10 for x in once]])
     best, results = _search(16)
-    assert sizes == [8, 8] and fit._reached(results, best) == 1 and best.cost == 1.0
+    assert sizes == [8, 8] and fit.reached(results, best) == 1 and best.cost == 1.0
 
 
 def test_the_warm_start_is_one_of_the_first_batch(monkeypatch):
@@ -84,9 +85,9 @@ def test_the_warm_start_is_one_of_the_first_batch(monkeypatch):
 def test_the_starts_are_the_first_batch_then_more_of_the_same_stream():
     # The first batch is what it was before more batches were possible (the priors and seven
     # points of seed 0), so a fit whose best is found by two of them does not move.
-    role = fit.Role("other", "", 0.0, np.inf, 1.0, 1.0)
+    role = Role("other", "", 0.0, np.inf, 1.0, 1.0)
     unknowns = [fit.Unknown("a", None, role, 1.0, ())]
-    starts = fit._starts(unknowns, np.array([-50.0]), np.array([50.0]))
+    starts = fit.starts_of(unknowns, np.array([-50.0]), np.array([50.0]))
     rng = np.random.default_rng(0)
     expected = [0.0] + [float(rng.uniform(-np.log(10), np.log(10), 1)[0]) for _ in range(7)]
     assert len(starts) == fit.MAX_STARTS

@@ -13,7 +13,7 @@ import pytest
 
 from schedc.analysis.solve.sweep import _significant
 from schedc.render import floats
-from schedc.render.analysis import _fastest
+from schedc.render.sweep import _fastest
 
 
 def as_repr(values: np.ndarray, separator: bytes) -> bytes:

@@ -23,7 +23,7 @@ MACHINES = ROOT / "schedules" / "machines"
 def written(tmp_path: Path, source: Path, collective: str, **options) -> tuple[Path, object]:
     out = tmp_path / f"{collective}.sched"
     result = schedc.synthesize(source, collective, output=out, **options)
-    out.write_text(result.text)
+    assert out.read_text() == result.text  # (written by the API)
     return out, result
 
 

@@ -123,17 +123,38 @@ def whatif(session: Session, cls: str, schedules: tuple[str, ...],
            max_work: int = MAX_FAILURE_WORK) -> WhatIf:
     """Every single failure of class `cls`, timed for each schedule (verified beforehand by
     the caller); symmetric failures computed once; refused before any is timed when the
-    failures × (devices + links + transfers) pass `max_work`."""
+    failures × (devices + links + transfers) pass `max_work`. In phases: orbits under the
+    machine's symmetry, the failures that change routes, those timed, the orbits filled in."""
     topology = session.program.topology
     items = items_of(topology, cls)
     names = tuple(schedules)
     base = {n: session.timing(n).time for n in names}
+    orbits, symmetry = _symmetry(session, items, names)
+    outcomes: dict[tuple[str, str], Outcome] = {}
+    wanted, changed, dependence = _to_time(session, items, names, orbits, outcomes)
+    check_work(session, cls, len(wanted), tuple(dict.fromkeys(n for k in wanted for n in wanted[k])),
+               max_work)
+    _time_failures(session, cls, items, wanted, changed, dependence, outcomes)
+    for name in names:
+        for k, rep in enumerate(orbits[name]):
+            if rep != k:
+                found = outcomes[(items[rep].name, name)]
+                outcomes[(items[k].name, name)] = Outcome(found.time, found.formula,
+                                                          found.no_route, items[rep].name)
+    weakest = {name: _weakest(session, items, outcomes, name) for name in names}
+    return WhatIf(cls, tuple(items), names, base, outcomes, weakest, symmetry)
+
+
+def _symmetry(session: Session, items, names: tuple[str, ...]
+              ) -> tuple[dict[str, list[int]], dict[str, Symmetry]]:
+    """Each schedule's failures by orbit (the representative of each) under the host shift
+    that leaves its transfers alike, and what that symmetry is."""
+    topology = session.program.topology
     shift = host_shift(topology, list(range(len(topology.host_names))),
                        tuple(sorted({r for n in names for r in session.program.result(n).collective.ranks})))
     device_ids = {d.name: d.id for d in topology.devices}
     keys = [_key(topology, item, device_ids) for item in items]
     keyed = {key: k for k, key in enumerate(keys)}
-    outcomes: dict[tuple[str, str], Outcome] = {}
     symmetry: dict[str, Symmetry] = {}
     orbits: dict[str, list[int]] = {}
     for name in names:
@@ -141,10 +162,13 @@ def whatif(session: Session, cls: str, schedules: tuple[str, ...],
         orbits[name] = _orbits(topology, keys, keyed, shift, step)
         symmetry[name] = Symmetry(len(topology.host_names), step, len(set(orbits[name])),
                                   len(items))
-    # A failure that changes no route of a schedule leaves its loads, so its time, as they
-    # are (Topology.route_depends_on): only the others are timed, each on its failed
-    # machine with the unchanged routes carried over, one machine at a time, then dropped
-    # (memory stays that of one machine: 2.7 GB for 800 NICs when all were kept).
+    return orbits, symmetry
+
+
+def _to_time(session: Session, items, names: tuple[str, ...], orbits: dict[str, list[int]],
+             outcomes: dict[tuple[str, str], Outcome]):
+    """The failures to time, each with the schedules whose routes it changes; one that
+    changes none keeps the time (set here; Topology.route_depends_on)."""
     dependence = _dependence(session, names)
     wanted: dict[int, list[str]] = {}
     changed: dict[int, np.ndarray] = {}
@@ -157,8 +181,15 @@ def whatif(session: Session, cls: str, schedules: tuple[str, ...],
             else:
                 timing = session.timing(name)
                 outcomes[(items[k].name, name)] = Outcome(timing.time, timing.cost.formula)
-    check_work(session, cls, len(wanted), tuple(dict.fromkeys(n for k in wanted for n in wanted[k])),
-               max_work)
+    return wanted, changed, dependence
+
+
+def _time_failures(session: Session, cls: str, items, wanted: dict[int, list[str]],
+                   changed: dict[int, np.ndarray], dependence,
+                   outcomes: dict[tuple[str, str], Outcome]) -> None:
+    """Each failure in `wanted` timed on its failed machine, unchanged routes carried over,
+    one machine at a time (memory: one machine's; 2.7 GB for 800 NICs when all were kept)."""
+    topology = session.program.topology
     for count, k in enumerate(sorted(wanted)):
         try:
             failed = session.on(apply(topology, [items[k]], [], dependence.kept(changed[k])))
@@ -176,14 +207,6 @@ def whatif(session: Session, cls: str, schedules: tuple[str, ...],
         # COLLECT_EVERY failures, which costs a tenth of the timing.
         if count % COLLECT_EVERY == COLLECT_EVERY - 1:
             gc.collect(0)
-    for name in names:
-        for k, rep in enumerate(orbits[name]):
-            if rep != k:
-                found = outcomes[(items[rep].name, name)]
-                outcomes[(items[k].name, name)] = Outcome(found.time, found.formula,
-                                                          found.no_route, items[rep].name)
-    weakest = {name: _weakest(session, items, outcomes, name) for name in names}
-    return WhatIf(cls, tuple(items), names, base, outcomes, weakest, symmetry)
 
 
 def check_work(session: Session, cls: str, failures: int, names: tuple[str, ...],

@@ -60,37 +60,35 @@ from .compiling import (
     verify,
     verify_files,
 )
-from .exporting import (
-    TunedTable,
-    Tuning,
-    export_astra,
-    export_msccl,
-    report,
-    tune,
-    validate_msccl,
+from .exporting import export_astra, export_msccl, validate_msccl
+from .forall import for_all_holds, verify_for_all
+from .machines import (
+    MAX_HOSTS,
+    NVLINKS,
+    SMS,
+    import_machine,
+    machine_notes,
+    machine_summary,
 )
-from .forall import verify_for_all
-from .machines import MAX_HOSTS, NVLINKS, SMS, import_machine, machine_summary
 from .synthesizing import Synthesis, synthesize
-from .measuring import (
+from .calibrating import (
     FitNotWritten,
     calibrate,
     calibrate_files,
     calibrate_logs,
     calibration_pairs,
-    fitted_sets,
-    plot_prediction,
-    predict,
-    predict_nccl,
     read_manifest,
     write_calibration,
 )
+from .measuring import fitted_sets, plot_prediction, predict, predict_nccl
 from .nccl import NcclModel, against_nccl, nccl_model
 from .predicting import DEFAULT_OUTLIER_FACTOR, fitted_bands, outlier_rows, predict_against
+from .reporting import report, report_path
+from .tuning import TunedTable, Tuning, tune, tuning_csv
 
 if TYPE_CHECKING:
     from ..analysis.bound.bounds import Bounds
-    from ..analysis.calibrate.calibration import Calibration, Comparison
+    from ..analysis.calibrate.records import Calibration, Comparison
     from ..analysis.check import FileCheck
     from ..analysis.predicted_log import PredictedLog
     from ..analysis.forall.family import ForAll
@@ -115,8 +113,8 @@ RESULT_TYPES = {
     "Verdict": "schedc.analysis.verify.verdict", "Bounds": "schedc.analysis.bound.bounds",
     "Solution": "schedc.analysis.solve.roots", "IntegerSearch": "schedc.analysis.solve.instances",
     "Sweep": "schedc.analysis.solve.sweep", "Scaling": "schedc.analysis.scale.pieces",
-    "Calibration": "schedc.analysis.calibrate.calibration",
-    "Comparison": "schedc.analysis.calibrate.calibration", "FileCheck": "schedc.analysis.check",
+    "Calibration": "schedc.analysis.calibrate.records",
+    "Comparison": "schedc.analysis.calibrate.records", "FileCheck": "schedc.analysis.check",
     "ReportValue": "schedc.analysis.solve.reports", "WhatIf": "schedc.analysis.whatif",
     "ForAll": "schedc.analysis.forall.family", "MachineSummary": "schedc.analysis.machine",
     "AstraExport": "schedc.export.astra", "Against": "schedc.analysis.nccl_model",
@@ -142,8 +140,10 @@ __all__ = [
     "whatif",
     # helpers of the commands: plots, a calibration's inputs and outputs, files, progress
     "calibration_pairs", "check_output", "check_output_folder", "fitted_bands", "fitted_sets",
-    "listening", "outlier_rows", "plot_prediction",
-    "plot_solution", "read_manifest", "write_calibration", "RUN", "Run",
+    "for_all_holds",
+    "listening", "machine_notes", "outlier_rows", "plot_prediction",
+    "plot_solution", "read_manifest", "report_path", "tuning_csv", "write_calibration", "RUN",
+    "Run",
     # what they return
     "Against", "AstraExport", "Bounds", "Calibration", "Comparison", "FileCheck", "ForAll",
     "IntegerSearch", "MachineSummary", "NcclModel", "NumericTiming", "PredictedLog", "ReportValue", "Scaling", "Sensitivities",

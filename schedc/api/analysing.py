@@ -200,7 +200,7 @@ def sweep(session: Session, vary: str, schedules: Iterable[str] = (), *,
     else:
         result = sweep_formula(program, verified_timings(session, names, verify), plan, spacing)
     if csv is not None:
-        from ..render.analysis import sweep_csv
+        from ..render.sweep import sweep_csv
         from ..render.files import write_atomically
         write_atomically(Path(csv), sweep_csv(result))
     if plot is not None:

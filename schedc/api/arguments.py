@@ -10,6 +10,7 @@ Imports nothing heavy: the command line reads the ranges below for its help.
 
 from __future__ import annotations
 
+import math
 import re
 from fractions import Fraction
 from numbers import Integral, Real
@@ -79,6 +80,17 @@ def one_of(value: object, option: str, choices: tuple[str, ...]) -> str:
         raise UsageError(f"{option} {value}: one of {', '.join(choices)}")
     return value
 
+
+
+def above_one(value: object, option: str) -> float:
+    """A ratio above 1, or inf (no limit): `--outlier-factor`, the larger of a row's two
+    times over the smaller (`measure.noise`, whose words these are)."""
+    number = float(value) if isinstance(value, Real) and not isinstance(value, bool) else None
+    if number is None or math.isnan(number) or number <= 1:
+        shown = f"{number:g}" if number is not None else repr(value)
+        raise UsageError(f"{option} {shown}: must be above 1 (the larger of a row's two times "
+                         "over the smaller; inf keeps every row)")
+    return number
 
 
 def share(value: object, option: str) -> float:

@@ -42,3 +42,18 @@ def verify_for_all(path: str | Path, param: str, sets: Iterable[str] = (),
         raise UsageError("--for-all needs one FILE, not a directory")
     session = load(path, sets, max_transfers=max_transfers, max_rounds=max_rounds)
     return for_all(session, param, session.selected(schedules), start)
+
+
+def for_all_holds(results: Iterable[ForAll], *, require_proof: bool = ForAllOptions.require_proof
+                  ) -> bool:
+    """The verdict of a `verify_for_all` run (the command exits 1 when it is False): no
+    schedule refuted, and with `require_proof` every one proved (an "unknown", verified at
+    instances only, does not hold then).
+
+        >>> schedc.for_all_holds(schedc.verify_for_all("schedules/seed/nvlink_hosts.sched",
+        ...                                            "hosts"), require_proof=True)
+        True
+    """
+    statuses = {r.status for r in results}
+    return "refuted" not in statuses and not (require_proof and "unknown" in statuses)
+

@@ -104,11 +104,13 @@ def import_machine(path: str | Path, *, hosts: int = ImportOptions.hosts,
                    fabric: str = ImportOptions.fabric,
                    nic_speed: str | None = ImportOptions.nic_speed,
                    nvlinks: int | None = ImportOptions.nvlinks, sm: int | None = ImportOptions.sm,
-                   nvidia_smi: bool = ImportOptions.nvidia_smi) -> str:
+                   nvidia_smi: bool = ImportOptions.nvidia_smi,
+                   output: str | Path | None = None) -> str:
     """The `.sched` text of a machine read from an NCCL topology file (or, with `nvidia_smi`,
     from `nvidia-smi topo -m` output): `hosts` copies as the structural param `hosts`, joined
     by `fabric`; every figure commented with its attribute and NCCL's rule, and the file's
-    head with the command line that makes it again.
+    head with the command line that makes it again (and its notes: `machine_notes`).
+    `output`: also write it to this file, whole or not at all.
 
         >>> text = schedc.import_machine("tests/fixtures/topo/ndv4-topo.xml", hosts=2,
         ...                              nic_speed="200Gbit/s", nvlinks=12, sm=80)
@@ -119,6 +121,9 @@ def import_machine(path: str | Path, *, hosts: int = ImportOptions.hosts,
     from ..hardware.nccl_topo import Assumptions
     options = ImportOptions(hosts, fabric, nic_speed, nvlinks, sm, nvidia_smi)
     hosts, nvlinks, sm = options.hosts, options.nvlinks, options.sm
+    if output is not None:
+        from ..files import check_output
+        check_output(output)
     speed = parse_rate(nic_speed, "--nic-speed") if nic_speed is not None else None
     assume = Assumptions(speed, nic_speed or "", nvlinks, sm)
     shape = parse_fabric(fabric)
@@ -129,7 +134,32 @@ def import_machine(path: str | Path, *, hosts: int = ImportOptions.hosts,
         from ..hardware.nccl_topo import read_nccl_topology
         host = read_nccl_topology(path, assume)
     _check_devices(host, hosts, shape)
-    return machine_sched(host, hosts, shape, options.command(path))
+    text = machine_sched(host, hosts, shape, options.command(path))
+    if output is not None:
+        from ..render.files import write_atomically
+        write_atomically(Path(output), text)
+    return text
+
+
+def machine_notes(text: str) -> list[str]:
+    """The notes at the head of an imported machine's text (its "# Note: ..." paragraphs:
+    no NVLink found, a rate assumed), one line each, which `machine import -o` prints on
+    stderr as it writes the file.
+
+        >>> schedc.machine_notes("# Note: no NVLink\\n#   in this file\\nparam x = 1\\n")
+        ['no NVLink in this file']
+    """
+    notes: list[str] = []
+    in_note = False
+    for line in text.splitlines():
+        if line.startswith("# Note: "):
+            notes.append(line[len("# Note: "):])
+            in_note = True
+        elif in_note and line.startswith("#   "):
+            notes[-1] += " " + line[4:]
+        else:
+            in_note = False
+    return notes
 
 
 def _check_devices(host: HostModel, hosts: int, shape: Fabric) -> None:
@@ -147,11 +177,14 @@ def _check_devices(host: HostModel, hosts: int, shape: Fabric) -> None:
                          f"{(MAX_DEVICES - fabric) // max(1, len(host.parts)):,} such hosts")
 
 
-def machine_summary(session: Session, max_routes: int = ShowOptions.max_routes
-                    ) -> MachineSummary:
+def machine_summary(session: Session, max_routes: int = ShowOptions.max_routes, *,
+                    host_svg: str | Path | None = None,
+                    fabric_svg: str | Path | None = None) -> MachineSummary:
     """Hosts, devices, links, route classes and (imported machines) where figures came from.
     The routes go from the first GPU to every other, or to `max_routes` of them evenly
-    spread (default `limits.MAX_ROUTES`; `summary.routed` says how many).
+    spread (default `limits.MAX_ROUTES`; `summary.routed` says how many). `host_svg`,
+    `fabric_svg`: also draw one host, or the fabric, into these SVG files (checked before
+    any work, each written whole).
 
         >>> summary = schedc.machine_summary(session)  # the seed's 2 × 8 machine
         >>> summary.hosts, len(summary.devices)  # 16 GPUs, 2 NVSwitches, 8 rails, a spine
@@ -165,4 +198,14 @@ def machine_summary(session: Session, max_routes: int = ShowOptions.max_routes
     if not program.topology.devices:
         raise UsageError(f"{program.path} declares no machine (no topology block, none "
                          "imported): nothing to show")
-    return summarize(program, ShowOptions(max_routes).max_routes)
+    max_routes = ShowOptions(max_routes).max_routes
+    from ..files import check_output
+    drawings = [(Path(check_output(p)), draw) for p, draw in
+                ((host_svg, "host_svg"), (fabric_svg, "fabric_svg")) if p is not None]
+    summary = summarize(program, max_routes)
+    if drawings:
+        from ..render import machine as drawn
+        from ..render.files import write_atomically
+        for path, draw in drawings:
+            write_atomically(path, getattr(drawn, draw)(summary))
+    return summary

@@ -31,6 +31,9 @@ class NcclModel:
     max_bytes: int
     explained: tuple[Explanation, ...]
     formulas: dict  # collective → tuple[schedc.nccl.formulas.Boundary, ...] (nNodes ≥ 3)
+    # what NCCL's inputs do not see of the machine (a --fail or --derate elsewhere than its
+    # GPUs, their links and NIC rates), one note each
+    notes: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -103,7 +106,15 @@ def nccl_model(session: Session, *, collective: str | None = NcclOptions.collect
         explain_choice(session, comm, table, c, size,
                        lambda names: verified_timings(session, names, verify))
         for size in sizes for c in chosen)
-    return NcclModel(program.path, comm, table, chosen, found, max_bytes, explained, formulas)
+    return NcclModel(program.path, comm, table, chosen, found, max_bytes, explained, formulas,
+                     _unseen(program.topology.notes))
+
+
+def _unseen(changes) -> tuple[str, ...]:
+    """A note per --fail or --derate: NCCL's inputs may not see it."""
+    return tuple(f"{note}; NCCL's inputs above come from the hosts' GPUs, their links and NIC "
+                 "rates (schedc/nccl/derive.py): a change elsewhere, or a route it breaks, is "
+                 "not seen by them" for note in changes)
 
 
 def parse_size(text: str) -> int:

@@ -15,7 +15,7 @@ from dataclasses import Field, dataclass, field, fields
 from typing import Any
 
 from ..errors import UsageError
-from .arguments import byte_count, one_of, seconds, share, whole
+from .arguments import above_one, byte_count, one_of, seconds, share, whole
 
 # What a field's metadata holds under this key: an `Rule`.
 RULE = "schedc.option"
@@ -26,7 +26,8 @@ class Rule:
     """How one option is spelled and checked: `kind` is "whole" (an int from `lo` to `hi`,
     None no end), "seconds" (a time limit), "choice" (one of `choices`), "text" (a string
     a later stage reads, with its own messages), "flag" (a bool), "share" (a fraction between
-    0 and 1, both excluded; 1% is 0.01), "wholes" (several wholes, each from `lo` to `hi`)
+    0 and 1, both excluded; 1% is 0.01), "factor" (a ratio above 1, inf: no limit), "wholes"
+    (several wholes, each from `lo` to `hi`)
     or "bytes" (a size in bytes from `lo` to `hi`: a whole number, or text with a unit,
     "192MiB", as `byte_count` reads it)."""
 
@@ -52,6 +53,8 @@ class Rule:
             return one_of(value, self.flag, self.choices)
         if self.kind == "share":
             return share(value, self.flag)
+        if self.kind == "factor":
+            return above_one(value, self.flag)
         if self.kind == "flag":
             return bool(value)
         if not isinstance(value, str):

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..measure.noise import DEFAULT_OUTLIER_FACTOR as DEFAULT_OUTLIER_FACTOR
+from .measuring import PredictOptions
 
 if TYPE_CHECKING:
     from ..analysis.calibrate.calibration import Comparison
@@ -18,21 +19,27 @@ if TYPE_CHECKING:
 
 def predict_against(session: Session, logs: Iterable[str | Path], schedule: str | None = None,
                     *, in_place: bool = False, verify: bool = True, drop_wrong: bool = False,
-                    outlier_factor: float = DEFAULT_OUTLIER_FACTOR,
-                    fitted: str | Path | None = None, within: str | None = None,
-                    nccl: bool = False, sm: int | None = None, inputs: tuple[str, ...] = (),
-                    small_sizes: str = "auto") -> tuple[PredictedLog, Comparison]:
+                    outlier_factor: float = PredictOptions.outlier_factor,
+                    fitted: str | Path | None = None,
+                    within: str | None = PredictOptions.within,
+                    nccl: bool = PredictOptions.nccl, sm: int | None = PredictOptions.sm,
+                    inputs: tuple[str, ...] = (),
+                    small_sizes: str = PredictOptions.small_sizes
+                    ) -> tuple[PredictedLog, Comparison]:
     """Every row of the logs beside its prediction, in nccl-tests' terms, with the resource
     that bounds it and a verdict against the fit's stated uncertainty: the bands a `fitted`
     file (from `calibrate --write`) states, or one band `within` (`"10%"`) for every size.
     Returns the table and the `Comparison` its error figures come from (outliers left out).
+    With `nccl`, by NCCL's own model (`predict_nccl`: `sm`, `inputs` go with it; a `fitted`
+    file does not).
 
         >>> table, compared = schedc.predict_against(session, [LOG], fitted=FIT)  # doctest: +SKIP
         >>> [r.verdict for r in table.rows][:3]                            # doctest: +SKIP
         ['expected', 'expected', 'not expected']
     """
     from ..analysis.predicted_log import predicted_log
-    from .measuring import _read, predict, predict_nccl
+    from .measuring import predict, predict_nccl, read_logs
+    PredictOptions(outlier_factor, small_sizes, nccl, sm, within, tuple(inputs), fitted)
     logs = [str(p) for p in logs]
     bands, said = _bands(fitted, within)
     place = "in" if in_place else "out"
@@ -43,8 +50,8 @@ def predict_against(session: Session, logs: Iterable[str | Path], schedule: str 
         kept = predict(session, logs, schedule, in_place=in_place, verify=verify,
                        drop_wrong=drop_wrong, outlier_factor=outlier_factor,
                        small_sizes=small_sizes)
-    _, outliers, _ = _read(logs, outlier_factor)
-    whole = _read(logs, float("inf"))[0]
+    _, outliers, _ = read_logs(logs, outlier_factor)
+    whole = read_logs(logs, float("inf"))[0]
     sessions = _at_host_counts(session, schedule, whole)
     flagged = _predict_rows(sessions, outliers, schedule, place, drop_wrong, nccl, sm, inputs)
     rows = {(log, r.span.line): r for log, table in whole for r in table.rows}
@@ -56,8 +63,8 @@ def predict_against(session: Session, logs: Iterable[str | Path], schedule: str 
 def _at_host_counts(session: Session, schedule: str | None, tables) -> dict[str, Session]:
     """Each log's machine: at the log's host count when it has a host param (as `predict`)."""
     from ..analysis.calibrate.hosts import host_point
-    from .measuring import _schedule
-    name = _schedule(session, schedule)
+    from .measuring import schedules_named
+    name = schedules_named(session, schedule)
     out = {}
     for log, table in tables:
         point = host_point(session, name, table, log)
@@ -65,7 +72,8 @@ def _at_host_counts(session: Session, schedule: str | None, tables) -> dict[str,
     return out
 
 
-def outlier_rows(logs: Iterable[str | Path], outlier_factor: float = DEFAULT_OUTLIER_FACTOR
+def outlier_rows(logs: Iterable[str | Path],
+                 outlier_factor: float = PredictOptions.outlier_factor
                  ) -> list[tuple[str, Row]]:
     """The rows of the logs whose out-of-place and in-place times differ by more than
     `outlier_factor`, as (log, row): what `calibrate` and `predict` leave out.
@@ -73,8 +81,8 @@ def outlier_rows(logs: Iterable[str | Path], outlier_factor: float = DEFAULT_OUT
         >>> [row.size for _, row in schedc.outlier_rows([LOG])]             # doctest: +SKIP
         [32]
     """
-    from .measuring import _read
-    return [(log, row) for log, rows in _read(logs, outlier_factor)[1] for row in rows]
+    from .measuring import read_logs
+    return [(log, row) for log, rows in read_logs(logs, outlier_factor)[1] for row in rows]
 
 
 def _predict_rows(sessions: dict[str, Session], outliers, schedule: str | None, place: str,
@@ -94,12 +102,12 @@ def _predict_log_rows(session: Session, outliers, schedule: str | None, place: s
 
     from ..analysis.calibrate.calibration import compare
     from ..measure.nccl_tests import read_log
-    from .measuring import _schedule
+    from .measuring import schedules_named
     tables = [(log, dataclasses.replace(read_log(log).table(), rows=rows))
               for log, rows in outliers]
     if not tables:
         return None
-    name = _schedule(session, schedule)
+    name = schedules_named(session, schedule)
     if not nccl:
         return compare(session, name, tables, place, drop_wrong)
     from ..analysis.calibrate.nccl_prediction import nccl_compare

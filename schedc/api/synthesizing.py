@@ -51,6 +51,12 @@ class SynthesizeOptions(Options):
             if given is not None and (";" in given or "#" in given or not given.isprintable()):
                 raise UsageError(f"{flag} is one expression on one line (no ';', '#' or "
                                  f"control characters): {given!r}")
+        if self.root is not None and self.collective is not None:
+            from ..model.collectives import KINDS
+            rooted = [k for k in PACKED if KINDS[k].rooted]
+            if self.collective not in rooted:  # (it was ignored, silently)
+                raise UsageError(f"--root goes with {' or '.join(rooted)}, not "
+                                 f"{self.collective}")
         if self.name is not None and not self.name.isidentifier():
             raise UsageError(f"--name is a schedule name (letters, digits, _), not "
                              f"{self.name!r}")
@@ -65,7 +71,8 @@ def synthesize(path: str | Path, collective: str, *, over: str | None = Synthesi
                max_ranks: int = SynthesizeOptions.max_ranks,
                units: int | None = SynthesizeOptions.units,
                max_transfers: int | None = LoadOptions.max_transfers,
-               max_rounds: int | None = LoadOptions.max_rounds) -> Synthesis:
+               max_rounds: int | None = LoadOptions.max_rounds, force: bool = False
+               ) -> Synthesis:
     """Pack trees that reach the exact optimum of `collective` on the machine of the `.sched`
     file `path`, and write them as a schedule: the text imports `path` relative to `output`'s
     folder (the current folder when None). `over`, `size` and `root` default to the file's
@@ -74,8 +81,9 @@ def synthesize(path: str | Path, collective: str, *, over: str | None = Synthesi
     `units` fixes how many units a shard is cut into (default: the fewest powers of two whose
     rounding stays within `within`/4; fewer make smaller MSCCL XML). More than `max_ranks`
     ranks are refused before any work; `max_transfers` and `max_rounds` bound the written
-    schedule's compile as `load`'s do. The text is compiled and verified
-    before it is returned; nothing is written here.
+    schedule's compile as `load`'s do. The text is compiled and verified before it is
+    returned, and written to `output` when given (whole or not at all; an existing file is
+    refused before any work unless `force`).
 
         >>> s = schedc.synthesize("schedules/algorithms/flat_8.sched", "allgather")
         >>> round(s.ratio, 6)
@@ -84,12 +92,19 @@ def synthesize(path: str | Path, collective: str, *, over: str | None = Synthesi
     o = SynthesizeOptions(collective, chunks, within, units, max_ranks, name, over, size, root)
     chunks, within, units, max_ranks = o.chunks, o.within, o.units, o.max_ranks
     source = Path(path)
+    if output is not None:
+        from ..files import check_replaced
+        check_replaced(output, force)
     folder = Path(output).resolve().parent if output is not None else Path.cwd()
     machine = os.path.relpath(source.resolve(), folder)
     with tempfile.TemporaryDirectory(prefix="schedc-synthesize-") as scratch:
-        return _synthesize(source, machine, collective, over, size, root, chunks, within,
+        made = _synthesize(source, machine, collective, over, size, root, chunks, within,
                            name or f"synthesized_{collective}", sets, Path(scratch), max_ranks,
                            units, work_limits(max_transfers, max_rounds))
+    if output is not None:
+        from ..render.files import write_atomically
+        write_atomically(Path(output), made.text)
+    return made
 
 
 def synthesized_timing(session) -> Timing:
@@ -108,7 +123,6 @@ def synthesized_timing(session) -> Timing:
         out = Path(scratch) / "synthesized.sched"
         made = synthesize(path, kind, output=out, sets=sets, max_transfers=limits.transfers,
                           max_rounds=limits.steps)
-        out.write_text(made.text, encoding="utf-8")
         fastest = Session.open(out, (*sets, f"chunks={made.alpha_chunks}"), limits)
         (timing,) = verified_timings(fastest, [made.name])
     return timing

@@ -98,7 +98,7 @@ def sweep_command(session, vary: str, linear: bool, csv_path: Path | None,
     """Each schedule's time over a range of one param, from its compiled formula; a
     structural param (a unitless integer such as a host count) is compiled at each point."""
     from ..api import sweep
-    from ..render.analysis import sweep_json, sweep_summary, sweep_text
+    from ..render.sweep import sweep_json, sweep_summary, sweep_text
     program = session.program
     result = sweep(session, vary, schedules, linear=linear, verify=not no_verify, csv=csv_path,
                    plot=plot_path)

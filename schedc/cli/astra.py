@@ -27,12 +27,9 @@ def export_astra_command(session, name: str, folder: Path, force: bool, as_json:
     traces NAME.<rank>.et of its sends and receives, the workload that calls it
     (workload.<rank>.et), system.json, network.yml and remote_memory.json. Run ASTRA-sim
     from DIR with the command printed."""
-    from ..api import check_output_folder, export_astra
+    from ..api import export_astra
     from ..export.astra_text import astra_json, astra_text
-    from ..render.files import write_folder
-    check_output_folder(folder, force)  # before any work
-    astra = export_astra(session, name, verify=not no_verify)
-    names = write_folder(folder, astra.files(), force)
-    click.echo(astra_json(astra, str(folder), names) if as_json else astra_text(astra, str(folder)),
-               nl=False)
+    astra = export_astra(session, name, verify=not no_verify, output=folder, force=force)
+    click.echo(astra_json(astra, str(folder), list(astra.written)) if as_json
+               else astra_text(astra, str(folder)), nl=False)
     return EXIT_OK

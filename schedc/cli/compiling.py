@@ -134,11 +134,17 @@ def verify(file: Path, schedules, sets, as_json: bool, limits, machine, ranks, f
     algorithm (.xml): no machine is needed. Exit 1 if one fails. With --for-all PARAM, for
     every value of the structural param (see docs/verification.md, "For every n").
     """
-    if executor is not None or max_steps is not None:
-        return _against_executor(file, executor, max_steps, bool(schedules or sets or as_json
-                                                                 or machine or ranks or for_all))
-    if for_all is not None:
-        return verify_for_all(file, schedules, sets, as_json, limits, machine, ranks, **for_all)
+    from ..api.verifying import VerifyOptions
+    mode = VerifyOptions(executor=executor, max_steps=max_steps, for_all=for_all["param"],
+                         start=for_all["start"], require_proof=for_all["require_proof"],
+                         schedules=schedules, sets=sets, machine=machine, ranks=ranks,
+                         json=as_json).mode
+    if mode == "executor":
+        from ..api import validate_msccl
+        click.echo(validate_msccl(str(file), executor, max_steps))
+        return EXIT_OK
+    if mode == "for-all":
+        return verify_for_all(file, schedules, sets, as_json, limits, **for_all)
     from ..api import verify_files
     from ..render.errors import error_entry
     from ..render.text import dump_json
@@ -165,19 +171,6 @@ def verify(file: Path, schedules, sets, as_json: bool, limits, machine, ranks, f
     elif not errors:
         click.echo(f"no result schedules in {file}")
     return EXIT_BAD_INPUT if errors else EXIT_FAILED if failed else EXIT_OK
-
-
-def _against_executor(file: Path, executor: str | None, max_steps: int | None,
-                      other: bool) -> int:
-    """`verify FILE.xml --executor E`: the file against E's rules, not imported (the API
-    refuses a FILE that is not .xml, and --max-steps without --executor)."""
-    from ..api import validate_msccl
-    from ..errors import UsageError
-    if other and executor is not None:
-        raise UsageError("--executor checks one MSCCL XML file (FILE.xml) and takes no "
-                         "--schedule, --set, --json, --machine, --ranks or --for-all")
-    click.echo(validate_msccl(str(file), executor, max_steps))
-    return EXIT_OK
 
 
 COMMANDS = (emit, time, compare, verify)

@@ -65,7 +65,8 @@ def _shown(default: Any, kind: str, param_type: Any) -> Any:
     return default
 
 
-TYPES = {"whole": int, "wholes": int, "seconds": float, "text": str, "bytes": ByteSize()}
+TYPES = {"whole": int, "wholes": int, "seconds": float, "factor": float, "text": str,
+         "bytes": ByteSize()}
 
 
 def api_option(cls: type, name: str, *decls: str, help: str = "", param_type: Any = None,

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import click
 
-from ..api.exporting import ExportMscclOptions, TuneOptions
+from ..api.exporting import ExportMscclOptions
+from ..api.tuning import TuneOptions
 from ..render import schema
 from .derived import api_option
 from .options import EXIT_OK, compiling, json_option, no_verify_option, timeout_of, wrote
@@ -95,32 +96,22 @@ def tune(session, collective: str, sizes: str, output: Path | None, channels: in
     and protocol with `schedule NAME as ring/simple = ...`; every size range gets the fastest
     of those, and pairs NCCL would ignore are refused at their label."""
     from ..api import tune as tuned
-    from ..export.tuner import against_csv, tuner_csv
     from ..render.tuner import against_text, tune_json, tune_table, tune_text
-    from ..render.files import write_atomically
     tuning = tuned(session, collective, sizes, nodes=nodes, nodes_param=nodes_param,
                    timeout=timeout, verify=not no_verify,
-                   against_nccl=margin if against_nccl else None, channels=channels)
-    channels = tuning.channels
-    found, source, per_nodes = tuning.tables, tuning.source, tuning.per_nodes
+                   against_nccl=margin if against_nccl else None, channels=channels,
+                   output=output)
+    if output is not None:  # (written by the API)
+        wrote(output)
+    channels, found = tuning.channels, tuning.tables
     if tuning.margin is not None:
         (t,) = found
-        if output is not None:
-            write_atomically(output, against_csv(t.against, collective, channels, t.nodes,
-                                                 t.ranks, source, tuning.margin))
-            wrote(output)
         click.echo(against_text(t.against, t.against_notes, collective, tuning.margin),
                    nl=False)
-        return EXIT_OK
-    if output is not None:
-        write_atomically(output, "".join(
-            tuner_csv(t.labelled or t.envelope, collective, t.nccl, channels, t.nodes, t.ranks, source,
-                      header=k == 0) for k, t in enumerate(found)))
-        wrote(output)
-    if as_json:
+    elif as_json:
         click.echo(tune_json([tune_table(t.envelope, collective, t.nccl, t.names, channels,
                                          t.nodes, t.ranks, t.labelled)
-                              for t in found], source, per_nodes), nl=False)
+                              for t in found], tuning.source, tuning.per_nodes), nl=False)
     else:
         click.echo("\n".join(tune_text(t.envelope, collective, t.nccl, t.names, t.nodes, t.ranks,
                                        t.labelled) for t in found), nl=False)

@@ -9,15 +9,14 @@ from pathlib import Path
 import click
 
 from ..api.forall import ForAllOptions
-from ..errors import UsageError
 from ..render import schema
 from .derived import api_option
 from .options import EXIT_FAILED, EXIT_OK
 
 
 def for_all_options(func):
-    """--for-all, --from and --require-proof, passed on as one `for_all` argument (None
-    without --for-all)."""
+    """--for-all, --from and --require-proof, passed on as one `for_all` argument (what goes
+    with what is `VerifyOptions`'s to say)."""
     @click.option("--for-all", "param", metavar="PARAM", default=None,
                   help="Prove it for every value of this structural param (affine schedules; "
                        "others are verified at instances).")
@@ -27,22 +26,18 @@ def for_all_options(func):
                 help="--for-all: exit 1 when it is not proved (unknown).")
     @functools.wraps(func)
     def wrapper(*args, param, start, require_proof, **kwargs):
-        if param is None and (start is not None or require_proof):
-            raise UsageError("--from and --require-proof go with --for-all PARAM")
-        given = None if param is None else {"param": param, "start": start,
-                                            "require_proof": require_proof}
-        return func(*args, for_all=given, **kwargs)
+        return func(*args, for_all={"param": param, "start": start,
+                                    "require_proof": require_proof}, **kwargs)
     return wrapper
 
 
-def verify_for_all(file: Path, schedules, sets, as_json: bool, limits, machine, ranks, *,
-                   param: str, start: int | None, require_proof: bool) -> int:
+def verify_for_all(file: Path, schedules, sets, as_json: bool, limits, *, param: str,
+                   start: int | None, require_proof: bool) -> int:
+    from ..api import for_all_holds
     from ..api import verify_for_all as run
     from ..render.forall import for_all_json, for_all_text
     from ..render.text import dump_json
     from ..render.verdict import verdict_json
-    if machine is not None or ranks is not None:
-        raise UsageError("--for-all reads a .sched file; --machine and --ranks are for MSCCL XML")
     results = run(file, param, sets, schedules, start=start, **limits)
     if as_json:
         entries = [{**(verdict_json(r.nominal) if r.nominal else {}), "for_all": for_all_json(r)}
@@ -52,6 +47,4 @@ def verify_for_all(file: Path, schedules, sets, as_json: bool, limits, machine, 
                               "errors": []}), nl=False)
     else:
         click.echo("\n".join(for_all_text(r) for r in results))
-    refuted = any(r.status == "refuted" for r in results)
-    unproved = any(r.status == "unknown" for r in results)
-    return EXIT_FAILED if refuted or (require_proof and unproved) else EXIT_OK
+    return EXIT_OK if for_all_holds(results, require_proof=require_proof) else EXIT_FAILED

@@ -42,34 +42,16 @@ def import_command(topology: Path, nvidia_smi: bool, hosts: int, fabric: str,
     """An NCCL topology file (NCCL_TOPO_FILE, or NCCL_TOPO_DUMP_FILE's output) as a .sched
     machine, its bandwidths derived as NCCL derives them, each figure's comment citing the
     XML attribute and NCCL's rule."""
-    from ..api import import_machine
-    from ..render.files import write_atomically
+    from ..api import import_machine, machine_notes
     text = import_machine(topology, hosts=hosts, fabric=fabric, nic_speed=nic_speed,
-                          nvlinks=nvlinks, sm=sm, nvidia_smi=nvidia_smi)
+                          nvlinks=nvlinks, sm=sm, nvidia_smi=nvidia_smi, output=output)
     if output is None:
         click.echo(text, nl=False)
-    else:
-        write_atomically(output, text)
+    else:  # (written by the API)
         wrote(output)
-        for note in _notes(text):  # (printed, the file's head says them)
+        for note in machine_notes(text):  # (printed, the file's head says them)
             click.echo(f"note: {note}", err=True)
     return EXIT_OK
-
-
-def _notes(text: str) -> list[str]:
-    """The "# Note: ..." paragraphs at the head of an imported machine, one line each (a
-    paragraph's next lines are indented "#   ")."""
-    notes: list[str] = []
-    in_note = False
-    for line in text.splitlines():
-        if line.startswith("# Note: "):
-            notes.append(line[len("# Note: "):])
-            in_note = True
-        elif in_note and line.startswith("#   "):
-            notes[-1] += " " + line[4:]
-        else:
-            in_note = False
-    return notes
 
 
 @machine.command("show")
@@ -86,17 +68,11 @@ def show_command(session, as_json: bool, host_svg: Path | None, fabric_svg: Path
     resources), the classes of the routes from the first GPU, and where an imported
     machine's figures came from."""
     from ..api import machine_summary
-    from ..render.files import write_atomically
-    from ..render.machine import fabric_svg as draw_fabric
-    from ..render.machine import host_svg as draw_host
     from ..render.machine import machine_json, machine_text
-    summary = machine_summary(session, max_routes)
-    if host_svg is not None:
-        write_atomically(host_svg, draw_host(summary))
-        wrote(host_svg)
-    if fabric_svg is not None:
-        write_atomically(fabric_svg, draw_fabric(summary))
-        wrote(fabric_svg)
+    summary = machine_summary(session, max_routes, host_svg=host_svg, fabric_svg=fabric_svg)
+    for drawn in (host_svg, fabric_svg):  # (drawn by the API)
+        if drawn is not None:
+            wrote(drawn)
     click.echo(machine_json(summary) if as_json else machine_text(summary), nl=False)
     return EXIT_OK
 

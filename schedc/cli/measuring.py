@@ -7,9 +7,8 @@ from pathlib import Path
 
 import click
 
-from ..api.measuring import CalibrateOptions
-from ..api.nccl import NcclOptions
-from ..api.predicting import DEFAULT_OUTLIER_FACTOR
+from ..api.calibrating import CalibrateOptions
+from ..api.measuring import PredictOptions
 from ..render import schema
 from .derived import api_option
 from .options import (
@@ -25,10 +24,12 @@ from .options import (
 from .paths import InputPath, OutputPath
 
 
-outlier_option = click.option(
-    "--outlier-factor", type=float, default=DEFAULT_OUTLIER_FACTOR, show_default=True,
-    metavar="F", help="Flag a row whose out-of-place and in-place times differ by more than "
-    "this factor as an outlier, and leave it out of fits and error figures (inf keeps all).")
+def outlier_option(options: type):
+    """`--outlier-factor`, the field of `options` (its range, above 1, is the API's)."""
+    return api_option(options, "outlier_factor", metavar="F",
+                      help="Flag a row whose out-of-place and in-place times differ by more "
+                           "than this factor as an outlier, and leave it out of fits and error "
+                           "figures (inf keeps all).")
 
 
 @click.command("calibrate")
@@ -54,7 +55,7 @@ outlier_option = click.option(
 @click.option("--in-place", is_flag=True, help="Use the in-place times (default: out-of-place).")
 @click.option("--drop-wrong", is_flag=True,
               help="Leave out rows with a nonzero #wrong (else they are refused).")
-@outlier_option
+@outlier_option(CalibrateOptions)
 @click.option("--write", "write_path", type=OutputPath(),
               help="Write the fitted constants as a .sched library a machine file can import.")
 @click.option("--force", is_flag=True,
@@ -77,22 +78,15 @@ def calibrate_command(logs, machines, manifest, schedule, fit, split: str, every
     """Fit the machine files' params to nccl-tests LOGs by least squares on log time (with
     NCCL's constants as priors, inside physical bounds); show every row's measured and
     predicted time, the error on fit and held-out rows, and checks of the model."""
-    from ..api import (
-        FitNotWritten,
-        calibrate_files,
-        calibration_pairs,
-        outlier_rows,
-        write_calibration,
-    )
+    from ..api import FitNotWritten, calibrate_files, write_calibration
     from ..render.calibration import calibration_json, calibration_text
     result = calibrate_files(logs, machines, manifest=manifest, schedule=schedule, fit=fit,
                              sets=sets, every=every, in_place=in_place, verify=not no_verify,
                              split=split, drop_wrong=drop_wrong, max_work=max_work,
                              outlier_factor=outlier_factor, step_rules=step_rules, **limits)
-    pairs = calibration_pairs(logs, machines, manifest)
-    outliers = outlier_rows([log for log, _ in pairs], outlier_factor)
-    click.echo(calibration_json(result, outliers) if as_json else
-               calibration_text(result, "in" if in_place else "out", outliers), nl=False)
+    click.echo(calibration_json(result, list(result.outliers)) if as_json else
+               calibration_text(result, "in" if in_place else "out", list(result.outliers)),
+               nl=False)
     if write_path is not None:
         try:
             write_calibration(result, write_path, force=force)
@@ -115,20 +109,19 @@ def calibrate_command(logs, machines, manifest, schedule, fit, split: str, every
               help="Leave out rows with a nonzero #wrong (else they are refused).")
 @click.option("--fitted", type=InputPath(),
               help="Set params to the values in this file (from calibrate --write).")
-@click.option("--nccl", "by_nccl", is_flag=True,
-              help="Predict by NCCL's own tuning model on FILE's machine (its algorithm, "
-                   "protocol and time per size), nothing fitted.")
-@api_option(NcclOptions, "sm", metavar="N",
+@api_option(PredictOptions, "nccl",
+            help="Predict by NCCL's own tuning model on FILE's machine (its algorithm, "
+                 "protocol and time per size), nothing fitted.")
+@api_option(PredictOptions, "sm", metavar="N",
               help="With --nccl: the GPU generation (80: A100, 90: H100; default: the "
                    "machine's `gpu ... sm S`, else 90).")
 @click.option("--input", "inputs", multiple=True, metavar="NAME=VALUE",
               help="With --nccl: override one of NCCL's inputs, as `schedc nccl --input`.")
-@outlier_option
-@click.option("--within", metavar="PCT",
-              help="Judge each row against this error (e.g. 10%) instead of the bands the "
-                   "--fitted file states.")
-@click.option("--small-sizes", "small_sizes", default="auto", show_default=True,
-              metavar="auto|model|nccl",
+@outlier_option(PredictOptions)
+@api_option(PredictOptions, "within", metavar="PCT",
+            help="Judge each row against this error (e.g. 10%) instead of the bands the "
+                 "--fitted file states.")
+@api_option(PredictOptions, "small_sizes",
               help="Where rows below 1 MiB come from: FILE's model, NCCL's own latency model "
                    "(nothing fitted), or auto: NCCL's for a log at another host count than "
                    "FILE's own.")
@@ -138,30 +131,27 @@ def calibrate_command(logs, machines, manifest, schedule, fit, split: str, every
 @no_verify_option
 @machine_options
 def predict_command(file: Path, logs, schedule, plot, in_place: bool, drop_wrong: bool, fitted,
-                    by_nccl: bool, sm, inputs, outlier_factor: float, within,
+                    nccl: bool, sm, inputs, outlier_factor: float, within,
                     small_sizes: str, sets, limits, as_json: bool, no_verify: bool, machine,
                     ranks) -> int:
     """FILE's predicted time against measured rows of nccl-tests LOGs, without fitting: a
     table shaped like the log's, in its terms (time, algbw, busbw), with the resource that
     bounds each row and a verdict: within the fit's stated uncertainty or not."""
     from ..api import fitted_sets, load, plot_prediction, predict_against
-    from ..errors import UsageError
     from ..render.predicted_log import predicted_json, predicted_text
-    if not by_nccl and (sm is not None or inputs):
-        raise UsageError("--sm and --input go with --nccl (NCCL's own tuning model)")
-    if by_nccl and fitted:
-        raise UsageError("--nccl predicts by NCCL's own constants: --fitted has no params there")
+    # what goes with what, refused before any file is read
+    PredictOptions(outlier_factor, small_sizes, nccl, sm, within, tuple(inputs), fitted)
     sets = (*(fitted_sets(fitted) if fitted else ()), *sets)
     session = load(file, sets, **limits, machine=machine, ranks=ranks)
     rows, result = predict_against(
         session, logs, schedule, in_place=in_place, verify=not no_verify, drop_wrong=drop_wrong,
-        outlier_factor=outlier_factor, fitted=fitted, within=within, nccl=by_nccl, sm=sm,
+        outlier_factor=outlier_factor, fitted=fitted, within=within, nccl=nccl, sm=sm,
         inputs=tuple(inputs), small_sizes=small_sizes)
     if plot is not None:
         plot_prediction(session, result, plot)
         wrote(plot)
     shown = str(fitted) if fitted else None
-    how = "by NCCL's model alone, nothing fitted" if by_nccl else None
+    how = "by NCCL's model alone, nothing fitted" if nccl else None
     click.echo(predicted_json(rows, result, shown) if as_json else
                predicted_text(rows, result, shown, how), nl=False)
     return EXIT_OK

@@ -43,10 +43,8 @@ def nccl(session, collective: str | None, nodes: int | None, sm: int | None,
                      inputs=inputs, explain=explain, max_bytes=max_bytes,
                      verify=not no_verify)
     click.echo(nccl_json(model) if as_json else nccl_text(model), nl=False)
-    for note in session.program.topology.notes:  # --fail / --derate: the machine NCCL saw
-        click.echo(f"note: {note}; NCCL's inputs above come from the hosts' GPUs, their links "
-                   "and NIC rates (schedc/nccl/derive.py): a change elsewhere, or a route it "
-                   "breaks, is not seen by them", err=True)
+    for note in model.notes:  # --fail / --derate: what NCCL's inputs do not see
+        click.echo(f"note: {note}", err=True)
     return EXIT_OK
 
 

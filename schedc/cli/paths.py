@@ -44,7 +44,8 @@ class OutputPath(click.Path):
     (a missing folder, a directory, a block device are refused)."""
 
     def __init__(self) -> None:
-        super().__init__(dir_okay=False, path_type=Path)
+        # (a directory passes click, to be refused by `check_output` in the API's words)
+        super().__init__(dir_okay=True, path_type=Path)
 
     def convert(self, value, param, ctx):
         path = super().convert(value, param, ctx)

@@ -52,18 +52,11 @@ def synthesize_command(file: Path, collective: str, over: str | None, size: str 
     timed by the compiler; --chunks auto comes within --within of what the trees reach at
     α = 0 (the optimum, unless a cut counts paths schedc's routes do not take: then it says so)."""
     from ..api import synthesize
-    from ..errors import UsageError
-    from ..render.files import write_atomically
     from ..render.synthesis import synthesis_json, synthesis_text
-    if output is not None and not force and output.exists() and output.is_file():
-        raise UsageError(f"{output} exists; --force replaces it")
     result = synthesize(file, collective, over=over, size=size, root=root, output=output,
                         chunks=chunks, within=within, name=name, sets=sets,
-                        max_ranks=max_ranks, units=units, **limits)
-    written = None
-    if output is not None:
-        write_atomically(output, result.text)
-        written = str(output)
+                        max_ranks=max_ranks, units=units, force=force, **limits)
+    written = None if output is None else str(output)  # (written by the API)
     if as_json:
         click.echo(synthesis_json(result, written), nl=False)
     else:

@@ -58,6 +58,7 @@ class AstraExport:
     rounds_s: float  # Σ over rounds of the slowest message on the network written
     _nodes: _Nodes
     verified: bool = True  # False: written with --no-verify
+    written: tuple[str, ...] = ()  # the files written (`schedc.export_astra(output=)`)
 
     @property
     def node_count(self) -> int:

@@ -33,7 +33,7 @@ import numpy as np
 from ..errors import UsageError
 from ..limits import MAX_SIZE
 from ..model.ir import Schedule, Series, joined
-from ..msccl.rules import (
+from ..msccl.executors import (
     MAX_CHANNELS,
     MAX_DEPENDED_TB,
     MAX_NODES,

@@ -1,6 +1,6 @@
 """The abstract syntax of `.sched` files: frozen dataclasses, each with its source `Span`.
-Expressions, topology and top-level statements are here; `statements` holds the statements
-of schedule bodies.
+Topology and top-level statements are here, and the expressions' names (expressions.py
+defines them); `statements` holds the statements of schedule bodies.
 
 The parser builds these and nothing else; no name is resolved and no unit is checked here.
 """
@@ -12,173 +12,35 @@ from fractions import Fraction
 from typing import TYPE_CHECKING
 
 from ..errors import Span
+# the expressions (expressions.py), named here too: `syntax.Number`
+from .expressions import AllRegion as AllRegion
+from .expressions import Attr as Attr
+from .expressions import BinOp as BinOp
+from .expressions import BoolOp as BoolOp
+from .expressions import Call as Call
+from .expressions import CompFor as CompFor
+from .expressions import Compare as Compare
+from .expressions import Conditional as Conditional
+from .expressions import Expr as Expr
+from .expressions import Index as Index
+from .expressions import Keyword as Keyword
+from .expressions import ListComp as ListComp
+from .expressions import ListLit as ListLit
+from .expressions import Name as Name
+from .expressions import Node as Node
+from .expressions import NoneLit as NoneLit
+from .expressions import Not as Not
+from .expressions import Number as Number
+from .expressions import Part as Part
+from .expressions import Range as Range
+from .expressions import Relation as Relation
+from .expressions import SolveOf as SolveOf
+from .expressions import String as String
+from .expressions import TimeOf as TimeOf
+from .expressions import UnaryOp as UnaryOp
 
 if TYPE_CHECKING:  # the schedule statements import the nodes here
     from .statements import Stmt
-
-
-@dataclass(frozen=True)
-class Node:
-    span: Span = field(repr=False, compare=False, kw_only=True)
-
-
-# ---- expressions ----------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Number(Node):
-    value: Fraction
-    unit: str | None = None
-
-
-@dataclass(frozen=True)
-class Name(Node):
-    id: str
-
-
-@dataclass(frozen=True)
-class String(Node):
-    value: str
-
-
-@dataclass(frozen=True)
-class NoneLit(Node):
-    pass
-
-
-@dataclass(frozen=True)
-class BinOp(Node):
-    op: str
-    left: Expr
-    right: Expr
-
-
-@dataclass(frozen=True)
-class UnaryOp(Node):
-    op: str
-    operand: Expr
-
-
-@dataclass(frozen=True)
-class Compare(Node):
-    op: str
-    left: Expr
-    right: Expr
-
-
-@dataclass(frozen=True)
-class BoolOp(Node):
-    op: str  # "and" | "or"
-    left: Expr
-    right: Expr
-
-
-@dataclass(frozen=True)
-class Not(Node):
-    operand: Expr
-
-
-@dataclass(frozen=True)
-class Range(Node):
-    """`lo..hi`, both ends included."""
-
-    lo: Expr
-    hi: Expr
-
-
-@dataclass(frozen=True)
-class Index(Node):
-    base: Expr
-    index: Expr
-
-
-@dataclass(frozen=True)
-class Attr(Node):
-    base: Expr
-    name: str
-
-
-@dataclass(frozen=True)
-class Keyword(Node):
-    name: str
-    value: Expr
-
-
-@dataclass(frozen=True)
-class Call(Node):
-    func: str
-    args: tuple[Expr, ...]
-    kwargs: tuple[Keyword, ...] = ()
-
-
-@dataclass(frozen=True)
-class CompFor(Node):
-    var: str
-    iter: Expr
-    cond: Expr | None = None
-
-
-@dataclass(frozen=True)
-class ListComp(Node):
-    element: Expr
-    clauses: tuple[CompFor, ...]
-
-
-@dataclass(frozen=True)
-class ListLit(Node):
-    items: tuple[Expr, ...]
-
-
-@dataclass(frozen=True)
-class Conditional(Node):
-    """`then if cond else orelse`."""
-
-    cond: Expr
-    then: Expr
-    orelse: Expr
-
-
-@dataclass(frozen=True)
-class AllRegion(Node):
-    pass
-
-
-@dataclass(frozen=True)
-class Part(Node):
-    """`part(index of count) [of whole]`: the index-th of count equal slices of a region."""
-
-    index: Expr
-    count: Expr
-    whole: Expr | None = None
-
-
-@dataclass(frozen=True)
-class TimeOf(Node):
-    """`time(schedule, P = value, ...)`: a schedule's time, some params pinned."""
-
-    schedule: str
-    pins: tuple[Keyword, ...] = ()
-
-
-@dataclass(frozen=True)
-class Relation(Node):
-    """`left OP right` with OP one of = <= >= < > (equations and expectations)."""
-
-    op: str
-    left: Expr
-    right: Expr
-
-
-@dataclass(frozen=True)
-class SolveOf(Node):
-    relation: Relation
-    param: str
-
-
-Expr = (
-    Number | Name | String | NoneLit | BinOp | UnaryOp | Compare | BoolOp | Not | Range | Index
-    | Attr | Call | ListComp | ListLit | Conditional | AllRegion | Part | TimeOf | SolveOf
-)
 
 
 # ---- a let: at the top level, in a topology and in a schedule body -------------------------

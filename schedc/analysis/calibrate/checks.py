@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...units import format_bytes
-from .calibration import COLLECTIVE_BINARIES, Calibration, Run
+from .records import COLLECTIVE_BINARIES, Calibration, Run
 from .model import Model, group_of, schedules
 from .roles import roles
 

@@ -19,7 +19,8 @@ from dataclasses import dataclass
 
 from ...measure.nccl_tests import Table
 from ...session import Session
-from .calibration import COLLECTIVE_BINARIES, CalibrationError, Comparison, _ranks_from_busbw
+from .records import COLLECTIVE_BINARIES, CalibrationError, Comparison
+from .rows import ranks_from_busbw
 from .model import schedules
 
 HOST_PARAM = "hosts"
@@ -46,7 +47,7 @@ def log_counts(session: Session, schedule: str, table: Table) -> tuple[int | Non
     if table.ranks is not None:
         return table.ranks, "its '#  Rank' lines", table.hosts
     kind = session.program.result(schedules(schedule)[0]).collective.kind
-    implied = _ranks_from_busbw(table, COLLECTIVE_BINARIES.get(kind, ""))
+    implied = ranks_from_busbw(table, COLLECTIVE_BINARIES.get(kind, ""))
     return (implied[0], "its busbw/algbw", table.hosts) if implied else (None, "", table.hosts)
 
 

@@ -29,7 +29,7 @@ import math
 
 import numpy as np
 
-from .calibration import CalibrationError, FittedParam
+from .records import CalibrationError, FittedParam
 
 AT_BOUND = 1e-4  # log distance from a bound that counts as at it
 NEAR_BOUND = math.log(1.01)  # within 1 %: an undetermined param there was pushed, not held
@@ -195,3 +195,44 @@ def enough_rows(fit_rows: int, fit_sizes: int, params: int) -> None:
                            f"{params} params: rows that repeat a size give the model one "
                            "equation (its time depends on the size alone), and a fit needs "
                            "more sizes than params; fit on more sizes")
+
+
+def contacts(x: np.ndarray, skip: list[int], pairs, lower, upper) -> set:
+    """The bounds and orderings the free params of `x` sit at."""
+    out: set = set()
+    for j in range(len(x)):
+        if j not in skip and (x[j] <= lower[j] + AT_BOUND or x[j] >= upper[j] - AT_BOUND):
+            out.add(j)
+    out |= {(a, b) for a, b in pairs if x[a] >= x[b] - AT_BOUND}
+    return out
+
+
+def new_contacts(before, after, held: list[int], pairs, lower, upper) -> bool:
+    """Does holding push a fitted param to a bound or an ordering it was not at? Then NCCL's
+    value contradicts what the rows fix for the others (e.g. LL128 held at NCCL's share
+    above the Simple share the rows give): the rows do bound it, and it is not held."""
+    return bool(contacts(after.x, held, pairs, lower, upper)
+                - contacts(before.x, held, pairs, lower, upper))
+
+
+def undetermined(best, held: list[int], unknowns: list, pairs,
+                 lower: np.ndarray, upper: np.ndarray, fit_rows: int,
+                 scale: float) -> list[int]:
+    """The free unknowns the fit rows do not determine and that may be held (`to_hold`):
+    with a prior, not at or near a bound, not at an ordering bound; of a group the rows see
+    only together, a shared constant before a log's own."""
+    free = [j for j in range(len(unknowns)) if j not in held]
+    x = best.x
+
+    def holdable(j: int) -> bool:
+        if unknowns[j].role.prior is None:
+            return False
+        if x[j] <= lower[j] + NEAR_BOUND or x[j] >= upper[j] - NEAR_BOUND:
+            return False
+        return not any(j in (a, b) and x[a] >= x[b] - AT_BOUND for a, b in pairs)
+
+    jac = best.jac[:fit_rows][:, free] / math.sqrt(scale)  # in units of the rows' scatter
+    # Held when the rows leave it less sure than its prior, or than ±100 % (log space).
+    widths = np.array([min(unknowns[j].role.sigma, 1.0) for j in free])
+    shared = np.array([unknowns[j].shared for j in free])
+    return [free[k] for k in to_hold(jac, widths, np.array([holdable(j) for j in free]), shared)]

@@ -3,6 +3,8 @@ minimum over them), the params it is fitted in, and each row's winning protocol.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import sympy
 
@@ -24,7 +26,7 @@ def _formulas(session: Session, schedule: str) -> list:
 
 def size_symbol(session: Session, schedule: str) -> sympy.Symbol:
     """The one param that is the collective's size (the log's size column)."""
-    from .calibration import CalibrationError
+    from .records import CalibrationError
     names = schedules(schedule)
     first = session.program.result(names[0]).collective
     for other in names[1:]:
@@ -147,3 +149,9 @@ class Model:
 
 def _lambdify(symbols, expr):
     return sympy.lambdify(symbols, expr, modules="numpy")
+
+
+def declared_in_library(session: Session, name: str) -> bool:
+    """Declared in a file the machine file imports, not in the machine file itself."""
+    param = session.program.params[name]
+    return Path(param.span.source.path).resolve() != Path(session.program.path).resolve()

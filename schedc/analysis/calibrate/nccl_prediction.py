@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from ...measure.nccl_tests import Table
 from ...session import Session
-from .calibration import CalibrationError, Comparison, Point, Run, Split, check_table, points
+from .records import CalibrationError, Comparison, Point, Run, Split
+from .rows import check_table, points
 
 # The collectives of the language that NCCL's tuning model times (tuning.cc:288).
 FUNCTIONS = ("allreduce", "allgather", "reduce_scatter", "broadcast", "reduce")

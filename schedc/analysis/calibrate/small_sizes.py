@@ -12,7 +12,7 @@ row by row; from SMALL up the fitted model's, labelled `model`.
 
 from __future__ import annotations
 
-from .calibration import Comparison
+from .records import Comparison
 
 SMALL = 1 << 20  # 1 MiB: below it the shipped logs' rows are mostly latency
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from .calibration import Run
+from .records import Run
 
 RULES = ("sum", "max")  # and `pipelined`, where the files declare it (its chunk is theirs)
 
