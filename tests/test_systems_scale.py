@@ -58,3 +58,24 @@ def test_scale_in_hosts_is_proved(run, stem):
         assert "oversub" in pieces[name]["formula"], pieces[name]["formula"]
     if stem == "aws_p5":  # by hand: V/(8·hosts) per ring hop, a quarter on each EFA device
         assert "V/(32*B_E*hosts)" in pieces["ring"]["formula"], pieces["ring"]["formula"]
+
+
+def test_a_fabric_past_the_proofs_work_limit_stays_checked_and_says_so():
+    """GB200 NVL72's rails need 122,688 (link, pair) checks, each ~1 ms of isl (250 s of CPU
+    in all): past MAX_FABRIC_CHECKS the proof is not tried, and the piece is fitted and
+    checked, with the count in its note. DGX H100 needs 1,344: with the limit below that,
+    the same note."""
+    import schedc
+    from schedc.analysis.scale import fabric
+
+    session = schedc.load(ROOT / "schedules" / "systems" / "dgx_h100.sched")
+    limit = fabric.MAX_FABRIC_CHECKS
+    try:
+        fabric.MAX_FABRIC_CHECKS = 1_000
+        (ring,) = schedc.scale(session, "hosts", schedules=("ring",), bounds=False)
+    finally:
+        fabric.MAX_FABRIC_CHECKS = limit
+    (piece,) = ring.pieces
+    assert piece.status == "checked"
+    assert any("1,344 checks of a (link, pair) of ranks, more than the 1,000" in note
+               for note in piece.notes), piece.notes

@@ -73,10 +73,17 @@ def _boxes(points: isl.Set, dims: int, start: int, stop: int | None, n: sympy.Sy
         yield rounds, _size(sources, dims, everywhere, n)
 
 
+MAX_FABRIC_CHECKS = 10_000  # bounded work: past it the piece stays checked, said why
+
+
 def fabric_loads(cross: list[tuple[Family, tuple[Cons, ...], sympy.Expr]],
                  links: tuple[FabricLink, ...], dims: int, start: int, stop: int | None,
                  n: sympy.Symbol) -> dict[tuple[sympy.Expr, sympy.Expr], isl.Set]:
     """(bandwidth, load) -> the rounds where some fabric link carries that load."""
+    checks = len(cross) * sum(len(link.pairs) for link in links)
+    if checks > MAX_FABRIC_CHECKS:  # ~1 ms of isl each: GB200's 28,791 took 27 s of 250
+        raise Unproved(f"the fabric's loads need {checks:,} checks of a (link, pair) of ranks, "
+                       f"more than the {MAX_FABRIC_CHECKS:,} a proof may take")
     present: dict[tuple[sympy.Expr, sympy.Expr], isl.Set] = {}
     def add(old, new):
         return new if old is None else sympy.cancel(old + new)
