@@ -168,7 +168,8 @@ def _api_functions():
         (schedc.verify_for_all, ForAllOptions), (schedc.whatif, WhatIfOptions),
         (schedc.synthesize, SynthesizeOptions), (schedc.predict, PredictOptions),
         (schedc.predict_nccl, PredictOptions), (schedc.predict_against, PredictOptions),
-        (schedc.outlier_rows, PredictOptions),
+        (schedc.outlier_rows, PredictOptions), (schedc.predict_file, PredictOptions),
+        (schedc.predict_file, LoadOptions),
     ]
 
 

@@ -82,7 +82,14 @@ from .calibrating import (
 )
 from .measuring import fitted_sets, plot_prediction, predict, predict_nccl
 from .nccl import NcclModel, against_nccl, nccl_model
-from .predicting import DEFAULT_OUTLIER_FACTOR, fitted_bands, outlier_rows, predict_against
+from .predicting import (
+    DEFAULT_OUTLIER_FACTOR,
+    fitted_bands,
+    load_fitted,
+    outlier_rows,
+    predict_against,
+    predict_file,
+)
 from .reporting import report, report_path
 from .tuning import TunedTable, Tuning, tune, tuning_csv
 
@@ -135,13 +142,13 @@ __all__ = [
     # the commands, one function each
     "against_nccl", "bound", "calibrate", "calibrate_files", "calibrate_logs", "check", "compare", "emit", "evaluate",
     "export_astra", "export_msccl", "import_machine", "load", "machine_summary", "nccl_model",
-    "numeric_times", "predict", "predict_against", "predict_nccl", "protocol_switches", "report", "scale", "sensitivity", "solve",
+    "numeric_times", "predict", "predict_against", "predict_file", "predict_nccl", "protocol_switches", "report", "scale", "sensitivity", "solve",
     "sweep", "synthesize", "time", "tune", "validate_msccl", "verify", "verify_files", "verify_for_all",
     "whatif",
     # helpers of the commands: plots, a calibration's inputs and outputs, files, progress
     "calibration_pairs", "check_output", "check_output_folder", "fitted_bands", "fitted_sets",
     "for_all_holds",
-    "listening", "machine_notes", "outlier_rows", "plot_prediction",
+    "listening", "load_fitted", "machine_notes", "outlier_rows", "plot_prediction",
     "plot_solution", "read_manifest", "report_path", "tuning_csv", "write_calibration", "RUN",
     "Run",
     # what they return

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 from ..measure.noise import DEFAULT_OUTLIER_FACTOR as DEFAULT_OUTLIER_FACTOR
 from .measuring import PredictOptions
+from .compiling import LoadOptions
 
 if TYPE_CHECKING:
     from ..analysis.calibrate.calibration import Comparison
@@ -41,6 +42,8 @@ def predict_against(session: Session, logs: Iterable[str | Path], schedule: str 
     from .measuring import predict, predict_nccl, read_logs
     PredictOptions(outlier_factor, small_sizes, nccl, sm, within, tuple(inputs), fitted)
     logs = [str(p) for p in logs]
+    if fitted is not None:
+        _check_at_fit(session, fitted)
     bands, said = _bands(fitted, within)
     place = "in" if in_place else "out"
     if nccl:
@@ -58,6 +61,84 @@ def predict_against(session: Session, logs: Iterable[str | Path], schedule: str 
     table = predicted_log(session, kept, flagged, rows, place, bands, outlier_factor, said,
                           nccl, sessions)
     return table, kept
+
+
+def predict_file(path: str | Path, logs: Iterable[str | Path], schedule: str | None = None,
+                 *, sets: Iterable[str] = (), fitted: str | Path | None = None,
+                 plot: str | Path | None = None, machine: str | Path | None = None,
+                 ranks: str | None = None,
+                 max_transfers: int | None = LoadOptions.max_transfers,
+                 max_rounds: int | None = LoadOptions.max_rounds, in_place: bool = False,
+                 verify: bool = True, drop_wrong: bool = False,
+                 outlier_factor: float = PredictOptions.outlier_factor,
+                 within: str | None = PredictOptions.within,
+                 nccl: bool = PredictOptions.nccl, sm: int | None = PredictOptions.sm,
+                 inputs: tuple[str, ...] = (),
+                 small_sizes: str = PredictOptions.small_sizes
+                 ) -> tuple[PredictedLog, Comparison]:
+    """`schedc predict FILE --against LOG...`: FILE loaded at the params of `fitted` (a
+    `calibrate --write` file) with `sets` for the others (`load_fitted`), then
+    `predict_against`; `plot` also writes the plot (`plot_prediction`).
+
+        >>> table, compared = schedc.predict_file(MACHINE, [LOG], fitted=FIT)  # doctest: +SKIP
+    """
+    # what goes with what, refused before any file is read
+    PredictOptions(outlier_factor, small_sizes, nccl, sm, within, tuple(inputs), fitted)
+    session = load_fitted(path, fitted, sets, max_transfers=max_transfers,
+                          max_rounds=max_rounds, machine=machine, ranks=ranks)
+    table, compared = predict_against(
+        session, logs, schedule, in_place=in_place, verify=verify, drop_wrong=drop_wrong,
+        outlier_factor=outlier_factor, fitted=fitted, within=within, nccl=nccl, sm=sm,
+        inputs=tuple(inputs), small_sizes=small_sizes)
+    if plot is not None:
+        from .measuring import plot_prediction
+        plot_prediction(session, compared, plot)
+    return table, compared
+
+
+def load_fitted(path: str | Path, fitted: str | Path | None, sets: Iterable[str] = (),
+                **load_options) -> Session:
+    """FILE compiled at the params of a `calibrate --write` file (`predict --fitted`), `sets`
+    (`--set`) setting the others. A param both set is refused, not decided: the prediction
+    is either at the fit or not. `load_options` are `load`'s.
+
+        >>> session = schedc.load_fitted(MACHINE, "fit.sched", ["V=1MiB"])   # doctest: +SKIP
+    """
+    from ..errors import UsageError
+    from .compiling import load
+    from .measuring import fitted_sets
+    sets = tuple(sets)
+    if fitted is None:
+        return load(path, sets, **load_options)
+    given = {s.partition("=")[0].strip(): s for s in sets}
+    fit = fitted_sets(fitted)
+    both = [f.partition("=")[0] for f in fit if f.partition("=")[0] in given]
+    if both:
+        raise UsageError(f"--set {both[0]}: --fitted {fitted} sets {both[0]} already; "
+                         "predict at the fit or at your value, not both")
+    names = [f.partition("=")[0] for f in fit]
+    try:
+        return load(path, (*fit, *sets), **load_options)
+    except UsageError as error:  # a fitted param the machine lacks: the fit is not its
+        name = next((n for n in names if error.message.startswith(f"--set {n}: no param")), None)
+        if name is None:
+            raise
+        raise UsageError(f"--fitted {fitted}: {path} has no param '{name}' for its value; "
+                         "is it a fit of this machine?") from None
+
+
+def _check_at_fit(session: Session, fitted: str | Path) -> None:
+    """Refuse to label a prediction "at the params of FIT" that is not: a session loaded
+    without them (`load_fitted` loads it with them)."""
+    from ..elaborate.loader import load_program
+    from ..errors import UsageError
+    own = session.program.params
+    for param in load_program(fitted).params.values():
+        mine = own.get(param.name)
+        if mine is None or float(mine.nominal) != float(param.nominal):
+            raise UsageError(f"fitted={fitted}: the session is not at its params ("
+                             f"{param.name} differs); load it with "
+                             "schedc.load_fitted(FILE, FIT), or call schedc.predict_file")
 
 
 def _at_host_counts(session: Session, schedule: str | None, tables) -> dict[str, Session]:

@@ -137,18 +137,14 @@ def predict_command(file: Path, logs, schedule, plot, in_place: bool, drop_wrong
     """FILE's predicted time against measured rows of nccl-tests LOGs, without fitting: a
     table shaped like the log's, in its terms (time, algbw, busbw), with the resource that
     bounds each row and a verdict: within the fit's stated uncertainty or not."""
-    from ..api import fitted_sets, load, plot_prediction, predict_against
+    from ..api import predict_file
     from ..render.predicted_log import predicted_json, predicted_text
-    # what goes with what, refused before any file is read
-    PredictOptions(outlier_factor, small_sizes, nccl, sm, within, tuple(inputs), fitted)
-    sets = (*(fitted_sets(fitted) if fitted else ()), *sets)
-    session = load(file, sets, **limits, machine=machine, ranks=ranks)
-    rows, result = predict_against(
-        session, logs, schedule, in_place=in_place, verify=not no_verify, drop_wrong=drop_wrong,
-        outlier_factor=outlier_factor, fitted=fitted, within=within, nccl=nccl, sm=sm,
-        inputs=tuple(inputs), small_sizes=small_sizes)
+    rows, result = predict_file(
+        file, logs, schedule, sets=sets, fitted=fitted, plot=plot, machine=machine, ranks=ranks,
+        in_place=in_place, verify=not no_verify, drop_wrong=drop_wrong,
+        outlier_factor=outlier_factor, within=within, nccl=nccl, sm=sm, inputs=tuple(inputs),
+        small_sizes=small_sizes, **limits)
     if plot is not None:
-        plot_prediction(session, result, plot)
         wrote(plot)
     shown = str(fitted) if fitted else None
     how = "by NCCL's model alone, nothing fitted" if nccl else None
