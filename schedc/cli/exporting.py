@@ -96,7 +96,7 @@ def tune(session, collective: str, sizes: str, output: Path | None, channels: in
     and protocol with `schedule NAME as ring/simple = ...`; every size range gets the fastest
     of those, and pairs NCCL would ignore are refused at their label."""
     from ..api import tune as tuned
-    from ..render.tuner import against_text, tune_json, tune_table, tune_text
+    from ..render.tuner import against_json, against_text, tune_json, tune_table, tune_text
     tuning = tuned(session, collective, sizes, nodes=nodes, nodes_param=nodes_param,
                    timeout=timeout, verify=not no_verify,
                    against_nccl=margin if against_nccl else None, channels=channels,
@@ -106,8 +106,10 @@ def tune(session, collective: str, sizes: str, output: Path | None, channels: in
     channels, found = tuning.channels, tuning.tables
     if tuning.margin is not None:
         (t,) = found
-        click.echo(against_text(t.against, t.against_notes, collective, tuning.margin),
-                   nl=False)
+        show = against_json(t.against, t.against_notes, collective, tuning.margin,
+                            tuning.source) if as_json else \
+            against_text(t.against, t.against_notes, collective, tuning.margin)
+        click.echo(show, nl=False)
     elif as_json:
         click.echo(tune_json([tune_table(t.envelope, collective, t.nccl, t.names, channels,
                                          t.nodes, t.ranks, t.labelled)

@@ -13,6 +13,7 @@ ERROR = "schedc.error/1"
 CALIBRATE = "schedc.calibrate/1"
 PREDICT = "schedc.predict/2"  # /2: rows in nccl-tests' terms, outlier rows flagged, verdicts
 TUNE = "schedc.tune/1"
+TUNE_AGAINST = "schedc.tune-against-nccl/1"  # tune --against-nccl: rows beating NCCL's pick
 SOLVE_INTEGERS = "schedc.solve-integers/1"  # solve --for a structural param
 SCALE = "schedc.scale/2"  # /2: status, valid_to, checked_at; --at method
 ASTRA = "schedc.astra/1"  # export astra

@@ -10,7 +10,7 @@ from ..analysis.solve.crossovers import byte_ranges
 from ..choices import TUNER_COLLECTIVES as COLLECTIVES
 from ..cost.regimes import key
 from ..units import format_bytes
-from .schema import TUNE
+from .schema import TUNE, TUNE_AGAINST
 from .text import dump_json, json_number, table
 
 if TYPE_CHECKING:
@@ -108,3 +108,14 @@ def against_text(rows, notes, kind: str, margin: str) -> str:
     if notes:
         lines += ["", "not compared:"] + [f"  {n}" for n in notes]
     return "\n".join(lines) + "\n"
+
+
+def against_json(rows, notes, kind: str, margin: str, source: str) -> str:
+    """`tune --against-nccl --json`: the rows of `against_text`, and the ranges not compared."""
+    return dump_json({"schema": TUNE_AGAINST, "file": source, "collective": kind,
+                      "margin": margin,
+                      "rows": [{"min_bytes": r.min_bytes, "max_bytes": r.max_bytes,
+                                "schedule": r.schedule, "pair": r.pair,
+                                "nccl_pick": r.nccl_pick, "nccl_schedule": r.nccl_schedule,
+                                "gain": json_number(r.gain, integer=False)} for r in rows],
+                      "not_compared": list(notes)})
