@@ -32,6 +32,9 @@ CALIB = S / "calibration" / "nvidia_dgxc_1node_8xH100_nvlink_allreduce.sched"
 RING1024 = S / "scale" / "ring_1024.sched"
 SMI_DGX1 = ROOT / "tests" / "fixtures" / "topo" / "dgx1-nvidia-smi-msccl-tools.txt"
 ADDRESS_SPACE = 8 * 2**30
+sys.path.insert(0, str(ROOT / "tests"))  # r06's rail machine, which the tests build too
+from rails import gather_round  # noqa: E402
+from rails import rail_machine as rail  # noqa: E402
 MACHINE = """param alpha = 1 us
 param B = 25 GB/s
 param V = 64 MiB
@@ -44,35 +47,9 @@ let ranks = [g[i] for i in 0..7]
 """
 
 
-def rail(hosts: int, schedule: str = "round { copy all from node[0].g[0] to node[1].g[0] }") -> str:
-    """r06's rail machine: `hosts` × 8 GPUs, a NIC link per GPU to its rail, rails to a spine."""
-    return f"""param alpha = 1 us
-param B_L = 450 GB/s
-param B_N = 400 Gbit/s
-param V = 64 MiB
-topology {{
-  host node[{hosts}] {{
-    gpu g[8]
-    switch nvs
-    link g[i] <-> nvs bw B_L class nvlink for i in 0..7
-  }}
-  switch rail[8]
-  switch spine
-  link node[h].g[i] <-> rail[i] bw B_N class nic for h in 0..{hosts - 1} for i in 0..7
-  link rail[i] <-> spine class uplink bw B_N for i in 0..7
-}}
-let ranks = [node[h].g[i] for h in 0..{hosts - 1} for i in 0..7]
-allreduce V over ranks
-schedule s {{
-  {schedule}
-}}
-"""
-
-
 def gather(hosts: int) -> str:
     """Every GPU to its rail's GPU on node[0]: every NIC's failure changes a route."""
-    return rail(hosts, f"round {{ for h in 1..{hosts - 1}: for i in 0..7: "
-                       f"copy part(h of {hosts}) from node[h].g[i] to node[0].g[i] }}")
+    return rail(hosts, gather_round(hosts))
 
 
 LOG_HEAD = ("# nThread 1 nGpus 1 minBytes 8 maxBytes 1073741824 step: 2(factor) warmup iters: 5 "

@@ -9,6 +9,8 @@ from pathlib import Path
 import pytest
 import sympy
 from hypothesis import settings
+from rails import ONE_TRANSFER as ONE_TRANSFER
+from rails import rail_machine as rail_machine
 
 import schedc
 from schedc.cli import main
@@ -139,35 +141,6 @@ topology {{
   link g[i] <-> sw bw B for i in 0..{n - 1}
 }}
 let ranks = [g[i] for i in 0..{n - 1}]
-"""
-
-
-ONE_TRANSFER = "round { copy all from node[0].g[0] to node[1].g[0] }"
-
-
-def rail_machine(hosts: int, schedule: str = ONE_TRANSFER) -> str:
-    """The turn-4 repros' rail machine (r06, r19) as the text of a file: `hosts` × 8 GPUs on
-    an NVSwitch, a NIC link per GPU to its rail, rails to a spine, and one schedule `s`."""
-    return f"""param alpha = 1 us
-param B_L = 450 GB/s
-param B_N = 400 Gbit/s
-param V = 64 MiB
-topology {{
-  host node[{hosts}] {{
-    gpu g[8]
-    switch nvs
-    link g[i] <-> nvs bw B_L class nvlink for i in 0..7
-  }}
-  switch rail[8]
-  switch spine
-  link node[h].g[i] <-> rail[i] bw B_N class nic for h in 0..{hosts - 1} for i in 0..7
-  link rail[i] <-> spine class uplink bw B_N for i in 0..7
-}}
-let ranks = [node[h].g[i] for h in 0..{hosts - 1} for i in 0..7]
-allreduce V over ranks
-schedule s {{
-  {schedule}
-}}
 """
 
 

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 from conftest import ROOT, rail_machine, write
+from rails import gather_round
 
 from schedc.limits import MAX_FAILURE_WORK, MAX_ROUTES
 
@@ -168,12 +169,8 @@ def test_r06_whatif_times_only_the_failures_on_a_route(run, tmp_path):
 
 
 def gather(hosts: int) -> str:
-    """rail_machine(hosts) with every GPU sending to its rail's GPU on node[0]: each NIC's failure
-    changes a route."""
-    return rail_machine(hosts).replace(
-        "round { copy all from node[0].g[0] to node[1].g[0] }",
-        f"round {{ for h in 1..{hosts - 1}: for i in 0..7: "
-        f"copy part(h of {hosts}) from node[h].g[i] to node[0].g[i] }}")
+    """rail_machine(hosts) with every GPU sending to its rail's GPU on node[0]."""
+    return rail_machine(hosts, gather_round(hosts))
 
 
 def test_r06_whatif_refused_before_the_first_failure(run, tmp_path):

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from conftest import ONE_TRANSFER, ROOT, rail_machine, write
+from rails import gather_round as gather
 
 import schedc
 from schedc.errors import TopologyError
@@ -74,12 +75,6 @@ schedule one {
   round { copy part(2 of 3) from g[2] to g[0] }
 }
 """
-
-
-def gather(hosts: int) -> str:
-    """Every GPU sends to the GPU of its rail on node[0]: every NIC carries a transfer."""
-    return (f"round {{ for h in 1..{hosts - 1}: for i in 0..7: "
-            f"copy part(h of {hosts}) from node[h].g[i] to node[0].g[i] }}")
 
 
 def recomputed(session: Session, item, schedule: str):
