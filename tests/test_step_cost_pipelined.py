@@ -14,6 +14,7 @@ from fractions import Fraction
 
 import pytest
 from conftest import write
+from test_step_cost import TWO
 
 import schedc
 from schedc.analysis.calibrate.step_rules import preferred
@@ -21,23 +22,9 @@ from schedc.cost.numeric import numeric_time
 from schedc.errors import UsageError
 
 US = Fraction(1, 10**6)
-
-# Two GPUs, one link, an all-reduce in two rounds of V/2 each way: both rounds load both
-# directions of the one link, so the stages share it.
-TWO = """param V = 1 MiB
-param alpha = 10 us
-param B = 100 GB/s
-{rule}
-topology {{
-  gpu g[2]
-  link g[0] <-> g[1] bw B class nvlink
-}}
-allreduce V over [g[0], g[1]]
-schedule x {{
-  round {{ reduce part(0 of 2) from g[0] to g[1]; reduce part(1 of 2) from g[1] to g[0] }}
-  round {{ copy part(0 of 2) from g[1] to g[0]; copy part(1 of 2) from g[0] to g[1] }}
-}}
-"""
+# TWO (test_step_cost.py): two GPUs, one link, an all-reduce in two rounds of V/2 each way
+# (V = 1 MiB, α = 10 µs, B = 100 GB/s): both rounds load both directions of the one link, so
+# the stages share it.
 
 # A chain g0 -> g1 -> g2: a broadcast in two rounds on two different links, so a pipeline
 # overlaps them (chunk x crosses g1 -> g2 while chunk x + 1 crosses g0 -> g1).
@@ -71,7 +58,7 @@ def _both(session, name: str) -> tuple[Fraction, Fraction]:
 
 
 def _two(tmp_path, rule: str, sets=()):
-    return schedc.load(write(tmp_path, "m.sched", TWO.format(rule=rule)), sets)
+    return schedc.load(write(tmp_path, "m.sched", TWO.format(rule=rule, protocols="")), sets)
 
 
 def test_start_up_bound_pipeline_by_hand(tmp_path):
@@ -146,7 +133,7 @@ def test_protocols_and_the_formula(tmp_path):
      "is 0 B", "chunk 0 B\n                            ^~~\n"),
 ])
 def test_a_bad_chunk_is_refused_at_its_line(run, tmp_path, rule, where, message, caret):
-    path = write(tmp_path, "m.sched", TWO.format(rule=rule))
+    path = write(tmp_path, "m.sched", TWO.format(rule=rule, protocols=""))
     code, out, err = run("time", path)
     assert code == 2 and out == "", err
     assert f"m.sched:{where}: error: {message}" in err and caret in err, err
@@ -183,7 +170,7 @@ def test_calibrate_says_the_rows_prefer_the_rule_they_were_made_by(tmp_path):
         times.append((size, 2 * (alpha + size / (2 * rate)) if c <= 1
                       else (c + 1) * (alpha + chunk / (2 * rate))))
     log = _log(tmp_path, times)
-    machine = write(tmp_path, "m.sched", TWO.format(rule="step cost pipelined chunk 256 KiB"))
+    machine = write(tmp_path, "m.sched", TWO.format(rule="step cost pipelined chunk 256 KiB", protocols=""))
     fitted = schedc.calibrate_files([log], [machine], step_rules=True, sets=["alpha=5us"])
     by_rule = {f.rule: f for f in fitted.step_rules}
     assert list(by_rule) == ["pipelined", "max", "sum"] and by_rule["pipelined"].file_rule
