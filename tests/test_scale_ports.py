@@ -15,18 +15,18 @@ from conftest import SCHEDULES, write
 
 import schedc
 
-# Each host: G GPUs on one NVSwitch (B_L), each GPU behind its own PCIe switch (B_P on the
-# GPU's link) and its own NIC (no figure on the switch-NIC link), NIC i on rail switch i (B_N).
-PER_GPU = """\
-import "{lib}/ring.sched"
-import "{lib}/hierarchical.sched"
+# The params and the host of the machines here and in test_scale_unseen.py: G GPUs on one
+# NVSwitch (B_L), each GPU behind its own PCIe switch (B_P on the GPU's link) and its own NIC
+# (no figure on the switch-NIC link).
+PARAMS = """\
 param alpha = 0.83 us
 param B_L = 450 GB/s
 param B_P = 64 GB/s
 param B_N = 400 Gbit/s
 param V = 64 MiB
 param hosts = 2
-topology {{
+"""
+HOST = """\
   host node[hosts] {{
     gpu g[{G}]
     switch nvswitch
@@ -36,6 +36,12 @@ topology {{
     link g[i] <-> plx[i] bw B_P class pcie for i in 0..{last}
     link plx[i] <-> cx[i] class pcie for i in 0..{last}
   }}
+"""
+# Each host as HOST, NIC i on rail switch i (B_N).
+PER_GPU = """\
+import "{lib}/ring.sched"
+import "{lib}/hierarchical.sched"
+""" + PARAMS + "topology {{\n" + HOST + """\
   switch rail[{G}]
   switch spine
   link node[h].cx[i] <-> rail[i] bw B_N class nic for h in 0..hosts-1 for i in 0..{last}

@@ -13,32 +13,21 @@ from fractions import Fraction
 
 import pytest
 from conftest import SCHEDULES, write
+from test_scale_ports import ALPHA, B_L, B_N, B_P, HOST, PARAMS, V
 
 import schedc
 
+# (ALPHA ... B_N: the params of PARAMS, in base units)
 MACHINE = """\
 import "{lib}/ring.sched"
 import "{lib}/hierarchical.sched"
 import "{lib}/nccl.sched"
-param alpha = 0.83 us
-param B_L = 450 GB/s
-param B_P = 64 GB/s
-param B_N = 400 Gbit/s
-param V = 64 MiB
-param hosts = 2
+""" + PARAMS + """\
 param fabric = 1
 param spines = 2
 param oversub = 2.0
 topology {{
-  host node[hosts] {{
-    gpu g[2]
-    switch nvswitch
-    switch plx[2]
-    nic cx[2]
-    link g[i] <-> nvswitch bw B_L class nvlink for i in 0..1
-    link g[i] <-> plx[i] bw B_P class pcie for i in 0..1
-    link plx[i] <-> cx[i] class pcie for i in 0..1
-  }}
+""" + HOST.replace("{G}", "2").replace("{last}", "1") + """\
 }}
 let ports = [node[h].cx for h in 0..hosts-1]
 let P = len(ports[0])
@@ -59,9 +48,6 @@ schedule rail_major = ring_allreduce([node[h].g[i] for i in 0..1 for h in 0..hos
 schedule hier = hierarchical_allreduce([node[h].g for h in 0..hosts-1])
 schedule nccl2 = nccl_ring_allreduce([ranks for q in 0..0], {loops})
 """
-
-ALPHA, V = Fraction(83, 10**8), 64 * 2**20
-B_L, B_P, B_N = 450 * 10**9, 64 * 10**9, 50 * 10**9
 
 
 def ring_by_hand(n: int) -> Fraction:
