@@ -18,7 +18,7 @@ from ..measure.bandwidth import bandwidths, factor_text, format_gbps
 from ..model.scalars import exact_value
 from ..units import format_bytes, format_seconds
 from . import schema
-from .text import bandwidth_json, dump_json, json_number, params_json, table
+from .text import dump_json, params_json, schedule_json, table
 
 LEFT_OUT = "formulas, regimes and round classes left out (--no-formula)"
 
@@ -38,27 +38,11 @@ def numeric_json(program: Program, timings: list[NumericTiming]) -> str:
 
 
 def _timing_json(t: NumericTiming, program: Program) -> dict:
-    collective = t.schedule.collective
-    return {
-        "name": t.name,
-        "collective": collective.kind,
-        "ranks": len(collective.ranks),
-        "rounds": t.rounds,
-        "rounds_cross_host": t.cross_rounds,
-        "transfers": t.schedule.transfer_count,
-        "time_s": json_number(t.time, integer=False),
-        "bytes_cross_host": json_number(t.bytes_value(t.bytes_cross)),
-        "bytes_logical": json_number(t.bytes_value(t.bytes_logical)),
-        **bandwidth_json(collective.kind, len(collective.ranks),
-                         t.bytes_value(collective.size), t.time),
-        **({} if t.protocol is None else {
-            "protocol": t.protocol,
-            "protocol_times": {name: {"time_s": json_number(value, integer=False)}
-                               for name, value in t.protocol_times}}),
-        **({} if t.chunks is None else {"pipeline": {  # `step cost pipelined chunk Q`
-            "chunk_bytes": json_number(exact_value(program.step_chunk, t.nominal)),
-            "chunks": json_number(t.chunks, integer=False)}}),
-    }
+    pipeline = None if t.chunks is None else (  # `step cost pipelined chunk Q`
+        exact_value(program.step_chunk, t.nominal), t.chunks, None)
+    return schedule_json(t, t.rounds, t.cross_rounds, t.bytes_cross, t.bytes_logical,
+                         t.protocol, [(name, value, None) for name, value in t.protocol_times],
+                         pipeline)
 
 
 def numeric_text(command: str, output_format: str, program: Program,

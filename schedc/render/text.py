@@ -210,33 +210,52 @@ def params_json(program: Program) -> dict:
 def timing_json(t: Timing, topology: Topology) -> dict:
     from ..cost.formula import nominal_value
     c = t.cost
+    pipeline = None if c.chunks is None or c.chunk is None else (  # step cost pipelined
+        nominal_value(c.chunk, t.nominal), nominal_value(c.chunks, t.nominal), c.chunks)
+    return schedule_json(
+        t, c.rounds, c.cross_rounds, c.bytes_cross, c.bytes_logical, c.protocol,
+        [(p.name, p.value, p.formula) for p in c.protocol_times], pipeline,
+        time_formulas={"formula": str(c.formula), "regime_formula": str(c.regime_formula),
+                       "regime_conditions": [str(r) for r in c.conditions]},
+        bytes_formulas={"bytes_cross_host_formula": str(linear_expr(c.bytes_cross)),
+                        "bytes_logical_formula": str(linear_expr(c.bytes_logical)),
+                        "round_classes": [_class_json(k, topology, t.nominal)
+                                          for k in c.classes]})
+
+
+def schedule_json(t, rounds: int, cross_rounds: int, bytes_cross, bytes_logical,
+                  protocol: str | None, protocol_times, pipeline,
+                  time_formulas: dict | None = None, bytes_formulas: dict | None = None
+                  ) -> dict:
+    """One schedule of `schedc.time/1`: its keys, in order, defined once for the formula path
+    (`timing_json`) and the numeric one (`render.numeric`, which gives no formulas).
+    `t` has `name`, `schedule`, `time` and `bytes_value`; `protocol_times` are (name,
+    seconds, formula or None); `pipeline` is None or (chunk bytes, chunks, their formula or
+    None); the formulas' keys go after `time_s` and after the bytes."""
     collective = t.schedule.collective
     return {
         "name": t.name,
         "collective": collective.kind,
         "ranks": len(collective.ranks),
-        "rounds": c.rounds,
-        "rounds_cross_host": c.cross_rounds,
+        "rounds": rounds,
+        "rounds_cross_host": cross_rounds,
         "transfers": t.schedule.transfer_count,
         "time_s": json_number(t.time, integer=False),
-        "formula": str(c.formula),
-        "regime_formula": str(c.regime_formula),
-        "regime_conditions": [str(r) for r in c.conditions],
-        "bytes_cross_host": json_number(t.bytes_value(c.bytes_cross)),
-        "bytes_logical": json_number(t.bytes_value(c.bytes_logical)),
-        "bytes_cross_host_formula": str(linear_expr(c.bytes_cross)),
-        "bytes_logical_formula": str(linear_expr(c.bytes_logical)),
-        "round_classes": [_class_json(k, topology, t.nominal) for k in c.classes],
+        **(time_formulas or {}),
+        "bytes_cross_host": json_number(t.bytes_value(bytes_cross)),
+        "bytes_logical": json_number(t.bytes_value(bytes_logical)),
+        **(bytes_formulas or {}),
         **bandwidth_json(collective.kind, len(collective.ranks),
                          t.bytes_value(collective.size), t.time),
-        **({} if c.protocol is None else {
-            "protocol": c.protocol,
-            "protocol_times": {p.name: {"time_s": json_number(p.value, integer=False),
-                                        "formula": str(p.formula)} for p in c.protocol_times}}),
-        **({} if c.chunks is None or c.chunk is None else {"pipeline": {  # step cost pipelined
-            "chunk_bytes": json_number(nominal_value(c.chunk, t.nominal)),
-            "chunks": json_number(nominal_value(c.chunks, t.nominal), integer=False),
-            "chunks_formula": str(c.chunks)}}),
+        **({} if protocol is None else {
+            "protocol": protocol,
+            "protocol_times": {name: {"time_s": json_number(value, integer=False),
+                                      **({} if formula is None else {"formula": str(formula)})}
+                               for name, value, formula in protocol_times}}),
+        **({} if pipeline is None else {"pipeline": {
+            "chunk_bytes": json_number(pipeline[0]),
+            "chunks": json_number(pipeline[1], integer=False),
+            **({} if pipeline[2] is None else {"chunks_formula": str(pipeline[2])})}}),
     }
 
 
