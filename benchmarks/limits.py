@@ -33,8 +33,8 @@ RING1024 = S / "scale" / "ring_1024.sched"
 SMI_DGX1 = ROOT / "tests" / "fixtures" / "topo" / "dgx1-nvidia-smi-msccl-tools.txt"
 ADDRESS_SPACE = 8 * 2**30
 sys.path.insert(0, str(ROOT / "tests"))  # r06's rail machine, which the tests build too
-from rails import gather_round  # noqa: E402
-from rails import rail_machine as rail  # noqa: E402
+from repro_inputs import gather_round, smi  # noqa: E402
+from repro_inputs import rail_machine as rail  # noqa: E402
 MACHINE = """param alpha = 1 us
 param B = 25 GB/s
 param V = 64 MiB
@@ -96,15 +96,6 @@ def msccl_xml(steps: int) -> str:
                 'depid="-1" deps="-1" hasdep="0"/>' for s in range(steps)]
         out += ["</tb>", "</gpu>"]
     return "\n".join([*out, "</algo>"]) + "\n"
-
-
-def smi(gpus: int) -> str:
-    """An `nvidia-smi topo -m` matrix of `gpus` GPUs, all NV18 (r07)."""
-    head = "\t" + "\t".join(f"GPU{g}" for g in range(gpus)) + \
-        "\tCPU Affinity\tNUMA Affinity\tGPU NUMA ID"
-    rows = [f"GPU{g}\t" + "\t".join(" X " if h == g else "NV18" for h in range(gpus))
-            + "\t0-47\t0\t\tN/A" for g in range(gpus)]
-    return head + "\n" + "\n".join(rows) + "\n\nLegend:\n\n  X    = Self\n"
 
 
 def cases() -> list[tuple[str, dict, list[str]]]:

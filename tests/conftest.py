@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 import sympy
 from hypothesis import settings
-from rails import ONE_TRANSFER as ONE_TRANSFER
-from rails import rail_machine as rail_machine
+from repro_inputs import ONE_TRANSFER as ONE_TRANSFER
+from repro_inputs import rail_machine as rail_machine
 
 import schedc
 from schedc.cli import main

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 from conftest import ROOT, rail_machine, write
-from rails import gather_round
+from repro_inputs import gather_round, smi
 
 from schedc.limits import MAX_FAILURE_WORK, MAX_ROUTES
 
@@ -215,15 +215,6 @@ def test_r06_the_failure_limit_is_an_option(run, tmp_path):
     err = refused(run, "whatif", path, "--class", "nic", "--no-verify",
                   "--max-failure-work", "1000")
     assert "the limit is 1,000" in err
-
-
-def smi(gpus: int) -> str:
-    """An `nvidia-smi topo -m` matrix of `gpus` GPUs all NV18 to each other (r07)."""
-    head = "\t" + "\t".join(f"GPU{g}" for g in range(gpus)) + \
-        "\tCPU Affinity\tNUMA Affinity\tGPU NUMA ID"
-    rows = [f"GPU{g}\t" + "\t".join(" X " if h == g else "NV18" for h in range(gpus))
-            + "\t0-47\t0\t\tN/A" for g in range(gpus)]
-    return head + "\n" + "\n".join(rows) + "\n\nLegend:\n\n  X    = Self\n"
 
 
 def test_r07_nvidia_smi_import_is_linear_in_the_cells(run, tmp_path):

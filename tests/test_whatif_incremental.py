@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from conftest import ONE_TRANSFER, ROOT, rail_machine, write
-from rails import gather_round as gather
+from repro_inputs import gather_round as gather
 
 import schedc
 from schedc.errors import TopologyError

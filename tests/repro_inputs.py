@@ -1,6 +1,7 @@
-"""The turn-4 repros' rail machine (r06, r19), written once for the tests (through
-conftest.py) and the benchmarks (benchmarks/limits.py, whatif.py): plain text, no imports,
-so a benchmark script loads it without pytest or schedc."""
+"""The turn-4 repros' generated inputs (../shared/repros/turn4: the rail machine of r06 and
+r19, r07's nvidia-smi matrix), written once for the tests (test_turn4_repros.py, and
+conftest.py's `rail_machine`) and the benchmarks (benchmarks/limits.py, whatif.py): plain
+text, no imports, so a benchmark script loads it without pytest or schedc."""
 
 from __future__ import annotations
 
@@ -38,3 +39,12 @@ def gather_round(hosts: int) -> str:
     each NIC's failure changes a route."""
     return (f"round {{ for h in 1..{hosts - 1}: for i in 0..7: "
             f"copy part(h of {hosts}) from node[h].g[i] to node[0].g[i] }}")
+
+
+def smi(gpus: int) -> str:
+    """An `nvidia-smi topo -m` matrix of `gpus` GPUs, all NV18 to each other (r07)."""
+    head = "\t" + "\t".join(f"GPU{g}" for g in range(gpus)) + \
+        "\tCPU Affinity\tNUMA Affinity\tGPU NUMA ID"
+    rows = [f"GPU{g}\t" + "\t".join(" X " if h == g else "NV18" for h in range(gpus))
+            + "\t0-47\t0\t\tN/A" for g in range(gpus)]
+    return head + "\n" + "\n".join(rows) + "\n\nLegend:\n\n  X    = Self\n"
