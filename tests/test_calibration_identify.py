@@ -85,9 +85,11 @@ protocol Simple alpha a eff e launch b
 """
 
 
-def _log(path, times):
-    rows = "".join(f"{size:>12d} {size // 4:>12d} float sum -1 {t * 1e6:9.2f} 0.00 0.00 0 "
-                   f"{t * 1e6:9.2f} 0.00 0.00 0\n" for size, t in times)
+def _log(path, times, digits: int = 2):
+    """An all_reduce_perf log of two ranks with these (size, seconds) rows, both columns,
+    the times in µs to `digits` decimals."""
+    rows = "".join(f"{size:>12d} {size // 4:>12d} float sum -1 {t * 1e6:9.{digits}f} 0.00 0.00 "
+                   f"0 {t * 1e6:9.{digits}f} 0.00 0.00 0\n" for size, t in times)
     return write(path, "log.txt", "# Collective test starting: all_reduce_perf\n"
                  "#  Rank  0 Group  0 Pid  1 on host0 device  0 [0000:04:00] NVIDIA H100\n"
                  "#  Rank  1 Group  0 Pid  2 on host0 device  1 [0000:05:00] NVIDIA H100\n"

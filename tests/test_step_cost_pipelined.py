@@ -14,6 +14,7 @@ from fractions import Fraction
 
 import pytest
 from conftest import write
+from test_calibration_identify import _log
 from test_step_cost import TWO
 
 import schedc
@@ -145,19 +146,6 @@ def test_scale_refuses_the_pipelined_rule(tmp_path):
         schedc.scale(_two(tmp_path, "step cost pipelined chunk 256 KiB"), "V")
 
 
-def _log(tmp_path, times) -> str:
-    """An all_reduce_perf log of two ranks with these (size, seconds) rows, both columns."""
-    rows = "".join(f"{size:>12d} {size // 4:>12d} float sum -1 {t * 1e6:9.3f} 0.00 0.00 0 "
-                   f"{t * 1e6:9.3f} 0.00 0.00 0\n" for size, t in times)
-    return write(tmp_path, "log.txt", "# Collective test starting: all_reduce_perf\n"
-                 "#  Rank  0 Group  0 Pid  1 on host0 device  0 [0000:04:00] NVIDIA H100\n"
-                 "#  Rank  1 Group  0 Pid  2 on host0 device  1 [0000:05:00] NVIDIA H100\n"
-                 "#       size         count      type   redop    root     time   algbw   "
-                 "busbw #wrong     time   algbw   busbw #wrong\n"
-                 "#        (B)    (elements)                               (us)  (GB/s)  "
-                 "(GB/s)            (us)  (GB/s)  (GB/s)\n" + rows)
-
-
 def test_calibrate_says_the_rows_prefer_the_rule_they_were_made_by(tmp_path):
     # Rows written by hand from the pipelined rule on TWO (α = 10 µs, B = 100 GB/s, Q =
     # 256 KiB): up to Q, 2 · (α + V/(2B)); above, C = V/Q and a stage, α + Q/(2B) = 11.31072
@@ -169,8 +157,9 @@ def test_calibrate_says_the_rows_prefer_the_rule_they_were_made_by(tmp_path):
         c = size / chunk
         times.append((size, 2 * (alpha + size / (2 * rate)) if c <= 1
                       else (c + 1) * (alpha + chunk / (2 * rate))))
-    log = _log(tmp_path, times)
-    machine = write(tmp_path, "m.sched", TWO.format(rule="step cost pipelined chunk 256 KiB", protocols=""))
+    log = _log(tmp_path, times, digits=3)
+    machine = write(tmp_path, "m.sched",
+                    TWO.format(rule="step cost pipelined chunk 256 KiB", protocols=""))
     fitted = schedc.calibrate_files([log], [machine], step_rules=True, sets=["alpha=5us"])
     by_rule = {f.rule: f for f in fitted.step_rules}
     assert list(by_rule) == ["pipelined", "max", "sum"] and by_rule["pipelined"].file_rule
