@@ -22,7 +22,7 @@ from __future__ import annotations
 from ..analysis.solve.crossovers import Envelope
 from ..choices import TUNER_COLLECTIVES
 from ..language.syntax import NcclName
-from ..nccl.constants import ALGORITHMS, PROTOCOLS  # a tuner table names them as NCCL does
+from ..nccl.constants import ALGORITHMS, PROTOCOLS, SIMPLE  # a tuner table names them as NCCL does
 from ..render.tuner import tuner_rows
 
 COLLECTIVES = TUNER_COLLECTIVES  # (schedc.choices: the names `tune --collective` takes)
@@ -43,7 +43,7 @@ def refused_pair(kind: str, algorithm: str, protocol: str, one_gpu_per_node: boo
     if kind == "allreduce" and algorithm == "pat":
         return "PAT is for all-gather and reduce-scatter (tuning.cc:298)"
     if algorithm in ("nvls", "nvls_tree", "pat", "collnet_direct", "collnet_chain") and \
-            protocol != "simple":
+            protocol != PROTOCOLS[SIMPLE]:
         return f"{algorithm} runs with the simple protocol only (tuning.cc:301-303, :338-339)"
     if algorithm == "pat" and not one_gpu_per_node:
         return "PAT needs one GPU per node (tuning.cc:220)"

@@ -22,6 +22,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 from functools import cache, lru_cache
 
+from ..choices import NCCL_PROTOCOLS
 from ..errors import ElaborationError, Span
 from ..limits import MAX_CHANNELS  # MAXCHANNELS: src/include/device.h:65 / devcomm.h:51
 from ..xmltree import Element
@@ -179,7 +180,7 @@ def _algo(root: Element, executor: str, add, required) -> None:
     range, threads and channels."""
     a = root.attrs
     required(root, ALGO_REQUIRED, "algo")
-    if a.get("proto") is not None and a["proto"] not in ("Simple", "LL128", "LL"):
+    if a.get("proto") is not None and a["proto"] not in NCCL_PROTOCOLS:
         add("proto", f"protocol \"{a['proto']}\" is not Simple, LL128 or LL", root.span)
     if a.get("coll") is not None and a["coll"] not in COLLS[executor]:
         add("coll", f"coll \"{a['coll']}\" is not one it knows ({', '.join(COLLS[executor])})",

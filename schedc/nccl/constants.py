@@ -17,8 +17,8 @@ COMMIT = "73cf112295c33aee2b895f329f592f2a9b4b0f97"
 # Index order of NCCL's arrays (src/include/plugin/nccl_tuner.h:28-40, nccl_common.h:74-78).
 ALGORITHMS = ("tree", "ring", "collnet_direct", "collnet_chain", "nvls", "nvls_tree", "pat")
 NCCL_ALGO_NAMES = ("Tree", "Ring", "CollNetDirect", "CollNetChain", "NVLS", "NVLSTree", "PAT")
-PROTOCOLS = ("ll", "ll128", "simple")
 NCCL_PROTO_NAMES = NCCL_PROTOCOLS  # "LL", "LL128", "Simple": ncclProtoStr
+PROTOCOLS = tuple(name.lower() for name in NCCL_PROTO_NAMES)  # as the tuner plugin reads them
 FUNCTIONS = ("broadcast", "reduce", "allgather", "reduce_scatter", "allreduce")
 NCCL_FUNC_NAMES = ("Broadcast", "Reduce", "AllGather", "ReduceScatter", "AllReduce")
 TREE, RING, COLLNET_DIRECT, COLLNET_CHAIN, NVLS, NVLS_TREE, PAT = range(7)

@@ -23,6 +23,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from ...choices import NCCL_PROTOCOLS
 from ...elaborate.program import Param
 from ...session import Session
 from ...units import BYTES, DIMENSIONLESS, RATE, SECONDS
@@ -45,7 +46,7 @@ CLASS_KINDS = {"nvlink": ("nvlink", "nvls", "nvswitch", "c2c"),
                "pcie": ("pcie", "pci"),
                "nic": ("nic", "net", "ib", "infiniband", "efa", "rdma", "roce", "ethernet")}
 CLASS_SIMPLE_EFF = {"nvlink": SIMPLE_EFF, "pcie": 12.0 / 15.75, "nic": 1.0}
-PROTOCOL_ORDER = ("LL", "LL128", "Simple")  # start-ups rise, shares of a link rise
+PROTOCOL_ORDER = NCCL_PROTOCOLS  # LL, LL128, Simple: start-ups rise, shares of a link rise
 NET_HOP_PRIOR = 2.7 * US  # tuning.cc:171, NET ring LL: the hop latency itself
 # Per protocol, once per call: baseLatencies[RING] = {LL 6.6, LL128 14.0, Simple 8.4} µs
 # (tuning.cc:151); not ordered (NCCL's own LL128 is above Simple's).
