@@ -13,7 +13,7 @@ from fractions import Fraction
 
 import pytest
 from conftest import SCHEDULES, write
-from test_scale_ports import ALPHA, B_L, B_N, B_P, HOST, PARAMS, V
+from test_scale_ports import ALPHA, B_L, B_N, HOST, PARAMS, V
 
 import schedc
 

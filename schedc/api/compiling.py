@@ -218,8 +218,7 @@ def emit(stage: str, path: str | Path, schedules: Iterable[str] = (), *, sets: I
             while B_L >= B_slot
             while 2*B_port >= B_slot
     """
-    from ..errors import LimitError, ParseError, UsageError
-    from ..render import emit as dumps
+    from ..errors import UsageError
     if stage not in STAGES:  # (said as the command line's STAGE argument says it)
         raise UsageError(f"no stage {stage!r}; the stages are {', '.join(STAGES)}")
     max_lines = EmitOptions(stage, max_lines, pair).max_lines
@@ -228,28 +227,49 @@ def emit(stage: str, path: str | Path, schedules: Iterable[str] = (), *, sets: I
     if pair and stage != "routes":
         raise UsageError("--pair goes with `emit routes`")
     if stage == "ast":
-        if path.suffix.lower() == ".xml":
-            raise UsageError("an MSCCL XML file has no syntax tree of the .sched language; "
-                             "try `emit ir`")
-        from ..files import read_sched
-        from ..language.parser import parse_module
-        return dumps.emit_ast(parse_module(read_sched(path, ParseError)))
+        return _emit_ast(path)
     session = load(path, sets, max_transfers=max_transfers, max_rounds=max_rounds,
                    machine=machine, ranks=ranks, fail=fail, derate=derate)
-    program, out = session.program, []
-    topology = program.topology
     if pair:
-        # The pair's errors ("no route from A to B", "a transfer from A to itself") are
-        # shown at the option's text, `--pair:1:1`, as the other options' are.
-        from ..errors import SourceFile, Span
-        text = f"{pair[0]} {pair[1]}"
-        source = SourceFile("--pair", text)
-        a, b = (_device_named(topology, name, Span(source, 1, start, 1, start + len(name)))
-                for name, start in ((pair[0], 1), (pair[1], len(pair[0]) + 2)))
-        return dumps.emit_routes(topology, None, [(a, b, Span(source, 1, 1, 1, len(text) + 1))])
-    lines = 0
-    for name in session.selected(tuple(schedules)):
-        if stage in ("ir", "loads"):  # counted before anything is formatted: it is slow
+        return _emit_pair(session.program.topology, pair)
+    return _emit_schedules(session, stage, tuple(schedules), max_lines)
+
+
+def _emit_ast(path: Path) -> str:
+    """`emit ast`: the syntax tree, parsed only."""
+    from ..errors import ParseError, UsageError
+    from ..files import read_sched
+    from ..language.parser import parse_module
+    from ..render.emit import emit_ast
+    if path.suffix.lower() == ".xml":
+        raise UsageError("an MSCCL XML file has no syntax tree of the .sched language; "
+                         "try `emit ir`")
+    return emit_ast(parse_module(read_sched(path, ParseError)))
+
+
+def _emit_pair(topology, pair: tuple[str, str]) -> str:
+    """`emit routes --pair A B`: the route between two devices. Its errors ("no route from
+    A to B", "a transfer from A to itself") are shown at the option's text, `--pair:1:1`,
+    as the other options' are."""
+    from ..errors import SourceFile, Span
+    from ..render.emit import emit_routes
+    text = f"{pair[0]} {pair[1]}"
+    source = SourceFile("--pair", text)
+    a, b = (_device_named(topology, name, Span(source, 1, start, 1, start + len(name)))
+            for name, start in ((pair[0], 1), (pair[1], len(pair[0]) + 2)))
+    return emit_routes(topology, None, [(a, b, Span(source, 1, 1, 1, len(text) + 1))])
+
+
+def _emit_schedules(session: Session, stage: str, schedules: tuple[str, ...],
+                    max_lines: int) -> str:
+    """`emit ir|loads|formula|routes` of the chosen schedules; an ir or loads dump's lines
+    are counted before anything is formatted (formatting is the slow part)."""
+    from ..errors import LimitError
+    from ..render import emit as dumps
+    program, out, lines = session.program, [], 0
+    topology = program.topology
+    for name in session.selected(schedules):
+        if stage in ("ir", "loads"):
             lines += dumps.line_count(stage, session.schedule(name),
                                       session.loads(name) if stage == "loads" else None)
             if lines > max_lines:

@@ -7,7 +7,6 @@ library's schedules become visible).
 
 from __future__ import annotations
 
-from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
@@ -38,14 +37,14 @@ from ..model.values import (
     constant,
     expect_device,
     expect_quantity,
-    from_rational,
     kind_of,
     normalize,
 )
-from ..units import BYTES, DIMENSIONLESS, SECONDS, dim_name, format_seconds
+from ..units import BYTES, SECONDS, dim_name
 from .evaluate import evaluate
 from .failures import error_text
 from .lanes import Env
+from .params import check_alpha, dim_of, exact, is_structural, make_param, overridden
 from .protocols import read_protocol, read_step_rule
 from .program import (
     DEFAULT_LIMITS,
@@ -54,7 +53,6 @@ from .program import (
     Program,
     ProgramNames,
     Result,
-    declared_at,
     source_of,
 )
 from .schedule import Limits
@@ -248,62 +246,35 @@ class _Loader:
                                     f"{stmt.name} = {source_of(stmt.value)}'",))
         self.names.check_free(stmt.name, stmt.span)
         value = self._constant(stmt.value, env, "a param's value")
-        dim = value.dim if isinstance(value, Quantity) else DIMENSIONLESS
+        dim = dim_of(value)
         revalue = self.file_sets.get(stmt.name)
         if revalue is not None:
-            if revalue.span.source is stmt.span.source:
-                raise ElaborationError(f"'{stmt.name}' is declared in this file, at {stmt.span}; "
-                                       "give it its value there (set re-values an imported param)",
-                                       revalue.span)
-            new = self._constant(revalue.value, Env(self.names), f"set {stmt.name}")
-            new_dim = new.dim if isinstance(new, Quantity) else DIMENSIONLESS
-            if new_dim != dim:
-                raise UnitError(f"{stmt.name} is {dim_name(dim)} (declared at {stmt.span}); the "
-                                f"value set is {dim_name(new_dim)}", revalue.value.span)
-            value = new
-        # Structural (it may size families and ranges, and is compiled per value): a unitless
-        # param declared with an integer literal, `param hosts = 2`. `param oversub = 1.0`
-        # stays a symbol in formulas, as every other param does.
-        structural = dim == DIMENSIONLESS and _integer_literal(stmt.value) \
-            and _exact(value).denominator == 1
+            value = self._revalued(stmt, revalue, dim)
+        structural = is_structural(stmt, value, dim)
         override = self.overrides.get(stmt.name)
         if override is not None:
             new = self._constant(override.value, Env(self.names), f"--set {stmt.name}")
-            new_dim = new.dim if isinstance(new, Quantity) else DIMENSIONLESS
-            if new_dim != dim:
-                raise UsageError(f"{stmt.name} is {dim_name(dim)}; the value given is "
-                                 f"{dim_name(new_dim)}", override.value.span)
-            if structural and _exact(new).denominator != 1:
-                raise UsageError(f"{stmt.name} is a structural param (an integer), so "
-                                 f"{_exact(new)} is not a value it can take",
-                                 override.value.span, (declared_at(stmt.name, stmt.span),))
-            value = new
-        nominal = _exact(value)
-        if stmt.name == "alpha" and dim == SECONDS and nominal < 0:  # a latency: >= 0
-            error = UsageError if override is not None else ElaborationError
-            given = override or revalue or stmt
-            raise error(f"'alpha' is the per-round start-up, so it must be zero or more; this one "
-                        f"is {format_seconds(nominal)}", given.value.span)
-        if not self.symbolic:  # the param is its value, marked as a param's
-            self.params[stmt.name] = Param(stmt.name, None, dim, nominal, stmt.span, structural)
-            self.names.define(stmt.name, nominal.numerator if structural else Quantity(
-                normalize(nominal), dim, frozenset((stmt.name,))), stmt.span)
-            return
-        import sympy
-        if structural:
-            symbol = sympy.Symbol(stmt.name, integer=True, **(
-                {"positive": True} if nominal > 0 else {"nonnegative": True} if nominal == 0
-                else {}))
-            self.params[stmt.name] = Param(stmt.name, symbol, dim, nominal, stmt.span, True)
-            self.nominal[symbol] = sympy.Integer(nominal.numerator)
-            self.names.define(stmt.name, nominal.numerator, stmt.span)
-            return
-        assumptions = {"positive": True} if nominal > 0 else {"nonnegative": True} if nominal == 0 \
-            else {"real": True}
-        symbol = sympy.Symbol(stmt.name, **assumptions)
-        self.params[stmt.name] = Param(stmt.name, symbol, dim, nominal, stmt.span)
-        self.nominal[symbol] = sympy.Rational(nominal.numerator, nominal.denominator)
-        self.names.define(stmt.name, Quantity(symbol, dim), stmt.span)
+            value = overridden(stmt, override, new, dim, structural)
+        nominal = exact(value)
+        check_alpha(stmt.name, dim, nominal, (override or revalue or stmt).value.span,
+                    override is not None)
+        param, bound, sympy_value = make_param(stmt, dim, nominal, structural, self.symbolic)
+        self.params[stmt.name] = param
+        if sympy_value is not None:
+            self.nominal[param.symbol] = sympy_value
+        self.names.define(stmt.name, bound, stmt.span)
+
+    def _revalued(self, stmt: ast.ParamDecl, revalue: ast.SetParam, dim):
+        """An imported param's value from a `set` statement, checked against its declaration."""
+        if revalue.span.source is stmt.span.source:
+            raise ElaborationError(f"'{stmt.name}' is declared in this file, at {stmt.span}; "
+                                   "give it its value there (set re-values an imported param)",
+                                   revalue.span)
+        new = self._constant(revalue.value, Env(self.names), f"set {stmt.name}")
+        if dim_of(new) != dim:
+            raise UnitError(f"{stmt.name} is {dim_name(dim)} (declared at {stmt.span}); the "
+                            f"value set is {dim_name(dim_of(new))}", revalue.value.span)
+        return new
 
     def _guard(self, stmt: ast.Guard, env: Env) -> None:
         """`if CONDITION: error "text", values...`: refuse the file at these values."""
@@ -404,17 +375,3 @@ class _Loader:
             raise ElaborationError(f"'alpha' is the per-round start-up, so it must be "
                                    f"{dim_name(SECONDS)}, not {dim_name(param.dim)}", param.span)
         return param.symbol if self.symbolic else normalize(param.nominal)
-
-
-def _exact(value) -> Fraction:
-    number = as_number(value)
-    if number is not None:
-        return Fraction(number)
-    return from_rational(value.expr)
-
-
-def _integer_literal(expr: ast.Expr) -> bool:
-    """`2` or `-3`, as written: digits only, no point, exponent or unit."""
-    if isinstance(expr, ast.UnaryOp) and expr.op == "-":
-        expr = expr.operand
-    return isinstance(expr, ast.Number) and expr.unit is None and source_of(expr).isdigit()
