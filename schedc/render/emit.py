@@ -12,7 +12,8 @@ from ..cost.timing import Timing
 from ..elaborate.program import Program
 from ..errors import Span
 from ..language.syntax import Module, dump
-from ..model.ir import Batch, Schedule, buffer_text, linear_expr, region_text
+from ..model.ir import Batch, Schedule, linear_expr
+from ..model.region_text import buffer_text, region_text
 from ..model.topology import Topology
 from ..words import counted
 

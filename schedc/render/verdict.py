@@ -5,7 +5,8 @@ from __future__ import annotations
 from ..analysis.verify.counterexample import Conflict, Write, WrongResult
 from ..analysis.verify.routes import NoRoute
 from ..analysis.verify.verdict import Verdict
-from ..model.ir import BufferLayout, Region, buffer_text
+from ..model.ir import BufferLayout, Region
+from ..model.region_text import buffer_text
 from ..words import counted
 from .text import listing
 

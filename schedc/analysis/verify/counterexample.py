@@ -16,7 +16,8 @@ from fractions import Fraction
 import numpy as np
 
 from ...errors import Span
-from ...model.ir import Region, Schedule, buffer_text
+from ...model.ir import Region, Schedule
+from ...model.region_text import buffer_text
 from .dataflow import Geometry, Items, Spec, round_items, steps
 
 
