@@ -15,7 +15,6 @@ from typing import Any, cast
 
 import numpy as np
 
-from .. import magnitude
 from ..errors import ElaborationError, LimitError, Span, UnitError, did_you_mean
 from ..language import syntax as ast
 from ..model.values import (
@@ -29,7 +28,6 @@ from ..model.values import (
     Region,
     TopoRef,
     as_condition,
-    as_number,
     check_numeric,
     constant,
     is_condition,
@@ -40,13 +38,13 @@ from ..model.values import (
 )
 from ..units import (
     DIMENSIONLESS,
-    format_number,
     near_units,
     unit,
     unknown_unit,
 )
 from .arithmetic import INT64_SAFE, apply_binop, compare_values, largest_magnitude, within_bound
 from .builtins import BUILTINS
+from .indexing import check_index, index_devices, integer_value
 from .lanes import Env, expand_lanes, filter_lanes
 
 MAX_REGION_DENOMINATOR = 2**40  # finer splits than 1/2^40 of a buffer are refused
@@ -119,21 +117,21 @@ def _all_region(node: ast.AllRegion, env: Env) -> object:
 def _part(node: ast.Part, env: Env) -> object:
     """`part(i of k) [of r]`, or `part(lo..hi of k) [of r]`: parts lo to hi together."""
     given = evaluate(node.index, env)
-    count = _integer(evaluate(node.count, env), node.count.span, "a part count")
+    count = integer_value(evaluate(node.count, env), node.count.span, "a part count")
     if isinstance(count, np.ndarray):
         raise NeedScalar
     if count < 1:
         raise ElaborationError(f"a region splits into at least 1 part, not {count}", node.count.span)
     if isinstance(given, IntRange):
-        index = _integer(given.lo, node.index.span, "a part index")
-        last = _integer(given.hi, node.index.span, "a part index")
+        index = integer_value(given.lo, node.index.span, "a part index")
+        last = integer_value(given.hi, node.index.span, "a part index")
         check_index(last, count, node.index.span, f"part index of {count} parts")
         if np.any(np.asarray(last) < np.asarray(index)):
             raise ElaborationError("a range of parts runs upwards: lo..hi with lo <= hi",
                                    node.index.span)
         parts = last - index + 1
     else:
-        index, parts = _integer(given, node.index.span, "a part index"), 1
+        index, parts = integer_value(given, node.index.span, "a part index"), 1
     check_index(index, count, node.index.span, f"part index of {count} parts")
     whole = WHOLE if node.whole is None else evaluate(node.whole, env)
     if not isinstance(whole, Region):
@@ -147,8 +145,8 @@ def _part(node: ast.Part, env: Env) -> object:
 
 
 def _range(node: ast.Range, env: Env) -> object:
-    lo = _integer(evaluate(node.lo, env), node.lo.span, "a range bound")
-    hi = _integer(evaluate(node.hi, env), node.hi.span, "a range bound")
+    lo = integer_value(evaluate(node.lo, env), node.lo.span, "a range bound")
+    hi = integer_value(evaluate(node.hi, env), node.hi.span, "a range bound")
     return IntRange(lo, hi)
 
 
@@ -226,7 +224,7 @@ def lanewise(expr: ast.Expr, env: Env) -> object:
     if all(isinstance(v, (bool, np.bool_)) for v in values):
         return np.array(values, dtype=bool)
     if all(isinstance(v, int) and not isinstance(v, bool) for v in values):
-        return np.array([_integer(v, expr.span, "a value") for v in values], dtype=np.int64)
+        return np.array([integer_value(v, expr.span, "a value") for v in values], dtype=np.int64)
     if all(isinstance(v, IntRange) for v in values):
         return IntRange(np.array([v.lo for v in values], dtype=np.int64),
                         np.array([v.hi for v in values], dtype=np.int64))
@@ -339,7 +337,7 @@ def _not(node: ast.Not, env: Env) -> object:
 
 def _index(node: ast.Index, env: Env) -> object:
     base = evaluate(node.base, env)
-    index = _integer(evaluate(node.index, env), node.index.span, "an index")
+    index = integer_value(evaluate(node.index, env), node.index.span, "an index")
     if isinstance(base, TopoRef):
         return env.names.index_topology(base, index, node)
     if isinstance(base, Devices) and base.rank >= 1:
@@ -351,51 +349,11 @@ def _index(node: ast.Index, env: Env) -> object:
     raise ElaborationError(f"cannot index {kind_of(base)}", node.base.span)
 
 
-def index_devices(devices: Devices, index, span: Span) -> Devices:
-    n = len(devices)
-    check_index(index, n, span, f"group of {n}")
-    if devices.lanes:
-        return Devices(devices.pick(index), True)
-    return Devices(devices.ids[index], isinstance(index, np.ndarray))
-
-
-def check_index(index, n: int, span: Span, what: str) -> None:
-    if isinstance(index, np.ndarray):
-        if not index.size or (index.min() >= 0 and index.max() < n):
-            return
-    elif 0 <= index < n:
-        return
-    given = np.asarray(index)
-    outside = (given < 0) | (given >= n)
-    bad = given[outside] if given.ndim else (given if outside else None)
-    if bad is not None and np.size(bad):
-        first = int(np.ravel(bad)[0])
-        valid = f"0..{n - 1}" if n else "none"
-        raise ElaborationError(f"index {first} out of range for a {what} (valid: {valid})", span)
-
-
 def _attr(node: ast.Attr, env: Env) -> object:
     base = evaluate(node.base, env)
     if isinstance(base, TopoRef):
         return env.names.member(base, node.name, node)
     raise ElaborationError(f"{kind_of(base)} has no member '{node.name}'", node.span)
-
-
-def _integer(value: object, span: Span, what: str):
-    if isinstance(value, np.ndarray) and value.dtype != bool:
-        return value
-    number = as_number(value) if isinstance(value, (int, Fraction, Quantity)) else None
-    if isinstance(number, int):
-        if abs(number) >= magnitude.MAX_INDEX:
-            raise LimitError(f"{what} must lie within ±2^62, not {format_number(number)}", span)
-        return number
-    if isinstance(value, Quantity) and value.is_symbolic:
-        raise ElaborationError(f"{what} must be a concrete integer, but this depends on params "
-                               f"({', '.join(value.param_names)})", span)
-    shown = kind_of(value) if number is None else str(number)
-    if number is not None and len(shown) > 40:  # a fraction of huge terms
-        shown = f"a fraction near {format_number(number)}"
-    raise ElaborationError(f"{what} must be an integer, not {shown}", span)
 
 
 # ---- calls of built-in functions --------------------------------------------------------------

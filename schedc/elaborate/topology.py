@@ -34,7 +34,8 @@ from ..model.values import (
     span_text,
 )
 from ..units import BYTES, RATE, SECONDS
-from .evaluate import check_index, evaluate, lanewise
+from .evaluate import evaluate, lanewise
+from .indexing import check_index
 from .lanes import Env, expand_lanes, filter_lanes, lane_array
 from .replicate import copy_instances, copyable, marks
 from .routes import checked_preference, class_preference, pinned_routes
