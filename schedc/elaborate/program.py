@@ -24,7 +24,7 @@ from ..units import Dim
 from .lanes import Env, Names
 from .preview import FIRST_LOOK, Refused, passing_refusals, preview
 from .schedule import Limits, ScheduleContext, Watch, elaborate_schedule
-from .topology import Namespace
+from .namespace import Namespace
 
 DEFAULT_LIMITS = Limits()
 

@@ -35,7 +35,7 @@ from ..elaborate.program import (
     Result,
 )
 from ..elaborate.schedule import Limits
-from ..elaborate.topology import Namespace
+from ..elaborate.namespace import Namespace
 from ..errors import ElaborationError, SourceFile, Span, UsageError
 from ..limits import MAX_SIZE
 from ..language.parser import parse_expression
