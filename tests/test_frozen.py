@@ -56,12 +56,12 @@ def test_a_batch_s_arrays_are_read_only():
 def test_a_machine_s_route_cache_goes_with_it():
     import gc
 
-    from schedc.model import topology as machines
+    from schedc.model import route_cache
     copy = dataclasses.replace(compiled(SEED).program.topology)
     ids = {d.name: d.id for d in copy.devices}
     copy.route(ids["node[0].g[0]"], ids["node[1].g[0]"], None)
     key = id(copy)
-    assert key in machines._caches
+    assert key in route_cache.CACHES
     del copy
     gc.collect()
-    assert key not in machines._caches
+    assert key not in route_cache.CACHES

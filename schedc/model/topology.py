@@ -25,7 +25,8 @@ from fractions import Fraction
 import numpy as np
 
 from ..errors import Span, TopologyError
-from .routing import DEFAULT_PREFERENCE, Route, class_tiers, pinned, shortest
+from .route_cache import CACHES, EVERYWHERE, RouteCache, Scope, derive_routing
+from .routing import DEFAULT_PREFERENCE, Route, pinned, shortest
 
 from .scalars import Scalar, largest, quotient, smallest, substitute, to_sympy, total
 
@@ -96,69 +97,11 @@ class PinnedRoute:
     span: Span = field(compare=False, repr=False)
 
 
-Scope = tuple[int | None, int | None]
-EVERYWHERE: Scope = (None, None)
-
-
-class RouteCache:
-    """What routing finds on one machine, filled on demand: the routes by (src, dst), hops
-    to each forwarding device and the layers of devices by hops, by scope; the reversed
-    fabric of each scope; the latency of each route. Kept outside the frozen `Topology`
-    (in `_caches`, by identity), so the record itself never changes."""
-
-    def __init__(self) -> None:
-        self.routes: dict[tuple[int, int], Route] = {}
-        # A scope is (host, tier): the forwarding devices of one host (None: of the machine)
-        # and the tier of link classes its routes may use (an index into `tiers`; None: all).
-        self.distances: dict[tuple[Scope, int], dict[int, int]] = {}
-        self.remaining: dict[tuple[Scope, int], dict[int, int]] = {}
-        self.layers: dict[tuple[Scope, int], dict[int, list[int]]] = {}
-        self.fabrics: dict[Scope, dict[int, list[tuple[int, int]]]] = {}
-        self.latencies: dict[tuple[int, int], Scalar] = {}
-
-
-# Each machine's RouteCache by the machine's id, dropped when the machine is collected (a plain
-# dict: routing asks for it per step, and a WeakKeyDictionary's lookups, 13,704 for hierarchical
-# 128 × 8, took 0.26 s of a 7.9 s profile under load).
-_caches: dict[int, RouteCache] = {}
-
-
-def _derive(topology: Topology) -> dict[str, object]:
-    """What routing reads of a machine, computed once when it is made."""
-    devices, hops = topology.devices, topology.hops
-    forwarding = frozenset(d.id for d in devices if d.forwards)
-    # Out-links per device, by neighbour in the order of its first link, then in
-    # declaration order (the order `routing first` picks from).
-    by_neighbour: list[dict[int, list[int]]] = [{} for _ in devices]
-    into: list[list[int]] = [[] for _ in devices]
-    for index, hop in enumerate(hops):
-        by_neighbour[hop.src].setdefault(hop.dst, []).append(index)
-        if not into[hop.dst] or into[hop.dst][-1] != hop.src:
-            into[hop.dst].append(hop.src)
-    out = [[(index, v) for v, indices in n.items() for index in indices] for n in by_neighbour]
-    hop_class = [topology.resources[h.resources[0]].cls if h.resources else "link" for h in hops]
-    forwarding_of: dict[int | None, list[int]] = {}  # host -> its forwarding devices
-    for d in sorted(forwarding):
-        forwarding_of.setdefault(devices[d].host, []).append(d)
-    return {
-        "forwarding": forwarding, "_out": out, "_in": into,
-        "_out_forwarding": [[(index, v) for index, v in o if v in forwarding] for o in out],
-        "_links": {(u, v): [(index, v) for index in indices]
-                   for u, n in enumerate(by_neighbour) for v, indices in n.items()},
-        "hop_class": hop_class,
-        "tiers": class_tiers(topology.preference, set(hop_class)),
-        "_forwarding_of": forwarding_of,
-        # A device outside every host counts as a host of its own for "cross-host".
-        "host_key": np.array([d.host if d.host is not None else -1 - d.id for d in devices],
-                             dtype=np.int64),
-        "has_latency": any(r.latency is not None for r in topology.resources)}
-
-
 @dataclass(frozen=True, eq=False)
 class Topology:
     """The machine, frozen: what routing derives from it is computed once in
     `__post_init__` (the out-links, the tiers, the host of each device), and what it finds
-    on demand (routes, distances, latencies) lives outside the record, in `_caches`."""
+    on demand (routes, distances, latencies) lives outside the record, in `CACHES`."""
 
     devices: list[Device]
     resources: list[Resource]
@@ -171,7 +114,7 @@ class Topology:
     # Bandwidths and latencies are SymPy expressions (else exact numbers: `model.scalars`)
     symbolic: bool = True
 
-    # Derived once by `_derive` (not arguments; `dataclasses.replace` derives them anew).
+    # Derived once by `route_cache.derive_routing` (not arguments; `dataclasses.replace` derives them anew).
     forwarding: frozenset[int] = field(init=False, repr=False, compare=False)
     _out: list[list[tuple[int, int]]] = field(init=False, repr=False, compare=False)
     _in: list[list[int]] = field(init=False, repr=False, compare=False)
@@ -185,15 +128,15 @@ class Topology:
     has_latency: bool = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        for name, value in _derive(self).items():
+        for name, value in derive_routing(self).items():
             object.__setattr__(self, name, value)
 
     @property
     def _cache(self) -> RouteCache:
-        found = _caches.get(id(self))
+        found = CACHES.get(id(self))
         if found is None:
-            found = _caches[id(self)] = RouteCache()
-            weakref.finalize(self, _caches.pop, id(self), None)
+            found = CACHES[id(self)] = RouteCache()
+            weakref.finalize(self, CACHES.pop, id(self), None)
         return found
 
     # ---- routing
