@@ -108,7 +108,7 @@ def calibrate_runs(runs: list[Run], names: tuple[str, ...] = (), split: Split = 
     if split.kind == "leave-one-out" and not fit_all:
         from .splits import leave_one_out
         return leave_one_out(runs, names, place, drop_wrong, max_evaluations, split.own_below,
-                             max_work)
+                             max_work, calibrate_runs=calibrate_runs)
     problem = _problem(runs, names, split, place, drop_wrong, fit_all, max_work)
     searching = functools.partial(search, problem.residuals, problem.starts, problem.at_prior,
                                lower=problem.lower, upper=problem.upper,

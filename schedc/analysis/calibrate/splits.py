@@ -8,6 +8,7 @@ other logs' values, and its other rows are held out."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 
 import numpy as np
@@ -18,11 +19,14 @@ from .records import Calibration, CalibrationError, Comparison, Run, Split
 from .roles import roles
 from .rows import check_table, points
 
+Fit = Callable[..., Calibration]  # fit.calibrate_runs
+
 
 def leave_one_out(runs: list[Run], names: tuple[str, ...], place: str, drop_wrong: bool,
-                  max_evaluations: int, own_below: int = 0,
-                  max_work: int | None = None) -> Calibration:
-    from .fit import calibrate_runs
+                  max_evaluations: int, own_below: int = 0, max_work: int | None = None, *,
+                  calibrate_runs: Fit) -> Calibration:
+    """The folds, each fitted by `calibrate_runs` (`fit.calibrate_runs`, which calls this
+    for a leave-one-out split: given, not imported, so the wing has no import cycle)."""
     if len(runs) < 2:
         raise UsageError("--split leave-one-out needs two logs or more (each is predicted from "
                          "a fit on the others)")
@@ -36,7 +40,8 @@ def leave_one_out(runs: list[Run], names: tuple[str, ...], place: str, drop_wron
         values = {(p.name, p.log): p.value for p in fold.params}
         if own_below:
             part, said, own, own_starts = _own_fit(
-                run, names, values, place, drop_wrong, max_evaluations, own_below, max_work)
+                run, names, values, place, drop_wrong, max_evaluations, own_below, max_work,
+                calibrate_runs)
             # Its own, fitted on its rows; that fit's starts are the fold's too.
             fold = replace(fold, params=fold.params + own, starts=fold.starts + tuple(
                 f"its own params' fit: {s}" for s in own_starts))
@@ -63,13 +68,12 @@ def leave_one_out(runs: list[Run], names: tuple[str, ...], place: str, drop_wron
 
 
 def _own_fit(run: Run, names: tuple[str, ...], values: dict, place: str, drop_wrong: bool,
-             max_evaluations: int, below: int, max_work: int | None = None):
+             max_evaluations: int, below: int, max_work: int | None, calibrate_runs: Fit):
     """The held-out log with its shared params at the other logs' values (a shared param no
     other log has at its prior) and its own params fitted on its rows up to `below`."""
     from ...elaborate.program import parse_override
     from ...session import Session
     from ...units import base_unit, format_bytes, format_quantity
-    from .fit import calibrate_runs
     session = run.session
     mine = (check_names(session, run.schedule, names, anywhere=True) if names
             else default_unknowns(session, run.schedule))
