@@ -98,3 +98,13 @@ def test_tune_against_nccl_is_the_api(run, as_json):
         assert document["schema"] == "schedc.tune-against-nccl/1"
         assert [(r["min_bytes"], r["max_bytes"]) for r in document["rows"]] == \
             [(a.min_bytes, a.max_bytes) for a in table.against]
+
+
+def test_a_margin_without_against_nccl_is_refused(run):
+    """`--margin` is `tune(against_nccl=MARGIN)`'s value: without `--against-nccl` it was
+    silently dropped; it is refused, before any work."""
+    code, out, err = run("tune", TUNER, "--collective", "allreduce", "--sizes", "8B:16GB",
+                         "--margin", "10%")
+    assert (code, out) == (2, "")
+    assert err == ("error: --margin 10%: it is the margin of --against-nccl; add "
+                   "--against-nccl, or leave --margin out\n")

@@ -97,6 +97,11 @@ def tune(session, collective: str, sizes: str, output: Path | None, channels: in
     of those, and pairs NCCL would ignore are refused at their label."""
     from ..api import tune as tuned
     from ..render.tuner import against_json, against_text, tune_json, tune_table, tune_text
+    typed = click.get_current_context().get_parameter_source("margin")
+    if not against_nccl and typed is click.core.ParameterSource.COMMANDLINE:
+        from ..errors import UsageError  # (the API takes the margin as `against_nccl`)
+        raise UsageError(f"--margin {margin}: it is the margin of --against-nccl; add "
+                         "--against-nccl, or leave --margin out")
     tuning = tuned(session, collective, sizes, nodes=nodes, nodes_param=nodes_param,
                    timeout=timeout, verify=not no_verify,
                    against_nccl=margin if against_nccl else None, channels=channels,
