@@ -1,0 +1,41 @@
+"""Functions of at most about 60 lines (issue 35, item 3: "functions over ~60 lines split by
+phase"): every function of the package, its `def` to its last line, docstring included, is
+at most LIMIT lines, except those listed in LONGER with the wing that owns them and why they
+are not split yet; a new long function fails here."""
+
+from __future__ import annotations
+
+import ast
+
+from conftest import ROOT
+
+LIMIT = 60
+
+# module:function -> why it is longer (each is its wing's to split by phase)
+LONGER = {
+    "schedc/analysis/scale/proof.py:prove": "scale's proof (issue 37)",
+    "schedc/analysis/scale/ports.py:port_rule": "scale's port argument (issue 37)",
+    "schedc/analysis/scale/portloads.py:round_classes": "scale's port loads (issue 37)",
+    "schedc/analysis/synthesize/packing.py:pack": "synthesize's packing (issue 33)",
+}
+
+
+def _long_functions(where: str, source: str) -> list[str]:
+    return [f"{where}:{node.name} ({node.end_lineno - node.lineno + 1} lines)"
+            for node in ast.walk(ast.parse(source))
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+            and node.end_lineno - node.lineno + 1 > LIMIT
+            and f"{where}:{node.name}" not in LONGER]
+
+
+def test_no_function_is_longer_than_the_limit():
+    found = [f for path in sorted((ROOT / "schedc").rglob("*.py"))
+             for f in _long_functions(path.relative_to(ROOT).as_posix(),
+                                      path.read_text(encoding="utf-8"))]
+    assert found == []
+
+
+def test_a_long_function_is_found():
+    body = "".join(f"    x{k} = {k}\n" for k in range(LIMIT))
+    assert _long_functions("schedc/x.py", f"def f():\n{body}") == ["schedc/x.py:f (61 lines)"]
+    assert _long_functions("schedc/x.py", f"def f():\n{body[:-len('    x59 = 59')-1]}") == []
