@@ -299,30 +299,6 @@ def error_summary(c: Comparison) -> list[str]:
             _worst(c, False)]
 
 
-def comparison_json(c: Comparison, fitted: str | None = None) -> str:
-    point, error = c.worst
-    return dump_json({
-        "schema": schema.PREDICT,
-        "fitted": fitted,
-        "log": c.logs[0] if len(c.logs) == 1 else list(c.logs),
-        "schedule": c.schedule,
-        "notes": list(c.notes),
-        "rows": [{"size": p.size, "measured_s": json_number(p.measured, integer=False),
-                  "predicted_s": json_number(predicted, integer=False),
-                  "error": json_number(e, integer=False), "protocol": w,
-                  "latency_share": json_number(share, integer=False), "source": source}
-                 for p, predicted, e, w, share, source in zip(
-                     c.points, c.predicted, c.errors, c.protocols, c.latency,
-                     c.sources or ("model",) * len(c.points))],
-        "geomean_error": json_number(c.geomean(None), integer=False),
-        "worst": {"size": point.size, "error": json_number(error, integer=False)},
-        "mean_error": json_number(c.mean(None), integer=False),
-        "by_size": [{"range": name, "rows": n, "geomean_error": json_number(g, integer=False)}
-                    for name, n, g in c.by_range(None)],
-        "by_bound": _bounds_json(c, None),
-    })
-
-
 def write_whole(path: Path, write: Callable[[str], object]) -> None:
     """`write(temporary path)`, then move the file into place: all of it or nothing, with the
     usual mode under the umask, by `schedc.files`' policy (never over an input of the run)."""
