@@ -16,7 +16,7 @@ from . import schema
 from .text import dump_json, json_number, table
 
 
-def _percent(value: float | None) -> str:
+def percent(value: float | None) -> str:
     return "-" if value is None else f"{value * 100:.2f}%"
 
 
@@ -65,7 +65,7 @@ def _params_table(cal: Calibration) -> list[str]:
 
 
 def _ranges(c: Comparison, fit: bool | None) -> str:
-    return "; ".join(f"{name}: {_percent(g)} ({n} rows)" for name, n, g in c.by_range(fit) if n)
+    return "; ".join(f"{name}: {percent(g)} ({n} rows)" for name, n, g in c.by_range(fit) if n)
 
 
 def _bounds(c: Comparison, fit: bool | None) -> str:
@@ -79,11 +79,11 @@ def _bounds(c: Comparison, fit: bool | None) -> str:
             span = (format_bytes(sizes[0]) if sizes[0] == sizes[-1]
                     else f"{format_bytes(sizes[0])}-{format_bytes(sizes[-1])}")
             what = "without a latency share" if name == "unknown" else f"{name}-bound"
-            parts.append(f"{what} {_percent(g)} ({len(rows)} rows, {span})")
+            parts.append(f"{what} {percent(g)} ({len(rows)} rows, {span})")
     return "; ".join(parts)
 
 
-def _bounds_json(c: Comparison, fit: bool | None) -> list[dict]:
+def bounds_json(c: Comparison, fit: bool | None) -> list[dict]:
     return [{"bound": name, "rows": len(rows), "geomean_error": json_number(g, integer=False)}
             for name, rows, g in c.by_bound(fit)]
 
@@ -117,21 +117,21 @@ def calibration_text(cal: Calibration, place: str,
     out += ["", *_rows(c, not loo), ""]
     out += [_outlier_line(log, row) for log, row in outliers or ()] + ([""] if outliers else [])
     if loo:
-        out.append(f"geomean |error|: {_percent(c.geomean(False))} over the {held} rows, each "
+        out.append(f"geomean |error|: {percent(c.geomean(False))} over the {held} rows, each "
                    "predicted from the other logs' fit")
         for log in c.logs:
             sub = [(p, e) for p, e in zip(c.points, c.errors) if p.log == log and not p.fit]
             big = [abs(e) for p, e in sub if p.size >= 2**20]
-            out.append(f"  {log}: {_percent(geomean_abs([abs(e) for _, e in sub]))} over all rows, "
-                       f"{_percent(geomean_abs(big))} over rows >= 1 MiB")
+            out.append(f"  {log}: {percent(geomean_abs([abs(e) for _, e in sub]))} over all rows, "
+                       f"{percent(geomean_abs(big))} over rows >= 1 MiB")
     else:
-        out.append(f"geomean |error|: {_percent(c.geomean(True))} on the {fit} fit rows, "
-                   f"{_percent(c.geomean(False))} on the {held} held-out rows")
+        out.append(f"geomean |error|: {percent(c.geomean(True))} on the {fit} fit rows, "
+                   f"{percent(c.geomean(False))} on the {held} held-out rows")
     out.append(f"held out by size: {_ranges(c, False)}")
     if held:
         out.append(f"held out by what bounds the time: {_bounds(c, False)}")
-    out += [f"mean |error|:    {_percent(c.mean(True))} on the fit rows, "
-            f"{_percent(c.mean(False))} on the held-out rows", _worst(c, not loo)]
+    out += [f"mean |error|:    {percent(c.mean(True))} on the fit rows, "
+            f"{percent(c.mean(False))} on the held-out rows", _worst(c, not loo)]
     if not loo:
         out.append(_optimum(cal))
     if cal.converged:
@@ -214,7 +214,7 @@ def calibration_json(cal: Calibration, outliers: list[tuple[str, Row]] | None = 
         "heldout_by_size": [{"range": name, "rows": n,
                              "geomean_error": json_number(g, integer=False)}
                             for name, n, g in c.by_range(False)],
-        "heldout_by_bound": _bounds_json(c, False),
+        "heldout_by_bound": bounds_json(c, False),
         "flagged": [p.name for p in cal.flagged],
         "starts_disagree": list(cal.starts),
         "optimum": _optimum_json(cal),
@@ -264,8 +264,8 @@ def calibration_sched(cal: Calibration, command: str) -> str:
     lines = [f"# Fitted by: {comment(command)}",
              f"# least squares on log time over {fit} of {len(c.points)} rows of "
              f"{comment(', '.join(c.logs))};",
-             f"# geomean |error| {_percent(c.geomean(True))} on fit rows, "
-             f"{_percent(c.geomean(False))} on held-out rows; {_worst(c, True)}.",
+             f"# geomean |error| {percent(c.geomean(True))} on fit rows, "
+             f"{percent(c.geomean(False))} on held-out rows; {_worst(c, True)}.",
              *([bands_line(held_out_bands(c))] if held_out_bands(c) else []), ""]
     for p in cal.params:
         sigma = f"  # ±{p.sigma * 100:.0f}% (1σ); {p.what}" if p.sigma is not None else ""
@@ -281,19 +281,11 @@ def calibration_sched(cal: Calibration, command: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def comparison_text(c: Comparison, fitted: str | None = None, how: str | None = None) -> str:
-    at = how or (f"at the params of {fitted}" if fitted else "at the file's params")
-    out = [f"predict {c.schedule} against {len(c.points)} measured rows, {at}",
-           *[f"  log: {log}" for log in c.logs], *[f"  {n}" for n in c.notes], "",
-           *_rows(c, False), "", *error_summary(c)]
-    return "\n".join(out) + "\n"
-
-
 def error_summary(c: Comparison) -> list[str]:
     """The errors of a comparison in a few lines: geomean and mean, by size, by what bounds
     the time, and the worst row."""
-    return [f"geomean |error|: {_percent(c.geomean(None))} over {len(c.points)} rows; "
-            f"mean |error|: {_percent(c.mean(None))}",
+    return [f"geomean |error|: {percent(c.geomean(None))} over {len(c.points)} rows; "
+            f"mean |error|: {percent(c.mean(None))}",
             f"by size: {_ranges(c, None)}",
             f"by what bounds the time: {_bounds(c, None)}",
             _worst(c, False)]
@@ -315,6 +307,6 @@ def _step_rules_text(cal: Calibration) -> list[str]:
     these rows, not a proof)."""
     if not cal.step_rules:
         return []
-    shown = [f"{f.rule} {_percent(f.heldout)} held out ({_percent(f.fit)} on fit rows)"
+    shown = [f"{f.rule} {percent(f.heldout)} held out ({percent(f.fit)} on fit rows)"
              + (" [declared]" if f.file_rule else "") for f in cal.step_rules]
     return [f"step cost: {'; '.join(shown)}; the rows prefer `step cost {_preferred(cal)}`"]

@@ -12,7 +12,7 @@ from ..analysis.predicted_log import PredictedLog, PredictedRow
 from ..analysis.calibrate.calibration import Comparison
 from ..measure.bandwidth import format_gbps
 from . import schema
-from .calibration import _bounds_json, _percent, error_summary
+from .calibration import bounds_json, error_summary, percent
 from .text import dump_json, json_number, table
 
 HEADER = ("size", "count", "type", "redop", "time", "algbw", "busbw", "time", "algbw",
@@ -61,7 +61,7 @@ def predicted_text(t: PredictedLog, c: Comparison, fitted: str | None, how: str 
     out = [f"predict {c.schedule} against {len(t.rows)} measured rows, {at}",
            f"verdict: {t.within}"]
     if t.bands:
-        out.append("  " + "; ".join(f"{b.range}: {_percent(b.error)}"
+        out.append("  " + "; ".join(f"{b.range}: {percent(b.error)}"
                                     + (f" ({b.rows} rows)" if b.rows else "") for b in t.bands))
     for log in dict.fromkeys(r.log for r in t.rows):
         out += ["", f"log: {log}", *(f"  {n[len(log) + 2:]}" for n in c.notes
@@ -105,7 +105,7 @@ def predicted_json(t: PredictedLog, c: Comparison, fitted: str | None) -> str:
         "mean_error": json_number(c.mean(None), integer=False),
         "by_size": [{"range": name, "rows": n, "geomean_error": json_number(g, integer=False)}
                     for name, n, g in c.by_range(None)],
-        "by_bound": _bounds_json(c, None),
+        "by_bound": bounds_json(c, None),
         "outlier_factor": None if math.isinf(t.outlier_factor) else t.outlier_factor,
         "outliers": sum(r.outlier is not None for r in t.rows),
         "within": t.within,
