@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..measure.noise import DEFAULT_OUTLIER_FACTOR as DEFAULT_OUTLIER_FACTOR
-from .measuring import PredictOptions
 from .compiling import LoadOptions
+from .measuring import PredictOptions
 
 if TYPE_CHECKING:
     from ..analysis.calibrate.calibration import Comparison
@@ -110,13 +110,13 @@ def load_fitted(path: str | Path, fitted: str | Path | None, sets: Iterable[str]
     sets = tuple(sets)
     if fitted is None:
         return load(path, sets, **load_options)
-    given = {s.partition("=")[0].strip(): s for s in sets}
     fit = fitted_sets(fitted)
-    both = [f.partition("=")[0] for f in fit if f.partition("=")[0] in given]
+    names = [f.partition("=")[0] for f in fit]
+    given = {s.partition("=")[0].strip() for s in sets}
+    both = [name for name in names if name in given]
     if both:
         raise UsageError(f"--set {both[0]}: --fitted {fitted} sets {both[0]} already; "
                          "predict at the fit or at your value, not both")
-    names = [f.partition("=")[0] for f in fit]
     try:
         return load(path, (*fit, *sets), **load_options)
     except UsageError as error:  # a fitted param the machine lacks: the fit is not its
