@@ -102,7 +102,7 @@ def test_tune_against_nccl_is_the_api(run, as_json):
 
 def test_a_margin_without_against_nccl_is_refused(run):
     """`--margin` is `tune(against_nccl=MARGIN)`'s value: without `--against-nccl` it was
-    silently dropped; it is refused, before any work."""
+    silently dropped; it is refused, before anything is tuned."""
     code, out, err = run("tune", TUNER, "--collective", "allreduce", "--sizes", "8B:16GB",
                          "--margin", "10%")
     assert (code, out) == (2, "")
