@@ -37,7 +37,7 @@ from ...model.collectives import KINDS
 from ...model.ir import Collective, LinearBytes, Schedule, linear_expr, linear_scale, linear_value
 from ...session import Session
 from .cuts import Cut, CutCapacity, RankCuts
-from .optimum import Optimum, optimum, side_names
+from .optimum import Optimum, in_network_optimum, optimum, side_names
 
 
 @dataclass(frozen=True)
@@ -103,7 +103,8 @@ class Bounds:
     # the reducing, does not apply (the cut-set bounds do: V still crosses each cut each way).
     in_network: tuple[str, ...] = ()
     # The exact optimum over all cuts (`optimum`), with each of its cuts named; all-reduce's
-    # is reduce-scatter's plus all-gather's, reachable but not a lower bound.
+    # is reduce-scatter's plus all-gather's, reachable but not a lower bound, except where
+    # switches reduce: there it is all-reduce's own cut (`in_network_optimum`), a lower bound.
     optimum: Optimum | None = None
     optimum_sides: tuple[str, ...] = ()
 
@@ -140,13 +141,16 @@ def bound(session: Session, collective: Collective | None, names: list[str],
         best, best_value, binds = binding.crossing.bound, binding.value, "cut"
     if end_host is not None and end_host.value > best_value:
         best, best_value, binds = end_host.bound, end_host.value, "end-host"
-    exact = None if collective is None or not optimum_too else optimum(finder, collective, nominal)
-    if exact is not None and collective is not None and collective.kind != "allreduce" \
+    exact = None
+    if collective is not None and optimum_too:
+        reducing = in_network and collective.kind == "allreduce"
+        exact = (in_network_optimum if reducing else optimum)(finder, collective, nominal)
+    if exact is not None and (exact.parts[0].kind != "reduce_scatter") \
             and exact.value > best_value:  # over all cuts: at least every family's bound
         best, best_value, binds = exact.time, exact.value, "optimum"
     schedules = tuple(_efficiency(session, n, binding, best_value) for n in names)
     return Bounds(collective, ranks, cuts, binding, end_host, best, best_value, binds, schedules,
-                  in_network, exact, () if exact is None else side_names(finder, exact))
+                  in_network, exact, () if exact is None else side_names(finder, exact.parts))
 
 
 def bound_all(session: Session, names: list[str], max_cuts: int = MAX_CUTS) -> list[Bounds]:
