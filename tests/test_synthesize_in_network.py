@@ -72,17 +72,34 @@ def test_two_hosts_reach_the_host_cut(tmp_path):
     assert "node[0] | node[1]" in s.optimum_cuts[0] or "node[1] | node[0]" in s.optimum_cuts[0]
 
 
-def test_three_hosts_say_how_far_the_ring_stays(tmp_path):
-    # Three hosts: the cut is still V / 200 GB/s (one host against two), but the quarters'
-    # ring over 3 hosts moves 2·(2/3)·(V/4) = V/3 through each NIC: V/150 GB/s, so the
-    # schedule reaches 150/200 = 75 % of the optimum's rate, and says so. (Trees reach the
-    # same, 2·(2/3)·V over a host's 200 GB/s: on a tie the in-network schedule is written.)
+def test_three_hosts_reach_the_hosts_end_bound(tmp_path):
+    # Three hosts: the narrowest cut is still V / 200 GB/s (one host against two), but the
+    # hosts, each an end that reduces, must send and receive 2(H-1)·V = 4V in all through
+    # 3 × 200 GB/s: V / 150 GB/s, the larger. The quarters' ring over 3 hosts moves
+    # 2·(2/3)·(V/4) = V/3 through each 50 GB/s NIC: V / 150 GB/s, so it reaches it.
     source = machine(tmp_path, 3)
     _, s = synthesized(tmp_path, source)
-    assert s.optimum == Fraction(GIB, 200 * 10 ** 9)
-    assert s.reached == pytest.approx(0.75, rel=1e-12)
-    assert "many-chunk limit is 1.333333x it" in s.text
-    goal = Fraction(GIB, 150 * 10 ** 9)  # `--within` is then taken of the schedule's own limit
+    bound = Fraction(GIB, 150 * 10 ** 9)
+    assert s.method == "in-network" and s.optimum == bound
+    assert s.reached == pytest.approx(1.0, abs=1e-12)
+    assert bound < s.bandwidth_time <= bound * Fraction(101, 100)
+    assert "end-host bound over hosts" in s.optimum_cuts[0]
+    (b,) = schedc.bound(schedc.load(source))
+    assert b.end_host is not None and b.end_host.hosts == 3 and b.end_host.value == bound
+    assert b.best_value == bound and b.optimum.value == Fraction(GIB, 200 * 10 ** 9)
+
+
+def test_a_slow_switch_link_is_said(tmp_path):
+    # Two hosts with 240 GB/s to the switch: the bound is V / 200 GB/s (host cut, and 2V over
+    # 2 × 200 GB/s), but a rank's switch link carries V + V/4 each way: 1.25 V / 240 GB/s =
+    # V / 192 GB/s, so the schedule reaches 192/200 = 96 % of the optimum's rate, and says so;
+    # `--within` is then taken of its own limit. (Trees: 2·(7/8)·V over 290 GB/s, slower.)
+    source = machine(tmp_path, 2, nvlink="240 GB/s")
+    _, s = synthesized(tmp_path, source)
+    assert s.method == "in-network" and s.optimum == Fraction(GIB, 200 * 10 ** 9)
+    assert s.reached == pytest.approx(0.96, rel=1e-12)
+    assert "many-chunk limit is 1.041667x it" in s.text
+    goal = Fraction(GIB, 192 * 10 ** 9)
     assert goal < s.bandwidth_time <= goal * Fraction(101, 100)
 
 

@@ -2,8 +2,8 @@
 
 Each rank then sends V and receives V (`analysis.synthesize.innetwork`), below what reduce-
 scatter then all-gather must move, and the bound is all-reduce's own cut over all cuts
-(`analysis.bound.optimum.in_network`): V enters every set of devices that holds some but
-not all ranks. The written schedule is compiled at a few chunk counts: its bandwidth term
+(`analysis.bound.in_network`): V enters every set of devices that holds some but not all
+ranks, and, where the switches sit in hosts, 2(H - 1)·V crosses the hosts' own links. The written schedule is compiled at a few chunk counts: its bandwidth term
 gives the pipeline's steady state and fill (`Pipeline`), its time at the file's α the
 fastest count; every figure is the compiler's, from the text written.
 """
@@ -27,13 +27,20 @@ def in_network_synthesis(program, coll, finder, reducing, trees_value: Fraction,
     """The in-network schedule, unless its many-chunk limit is above `trees_value` (reduce-
     scatter's optimum plus all-gather's, what trees reach); None then, or when no cut
     bounds the ranks. `compiled(text)` compiles and verifies a text: (α = 0 term, timing)."""
-    from ..analysis.bound.optimum import in_network, side_names
+    from ..analysis.bound.in_network import host_ends, in_network
+    from ..analysis.bound.optimum import side_names
     from ..analysis.synthesize.innetwork import Pipeline
     from ..export.sched_innetwork import in_network_text
 
     cut = in_network(finder, coll, program.nominal)
     if cut is None:
         return None
+    ends = host_ends(finder, coll, program.nominal)
+    if ends is not None and ends.value > cut.value:  # the hosts' own links bind
+        bound, formula = ends.value, ends.bound
+        why: tuple[str, ...] = (f"the {ends.hosts} hosts' own links, 2(H-1)·V in all (end-host bound over hosts)",)
+    else:
+        bound, formula, why = cut.value, cut.time, side_names(finder, (cut,))
     names = [d.name for d in program.topology.devices]
     stages = reducing.stages
 
@@ -52,7 +59,7 @@ def in_network_synthesis(program, coll, finder, reducing, trees_value: Fraction,
     pipeline = Pipeline.of(stages, at(stages)[0], at(2 * stages)[0])
     if pipeline.steady > trees_value:
         return None  # trees do better: they are written
-    goal = max(cut.value, pipeline.steady)
+    goal = max(bound, pipeline.steady)
     if chunks is None:
         chunks = pipeline.chunks_within(goal, within)
         if chunks > MAX_CHUNKS:
@@ -61,10 +68,9 @@ def in_network_synthesis(program, coll, finder, reducing, trees_value: Fraction,
                              "larger --within")
     bandwidth, timing = at(chunks)
     fastest = _fastest(lambda k: at(k)[1].time, stages, chunks)
-    result = Synthesis("", name, "allreduce", chunks, fastest, cut.value, cut.time,
-                       side_names(finder, (cut,)), bandwidth, timing.time, timing.cost.formula,
-                       timing.cost.rounds, 0, 1, stages,
-                       float(cut.value / pipeline.steady), 0, 0, "in-network")
+    result = Synthesis("", name, "allreduce", chunks, fastest, bound, formula, why, bandwidth,
+                       timing.time, timing.cost.formula, timing.cost.rounds, 0, 1, stages,
+                       float(bound / pipeline.steady), 0, 0, "in-network")
     return replace(result, text=text(chunks, _header(result, source, reducing), machine))
 
 
@@ -103,10 +109,11 @@ def _header(s: Synthesis, source: Path, reducing) -> list[str]:
         + ("; rank i of every group takes part i of its group's sum, the ranks i all-reduce it "
            "in a ring over the groups and give it back to their switch" if several else "")
         + "; the switch sends the sum to every rank.",
-        f"Optimum at alpha = 0 (exact, over all cuts): {format_seconds(s.optimum)} = "
-        f"{s.optimum_formula}.",
-        "No all-reduce does better: the sum must enter every side holding some but not all "
-        f"ranks, V across {s.optimum_cuts[0]}.",
+        f"Lower bound at alpha = 0 (exact): {format_seconds(s.optimum)} = {s.optimum_formula}.",
+        "No all-reduce does better: " + (
+            f"the sum must enter every side holding some but not all ranks, V across "
+            f"{s.optimum_cuts[0]}." if " | " in s.optimum_cuts[0] else
+            f"{s.optimum_cuts[0]} must carry it."),
         f"This schedule's many-chunk limit is {1 / s.reached:.6f}x it.",
         f"Time (compiled, chunks = {s.chunks}): {s.formula}",
         f"  = {format_seconds(s.time)}; at alpha = 0 {format_seconds(s.bandwidth_time)}, "

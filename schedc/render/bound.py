@@ -137,7 +137,18 @@ def _end_host_blocks(b: Bounds, nominal: dict) -> list[Block]:
     c = b.collective
     assert c is not None
     out: list[Block] = []
-    if b.end_host is not None:
+    if b.end_host is not None and b.end_host.hosts:
+        h = b.end_host
+        total = format_bytes(bytes_at(h.total, nominal))
+        out += [Paragraph(parts=(f"end-host bound over hosts (Patarasuk & Yuan 2009, hosts for "
+                                 f"ranks: {in_network_reason(b, hosts=True)}): the {h.hosts} "
+                                 f"hosts send, and receive, 2(H-1)·V = {total} in all\n"
+                                 f"  through their own links (out: {h.egress}; in: {h.ingress}): "
+                                 f"{format_seconds(h.value)} = {h.bound}",), formats=TEXT),
+                Paragraph(parts=(f"End-host bound over hosts: {total} sent and received in "
+                                 f"all, {format_seconds(h.value)} = ", Math.of(h.bound), "."),
+                          formats=MARKDOWN)]
+    elif b.end_host is not None:
         h = b.end_host
         total = format_bytes(bytes_at(h.total, nominal))
         out += [Paragraph(parts=(f"end-host bound (Patarasuk & Yuan 2009): the {len(c.ranks)} "

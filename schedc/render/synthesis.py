@@ -49,8 +49,8 @@ def _in_network_head(s: Synthesis, where: str) -> list[str]:
         f"{s.name}: {s.kind} in the network (switches that reduce), {s.depth} stages a chunk "
         f"({where})",
         f"  optimum      {format_seconds(s.optimum)} = {s.optimum_formula}  (exact, α = 0; a "
-        "lower bound over all cuts: V enters every side that holds some but not all ranks)",
-        f"  cut          {s.optimum_cuts[0]}",
+        "lower bound on every all-reduce: bound says why)",
+        f"  {'cut' if ' | ' in s.optimum_cuts[0] else 'bound by':<12} {s.optimum_cuts[0]}",
         f"  pipeline     {s.reached:.6%} of the optimum's rate with many chunks",
     ]
 

@@ -115,42 +115,10 @@ def _packing(finder: RankCuts, collective: Collective, kind: str, nominal: dict,
     inside, solved = found
     if share is None:
         share = Fraction(len([r for r in ranks if r not in inside]), len(ranks))
-    return _cut(finder, graph, collective, kind, frozenset(inside), share, solved, nominal)
+    return cut_into(finder, graph, collective, kind, frozenset(inside), share, solved, nominal)
 
 
-def in_network(finder: RankCuts, collective: Collective, nominal: dict) -> OptimalCut | None:
-    """All-reduce's cut bound over all cuts, exact: whoever reduces (ranks, or switches that
-    reduce in the network), the sum of every rank's data must reach every rank, so V enters
-    every set of devices holding some but not all ranks, T ≥ V / min B⁻(S). The narrowest
-    such S separates ranks[0] from some rank, one way or the other: 2(N - 1) max-flows.
-    None when fewer than two ranks, or some rank cannot be reached."""
-    ranks = collective.ranks
-    if len(ranks) < 2:
-        return None
-    graph = finder.network.graph
-    best, solved = None, 0
-    for other in ranks[1:]:
-        for source, sink in ((ranks[0], other), (other, ranks[0])):
-            solved += 1
-            try:
-                value, (_, far) = nx.minimum_cut(graph, source, sink)
-            except nx.NetworkXUnbounded:
-                continue  # an unlimited path: this pair binds nothing
-            if best is None or value < best[0]:
-                best = (value, frozenset(far))
-    if best is None or best[0] == 0:
-        return None
-    return _cut(finder, graph, collective, "allreduce", best[1], Fraction(1), solved, nominal)
-
-
-def in_network_optimum(finder: RankCuts, collective: Collective, nominal: dict) -> Optimum | None:
-    """`in_network`'s cut as the optimum `bound` reports for an all-reduce on a machine whose
-    switches reduce: there reduce-scatter plus all-gather bounds nothing."""
-    cut = in_network(finder, collective, nominal)
-    return None if cut is None else Optimum("allreduce", (cut,), cut.time, cut.value)
-
-
-def _cut(finder: RankCuts, graph: nx.DiGraph, collective: Collective, kind: str,
+def cut_into(finder: RankCuts, graph: nx.DiGraph, collective: Collective, kind: str,
          inside: frozenset, share: Fraction, solved: int, nominal: dict) -> OptimalCut:
     """The cut whose far side is `inside`, which `share` of the collective's size must enter."""
     ranks = collective.ranks
