@@ -146,3 +146,17 @@ def test_as_fast_as_nccl_at_192_mib(name):
     rows = schedc.compare(session, with_synthesized=True)
     ours = [r for r in rows if r.name.startswith("synthesized_")]
     assert ours and ours[0].time <= min(r.time for r in rows if r not in ours)
+
+
+def test_the_written_groups_follow_the_host_count(tmp_path):
+    # Host-major ranks and switches named node[h].sw: the file writes the groups as a loop
+    # over the ranks, so with the machine's `hosts` param set to 3 it is the 3-host schedule,
+    # the same as synthesizing at 3 hosts with the same chunks.
+    text = machine(tmp_path, 2).read_text().replace("node[2]", "node[hosts]").replace(
+        "0..1", "0..hosts-1")
+    source = tmp_path / "hosts.sched"
+    source.write_text("param hosts = 2\n" + text)
+    out, s = synthesized(tmp_path, source, chunks=12)
+    assert "for h in 0..len(synthesized_allreduce_ranks) // 4 - 1]" in s.text
+    three = schedc.synthesize(source, "allreduce", chunks=12, sets=("hosts=3",))
+    assert schedc.time(schedc.load(out, sets=("hosts=3",)), s.name).time == three.time

@@ -42,12 +42,15 @@ def in_network_synthesis(program, coll, finder, reducing, trees_value: Fraction,
     else:
         bound, formula, why = cut.value, cut.time, side_names(finder, (cut,))
     names = [d.name for d in program.topology.devices]
+    place = {r: k for k, r in enumerate(coll.ranks)}
     stages = reducing.stages
 
     def text(k: int, header: list[str], machine_path: str) -> str:
         return in_network_text(machine=machine_path, size=size, over=over, name=name, chunks=k,
                                groups=[[names[r] for r in g] for g in reducing.groups],
-                               switches=[names[s] for s in reducing.switches], header=header)
+                               switches=[names[s] for s in reducing.switches],
+                               positions=[[place[r] for r in g] for g in reducing.groups],
+                               header=header)
 
     runs: dict = {}
 

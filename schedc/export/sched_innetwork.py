@@ -8,6 +8,7 @@ NVLS-tree pipelines do).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 from ..language.quote import string
@@ -42,13 +43,15 @@ _GROUPS = [
 
 def in_network_text(*, machine: str, size: str, over: str, name: str, chunks: int,
                     groups: Sequence[Sequence[str]], switches: Sequence[str],
-                    header: Sequence[str]) -> str:
+                    positions: Sequence[Sequence[int]], header: Sequence[str]) -> str:
     """The whole file; `groups[h]` are the device names of the ranks that reduce into the
-    switch named `switches[h]` (each checked to be a name of the language)."""
+    switch named `switches[h]` (each checked to be a name of the language), `positions[h]`
+    their places in the collective's ranks."""
     for device in (*switches, *(d for g in groups for d in g)):
         route_statement(device, device, ())  # refuses a name that is not an expression
-    stages = 2 if len(groups) == 1 else 2 * len(groups) + 2
     group = f"{name}_ranks"
+    lists = _as_loops(group, switches, positions) or _as_lists(groups, switches)
+    several = len(groups) > 1
     return "\n".join([
         *(comment(h) for h in header),
         "",
@@ -61,24 +64,48 @@ def in_network_text(*, machine: str, size: str, over: str, name: str, chunks: in
         "",
         f"# The ranks by the switch that reduces for them: {name}_groups[h] into "
         f"{name}_switches[h].",
-        f"let {name}_groups = [" + ",\n    ".join(f"[{', '.join(g)}]" for g in groups) + "]",
-        f"let {name}_switches = [{', '.join(switches)}]",
+        f"let {name}_groups = {lists[0]}",
+        f"let {name}_switches = {lists[1]}",
         "",
-        f"# Pipelined: chunk j goes through stage t in round j + t ({stages} stages).",
+        "# Pipelined: chunk j goes through stage t in round j + t "
+        f"({'2H + 2' if several else '2'} stages).",
         f"schedule {name} {{",
         f"  let G = {name}_groups",
         f"  let S = {name}_switches",
         "  let H = len(G)",
         "  let k = len(G[0])",
-        f"  for s in 0..chunks + {stages - 2} round {{",
-        f"    for t in 0..{stages - 1} {{",
+        f"  for s in 0..chunks + {'2 * H' if several else '0'} round {{",
+        f"    for t in 0..{'2 * H + 1' if several else '1'} {{",
         "      let j = s - t",
         "      if j >= 0 and j < chunks {",
         "        let d = part(j of chunks)",
-        *("  " + line for line in (_ONE_GROUP if len(groups) == 1 else _GROUPS)),
+        *("  " + line for line in (_GROUPS if several else _ONE_GROUP)),
         "      }",
         "    }",
         "  }",
         "}",
         "",
     ])
+
+
+def _as_lists(groups: Sequence[Sequence[str]], switches: Sequence[str]) -> tuple[str, str]:
+    return ("[" + ",\n    ".join(f"[{', '.join(g)}]" for g in groups) + "]",
+            f"[{', '.join(switches)}]")
+
+
+def _as_loops(ranks: str, switches: Sequence[str],
+              positions: Sequence[Sequence[int]]) -> tuple[str, str] | None:
+    """The groups as a comprehension over the ranks when they are in host-major order (group
+    h, member i at h·k + i) and the switches' names differ only in one index h, so the file
+    follows the machine when its host count is a param; None otherwise."""
+    k = len(positions[0])
+    if any(p != h * k + i for h, group in enumerate(positions) for i, p in enumerate(group)):
+        return None
+    first = switches[0]
+    for at in (m.start() for m in re.finditer(r"\[0\]", first)):
+        template = first[:at] + "[{h}]" + first[at + 3:]
+        if all(s == template.format(h=h) for h, s in enumerate(switches)):
+            hosts = f"len({ranks}) // {k} - 1"
+            return (f"[[{ranks}[h * {k} + i] for i in 0..{k - 1}] for h in 0..{hosts}]",
+                    f"[{template.format(h='h')} for h in 0..{hosts}]")
+    return None
