@@ -81,3 +81,42 @@ def test_predict_builds_no_formula_under_protocols():
     code, calls = done.stderr.split()[-2:]
     assert (code, calls) == ("0", "0"), done.stderr
 
+
+
+def test_synthesizes_candidates_are_timed_as_the_formula_times_them(monkeypatch):
+    """`synthesize` times each other chunk count it compiles (plan.fastest_chunks) from the
+    loads: at the nominal point and at twice the size, each candidate's numeric time is its
+    formula's value exactly, and the count chosen is the one the formula path chose. The
+    H100 IB machine has protocols and latencies, so candidates are compiled (36 chunks
+    written, 5 fastest at its α: docs/synthesis.md's figures come from the same file)."""
+    from schedc import synthesize
+    from schedc.api import synthesizing
+
+    monkeypatch.chdir(ROOT)
+    checked, made = [], synthesizing._candidate
+
+    def both(text, name, sets, scratch, limits):
+        session = synthesizing._compile(scratch, None, [text], sets, limits)
+        formula = session.timing(name).cost.formula
+        program = session.program
+        size = size_symbol(session, name)
+        for values in ({}, {size: 2 * program.nominal[size]}):
+            exact = exact_value(formula, {**program.nominal, **values})
+            assert session.numeric_timing_at(name, values).time == exact
+        checked.append(text)
+        return made(text, name, sets, scratch, limits)
+
+    monkeypatch.setattr(synthesizing, "_candidate", both)
+    numeric = synthesize(PREDICTED[0], "allgather")
+    assert len(checked) >= 2  # the neighbours of the written count, at least
+
+    def formula_only(text, name, sets, scratch, limits):  # the path before: formulas
+        timing = synthesizing._compiled(text, name, sets, scratch, limits)[1]
+        return lambda values: float(exact_value(timing.cost.formula,
+                                                {**timing.nominal, **values}))
+
+    monkeypatch.setattr(synthesizing, "_candidate", formula_only)
+    formulas = synthesize(PREDICTED[0], "allgather")
+    assert (numeric.chunks, numeric.alpha_chunks, numeric.text) == \
+        (formulas.chunks, formulas.alpha_chunks, formulas.text)
+    assert numeric.alpha_chunks != numeric.chunks  # (the candidates decided something)
