@@ -87,7 +87,7 @@ class LazyGroup(click.Group):
         self._loaded: MutableMapping[str, click.Command] = {}
         super().__init__(*args, **kwargs)
 
-    @property  # type: ignore[override]
+    @property
     def commands(self) -> MutableMapping[str, click.Command]:
         """Every command, all imported (for code that walks them; a run asks for one)."""
         for name in LAZY:
