@@ -137,7 +137,18 @@ def _end_host_blocks(b: Bounds, nominal: dict) -> list[Block]:
     c = b.collective
     assert c is not None
     out: list[Block] = []
-    if b.end_host is not None:
+    if b.end_host is not None and b.end_host.hosts:
+        h = b.end_host
+        total = format_bytes(bytes_at(h.total, nominal))
+        out += [Paragraph(parts=(f"end-host bound over hosts (Patarasuk & Yuan 2009, hosts for "
+                                 f"ranks: {in_network_reason(b, hosts=True)}): the {h.hosts} "
+                                 f"hosts send, and receive, 2(H-1)·V = {total} in all\n"
+                                 f"  through their own links (out: {h.egress}; in: {h.ingress}): "
+                                 f"{format_seconds(h.value)} = {h.bound}",), formats=TEXT),
+                Paragraph(parts=(f"End-host bound over hosts: {total} sent and received in "
+                                 f"all, {format_seconds(h.value)} = ", Math.of(h.bound), "."),
+                          formats=MARKDOWN)]
+    elif b.end_host is not None:
         h = b.end_host
         total = format_bytes(bytes_at(h.total, nominal))
         out += [Paragraph(parts=(f"end-host bound (Patarasuk & Yuan 2009): the {len(c.ranks)} "
@@ -213,7 +224,7 @@ def optimum_text(b: Bounds, topology: Topology, nominal: dict) -> str:
     assert o is not None and b.collective is not None
     lines = []
     for part, sides in zip(o.parts, b.optimum_sides):
-        way = "leave" if part.kind in ("reduce_scatter", "reduce") else "enter"
+        way = "leave" if part.kind in ("reduce_scatter", "reduce") else "enter"  # (allreduce: both)
         classes = "+".join(sorted({topology.resources[r].cls for r in part.resources}))
         lines.append(f"  {part.kind}: {format_bytes(bytes_at(part.bytes, nominal))} must {way} "
                      f"{sides.split(' | ')[0]} over {len(part.resources)} × {classes} "
@@ -223,7 +234,12 @@ def optimum_text(b: Bounds, topology: Topology, nominal: dict) -> str:
             f"{format_seconds(o.value)} = {formula_str(o.time)}")
     tail = ("  reached by packed trees, pipelined, where routes may take any path; schedc "
             "synthesize says how near trees over schedc's routes come")
-    if o.kind == "allreduce":
+    if o.parts[0].kind == "allreduce":  # switches reduce: all-reduce's own cut
+        head += ", all-reduce in the network"
+        tail = ("  a lower bound on every all-reduce: the sum must enter every side that holds "
+                "some but not all ranks; schedc synthesize --collective allreduce writes a "
+                "schedule through the switches that reduce and says how near it comes")
+    elif o.kind == "allreduce":
         head += ", reduce-scatter then all-gather"
         if o.value == b.best_value:
             tail += "; equal to the best bound below: no all-reduce does better"
