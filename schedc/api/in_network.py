@@ -3,9 +3,10 @@
 Each rank then sends V and receives V (`analysis.synthesize.innetwork`), below what reduce-
 scatter then all-gather must move, and the bound is all-reduce's own cut over all cuts
 (`analysis.bound.in_network`): V enters every set of devices that holds some but not all
-ranks, and, where the switches sit in hosts, 2(H - 1)·V crosses the hosts' own links. The written schedule is compiled at a few chunk counts: its bandwidth term
-gives the pipeline's steady state and fill (`Pipeline`), its time at the file's α the
-fastest count; every figure is the compiler's, from the text written.
+ranks, and, where the switches sit in hosts, 2(H - 1)·V crosses the hosts' own links. The
+written schedule is compiled at a few chunk counts: its bandwidth term gives the pipeline's
+steady state and fill (`Pipeline`), its time at the file's α the fastest count; every
+figure is the compiler's, from the text written.
 """
 
 from __future__ import annotations
@@ -38,7 +39,8 @@ def in_network_synthesis(program, coll, finder, reducing, trees_value: Fraction,
     ends = host_ends(finder, coll, program.nominal)
     if ends is not None and ends.value > cut.value:  # the hosts' own links bind
         bound, formula = ends.value, ends.bound
-        why: tuple[str, ...] = (f"the {ends.hosts} hosts' own links, 2(H-1)·V in all (end-host bound over hosts)",)
+        why: tuple[str, ...] = (f"the {ends.hosts} hosts' own links, 2(H-1)·V in all "
+                                "(end-host bound over hosts)",)
     else:
         bound, formula, why = cut.value, cut.time, side_names(finder, (cut,))
     names = [d.name for d in program.topology.devices]

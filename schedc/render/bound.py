@@ -137,25 +137,21 @@ def _end_host_blocks(b: Bounds, nominal: dict) -> list[Block]:
     c = b.collective
     assert c is not None
     out: list[Block] = []
-    if b.end_host is not None and b.end_host.hosts:
+    if b.end_host is not None:
         h = b.end_host
         total = format_bytes(bytes_at(h.total, nominal))
-        out += [Paragraph(parts=(f"end-host bound over hosts (Patarasuk & Yuan 2009, hosts for "
-                                 f"ranks: {in_network_reason(b, hosts=True)}): the {h.hosts} "
-                                 f"hosts send, and receive, 2(H-1)·V = {total} in all\n"
+        if h.hosts:  # where switches reduce inside the hosts: the hosts are the ends
+            head = (f"end-host bound over hosts (Patarasuk & Yuan 2009, hosts for ranks: "
+                    f"{in_network_reason(b, hosts=True)}): the {h.hosts} hosts send, and "
+                    f"receive, 2(H-1)·V")
+        else:
+            head = (f"end-host bound (Patarasuk & Yuan 2009): the {len(c.ranks)} ranks send, "
+                    f"and receive, 2(p-1)·V")
+        short = "End-host bound over hosts" if h.hosts else "End-host bound"
+        out += [Paragraph(parts=(f"{head} = {total} in all\n"
                                  f"  through their own links (out: {h.egress}; in: {h.ingress}): "
                                  f"{format_seconds(h.value)} = {h.bound}",), formats=TEXT),
-                Paragraph(parts=(f"End-host bound over hosts: {total} sent and received in "
-                                 f"all, {format_seconds(h.value)} = ", Math.of(h.bound), "."),
-                          formats=MARKDOWN)]
-    elif b.end_host is not None:
-        h = b.end_host
-        total = format_bytes(bytes_at(h.total, nominal))
-        out += [Paragraph(parts=(f"end-host bound (Patarasuk & Yuan 2009): the {len(c.ranks)} "
-                                 f"ranks send, and receive, 2(p-1)·V = {total} in all\n"
-                                 f"  through their own links (out: {h.egress}; in: {h.ingress}): "
-                                 f"{format_seconds(h.value)} = {h.bound}",), formats=TEXT),
-                Paragraph(parts=(f"End-host bound: {total} sent and received in all, "
+                Paragraph(parts=(f"{short}: {total} sent and received in all, "
                                  f"{format_seconds(h.value)} = ", Math.of(h.bound), "."),
                           formats=MARKDOWN)]
     elif b.in_network and c.kind == "allreduce":

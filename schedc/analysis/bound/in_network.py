@@ -17,12 +17,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from fractions import Fraction
 
-import networkx as nx
 import sympy
 
 from ...model.ir import Collective, LinearBytes, linear_expr, linear_scale, linear_value
 from .cuts import RankCuts
-from .optimum import OptimalCut, Optimum, cut_into
+from .optimum import OptimalCut, Optimum, cut_into, narrowest
 
 
 def in_network(finder: RankCuts, collective: Collective, nominal: dict) -> OptimalCut | None:
@@ -33,19 +32,12 @@ def in_network(finder: RankCuts, collective: Collective, nominal: dict) -> Optim
     if len(ranks) < 2:
         return None
     graph = finder.network.graph
-    best, solved = None, 0
-    for other in ranks[1:]:
-        for source, sink in ((ranks[0], other), (other, ranks[0])):
-            solved += 1
-            try:
-                value, (_, far) = nx.minimum_cut(graph, source, sink)
-            except nx.NetworkXUnbounded:
-                continue  # an unlimited path: this pair binds nothing
-            if best is None or value < best[0]:
-                best = (value, frozenset(far))
-    if best is None or best[0] == 0:
+    pairs = [pair for other in ranks[1:] for pair in ((ranks[0], other), (other, ranks[0]))]
+    found = narrowest(graph, pairs)
+    if found is None:
         return None
-    return cut_into(finder, graph, collective, "allreduce", best[1], Fraction(1), solved, nominal)
+    return cut_into(finder, graph, collective, "allreduce", found[0], Fraction(1), found[1],
+                    nominal)
 
 
 def in_network_optimum(finder: RankCuts, collective: Collective, nominal: dict) -> Optimum | None:

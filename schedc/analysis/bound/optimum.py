@@ -172,21 +172,23 @@ def _rooted(graph: nx.DiGraph, root: int | None, ranks: tuple[int, ...]):
     if some rank cannot be reached."""
     if root is None:
         return None
+    return narrowest(graph, [(root, sink) for sink in ranks if sink != root])
+
+
+def narrowest(graph: nx.DiGraph, pairs: list[tuple[int, int]]):
+    """(the sink's side of the narrowest cut between any of the (source, sink) pairs, max-
+    flows solved); None if some sink cannot be reached at all."""
     best = None
-    solved = 0
-    for sink in ranks:
-        if sink == root:
-            continue
-        solved += 1
+    for source, sink in pairs:
         try:
-            value, (_, far) = nx.minimum_cut(graph, root, sink)
+            value, (_, far) = nx.minimum_cut(graph, source, sink)
         except nx.NetworkXUnbounded:
-            continue  # an unlimited path: this rank binds nothing
+            continue  # an unlimited path: this pair binds nothing
         if best is None or value < best[0]:
             best = (value, frozenset(far))
     if best is None or best[0] == 0:
         return None
-    return best[1], solved
+    return best[1], len(pairs)
 
 
 def _with_source(graph: nx.DiGraph, ranks: tuple[int, ...], ratio: Fraction) -> nx.DiGraph:
