@@ -24,6 +24,7 @@ LONGER = {
 MODULE_LIMIT = 400
 LONGER_MODULES = {
     "schedc/analysis/forall/presburger.py": "for-all's Presburger sets (issue 37)",
+    "schedc/api/synthesizing.py": "synthesize's API, 406 lines after the numeric path (issue 33)",
 }
 
 
