@@ -57,7 +57,7 @@ from ...session import Session
 from ..forall.affine import Outside
 from ..forall.family import parsed_modules, symbolic_result
 from ..forall.model import Symbolic
-from ..forall.presburger import failed_obligation
+from ..forall.sets import failed_obligation
 from ..forall.witness import smallest_n
 from .ends import first_failure
 from .pieces import Piece
