@@ -225,7 +225,12 @@ def round_classes(sym: Symbolic, rule: PortRule, start: int, stop: int | None,
             present[key] = present[key].union(rounds) if key in present else rounds
     if rule.fabric:
         from .fabric import fabric_loads  # (it builds on this module)
-        for key, rounds in fabric_loads(cross, rule.fabric, dims, start, stop, n).items():
+        order = sym.ranks
+        local = (order.lows[1].const, order.highs[1].const - order.lows[1].const + 1) if (
+            dims == 2 and rule.copy_coord == 0 and order.lows[1].is_const
+            and order.highs[1].is_const) else None
+        for key, rounds in fabric_loads(cross, rule.fabric, dims, start, stop, n,
+                                        local).items():
             present[key] = present[key].union(rounds) if key in present else rounds
     total = sym.rounds
     every = isl.Set(f"[{PARAM}] -> {{ [t] : 0 <= t and t <= {(total - const(1)).isl()} and "
