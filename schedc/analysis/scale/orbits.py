@@ -15,10 +15,18 @@ another. Let σ shift local positions by one, cyclically. If
 
 then in every round L' carries exactly the load of L (each pair (a, b) of L brings what
 (σ^k a, σ^k b) of L' brings, by 1 applied k times), so the loads present in a round, which
-is all a round class needs, are read on one link per orbit. On GB200 NVL72's rails the
-288 uplinks of 71 pairs each fall into 2 orbits (up, down: the spines' links carry equal
-pairs), 142 pairs to read instead of 20,448. When 1 fails (a schedule that treats GPU 0
-apart) every link is read, as before.
+is all a round class needs, are read on one link per orbit. When 1 fails (a schedule that
+treats GPU 0 apart, a ring that leaves each rack from its last GPU) every link is read.
+
+Independently, a pair (a, b) that a statement never sends between, at any n of the piece
+(`used_pairs`, enumerated from isl), adds nothing to any link for that statement: its check
+is skipped. On GB200 NVL72 (288 rail uplinks of 71 pairs each: 122,688 checks per
+schedule in all) this is what brings the shipped schedules under the limit: the contiguous
+rings cross racks from GPU 71 to GPU 0 only (24 checks), the hierarchical schedule's rail
+rings send between equal positions, which no uplink carries (none). The orbits serve
+schedules that are their own shift and do cross the uplinks (GPU i to GPU i+1 of the next
+rack: every pair (i, i+1) is sent between, and on one link per orbit, 2 of the 288, one
+pair each).
 """
 
 from __future__ import annotations
