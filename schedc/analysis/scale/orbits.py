@@ -80,8 +80,9 @@ def representatives(links: tuple[FabricLink, ...], low: int, length: int
     """One link per orbit (condition 2): the others' pairs are a shift of its pairs, with
     its share and bandwidth."""
     def moved(pairs: frozenset[Pair], k: int) -> frozenset[Pair]:
-        return frozenset(tuple(tuple((c - low + k) % length + low for c in end) for end in pair)
-                         for pair in pairs)  # type: ignore[misc]
+        def one(end: tuple[int, ...]) -> tuple[int, ...]:
+            return tuple((c - low + k) % length + low for c in end)
+        return frozenset((one(a), one(b)) for a, b in pairs)
     out: list[FabricLink] = []
     covered: set[tuple] = set()
     for link in links:

@@ -123,7 +123,7 @@ def _group_size(port, coordinates, ranks, classes) -> dict[str, int]:
 
 
 def _placed(at: Session, name: str, copies: str, path: tuple[str, ...],
-            coordinates: list[tuple[int, ...]]) -> list[str | None]:
+            coordinates: list[tuple[int, ...]]) -> list[int | None]:
     """Each device's copy, once every rank is the device its coordinates name (and forwards
     nothing) and no link joins two copies or a shared device of a copy to the rest."""
     topo = at.program.topology
