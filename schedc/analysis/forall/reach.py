@@ -20,6 +20,9 @@ from .affine import Cons, Lin, const, ge
 from .sets import ordered, set_text
 
 MAX_SLICES = 64  # a level of more constant parts is read whole
+# A segment of a constant number of rounds up to this is applied round by round; a longer
+# one (a 72-GPU rack's ring: 71 rounds) by its closure first, round by round if inexact.
+ROUND_BY_ROUND = 8
 
 
 def reach(flow, edges: isl.Map, sources: isl.Map) -> isl.Map | None:
@@ -73,7 +76,12 @@ def _segments(flow, edges: isl.Map, sources: isl.Map, cuts: list[Lin]) -> isl.Ma
     frontier = sources.intersect_range(_at(flow, cuts[0]))
     for a, b in zip(cuts, cuts[1:]):
         during = edges.intersect_domain(_at(flow, a, b))
-        if (b - a).is_const:
+        closure, exact = None, False
+        if not (b - a).is_const or (b - a).const > ROUND_BY_ROUND:
+            closure, exact = during.transitive_closure()
+            if not exact and not (b - a).is_const:
+                return None
+        if not exact:  # a constant number of rounds, as few or not closed exactly
             step = frontier
             for k in range((b - a).const):
                 if k:
@@ -82,9 +90,6 @@ def _segments(flow, edges: isl.Map, sources: isl.Map, cuts: list[Lin]) -> isl.Ma
                 reached = reached.union(step)
             frontier = step.union(sources.intersect_range(_at(flow, b))).coalesce()
             continue
-        closure, exact = during.transitive_closure()
-        if not exact:
-            return None
         begun = frontier.union(sources.intersect_range(_at(flow, a + const(1), b)))
         step = begun.apply_range(closure)
         reached = reached.union(step)
