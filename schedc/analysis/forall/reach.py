@@ -90,6 +90,7 @@ def _segments(flow, edges: isl.Map, sources: isl.Map, cuts: list[Lin]) -> isl.Ma
                 reached = reached.union(step)
             frontier = step.union(sources.intersect_range(_at(flow, b))).coalesce()
             continue
+        assert closure is not None  # (exact)
         begun = frontier.union(sources.intersect_range(_at(flow, a + const(1), b)))
         step = begun.apply_range(closure)
         reached = reached.union(step)
