@@ -9,8 +9,9 @@ another. Let σ shift local positions by one, cyclically. If
 
 1. the transfers across copies, as a multiset of (round, source, destination, bytes), are
    mapped onto themselves by σ applied to both ends (checked here for every n of the piece
-   with isl: the disjoint regions of (t, source, destination) points labelled by the bytes
-   they carry in all, each mapped onto itself), and
+   with isl: each statement makes each (t, source, destination) at most once, and the
+   disjoint regions of those points labelled by the bytes they carry in all are each
+   mapped onto themselves), and
 2. link L' has the share and bandwidth of L and pairs(L') = σ^k(pairs(L)) for some k,
 
 then in every round L' carries exactly the load of L (each pair (a, b) of L brings what
@@ -41,16 +42,18 @@ Pair = tuple[tuple[int, ...], tuple[int, ...]]
 
 
 def _transfers(family: Family, case: tuple[Cons, ...], dims: int, start: int,
-               stop: int | None) -> isl.Set:
-    """{(t, source's coordinates, destination's)} of one case of a family."""
+               stop: int | None) -> isl.Map:
+    """The family's points (one case) -> (t, source's coordinates, destination's)."""
     outs = ("t", *(f"s{k}" for k in range(dims)), *(f"d{k}" for k in range(dims)))
     cons = [*family.domain.cons, *case, Cons(Lin.var("t") - family.time, True),
             *(Cons(Lin.var(o) - e, True) for o, e in zip(outs[1:], (*family.src, *family.dst)))]
-    inner = sorted({v for c in cons for v in c.lin.names} - set(outs) - {PARAM})
+    inner = sorted({v for c in cons for v in c.lin.names} - set(family.domain.vars)
+                   - set(outs) - {PARAM})
     body = " and ".join([*_bounds(start, stop), *(c.isl() for c in cons)])
     if inner:
         body = f"exists ({', '.join(inner)} : {body})"
-    return isl.Set(f"[{PARAM}] -> {{ [{', '.join(outs)}] : {body} }}")
+    return isl.Map(f"[{PARAM}] -> {{ [{', '.join(family.domain.vars)}] -> "
+                   f"[{', '.join(outs)}] : {body} }}")
 
 
 def _shift(low: int, length: int) -> isl.Map:
@@ -66,7 +69,10 @@ def invariant(cross: list[tuple[Family, tuple[Cons, ...], object]], low: int, le
     where several land on one (round, source, destination), are their own image under σ."""
     regions: list[tuple[isl.Set, object]] = []
     for family, case, size in cross:
-        regions = _refine(regions, _transfers(family, case, 2, start, stop), size,
+        made = _transfers(family, case, 2, start, stop)
+        if not made.is_injective():  # a (t, source, destination) made twice: not counted here
+            return False
+        regions = _refine(regions, made.range(), size,
                           lambda old, new: new if old is None else old + new)
     shift = _shift(low, length)
     by_bytes: dict[object, isl.Set] = {}
@@ -99,7 +105,7 @@ def used_pairs(family: Family, case: tuple[Cons, ...], start: int, stop: int | N
     """The (source, destination) local positions one case of a family sends between, at
     any n of the piece (a pair outside it loads no link for that family: its check is
     skipped, exactly); None when that set is not bounded."""
-    found = _transfers(family, case, 2, start, stop)
+    found = _transfers(family, case, 2, start, stop).range()
     locals_ = found.project_out(isl.dim_type.set, 3, 1).project_out(
         isl.dim_type.set, 0, 2).project_out(isl.dim_type.param, 0, 1)  # (s1, d1), any n
     if not locals_.is_bounded():
