@@ -242,20 +242,23 @@ def _packings(program, coll, exact, shard: float, shifts):
     need pinned: none when schedc's own routes reach the optimum; otherwise the paths
     `synthesize.paths` finds, kept when the packings on them reach more."""
     from ..analysis.synthesize.packing import pack
-    from ..analysis.synthesize.paths import MAX_PATH_RANKS, pinned_paths, with_pins
+    from ..analysis.synthesize.paths import pinned_paths, with_pins
 
     def packed(topology):
         return [pack(topology, program.nominal, coll.ranks, part.kind, coll.root,
                      shard / float(part.value), coll.span, shifts) for part in exact.parts]
 
     plain = packed(program.topology)
-    if min(p.reached for p in plain) >= 1 - 1e-6 or len(coll.ranks) > MAX_PATH_RANKS:
+    if min(p.reached for p in plain) >= 1 - 1e-6:
         return plain, {}
     pins: dict = {}
     for part, packing in zip(exact.parts, plain):
         topology = with_pins(program.topology, pins, coll.span)
-        pins.update(pinned_paths(topology, program.nominal, coll.ranks, part.kind, coll.root,
-                                 shard / float(part.value), packing.trees if not pins else ()))
+        found = pinned_paths(topology, program.nominal, coll.ranks, part.kind, coll.root,
+                             shard / float(part.value), packing.trees if not pins else (), shifts)
+        if found is None:  # past the bound on the search's work: the routed trees stay
+            return plain, {}
+        pins.update(found)
     if not pins:
         return plain, {}
     routed = packed(with_pins(program.topology, pins, coll.span))
