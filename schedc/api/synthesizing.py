@@ -148,7 +148,7 @@ def _synthesize(source, machine, kind, over, size, root, chunks, within, name, s
     whole = float(linear_value(coll.size, program.nominal))
     shard = whole if root is not None else whole / n
     shifts = tuple(s for s in (finder.shift, index_shift(program.topology, coll.ranks)) if s)
-    packings, pins = _packings(program, coll, exact, shard, shifts)
+    packings, pins, unsearched = _packings(program, coll, exact, shard, shifts)
     phases, goals = [], []
     for part, packing in zip(exact.parts, packings):
         # Below the optimum, the trees reach no more (the cut counts paths that no pinned
@@ -175,7 +175,7 @@ def _synthesize(source, machine, kind, over, size, root, chunks, within, name, s
                        timing.cost.rounds, sum(len(p.plan.trees) for p in phases),
                        phases[0].plan.units, max(p.plan.depth for p in phases),
                        min(p.reached for p in packings), sum(p.iterations for p in packings),
-                       len(pins))
+                       len(pins), unsearched)
     return replace(result, text=text(_header(result, source), machine))
 
 
@@ -242,7 +242,7 @@ def _packings(program, coll, exact, shard: float, shifts):
     need pinned: none when schedc's own routes reach the optimum; otherwise the paths
     `synthesize.paths` finds, kept when the packings on them reach more."""
     from ..analysis.synthesize.packing import pack
-    from ..analysis.synthesize.paths import pinned_paths, with_pins
+    from ..analysis.synthesize.paths import MAX_PATH_WORK, pinned_paths, search_work, with_pins
 
     def packed(topology):
         return [pack(topology, program.nominal, coll.ranks, part.kind, coll.root,
@@ -250,21 +250,23 @@ def _packings(program, coll, exact, shard: float, shifts):
 
     plain = packed(program.topology)
     if min(p.reached for p in plain) >= 1 - 1e-6:
-        return plain, {}
+        return plain, {}, ""
+    work = max(search_work(program.topology, coll.ranks, p.kind, shifts) for p in exact.parts)
+    if work > MAX_PATH_WORK:  # the routed trees stay, and the output says why
+        return plain, {}, (f"other paths not searched: a round of pricing would take {work:,} "
+                           f"arborescence entries (ranks² × roots priced), past {MAX_PATH_WORK:,}")
     pins: dict = {}
     for part, packing in zip(exact.parts, plain):
         topology = with_pins(program.topology, pins, coll.span)
-        found = pinned_paths(topology, program.nominal, coll.ranks, part.kind, coll.root,
-                             shard / float(part.value), packing.trees if not pins else (), shifts)
-        if found is None:  # past the bound on the search's work: the routed trees stay
-            return plain, {}
-        pins.update(found)
+        pins.update(pinned_paths(topology, program.nominal, coll.ranks, part.kind, coll.root,
+                                 shard / float(part.value), packing.trees if not pins else (),
+                                 shifts))
     if not pins:
-        return plain, {}
+        return plain, {}, ""
     routed = packed(with_pins(program.topology, pins, coll.span))
     if min(p.reached for p in routed) <= min(p.reached for p in plain) + 1e-9:
-        return plain, {}
-    return routed, pins
+        return plain, {}, ""
+    return routed, pins, ""
 
 
 def _route_lines(topology, pins: dict) -> list[str]:
@@ -354,7 +356,7 @@ def _short(s: Synthesis) -> str:
     if s.reached >= 1 - 1e-6:
         return ""
     return (" (no single route per pair of ranks carries the cut's bandwidth: schedc's routing "
-            "policy or the machine's pins; other paths are searched up to 32 ranks)")
+            "policy or the machine's pins" + (f"; {s.unsearched}" if s.unsearched else "") + ")")
 
 
 def _pinned(s: Synthesis) -> str:

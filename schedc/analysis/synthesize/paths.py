@@ -27,17 +27,20 @@ from .group import Group, machine_group, trivial_group
 from .packing import MAX_ITERATIONS, Tree, _master, _prune
 
 _PASSES = 16  # fixing passes; each fixes one pair still split
-MAX_PATH_WORK = 10**9  # TODO measure
+# The search runs while a round of pricing is at most this many arborescence entries (ranks²
+# per root priced): 32 ranks without a symmetry, as before (rail_4x8 so: 7.2 s of CPU), or
+# two GB200 racks' 144 with one orbit (3.3 s); one rack's 72 priced root by root is past it.
+MAX_PATH_WORK = 32**3
 _TIE = 1e-9  # added to every leg's price: of paths priced alike, the one with fewest legs
 
 
 def pinned_paths(topology: Topology, nominal: dict, ranks: tuple[int, ...], kind: str,
                  root: int | None, optimum_rate: float, seeds: tuple[Tree, ...] = (),
                  shifts: tuple[HostShift, ...] = ()
-                 ) -> dict[tuple[int, int], tuple[int, ...]] | None:
+                 ) -> dict[tuple[int, int], tuple[int, ...]]:
     """Per ordered pair of ranks (as device ids, in the transfer's direction), the devices of
-    the path its trees' transfers should take, where that differs from schedc's route; None
-    if the search is past `MAX_PATH_WORK`. `seeds`, trees over schedc's routes (a
+    the path its trees' transfers should take, where that differs from schedc's route (the
+    caller keeps `search_work` within `MAX_PATH_WORK`). `seeds`, trees over schedc's routes (a
     packing's), start the search where they stopped (without a symmetry only: their routes
     are not known to map onto each other).
 
@@ -49,12 +52,9 @@ def pinned_paths(topology: Topology, nominal: dict, ranks: tuple[int, ...], kind
     each pass fixes one split pair (orbit), the one whose lighter path carries most, to that
     path (or to its heavier one if the packing then reaches less) and packs again, until no
     pair is split; after `_PASSES` passes every pair left takes its heaviest path."""
-    rooted = KINDS[kind].rooted
     inward = KINDS[kind].reduces
-    group = trivial_group(topology, ranks) if rooted else machine_group(topology, ranks, shifts)
-    roots = [ranks.index(root)] if rooted else group.representatives()
-    if path_work(len(ranks), len(roots)) > MAX_PATH_WORK:
-        return None
+    group = _group(topology, ranks, kind, shifts)
+    roots = [ranks.index(root)] if KINDS[kind].rooted else group.representatives()
     legs = _Legs(topology, nominal, ranks, inward, group)
     fixed: dict[tuple[int, int], tuple[int, ...]] = {}  # (a, b) tree edge -> its path
     position = {device: k for k, device in enumerate(ranks)}
@@ -85,9 +85,19 @@ def pinned_paths(topology: Topology, nominal: dict, ranks: tuple[int, ...], kind
     return _pins(topology, ranks, inward, group, used)
 
 
-def path_work(ranks: int, priced_roots: int) -> int:
-    """What one round of pricing costs, in dense arborescence entries: ranks² per root."""
-    return priced_roots * ranks * ranks
+def search_work(topology: Topology, ranks: tuple[int, ...], kind: str,
+                shifts: tuple[HostShift, ...]) -> int:
+    """What one round of the search's pricing costs, in dense arborescence entries: ranks²
+    per root priced (one per orbit of the group, or the root of a rooted collective)."""
+    roots = 1 if KINDS[kind].rooted else len(_group(topology, ranks, kind, shifts).representatives())
+    return roots * len(ranks) ** 2
+
+
+def _group(topology: Topology, ranks: tuple[int, ...], kind: str, shifts) -> Group:
+    """The shifts' group; a rooted collective's one root is priced alone, without it."""
+    if KINDS[kind].rooted:
+        return trivial_group(topology, ranks)
+    return machine_group(topology, ranks, shifts)
 
 
 def _pins(topology: Topology, ranks: tuple[int, ...], inward: bool, group: Group,

@@ -28,6 +28,7 @@ class Synthesis:
     reached: float  # the packing LP's rate over the optimum's (1.0: the optimum)
     iterations: int  # rounds of pricing the LP took
     pinned: int = 0  # `route` statements the file adds (paths schedc's own routes do not take)
+    unsearched: str = ""  # why other paths were not searched (past the bound on work), if not
 
     @property
     def ratio(self) -> float:
