@@ -35,9 +35,9 @@ from ...model.symmetry import HostShift
 from ...model.topology import Topology
 from .arborescence import min_arborescence, shallowest, two_level
 from .group import pricing_symmetry, route_orbits
+from .lp import EPS, master, prune, staged_master
 
 MAX_ITERATIONS = 400  # rounds of pricing; each adds at most one tree per root
-_EPS = 1e-9
 
 
 @dataclass(frozen=True)
@@ -174,6 +174,17 @@ class _Problem:
     def load(self, found) -> np.ndarray:
         return np.asarray(self.shares[[self.row_of[e] for e in found]].sum(axis=0)).ravel()
 
+    def column(self, found) -> np.ndarray:
+        """A tree's column of the LP: the load of it and its images, per orbit."""
+        return np.bincount(self.orbit_of, weights=self.load(found) * self.per_resource,
+                           minlength=self.rows)
+
+    def stages(self, c: int, found) -> tuple[np.ndarray, np.ndarray]:
+        """A tree's column split by stage: its edges into depth 1, and the others."""
+        depth = Tree(c, found, 0.0).depths()
+        return (self.column([e for e in found if depth[e[1]] == 1]),
+                self.column([e for e in found if depth[e[1]] != 1]))
+
 
 def _problem(topology: Topology, nominal: dict, ranks: tuple[int, ...], kind: str,
              root: int | None, span, shifts: tuple[HostShift, ...]) -> _Problem:
@@ -203,11 +214,9 @@ class _Pool:
     def add(self, c: int, found: tuple[tuple[int, int], ...]) -> bool:
         if (c, found) in self.seen:
             return False
-        p = self.problem
         self.seen.add((c, found))
         self.trees.append((c, found))
-        self.columns.append(np.bincount(p.orbit_of, weights=p.load(found) * p.per_resource,
-                                        minlength=p.rows))
+        self.columns.append(self.problem.column(found))
         return True
 
 
@@ -222,7 +231,7 @@ def _generate(problem: _Problem, pool: _Pool, target: float, pricer, advance=Non
         iterations += 1
         if advance is not None:
             advance()
-        rate, weights, y, z = _master(pool.columns, pool.trees, roots, weight_of_root, capacity)
+        rate, weights, y, z = master(pool.columns, pool.trees, roots, weight_of_root, capacity)
         if rate >= target * (1 - 1e-9) or iterations >= MAX_ITERATIONS:
             return rate, weights, iterations
         matrix = problem.cost_matrix(y[problem.orbit_of] * per_resource)
@@ -232,19 +241,19 @@ def _generate(problem: _Problem, pool: _Pool, target: float, pricer, advance=Non
             if found is None:
                 continue
             price = float(sum(matrix[e] for e in found))
-            if price < zc - _EPS * max(1.0, zc):
+            if price < zc - EPS * max(1.0, zc):
                 added += pool.add(c, found)
         if not added:
             return rate, weights, iterations
         if len(pool.columns) > 8 * (problem.rows + len(roots)):  # keep the LP small
-            _prune(pool.trees, pool.columns, pool.seen, weights, y,
+            prune(pool.trees, pool.columns, pool.seen, weights, y,
                    dict(zip(roots, z * weight_of_root)))
 
 
 def _depth(pool: _Pool, weights, rate: float) -> int:
     """The deepest tree the LP gives weight."""
     return max((max(Tree(c, found, 0.0).depths().values())
-                for (c, found), w in zip(pool.trees, weights) if w > _EPS * max(rate, _EPS)),
+                for (c, found), w in zip(pool.trees, weights) if w > EPS * max(rate, EPS)),
                default=0)
 
 
@@ -263,7 +272,40 @@ def _shallower(problem: _Problem, pool: _Pool, goal: float):
     rate, weights, iterations = _generate(problem, shallow, goal, problem.two_levels)
     if rate < goal * (1 - 1e-9):
         return None
+    balanced = _balanced(problem, shallow, rate)
+    if balanced is not None:
+        weights, more = balanced
+        iterations += more
     return shallow, rate, weights, iterations
+
+
+def _balanced(problem: _Problem, pool: _Pool, rate: float):
+    """At `rate`, the weights of trees of two levels whose stages' busiest loads add up
+    least (`lp.staged_master`: the fewer chunks the pipeline needs), with trees priced by
+    `two_level` at its duals, each stage's edges at that stage's prices: (weights, rounds
+    of pricing), or None if its LP does not solve (the weights found stay)."""
+    stages = [problem.stages(c, found) for c, found in pool.trees]
+    scaled = problem.per_resource
+    for iterations in range(1, MAX_ITERATIONS + 1):
+        solved = staged_master(stages, pool.trees, problem.roots, problem.weight_of_root,
+                               problem.orbit_capacity, rate * (1 - 1e-9))
+        if solved is None:
+            return None
+        weights, y_first, y_second, y_both, z = solved
+        first = problem.cost_matrix((y_first + y_both)[problem.orbit_of] * scaled)
+        second = problem.cost_matrix((y_second + y_both)[problem.orbit_of] * scaled)
+        added = 0
+        for c, zc in zip(problem.roots, z * problem.weight_of_root):
+            matrix = second.copy()
+            matrix[c] = first[c]  # the root's edges are the first stage's
+            found = problem.two_levels(c, matrix)
+            if found is not None and float(sum(matrix[e] for e in found)) < \
+                    zc - EPS * max(1.0, zc) and pool.add(c, found):
+                stages.append(problem.stages(c, found))
+                added += 1
+        if not added:
+            break
+    return weights, iterations
 
 
 def _packing(problem: _Problem, kind: str, pool: _Pool, weights, rate: float, target: float,
@@ -285,24 +327,12 @@ def _expanded(trees: list, weights, sigma: np.ndarray, rate: float) -> tuple[Tre
     """Each tree the LP weighs and its shifts, at its weight, in a fixed order."""
     expanded: dict[tuple, float] = {}
     for k, w in enumerate(weights):
-        if w > _EPS * max(rate, _EPS):
+        if w > EPS * max(rate, EPS):
             c, found = trees[k]
             for image in sigma:
                 key = (int(image[c]), tuple((int(image[a]), int(image[b])) for a, b in found))
                 expanded[key] = expanded.get(key, 0.0) + float(w)
     return tuple(Tree(c, found, w) for (c, found), w in sorted(expanded.items()))
-
-
-def _prune(trees: list, columns: list, seen: set, weights, y, z_of: dict) -> None:
-    """Drop the trees the last LP gave no weight and priced out (before the next LP, so its
-    weights always index the trees kept); they may come back when priced in again."""
-    old = len(weights)  # the trees the LP saw; those added since are kept
-    slack = [float(col @ y) - z_of[c] for col, (c, _) in zip(columns[:old], trees[:old])]
-    keep = [k for k in range(len(columns)) if k >= old or weights[k] > 0 or slack[k] <= _EPS]
-    for k in set(range(len(columns))) - set(keep):
-        seen.discard(trees[k])
-    trees[:] = [trees[k] for k in keep]
-    columns[:] = [columns[k] for k in keep]
 
 
 def _routes(topology: Topology, nominal: dict, ranks: tuple[int, ...], inward: bool, span):
@@ -358,27 +388,3 @@ def _breadth_first(parent: np.ndarray, root: int) -> tuple[tuple[int, int], ...]
                 nxt.append(b)
         frontier = nxt
     return tuple(order)
-
-
-def _master(columns, trees, roots, weight_of_root, capacity):
-    """The restricted LP: (r, tree weights, resource duals y, root duals z); a root's row
-    counts each of its trees `weight_of_root` times (its shifts that root there)."""
-    from scipy.optimize import linprog  # type: ignore[import-untyped]  # no types
-    from scipy.sparse import csr_array, hstack, vstack
-
-    m, t = len(capacity), len(columns)
-    row_of = {c: k for k, c in enumerate(roots)}
-    loads = csr_array(np.column_stack(columns))  # resources × trees
-    owner = np.zeros((len(roots), t))
-    for k, (c, _) in enumerate(trees):
-        owner[row_of[c], k] = -weight_of_root[row_of[c]]
-    a_ub = vstack([hstack([loads, csr_array((m, 1))]),
-                   hstack([csr_array(owner), csr_array(np.ones((len(roots), 1)))])])
-    b_ub = np.concatenate([capacity, np.zeros(len(roots))])
-    objective = np.zeros(t + 1)
-    objective[-1] = -1.0
-    result = linprog(objective, A_ub=a_ub, b_ub=b_ub, bounds=(0, None), method="highs")
-    if result.status != 0:
-        raise LimitError(f"the packing LP did not solve: {result.message}")
-    marginals = -np.asarray(result.ineqlin.marginals)
-    return float(result.x[-1]), np.asarray(result.x[:-1]), marginals[:m], marginals[m:]

@@ -24,7 +24,8 @@ from ...model.symmetry import HostShift
 from ...model.topology import PinnedRoute, Topology
 from .arborescence import min_arborescence
 from .group import Group, machine_group, trivial_group
-from .packing import MAX_ITERATIONS, Tree, _master, _prune
+from .lp import master, prune
+from .packing import MAX_ITERATIONS, Tree
 
 _PASSES = 16  # fixing passes; each fixes one pair still split
 # The search runs while a round of pricing is at most this many arborescence entries (ranks²
@@ -151,7 +152,7 @@ def _pack_paths(legs: _Legs, roots: list[int], optimum_rate: float, fixed: dict,
     target = optimum_rate / scale
     ones = np.ones(len(roots))  # the group acts freely: one tree of a root's per image
     for _ in range(MAX_ITERATIONS):
-        rate, weights, y, z = _master(columns, trees, roots, ones, capacity)
+        rate, weights, y, z = master(columns, trees, roots, ones, capacity)
         if rate >= target * (1 - 1e-9):
             break
         before = len(trees)
@@ -160,9 +161,9 @@ def _pack_paths(legs: _Legs, roots: list[int], optimum_rate: float, fixed: dict,
         if len(trees) == before or all(p >= zc * (1 - 1e-9) for p, zc in zip(prices, z)):
             break
         if len(columns) > 8 * (rows + len(roots)):  # as `pack` keeps its LP small
-            _prune(trees, columns, seen, weights, y, dict(zip(roots, z)))
+            prune(trees, columns, seen, weights, y, dict(zip(roots, z)))
     else:  # out of rounds: the weights of the trees kept, after the last pruning
-        rate, weights, y, z = _master(columns, trees, roots, ones, capacity)
+        rate, weights, y, z = master(columns, trees, roots, ones, capacity)
     return rate, _carried(legs, trees, weights)
 
 
