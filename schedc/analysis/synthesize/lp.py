@@ -19,7 +19,7 @@ def master(columns, trees, roots, weight_of_root, capacity):
     """The restricted LP: (r, tree weights, resource duals y, root duals z); a root's row
     counts each of its trees `weight_of_root` times (its shifts that root there)."""
     from scipy.optimize import linprog  # type: ignore[import-untyped]  # no types
-    from scipy.sparse import csr_array, hstack, vstack
+    from scipy.sparse import csr_array, hstack, vstack  # type: ignore[import-untyped]
 
     m, t = len(capacity), len(columns)
     row_of = {c: k for k, c in enumerate(roots)}
@@ -44,7 +44,7 @@ def staged_master(stages, trees, roots, weight_of_root, capacity, goal: float):
     both within it, and every root at `goal`: (weights, duals of stage 1, of stage 2, of
     the capacities, of the roots), or None if the LP did not solve. `stages` holds each
     tree's two columns (its edges into depth 1, into depth 2)."""
-    from scipy.optimize import linprog  # type: ignore[import-untyped]  # no types
+    from scipy.optimize import linprog
     from scipy.sparse import csr_array, hstack, vstack
 
     m, t = len(capacity), len(stages)
