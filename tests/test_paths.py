@@ -16,6 +16,7 @@ import schedc
 from schedc.cost.formula import nominal_value
 from schedc.analysis.bound.cuts import RankCuts
 from schedc.analysis.bound.optimum import optimum
+from schedc.analysis.synthesize.arborescence import two_level
 from schedc.analysis.synthesize.group import machine_group
 from schedc.analysis.synthesize.packing import pack
 from schedc.analysis.synthesize.paths import (MAX_PATH_WORK, pinned_paths, search_work,
@@ -110,6 +111,24 @@ def test_one_gb200_rack_within_one_percent(tmp_path):
     assert result.reached == pytest.approx(1.0, rel=1e-6) and result.pinned > 0
     time = at_zero_alpha(out, result.name, ("hosts=1",))
     assert result.optimum <= time <= result.optimum * Fraction(101, 100)
+    # The LP's first trees were chains along the NIC loops (depth 36 and 71: 2,125 chunks to
+    # come within 1 %); two levels reach the rate, and weighed so their stages balance, the
+    # second stage is only the relays into each GPU's loop neighbours, a small share of
+    # each tree (by hand: a star carrying B_N/2 over each of its 2 loops reaches the optimum
+    # with the rest over NVLink, and needs no second stage at all), so few chunks suffice.
+    assert result.depth == 2 and result.chunks <= 8
+
+
+def test_two_levels_relay_where_it_saves():
+    # Root 0 reaches every node at 10; node 1 reaches 2 and 3 at 1: relaying through 1 costs
+    # 10 + 1 + 1 = 12 where the star costs 30 (and 2 or 3 as a second relay saves nothing).
+    cost = np.full((4, 4), 10.0)
+    cost[1, 2] = cost[1, 3] = 1.0
+    assert two_level(cost, 0).tolist() == [-1, 0, 1, 1]
+    # A chain 0 → 1 → 2 → 3 and no other edge: node 3 is three levels down, so none.
+    chain = np.full((4, 4), np.inf)
+    chain[0, 1] = chain[1, 2] = chain[2, 3] = 1.0
+    assert two_level(chain, 0) is None
 
 
 def test_the_search_is_bounded_and_says_so(tmp_path):

@@ -1,11 +1,11 @@
-"""The group of the machine's shifts, as the path search uses it: every element on devices
-and on ranks, and each rank's orbit with the element that carries it to its representative.
+"""The group of the machine's shifts, as the packing and the path search use it.
 
-The packing over schedc's routes (`packing._orbits`) keeps a shift only if it maps every
-route between ranks onto a route; the path search prices any path, so it needs less: each
-shift is an automorphism of the machine (`model.symmetry` checked it hop by hop), hence maps
-every path onto a path loading the image resources alike. It needs one thing more: no element
-but the identity may fix a rank (the group acts freely on the ranks). Then an ordered pair of
+The packing over schedc's routes (`route_orbits`, `pricing_symmetry`) keeps a shift only if
+it maps every route between ranks onto a route: it needs the group on rank indices and the
+resources' orbits. The path search (`machine_group`) prices any path, so it needs less of a
+shift: an automorphism of the machine (`model.symmetry` checked it hop by hop) maps every
+path onto a path loading the image resources alike. It needs one thing more: no element but
+the identity may fix a rank (the group acts freely on the ranks). Then an ordered pair of
 ranks has exactly one element carrying it to its orbit's representative pair, so one path
 chosen for the representative gives each pair of the orbit exactly one path, as a `route`
 pin must. Without shifts (or with one that fixes a rank) the group is the identity alone, and
@@ -136,8 +136,9 @@ def pricing_symmetry(orbits, n: int, resources: int, root: int | None):
     return sigma, orbit_of, roots, weight_of_root
 
 
-def route_orbits(shifts: tuple[HostShift, ...], ranks: tuple[int, ...], resources: tuple[int, ...],
-            row_of: dict, edges: np.ndarray, shares) -> tuple[np.ndarray, np.ndarray] | None:
+def route_orbits(shifts: tuple[HostShift, ...], ranks: tuple[int, ...],
+                 resources: tuple[int, ...], row_of: dict, edges: np.ndarray, shares
+                 ) -> tuple[np.ndarray, np.ndarray] | None:
     """(each element of the group the shifts make, on rank indices; each resource's orbit),
     from the shifts that map the ranks onto themselves and every edge's route onto the image
     edge's route (the others are left out); None if none does."""

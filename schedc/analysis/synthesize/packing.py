@@ -16,6 +16,9 @@ tree cheaper than its root's dual z_c improves the LP; none left means the LP is
 It stops early once r reaches the exact optimum of `bound.optimum` (no packing can exceed
 it), which certifies the trees; a packing that stops below it says by how much.
 
+Trees deeper than two levels (a pipeline fills in depth - 1 rounds) are replaced, where
+trees of two levels reach the same rate, by those whose stages balance (`_shallower`).
+
 Reduce-scatter packs in-trees (the same on the reversed routes), broadcast and reduce one
 root's trees. The weights are floats from the LP; `write` rounds them to whole units of a
 shard and the compiler then gives the exact time of what was written.

@@ -10,6 +10,10 @@ forward is only an end), so each round prices a tree over the metric closure. Th
 packing uses become `route A -> B via ...` pins, one path per ordered pair (`pinned_paths`
 says how a pair split over several gets one), and `pack` then runs on the pinned machine:
 what it reaches is what the written file, pins included, reaches.
+
+Over the group of the machine's shifts (`group.machine_group`) one root per orbit is priced
+and a pair's path stands for its orbit's, so one GB200 NVL72 rack (72 ranks, one orbit) is
+searched in under a second; the work a round of pricing takes is bounded (`MAX_PATH_WORK`).
 """
 
 from __future__ import annotations
