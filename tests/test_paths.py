@@ -21,6 +21,9 @@ from schedc.analysis.synthesize.group import machine_group
 from schedc.analysis.synthesize.packing import pack
 from schedc.analysis.synthesize.paths import (MAX_PATH_WORK, pinned_paths, search_work,
                                               with_pins)
+from schedc.analysis.synthesize.plan import Plan, check_tables
+from schedc.errors import LimitError
+from schedc.language.parser import _lark
 from schedc.model.ir import linear_value
 from schedc.model.symmetry import index_shift
 
@@ -151,3 +154,16 @@ def test_the_search_is_bounded_and_says_so(tmp_path):
                                sets=("gpus=40",))
     assert result.reached < 1 - 1e-6 and result.pinned == 0
     assert "past 32,768" in result.unsearched and result.unsearched in result.text
+
+
+def test_route_statements_count_against_the_parsers_tokens():
+    # The parser refuses a file past MAX_TOKENS = 100,000 tokens (language/parser.py, counted
+    # by its post-lexer); a pin lexes into 35 tokens and its newline (schedc's own lexer, here),
+    # so 2,777 pins are 99,972 tokens and pass, 2,778 are 100,008 and are refused before any
+    # text is made.
+    line = "  route node[0].g[0] -> node[0].g[1] via rail[0], spine[1], rail[1]"
+    assert len(list(_lark().lex(line + "\n"))) == 36
+    empty = Plan("allgather", (), 1, 1, np.zeros((1, 1)))
+    check_tables([empty], [line] * 2777)
+    with pytest.raises(LimitError, match="about 100,008 tokens, past the parser's 100,000"):
+        check_tables([empty], [line] * 2778)

@@ -157,7 +157,7 @@ def _synthesize(source, machine, kind, over, size, root, chunks, within, name, s
         prefix = tables + ("" if len(packings) == 1 else
                            "rs_" if packing.kind == "reduce_scatter" else "ag_")
         phases.append(Phase(plan(packing, within, units), prefix))
-    check_tables([p.plan for p in phases])
+    check_tables([p.plan for p in phases], _route_lines(program.topology, pins))
     if chunks is None:  # each phase within `within` of its goal: the sum is too
         chunks = max(chunks_within(p.plan, goal, shard, within) for p, goal in zip(phases, goals))
 
