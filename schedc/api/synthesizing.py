@@ -175,7 +175,7 @@ def _synthesize(source, machine, kind, over, size, root, chunks, within, name, s
                        timing.cost.rounds, sum(len(p.plan.trees) for p in phases),
                        phases[0].plan.units, max(p.plan.depth for p in phases),
                        min(p.reached for p in packings), sum(p.iterations for p in packings),
-                       len(pins), unsearched)
+                       len(pins), unsearched=unsearched)
     return replace(result, text=text(_header(result, source), machine))
 
 
