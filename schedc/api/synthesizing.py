@@ -132,10 +132,12 @@ def _synthesize(source, machine, kind, over, size, root, chunks, within, name, s
                 scratch, max_ranks, units, limits) -> Synthesis:
     from ..analysis.bound.cuts import RankCuts
     from ..analysis.bound.optimum import optimum, side_names
+    from ..analysis.synthesize.innetwork import reducing_groups
     from ..analysis.synthesize.plan import check_tables, chunks_within, fastest_chunks, plan
     from ..export.sched_schedule import Phase, schedule_text
     from ..model.ir import linear_expr, linear_value
     from ..model.symmetry import index_shift
+    from .in_network import in_network_synthesis
 
     program, coll, (over, size, root), tables = _probe(source, kind, over, size, root, name,
                                                       sets, scratch, limits, max_ranks)
@@ -144,6 +146,14 @@ def _synthesize(source, machine, kind, over, size, root, chunks, within, name, s
     if exact is None:
         raise UsageError(f"nothing to synthesize for this {kind}: no link with a bandwidth "
                          "limits its ranks, or some rank cannot be reached (bound says which)")
+    reducing = reducing_groups(program.topology, coll.ranks) if kind == "allreduce" else None
+    if reducing is not None:  # through switches that reduce, when that beats trees
+        made = in_network_synthesis(
+            program, coll, finder, reducing, exact.value, source=source, machine=machine,
+            over=over, size=size, name=name, chunks=chunks, within=within,
+            compiled=lambda text: _compiled(text, name, sets, scratch, limits))
+        if made is not None:
+            return made
     n = len(coll.ranks)
     whole = float(linear_value(coll.size, program.nominal))
     shard = whole if root is not None else whole / n
@@ -171,7 +181,7 @@ def _synthesize(source, machine, kind, over, size, root, chunks, within, name, s
         [p.plan for p in phases], shard, chunks, timing, program, linear_expr(coll.size),
         lambda k: _compiled(text([], str(source.resolve()), k), name, sets, scratch, limits)[1])
     result = Synthesis("", name, kind, chunks, alpha_chunks, exact.value, exact.time,
-                       side_names(finder, exact), bandwidth, timing.time, timing.cost.formula,
+                       side_names(finder, exact.parts), bandwidth, timing.time, timing.cost.formula,
                        timing.cost.rounds, sum(len(p.plan.trees) for p in phases),
                        phases[0].plan.units, max(p.plan.depth for p in phases),
                        min(p.reached for p in packings), sum(p.iterations for p in packings),

@@ -140,11 +140,18 @@ def _end_host_blocks(b: Bounds, nominal: dict) -> list[Block]:
     if b.end_host is not None:
         h = b.end_host
         total = format_bytes(bytes_at(h.total, nominal))
-        out += [Paragraph(parts=(f"end-host bound (Patarasuk & Yuan 2009): the {len(c.ranks)} "
-                                 f"ranks send, and receive, 2(p-1)·V = {total} in all\n"
+        if h.hosts:  # where switches reduce inside the hosts: the hosts are the ends
+            head = (f"end-host bound over hosts (Patarasuk & Yuan 2009, hosts for ranks: "
+                    f"{in_network_reason(b, hosts=True)}): the {h.hosts} hosts send, and "
+                    f"receive, 2(H-1)·V")
+        else:
+            head = (f"end-host bound (Patarasuk & Yuan 2009): the {len(c.ranks)} ranks send, "
+                    f"and receive, 2(p-1)·V")
+        short = "End-host bound over hosts" if h.hosts else "End-host bound"
+        out += [Paragraph(parts=(f"{head} = {total} in all\n"
                                  f"  through their own links (out: {h.egress}; in: {h.ingress}): "
                                  f"{format_seconds(h.value)} = {h.bound}",), formats=TEXT),
-                Paragraph(parts=(f"End-host bound: {total} sent and received in all, "
+                Paragraph(parts=(f"{short}: {total} sent and received in all, "
                                  f"{format_seconds(h.value)} = ", Math.of(h.bound), "."),
                           formats=MARKDOWN)]
     elif b.in_network and c.kind == "allreduce":
@@ -213,7 +220,7 @@ def optimum_text(b: Bounds, topology: Topology, nominal: dict) -> str:
     assert o is not None and b.collective is not None
     lines = []
     for part, sides in zip(o.parts, b.optimum_sides):
-        way = "leave" if part.kind in ("reduce_scatter", "reduce") else "enter"
+        way = "leave" if part.kind in ("reduce_scatter", "reduce") else "enter"  # (allreduce: both)
         classes = "+".join(sorted({topology.resources[r].cls for r in part.resources}))
         lines.append(f"  {part.kind}: {format_bytes(bytes_at(part.bytes, nominal))} must {way} "
                      f"{sides.split(' | ')[0]} over {len(part.resources)} × {classes} "
@@ -223,7 +230,12 @@ def optimum_text(b: Bounds, topology: Topology, nominal: dict) -> str:
             f"{format_seconds(o.value)} = {formula_str(o.time)}")
     tail = ("  reached by packed trees, pipelined, where routes may take any path; schedc "
             "synthesize says how near trees over schedc's routes come")
-    if o.kind == "allreduce":
+    if o.parts[0].kind == "allreduce":  # switches reduce: all-reduce's own cut
+        head += ", all-reduce in the network"
+        tail = ("  a lower bound on every all-reduce: the sum must enter every side that holds "
+                "some but not all ranks; schedc synthesize --collective allreduce writes a "
+                "schedule through the switches that reduce and says how near it comes")
+    elif o.kind == "allreduce":
         head += ", reduce-scatter then all-gather"
         if o.value == b.best_value:
             tail += "; equal to the best bound below: no all-reduce does better"

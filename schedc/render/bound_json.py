@@ -125,6 +125,7 @@ def _bounds_json(program: Program, b: Bounds) -> dict:
             "bytes_formula": str(linear_expr(h.total)),
             "egress_formula": str(h.egress),
             "ingress_formula": str(h.ingress),
+            "ends": "hosts" if h.hosts else "ranks",
         }
     return {
         "collective": None if c is None else {
@@ -138,7 +139,8 @@ def _bounds_json(program: Program, b: Bounds) -> dict:
         "binds": b.binds,
         "binding_cut": None if b.binding is None else _binding_json(b.binding, topology, nominal),
         "end_host": end_host,
-        **({"end_host_not_applicable": in_network_reason(b)} if b.in_network else {}),
+        **({"end_host_not_applicable": in_network_reason(b)}
+           if b.in_network and b.end_host is None else {}),
         "optimum": _optimum_json(b, topology, nominal),
         "cuts": [_cut_json(k, nominal, memo) for k in b.cuts],
         "schedules": [_schedule_json(e, b, topology, nominal) for e in b.schedules],
@@ -169,6 +171,8 @@ def _optimum_json(b: Bounds, topology: Topology, nominal: dict) -> dict | None:
     }
 
 
-def in_network_reason(b: Bounds) -> str:
-    return (f"{listing(list(b.in_network))} reduce{'s' * (len(b.in_network) == 1)} in the network"
-            " (NVLS/SHARP), so the ranks need not send and receive 2(p-1)·V themselves")
+def in_network_reason(b: Bounds, hosts: bool = False) -> str:
+    reduces = f"{listing(list(b.in_network))} reduce{'s' * (len(b.in_network) == 1)} in the network"
+    if hosts:
+        return f"{reduces}, inside the hosts"
+    return reduces + " (NVLS/SHARP), so the ranks need not send and receive 2(p-1)·V themselves"

@@ -15,8 +15,20 @@ if TYPE_CHECKING:
 
 def synthesis_text(s: Synthesis, written: str | None) -> str:
     where = f"wrote {written}" if written else "printed above"
-    kinds = "reduce-scatter + all-gather" if s.kind == "allreduce" else s.kind
     return "\n".join([
+        *(_in_network_head(s, where) if s.method == "in-network" else _trees_head(s, where)),
+        f"  time         {format_seconds(s.time)}  (compiled and verified, chunks = {s.chunks}, "
+        f"{counted(s.rounds, 'round')})",
+        f"  formula      {s.formula}",
+        f"  at α = 0     {format_seconds(s.bandwidth_time)} = {s.ratio:.4f}× the optimum",
+        f"  chunks       {s.chunks} written; {s.alpha_chunks} minimises the time at the file's α "
+        f"(--set chunks={s.alpha_chunks})",
+    ]) + "\n"
+
+
+def _trees_head(s: Synthesis, where: str) -> list[str]:
+    kinds = "reduce-scatter + all-gather" if s.kind == "allreduce" else s.kind
+    return [
         f"{s.name}: {s.kind}, {s.trees} packed trees, depth {s.depth}, {s.units} units a shard "
         f"({where})",
         f"  optimum      {format_seconds(s.optimum)} = {s.optimum_formula}  (exact, α = 0; "
@@ -29,13 +41,18 @@ def synthesis_text(s: Synthesis, written: str | None) -> str:
            "bandwidth" + (f"\n               {s.unsearched}" if s.unsearched else "")),
         *([f"  routes       {s.pinned} pinned where schedc's own differ (a `topology` "
            "block in the file)"] if s.pinned else []),
-        f"  time         {format_seconds(s.time)}  (compiled and verified, chunks = {s.chunks}, "
-        f"{counted(s.rounds, 'round')})",
-        f"  formula      {s.formula}",
-        f"  at α = 0     {format_seconds(s.bandwidth_time)} = {s.ratio:.4f}× the optimum",
-        f"  chunks       {s.chunks} written; {s.alpha_chunks} minimises the time at the file's α "
-        f"(--set chunks={s.alpha_chunks})",
-    ]) + "\n"
+    ]
+
+
+def _in_network_head(s: Synthesis, where: str) -> list[str]:
+    return [
+        f"{s.name}: {s.kind} in the network (switches that reduce), {s.depth} stages a chunk "
+        f"({where})",
+        f"  optimum      {format_seconds(s.optimum)} = {s.optimum_formula}  (exact, α = 0; a "
+        "lower bound on every all-reduce: bound says why)",
+        f"  {'cut' if ' | ' in s.optimum_cuts[0] else 'bound by':<12} {s.optimum_cuts[0]}",
+        f"  pipeline     {s.reached:.6%} of the optimum's rate with many chunks",
+    ]
 
 
 def synthesis_json(s: Synthesis, written: str | None) -> str:
@@ -43,6 +60,7 @@ def synthesis_json(s: Synthesis, written: str | None) -> str:
         "schema": schema.SYNTHESIZE,
         "name": s.name,
         "collective": s.kind,
+        "method": s.method,
         "written": written,
         "text": None if written else s.text,
         "optimum_s": json_number(s.optimum, integer=False),

@@ -37,6 +37,7 @@ from ...model.collectives import KINDS
 from ...model.ir import Collective, LinearBytes, Schedule, linear_expr, linear_scale, linear_value
 from ...session import Session
 from .cuts import Cut, CutCapacity, RankCuts
+from .in_network import host_ends, in_network_optimum
 from .optimum import Optimum, optimum, side_names
 
 
@@ -73,6 +74,9 @@ class EndHost:
     ingress: sympy.Expr
     bound: sympy.Expr
     value: Fraction
+    # 0: the ranks are the ends; H: where switches reduce, the H hosts that hold them are
+    # (2(H-1)·V through the hosts' own links: `in_network.host_ends`)
+    hosts: int = 0
 
 
 @dataclass(frozen=True)
@@ -103,7 +107,8 @@ class Bounds:
     # the reducing, does not apply (the cut-set bounds do: V still crosses each cut each way).
     in_network: tuple[str, ...] = ()
     # The exact optimum over all cuts (`optimum`), with each of its cuts named; all-reduce's
-    # is reduce-scatter's plus all-gather's, reachable but not a lower bound.
+    # is reduce-scatter's plus all-gather's, reachable but not a lower bound, except where
+    # switches reduce: there it is all-reduce's own cut (`in_network_optimum`), a lower bound.
     optimum: Optimum | None = None
     optimum_sides: tuple[str, ...] = ()
 
@@ -134,19 +139,23 @@ def bound(session: Session, collective: Collective | None, names: list[str],
     if binding is not None and binding.binding == "backward" and binding.cut.backward is None:
         binding = _cut_bound(_with_backward(binding.cut, finder), collective, nominal)
     in_network = tuple(d.name for d in topology.devices if d.reduces)
-    end_host = None if in_network else _end_host(collective, cuts, nominal)
+    end_host = _end_host(collective, cuts, nominal) if not in_network else \
+        _over_hosts(finder, collective, nominal)
     best, best_value, binds = sympy.Integer(0), Fraction(0), "none"
     if binding is not None:
         best, best_value, binds = binding.crossing.bound, binding.value, "cut"
     if end_host is not None and end_host.value > best_value:
         best, best_value, binds = end_host.bound, end_host.value, "end-host"
-    exact = None if collective is None or not optimum_too else optimum(finder, collective, nominal)
-    if exact is not None and collective is not None and collective.kind != "allreduce" \
+    exact = None
+    if collective is not None and optimum_too:
+        reducing = in_network and collective.kind == "allreduce"
+        exact = (in_network_optimum if reducing else optimum)(finder, collective, nominal)
+    if exact is not None and (exact.parts[0].kind != "reduce_scatter") \
             and exact.value > best_value:  # over all cuts: at least every family's bound
         best, best_value, binds = exact.time, exact.value, "optimum"
     schedules = tuple(_efficiency(session, n, binding, best_value) for n in names)
     return Bounds(collective, ranks, cuts, binding, end_host, best, best_value, binds, schedules,
-                  in_network, exact, () if exact is None else side_names(finder, exact))
+                  in_network, exact, () if exact is None else side_names(finder, exact.parts))
 
 
 def bound_all(session: Session, names: list[str], max_cuts: int = MAX_CUTS) -> list[Bounds]:
@@ -262,6 +271,14 @@ def _end_host(collective: Collective | None, cuts: tuple[CutBound, ...], nominal
     bandwidth = egress if out_value >= in_value else ingress
     return EndHost(total, egress, ingress, sympy.factor_terms(linear_expr(total) / bandwidth),
                    max(out_value, in_value))
+
+
+def _over_hosts(finder: RankCuts, collective: Collective | None, nominal: dict) -> EndHost | None:
+    """Where switches reduce: the end-host bound with hosts for ranks, when it holds."""
+    ends = None if collective is None else host_ends(finder, collective, nominal)
+    if ends is None:
+        return None
+    return EndHost(ends.total, ends.egress, ends.ingress, ends.bound, ends.value, ends.hosts)
 
 
 def _efficiency(session: Session, name: str, binding: CutBound | None, best: Fraction) -> Efficiency:

@@ -48,7 +48,7 @@ class OptimalCut:
     """The binding cut of one packing: the devices of its far side (the side data enters,
     or leaves for a reduction) and what crosses it."""
 
-    kind: str  # allgather | reduce_scatter | broadcast | reduce
+    kind: str  # allgather | reduce_scatter | broadcast | reduce | allreduce (`in_network`)
     inside: frozenset[int]  # the devices of the side that data must enter (leave: reductions)
     ranks_inside: tuple[int, ...]  # the collective's ranks on that side, in rank order
     bytes: LinearBytes  # what must cross
@@ -88,11 +88,11 @@ def optimum(finder: RankCuts, collective: Collective, nominal: dict) -> Optimum 
                    sum((p.value for p in found), Fraction(0)))
 
 
-def side_names(finder: RankCuts, exact: Optimum) -> tuple[str, ...]:
+def side_names(finder: RankCuts, parts: tuple[OptimalCut, ...]) -> tuple[str, ...]:
     """Each optimal cut as `inside | rest`, its ranks named as the families' cuts are."""
     namer = SideNames(finder.topology, [(name, frozenset(m)) for _, name, m in finder.groups],
                       finder.ranks)
-    return tuple(namer.sides(frozenset(part.ranks_inside)) for part in exact.parts)
+    return tuple(namer.sides(frozenset(part.ranks_inside)) for part in parts)
 
 
 def _packing(finder: RankCuts, collective: Collective, kind: str, nominal: dict,
@@ -113,17 +113,23 @@ def _packing(finder: RankCuts, collective: Collective, kind: str, nominal: dict,
     if found is None:
         return None
     inside, solved = found
-    outside = len([r for r in ranks if r not in inside])
     if share is None:
-        share = Fraction(outside, len(ranks))
+        share = Fraction(len([r for r in ranks if r not in inside]), len(ranks))
+    return cut_into(finder, graph, collective, kind, frozenset(inside), share, solved, nominal)
+
+
+def cut_into(finder: RankCuts, graph: nx.DiGraph, collective: Collective, kind: str,
+         inside: frozenset, share: Fraction, solved: int, nominal: dict) -> OptimalCut:
+    """The cut whose far side is `inside`, which `share` of the collective's size must enter."""
+    ranks = collective.ranks
     crossing = linear_scale(collective.size, share)
     resources = _cut_resources(graph, inside)
     topology: Topology = finder.topology
     bandwidth = sympy.Add(*[topology.resources[r].effective_bandwidth for r in resources])
-    capacity = Fraction(sum(_capacity(graph, inside)), network.scale)
+    capacity = Fraction(sum(_capacity(graph, inside)), finder.network.scale)
     value = linear_value(crossing, nominal) / capacity
     position = {r: k for k, r in enumerate(ranks)}
-    return OptimalCut(kind, frozenset(inside),
+    return OptimalCut(kind, inside,
                       tuple(sorted((r for r in ranks if r in inside), key=position.__getitem__)),
                       crossing, resources, bandwidth, linear_expr(crossing) / bandwidth, value,
                       solved)
@@ -166,21 +172,23 @@ def _rooted(graph: nx.DiGraph, root: int | None, ranks: tuple[int, ...]):
     if some rank cannot be reached."""
     if root is None:
         return None
+    return narrowest(graph, [(root, sink) for sink in ranks if sink != root])
+
+
+def narrowest(graph: nx.DiGraph, pairs: list[tuple[int, int]]):
+    """(the sink's side of the narrowest cut between any of the (source, sink) pairs, max-
+    flows solved); None if some sink cannot be reached at all."""
     best = None
-    solved = 0
-    for sink in ranks:
-        if sink == root:
-            continue
-        solved += 1
+    for source, sink in pairs:
         try:
-            value, (_, far) = nx.minimum_cut(graph, root, sink)
+            value, (_, far) = nx.minimum_cut(graph, source, sink)
         except nx.NetworkXUnbounded:
-            continue  # an unlimited path: this rank binds nothing
+            continue  # an unlimited path: this pair binds nothing
         if best is None or value < best[0]:
             best = (value, frozenset(far))
     if best is None or best[0] == 0:
         return None
-    return best[1], solved
+    return best[1], len(pairs)
 
 
 def _with_source(graph: nx.DiGraph, ranks: tuple[int, ...], ratio: Fraction) -> nx.DiGraph:
