@@ -28,11 +28,11 @@ class Synthesis:
     reached: float  # the packing LP's rate over the optimum's (1.0: the optimum)
     iterations: int  # rounds of pricing the LP took
     pinned: int = 0  # `route` statements the file adds (paths schedc's own routes do not take)
-    unsearched: str = ""  # why other paths were not searched (past the bound on work), if not
     # "trees": packed trees (all-reduce: reduce-scatter's, then all-gather's); "in-network":
     # through switches that reduce, where `optimum` is all-reduce's own cut bound (a lower
     # bound) and `depth` the stages a chunk goes through.
     method: str = "trees"
+    unsearched: str = ""  # why other paths were not searched (past the bound on work), if not
 
     @property
     def ratio(self) -> float:
