@@ -174,7 +174,7 @@ class Session:
         if not self.program.symbolic:
             raise UsageError("this file was compiled without formulas (--no-formula): it has "
                              "numeric timings only")
-        from .cost.formula import cost, nominal_value
+        from .cost.formula import nominal_value
         from .cost.pipeline import pipelined
         from .cost.protocols import with_protocols
         from .cost.timing import Timing
@@ -182,8 +182,7 @@ class Session:
 
         def compute() -> Timing:
             schedule, program = self.schedule(name, span), self.program
-            result = cost(self.loads(name), program.topology, program.alpha, program.nominal,
-                          program.step_rule == "max", _classes_apart(program.protocols))
+            result = self._cost(name, span)
             result = with_protocols(result, self.loads(name), program.topology, program.alpha,
                                     program.nominal, program.protocols)
             if program.step_chunk is not None:  # `step cost pipelined chunk Q`
@@ -195,19 +194,45 @@ class Session:
                           program.nominal)
         return self.memo("timing", name, compute)
 
+    def _cost(self, name: str, span: Span | None = None):
+        """The formula before protocols and a pipeline (`cost.formula.cost`), kept."""
+        from .cost.formula import cost
+
+        def compute():
+            self.schedule(name, span)
+            program = self.program
+            return cost(self.loads(name), program.topology, program.alpha, program.nominal,
+                        program.step_rule == "max", _classes_apart(program.protocols))
+        return self.memo("cost", name, compute)
+
+    def round_classes(self, name: str, span: Span | None = None) -> tuple:
+        """The schedule's round classes, each with its terms (`cost.formula`, SymPy): those of
+        `timing`, without building its formula under protocols (the minimum over them costs
+        ten times the rest; `predict`'s bound column reads the classes only)."""
+        if self.program.step_chunk is not None:  # a pipeline's classes: the timing's own
+            return self.timing(name, span).cost.classes
+        return self._cost(name, span).classes
+
     def numeric_timing(self, name: str, span: Span | None = None) -> NumericTiming:
         """The schedule's time and traffic at the nominal point, without a formula
         (`cost.numeric`): the same time as `timing`'s, whether compiled with formulas or not."""
-        def compute() -> NumericTiming:
-            program = self.program
-            chunks = None
-            if program.step_chunk is not None:  # `step cost pipelined chunk Q`: max(1, size/Q)
-                size = linear_value(program.result(name).collective.size, program.nominal)
-                chunks = max(Fraction(1), size / exact_value(program.step_chunk, program.nominal))
-            return numeric_timing(self.schedule(name, span), self.loads(name), program.topology,
-                                  program.alpha, program.nominal, program.protocols,
-                                  program.step_rule == "max", chunks)
-        return self.memo("numbers", name, compute)
+        return self.memo("numbers", name, lambda: self.numeric_timing_at(name, {}, span))
+
+    def numeric_timing_at(self, name: str, values: Mapping, span: Span | None = None
+                          ) -> NumericTiming:
+        """`numeric_timing` with some params at other values (symbol → SymPy number; the
+        file compiled with formulas, so that they are symbols), e.g. the collective's size
+        at each size of an nccl-tests log (`predict`): the value of `timing`'s formula there,
+        with no formula built. Not kept: the caller keeps what it needs."""
+        program = self.program
+        nominal = {**program.nominal, **values} if values else program.nominal
+        chunks = None
+        if program.step_chunk is not None:  # `step cost pipelined chunk Q`: max(1, size/Q)
+            size = linear_value(program.result(name).collective.size, nominal)
+            chunks = max(Fraction(1), size / exact_value(program.step_chunk, nominal))
+        return numeric_timing(self.schedule(name, span), self.loads(name), program.topology,
+                              program.alpha, nominal, program.protocols,
+                              program.step_rule == "max", chunks)
 
     def selected(self, names: Iterable[str] = (), required: bool = True) -> list[str]:
         """The schedules a command works on: those named, else every result schedule of the

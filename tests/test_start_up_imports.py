@@ -91,3 +91,59 @@ def test_no_formula_imports_neither_sympy_nor_networkx(args):
     """`--no-formula` compiles with every param its value (schedc.model.scalars): SymPy
     (0.22-0.24 s to import, issue 38) is left to the commands that build formulas."""
     assert imported_by(args, ("sympy", "networkx")) == (0, [])
+
+
+def _modules_after(code: str) -> set[str]:
+    """The modules a fresh interpreter holds after running `code` (from the root)."""
+    import os
+    import subprocess
+    import sys
+
+    from conftest import ROOT
+    probe = f"{code}\nimport sys\nprint(' '.join(sys.modules), file=sys.stderr)"
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                          cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=60)
+    return set(done.stderr.split())
+
+
+def test_help_imports_only_click_and_the_command_lines_skeleton():
+    """`schedc --help` lists the commands from their first sentences (schedc.cli.group), so it
+    imports click, the standard library and the skeleton of schedc.cli: no command's module
+    (they import the API, ~25 ms, and build ~200 options), not schedc.errors (issue 38:
+    `--help` ≤ 0.15 s)."""
+    import sys
+    clicks = _modules_after("import click")
+    helped = _modules_after("from schedc.cli import main\ntry:\n    main(['--help'])\n"
+                            "except SystemExit:\n    pass")
+    extra = helped - clicks
+    ours = {m for m in extra if m == "schedc" or m.startswith("schedc.")}
+    assert ours == {"schedc", "schedc.cli", "schedc.cli.group", "schedc.cli.state",
+                    "schedc.cli.progress"}
+    others = {m for m in extra - ours if m.split(".")[0].lstrip("_") not in sys.stdlib_module_names
+              and m.split(".")[0] not in sys.stdlib_module_names and not m.startswith("click.")}
+    assert others == set()
+
+
+def test_the_help_lists_each_commands_own_first_sentence():
+    """The group's list (from the sentences written in schedc.cli.group.LAZY) is the one
+    click writes from the loaded commands (click.Group.format_commands), at every width."""
+    import click
+    from click.utils import make_default_short_help
+
+    from schedc.cli import cli
+    from schedc.cli.group import LAZY
+
+    loaded = dict(cli.commands)  # every command, imported
+    assert sorted(loaded) == sorted(LAZY)
+    for name, command in loaded.items():
+        assert command.callback.__module__ == f"schedc.cli.{LAZY[name][0]}", name
+        for limit in range(10, 400, 7):
+            assert make_default_short_help(LAZY[name][1], limit) == \
+                command.get_short_help_str(limit), (name, limit)
+    eager = click.Group("schedc", commands=loaded, help=cli.help, params=cli.params,
+                        context_settings=cli.context_settings)
+    for width in (40, 80, 120, 200):
+        lazy_help, eager_help = (group.get_help(click.Context(
+            group, info_name="schedc", terminal_width=width, **group.context_settings))
+            for group in (cli, eager))
+        assert lazy_help == eager_help and "bound" in lazy_help

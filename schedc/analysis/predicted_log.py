@@ -194,12 +194,12 @@ def _term_shapes(session: Session, name: str) -> list[tuple[int, list[tuple[str,
     """Per round class: its count and each term as (link class, a, b), the term's time at
     size S being a·S + b at the params' nominal values."""
     from .calibrate.model import size_symbol
-    timing = session.timing(name)
+    classes = session.round_classes(name)
     size = size_symbol(session, name)
     nominal = session.program.nominal
     topology = session.program.topology
     shapes = []
-    for k in timing.cost.classes:
+    for k in classes:
         terms = []
         for term in k.terms:
             bandwidth = float(term.bandwidth.xreplace(nominal))

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import SchedcError, UsageError
 from ..measure.noise import DEFAULT_OUTLIER_FACTOR
-from .compiling import verified_timings
+from .compiling import numeric_times
 from .options import Options, choice, count, option, switch, text
 
 if TYPE_CHECKING:
@@ -114,7 +114,7 @@ def predict(session: Session, logs: Iterable[str | Path], schedule: str | None =
     name = schedules_named(session, schedule)
 
     def one(at: Session, log: str, table) -> Comparison:
-        verified_timings(at, name.split(","), verify)
+        numeric_times(at, name.split(","), verify=verify)  # (no formula: compare's are numbers)
         compared = compare(at, name, [(log, table)], place_of(in_place), drop_wrong)
         if small_sizes == "nccl" or small_sizes == "auto" and at is not session:
             try:

@@ -22,7 +22,7 @@ from ..choices import PACKED
 from ..errors import SchedcError, UsageError
 from ..language.quote import string
 from ..limits import MAX_CHUNKS, MAX_UNITS
-from .compiling import LoadOptions, verified_timings, work_limits
+from .compiling import LoadOptions, numeric_times, verified_timings, work_limits
 from .options import Options, choice, count, option, text
 
 if TYPE_CHECKING:  # (annotations only: `import schedc` stays cheap)
@@ -179,7 +179,7 @@ def _synthesize(source, machine, kind, over, size, root, chunks, within, name, s
     bandwidth, timing = _compiled(text([], str(source.resolve())), name, sets, scratch, limits)
     alpha_chunks = fastest_chunks(
         [p.plan for p in phases], shard, chunks, timing, program, linear_expr(coll.size),
-        lambda k: _compiled(text([], str(source.resolve()), k), name, sets, scratch, limits)[1])
+        lambda k: _candidate(text([], str(source.resolve()), k), name, sets, scratch, limits))
     result = Synthesis("", name, kind, chunks, alpha_chunks, exact.value, exact.time,
                        side_names(finder, exact.parts), bandwidth, timing.time, timing.cost.formula,
                        timing.cost.rounds, sum(len(p.plan.trees) for p in phases),
@@ -245,6 +245,18 @@ def _compiled(text: str, name: str, sets, scratch: Path, limits) -> tuple[Fracti
     bandwidth = sum((c.count * nominal_value(c.time - c.startup, compiled.program.nominal)
                      for c in timing.cost.classes), Fraction(0))
     return bandwidth, timing
+
+
+def _candidate(text: str, name: str, sets, scratch: Path, limits):
+    """Another chunk count's text compiled and verified, as its time in seconds with some
+    params at other values: from the loads (the numeric path), no formula built."""
+    try:
+        compiled = _compile(scratch, None, [text], sets, limits)
+        numeric_times(compiled, [name])
+    except SchedcError as error:
+        raise type(error)(f"the synthesized schedule is refused, nothing written: "
+                          f"{error.message}", None, error.notes) from None
+    return lambda values: float(compiled.numeric_timing_at(name, values).time)
 
 
 def _packings(program, coll, exact, shard: float, shifts):

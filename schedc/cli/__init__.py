@@ -23,21 +23,8 @@ from typing import NoReturn
 
 import click
 
-from ..errors import SchedcError
-from . import (
-    analysing,
-    astra,
-    compiling,
-    exporting,
-    machines,
-    measuring,
-    reporting,
-    scaling,
-    synthesizing,
-    whatif,
-)
-from . import nccl as nccl_commands
-from .options import EXIT_BAD_INPUT, EXIT_INTERNAL, EXIT_OK, JSON_REQUESTED, KEPT
+from .group import LazyGroup
+from .state import EXIT_BAD_INPUT, EXIT_INTERNAL, EXIT_OK, JSON_REQUESTED, KEPT
 
 EXIT_UNWRITTEN = 120  # as CPython exits when it cannot flush stdout at exit
 
@@ -52,7 +39,7 @@ def _show_version(ctx: click.Context, param: click.Parameter, value: bool) -> No
     ctx.exit()
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--version", is_flag=True, expose_value=False, is_eager=True,
               callback=_show_version, help="Show the version and exit.")
 def cli() -> None:
@@ -61,14 +48,6 @@ def cli() -> None:
     Write a topology and schedules in a .sched file; schedc derives each schedule's time
     T = Σ_rounds (α + max_resources bytes/bandwidth) as a formula in your params.
     """
-
-
-for command in (*compiling.COMMANDS, *analysing.COMMANDS, *measuring.COMMANDS,
-                *exporting.COMMANDS, *reporting.COMMANDS, *scaling.COMMANDS,
-                *machines.COMMANDS, *whatif.COMMANDS, *nccl_commands.COMMANDS,
-                *synthesizing.COMMANDS):
-    cli.add_command(command)
-exporting.export.add_command(astra.export_astra_command)
 
 
 def main(argv: list[str] | None = None, *, exiting: bool = False) -> None:
@@ -96,31 +75,12 @@ def main(argv: list[str] | None = None, *, exiting: bool = False) -> None:
     except click.ClickException as exc:
         exc.show()
         code = exc.exit_code
-        _json_error(SchedcError(exc.format_message()))
+        _json_error(exc.format_message())
     except click.exceptions.Abort:
         click.echo("schedc: aborted", err=True)
         code = EXIT_BAD_INPUT
-    except SchedcError as exc:
-        code = _report(exc)
-    except RecursionError:
-        code = _report(SchedcError("the input is nested too deeply to process"))
-    except MemoryError:
-        code = _report(SchedcError("out of memory; lower --max-transfers or simplify the input"))
-    except BrokenPipeError:
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        code = EXIT_OK
-    except OSError as exc:  # writing stdout failed (a full disk): not a bug in schedc
-        if exc.filename is not None:
-            raise  # (an error about a named file is a bug: files go through schedc.files)
-        _say_lost(exc)
-        code = EXIT_UNWRITTEN
-    except Exception as exc:  # a bug, not bad input: say so instead of a traceback
-        if os.environ.get("SCHEDC_DEBUG"):
-            raise
-        click.echo(f"schedc: internal error: {type(exc).__name__}: {exc}\n"
-                   "  this is a bug in schedc; please report it with the input "
-                   "(SCHEDC_DEBUG=1 shows the traceback)", err=True)
-        code = EXIT_INTERNAL
+    except Exception as exc:  # schedc's errors, a lost stdout, or a bug: see _exit_code
+        code = _exit_code(exc)
     finally:
         JSON_REQUESTED.reset(requested)
         if not exiting:  # as it was, for a program that runs commands in-process
@@ -160,16 +120,49 @@ def _say_lost(exc: Exception) -> None:
               file=sys.stderr, flush=True)
 
 
-def _report(error: SchedcError) -> int:
+def _exit_code(exc: Exception) -> int:
+    """Say what an exception a command raised means and give the exit code: schedc's errors
+    (and input too deep or too big to process) as diagnostics, a pipe closed by its reader as
+    success, a lost stdout as such, anything else as a bug in schedc (re-raised under
+    SCHEDC_DEBUG). schedc.errors is imported here, not at the top: `--help` imports no stage."""
+    from ..errors import SchedcError
+    if isinstance(exc, RecursionError):
+        exc = SchedcError("the input is nested too deeply to process")
+    elif isinstance(exc, MemoryError):
+        exc = SchedcError("out of memory; lower --max-transfers or simplify the input")
+    if isinstance(exc, SchedcError):
+        return _report(exc)
+    if isinstance(exc, BrokenPipeError):
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_OK
+    if isinstance(exc, OSError):  # writing stdout failed (a full disk): not a bug in schedc
+        if exc.filename is not None:
+            raise exc  # (an error about a named file is a bug: files go through schedc.files)
+        _say_lost(exc)
+        return EXIT_UNWRITTEN
+    if os.environ.get("SCHEDC_DEBUG"):
+        raise exc
+    click.echo(f"schedc: internal error: {type(exc).__name__}: {exc}\n"
+               "  this is a bug in schedc; please report it with the input "
+               "(SCHEDC_DEBUG=1 shows the traceback)", err=True)
+    return EXIT_INTERNAL
+
+
+def _report(error) -> int:
     """The diagnostic on stderr; with --json, the error object on stdout too."""
     click.echo(error.render(), err=True)
     _json_error(error)
     return error.exit_code
 
 
-def _json_error(error: SchedcError) -> None:
+def _json_error(error) -> None:
+    """With --json, the error (a SchedcError, or a usage error's message) as a schedc.error/1
+    object on stdout."""
     if JSON_REQUESTED.get():
+        from ..errors import SchedcError
         from ..render.errors import error_json
+        if not isinstance(error, SchedcError):
+            error = SchedcError(error)
         click.echo(error_json([error]), nl=False)
 
 

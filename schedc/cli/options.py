@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import functools
-from contextvars import ContextVar
 from pathlib import Path
 
 import click
@@ -13,8 +12,14 @@ from ..api.analysing import TimedOptions
 from ..api.compiling import LoadOptions
 from .derived import api_option
 from .paths import InputPath, OutputPath
-
-EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_INTERNAL = 0, 1, 2, 70
+from .state import (  # noqa: F401 (the commands import them from here)
+    EXIT_BAD_INPUT,
+    EXIT_FAILED,
+    EXIT_INTERNAL,
+    EXIT_OK,
+    JSON_REQUESTED,
+    KEPT,
+)
 
 
 def wrote(path: object, detail: str = "") -> None:
@@ -37,11 +42,6 @@ def schedule_option(func):
                         help="Only this schedule (repeatable); default: all of the file.")(func)
 
 
-# Whether the command being run was given --json, noted while click parses its options, so
-# that `main` prints an error as a JSON object too (`render.errors`).
-JSON_REQUESTED: ContextVar[bool] = ContextVar("schedc_json_requested", default=False)
-
-
 def _note_json(ctx: click.Context, param: click.Parameter, value: bool) -> bool:
     if value:
         JSON_REQUESTED.set(True)
@@ -56,10 +56,6 @@ def json_option(schema: str):
 
 
 FORMATS = ("text", "markdown", "latex")
-# The sessions this process's commands opened, kept until it exits: freeing a big one object
-# by object (the 150,000 devices, resources and hops of 2,048 hosts × 8 GPUs) costs ~0.15 s,
-# which `entry`'s exit without teardown skips. `main` empties it unless run by `entry`.
-KEPT: list = []
 
 
 def format_option(func):

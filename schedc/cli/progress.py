@@ -8,8 +8,6 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from ..api import listening
-
 DELAY = 1.0  # seconds of work before a bar appears
 WIDTH = 30
 
@@ -45,5 +43,6 @@ def progress_bar() -> Iterator[None]:
     if not sys.stderr.isatty():
         yield
         return
+    from ..api import listening  # (here: `schedc --help` imports no more than click and cli)
     with listening(TerminalBar()):
         yield

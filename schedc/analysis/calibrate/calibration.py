@@ -17,7 +17,8 @@ import numpy as np
 from ...measure.nccl_tests import Table
 from ...session import Session
 from .fit import calibrate_runs
-from .model import Model, size_symbol
+from .model import size_symbol as size_symbol
+from .numeric_model import NumericModel
 from .records import COLLECTIVE_BINARIES as COLLECTIVE_BINARIES
 from .records import DEFAULT_EVERY as DEFAULT_EVERY
 from .records import LATENCY_BOUND as LATENCY_BOUND
@@ -42,14 +43,14 @@ from .rows import rows_of as rows_of
 
 def compare(session: Session, schedule: str, tables: list[tuple[str, Table]],
             place: str = "out", drop_wrong: bool = False) -> Comparison:
-    """Predicted (at the file's nominal params) against measured, without fitting."""
+    """Predicted (at the file's nominal params) against measured, without fitting: each row's
+    time from the loads, no formula built (numeric_model.py)."""
     pts: list[Point] = []
     for log, table in tables:
         check_table(session, schedule, table, log)
         got, _ = points(Run(session, schedule, log, table), Split(), place, drop_wrong)
         pts += [Point(p.size, p.measured, False, p.log, p.line) for p in got]
-    size_symbol(session, schedule)
-    model = Model(session, schedule, ())
+    model = NumericModel(session, schedule)
     sizes = np.array([float(p.size) for p in pts])
     theta = np.array([])
     return Comparison(schedule, tuple(dict.fromkeys(log for log, _ in tables)), tuple(pts),

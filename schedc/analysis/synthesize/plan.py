@@ -204,7 +204,7 @@ def _steady(packing: Packing, weights: dict[int, float], roots: list[int],
 
 
 def fastest_chunks(plans: list[Plan], shard: float, chunks: int, timing: Timing, program,
-                   size, compiled_at: Callable[[int], Timing]) -> int:
+                   size, compiled_at: Callable[[int], Callable[[dict], float]]) -> int:
     """The chunk count fastest at the file's own start-ups. Per round these are α and the
     route's latency, and with `protocol`s the protocol's α, a launch per call and a share of
     each link, none of which the plans' B(K) knows; so they are read off the compiled time,
@@ -214,22 +214,26 @@ def fastest_chunks(plans: list[Plan], shard: float, chunks: int, timing: Timing,
     its neighbours by compiling them (a link's own protocol share moves B(K) a little), and
     moved to a local minimum of the compiled time. Without protocols or latencies a is α,
     and nothing is compiled again; with a size that is a number, nothing can be doubled: α
-    alone is used."""
+    alone is used. `compiled_at(K)`: the file written with K chunks, compiled and verified,
+    as its time in seconds with some params at other values (symbol → value; the numeric
+    path: no formula is built for a candidate)."""
     alpha = float(nominal_value(program.alpha, program.nominal))
     symbols = size.free_symbols
     if not symbols:
         return alpha_optimal(plans, shard, alpha, chunks)
+    doubled = {x: 2 * program.nominal[x] for x in symbols}
 
-    def fixed_part(t: Timing) -> tuple[float, float]:  # (c + R·a, s·B(K))
-        once = float(nominal_value(t.cost.formula, program.nominal))
-        doubled = {**program.nominal, **{x: 2 * program.nominal[x] for x in symbols}}
-        twice = float(nominal_value(t.cost.formula, doubled))
+    def fixed_part(seconds: Callable[[dict], float]) -> tuple[float, float]:  # (c + R·a, s·B(K))
+        once, twice = seconds({}), seconds(doubled)
         return 2 * once - twice, twice - once
 
-    start_ups, moved = fixed_part(timing)
+    def written(values: dict) -> float:
+        return float(nominal_value(timing.cost.formula, {**program.nominal, **values}))
+
+    start_ups, moved = fixed_part(written)
     if abs(start_ups - timing.cost.rounds * alpha) <= 1e-12 * max(start_ups, 1e-30):
         return alpha_optimal(plans, shard, alpha, chunks)
-    times = {chunks: timing, chunks + 1: compiled_at(chunks + 1)}
+    times = {chunks: written, chunks + 1: compiled_at(chunks + 1)}
     per_round = fixed_part(times[chunks + 1])[0] - start_ups
     scale = moved / sum(p.bandwidth_time(chunks, shard) for p in plans)
     best = alpha_optimal(plans, shard, per_round / scale, chunks)
@@ -237,7 +241,7 @@ def fastest_chunks(plans: list[Plan], shard: float, chunks: int, timing: Timing,
     def time(k: int) -> float:  # compiled: links with their own protocol shares move B(K)
         if k not in times:
             times[k] = compiled_at(k)
-        return float(nominal_value(times[k].cost.formula, program.nominal))
+        return times[k]({})
 
     for _ in range(8):  # the model's count, then down the compiled times to a local minimum
         step = min((k for k in (best - 1, best + 1) if k >= 1), key=time)
