@@ -296,3 +296,15 @@ def test_counts_before_the_build_match_the_rounds():
             assert got == _counted_by_hand(schedule), (name, sched)
             checked += 1
     assert checked >= 10
+
+
+def test_out_of_place_a_transfer_outside_the_collective_is_said(run):
+    """NCCL's NVLS all-reduce on one host goes through the NVSwitch, a device outside the
+    collective's ranks: in place and out of place alike, the same refusal (out of place it
+    was "internal error: KeyError" before, from the copies written before the rounds)."""
+    path = SCHEDULES / "algorithms" / "nccl_one_host.sched"
+    for layout in ((), ("--outofplace",), ("--both",)):
+        code, out, err = run("export", "msccl", path, "-s", "nvls", *layout)
+        assert code == 2 and out == "", err
+        assert "'nvls' moves data to or from a device outside its collective" in err, err
+        assert "internal error" not in err

@@ -73,9 +73,12 @@ def in_network_synthesis(program, coll, finder, reducing, trees_value: Fraction,
                              "larger --within")
     bandwidth, timing = at(chunks)
     fastest = _fastest(lambda k: at(k)[1].time, stages, chunks)
-    result = Synthesis("", name, "allreduce", chunks, fastest, bound, formula, why, bandwidth,
-                       timing.time, timing.cost.formula, timing.cost.rounds, 0, 1, stages,
-                       float(bound / pipeline.steady), 0, 0, "in-network")
+    result = Synthesis(text="", name=name, kind="allreduce", chunks=chunks, alpha_chunks=fastest,
+                       optimum=bound, optimum_formula=formula, optimum_cuts=why,
+                       bandwidth_time=bandwidth, time=timing.time, formula=timing.cost.formula,
+                       rounds=timing.cost.rounds, trees=0, units=1, depth=stages,
+                       reached=float(bound / pipeline.steady), iterations=0,
+                       method="in-network")
     return replace(result, text=text(chunks, _header(result, source, reducing), machine))
 
 

@@ -158,7 +158,7 @@ def _synthesize(source, machine, kind, over, size, root, chunks, within, name, s
     whole = float(linear_value(coll.size, program.nominal))
     shard = whole if root is not None else whole / n
     shifts = tuple(s for s in (finder.shift, index_shift(program.topology, coll.ranks)) if s)
-    packings, pins = _packings(program, coll, exact, shard, shifts)
+    packings, pins, unsearched = _packings(program, coll, exact, shard, shifts)
     phases, goals = [], []
     for part, packing in zip(exact.parts, packings):
         # Below the optimum, the trees reach no more (the cut counts paths that no pinned
@@ -167,7 +167,7 @@ def _synthesize(source, machine, kind, over, size, root, chunks, within, name, s
         prefix = tables + ("" if len(packings) == 1 else
                            "rs_" if packing.kind == "reduce_scatter" else "ag_")
         phases.append(Phase(plan(packing, within, units), prefix))
-    check_tables([p.plan for p in phases])
+    check_tables([p.plan for p in phases], _route_lines(program.topology, pins))
     if chunks is None:  # each phase within `within` of its goal: the sum is too
         chunks = max(chunks_within(p.plan, goal, shard, within) for p, goal in zip(phases, goals))
 
@@ -185,7 +185,7 @@ def _synthesize(source, machine, kind, over, size, root, chunks, within, name, s
                        timing.cost.rounds, sum(len(p.plan.trees) for p in phases),
                        phases[0].plan.units, max(p.plan.depth for p in phases),
                        min(p.reached for p in packings), sum(p.iterations for p in packings),
-                       len(pins))
+                       len(pins), unsearched=unsearched)
     return replace(result, text=text(_header(result, source), machine))
 
 
@@ -264,26 +264,31 @@ def _packings(program, coll, exact, shard: float, shifts):
     need pinned: none when schedc's own routes reach the optimum; otherwise the paths
     `synthesize.paths` finds, kept when the packings on them reach more."""
     from ..analysis.synthesize.packing import pack
-    from ..analysis.synthesize.paths import MAX_PATH_RANKS, pinned_paths, with_pins
+    from ..analysis.synthesize.paths import MAX_PATH_WORK, pinned_paths, search_work, with_pins
 
     def packed(topology):
         return [pack(topology, program.nominal, coll.ranks, part.kind, coll.root,
                      shard / float(part.value), coll.span, shifts) for part in exact.parts]
 
     plain = packed(program.topology)
-    if min(p.reached for p in plain) >= 1 - 1e-6 or len(coll.ranks) > MAX_PATH_RANKS:
-        return plain, {}
+    if min(p.reached for p in plain) >= 1 - 1e-6:
+        return plain, {}, ""
+    work = max(search_work(program.topology, coll.ranks, p.kind, shifts) for p in exact.parts)
+    if work > MAX_PATH_WORK:  # the routed trees stay, and the output says why
+        return plain, {}, (f"other paths not searched: a round of pricing would take {work:,} "
+                           f"arborescence entries (ranks² × roots priced), past {MAX_PATH_WORK:,}")
     pins: dict = {}
     for part, packing in zip(exact.parts, plain):
         topology = with_pins(program.topology, pins, coll.span)
         pins.update(pinned_paths(topology, program.nominal, coll.ranks, part.kind, coll.root,
-                                 shard / float(part.value), packing.trees if not pins else ()))
+                                 shard / float(part.value), packing.trees if not pins else (),
+                                 shifts))
     if not pins:
-        return plain, {}
+        return plain, {}, ""
     routed = packed(with_pins(program.topology, pins, coll.span))
     if min(p.reached for p in routed) <= min(p.reached for p in plain) + 1e-9:
-        return plain, {}
-    return routed, pins
+        return plain, {}, ""
+    return routed, pins, ""
 
 
 def _route_lines(topology, pins: dict) -> list[str]:
@@ -373,7 +378,7 @@ def _short(s: Synthesis) -> str:
     if s.reached >= 1 - 1e-6:
         return ""
     return (" (no single route per pair of ranks carries the cut's bandwidth: schedc's routing "
-            "policy or the machine's pins; other paths are searched up to 32 ranks)")
+            "policy or the machine's pins" + (f"; {s.unsearched}" if s.unsearched else "") + ")")
 
 
 def _pinned(s: Synthesis) -> str:

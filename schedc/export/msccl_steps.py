@@ -193,7 +193,9 @@ def _copies_first(schedule: Schedule, slot: dict[int, int], chunks: int, places:
     for b in schedule.rounds.batches():
         scale = chunks // b.den
         for k in range(len(b)):
-            dst = slot[int(b.dst[k])]
+            dst = slot.get(int(b.dst[k]))
+            if dst is None:  # outside the collective: `_runs` refuses it, saying so
+                continue
             land = int(b.off[k] if b.into_off is None else b.into_off[k]) * scale
             written.update((dst, c) for c in range(land, land + int(b.length[k]) * scale))
     for rank in range(len(slot)):
@@ -235,6 +237,8 @@ def _runs(schedule: Schedule, rnd, number: int, slot: dict[int, int], chunks: in
             count[(src, dst)] += 1
             pieces += [(b.op, src, dst, start + j * length, land + j * length, length,
                         shape.channel(number, src, dst, base, j, p)) for j in range(shape.pieces)]
+    if not places.outofplace:
+        return _runs_in_place(pieces, places)
     reading = [[places.current(src, start + c) for c in range(length)]
                for _, src, _, start, _, length, _ in pieces]
     runs = []
@@ -250,6 +254,20 @@ def _runs(schedule: Schedule, rnd, number: int, slot: dict[int, int], chunks: in
                 runs.append(_Run(op, src, dst, start + first, land + first, c - first, chan,
                                  read[first], local[first], write[first]))
                 first = c
+    return runs
+
+
+def _runs_in_place(pieces: list[tuple], places: Places) -> list[_Run]:
+    """`_runs`'s steps in place, without looking at each chunk: every buffer is read and
+    written where the chunk's own index says (`Places.current`), so reads, operands and
+    writes are contiguous and a piece is cut only every MAX_CNT chunks."""
+    runs = []
+    for op, src, dst, start, land, length, chan in pieces:
+        for first in range(0, length, MAX_CNT):
+            runs.append(_Run(op, src, dst, start + first, land + first,
+                             min(MAX_CNT, length - first), chan,
+                             places.current(src, start + first), places.current(dst, land + first),
+                             places.target(dst, land + first)))
     return runs
 
 

@@ -38,7 +38,7 @@ def _trees_head(s: Synthesis, where: str) -> list[str]:
         f"  packing      {s.reached:.6%} of the optimum's rate ({counted(s.iterations, 'round')} of pricing)"
         + ("" if s.reached >= 1 - 1e-6 else
            "\n               below it: no single route per pair of ranks carries the cut's "
-           "bandwidth"),
+           "bandwidth" + (f"\n               {s.unsearched}" if s.unsearched else "")),
         *([f"  routes       {s.pinned} pinned where schedc's own differ (a `topology` "
            "block in the file)"] if s.pinned else []),
     ]
@@ -69,6 +69,7 @@ def synthesis_json(s: Synthesis, written: str | None) -> str:
         "packing_reached": s.reached,
         "pricing_rounds": s.iterations,
         "pinned_routes": s.pinned,
+        "paths_unsearched": s.unsearched or None,
         "trees": s.trees,
         "depth": s.depth,
         "units": s.units,

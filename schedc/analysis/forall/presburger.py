@@ -25,7 +25,10 @@ from dataclasses import dataclass
 import islpy as isl
 
 from .affine import PARAM, Cons, Lin, Outside, const, ge, needed
-from .model import Domain, Family, Symbolic
+from .doubles import conflicts, merges, repeated
+from .model import Family, Symbolic
+from .reach import reach
+from .sets import failed_obligation, levels, set_text
 from .witness import Bad, failure, params_text, smallest_n
 
 
@@ -34,31 +37,6 @@ class Checked:
     ok: bool
     bad: Bad | None = None
     inexact: bool = False
-
-
-def failed_obligation(sym, start: int):
-    """The first of the elaboration's obligations that fails for some n >= start, with the
-    points where it fails (an isl set), or None: each must hold on its whole domain."""
-    domains: dict[Domain, isl.Set] = {}
-    for ob in dict.fromkeys(sym.obligations):  # (each once, in order)
-        if ob.domain not in domains:
-            domains[ob.domain] = isl.Set(set_text(ob.domain.vars, ob.domain.cons, start))
-        left = domains[ob.domain]
-        for case in ob.cases:
-            left = left.subtract(isl.Set(set_text(ob.domain.vars, ob.domain.cons + case, start)))
-        if not left.is_empty():
-            return ob, left
-    return None
-
-
-def set_text(names: tuple[str, ...], cons: tuple[Cons, ...], start: int,
-              known: tuple[str, ...] = ()) -> str:
-    """`[n] -> { [names] : exists (others : cons) }` where the other variables are existential."""
-    used = sorted({v for c in cons for v in c.lin.names} - set(names) - set(known) - {PARAM})
-    body = " and ".join([f"{PARAM} >= {start}", *(c.isl() for c in cons)])
-    if used:
-        body = f"exists ({', '.join(used)} : {body})"
-    return f"[{PARAM}] -> {{ [{', '.join(names)}] : {body} }}"
 
 
 class Flow:
@@ -71,7 +49,7 @@ class Flow:
         self.p = ranks
         assert sym.ranks is not None
         self.order = sym.ranks
-        self.levels = _levels(sym.families)
+        self.levels = levels(sym.families)
         self.cells = tuple(f"x{m}" for m in range(len(self.levels)))
         self.rank_dims = ("r",) if flat else tuple(f"r{m}" for m in range(len(self.order.path)))
         self.point = ("t", *self.rank_dims, *self.cells)
@@ -124,7 +102,7 @@ class Flow:
         cons += [Cons(Lin.var(x + "p") - Lin.var(x), True) for x in self.cells]
         return self._map(self.point, primed, cons)
 
-    def _points_to_edges(self, family: Family) -> isl.Map:
+    def points_to_edges(self, family: Family) -> isl.Map:
         free = tuple(f"y{m}" for m in range(len(family.cells), len(self.cells)))
         cells = family.cells + tuple(Lin.var(y) for y in free)
         placed = Family(family.op, family.domain, family.time, family.src, family.dst, cells,
@@ -156,8 +134,8 @@ class Flow:
                 copies = copies.union(edges)
             else:
                 reduces = reduces.union(edges)
-        bad, doubled = self._repeated(families, empty_map)
-        bad = bad or self._conflicts(copies, reduces)
+        bad, doubled = repeated(self, families, empty_map)
+        bad = bad or conflicts(self, copies, reduces)
         if bad is not None:
             return Checked(False, bad)
         rounds = self.sym.rounds
@@ -170,15 +148,15 @@ class Flow:
             alive.subtract(overwritten)).apply_range(step)
         flow = keep.union(copies).union(reduces).coalesce()
         own, init, wanted, required = self._collective(rounds)
-        reached = self._reach(flow, init)
+        reached = reach(self, flow, init)
         if reached is None:
             return Checked(False, inexact=True)
         held = reached.reverse()  # (t, r, x) -> c
         # Where a contribution arrives a second time, and everywhere that flows: held twice
         # there (a copy of a cell held once overwrites it; only the end state counts).
-        merges = self._merges(reduces.apply_range(back), doubled, held).apply_range(step)
-        if not merges.is_empty():
-            twice = self._reach(flow, merges)
+        doubles = merges(self, reduces.apply_range(back), doubled, held).apply_range(step)
+        if not doubles.is_empty():
+            twice = reach(self, flow, doubles)
             if twice is None:
                 return Checked(False, inexact=True)
             twice_at_end = twice.reverse().intersect(required).wrap()
@@ -235,145 +213,8 @@ class Flow:
             at_end += [Cons(Lin.var("u"), True), Cons(part - self._flat(own), True)]
         return labels, init, self._map(self.point, labels, at_end), required
 
-    def _reach(self, flow: isl.Map, init: isl.Map) -> isl.Map | None:
-        """Every point the data of each source reaches (label -> (t, r, x); the sources are
-        `init`), exactly, or None. Segment by
-        segment between the rounds where statements start: a segment of a constant number of
-        rounds by applying the flow round by round, any other by isl's transitive closure
-        (which must say it is exact); failing that, by the closure of the whole flow."""
-        cuts = _ordered(set(self.sym.boundaries) | {Lin(), self.sym.rounds}, self.start)
-        reached = None if cuts is None else self._segments(flow, init, cuts)
-        if reached is not None:
-            return reached
-        closure, exact = flow.transitive_closure()
-        return init.union(init.apply_range(closure)) if exact else None
-
-    def _at(self, t: Lin, upto: Lin | None = None) -> isl.Set:
-        cons = (Cons(Lin.var("t") - t, True),) if upto is None else (
-            ge(Lin.var("t"), t), ge(upto - const(1), Lin.var("t")))
-        return isl.Set(set_text(self.point, cons, self.start))
-
-    def _segments(self, flow: isl.Map, sources: isl.Map, cuts: list[Lin]) -> isl.Map | None:
-        """Everything `sources` (label -> point, at any round) reaches, segment by segment;
-        the frontier holds what has reached a segment's first round."""
-        reached = sources
-        frontier = sources.intersect_range(self._at(cuts[0]))
-        for a, b in zip(cuts, cuts[1:]):
-            during = flow.intersect_domain(self._at(a, b))
-            if (b - a).is_const:
-                step = frontier
-                for k in range((b - a).const):
-                    if k:
-                        step = step.union(sources.intersect_range(self._at(a + const(k))))
-                    step = step.apply_range(during).coalesce()
-                    reached = reached.union(step)
-                frontier = step.union(sources.intersect_range(self._at(b))).coalesce()
-                continue
-            closure, exact = during.transitive_closure()
-            if not exact:
-                return None
-            start = frontier.union(sources.intersect_range(self._at(a + const(1), b)))
-            step = start.apply_range(closure)
-            reached = reached.union(step)
-            frontier = frontier.union(step).union(sources).intersect_range(self._at(b)).coalesce()
-        return reached
-
-    def _conflicts(self, copies: isl.Map, reduces: isl.Map) -> Bad | None:
-        writes = copies.union(reduces).reverse()  # written point -> source point
-        pairs = copies.reverse().range_product(writes)
-        same = isl.Map.identity(copies.domain().get_space().map_from_set()).wrap()
-        clash = pairs.subtract_range(same).domain().union(copies.intersect(reduces).range())
-        if clash.is_empty():
-            return None
-        return failure(self, "conflict", clash, self._primed(), "a copy lands where another write "
-                         "of its round lands")
-
-    def _repeated(self, families: list[tuple[Family, isl.Map]], empty: isl.Map
-                  ) -> tuple[Bad | None, isl.Map]:
-        """The same transfer made twice in one round, by two points of one statement or by
-        two statements: with a copy, a conflict (as the verifier counts them); reduces, the
-        edges made twice (their data arrives twice)."""
-        names = ("t", *self.rank_dims, *(r + "p" for r in self.rank_dims), *self.cells)
-        doubled = empty
-        for k, (family, edges) in enumerate(families):
-            points = self._points_to_edges(family)
-            twice = points.apply_range(points.reverse()).subtract(
-                isl.Map.identity(points.domain().get_space().map_from_set()))
-            if not twice.is_empty():
-                if family.op == "copy":
-                    made = points.intersect_domain(twice.domain()).range()
-                    return failure(self, "conflict", made, names, "a statement makes the same copy "
-                                     "twice in one round", family.span), doubled
-                doubled = doubled.union(edges.intersect_domain(
-                    points.intersect_domain(twice.domain()).range().apply(self._edge_source())))
-            for other, edges2 in families[k + 1:]:
-                both = edges.intersect(edges2)
-                if both.is_empty():
-                    continue
-                if "copy" in (family.op, other.op):
-                    return failure(self, "conflict", both.wrap(), (*self.point, *self._primed()),
-                                     "two statements make the same copy", other.span), doubled
-                doubled = doubled.union(both)
-        return None, doubled
-
-    def _edge_source(self) -> isl.Map:
-        """(t, src, dst, cells) -> (t, src, cells)."""
-        d = len(self.rank_dims)
-        dst = tuple(r + "p" for r in self.rank_dims)
-        return isl.Map(f"{{ [t, {', '.join(self.rank_dims + dst + self.cells)}] -> "
-                       f"[t, {', '.join(self.rank_dims + self.cells)}] }}") if d else isl.Map("{}")
-
-    def _merges(self, reduces: isl.Map, doubled: isl.Map, held: isl.Map) -> isl.Map:
-        """c -> (t, b, x) where b's cell x, before round t's writes land, takes contribution
-        c twice: a reduce bringing what b holds already, two reduces bringing the same, a
-        reduce made twice. (`reduces` and `doubled` end at round t, not t+1.)"""
-        edge = reduces.wrap()
-        sides = edge.unwrap()
-        into = sides.range_map()  # [src -> dst] -> dst
-        found = sides.domain_map().apply_range(held).intersect(into.apply_range(held))
-        merges = found.reverse().apply_range(into)
-        pairs = reduces.reverse().range_product(reduces.reverse())  # dst -> [a1 -> a2]
-        same = isl.Map.identity(reduces.domain().get_space().map_from_set()).wrap()
-        pairs = pairs.subtract_range(same)
-        sources = pairs.range().unwrap()
-        shared = sources.domain_map().apply_range(held).intersect(
-            sources.range_map().apply_range(held))  # [a1 -> a2] -> c
-        merges = merges.union(pairs.apply_range(shared).reverse())
-        doubled = doubled.apply_range(isl.Map(
-            f"{{ [{', '.join(self.point)}] -> [t - 1, {', '.join(self.point[1:])}] }}"))
-        return merges.union(held.reverse().apply_range(doubled))
-
-    def _primed(self) -> tuple[str, ...]:
+    def primed(self) -> tuple[str, ...]:
         return tuple(n + "p" for n in self.point)
-
-    def _own(self) -> tuple[str, ...]:
-        return tuple("c" + r for r in self.rank_dims)
-
-def _ordered(times: set[Lin], start: int) -> list[Lin] | None:
-    """`times` (affine in n) in an order that holds for every n >= start, or None."""
-    def before(a: Lin, b: Lin) -> bool:
-        d = b - a
-        slope = dict(d.terms).get(PARAM, 0)
-        return d.names <= {PARAM} and slope >= 0 and slope * start + d.const >= 0
-    out: list[Lin] = []
-    for t in sorted(times, key=lambda lin: (dict(lin.terms).get(PARAM, 0), lin.const)):
-        if out and not before(out[-1], t):
-            return None
-        out.append(t)
-    return out
-
-
-def _levels(families: list[Family]) -> tuple[Lin, ...]:
-    """The cell levels: every transfer's chain of part counts is a prefix of the longest."""
-    longest: tuple[Lin, ...] = ()
-    for f in families:
-        if len(f.counts) > len(longest):
-            longest = f.counts
-    for f in families:
-        if f.counts != longest[:len(f.counts)]:
-            raise Outside("the regions cut the buffer in parts that do not nest (part counts "
-                          "that are not one chain)", f.span)
-    return longest
 
 
 # isl's work on one attempt, in its own operation count: far above what the shipped families

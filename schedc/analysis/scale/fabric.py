@@ -21,7 +21,10 @@ import sympy
 
 from ..forall.affine import PARAM, Cons, const, eq
 from ..forall.model import Family
+from .orbits import invariant, representatives, used_pairs
 from .portloads import FabricLink, Unproved, _affine, _bounds, _occupied, _refine
+
+__all__ = ["fabric_loads", "invariant", "representatives", "used_pairs"]
 
 
 def _interval(one: isl.Set, everywhere: isl.Set, n: sympy.Symbol) -> tuple[sympy.Expr, sympy.Expr]:
@@ -78,11 +81,23 @@ MAX_FABRIC_CHECKS = 10_000  # bounded work: past it the piece stays checked, sai
 
 def fabric_loads(cross: list[tuple[Family, tuple[Cons, ...], sympy.Expr]],
                  links: tuple[FabricLink, ...], dims: int, start: int, stop: int | None,
-                 n: sympy.Symbol) -> dict[tuple[sympy.Expr, sympy.Expr], isl.Set]:
-    """(bandwidth, load) -> the rounds where some fabric link carries that load."""
-    checks = len(cross) * sum(len(link.pairs) for link in links)
-    if checks > MAX_FABRIC_CHECKS:  # ~1 ms of isl each: GB200's 28,791 took 27 s of 250
-        raise Unproved(f"the fabric's loads need {checks:,} checks of a (link, pair) of ranks, "
+                 n: sympy.Symbol, local: tuple[int, int] | None = None
+                 ) -> dict[tuple[sympy.Expr, sympy.Expr], isl.Set]:
+    """(bandwidth, load) -> the rounds where some fabric link carries that load. `local`:
+    (first, count) of the ranks' one local position when it is a constant range; then the
+    links are read one per orbit of its cyclic shift, where the schedule allows (`orbits`)."""
+    # The pairs each statement sends between (the others' checks would find nothing).
+    used = [used_pairs(family, case, start, stop) if dims == 2 else None
+            for family, case, _ in cross]
+
+    def checks() -> int:
+        return sum(len(link.pairs if pairs is None else link.pairs & pairs)
+                   for pairs in used for link in links)
+    if checks() and local is not None and dims == 2 and len(links) > 1 and invariant(
+            cross, *local, start, stop):
+        links = representatives(links, *local)
+    if checks() > MAX_FABRIC_CHECKS:  # ~1 ms of isl each: GB200's 28,791 took 27 s of 250
+        raise Unproved(f"the fabric's loads need {checks():,} checks of a (link, pair) of ranks, "
                        f"more than the {MAX_FABRIC_CHECKS:,} a proof may take")
     present: dict[tuple[sympy.Expr, sympy.Expr], isl.Set] = {}
     def add(old, new):
@@ -91,8 +106,8 @@ def fabric_loads(cross: list[tuple[Family, tuple[Cons, ...], sympy.Expr]],
         # The (round, source) points of the transfers crossing the link, by the load each
         # brings (several statements may send from one source in one round), ...
         points: list[tuple[isl.Set, object]] = []
-        for family, case, size in cross:
-            for here, there in sorted(link.pairs):
+        for (family, case, size), pairs in zip(cross, used):
+            for here, there in sorted(link.pairs if pairs is None else link.pairs & pairs):
                 where = (*case, *(eq(s, const(a)) for s, a in zip(family.src[1:], here)),
                          *(eq(d, const(b)) for d, b in zip(family.dst[1:], there)))
                 found = _occupied(family, where, family.src, dims, start, stop)

@@ -173,11 +173,10 @@ def count(rounds: isl.Set, start: int, stop: int | None, n: sympy.Symbol) -> sym
     return sympy.expand(total)
 
 
-def round_classes(sym: Symbolic, rule: PortRule, start: int, stop: int | None,
-                  n: sympy.Symbol) -> list[RoundClass]:
-    """The schedule's round classes for every n in [start, stop] (see the module doc)."""
-    assert sym.ranks is not None
-    dims = len(sym.ranks.path)
+def _port_points(sym: Symbolic, rule: PortRule, dims: int, start: int, stop: int | None,
+                 n: sympy.Symbol):
+    """(side, class) -> the (round, port) points the transfers occupy, each with its size;
+    and the transfers across copies, for the fabric's loads."""
     k = rule.copy_coord
     occupied: dict[tuple[str, str], list[tuple[isl.Set, sympy.Expr]]] = {}
     cross: list[tuple[Family, tuple[Cons, ...], sympy.Expr]] = []  # for the fabric's loads
@@ -204,6 +203,15 @@ def round_classes(sym: Symbolic, rule: PortRule, start: int, stop: int | None,
                     for points in _group_points(family, case, ends, dims, start, stop,
                                                 rule.groups.get(cls, 1)):
                         occupied.setdefault((direction, cls), []).append((points, size))
+    return occupied, cross
+
+
+def round_classes(sym: Symbolic, rule: PortRule, start: int, stop: int | None,
+                  n: sympy.Symbol) -> list[RoundClass]:
+    """The schedule's round classes for every n in [start, stop] (see the module doc)."""
+    assert sym.ranks is not None
+    dims = len(sym.ranks.path)
+    occupied, cross = _port_points(sym, rule, dims, start, stop, n)
     # Per bandwidth group: load -> the rounds where some port of the group carries it.
     present: dict[tuple[sympy.Expr, sympy.Expr], isl.Set] = {}
     for (_, cls), sets in sorted(occupied.items()):
@@ -217,7 +225,12 @@ def round_classes(sym: Symbolic, rule: PortRule, start: int, stop: int | None,
             present[key] = present[key].union(rounds) if key in present else rounds
     if rule.fabric:
         from .fabric import fabric_loads  # (it builds on this module)
-        for key, rounds in fabric_loads(cross, rule.fabric, dims, start, stop, n).items():
+        order = sym.ranks
+        local = (order.lows[1].const, order.highs[1].const - order.lows[1].const + 1) if (
+            dims == 2 and rule.copy_coord == 0 and order.lows[1].is_const
+            and order.highs[1].is_const) else None
+        for key, rounds in fabric_loads(cross, rule.fabric, dims, start, stop, n,
+                                        local).items():
             present[key] = present[key].union(rounds) if key in present else rounds
     total = sym.rounds
     every = isl.Set(f"[{PARAM}] -> {{ [t] : 0 <= t and t <= {(total - const(1)).isl()} and "

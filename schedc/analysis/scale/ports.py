@@ -22,6 +22,7 @@ a note naming the link.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass, field
 from fractions import Fraction
 
 import sympy
@@ -121,12 +122,10 @@ def _group_size(port, coordinates, ranks, classes) -> dict[str, int]:
     return sizes
 
 
-def port_rule(at: Session, name: str, copies: str, path: tuple[str, ...],
-              coordinates: list[tuple[int, ...]], scaling: tuple | None = None) -> PortRule:
-    """(H3) on one compiled instance, whose ranks' coordinates the symbolic order says are
-    `coordinates`: the rule, or Unproved naming what fails. `scaling` = (statements, n0,
-    n): the fabric links of those statements (`uniform.Uniform.scaled`) have a bandwidth
-    n^k times one free of n, read here at n = n0 and given as a function of n."""
+def _placed(at: Session, name: str, copies: str, path: tuple[str, ...],
+            coordinates: list[tuple[int, ...]]) -> list[int | None]:
+    """Each device's copy, once every rank is the device its coordinates name (and forwards
+    nothing) and no link joins two copies or a shared device of a copy to the rest."""
     topo = at.program.topology
     ranks = at.program.result(name).collective.ranks
     copy = [copy_of(d.name, copies) for d in topo.devices]
@@ -139,6 +138,64 @@ def port_rule(at: Session, name: str, copies: str, path: tuple[str, ...],
         if topo.devices[r].name != named or topo.devices[r].forwards:
             raise Unproved(f"rank {topo.devices[r].name} is not where its coordinates say, "
                            "or forwards traffic")
+    return copy
+
+
+@dataclass
+class _Reading:
+    """What the routes read so far agree on; each next route must agree with it."""
+
+    side: dict[int, str] = field(default_factory=dict)  # port -> out | in
+    bundle: dict[str, Fraction] = field(default_factory=dict)  # class -> each port's share
+    seen: dict[tuple, frozenset[int]] = field(default_factory=dict)  # (group, side, class)
+    cls: dict[bool, frozenset[tuple[str, str]]] = field(default_factory=dict)  # same copy?
+    crossed: dict[tuple, frozenset] = field(default_factory=dict)  # local pair -> fabric
+
+
+def _read_route(reading: _Reading, topo, a: int, b: int, port, fabric, copy, local) -> None:
+    """The route from rank a to rank b, read into `reading`, or Unproved."""
+    shown = f"the route from {topo.devices[a].name} to {topo.devices[b].name}"
+    loaded = dict(topo.route_resources(a, b, None))
+    # Equal-cost routes over several fabric links (two spines) share the bytes.
+    through = frozenset((r, loaded[r]) for r in loaded if r in fabric)
+    key = (local[a], local[b])
+    if (through and copy[a] == copy[b]) or (
+            copy[a] != copy[b] and reading.crossed.setdefault(key, through) != through):
+        raise Unproved(f"{shown} crosses fabric links other than the pairs of its local "
+                       "positions in other copies")
+    # Per end and class one port with all the bytes, or a bundle of k ports that every
+    # route of that end loads equally, 1/k each (a GPU's four NICs).
+    ends: dict[tuple, dict[int, Fraction]] = {}
+    for resource, share in loaded.items():
+        if resource not in fabric:
+            group, kind = port[resource]
+            where = "out" if a in group and b not in group else \
+                "in" if b in group and a not in group else None
+            if where is None or reading.side.setdefault(resource, where) != where:
+                where = None
+            ends.setdefault((group, where, kind), {})[resource] = share
+    found = set()
+    for (group, where, kind), loads in ends.items():
+        share = next(iter(loads.values()))
+        if where is None or any(s != share for s in loads.values()) \
+                or share * len(loads) != 1 or reading.bundle.setdefault(kind, share) != share \
+                or reading.seen.setdefault((group, where, kind), frozenset(loads)) != set(loads):
+            raise Unproved(f"{shown} does not load one port (or one bundle of ports, equally) "
+                           "of each end per class, with all its bytes")
+        found.add((where, kind))
+    if reading.cls.setdefault(copy[a] == copy[b], frozenset(found)) != found:
+        raise Unproved(f"{shown} loads other ports than the other pairs like it")
+
+
+def port_rule(at: Session, name: str, copies: str, path: tuple[str, ...],
+              coordinates: list[tuple[int, ...]], scaling: tuple | None = None) -> PortRule:
+    """(H3) on one compiled instance, whose ranks' coordinates the symbolic order says are
+    `coordinates`: the rule, or Unproved naming what fails. `scaling` = (statements, n0,
+    n): the fabric links of those statements (`uniform.Uniform.scaled`) have a bandwidth
+    n^k times one free of n, read here at n = n0 and given as a function of n."""
+    topo = at.program.topology
+    ranks = at.program.result(name).collective.ranks
+    copy = _placed(at, name, copies, path, coordinates)
     owner = domains(topo, copy, set(ranks))
     for hop in topo.hops:
         if copy[hop.src] != copy[hop.dst]:
@@ -148,50 +205,12 @@ def port_rule(at: Session, name: str, copies: str, path: tuple[str, ...],
                                "device that several ranks share to the rest")
     port, bandwidth, fabric = _ports(topo, owner, copy)
     local = {r: coords[1:] for r, coords in zip(ranks, coordinates)}
-    side: dict[int, str] = {}
-    bundle: dict[str, Fraction] = {}  # class -> the share of each port of a bundle
-    seen: dict[tuple[frozenset[int], str, str], frozenset[int]] = {}
-    cls: dict[bool, frozenset[tuple[str, str]]] = {}
-    crossed: dict[tuple, frozenset] = {}  # local positions -> (fabric resource, share)s
+    reading = _Reading()
     for a in ranks:
         for b in ranks:
-            if a == b:
-                continue
-            loaded = dict(topo.route_resources(a, b, None))
-            # Equal-cost routes over several fabric links (two spines) share the bytes.
-            through = frozenset((r, loaded[r]) for r in loaded if r in fabric)
-            key = (local[a], local[b])
-            if (through and copy[a] == copy[b]) or (
-                    copy[a] != copy[b] and crossed.setdefault(key, through) != through):
-                raise Unproved(f"the route from {topo.devices[a].name} to "
-                               f"{topo.devices[b].name} crosses fabric links other than the "
-                               "pairs of its local positions in other copies")
-            # Per end and class one port with all the bytes, or a bundle of k ports that
-            # every route of that end loads equally, 1/k each (a GPU's four NICs).
-            ends: dict[tuple, dict[int, Fraction]] = {}
-            for resource, share in loaded.items():
-                if resource not in fabric:
-                    group, kind = port[resource]
-                    where = "out" if a in group and b not in group else \
-                        "in" if b in group and a not in group else None
-                    if where is None or side.setdefault(resource, where) != where:
-                        where = None
-                    ends.setdefault((group, where, kind), {})[resource] = share
-            found = set()
-            for (group, where, kind), loads in ends.items():
-                share = next(iter(loads.values()))
-                if where is None or any(s != share for s in loads.values()) \
-                        or share * len(loads) != 1 or bundle.setdefault(kind, share) != share \
-                        or seen.setdefault((group, where, kind), frozenset(loads)) != set(loads):
-                    raise Unproved(f"the route from {topo.devices[a].name} to "
-                                   f"{topo.devices[b].name} does not load one port (or one "
-                                   "bundle of ports, equally) of each end per class, with all "
-                                   "its bytes")
-                found.add((where, kind))
-            if cls.setdefault(copy[a] == copy[b], frozenset(found)) != found:
-                raise Unproved(f"the route from {topo.devices[a].name} to "
-                               f"{topo.devices[b].name} loads other ports than the other "
-                               "pairs like it")
+            if a != b:
+                _read_route(reading, topo, a, b, port, fabric, copy, local)
+    cls = reading.cls
     if False not in cls:
         raise Unproved("no two ranks of different copies to read the rule from")
     for kinds in cls.values():
@@ -200,12 +219,12 @@ def port_rule(at: Session, name: str, copies: str, path: tuple[str, ...],
                            "destination")
     classes = {same: tuple(sorted(k for s, k in kinds if s == "out"))
                for same, kinds in cls.items()}
-    links = _fabric_links(topo, crossed, scaling)
+    links = _fabric_links(topo, reading.crossed, scaling)
     used = {k for kinds in cls.values() for _, k in kinds}
     groups = {k: g for k, g in _group_size(port, coordinates, ranks, used).items() if g > 1}
     if groups and len(path) != 2:
         raise Unproved("a device shared by ranks that are copies of their own")
-    shares = {k: sympy.Rational(v) for k, v in bundle.items() if v != 1}
+    shares = {k: sympy.Rational(v) for k, v in reading.bundle.items() if v != 1}
     return PortRule(0 if len(path) == 2 else None, classes.get(True), classes[False], bandwidth,
                     links, groups, shares)
 

@@ -57,7 +57,7 @@ from ...session import Session
 from ..forall.affine import Outside
 from ..forall.family import parsed_modules, symbolic_result
 from ..forall.model import Symbolic
-from ..forall.presburger import failed_obligation
+from ..forall.sets import failed_obligation
 from ..forall.witness import smallest_n
 from .ends import first_failure
 from .pieces import Piece
@@ -214,11 +214,9 @@ def _prove_powers(session: Session, param: str, name: str, piece: Piece,
                    f"4); the time summed over the rounds in m", None)
 
 
-def prove(session: Session, param: str, name: str, piece: Piece, n: sympy.Symbol,
-          others: dict, stop: int | None) -> Verdict:
-    """Whether `piece` holds for every n in [valid_from, stop] (stop None: unbounded)."""
-    if piece.family.name == "powers of two" and piece.regime is not None:
-        return _prove_powers(session, param, name, piece, n)
+def _no_form(session: Session, param: str, name: str, piece: Piece) -> Verdict | None:
+    """Why there is no form to prove (no closed form, a family other than the integers, no
+    full formula), naming the hypothesis that fails where one does; None: a form to prove."""
     why = ""
     if piece.regime is None or piece.family.name != "integers" or piece.family.step != 1:
         try:
@@ -234,7 +232,7 @@ def prove(session: Session, param: str, name: str, piece: Piece, n: sympy.Symbol
             f"fitted over the {piece.family.label}"
         return Verdict(None, f"not proved: {kind}, checked at its instances only; the proof "
                        f"covers schedules affine in {param} over the integers{why}")
-    if piece.regime is None or not piece.classes:
+    if not piece.classes:
         # Say also which hypothesis fails, where one does: the missing full formula is
         # often its consequence (a bandwidth in n outside the argument, a loop in n).
         try:
@@ -246,44 +244,68 @@ def prove(session: Session, param: str, name: str, piece: Piece, n: sympy.Symbol
         except Outside as exc:
             why = f"; and {where(exc.span)}{exc.message}"
         return Verdict(None, f"not proved: no full formula to prove{why}")
+    return None
+
+
+def _read_rule(session: Session, param: str, name: str, copies: str, order, scaled,
+               first: int, n: sympy.Symbol):
+    """The port rule read from the routes at `first` and `first + 1`: it must be the same."""
+    rules = set()
+    for at_n in (first, first + 1):
+        at = session.at({param: at_n})
+        if len(at.program.result(name).collective.ranks) > MAX_ROUTED:
+            raise Unproved(f"more than {MAX_ROUTED} ranks at {param} = {at_n} to read "
+                           "every route")
+        # Once per collective: the schedules over one collective share their rule.
+        rule = at.memo("scale-port-rule", str(at.program.result(name).collective.span),
+                       partial(port_rule, at, name, copies, order.path, order.at(at_n),
+                               (scaled, at_n, n)))
+        rules.add((rule.copy_coord, rule.same, rule.cross, tuple(sorted(
+            (k, str(v)) for k, v in rule.bandwidth.items())), tuple(
+            (f.name, str(f.bandwidth), str(f.share), tuple(sorted(f.pairs)))
+            for f in rule.fabric), tuple(sorted((k, str(v)) for k, v in rule.shares.items()))))
+    if len(rules) != 1:
+        raise Unproved(f"the port rule differs between {param} = {first} and {first + 1}")
+    return rule
+
+
+def _derive(session: Session, param: str, name: str, start: int, stop: int | None,
+            n: sympy.Symbol):
+    """The round classes derived for every n of the piece, with the port rule, the first
+    size its routes were read at and the copies' family; raises what fails."""
+    _no_send(session, session.program.result(name).definition.body, set())
+    sym, _ = _elaborated(session, param, name)
+    assert sym.ranks is not None
+    _obligations(sym, start, param)
+    uniform = uniform_machine(session, param)
+    order = sym.ranks
+    if any(not lo.is_const for lo in order.lows) or any(
+            not hi.is_const for hi in order.highs[1:]):
+        # Every copy must hold the same ranks at every n, so that the instances where the
+        # routes are read show every pair of local positions.
+        raise Unproved(f"the ranks' local positions in a copy vary with {param}")
+    if session.at({param: start}).timing(name).cost.protocol is not None:
+        raise Unproved("the time is the minimum over protocols, not one cost model")
+    if session.program.step_rule != "sum":  # the classes' time is α + Max of the loads
+        raise Unproved(f"the step cost is '{session.program.step_rule}', not a sum")
+    # The routes at any two sizes with two copies or more show every pair (see the
+    # module doc): the smallest that compile, so that every pair is cheap to route.
+    first = _smallest_pair(session, param, name, start)
+    rule = _read_rule(session, param, name, uniform.copies, order, uniform.scaled, first, n)
+    return round_classes(sym, rule, start, stop, n), rule, first, uniform.copies
+
+
+def prove(session: Session, param: str, name: str, piece: Piece, n: sympy.Symbol,
+          others: dict, stop: int | None) -> Verdict:
+    """Whether `piece` holds for every n in [valid_from, stop] (stop None: unbounded)."""
+    if piece.family.name == "powers of two" and piece.regime is not None:
+        return _prove_powers(session, param, name, piece, n)
+    refused = _no_form(session, param, name, piece)
+    if refused is not None:
+        return refused
     start = piece.valid_from
     try:
-        _no_send(session, session.program.result(name).definition.body, set())
-        sym, _ = _elaborated(session, param, name)
-        assert sym.ranks is not None
-        _obligations(sym, start, param)
-        uniform = uniform_machine(session, param)
-        copies = uniform.copies
-        order = sym.ranks
-        if any(not lo.is_const for lo in order.lows) or any(
-                not hi.is_const for hi in order.highs[1:]):
-            # Every copy must hold the same ranks at every n, so that the instances where the
-            # routes are read show every pair of local positions.
-            raise Unproved(f"the ranks' local positions in a copy vary with {param}")
-        if session.at({param: start}).timing(name).cost.protocol is not None:
-            raise Unproved("the time is the minimum over protocols, not one cost model")
-        if session.program.step_rule != "sum":  # the classes' time is α + Max of the loads
-            raise Unproved(f"the step cost is '{session.program.step_rule}', not a sum")
-        # The routes at any two sizes with two copies or more show every pair (see the
-        # module doc): the smallest that compile, so that every pair is cheap to route.
-        first = _smallest_pair(session, param, name, start)
-        rules = set()
-        for at_n in (first, first + 1):
-            at = session.at({param: at_n})
-            if len(at.program.result(name).collective.ranks) > MAX_ROUTED:
-                raise Unproved(f"more than {MAX_ROUTED} ranks at {param} = {at_n} to read "
-                               "every route")
-            # Once per collective: the schedules over one collective share their rule.
-            rule = at.memo("scale-port-rule", str(at.program.result(name).collective.span),
-                           partial(port_rule, at, name, copies, order.path, order.at(at_n),
-                                   (uniform.scaled, at_n, n)))
-            rules.add((rule.copy_coord, rule.same, rule.cross, tuple(sorted(
-                (k, str(v)) for k, v in rule.bandwidth.items())), tuple(
-                (f.name, str(f.bandwidth), str(f.share), tuple(sorted(f.pairs)))
-                for f in rule.fabric), tuple(sorted((k, str(v)) for k, v in rule.shares.items()))))
-        if len(rules) != 1:
-            raise Unproved(f"the port rule differs between {param} = {first} and {first + 1}")
-        derived = round_classes(sym, rule, start, stop, n)
+        derived, rule, first, copies = _derive(session, param, name, start, stop, n)
     except Outside as exc:
         return Verdict(None, f"not proved: {where(exc.span)}{exc.message}")
     except Unproved as exc:

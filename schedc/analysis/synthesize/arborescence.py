@@ -105,3 +105,42 @@ def shallowest(cost: np.ndarray, parent: np.ndarray, root: int, tolerance: float
                 nxt.append(int(v))
         frontier = nxt
     return result if reached.all() else parent
+
+
+def two_level(cost: np.ndarray, root: int) -> np.ndarray | None:
+    """parent[v] of a cheap spanning out-tree from `root` of depth at most 2, or None if
+    there is none (some node reached neither from the root nor from a child of it).
+
+    Which children of the root relay to which nodes is a facility location problem (a
+    relay costs its edge from the root and serves nodes more cheaply than the root does),
+    so this is a greedy, not a minimum: starting from the star, it makes the node whose
+    relaying saves most a relay, and moves to it each node it serves more cheaply, while
+    that saves anything."""
+    n = len(cost)
+    w = cost.astype(float, copy=True)
+    np.fill_diagonal(w, np.inf)
+    w[:, root] = np.inf
+    finite = w[np.isfinite(w)]
+    if not len(finite):
+        return None
+    big = (float(np.abs(finite).max()) + 1.0) * 4 * n  # no edge: dearer than any tree
+    w[~np.isfinite(w)] = big
+    parent = np.full(n, root)
+    parent[root] = -1
+    paid = w[root].copy()
+    paid[root] = 0.0
+    relay = np.zeros(n, dtype=bool)
+    relay[root] = True
+    tolerance = 1e-12 * max(float(np.abs(paid).sum()), 1e-300)
+    for _ in range(n):
+        movable = ~relay
+        saving = np.maximum(paid[None, :] - w, 0.0) * movable[None, :]  # [relay u, node v]
+        gain = saving.sum(axis=1) - (w[root] - paid)  # u itself then hangs from the root
+        gain[relay] = -np.inf
+        u = int(np.argmax(gain))
+        if gain[u] <= tolerance:
+            break
+        relay[u], parent[u], paid[u] = True, root, w[root, u]
+        served = ~relay & (w[u] < paid)
+        parent[served], paid[served] = u, w[u, served]
+    return None if (paid >= big).any() else parent

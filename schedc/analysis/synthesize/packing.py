@@ -16,6 +16,9 @@ tree cheaper than its root's dual z_c improves the LP; none left means the LP is
 It stops early once r reaches the exact optimum of `bound.optimum` (no packing can exceed
 it), which certifies the trees; a packing that stops below it says by how much.
 
+Trees deeper than two levels (a pipeline fills in depth - 1 rounds) are replaced, where
+trees of two levels reach the same rate, by those whose stages balance (`_shallower`).
+
 Reduce-scatter packs in-trees (the same on the reversed routes), broadcast and reduce one
 root's trees. The weights are floats from the LP; `write` rounds them to whole units of a
 shard and the compiler then gives the exact time of what was written.
@@ -33,10 +36,11 @@ from ...errors import LimitError, TopologyError
 from ...model.collectives import KINDS
 from ...model.symmetry import HostShift
 from ...model.topology import Topology
-from .arborescence import min_arborescence, shallowest
+from .arborescence import min_arborescence, shallowest, two_level
+from .group import pricing_symmetry, route_orbits
+from .lp import EPS, master, prune, staged_master
 
 MAX_ITERATIONS = 400  # rounds of pricing; each adds at most one tree per root
-_EPS = 1e-9
 
 
 @dataclass(frozen=True)
@@ -89,169 +93,249 @@ def pack(topology: Topology, nominal: dict, ranks: tuple[int, ...], kind: str,
     route (checked edge by edge), the LP is solved over orbits of the group they make: a
     symmetric optimum exists (the average of an optimum's images), so one variable stands for
     a tree and its |G| images, one row for an orbit of resources, and only one root per orbit
-    is priced — up to |G| times fewer rows, columns and arborescences."""
-    inward = KINDS[kind].reduces
-    n = len(ranks)
-    rooted = KINDS[kind].rooted
-    edges, shares, resources, capacity = _routes(topology, nominal, ranks, inward, span)
-    row_of = {(int(a), int(b)): k for k, (a, b) in enumerate(edges)}
-    sigma, orbit_of, roots, weight_of_root = _symmetry(
-        None if rooted else _orbits(shifts, ranks, resources, row_of, edges, shares),
-        n, len(resources), ranks.index(root) if rooted else None)
-    order = len(sigma)
-    rows = int(orbit_of.max()) + 1
-    orbit_size = np.bincount(orbit_of, minlength=rows)
-    scale = float(capacity.max())
-    orbit_capacity = np.zeros(rows)
-    orbit_capacity[orbit_of] = capacity / scale
-    per_resource = order / orbit_size[orbit_of]  # a price's weight on each resource of an orbit
-    trees: list[tuple[int, tuple[tuple[int, int], ...]]] = []
-    columns: list[np.ndarray] = []
-    seen: set = set()
+    is priced — up to |G| times fewer rows, columns and arborescences.
 
-    def cost_matrix(y_resources: np.ndarray) -> np.ndarray:
+    Where the trees found are deeper than two levels, the same rate is then sought with
+    trees of two levels (`_shallower`): a pipeline fills in depth - 1 rounds."""
+    problem = _problem(topology, nominal, ranks, kind, root, span, shifts)
+    pool = _Pool(problem)
+    start = problem.cost_matrix(1.0 / problem.capacity)  # the first trees: by bandwidth alone
+    for c in problem.roots:
+        pool.add(c, problem.tree(c, start))
+    target = optimum_rate / problem.scale
+    ticker = progress.ticker(f"synthesize: {kind} trees", MAX_ITERATIONS)
+    rate, weights, iterations = _generate(problem, pool, target, problem.tree, ticker.advance)
+    ticker.finish()
+    if _depth(pool, weights, rate) > 2:
+        shallow = _shallower(problem, pool, min(rate, target))
+        if shallow is not None:
+            pool, rate, weights, more = shallow
+            iterations += more
+    return _packing(problem, kind, pool, weights, rate, target, iterations)
+
+
+@dataclass(frozen=True, eq=False)
+class _Problem:
+    """What the LP is over: the tree edges and the shares of their bytes on each resource,
+    the resources' bandwidths and orbits, the group's elements on ranks and the roots priced."""
+
+    topology: Topology
+    ranks: tuple[int, ...]
+    span: Any
+    edges: np.ndarray
+    shares: Any  # sparse, edges × resources
+    resources: tuple[int, ...]
+    capacity: np.ndarray
+    row_of: dict  # (parent, child) -> its row of `shares`
+    sigma: np.ndarray  # the group's elements on rank indices
+    orbit_of: np.ndarray  # each resource's orbit (a row of the LP)
+    roots: list[int]
+    weight_of_root: np.ndarray
+
+    @property
+    def scale(self) -> float:
+        return float(self.capacity.max())
+
+    @property
+    def rows(self) -> int:
+        return int(self.orbit_of.max()) + 1
+
+    @property
+    def per_resource(self) -> np.ndarray:
+        """A price's weight on each resource of an orbit: |G| / the orbit's size."""
+        return len(self.sigma) / np.bincount(self.orbit_of, minlength=self.rows)[self.orbit_of]
+
+    @property
+    def orbit_capacity(self) -> np.ndarray:
+        capacity = np.zeros(self.rows)
+        capacity[self.orbit_of] = self.capacity / self.scale
+        return capacity
+
+    def cost_matrix(self, y_resources: np.ndarray) -> np.ndarray:
+        """Each tree edge's cost under per-resource prices (inf: no edge)."""
+        n = len(self.ranks)
         matrix = np.full((n, n), np.inf)
-        matrix[edges[:, 0], edges[:, 1]] = shares @ y_resources
+        matrix[self.edges[:, 0], self.edges[:, 1]] = self.shares @ y_resources
         return matrix
 
-    def tree(c: int, matrix: np.ndarray) -> tuple[tuple[int, int], ...]:
+    def tree(self, c: int, matrix: np.ndarray) -> tuple[tuple[int, int], ...]:
+        """The cheapest tree from root c under `matrix`, each node as near the root as the
+        price allows."""
         try:
             parent = min_arborescence(matrix, c)
         except ValueError:
             raise TopologyError(f"not every rank can be reached from "
-                                f"{topology.devices[ranks[c]].name}", span) from None
+                                f"{self.topology.devices[self.ranks[c]].name}", self.span) from None
         return _breadth_first(shallowest(matrix, parent, c, 1e-12), c)
 
-    def load(found) -> np.ndarray:
-        return np.asarray(shares[[row_of[e] for e in found]].sum(axis=0)).ravel()
+    def two_levels(self, c: int, matrix: np.ndarray) -> tuple[tuple[int, int], ...] | None:
+        """A cheap tree from root c of depth at most 2 (None: there is none)."""
+        parent = two_level(matrix, c)
+        return None if parent is None else \
+            _breadth_first(shallowest(matrix, parent, c, 1e-12), c)
 
-    def add(c: int, found: tuple[tuple[int, int], ...]) -> bool:
-        if (c, found) in seen:
+    def load(self, found) -> np.ndarray:
+        return np.asarray(self.shares[[self.row_of[e] for e in found]].sum(axis=0)).ravel()
+
+    def column(self, found) -> np.ndarray:
+        """A tree's column of the LP: the load of it and its images, per orbit."""
+        return np.bincount(self.orbit_of, weights=self.load(found) * self.per_resource,
+                           minlength=self.rows)
+
+    def stages(self, c: int, found) -> tuple[np.ndarray, np.ndarray]:
+        """A tree's column split by stage: its edges into depth 1, and the others."""
+        depth = Tree(c, found, 0.0).depths()
+        return (self.column([e for e in found if depth[e[1]] == 1]),
+                self.column([e for e in found if depth[e[1]] != 1]))
+
+
+def _problem(topology: Topology, nominal: dict, ranks: tuple[int, ...], kind: str,
+             root: int | None, span, shifts: tuple[HostShift, ...]) -> _Problem:
+    rooted = KINDS[kind].rooted
+    edges, shares, resources, capacity = _routes(topology, nominal, ranks, KINDS[kind].reduces,
+                                                 span)
+    row_of = {(int(a), int(b)): k for k, (a, b) in enumerate(edges)}
+    sigma, orbit_of, roots, weight_of_root = pricing_symmetry(
+        None if rooted else route_orbits(shifts, ranks, resources, row_of, edges, shares),
+        len(ranks), len(resources), ranks.index(root) if rooted else None)
+    return _Problem(topology, ranks, span, edges, shares, resources, capacity, row_of, sigma,
+                    orbit_of, roots, weight_of_root)
+
+
+class _Pool:
+    """The trees found so far (root, edges) and their columns of the LP (per orbit of
+    resources: the load of the tree and its images)."""
+
+    def __init__(self, problem: _Problem, trees=()) -> None:
+        self.problem = problem
+        self.trees: list[tuple[int, tuple[tuple[int, int], ...]]] = []
+        self.columns: list[np.ndarray] = []
+        self.seen: set = set()
+        for c, found in trees:
+            self.add(c, found)
+
+    def add(self, c: int, found: tuple[tuple[int, int], ...]) -> bool:
+        if (c, found) in self.seen:
             return False
-        seen.add((c, found))
-        trees.append((c, found))
-        columns.append(np.bincount(orbit_of, weights=load(found) * per_resource, minlength=rows))
+        self.seen.add((c, found))
+        self.trees.append((c, found))
+        self.columns.append(self.problem.column(found))
         return True
 
-    start = cost_matrix(1.0 / capacity)  # the first trees: the cheapest by bandwidth alone
-    for c in roots:
-        add(c, tree(c, start))
-    target = optimum_rate / scale
+
+def _generate(problem: _Problem, pool: _Pool, target: float, pricer, advance=None):
+    """Column generation: solve the LP over the pool, price a tree per root at its duals
+    with `pricer` (root, cost matrix → edges, or None), add those cheaper than the root's
+    dual, until the rate reaches `target` or no tree improves it: (rate, weights, rounds)."""
+    roots, weight_of_root = problem.roots, problem.weight_of_root
+    capacity, per_resource = problem.orbit_capacity, problem.per_resource
     iterations = 0
-    ticker = progress.ticker(f"synthesize: {kind} trees", MAX_ITERATIONS)
     while True:
         iterations += 1
-        ticker.advance()
-        rate, weights, y, z = _master(columns, trees, roots, weight_of_root, orbit_capacity)
+        if advance is not None:
+            advance()
+        rate, weights, y, z = master(pool.columns, pool.trees, roots, weight_of_root, capacity)
         if rate >= target * (1 - 1e-9) or iterations >= MAX_ITERATIONS:
-            break
-        matrix = cost_matrix(y[orbit_of] * per_resource)
+            return rate, weights, iterations
+        matrix = problem.cost_matrix(y[problem.orbit_of] * per_resource)
         added = 0
         for c, zc in zip(roots, z * weight_of_root):
-            found = tree(c, matrix)
+            found = pricer(c, matrix)
+            if found is None:
+                continue
             price = float(sum(matrix[e] for e in found))
-            if price < zc - _EPS * max(1.0, zc):
-                added += add(c, found)
+            if price < zc - EPS * max(1.0, zc):
+                added += pool.add(c, found)
+        if not added:
+            return rate, weights, iterations
+        if len(pool.columns) > 8 * (problem.rows + len(roots)):  # keep the LP small
+            prune(pool.trees, pool.columns, pool.seen, weights, y,
+                   dict(zip(roots, z * weight_of_root)))
+
+
+def _depth(pool: _Pool, weights, rate: float) -> int:
+    """The deepest tree the LP gives weight."""
+    return max((max(Tree(c, found, 0.0).depths().values())
+                for (c, found), w in zip(pool.trees, weights) if w > EPS * max(rate, EPS)),
+               default=0)
+
+
+def _shallower(problem: _Problem, pool: _Pool, goal: float):
+    """The rate `goal` with trees of depth at most 2: the pool's, and trees priced by
+    `arborescence.two_level` (a greedy, so this may stop short: then None, and the deeper
+    trees stay). Else (the pool, rate, weights, rounds of pricing)."""
+    shallow = _Pool(problem, [(c, found) for c, found in pool.trees
+                              if max(Tree(c, found, 0.0).depths().values()) <= 2])
+    start = problem.cost_matrix(1.0 / problem.capacity)
+    first = [(c, problem.two_levels(c, start)) for c in problem.roots]
+    if any(found is None for _, found in first):
+        return None  # some root reaches not every rank in two levels
+    for c, found in first:
+        shallow.add(c, found)  # type: ignore[arg-type]  # (not None: checked)
+    rate, weights, iterations = _generate(problem, shallow, goal, problem.two_levels)
+    if rate < goal * (1 - 1e-9):
+        return None
+    balanced = _balanced(problem, shallow, rate)
+    if balanced is not None:
+        weights, more = balanced
+        iterations += more
+    return shallow, rate, weights, iterations
+
+
+def _balanced(problem: _Problem, pool: _Pool, rate: float):
+    """At `rate`, the weights of trees of two levels whose stages' busiest loads add up
+    least (`lp.staged_master`: the fewer chunks the pipeline needs), with trees priced by
+    `two_level` at its duals, each stage's edges at that stage's prices: (weights, rounds
+    of pricing), or None if its LP does not solve (the weights found stay)."""
+    stages = [problem.stages(c, found) for c, found in pool.trees]
+    scaled = problem.per_resource
+    for iterations in range(1, MAX_ITERATIONS + 1):
+        solved = staged_master(stages, pool.trees, problem.roots, problem.weight_of_root,
+                               problem.orbit_capacity, rate * (1 - 1e-9))
+        if solved is None:
+            return None
+        weights, y_first, y_second, y_both, z = solved
+        first = problem.cost_matrix((y_first + y_both)[problem.orbit_of] * scaled)
+        second = problem.cost_matrix((y_second + y_both)[problem.orbit_of] * scaled)
+        added = 0
+        for c, zc in zip(problem.roots, z * problem.weight_of_root):
+            matrix = second.copy()
+            matrix[c] = first[c]  # the root's edges are the first stage's
+            found = problem.two_levels(c, matrix)
+            if found is not None and float(sum(matrix[e] for e in found)) < \
+                    zc - EPS * max(1.0, zc) and pool.add(c, found):
+                stages.append(problem.stages(c, found))
+                added += 1
         if not added:
             break
-        if len(columns) > 8 * (rows + len(roots)):  # keep the LP small: drop priced-out trees
-            _prune(trees, columns, seen, weights, y, dict(zip(roots, z * weight_of_root)))
-    ticker.finish()
-    packed = _expanded(trees, weights, sigma, rate)
-    seconds = shares.multiply(1.0 / (capacity[None, :])).tocsr()
-    loads = np.array([load(t.edges) / capacity for t in packed]) if packed else \
-        np.zeros((0, len(resources)))
+    return weights, iterations
+
+
+def _packing(problem: _Problem, kind: str, pool: _Pool, weights, rate: float, target: float,
+             iterations: int) -> Packing:
+    """The trees the LP weighs, with their images, and what `plan` needs of them."""
+    sigma, n = problem.sigma, len(problem.ranks)
+    packed = _expanded(pool.trees, weights, sigma, rate)
+    seconds = problem.shares.multiply(1.0 / (problem.capacity[None, :])).tocsr()
+    loads = np.array([problem.load(t.edges) / problem.capacity for t in packed]) if packed \
+        else np.zeros((0, len(problem.resources)))
     regular = len(sigma) == n and len(set(sigma[:, 0].tolist())) == n
+    scale = problem.scale
     return Packing(kind, packed, rate * scale, rate / target if target else 1.0, iterations,
-                   loads, resources, row_of, seconds,
+                   loads, problem.resources, problem.row_of, seconds,
                    sigma[np.argsort(sigma[:, 0])] if regular and n > 1 else None)
-
-
-def _symmetry(orbits, n: int, resources: int, root: int | None):
-    """(σ^k per shift, each resource's orbit, the roots to price, how many trees of the
-    orbits each root's row counts); without orbits, every rank (or the root) alone."""
-    sigma, orbit_of = orbits if orbits is not None else (
-        np.arange(n)[None, :], np.arange(resources))
-    roots = [root] if root is not None else sorted({int(sigma[:, a].min()) for a in range(n)})
-    weight_of_root = np.array([len(sigma) / len({int(x) for x in sigma[:, c]}) for c in roots])
-    return sigma, orbit_of, roots, weight_of_root
 
 
 def _expanded(trees: list, weights, sigma: np.ndarray, rate: float) -> tuple[Tree, ...]:
     """Each tree the LP weighs and its shifts, at its weight, in a fixed order."""
     expanded: dict[tuple, float] = {}
     for k, w in enumerate(weights):
-        if w > _EPS * max(rate, _EPS):
+        if w > EPS * max(rate, EPS):
             c, found = trees[k]
             for image in sigma:
                 key = (int(image[c]), tuple((int(image[a]), int(image[b])) for a, b in found))
                 expanded[key] = expanded.get(key, 0.0) + float(w)
     return tuple(Tree(c, found, w) for (c, found), w in sorted(expanded.items()))
-
-
-def _prune(trees: list, columns: list, seen: set, weights, y, z_of: dict) -> None:
-    """Drop the trees the last LP gave no weight and priced out (before the next LP, so its
-    weights always index the trees kept); they may come back when priced in again."""
-    old = len(weights)  # the trees the LP saw; those added since are kept
-    slack = [float(col @ y) - z_of[c] for col, (c, _) in zip(columns[:old], trees[:old])]
-    keep = [k for k in range(len(columns)) if k >= old or weights[k] > 0 or slack[k] <= _EPS]
-    for k in set(range(len(columns))) - set(keep):
-        seen.discard(trees[k])
-    trees[:] = [trees[k] for k in keep]
-    columns[:] = [columns[k] for k in keep]
-
-
-def _orbits(shifts: tuple[HostShift, ...], ranks: tuple[int, ...], resources: tuple[int, ...],
-            row_of: dict, edges: np.ndarray, shares) -> tuple[np.ndarray, np.ndarray] | None:
-    """(each element of the group the shifts make, on rank indices; each resource's orbit),
-    from the shifts that map the ranks onto themselves and every edge's route onto the image
-    edge's route (the others are left out); None if none does."""
-    generators = [g for g in (_generator(s, ranks, resources, row_of, edges, shares)
-                              for s in shifts) if g is not None]
-    if not generators:
-        return None
-    sigma = np.arange(len(ranks))[None, :]
-    parent = np.arange(len(resources))  # union-find over the generators' resource maps
-
-    def find(x: int) -> int:
-        while parent[x] != x:
-            parent[x] = parent[parent[x]]
-            x = int(parent[x])
-        return x
-
-    for powers, rho in generators:  # shifts commute: the group is every product of powers
-        sigma = np.unique(np.concatenate([p[sigma] for p in powers]), axis=0)
-        for e, image in enumerate(rho.tolist()):
-            parent[find(e)] = find(image)
-    roots = [find(e) for e in range(len(resources))]
-    _, orbit_of = np.unique(roots, return_inverse=True)
-    return sigma, orbit_of.ravel()
-
-
-def _generator(shift: HostShift, ranks, resources, row_of, edges, shares):
-    """(σ^k on rank indices for k = 0..order-1, ρ on resource indices) for one shift, if it
-    keeps the ranks and carries every edge's loads onto its image edge's; else None."""
-    position = {d: k for k, d in enumerate(ranks)}
-    ids = np.asarray(ranks, dtype=np.int64)
-    try:
-        powers = np.array([[position[int(d)] for d in shift.devices.power(k, ids)]
-                           for k in range(shift.order)])
-    except KeyError:
-        return None
-    local = {r: k for k, r in enumerate(resources)}
-    try:
-        rho = np.array([local[int(r)] for r in shift.resources.power(1, np.asarray(resources))])
-    except KeyError:
-        return None
-    image_rows = [row_of.get((int(powers[1, a]), int(powers[1, b]))) for a, b in edges]
-    if any(r is None for r in image_rows):
-        return None
-    moved = shares[image_rows].toarray()  # the image edges' loads, as rows
-    mapped = np.zeros_like(moved)
-    mapped[:, rho] = shares.toarray()  # each edge's loads carried to the images of resources
-    if not np.allclose(moved, mapped, rtol=1e-12, atol=0):
-        return None
-    return powers, rho
 
 
 def _routes(topology: Topology, nominal: dict, ranks: tuple[int, ...], inward: bool, span):
@@ -307,27 +391,3 @@ def _breadth_first(parent: np.ndarray, root: int) -> tuple[tuple[int, int], ...]
                 nxt.append(b)
         frontier = nxt
     return tuple(order)
-
-
-def _master(columns, trees, roots, weight_of_root, capacity):
-    """The restricted LP: (r, tree weights, resource duals y, root duals z); a root's row
-    counts each of its trees `weight_of_root` times (its shifts that root there)."""
-    from scipy.optimize import linprog  # type: ignore[import-untyped]  # no types
-    from scipy.sparse import csr_array, hstack, vstack
-
-    m, t = len(capacity), len(columns)
-    row_of = {c: k for k, c in enumerate(roots)}
-    loads = csr_array(np.column_stack(columns))  # resources × trees
-    owner = np.zeros((len(roots), t))
-    for k, (c, _) in enumerate(trees):
-        owner[row_of[c], k] = -weight_of_root[row_of[c]]
-    a_ub = vstack([hstack([loads, csr_array((m, 1))]),
-                   hstack([csr_array(owner), csr_array(np.ones((len(roots), 1)))])])
-    b_ub = np.concatenate([capacity, np.zeros(len(roots))])
-    objective = np.zeros(t + 1)
-    objective[-1] = -1.0
-    result = linprog(objective, A_ub=a_ub, b_ub=b_ub, bounds=(0, None), method="highs")
-    if result.status != 0:
-        raise LimitError(f"the packing LP did not solve: {result.message}")
-    marginals = -np.asarray(result.ineqlin.marginals)
-    return float(result.x[-1]), np.asarray(result.x[:-1]), marginals[:m], marginals[m:]

@@ -21,7 +21,8 @@ of the optimum, and the K that minimises (K + D - 1)·α + B(K), are found by sc
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+import re
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -250,17 +251,19 @@ def fastest_chunks(plans: list[Plan], shard: float, chunks: int, timing: Timing,
     return best
 
 
-def check_tables(plans: list[Plan]) -> None:
+def check_tables(plans: list[Plan], routes: Sequence[str] = ()) -> None:
     """Refuse, before the text is made, tables the parser would refuse: each number and the
     comma after it are two tokens (3 numbers a tree written, 4 a tree edge, and with images
-    one per rank and root)."""
+    one per rank and root); each `route` statement's tokens (words, numbers, `->` and
+    punctuation, as the lexer splits them, and its newline) count too."""
     numbers = 0
     for plan in plans:
         images = plan.images
         written = [t for t in plan.trees if images is None or t.root == 0]
         numbers += 3 * len(written) + 4 * sum(len(t.edges) for t in written)
         numbers += 0 if images is None else images.size
-    if 2 * numbers > MAX_TOKENS:
-        raise LimitError(f"the written tables would take about {2 * numbers:,} tokens, past "
+    tokens = 2 * numbers + sum(1 + len(re.findall(r"->|\w+|\S", line)) for line in routes)
+    if tokens > MAX_TOKENS:
+        raise LimitError(f"the written tables would take about {tokens:,} tokens, past "
                          f"the parser's {MAX_TOKENS:,}: nothing written; synthesize over "
                          "fewer ranks")

@@ -32,6 +32,7 @@ class Synthesis:
     # through switches that reduce, where `optimum` is all-reduce's own cut bound (a lower
     # bound) and `depth` the stages a chunk goes through.
     method: str = "trees"
+    unsearched: str = ""  # why other paths were not searched (past the bound on work), if not
 
     @property
     def ratio(self) -> float:
