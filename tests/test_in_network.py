@@ -90,8 +90,12 @@ schedule host_local_nvls {
 }
 """.replace("param V", f'import "{SCHEDULES / "lib" / "nvls.sched"}"\nparam V'))
     code, out, _ = run("bound", path)
-    # The host cut: 2 NICs each way, V must cross: V/(2·B_N) = 1 GiB / 100 GB/s.
-    assert code == 0 and "end-host bound: does not apply" in out
+    # The host cut: 2 NICs each way, V must cross: V/(2·B_N) = 1 GiB / 100 GB/s. The switches
+    # sit in the hosts, so the end-host count holds with hosts for ranks: 2(H-1)·V = 2 GiB
+    # through the 2 hosts' 2 NICs each, 4·B_N: the same V/(2·B_N).
+    assert code == 0 and "end-host bound: does not apply" not in out
+    assert "the 2 hosts send, and receive, 2(H-1)·V = 2 GiB in all" in out
+    assert "10.737 ms = V/(2*B_N)" in out.split("end-host bound over hosts")[1].split("\n\n")[0]
     assert "best bound: 10.737 ms = V/(2*B_N), from the binding cut" in out
 
 

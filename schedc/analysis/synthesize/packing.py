@@ -41,6 +41,10 @@ from .group import pricing_symmetry, route_orbits
 from .lp import EPS, master, prune, staged_master
 
 MAX_ITERATIONS = 400  # rounds of pricing; each adds at most one tree per root
+# Rounds of pricing two-level trees at the staged LP's duals: each only lowers the stages'
+# loads a little more (fewer chunks), and without symmetry one round is an LP over every
+# root's trees (a rail 4x8 priced root by root took 111 rounds, 60 s, unbounded).
+MAX_BALANCING = 16
 
 
 @dataclass(frozen=True)
@@ -289,7 +293,7 @@ def _balanced(problem: _Problem, pool: _Pool, rate: float):
     of pricing), or None if its LP does not solve (the weights found stay)."""
     stages = [problem.stages(c, found) for c, found in pool.trees]
     scaled = problem.per_resource
-    for iterations in range(1, MAX_ITERATIONS + 1):
+    for iterations in range(1, MAX_BALANCING + 1):
         solved = staged_master(stages, pool.trees, problem.roots, problem.weight_of_root,
                                problem.orbit_capacity, rate * (1 - 1e-9))
         if solved is None:
