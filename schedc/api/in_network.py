@@ -20,6 +20,7 @@ from typing import Callable
 from ..analysis.synthesize.result import Synthesis
 from ..errors import LimitError
 from ..limits import MAX_CHUNKS
+from ..render.synthesis_header import in_network_header
 
 
 def in_network_synthesis(program, coll, finder, reducing, trees_value: Fraction, *, source: Path,
@@ -79,7 +80,7 @@ def in_network_synthesis(program, coll, finder, reducing, trees_value: Fraction,
                        rounds=timing.cost.rounds, trees=0, units=1, depth=stages,
                        reached=float(bound / pipeline.steady), iterations=0,
                        method="in-network")
-    return replace(result, text=text(chunks, _header(result, source, reducing), machine))
+    return replace(result, text=text(chunks, in_network_header(result, source.name, len(reducing.switches)), machine))
 
 
 def _fastest(time: Callable[[int], Fraction], stages: int, written: int) -> int:
@@ -104,27 +105,3 @@ def _fastest(time: Callable[[int], Fraction], stages: int, written: int) -> int:
             break
         best = step
     return best
-
-
-def _header(s: Synthesis, source: Path, reducing) -> list[str]:
-    from ..units import format_seconds
-    several = len(reducing.groups) > 1
-    return [
-        f"Synthesized by `schedc synthesize {source.name} --collective allreduce`: all-reduce "
-        f"in the network, through {len(reducing.switches)} "
-        f"{'switches that reduce' if several else 'switch that reduces'}, pipelined.",
-        "Every rank reduces its data into its switch, which sums it"
-        + ("; rank i of every group takes part i of its group's sum, the ranks i all-reduce it "
-           "in a ring over the groups and give it back to their switch" if several else "")
-        + "; the switch sends the sum to every rank.",
-        f"Lower bound at alpha = 0 (exact): {format_seconds(s.optimum)} = {s.optimum_formula}.",
-        "No all-reduce does better: " + (
-            f"the sum must enter every side holding some but not all ranks, V across "
-            f"{s.optimum_cuts[0]}." if " | " in s.optimum_cuts[0] else
-            f"{s.optimum_cuts[0]} must carry it."),
-        f"This schedule's many-chunk limit is {1 / s.reached:.6f}x it.",
-        f"Time (compiled, chunks = {s.chunks}): {s.formula}",
-        f"  = {format_seconds(s.time)}; at alpha = 0 {format_seconds(s.bandwidth_time)}, "
-        f"{s.ratio:.4f}x the optimum.",
-        f"At this machine's alpha the fastest is chunks = {s.alpha_chunks} (--set chunks=K).",
-    ]

@@ -22,6 +22,7 @@ from ..choices import PACKED
 from ..errors import SchedcError, UsageError
 from ..language.quote import string
 from ..limits import MAX_CHUNKS, MAX_UNITS
+from ..render.synthesis_header import trees_header
 from .compiling import LoadOptions, numeric_times, verified_timings, work_limits
 from .options import Options, choice, count, option, text
 
@@ -186,7 +187,7 @@ def _synthesize(source, machine, kind, over, size, root, chunks, within, name, s
                        phases[0].plan.units, max(p.plan.depth for p in phases),
                        min(p.reached for p in packings), sum(p.iterations for p in packings),
                        len(pins), unsearched=unsearched)
-    return replace(result, text=text(_header(result, source), machine))
+    return replace(result, text=text(trees_header(result, source.name), machine))
 
 
 def _probe(source, kind, over, size, root, name, sets, scratch, limits, max_ranks):
@@ -371,41 +372,3 @@ def _at_option(error: SchedcError, scratch: Path, decl: list[str], over: str, si
     else:
         option, value = "--size", size
     return UsageError(f"{option} {value}: {error.message}", None, error.notes)
-
-
-def _short(s: Synthesis) -> str:
-    """Why trees over schedc's routes can stop below the optimum, when they do."""
-    if s.reached >= 1 - 1e-6:
-        return ""
-    return (" (no single route per pair of ranks carries the cut's bandwidth: schedc's routing "
-            "policy or the machine's pins" + (f"; {s.unsearched}" if s.unsearched else "") + ")")
-
-
-def _pinned(s: Synthesis) -> str:
-    if not s.pinned:
-        return ""
-    return (f"; {s.pinned} routes pinned, found by pricing any path by shortest paths, as the "
-            "optimum's cut counts them")
-
-
-def _header(s: Synthesis, source: Path) -> list[str]:
-    from ..units import format_seconds
-    cuts = "; ".join(s.optimum_cuts) if s.kind != "allreduce" else \
-        "; ".join(f"{k}: {c}" for k, c in zip(("reduce-scatter", "all-gather"), s.optimum_cuts))
-    return [
-        f"Synthesized by `schedc synthesize {source.name} --collective {s.kind}`: {s.trees} "
-        f"packed trees, pipelined.",
-        *([f"Optimum at alpha = 0 (exact): {format_seconds(s.optimum)} = {s.optimum_formula}.",
-           f"No schedule does better: its data must cross the cut {cuts}."]
-          if s.kind != "allreduce" else
-          [f"Reduce-scatter's optimum plus all-gather's at alpha = 0 (exact, each over all cuts): "
-           f"{format_seconds(s.optimum)} = {s.optimum_formula}; not a lower bound on all-reduce",
-           f"(schedc bound compares it with one). Their cuts: {cuts}."]),
-        f"Found by column generation (HiGHS LP, {s.iterations} rounds of pricing by minimum "
-        f"arborescences{_pinned(s)}), {s.reached:.6%} of the optimum's rate{_short(s)};",
-        f"trees rounded to {s.units} units of a shard, depth {s.depth}.",
-        f"Time (compiled, chunks = {s.chunks}): {s.formula}",
-        f"  = {format_seconds(s.time)}; at alpha = 0 {format_seconds(s.bandwidth_time)}, "
-        f"{s.ratio:.4f}x the optimum.",
-        f"At this machine's alpha the fastest is chunks = {s.alpha_chunks} (--set chunks=K).",
-    ]
