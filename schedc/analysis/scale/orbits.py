@@ -34,9 +34,9 @@ from __future__ import annotations
 
 import islpy as isl
 
-from ..forall.affine import PARAM, Cons, Lin
+from ..forall.affine import PARAM, Cons
 from ..forall.model import Family
-from .portloads import FabricLink, _bounds, _refine
+from .portloads import FabricLink, _refine, family_map
 
 Pair = tuple[tuple[int, ...], tuple[int, ...]]
 
@@ -45,15 +45,7 @@ def _transfers(family: Family, case: tuple[Cons, ...], dims: int, start: int,
                stop: int | None) -> isl.Map:
     """The family's points (one case) -> (t, source's coordinates, destination's)."""
     outs = ("t", *(f"s{k}" for k in range(dims)), *(f"d{k}" for k in range(dims)))
-    cons = [*family.domain.cons, *case, Cons(Lin.var("t") - family.time, True),
-            *(Cons(Lin.var(o) - e, True) for o, e in zip(outs[1:], (*family.src, *family.dst)))]
-    inner = sorted({v for c in cons for v in c.lin.names} - set(family.domain.vars)
-                   - set(outs) - {PARAM})
-    body = " and ".join([*_bounds(start, stop), *(c.isl() for c in cons)])
-    if inner:
-        body = f"exists ({', '.join(inner)} : {body})"
-    return isl.Map(f"[{PARAM}] -> {{ [{', '.join(family.domain.vars)}] -> "
-                   f"[{', '.join(outs)}] : {body} }}")
+    return family_map(family, case, outs, (*family.src, *family.dst), start, stop)
 
 
 def _shift(low: int, length: int) -> isl.Map:

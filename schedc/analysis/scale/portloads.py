@@ -93,11 +93,10 @@ def _domain(family: Family, case: tuple[Cons, ...], start: int, stop: int | None
     return isl.Set(f"[{PARAM}] -> {{ [{', '.join(family.domain.vars)}] : {body} }}")
 
 
-def _occupied(family: Family, case: tuple[Cons, ...], ends: tuple[Lin, ...], dims: int,
-              start: int, stop: int | None) -> isl.Set:
-    """{(t, port coordinates)} that the family's transfers of one case occupy; raises
-    unless each point is occupied by one transfer only (the map is injective)."""
-    outs = ("t", *(f"c{k}" for k in range(dims)))
+def family_map(family: Family, case: tuple[Cons, ...], outs: tuple[str, ...],
+               ends: tuple[Lin, ...], start: int, stop: int | None) -> isl.Map:
+    """The family's points (one case) -> (t, *ends): its round and the coordinates `ends`,
+    named `outs` (the first is t), for hosts from `start` to `stop`."""
     cons = [*family.domain.cons, *case, Cons(Lin.var("t") - family.time, True),
             *(Cons(Lin.var(o) - e, True) for o, e in zip(outs[1:], ends))]
     inner = sorted({v for c in cons for v in c.lin.names} - set(family.domain.vars)
@@ -105,8 +104,16 @@ def _occupied(family: Family, case: tuple[Cons, ...], ends: tuple[Lin, ...], dim
     body = " and ".join([*_bounds(start, stop), *(c.isl() for c in cons)])
     if inner:
         body = f"exists ({', '.join(inner)} : {body})"
-    text = f"[{PARAM}] -> {{ [{', '.join(family.domain.vars)}] -> [{', '.join(outs)}] : {body} }}"
-    mapping = isl.Map(text)
+    return isl.Map(f"[{PARAM}] -> {{ [{', '.join(family.domain.vars)}] -> "
+                   f"[{', '.join(outs)}] : {body} }}")
+
+
+def _occupied(family: Family, case: tuple[Cons, ...], ends: tuple[Lin, ...], dims: int,
+              start: int, stop: int | None) -> isl.Set:
+    """{(t, port coordinates)} that the family's transfers of one case occupy; raises
+    unless each point is occupied by one transfer only (the map is injective)."""
+    mapping = family_map(family, case, ("t", *(f"c{k}" for k in range(dims))), ends, start,
+                         stop)
     if not mapping.is_injective():
         raise Unproved(f"{family.span.source.path}:{family.span.line}: a rank takes part in more "
                        "than one transfer of this statement in one round")
