@@ -8,15 +8,12 @@ leaves the pieces `checked` with its note (docs/scale.md, "Proof for every n")."
 
 from __future__ import annotations
 
-import functools
-import json
 from fractions import Fraction
 
 import pytest
 from conftest import SCHEDULES, write
-from test_scale_ports import ALPHA, B_L, B_N, HOST, PARAMS, V
+from test_scale_ports import ALPHA, B_L, B_N, HOST, PARAMS, V, _compiled, _scale
 
-import schedc
 
 # (ALPHA ... B_N: the params of PARAMS, in base units)
 MACHINE = """\
@@ -81,25 +78,6 @@ def nccl2_by_hand(n: int) -> Fraction:
 
 HAND = {"ring": ring_by_hand, "rail_major": rail_major_by_hand, "hier": hier_by_hand,
         "nccl2": nccl2_by_hand}
-
-
-def _scale(run, path, *args) -> dict:
-    code, out, err = run("scale", path, "--in", "hosts", "--no-bound", "--json", *args)
-    assert code == 0, err
-    return json.loads(out)
-
-
-def _compiled(path, n: int, name: str) -> Fraction:
-    """A direct compile (no verification: thousands of ranks are past the verifier's cap)."""
-    return Fraction(schedc.time(_loaded(path, n), name, verify=False).time)
-
-
-@functools.lru_cache(maxsize=3)  # a test's three sizes
-def _loaded(path, n: int) -> schedc.Session:
-    """The file at `hosts = n`, loaded once for all its schedules (as in test_scale_ports.py:
-    a session elaborates and times each schedule on its own, when asked; sharing it shares
-    the machine's parse and routes, not an answer)."""
-    return schedc.load(path, [f"hosts={n}"], max_transfers=10**8, max_rounds=10**6)
 
 
 def _machine(tmp_path, loops: object = 2, change: tuple[str, str] = ("", "")) -> object:
