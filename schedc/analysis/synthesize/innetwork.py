@@ -10,10 +10,13 @@ stages; this module says when it applies and what it costs to pipeline.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from fractions import Fraction
 
+from ...limits import MAX_CHUNKS
 from ...model.topology import Topology
+from .plan import descend
 
 
 @dataclass(frozen=True)
@@ -81,3 +84,22 @@ class Pipeline:
         if self.excess <= 0 or self.at(first) <= target:
             return first
         return max(first, math.ceil(self.excess / (target - self.steady)))
+
+
+def fastest_count(time: Callable[[int], Fraction], stages: int, written: int) -> int:
+    """The chunk count fastest at the file's α. For K ≥ stages - 1 the time is
+    c + a·K + b/K (a start-up per round, the fill's bytes over K), so three compiled times
+    give a, b and K = √(b/a); the count is then moved down the compiled times to a local
+    minimum (protocols that switch with the chunk's size bend the curve a little)."""
+    ks = [max(stages - 1, 1) * m for m in (1, 2, 4)]
+    t = [time(k) for k in ks]
+    # T(K) = c + a·K + b/K: eliminate c between pairs of the three points.
+    d1 = (t[1] - t[0], Fraction(ks[1] - ks[0]), Fraction(1, ks[1]) - Fraction(1, ks[0]))
+    d2 = (t[2] - t[1], Fraction(ks[2] - ks[1]), Fraction(1, ks[2]) - Fraction(1, ks[1]))
+    det = d1[1] * d2[2] - d2[1] * d1[2]
+    a = (d1[0] * d2[2] - d2[0] * d1[2]) / det
+    b = (d1[1] * d2[0] - d2[1] * d1[0]) / det
+    if a <= 0:
+        return written  # no start-up per round: more chunks never hurt
+    best = min(MAX_CHUNKS, max(1, round(math.sqrt(max(float(b), 0.0) / float(a)))))
+    return descend(time, best, 16)

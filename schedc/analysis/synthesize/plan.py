@@ -24,6 +24,7 @@ import math
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
+from typing import Any
 
 import numpy as np
 
@@ -154,10 +155,27 @@ def chunks_within(p: Plan, goal: float, shard: float, within: float) -> int:
     k = max(first + 1, math.ceil(excess / (target - p.steady(shard))) if excess > 0 else first)
     while k > first + 1 and p.bandwidth_time(k - 1, shard) <= target:  # (rounding of the ceil)
         k -= 1
-    if k > MAX_CHUNKS:
-        raise LimitError(f"{k:,} chunks would be needed to come within {within:.2%} of the "
-                         f"goal, more than {MAX_CHUNKS:,}: give --chunks or a larger --within")
-    return k
+    return within_limit(k, within)
+
+
+def within_limit(chunks: int, within: float) -> int:
+    """`chunks`, unless it is past MAX_CHUNKS: then the refusal that says so."""
+    if chunks > MAX_CHUNKS:
+        raise LimitError(f"{chunks:,} chunks would be needed to come within {within:.2%} of "
+                         f"the goal, more than {MAX_CHUNKS:,}: give --chunks or a larger --within")
+    return chunks
+
+
+def descend(time: Callable[[int], Any], start: int, moves: int) -> int:
+    """From `start`, to the neighbouring chunk count (1 .. MAX_CHUNKS) while its time is
+    lower, at most `moves` times: a local minimum of `time` near the model's count."""
+    best = start
+    for _ in range(moves):
+        step = min((k for k in (best - 1, best + 1) if 1 <= k <= MAX_CHUNKS), key=time)
+        if time(step) >= time(best):
+            break
+        best = step
+    return best
 
 
 def alpha_optimal(plans: list[Plan], shard: float, alpha: float, written: int) -> int:
@@ -243,12 +261,7 @@ def fastest_chunks(plans: list[Plan], shard: float, chunks: int, timing: Timing,
             times[k] = compiled_at(k)
         return times[k]({})
 
-    for _ in range(8):  # the model's count, then down the compiled times to a local minimum
-        step = min((k for k in (best - 1, best + 1) if k >= 1), key=time)
-        if time(step) >= time(best):
-            break
-        best = step
-    return best
+    return descend(time, best, 8)  # the model's count, then down the compiled times
 
 
 def check_tables(plans: list[Plan], routes: Sequence[str] = ()) -> None:
