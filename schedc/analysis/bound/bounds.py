@@ -37,7 +37,7 @@ from ...model.collectives import KINDS
 from ...model.ir import Collective, LinearBytes, Schedule, linear_expr, linear_scale, linear_value
 from ...session import Session
 from .cuts import Cut, CutCapacity, RankCuts
-from .in_network import host_ends, in_network_optimum
+from .in_network import EndHost, host_ends, in_network_optimum
 from .optimum import Optimum, optimum, side_names
 
 
@@ -65,18 +65,6 @@ class CutBound:
     @property
     def value(self) -> Fraction:
         return self.crossing.value
-
-
-@dataclass(frozen=True)
-class EndHost:
-    total: LinearBytes  # 2(p-1)·V: what the ranks send together, and receive together
-    egress: sympy.Expr  # Σ over ranks of their single-rank cut, outwards
-    ingress: sympy.Expr
-    bound: sympy.Expr
-    value: Fraction
-    # 0: the ranks are the ends; H: where switches reduce, the H hosts that hold them are
-    # (2(H-1)·V through the hosts' own links: `in_network.host_ends`)
-    hosts: int = 0
 
 
 @dataclass(frozen=True)
@@ -140,7 +128,7 @@ def bound(session: Session, collective: Collective | None, names: list[str],
         binding = _cut_bound(_with_backward(binding.cut, finder), collective, nominal)
     in_network = tuple(d.name for d in topology.devices if d.reduces)
     end_host = _end_host(collective, cuts, nominal) if not in_network else \
-        _over_hosts(finder, collective, nominal)
+        host_ends(finder, collective, nominal)
     best, best_value, binds = sympy.Integer(0), Fraction(0), "none"
     if binding is not None:
         best, best_value, binds = binding.crossing.bound, binding.value, "cut"
@@ -271,14 +259,6 @@ def _end_host(collective: Collective | None, cuts: tuple[CutBound, ...], nominal
     bandwidth = egress if out_value >= in_value else ingress
     return EndHost(total, egress, ingress, sympy.factor_terms(linear_expr(total) / bandwidth),
                    max(out_value, in_value))
-
-
-def _over_hosts(finder: RankCuts, collective: Collective | None, nominal: dict) -> EndHost | None:
-    """Where switches reduce: the end-host bound with hosts for ranks, when it holds."""
-    ends = None if collective is None else host_ends(finder, collective, nominal)
-    if ends is None:
-        return None
-    return EndHost(ends.total, ends.egress, ends.ingress, ends.bound, ends.value, ends.hosts)
 
 
 def _efficiency(session: Session, name: str, binding: CutBound | None, best: Fraction) -> Efficiency:

@@ -48,29 +48,27 @@ def in_network_optimum(finder: RankCuts, collective: Collective, nominal: dict) 
 
 
 @dataclass(frozen=True)
-class HostEnds:
-    """The end-host bound with hosts for ranks."""
+class EndHost:
+    """The end-host bound (`bounds._end_host`, the ranks as ends), or with hosts for ranks
+    where switches reduce inside them (`host_ends`)."""
 
-    hosts: int
-    total: LinearBytes  # 2(H - 1)·V
-    egress: sympy.Expr  # Σ over hosts of the bandwidth out of the host's devices
+    total: LinearBytes  # 2(p-1)·V (hosts: 2(H-1)·V): what the ends send together, and receive
+    egress: sympy.Expr  # Σ over the ends of the bandwidth out of them
     ingress: sympy.Expr
-    value: Fraction  # seconds: the larger of total/egress and total/ingress, at the nominal point
-    outwards: bool  # whether total/egress is the larger
-
-    @property
-    def bound(self) -> sympy.Expr:
-        return sympy.factor_terms(linear_expr(self.total) / (self.egress if self.outwards
-                                                             else self.ingress))
+    bound: sympy.Expr
+    value: Fraction
+    hosts: int = 0  # 0: the ranks are the ends; H: the H hosts that hold them are
 
 
-def host_ends(finder: RankCuts, collective: Collective, nominal: dict) -> HostEnds | None:
+def host_ends(finder: RankCuts, collective: Collective | None, nominal: dict) -> EndHost | None:
     """The bound over hosts (module docstring); None unless the collective is an all-reduce
     over ranks of two or more hosts, every switch that reduces is in one of them, and no
     unlimited link enters or leaves one."""
+    if collective is None or collective.kind != "allreduce":
+        return None
     topology = finder.topology
     hosts = sorted({topology.devices[r].host for r in collective.ranks}, key=str)
-    if collective.kind != "allreduce" or None in hosts or len(hosts) < 2:
+    if None in hosts or len(hosts) < 2:
         return None
     if any(d.reduces and d.host not in hosts for d in topology.devices):
         return None  # a switch that reduces outside every end: the count does not hold
@@ -92,5 +90,6 @@ def host_ends(finder: RankCuts, collective: Collective, nominal: dict) -> HostEn
         return None
     total = linear_scale(collective.size, Fraction(2 * (len(hosts) - 1)))
     moved = linear_value(total, nominal)
-    return HostEnds(len(hosts), total, egress, ingress, max(moved / out_rate, moved / in_rate),
-                    out_rate <= in_rate)
+    bandwidth = egress if out_rate <= in_rate else ingress
+    return EndHost(total, egress, ingress, sympy.factor_terms(linear_expr(total) / bandwidth),
+                   max(moved / out_rate, moved / in_rate), len(hosts))
