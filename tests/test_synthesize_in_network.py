@@ -160,3 +160,14 @@ def test_the_written_groups_follow_the_host_count(tmp_path):
     assert "for h in 0..len(synthesized_allreduce_ranks) // 4 - 1]" in s.text
     three = schedc.synthesize(source, "allreduce", chunks=12, sets=("hosts=3",))
     assert schedc.time(schedc.load(out, sets=("hosts=3",)), s.name).time == three.time
+
+
+@pytest.mark.parametrize("bad", ["g[0]; copy all from a to b", "g[0]\nschedule x {}", "g[-1]"])
+def test_a_name_that_is_not_an_expression_is_not_written(bad):
+    # Names come from the compiler, but the writer takes nothing on trust: only an
+    # identifier with indices and members may reach the file.
+    from schedc.errors import TopologyError
+    from schedc.export.sched_innetwork import in_network_text
+    with pytest.raises(TopologyError, match="write a group with the device"):
+        in_network_text(machine="m.sched", size="V", over="g", name="x", chunks=1,
+                        groups=[["g[1]", bad]], switches=["sw"], positions=[[0, 1]], header=[])

@@ -12,7 +12,7 @@ import re
 from collections.abc import Sequence
 
 from ..language.quote import string
-from .sched_schedule import comment, route_statement
+from .sched_schedule import check_names, comment
 
 _ONE_GROUP = [
     "      # Stage 0: every rank reduces the chunk into the switch, which sums it;",
@@ -47,8 +47,7 @@ def in_network_text(*, machine: str, size: str, over: str, name: str, chunks: in
     """The whole file; `groups[h]` are the device names of the ranks that reduce into the
     switch named `switches[h]` (each checked to be a name of the language), `positions[h]`
     their places in the collective's ranks."""
-    for device in (*switches, *(d for g in groups for d in g)):
-        route_statement(device, device, ())  # refuses a name that is not an expression
+    check_names((*switches, *(d for g in groups for d in g)), "write a group with")
     group = f"{name}_ranks"
     lists = _as_loops(group, switches, positions) or _as_lists(groups, switches)
     several = len(groups) > 1

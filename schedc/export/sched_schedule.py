@@ -72,11 +72,17 @@ def route_statement(src: str, dst: str, through: Sequence[str]) -> str:
     """`route SRC -> DST via ...` between devices named as the compiler names them (an
     identifier, indices and members: `node[0].g[1]`); any other name is refused, so nothing
     but the statement can be written."""
-    for device in (src, dst, *through):
-        if not _DEVICE.fullmatch(device):
-            raise TopologyError(f"cannot pin a route through the device {device!r}: its name is "
-                              "not an expression of the language")
+    check_names((src, dst, *through), "pin a route through")
     return f"route {src} -> {dst}" + (f" via {', '.join(through)}" if through else "")
+
+
+def check_names(devices: Sequence[str], doing: str) -> None:
+    """Refuse a device name that is not an expression of the language (an identifier,
+    indices and members: `node[0].g[1]`), so a written file holds nothing but names."""
+    for device in devices:
+        if not _DEVICE.fullmatch(device):
+            raise TopologyError(f"cannot {doing} the device {device!r}: its name is not an "
+                                "expression of the language")
 
 
 def _tables(phase: Phase) -> list[str]:
