@@ -28,7 +28,7 @@ def in_network_synthesis(program, coll, finder, reducing, trees_value: Fraction,
     bounds the ranks. `compiled(text)` compiles and verifies a text: (α = 0 term, timing)."""
     from ..analysis.bound.in_network import host_ends, in_network
     from ..analysis.bound.optimum import side_names
-    from ..analysis.synthesize.innetwork import Pipeline, fastest_count
+    from ..analysis.synthesize.innetwork import Pipeline, fastest_count, first_count
     from ..analysis.synthesize.plan import within_limit
     from ..export.sched_innetwork import in_network_text
 
@@ -60,7 +60,8 @@ def in_network_synthesis(program, coll, finder, reducing, trees_value: Fraction,
             runs[k] = compiled(text(k, [], str(source.resolve())))
         return runs[k]
 
-    pipeline = Pipeline.of(stages, at(stages)[0], at(2 * stages)[0])
+    first = first_count(stages)  # the counts fastest_count compiles first, too
+    pipeline = Pipeline.of(stages, at(first)[0], at(2 * first)[0])
     if pipeline.steady > trees_value:
         return None  # trees do better: they are written
     goal = max(bound, pipeline.steady)

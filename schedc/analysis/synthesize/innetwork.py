@@ -58,6 +58,11 @@ def reducing_groups(topology: Topology, ranks: tuple[int, ...]) -> Reducing | No
     return Reducing(tuple(tuple(g) for g in groups.values()), tuple(groups))
 
 
+def first_count(stages: int) -> int:
+    """The fewest chunks from which the pipeline's times follow its model: stages - 1."""
+    return max(stages - 1, 1)
+
+
 @dataclass(frozen=True)
 class Pipeline:
     """B(K) = steady + excess / K, the bandwidth term at α = 0 of K chunks through `stages`
@@ -69,10 +74,11 @@ class Pipeline:
     excess: Fraction  # seconds·chunks: what filling and draining the pipeline add
 
     @classmethod
-    def of(cls, stages: int, at_stages: Fraction, at_twice: Fraction) -> Pipeline:
-        """From the compiled bandwidth terms at K = stages and K = 2·stages."""
-        excess = 2 * stages * (at_stages - at_twice)
-        return cls(stages, at_twice - excess / (2 * stages), excess)
+    def of(cls, stages: int, at_first: Fraction, at_twice: Fraction) -> Pipeline:
+        """From the compiled bandwidth terms at K = `first_count(stages)` and twice it."""
+        first = first_count(stages)
+        excess = 2 * first * (at_first - at_twice)
+        return cls(stages, at_twice - excess / (2 * first), excess)
 
     def at(self, chunks: int) -> Fraction:
         return self.steady + self.excess / chunks
@@ -80,7 +86,7 @@ class Pipeline:
     def chunks_within(self, goal: Fraction, within: float) -> int:
         """The fewest chunks (≥ stages - 1, where the model holds) within `within` of `goal`."""
         target = goal * (1 + Fraction(within))
-        first = max(self.stages - 1, 1)
+        first = first_count(self.stages)
         if self.excess <= 0 or self.at(first) <= target:
             return first
         return max(first, math.ceil(self.excess / (target - self.steady)))
@@ -91,7 +97,7 @@ def fastest_count(time: Callable[[int], Fraction], stages: int, written: int) ->
     c + a·K + b/K (a start-up per round, the fill's bytes over K), so three compiled times
     give a, b and K = √(b/a); the count is then moved down the compiled times to a local
     minimum (protocols that switch with the chunk's size bend the curve a little)."""
-    ks = [max(stages - 1, 1) * m for m in (1, 2, 4)]
+    ks = [first_count(stages) * m for m in (1, 2, 4)]  # (the first two: Pipeline.of's)
     t = [time(k) for k in ks]
     # T(K) = c + a·K + b/K: eliminate c between pairs of the three points.
     d1 = (t[1] - t[0], Fraction(ks[1] - ks[0]), Fraction(1, ks[1]) - Fraction(1, ks[0]))
