@@ -38,6 +38,16 @@ def test_directly_linked_gcds_bind_at_a_pair():
     assert b.binds == "optimum" and b.best_value == b.optimum.value
 
 
+def test_reduce_scatter_binds_at_the_pair_too(tmp_path):
+    # The links are the same both ways, so reduce-scatter's binding side is the pair too:
+    # 14/16 of 1 GiB must leave it over 300 GB/s, and that is the best bound.
+    probe = tmp_path / "rs.sched"
+    probe.write_text(f'import "{FIXTURES / "mi250_16.sched"}"\nreduce_scatter V over ranks\n')
+    b = optimum_of(probe, kind="reduce_scatter")
+    assert b.optimum.value == Fraction(14 * GiB, 16 * 300 * GB)
+    assert b.binds == "optimum" and b.best_value == b.optimum.value
+
+
 @pytest.mark.parametrize("hosts, algbw", [(2, "346.666666667"), (4, "266.666666667"),
                                           (8, "228.571428571")])
 def test_forestcoll_a100_figures(hosts, algbw):

@@ -230,7 +230,7 @@ def optimum_text(b: Bounds, topology: Topology, nominal: dict) -> str:
             f"{format_seconds(o.value)} = {formula_str(o.time)}")
     tail = ("  reached by packed trees, pipelined, where routes may take any path; schedc "
             "synthesize says how near trees over schedc's routes come")
-    if o.parts[0].kind == "allreduce":  # switches reduce: all-reduce's own cut
+    if o.kind == "allreduce" and o.is_bound:  # switches reduce: all-reduce's own cut
         head += ", all-reduce in the network"
         tail = ("  a lower bound on every all-reduce: the sum must enter every side that holds "
                 "some but not all ranks; schedc synthesize --collective allreduce writes a "

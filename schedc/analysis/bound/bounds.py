@@ -138,7 +138,7 @@ def bound(session: Session, collective: Collective | None, names: list[str],
     if collective is not None and optimum_too:
         reducing = in_network and collective.kind == "allreduce"
         exact = (in_network_optimum if reducing else optimum)(finder, collective, nominal)
-    if exact is not None and (exact.parts[0].kind != "reduce_scatter") \
+    if exact is not None and exact.is_bound \
             and exact.value > best_value:  # over all cuts: at least every family's bound
         best, best_value, binds = exact.time, exact.value, "optimum"
     schedules = tuple(_efficiency(session, n, binding, best_value) for n in names)

@@ -69,6 +69,13 @@ class Optimum:
     time: sympy.Expr
     value: Fraction
 
+    @property
+    def is_bound(self) -> bool:
+        """Whether no schedule does better: every packing's optimum, and all-reduce's own
+        cut (`in_network_optimum`); not reduce-scatter's plus all-gather's, which is reached
+        but bounds nothing."""
+        return self.kind != "allreduce" or self.parts[0].kind == "allreduce"
+
 
 def optimum(finder: RankCuts, collective: Collective, nominal: dict) -> Optimum | None:
     """The exact optimum of `collective` on the machine of `finder`; None for a collective
